@@ -1,0 +1,110 @@
+# dolsot - a stateful Python REPL for LLM agents, in one binary.
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+
+PYTHON_CONFIG ?= /usr/bin/python3.11-config
+PY_INCLUDES := $(shell $(PYTHON_CONFIG) --includes)
+PY_CONFIGDIR := $(shell $(PYTHON_CONFIG) --configdir)
+PY_PREFIX := $(shell $(PYTHON_CONFIG) --prefix)
+PY_STATIC := $(PY_CONFIGDIR)/libpython3.11-pic.a
+# libpython is linked whole and its symbols exported, so that extension
+# modules (numpy, _ctypes, _ssl, ...) loaded later find them in the binary.
+PY_LDLIBS := -Wl,--whole-archive $(PY_STATIC) -Wl,--no-whole-archive \
+	-ldl -lm -lz -lexpat -lpthread -lutil
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Werror -Werror=shadow -Werror=missing-prototypes \
+	-Werror=format=2 -Werror=switch-default
+ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CFLAGS)
+LDFLAGS ?=
+VERSION := 0.3.0
+
+CORE_SRCS := frame.c store_id.c store_file.c store_mem.c output.c opts.c \
+	repl.c proc.c
+WORKER_SRCS := worker.c worker_py.c
+SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
+OBJS := $(SRCS:.c=.o)
+
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+TESTS := tests/check_frame tests/check_store tests/check_opts \
+	tests/check_output tests/check_cli
+
+all: dolsot
+
+dolsot: $(OBJS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS)
+
+worker.o: ALL_CFLAGS += $(PY_INCLUDES)
+main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
+
+# The worker's Python half lives in worker.py and is compiled into the binary.
+worker_py.c: worker.py
+	{ echo '/* generated from worker.py by make; do not edit */'; \
+	  echo '#include <stddef.h>'; \
+	  echo 'const unsigned char worker_py[] = {'; \
+	  xxd -i < worker.py; echo ', 0x00 };'; \
+	  echo 'const size_t worker_py_len = sizeof(worker_py) - 1;'; } > $@.tmp
+	mv $@.tmp $@
+
+worker_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
+
+%.o: %.c
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+tests/%.o: tests/%.c
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
+
+tests/check_frame: tests/check_frame.o frame.o
+tests/check_store: tests/check_store.o store_id.o store_file.o store_mem.o
+tests/check_opts: tests/check_opts.o opts.o store_id.o
+tests/check_output: tests/check_output.o output.o frame.o
+tests/check_cli: tests/check_cli.o tests/cli_helpers.o
+
+$(TESTS):
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
+
+deps:
+	@sh tools/deps.sh build
+
+check: 
+	@sh tools/deps.sh check
+	$(MAKE) dolsot $(TESTS)
+	sh tests/run.sh $(TESTS)
+
+# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+asan:
+	@sh tools/deps.sh check
+	$(MAKE) clean
+	$(MAKE) CFLAGS='-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all' \
+		LDFLAGS='-fsanitize=address,undefined' dolsot $(TESTS)
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		sh tests/run.sh $(TESTS)
+
+demo: dolsot
+	@sh tools/deps.sh demo
+	cd examples && ../dolsot --reset demo >/dev/null && \
+	../dolsot --toolbox mytools:mt --session demo "orders = mt.load('orders'); len(orders)" && \
+	../dolsot --toolbox mytools:mt --session demo "mt.add(sum(orders), 1)"
+
+lint:
+	@sh tools/deps.sh lint
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out worker_py.c,$(SRCS))
+	mandoc -Tlint -Wwarning man/dolsot.1
+
+install: dolsot
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 dolsot $(DESTDIR)$(BINDIR)/dolsot
+	install -m 644 man/dolsot.1 $(DESTDIR)$(MANDIR)/man1/dolsot.1
+
+clean:
+	rm -f dolsot $(OBJS) $(OBJS:.o=.d) worker_py.c worker_py.c.tmp \
+		$(TESTS) tests/*.o tests/*.d
+
+.PHONY: all deps check asan demo lint install clean
+
+-include $(OBJS:.o=.d) $(wildcard tests/*.d)

@@ -1,0 +1,122 @@
+/*
+ * frame.h - the wire format between the dolsot parent and its worker.
+ *
+ * A frame is:
+ *
+ *   magic   4 bytes   "DLF1"
+ *   kind    u32 LE    FRAME_REQUEST or FRAME_RESULT
+ *   length  u64 LE    number of body bytes that follow
+ *   body    fields, back to back, each:
+ *             tag  u16 LE
+ *             len  u64 LE  (bytes of data)
+ *             data len bytes
+ *
+ * Unknown tags are rejected (both ends are the same binary).  A scalar field
+ * (u64) has len 8.  A field may appear once, except FT_TOOLBOX.  The decoder
+ * never reads past the buffer, never trusts a length before checking it
+ * against what is left and against FRAME_MAX, and returns -1 with a reason on
+ * anything malformed: bad magic, wrong kind, truncated header or field, a
+ * length that overruns, trailing bytes after the body, a repeated field, a
+ * missing required field, a toolbox field without exactly one NUL separator.
+ *
+ * Decoded spans point into the caller's buffer: the buffer must outlive them.
+ * Nothing is NUL-terminated; use the lengths.
+ */
+#ifndef DOLSOT_FRAME_H
+#define DOLSOT_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FRAME_MAGIC "DLF1"
+#define FRAME_HEADER_LEN 16
+/* No frame may be larger than this (header included): 4 GiB. */
+#define FRAME_MAX ((uint64_t)1 << 32)
+#define FRAME_MAX_TOOLBOXES 256
+
+enum frame_kind {
+	FRAME_REQUEST = 1,
+	FRAME_RESULT = 2,
+};
+
+/* A view of bytes inside a frame buffer (or any buffer the caller owns). */
+struct span {
+	const uint8_t *p;
+	size_t len;
+	bool present;
+};
+
+struct toolbox_spec {
+	struct span module;
+	struct span alias;
+};
+
+/* What the parent asks of the worker: one cell. */
+struct request {
+	struct span code;                /* required */
+	struct span session;             /* required: the id, for messages */
+	struct span blob;                /* absent for a new session */
+	struct toolbox_spec toolboxes[FRAME_MAX_TOOLBOXES];
+	size_t n_toolboxes;
+	uint64_t max_output;             /* chars of value kept; 0 = no cap */
+	uint64_t budget_ns;              /* time left for the worker when sent */
+	uint64_t flags;                  /* REQ_* bits */
+};
+
+#define REQ_TYPECHECK  (1u << 0)
+#define REQ_CARRY      (1u << 1)
+#define REQ_SANDBOX    (1u << 2)
+
+/* What the worker answers.  exit_code follows the dolsot contract. */
+struct worker_result {
+	int64_t exit_code;
+	uint64_t flags;                  /* RES_* bits */
+	struct span value;               /* repr of the last expression, if any */
+	struct span error;               /* error line(s), no trailing newline */
+	struct span held;                /* names, '\n'-separated, sorted */
+	struct span dropped;             /* "name\treason" lines */
+	struct span warnings;            /* extra stderr lines from the worker */
+	struct span blob;                /* the new session; present iff RES_SAVE */
+};
+
+#define RES_OK   (1u << 0)           /* the cell ran without raising */
+#define RES_SAVE (1u << 1)           /* blob holds the new session state */
+
+/* A growable output buffer; frame_buf_release() frees it. */
+struct frame_buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+};
+
+/*
+ * Encode r (or res) as one frame appended to an empty buf.  Returns 0, or -1
+ * with errno set (ENOMEM, or EMSGSIZE when the frame would exceed FRAME_MAX).
+ */
+int frame_encode_request(struct frame_buf *buf, const struct request *r);
+int frame_encode_result(struct frame_buf *buf, const struct worker_result *res);
+
+/*
+ * Decode exactly one frame of the given kind occupying all of buf[0..len).
+ * Returns 0 and fills *out, or -1 and writes a one-line reason (no newline)
+ * into err.  *out's spans point into buf.
+ */
+int frame_decode_request(const uint8_t *buf, size_t len, struct request *out,
+                         char *err, size_t errlen);
+int frame_decode_result(const uint8_t *buf, size_t len,
+                        struct worker_result *out, char *err, size_t errlen);
+
+/*
+ * Given the first bytes of a frame (at least FRAME_HEADER_LEN), return the
+ * whole frame's length, or 0 when the header is invalid or claims more than
+ * FRAME_MAX.  Lets a reader know when a frame is complete.
+ */
+uint64_t frame_total_len(const uint8_t *hdr, size_t len);
+
+/* Build a span over a NUL-terminated string (present = true). */
+struct span span_str(const char *s);
+
+void frame_buf_release(struct frame_buf *buf);
+
+#endif

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Install the Debian packages a make target needs, when any is missing.
+# usage: tools/deps.sh build|demo|check|lint|fuzz|bench
+# As root it runs apt-get; otherwise it prints the exact command and fails.
+set -eu
+
+build="gcc make libc6-dev python3.11 libpython3.11-dev python3-dill xxd"
+case "${1:-build}" in
+build|demo) pkgs="$build" ;;
+check) pkgs="$build check libsubunit-dev pkg-config mandoc python3-venv
+	python3-numpy python3-pandas procps util-linux" ;;
+lint) pkgs="$build cppcheck clang-tidy mandoc" ;;
+fuzz) pkgs="$build clang libclang-rt-14-dev" ;;
+bench) pkgs="$build python3-numpy python3-pandas hyperfine" ;;
+*) echo "tools/deps.sh: unknown set '$1'" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $pkgs; do
+	if ! dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "dolsot: missing Debian packages; as root run:" >&2
+	echo "  apt-get install -y$missing" >&2
+	exit 1
+fi
+echo "dolsot: installing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
