@@ -1,0 +1,340 @@
+/*
+ * main.c - the dolsot command: parse the call, hand it to the engine, print
+ * the result, exit with its code.  The only file that prints or exits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "opts.h"
+#include "output.h"
+#include "repl.h"
+#include "store.h"
+
+#define MAX_CODE_BYTES ((size_t)256 << 20)
+
+static const char usage_text[] =
+	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--timeout SECONDS] [CODE]\n"
+	"       dolsot --list-sessions\n"
+	"       dolsot --reset ID|all\n"
+	"       dolsot --help | --version\n";
+
+static const char help_text[] =
+	"\n"
+	"Run one Python cell in a persistent session. State (variables, imports,\n"
+	"functions) is kept per session id between calls. CODE is read from\n"
+	"standard input when omitted.\n"
+	"\n"
+	"  --toolbox MODULE:ALIAS  import MODULE in the worker as ALIAS (repeatable)\n"
+	"  --session ID            the session to run in (required to run code)\n"
+	"  --timeout SECONDS       wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)\n"
+	"  --list-sessions         list sessions: id, size in bytes, last used (UTC)\n"
+	"  --reset ID|all          forget one session, or every session\n"
+	"  -h, --help              show this help\n"
+	"  -V, --version           show the version\n"
+	"\n"
+	"Exit status: 0 ok, 1 failure, 2 usage error, 124 timeout, or the\n"
+	".exit_code of a toolbox exception. See dolsot(1).\n";
+
+static void die(int code, const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 2, 3)));
+
+static void die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("dolsot: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
+#define usage_error(...) die(DOLSOT_EXIT_USAGE, __VA_ARGS__)
+
+/* A session file must never become our stdout: make sure 0-2 are open. */
+static void check_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		if (open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
+			exit(DOLSOT_EXIT_FAIL);
+	}
+}
+
+struct cli {
+	struct toolbox_arg *toolboxes;
+	size_t n_toolboxes;
+	const char *session;
+	const char *timeout;
+	const char *reset;
+	bool list;
+	const char *code;
+};
+
+enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_LIST, OPT_RESET };
+
+static const struct option long_options[] = {
+	{ "toolbox", required_argument, NULL, OPT_TOOLBOX },
+	{ "session", required_argument, NULL, OPT_SESSION },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "list-sessions", no_argument, NULL, OPT_LIST },
+	{ "reset", required_argument, NULL, OPT_RESET },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void add_toolbox(struct cli *c, const char *spec)
+{
+	char err[OPTS_ERR_MAX];
+	struct toolbox_arg t;
+	struct toolbox_arg *grown;
+
+	if (opts_parse_toolbox(spec, &t, err, sizeof(err)) < 0)
+		usage_error("%s", err);
+	for (size_t i = 0; i < c->n_toolboxes; i++)
+		if (strcmp(c->toolboxes[i].alias, t.alias) == 0)
+			usage_error("--toolbox alias '%s' is given twice", t.alias);
+	grown = realloc(c->toolboxes, (c->n_toolboxes + 1) * sizeof(*grown));
+	if (!grown)
+		die(DOLSOT_EXIT_FAIL, "out of memory");
+	c->toolboxes = grown;
+	c->toolboxes[c->n_toolboxes++] = t;
+}
+
+static void parse_args(int argc, char **argv, struct cli *c)
+{
+	int ch;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+hV", long_options, NULL)) != -1) {
+		switch (ch) {
+		case OPT_TOOLBOX:
+			add_toolbox(c, optarg);
+			break;
+		case OPT_SESSION:
+			c->session = optarg;
+			break;
+		case OPT_TIMEOUT:
+			c->timeout = optarg;
+			break;
+		case OPT_LIST:
+			c->list = true;
+			break;
+		case OPT_RESET:
+			c->reset = optarg;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(help_text, stdout);
+			exit(0);
+		case 'V':
+			printf("dolsot %s\n", DOLSOT_VERSION);
+			exit(0);
+		case ':':
+			usage_error("option '%s' needs a value", argv[optind - 1]);
+		case '?':
+		default:
+			if (optopt)
+				usage_error("unknown option '-%c' (see dolsot --help)", optopt);
+			usage_error("unknown option '%s' (see dolsot --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		c->code = argv[optind++];
+	if (optind < argc)
+		usage_error("unexpected argument '%s': pass the code as one argument "
+		            "(quote it) or on stdin", argv[optind]);
+}
+
+/* All of stdin; a terminal counts as empty.  *len excludes the added NUL. */
+static char *read_stdin(size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf;
+
+	*len = 0;
+	if (isatty(0))
+		return NULL;
+	buf = malloc(cap);
+	for (;;) {
+		ssize_t r;
+
+		if (!buf)
+			die(DOLSOT_EXIT_FAIL, "out of memory reading the code from stdin");
+		if (n + 1 >= cap) {
+			if (cap >= MAX_CODE_BYTES)
+				usage_error("the code on stdin is larger than %zu MiB",
+				            MAX_CODE_BYTES >> 20);
+			cap *= 2;
+			buf = realloc(buf, cap);
+			continue;
+		}
+		r = read(0, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			die(DOLSOT_EXIT_FAIL, "cannot read the code from stdin: %s", strerror(errno));
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static bool is_blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strchr(" \t\r\n\f\v", s[i]) || s[i] == '\0')
+			return false;
+	return true;
+}
+
+static struct settings resolve_settings(const struct cli *c)
+{
+	struct settings s = { 0 };
+	char err[OPTS_ERR_MAX];
+
+	if (c->timeout && opts_parse_seconds(c->timeout, &s.timeout) < 0) {
+		char q[300];
+
+		opts_quote(q, sizeof(q), c->timeout);
+		usage_error("--timeout '%s' is not valid: expected a positive number of "
+		            "seconds (at most a year)", q);
+	}
+	if (opts_settings_from_env(&s, err, sizeof(err)) < 0)
+		usage_error("%s", err);
+	return s;
+}
+
+static void check_session_id(const char *id)
+{
+	char err[STORE_ERR_MAX];
+
+	if (!store_id_valid(id, err, sizeof(err)))
+		usage_error("%s", err);
+}
+
+static int cmd_list(const struct settings *s)
+{
+	char err[REPL_ERR_MAX], serr[STORE_ERR_MAX], when[64];
+	struct store *st = repl_open_store(s, err, sizeof(err));
+	struct session_info *info = NULL;
+	size_t n = 0;
+
+	if (!st)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (store_list(st, &info, &n, serr) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", serr);
+	for (size_t i = 0; i < n; i++) {
+		struct tm tm;
+		time_t t = info[i].mtime.tv_sec;
+
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+		printf("%s\t%llu\t%s\n", info[i].id, (unsigned long long)info[i].size, when);
+	}
+	if (n == 0)
+		fputs("(no sessions)\n", stderr);
+	free(info);
+	store_close(st);
+	return 0;
+}
+
+static int cmd_reset(const struct settings *s, const char *target)
+{
+	char err[REPL_ERR_MAX], serr[STORE_ERR_MAX];
+	struct store *st;
+	unsigned removed = 0;
+
+	if (strcmp(target, "all") != 0)
+		check_session_id(target);
+	st = repl_open_store(s, err, sizeof(err));
+	if (!st)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (store_del(st, target, &removed, serr) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", serr);
+	printf("reset %s: removed %u session(s)\n", target, removed);
+	store_close(st);
+	return 0;
+}
+
+static int cmd_run(const struct cli *c, const struct settings *s)
+{
+	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
+	                      .n_toolboxes = c->n_toolboxes, .settings = s };
+	struct result res;
+	char err[REPL_ERR_MAX];
+	char *stdin_code = NULL;
+	int sig = 0, code;
+
+	if (!c->session)
+		usage_error("--session ID is required to run code: variables, imports and "
+		            "data persist per session id, so pass the same stable id for "
+		            "every call of one task");
+	check_session_id(c->session);
+	if (strcmp(c->session, "all") == 0)
+		usage_error("session id 'all' is reserved (it means every session to --reset); "
+		            "choose another id");
+	if (c->code) {
+		a.code = c->code;
+		a.code_len = strlen(c->code);
+	} else {
+		a.code = stdin_code = read_stdin(&a.code_len);
+	}
+	if (!a.code || is_blank(a.code, a.code_len))
+		usage_error("empty code: pass the cell as an argument or on stdin");
+	result_init(&res, s->max_output);
+	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (sig) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	if (output_render(&res, stdout, stderr) < 0 && errno != EPIPE)
+		die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
+	code = res.exit_code;
+	result_release(&res);
+	free(stdin_code);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	struct settings s;
+	int code;
+
+	check_fds();
+	signal(SIGPIPE, SIG_IGN);
+	parse_args(argc, argv, &c);
+	if ((c.list || c.reset) && c.code)
+		usage_error("--list-sessions and --reset take no code");
+	if (c.list && c.reset)
+		usage_error("--list-sessions and --reset cannot be combined");
+	s = resolve_settings(&c);
+	if (c.list)
+		code = cmd_list(&s);
+	else if (c.reset)
+		code = cmd_reset(&s, c.reset);
+	else
+		code = cmd_run(&c, &s);
+	for (size_t i = 0; i < c.n_toolboxes; i++)
+		toolbox_arg_release(&c.toolboxes[i]);
+	free(c.toolboxes);
+	return code;
+}

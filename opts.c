@@ -1,0 +1,234 @@
+/*
+ * opts.c - caller input: toolbox specs, numbers and DOLSOT_* variables.
+ *
+ * Everything here runs before any Python, so a caller mistake is reported
+ * (exit 2) without starting a worker or touching the store.
+ */
+#include "opts.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const python_keywords[] = {
+	"False", "None", "True", "and", "as", "assert", "async", "await",
+	"break", "class", "continue", "def", "del", "elif", "else", "except",
+	"finally", "for", "from", "global", "if", "import", "in", "is",
+	"lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
+	"while", "with", "yield",
+};
+
+bool opts_is_keyword(const char *s)
+{
+	for (size_t i = 0; i < sizeof(python_keywords) / sizeof(*python_keywords); i++)
+		if (strcmp(s, python_keywords[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool is_ident_start(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static bool is_ident_char(char c)
+{
+	return is_ident_start(c) || (c >= '0' && c <= '9');
+}
+
+/* An ASCII identifier of n bytes at s. */
+static bool is_identifier(const char *s, size_t n)
+{
+	if (n == 0 || !is_ident_start(s[0]))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!is_ident_char(s[i]))
+			return false;
+	return true;
+}
+
+/* Dotted module name: identifiers joined by single dots, none a keyword. */
+static bool is_module_name(const char *s)
+{
+	const char *part = s;
+
+	for (;;) {
+		const char *dot = strchr(part, '.');
+		size_t n = dot ? (size_t)(dot - part) : strlen(part);
+		char word[256];
+
+		if (!is_identifier(part, n) || n >= sizeof(word))
+			return false;
+		memcpy(word, part, n);
+		word[n] = '\0';
+		if (opts_is_keyword(word))
+			return false;
+		if (!dot)
+			return true;
+		part = dot + 1;
+	}
+}
+
+void opts_quote(char *dst, size_t dstlen, const char *s)
+{
+	size_t o = 0, shown = 0;
+
+	if (dstlen == 0)
+		return;
+	for (; *s && o + 5 < dstlen; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (shown == 64) {
+			o += (size_t)snprintf(dst + o, dstlen - o, "...");
+			break;
+		}
+		if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
+			dst[o++] = (char)c;
+		else
+			o += (size_t)snprintf(dst + o, dstlen - o, "\\x%02x", c);
+		shown++;
+	}
+	dst[o < dstlen ? o : dstlen - 1] = '\0';
+}
+
+int opts_parse_toolbox(const char *spec, struct toolbox_arg *out, char *err,
+                       size_t errlen)
+{
+	char q[300];
+	const char *colon = strchr(spec, ':');
+
+	opts_quote(q, sizeof(q), spec);
+	out->module = out->alias = NULL;
+	if (!colon) {
+		snprintf(err, errlen, "malformed --toolbox '%s': expected MODULE:ALIAS", q);
+		return -1;
+	}
+	if (colon == spec || colon[1] == '\0') {
+		snprintf(err, errlen, "malformed --toolbox '%s': %s is empty, expected MODULE:ALIAS",
+		         q, colon == spec ? "the module" : "the alias");
+		return -1;
+	}
+	out->module = strndup(spec, (size_t)(colon - spec));
+	out->alias = strdup(colon + 1);
+	if (!out->module || !out->alias) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (!is_module_name(out->module)) {
+		snprintf(err, errlen, "malformed --toolbox '%s': the module is not a dotted Python name", q);
+		goto fail;
+	}
+	if (!is_identifier(out->alias, strlen(out->alias))) {
+		snprintf(err, errlen, "malformed --toolbox '%s': the alias is not a Python identifier", q);
+		goto fail;
+	}
+	if (opts_is_keyword(out->alias)) {
+		snprintf(err, errlen, "malformed --toolbox '%s': the alias is a Python keyword", q);
+		goto fail;
+	}
+	return 0;
+fail:
+	toolbox_arg_release(out);
+	return -1;
+}
+
+void toolbox_arg_release(struct toolbox_arg *t)
+{
+	free(t->module);
+	free(t->alias);
+	t->module = t->alias = NULL;
+}
+
+/* strtod that accepts only a whole, finite number with no junk around it. */
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s || s[0] == ' ' || s[0] == '\t' || s[0] == '\n')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno == ERANGE || *end != '\0' || end == s || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int opts_parse_seconds(const char *s, double *out)
+{
+	double v;
+
+	/* More than a year is surely a typo, and keeps deadline arithmetic finite. */
+	if (parse_double(s, &v) < 0 || !(v > 0) || v > 366.0 * 86400)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int opts_parse_nonneg(const char *s, double *out)
+{
+	double v;
+
+	if (parse_double(s, &v) < 0 || v < 0 || v > 1e9)
+		return -1;
+	*out = v == 0 ? 0 : v;  /* fold -0 */
+	return 0;
+}
+
+int opts_parse_count(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE || *end != '\0')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* getenv, treating an empty value as unset. */
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+static int env_error(const char *name, const char *val, const char *want,
+                     char *err, size_t errlen)
+{
+	char q[300];
+
+	opts_quote(q, sizeof(q), val);
+	snprintf(err, errlen, "%s='%s' is not valid: expected %s", name, q, want);
+	return -1;
+}
+
+int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
+{
+	const char *v;
+
+	if (!(s->timeout > 0)) {
+		s->timeout = DEFAULT_TIMEOUT;
+		if ((v = env("DOLSOT_TIMEOUT")) && opts_parse_seconds(v, &s->timeout) < 0)
+			return env_error("DOLSOT_TIMEOUT", v,
+			                 "a positive number of seconds", err, errlen);
+	}
+	s->max_output = DEFAULT_MAX_OUTPUT;
+	if ((v = env("DOLSOT_MAX_OUTPUT")) && opts_parse_count(v, &s->max_output) < 0)
+		return env_error("DOLSOT_MAX_OUTPUT", v,
+		                 "a whole number of characters (0 = no cap)", err, errlen);
+	s->ttl_days = DEFAULT_TTL_DAYS;
+	if ((v = env("DOLSOT_SESSION_TTL_DAYS")) && opts_parse_nonneg(v, &s->ttl_days) < 0)
+		return env_error("DOLSOT_SESSION_TTL_DAYS", v,
+		                 "a number of days, 0 or more (0 = never reap)", err, errlen);
+	s->cache_dir = env("DOLSOT_CACHE_DIR");
+	return 0;
+}

@@ -1,0 +1,62 @@
+/*
+ * opts.h - parsing what the caller hands us: toolbox specs, numbers, and
+ * settings from the environment.  Pure functions: no I/O besides getenv.
+ */
+#ifndef DOLSOT_OPTS_H
+#define DOLSOT_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OPTS_ERR_MAX 512
+
+struct toolbox_arg {
+	char *module;   /* dotted Python module name */
+	char *alias;    /* ASCII identifier, not a keyword */
+};
+
+/* Settings after precedence: flag > environment > default. */
+struct settings {
+	double timeout;          /* seconds, > 0 */
+	uint64_t max_output;     /* chars, 0 = no cap */
+	double ttl_days;         /* >= 0, 0 = never reap */
+	const char *cache_dir;   /* NULL = the default directory */
+};
+
+#define DEFAULT_TIMEOUT 20.0
+#define DEFAULT_MAX_OUTPUT 100000
+#define DEFAULT_TTL_DAYS 7.0
+
+/*
+ * Split "MODULE:ALIAS" into *out (both strings malloc'd; free with
+ * toolbox_arg_release).  Returns 0, or -1 with the reason in err.
+ */
+int opts_parse_toolbox(const char *spec, struct toolbox_arg *out, char *err,
+                       size_t errlen);
+void toolbox_arg_release(struct toolbox_arg *t);
+
+/* True when s is a Python keyword (hard keywords only). */
+bool opts_is_keyword(const char *s);
+
+/* A positive, finite number of seconds ("2", "0.5", "1e3").  0 or -1. */
+int opts_parse_seconds(const char *s, double *out);
+
+/* A non-negative decimal integer that fits in uint64_t.  0 or -1. */
+int opts_parse_count(const char *s, uint64_t *out);
+
+/* A non-negative, finite number ("7", "0.5").  0 or -1. */
+int opts_parse_nonneg(const char *s, double *out);
+
+/*
+ * Fill *s from the environment and defaults, keeping fields the caller
+ * already set from flags (timeout > 0 means set).  Returns 0, or -1 with a
+ * reason naming the variable.
+ */
+int opts_settings_from_env(struct settings *s, char *err, size_t errlen);
+
+/* Copy s into dst (NUL-terminated, at most dstlen) with bytes outside
+ * printable ASCII escaped as \xNN, and cut with "..." past 64 chars. */
+void opts_quote(char *dst, size_t dstlen, const char *s);
+
+#endif

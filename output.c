@@ -1,0 +1,201 @@
+/*
+ * output.c - the output contract.  Callers parse these streams, so every
+ * byte here is part of the interface: see the OUTPUT section of dolsot(1).
+ */
+#include "output.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void capture_init(struct capture *c, uint64_t cap)
+{
+	memset(c, 0, sizeof(*c));
+	c->cap = cap;
+}
+
+static int capture_reserve(struct capture *c, size_t more)
+{
+	size_t want;
+	char *p;
+
+	if (c->alloc - c->len >= more)
+		return 0;
+	want = c->alloc ? c->alloc : 4096;
+	while (want - c->len < more) {
+		if (want > SIZE_MAX / 2) {
+			errno = ENOMEM;
+			return -1;
+		}
+		want *= 2;
+	}
+	p = realloc(c->data, want);
+	if (!p)
+		return -1;
+	c->data = p;
+	c->alloc = want;
+	return 0;
+}
+
+/* Bytes of buf that fit within the cap, counted in code points. */
+static size_t capture_fit(struct capture *c, const unsigned char *buf, size_t n)
+{
+	size_t i;
+
+	if (c->cap == 0) {
+		for (i = 0; i < n; i++)
+			c->chars += (buf[i] & 0xc0) != 0x80;
+		return n;
+	}
+	for (i = 0; i < n; i++) {
+		bool starts_char = (buf[i] & 0xc0) != 0x80;
+
+		if (starts_char) {
+			if (c->chars == c->cap)
+				break;
+			c->chars++;
+		}
+	}
+	return i;
+}
+
+int capture_feed(struct capture *c, const void *buf, size_t n)
+{
+	size_t keep;
+
+	c->total += n;
+	if (c->truncated)
+		return 0;
+	keep = capture_fit(c, buf, n);
+	if (keep < n)
+		c->truncated = true;
+	if (keep == 0)
+		return 0;
+	if (capture_reserve(c, keep + 1) < 0)
+		return -1;
+	memcpy(c->data + c->len, buf, keep);
+	c->len += keep;
+	c->data[c->len] = '\0';
+	return 0;
+}
+
+void capture_release(struct capture *c)
+{
+	free(c->data);
+	capture_init(c, c->cap);
+}
+
+void result_init(struct result *r, uint64_t max_output)
+{
+	memset(r, 0, sizeof(*r));
+	capture_init(&r->out, max_output);
+	capture_init(&r->err, max_output);
+}
+
+void result_release(struct result *r)
+{
+	capture_release(&r->out);
+	capture_release(&r->err);
+	free(r->value);
+	free(r->error);
+	free(r->held);
+	free(r->dropped);
+	free(r->warnings);
+	free(r->save_error);
+	result_init(r, r->out.cap);
+}
+
+/* A captured stream, then the truncation marker when it was cut. */
+static void render_capture(const struct capture *c, FILE *f)
+{
+	fwrite(c->data ? c->data : "", 1, c->len, f);
+	if (!c->truncated)
+		return;
+	if (c->len && c->data[c->len - 1] != '\n')
+		fputc('\n', f);
+	fprintf(f, "[output truncated: kept %llu chars of %llu bytes]\n",
+	        (unsigned long long)c->chars, (unsigned long long)c->total);
+}
+
+static bool ends_open(const struct capture *c)
+{
+	return c->len && !c->truncated && c->data[c->len - 1] != '\n';
+}
+
+static void render_held(const char *held, FILE *f)
+{
+	fputs("session now holds: ", f);
+	if (!held || !*held) {
+		fputs("(nothing)\n", f);
+		return;
+	}
+	for (const char *p = held; *p; p++)
+		if (*p == '\n')
+			fputs(", ", f);
+		else
+			fputc(*p, f);
+	fputc('\n', f);
+}
+
+/* "name\treason" lines as "name (reason), name2 (reason2)". */
+static void render_dropped(const char *dropped, FILE *f)
+{
+	bool first = true;
+	const char *line = dropped;
+
+	fputs("warning: dropped unpicklable names (gone next call): ", f);
+	while (*line) {
+		const char *nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+		const char *tab = memchr(line, '\t', n);
+
+		if (!first)
+			fputs(", ", f);
+		first = false;
+		if (tab)
+			fprintf(f, "%.*s (%.*s)", (int)(tab - line), line,
+			        (int)(n - (size_t)(tab - line) - 1), tab + 1);
+		else
+			fprintf(f, "%.*s", (int)n, line);
+		line += n + (nl != NULL);
+	}
+	fputc('\n', f);
+}
+
+static void render_lines(const char *text, FILE *f)
+{
+	size_t n = strlen(text);
+
+	fputs(text, f);
+	if (n && text[n - 1] != '\n')
+		fputc('\n', f);
+}
+
+int output_render(const struct result *r, FILE *out, FILE *err)
+{
+	render_capture(&r->out, out);
+	if (r->value) {
+		if (ends_open(&r->out))
+			fputc('\n', out);
+		fwrite(r->value, 1, r->value_len, out);
+		fputc('\n', out);
+	}
+	render_capture(&r->err, err);
+	if (ends_open(&r->err) && (r->error || r->saved || r->dropped ||
+	                          r->warnings || r->save_error))
+		fputc('\n', err);
+	if (r->error)
+		render_lines(r->error, err);
+	if (r->warnings)
+		render_lines(r->warnings, err);
+	if (r->saved)
+		render_held(r->held, err);
+	if (r->dropped && *r->dropped)
+		render_dropped(r->dropped, err);
+	if (r->save_error)
+		fprintf(err, "warning: session '%s' not saved: %s\n", r->session,
+		        r->save_error);
+	if (fflush(out) == EOF || ferror(out) || fflush(err) == EOF)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,377 @@
+/*
+ * proc.c - fork, supervise and clean up after one worker.
+ *
+ * The parent is a child subreaper, so anything the cell starts and orphans
+ * (setsid plus a double fork included) is reparented to us and can be
+ * killed and reaped; a call returns only when it has no children left.
+ */
+#include "proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void proc_deadline_in(struct timespec *d, double seconds)
+{
+	double whole = (double)(long long)seconds;
+
+	clock_gettime(CLOCK_MONOTONIC, d);
+	d->tv_sec += (time_t)whole;
+	d->tv_nsec += (long)((seconds - whole) * 1e9);
+	if (d->tv_nsec >= 1000000000L) {
+		d->tv_sec++;
+		d->tv_nsec -= 1000000000L;
+	}
+}
+
+double proc_seconds_left(const struct timespec *d)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(d->tv_sec - now.tv_sec) + (double)(d->tv_nsec - now.tv_nsec) / 1e9;
+}
+
+static int fail(char *err, size_t errlen, const char *what)
+{
+	int saved = errno;
+
+	snprintf(err, errlen, "%s: %s", what, strerror(saved));
+	errno = saved;
+	return -1;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* pids of our children, from /proc; at most max.  Returns the count. */
+static size_t list_children(pid_t *pids, size_t max)
+{
+	char path[64];
+	FILE *f;
+	size_t n = 0;
+	long pid;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	f = fopen(path, "re");
+	if (f) {
+		while (n < max && fscanf(f, "%ld", &pid) == 1)
+			pids[n++] = (pid_t)pid;
+		fclose(f);
+		return n;
+	}
+	return 0;
+}
+
+void proc_kill_descendants(void)
+{
+	pid_t pids[256];
+
+	for (;;) {
+		size_t n = list_children(pids, sizeof(pids) / sizeof(*pids));
+		pid_t got;
+
+		for (size_t i = 0; i < n; i++)
+			kill(pids[i], SIGKILL);
+		got = waitpid(-1, NULL, n ? 0 : WNOHANG);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return;       /* ECHILD: nothing of ours is left */
+		if (got == 0) {
+			/* A child we could not list (no /proc?): kill all we may. */
+			struct timespec pause = { 0, 1000000 };
+
+			nanosleep(&pause, NULL);
+		}
+	}
+}
+
+/* Close every fd >= 3 but keep[0..nkeep). */
+static void close_other_fds(const int *keep, int nkeep)
+{
+	int lo = 3;
+
+	for (;;) {
+		int next = -1;
+
+		for (int i = 0; i < nkeep; i++)
+			if (keep[i] >= lo && (next < 0 || keep[i] < next))
+				next = keep[i];
+		if (next < 0) {
+			close_range((unsigned)lo, ~0U, 0);
+			return;
+		}
+		if (next > lo)
+			close_range((unsigned)lo, (unsigned)next - 1, 0);
+		lo = next + 1;
+	}
+}
+
+static void child_reset_signals(const sigset_t *oldmask)
+{
+	struct sigaction dfl;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &dfl, NULL);   /* EINVAL for KILL/STOP is fine */
+	sigprocmask(SIG_SETMASK, oldmask, NULL);
+}
+
+/* The child side of the fork: set up fds and the group, then run. */
+static void child_start(pid_t parent, const int outp[2], const int errp[2],
+                        int req, int res, const sigset_t *oldmask,
+                        proc_child_fn fn, void *arg)
+{
+	int keep[2] = { req, res };
+	int null;
+
+	child_reset_signals(oldmask);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(127);
+	setpgid(0, 0);
+	null = open("/dev/null", O_RDONLY);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(outp[1], 1) < 0 ||
+	    dup2(errp[1], 2) < 0)
+		_exit(127);
+	close_other_fds(keep, 2);
+	fn(req, res, arg);
+	_exit(127);
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Read what is there; returns 0 at EOF (and closes *fd), 1 otherwise. */
+static int pump(int *fd, struct capture *c)
+{
+	char buf[65536];
+
+	/* Bounded, so a cell that floods a pipe cannot starve the deadline. */
+	for (int rounds = 0; rounds < 32; rounds++) {
+		ssize_t r = read(*fd, buf, sizeof(buf));
+
+		if (r > 0) {
+			capture_feed(c, buf, (size_t)r);
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			return 1;
+		close_fd(fd);
+		return 0;
+	}
+	return 1;
+}
+
+struct supervisor {
+	pid_t pid;
+	int out, err, sig;
+	bool reaped;
+	struct proc_outcome *o;
+	struct capture *cout, *cerr;
+};
+
+/* Handle the signals that arrived; returns -1 on a read error. */
+static int on_signals(struct supervisor *s)
+{
+	struct signalfd_siginfo si;
+
+	while (read(s->sig, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo != SIGCHLD) {
+			s->o->signal = (int)si.ssi_signo;
+			kill(-s->pid, SIGKILL);
+			kill(s->pid, SIGKILL);
+		}
+	}
+	if (!s->reaped) {
+		int st;
+		pid_t got = waitpid(s->pid, &st, WNOHANG);
+
+		if (got == s->pid) {
+			s->reaped = true;
+			s->o->status = st;
+		}
+	}
+	return 0;
+}
+
+static void supervise(struct supervisor *s, const struct timespec *deadline)
+{
+	while (!s->reaped) {
+		struct pollfd p[3];
+		int n = 0, ms;
+		double left = proc_seconds_left(deadline);
+
+		if (left <= 0 && !s->o->timed_out) {
+			s->o->timed_out = true;
+			kill(-s->pid, SIGKILL);
+			kill(s->pid, SIGKILL);
+		}
+		ms = s->o->timed_out || s->o->signal ? 50 :
+		     left > 3600 ? 3600000 : (int)(left * 1000) + 1;
+		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
+		if (s->out >= 0)
+			p[n++] = (struct pollfd){ .fd = s->out, .events = POLLIN };
+		if (s->err >= 0)
+			p[n++] = (struct pollfd){ .fd = s->err, .events = POLLIN };
+		if (poll(p, (nfds_t)n, ms) < 0 && errno != EINTR)
+			break;
+		if (s->out >= 0)
+			pump(&s->out, s->cout);
+		if (s->err >= 0)
+			pump(&s->err, s->cerr);
+		on_signals(s);
+	}
+}
+
+static int map_result(int fd, struct proc_outcome *o)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) < 0)
+		return -1;
+	if (st.st_size <= 0)
+		return 0;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	o->result = p;
+	o->result_len = (size_t)st.st_size;
+	return 0;
+}
+
+int proc_run(const uint8_t *request, size_t request_len,
+             const struct timespec *deadline, proc_child_fn child, void *arg,
+             struct capture *out, struct capture *errc, struct proc_outcome *o,
+             char *err, size_t errlen)
+{
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, req = -1, res = -1;
+	int ret = -1;
+	sigset_t mask, oldmask;
+	struct supervisor s = { .pid = -1, .out = -1, .err = -1, .sig = -1, .o = o,
+	                        .cout = out, .cerr = errc };
+	struct timespec t0, t1;
+
+	memset(o, 0, sizeof(*o));
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0)
+		return fail(err, errlen, "sigprocmask");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		fail(err, errlen, "prctl(PR_SET_CHILD_SUBREAPER)");
+		goto out;
+	}
+	if ((s.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		fail(err, errlen, "signalfd");
+		goto out;
+	}
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		fail(err, errlen, "pipe2");
+		goto out;
+	}
+	if ((req = memfd_create("dolsot-request", MFD_CLOEXEC)) < 0 ||
+	    (res = memfd_create("dolsot-result", MFD_CLOEXEC)) < 0) {
+		fail(err, errlen, "memfd_create");
+		goto out;
+	}
+	if (write_all(req, request, request_len) < 0) {
+		fail(err, errlen, "cannot write the request");
+		goto out;
+	}
+	fflush(NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	{
+		pid_t parent = getpid();
+
+		s.pid = fork();
+		if (s.pid < 0) {
+			fail(err, errlen, "fork");
+			goto out;
+		}
+		if (s.pid == 0)
+			child_start(parent, outp, errp, req, res, &oldmask, child, arg);
+	}
+	/* Both sides call setpgid, so kill(-pid) works whichever runs first. */
+	setpgid(s.pid, s.pid);
+	close_fd(&outp[1]);
+	close_fd(&errp[1]);
+	s.out = outp[0];
+	s.err = errp[0];
+	fcntl(s.out, F_SETFL, O_NONBLOCK);
+	fcntl(s.err, F_SETFL, O_NONBLOCK);
+	supervise(&s, deadline);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	o->elapsed = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	/* The worker is gone; so must be everything it started. */
+	kill(-s.pid, SIGKILL);
+	proc_kill_descendants();
+	if (s.out >= 0) {
+		fcntl(s.out, F_SETFL, 0);
+		while (pump(&s.out, out))
+			;
+	}
+	if (s.err >= 0) {
+		fcntl(s.err, F_SETFL, 0);
+		while (pump(&s.err, errc))
+			;
+	}
+	if (map_result(res, o) < 0) {
+		fail(err, errlen, "cannot read the worker's result");
+		goto out;
+	}
+	ret = 0;
+out:
+	close_fd(&outp[0]);
+	close_fd(&outp[1]);
+	close_fd(&errp[0]);
+	close_fd(&errp[1]);
+	close_fd(&s.out);
+	close_fd(&s.err);
+	close_fd(&s.sig);
+	close_fd(&req);
+	close_fd(&res);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	return ret;
+}
+
+void proc_outcome_release(struct proc_outcome *o)
+{
+	if (o->result)
+		munmap(o->result, o->result_len);
+	o->result = NULL;
+	o->result_len = 0;
+}

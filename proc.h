@@ -1,0 +1,57 @@
+/*
+ * proc.h - run one worker process under a deadline and leave nothing behind.
+ *
+ * The worker is forked into its own process group with fd 0 on /dev/null,
+ * fds 1 and 2 on pipes read by the parent, and two memfds: the request
+ * (already written) and the result (empty, written by the worker).  When the
+ * worker ends, or the deadline passes, the parent SIGKILLs the group and,
+ * being a child subreaper, every descendant that escaped it, then drains the
+ * pipes.  No process of the call outlives proc_run().
+ */
+#ifndef DOLSOT_PROC_H
+#define DOLSOT_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "output.h"
+
+/* Runs in the child; must not return (it _exits). */
+typedef void (*proc_child_fn)(int request_fd, int result_fd, void *arg);
+
+struct proc_outcome {
+	int status;              /* wait status of the worker */
+	bool timed_out;
+	int signal;              /* non-zero: the caller got this signal and must re-raise it */
+	uint8_t *result;         /* mmap'd result frame, or NULL when empty */
+	size_t result_len;
+	double elapsed;          /* seconds from fork to reap */
+};
+
+/*
+ * Fork child(request_fd, result_fd, arg) and supervise it until it exits or
+ * deadline (CLOCK_MONOTONIC) passes.  Its stdout and stderr are fed into
+ * out and err.  request/request_len are written to the request memfd first.
+ * Returns 0 with *o filled (release with proc_outcome_release), or -1 with a
+ * reason in err (a failed syscall; nothing is left running).
+ */
+int proc_run(const uint8_t *request, size_t request_len,
+             const struct timespec *deadline, proc_child_fn child, void *arg,
+             struct capture *out, struct capture *errc, struct proc_outcome *o,
+             char *err, size_t errlen);
+
+void proc_outcome_release(struct proc_outcome *o);
+
+/* Deadline helpers on CLOCK_MONOTONIC. */
+void proc_deadline_in(struct timespec *d, double seconds);
+double proc_seconds_left(const struct timespec *d);
+
+/*
+ * Kill every child of this process (and, transitively, anything that gets
+ * reparented to us meanwhile) and reap them all.  Used after the worker ends.
+ */
+void proc_kill_descendants(void);
+
+#endif

@@ -1,0 +1,198 @@
+/*
+ * repl.c - one call: lock, load, fork a worker, supervise, save.
+ *
+ * The session is either the old state or the new one, never a mix: the
+ * worker only ever produces bytes, and the store replaces the session file
+ * atomically, under the session lock, after the worker has finished.
+ */
+#include "repl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "frame.h"
+#include "proc.h"
+#include "worker.h"
+
+struct store *repl_open_store(const struct settings *s, char *err, size_t errlen)
+{
+	char serr[STORE_ERR_MAX];
+	struct store *st = store_file_open(s->cache_dir, s->ttl_days, serr);
+
+	if (!st)
+		snprintf(err, errlen, "%s", serr);
+	return st;
+}
+
+static char *dup_span(struct span s)
+{
+	char *p;
+
+	if (!s.present)
+		return NULL;
+	p = malloc(s.len + 1);
+	if (!p)
+		return NULL;
+	memcpy(p, s.p, s.len);
+	p[s.len] = '\0';
+	return p;
+}
+
+static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *dup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+
+	va_start(ap, fmt);
+	if (vasprintf(&p, fmt, ap) < 0)
+		p = NULL;
+	va_end(ap);
+	return p;
+}
+
+static int encode_request(const struct run_args *a, const uint8_t *blob,
+                          size_t blob_len, bool found, double budget,
+                          struct frame_buf *buf)
+{
+	struct request r;
+
+	memset(&r, 0, sizeof(r));
+	r.code = (struct span){ (const uint8_t *)a->code, a->code_len, true };
+	r.session = span_str(a->session);
+	if (found)
+		r.blob = (struct span){ blob ? blob : (const uint8_t *)"", blob_len, true };
+	if (a->n_toolboxes > FRAME_MAX_TOOLBOXES) {
+		errno = E2BIG;
+		return -1;
+	}
+	for (size_t i = 0; i < a->n_toolboxes; i++) {
+		r.toolboxes[i].module = span_str(a->toolboxes[i].module);
+		r.toolboxes[i].alias = span_str(a->toolboxes[i].alias);
+	}
+	r.n_toolboxes = a->n_toolboxes;
+	r.max_output = a->settings->max_output;
+	r.budget_ns = (uint64_t)(budget * 1e9);
+	return frame_encode_request(buf, &r);
+}
+
+/* Why the worker ended without an answer, as words. */
+static char *death_message(int status)
+{
+	if (WIFSIGNALED(status))
+		return dup_printf("dolsot: the worker was killed by signal %d (%s) before "
+		                  "it finished; session unchanged",
+		                  WTERMSIG(status), strsignal(WTERMSIG(status)));
+	return dup_printf("dolsot: the worker exited with status %d before it finished "
+	                  "(the cell ended the process); session unchanged",
+	                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* Turn the worker's outcome into *res; returns true when there is a blob to save. */
+static bool take_outcome(const struct proc_outcome *o, double timeout,
+                         struct worker_result *wr, struct result *res)
+{
+	char ferr[256];
+
+	if (o->timed_out) {
+		res->exit_code = DOLSOT_EXIT_TIMEOUT;
+		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
+		                        "timeout; session unchanged", timeout);
+		return false;
+	}
+	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
+	                                      sizeof(ferr)) < 0) {
+		res->exit_code = DOLSOT_EXIT_FAIL;
+		res->error = o->result ? dup_printf("dolsot: the worker's answer is "
+		                                    "malformed (%s); session unchanged", ferr)
+		                       : death_message(o->status);
+		return false;
+	}
+	res->exit_code = wr->exit_code >= 0 && wr->exit_code <= 255 ? (int)wr->exit_code : 1;
+	if (wr->value.present) {
+		res->value = dup_span(wr->value);
+		res->value_len = wr->value.len;
+	}
+	res->error = dup_span(wr->error);
+	res->held = dup_span(wr->held);
+	res->dropped = dup_span(wr->dropped);
+	res->warnings = dup_span(wr->warnings);
+	return (wr->flags & RES_SAVE) != 0;
+}
+
+static int run_locked(const struct run_args *a, struct store *st,
+                      struct result *res, int *sig, char *err, size_t errlen)
+{
+	char serr[STORE_ERR_MAX];
+	uint8_t *blob = NULL;
+	size_t blob_len = 0;
+	bool found = false;
+	struct frame_buf req = { 0 };
+	struct timespec deadline;
+	struct proc_outcome o;
+	struct worker_result wr;
+	int ret = -1;
+
+	if (store_load(st, a->session, &blob, &blob_len, &found, serr) < 0) {
+		snprintf(err, errlen, "%s", serr);
+		return -1;
+	}
+	proc_deadline_in(&deadline, a->settings->timeout);
+	if (encode_request(a, blob, blob_len, found, a->settings->timeout, &req) < 0) {
+		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
+		goto out;
+	}
+	free(blob);
+	blob = NULL;
+	if (proc_run(req.data, req.len, &deadline, worker_child, NULL, &res->out,
+	             &res->err, &o, err, errlen) < 0)
+		goto out;
+	frame_buf_release(&req);
+	*sig = o.signal;
+	memset(&wr, 0, sizeof(wr));
+	if (take_outcome(&o, a->settings->timeout, &wr, res) && !o.signal) {
+		if (store_save(st, a->session, wr.blob.p, wr.blob.len, serr) < 0) {
+			res->save_error = strdup(serr);
+			if (res->exit_code == 0)
+				res->exit_code = DOLSOT_EXIT_FAIL;
+		} else {
+			res->saved = true;
+		}
+	}
+	proc_outcome_release(&o);
+	ret = 0;
+out:
+	free(blob);
+	frame_buf_release(&req);
+	return ret;
+}
+
+int repl_run(const struct run_args *a, struct result *res, int *sig,
+             char *err, size_t errlen)
+{
+	char serr[STORE_ERR_MAX];
+	struct store *st;
+	struct store_lock lk;
+	int ret;
+
+	*sig = 0;
+	res->session = a->session;
+	st = repl_open_store(a->settings, err, errlen);
+	if (!st)
+		return -1;
+	if (store_lock(st, a->session, (long)(a->settings->timeout * 1000), &lk, serr) < 0) {
+		snprintf(err, errlen, "%s", serr);
+		store_close(st);
+		return -1;
+	}
+	ret = run_locked(a, st, res, sig, err, errlen);
+	store_unlock(st, &lk);
+	store_close(st);
+	return ret;
+}

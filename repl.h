@@ -1,0 +1,41 @@
+/*
+ * repl.h - the engine: run one cell in a session, list and reset sessions.
+ *
+ * repl_run() takes the session lock, loads the blob, runs a worker under the
+ * deadline, saves the new blob and releases the lock.  It fills a struct
+ * result for output.c to render; it never prints and never exits.
+ */
+#ifndef DOLSOT_REPL_H
+#define DOLSOT_REPL_H
+
+#include <stddef.h>
+
+#include "opts.h"
+#include "output.h"
+#include "store.h"
+
+#define REPL_ERR_MAX 1024
+
+struct run_args {
+	const char *session;
+	const char *code;
+	size_t code_len;
+	const struct toolbox_arg *toolboxes;
+	size_t n_toolboxes;
+	const struct settings *settings;
+};
+
+/*
+ * Run one cell.  Returns 0 when *res holds the call's result (whatever its
+ * exit code), or -1 when the call failed before a result existed (store
+ * refused, session busy, a syscall failed) with a reason in err.  When a
+ * signal such as SIGTERM interrupted the call, *sig is set after everything
+ * was cleaned up, and the caller should re-raise it.
+ */
+int repl_run(const struct run_args *a, struct result *res, int *sig,
+             char *err, size_t errlen);
+
+/* Open the configured store.  NULL and a reason in err on refusal. */
+struct store *repl_open_store(const struct settings *s, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * worker.c - embedded CPython in the forked child.
+ *
+ * Python is initialized here, after the fork, so the parent never holds
+ * interpreter state.  The interpreter starts isolated (no environment
+ * variables read, no signal handlers, no site module) and we add back what
+ * dolsot promises: the caller's directory, PYTHONPATH, an active
+ * virtualenv's site-packages and the system site directories.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "worker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frame.h"
+
+extern const unsigned char worker_py[];
+extern const size_t worker_py_len;
+
+#define PY_VERSION_DIR "python3.11"
+
+/* The worker's answer when Python never got to run the cell. */
+static void answer_error(int fd, const char *msg)
+{
+	struct worker_result r;
+	struct frame_buf buf = { 0 };
+
+	memset(&r, 0, sizeof(r));
+	r.exit_code = 1;
+	r.error = span_str(msg);
+	if (frame_encode_result(&buf, &r) == 0) {
+		if (pwrite(fd, buf.data, buf.len, 0) != (ssize_t)buf.len)
+			_exit(126);
+	}
+	_exit(0);
+}
+
+static int write_at(int fd, const uint8_t *p, size_t n)
+{
+	off_t off = 0;
+
+	if (ftruncate(fd, 0) < 0)
+		return -1;
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+static int append_path(PyConfig *c, const char *path)
+{
+	wchar_t *w = Py_DecodeLocale(path, NULL);
+	PyStatus st;
+
+	if (!w)
+		return -1;
+	st = PyWideStringList_Append(&c->module_search_paths, w);
+	PyMem_RawFree(w);
+	return PyStatus_Exception(st) ? -1 : 0;
+}
+
+static int append_dir_if_present(PyConfig *c, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	return append_path(c, path);
+}
+
+/* PYTHONPATH entries, in order; empty entries are skipped. */
+static int append_pythonpath(PyConfig *c)
+{
+	const char *pp = getenv("PYTHONPATH");
+	char *copy, *save = NULL;
+	int ret = 0;
+
+	if (!pp || !*pp)
+		return 0;
+	copy = strdup(pp);
+	if (!copy)
+		return -1;
+	for (char *tok = strtok_r(copy, ":", &save); tok && ret == 0;
+	     tok = strtok_r(NULL, ":", &save))
+		ret = append_path(c, tok);
+	free(copy);
+	return ret;
+}
+
+static int set_paths(PyConfig *c)
+{
+	char cwd[PATH_MAX], buf[PATH_MAX + 64];
+	const char *venv = getenv("VIRTUAL_ENV");
+
+	c->module_search_paths_set = 1;
+	if (getcwd(cwd, sizeof(cwd)) && append_path(c, cwd) < 0)
+		return -1;
+	if (append_pythonpath(c) < 0)
+		return -1;
+	if (append_path(c, PY_PREFIX "/lib/python311.zip") < 0 ||
+	    append_path(c, PY_PREFIX "/lib/" PY_VERSION_DIR) < 0 ||
+	    append_path(c, PY_PREFIX "/lib/" PY_VERSION_DIR "/lib-dynload") < 0)
+		return -1;
+	if (venv && *venv == '/') {
+		snprintf(buf, sizeof(buf), "%s/lib/" PY_VERSION_DIR "/site-packages", venv);
+		if (append_dir_if_present(c, buf) < 0)
+			return -1;
+	}
+	return append_dir_if_present(c, "/usr/local/lib/" PY_VERSION_DIR "/dist-packages") |
+	       append_dir_if_present(c, PY_PREFIX "/lib/python3/dist-packages") |
+	       append_dir_if_present(c, PY_PREFIX "/lib/" PY_VERSION_DIR "/dist-packages");
+}
+
+static int config_set(PyConfig *c, wchar_t **field, const char *value)
+{
+	PyStatus st = PyConfig_SetBytesString(c, field, value);
+
+	return PyStatus_Exception(st) ? -1 : 0;
+}
+
+/* sys.executable: a real Python, so subprocess and multiprocessing work. */
+static int set_executable(PyConfig *c)
+{
+	const char *venv = getenv("VIRTUAL_ENV");
+	char path[PATH_MAX];
+
+	if (venv && *venv == '/') {
+		snprintf(path, sizeof(path), "%s/bin/python", venv);
+		if (access(path, X_OK) == 0)
+			return config_set(c, &c->executable, path);
+	}
+	return config_set(c, &c->executable, PY_PREFIX "/bin/" PY_VERSION_DIR);
+}
+
+static int start_python(char *err, size_t errlen)
+{
+	PyConfig c;
+	PyStatus st;
+	wchar_t *argv0 = L"";
+
+	PyConfig_InitIsolatedConfig(&c);
+	c.site_import = 0;
+	c.buffered_stdio = 0;     /* keep print() and subprocess output in order */
+	c.parse_argv = 0;
+	c.write_bytecode = 0;
+	if (config_set(&c, &c.home, PY_PREFIX) < 0 || set_executable(&c) < 0 ||
+	    set_paths(&c) < 0 ||
+	    PyStatus_Exception(PyConfig_SetArgv(&c, 1, &argv0))) {
+		snprintf(err, errlen, "dolsot: cannot configure Python");
+		PyConfig_Clear(&c);
+		return -1;
+	}
+	st = Py_InitializeFromConfig(&c);
+	PyConfig_Clear(&c);
+	if (PyStatus_Exception(st)) {
+		snprintf(err, errlen, "dolsot: cannot start Python: %s",
+		         st.err_msg ? st.err_msg : "unknown error");
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *import_worker_module(void)
+{
+	PyObject *code, *mod;
+
+	code = Py_CompileString((const char *)worker_py, "<dolsot-worker>", Py_file_input);
+	if (!code)
+		return NULL;
+	mod = PyImport_ExecCodeModule("_dolsot_worker", code);
+	Py_DECREF(code);
+	return mod;
+}
+
+static PyObject *span_bytes(struct span s)
+{
+	return PyBytes_FromStringAndSize((const char *)s.p, (Py_ssize_t)s.len);
+}
+
+static PyObject *span_unicode(struct span s)
+{
+	return PyUnicode_DecodeUTF8((const char *)s.p, (Py_ssize_t)s.len, "replace");
+}
+
+static PyObject *toolbox_list(const struct request *r)
+{
+	PyObject *list = PyList_New((Py_ssize_t)r->n_toolboxes);
+
+	for (size_t i = 0; list && i < r->n_toolboxes; i++) {
+		PyObject *t = Py_BuildValue("(NN)", span_unicode(r->toolboxes[i].module),
+		                            span_unicode(r->toolboxes[i].alias));
+		if (!t) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+	}
+	return list;
+}
+
+/* The blob as a memoryview over the request mapping: no copy. */
+static PyObject *blob_view(const struct request *r)
+{
+	if (!r->blob.present)
+		Py_RETURN_NONE;
+	return PyMemoryView_FromMemory((char *)r->blob.p, (Py_ssize_t)r->blob.len,
+	                               PyBUF_READ);
+}
+
+static PyObject *call_run(PyObject *mod, const struct request *r)
+{
+	return PyObject_CallMethod(mod, "run", "(NNNNKK)", span_bytes(r->code),
+	                           span_unicode(r->session), blob_view(r),
+	                           toolbox_list(r), (unsigned long long)r->max_output,
+	                           (unsigned long long)r->flags);
+}
+
+/* A str field of the answer as a span; None gives an absent span. */
+static int str_span(PyObject *o, struct span *out)
+{
+	Py_ssize_t n;
+	const char *s;
+
+	if (o == Py_None)
+		return 0;
+	s = PyUnicode_AsUTF8AndSize(o, &n);
+	if (!s) {
+		/* Lone surrogates from a cell: keep the text, replace the bytes. */
+		PyErr_Clear();
+		o = PyUnicode_AsEncodedString(o, "utf-8", "backslashreplace");
+		if (!o)
+			return -1;
+		/* Leaked on purpose: the process _exits right after encoding. */
+		s = PyBytes_AS_STRING(o);
+		n = PyBytes_GET_SIZE(o);
+	}
+	*out = (struct span){ (const uint8_t *)s, (size_t)n, true };
+	return 0;
+}
+
+static int fill_result(PyObject *t, struct worker_result *r)
+{
+	PyObject *blob;
+	char *p;
+	Py_ssize_t n;
+
+	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8)
+		return -1;
+	r->exit_code = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
+	r->flags = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
+	if (PyErr_Occurred())
+		return -1;
+	if (str_span(PyTuple_GET_ITEM(t, 2), &r->value) < 0 ||
+	    str_span(PyTuple_GET_ITEM(t, 3), &r->error) < 0 ||
+	    str_span(PyTuple_GET_ITEM(t, 4), &r->held) < 0 ||
+	    str_span(PyTuple_GET_ITEM(t, 5), &r->dropped) < 0 ||
+	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0)
+		return -1;
+	blob = PyTuple_GET_ITEM(t, 7);
+	if (blob != Py_None) {
+		if (PyBytes_AsStringAndSize(blob, &p, &n) < 0)
+			return -1;
+		r->blob = (struct span){ (const uint8_t *)p, (size_t)n, true };
+	}
+	return 0;
+}
+
+/* A Python exception in the worker's own code: report it as a failure. */
+static void answer_python_error(int fd, const char *what)
+{
+	PyObject *type, *value, *tb, *s = NULL;
+	char msg[1024];
+
+	PyErr_Fetch(&type, &value, &tb);
+	if (value)
+		s = PyObject_Str(value);
+	snprintf(msg, sizeof(msg), "dolsot: %s: %s: %s", what,
+	         type ? ((PyTypeObject *)type)->tp_name : "error",
+	         s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "(no message)");
+	PyErr_Clear();
+	answer_error(fd, msg);
+}
+
+void worker_child(int request_fd, int result_fd, void *arg)
+{
+	struct stat st;
+	uint8_t *req;
+	struct request r;
+	struct worker_result res;
+	struct frame_buf buf = { 0 };
+	char err[1024];
+	PyObject *mod, *answer;
+
+	(void)arg;
+	if (fstat(request_fd, &st) < 0 || st.st_size <= 0)
+		answer_error(result_fd, "dolsot: worker: cannot read the request");
+	req = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, request_fd, 0);
+	if (req == MAP_FAILED)
+		answer_error(result_fd, "dolsot: worker: cannot map the request");
+	if (frame_decode_request(req, (size_t)st.st_size, &r, err, sizeof(err)) < 0)
+		answer_error(result_fd, err);
+	if (start_python(err, sizeof(err)) < 0)
+		answer_error(result_fd, err);
+	mod = import_worker_module();
+	if (!mod)
+		answer_python_error(result_fd, "cannot load the worker module");
+	answer = call_run(mod, &r);
+	if (!answer)
+		answer_python_error(result_fd, "worker failed");
+	memset(&res, 0, sizeof(res));
+	if (fill_result(answer, &res) < 0)
+		answer_python_error(result_fd, "worker answered badly");
+	if (frame_encode_result(&buf, &res) < 0) {
+		snprintf(err, sizeof(err), "dolsot: cannot encode the result: %s",
+		         strerror(errno));
+		answer_error(result_fd, err);
+	}
+	if (write_at(result_fd, buf.data, buf.len) < 0)
+		_exit(126);
+	/* Skip interpreter shutdown: atexit handlers, threads and finalizers
+	 * of the cell must not delay or change the call. */
+	_exit(0);
+}

@@ -1,0 +1,282 @@
+"""dolsot worker: the Python half of one call.
+
+worker.c initializes the interpreter, imports this module as _dolsot_worker
+and calls run() once.  The cell's namespace is the interpreter's own
+__main__ module, so functions and classes defined in a cell belong to
+__main__, as in a REPL, and dill (imported only when needed) pickles them by
+value with their globals as a reference to the session namespace.
+
+A session blob is MAGIC followed by one pickle of {name: value}.  The C
+pickler does the work; dill is handed only the objects the C pickler cannot
+carry (see _Pickler.reducer_override), so a session of plain data never
+pays for importing dill.
+"""
+
+import ast
+import importlib
+import io
+import pickle
+import sys
+import types
+
+MAGIC = b"DLSS\x01"
+RES_OK = 1
+RES_SAVE = 2
+MAX_ERROR_LINES = 20
+
+_main = sys.modules["__main__"]
+_dill = None
+
+
+def _import_dill():
+    global _dill
+    if _dill is None:
+        try:
+            import dill
+        except ImportError as e:
+            raise _Fatal("dolsot: the Python module 'dill' cannot be imported "
+                         f"({e}); install it with: apt-get install python3-dill") from None
+        _dill = dill
+    return _dill
+
+
+def _dill_loads(data):
+    return _import_dill().loads(data)
+
+
+class _Fatal(Exception):
+    """A failure of the call itself, not of the cell: the session is not saved."""
+
+
+def _locatable(obj):
+    """True when pickle can find obj again by module and qualified name."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    if module is None or module is _main:
+        return False
+    target = module
+    for part in getattr(obj, "__qualname__", "").split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            return False
+    return target is obj
+
+
+def _needs_dill(obj):
+    if isinstance(obj, (types.FunctionType, type)):
+        return not _locatable(obj)
+    return False
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, file, force_dill):
+        super().__init__(file, protocol=5)
+        self._force_dill = force_dill
+
+    def reducer_override(self, obj):
+        if isinstance(obj, types.ModuleType):
+            return importlib.import_module, (obj.__name__,)
+        if id(obj) in self._force_dill or _needs_dill(obj):
+            return _dill_loads, (_import_dill().dumps(obj),)
+        return NotImplemented
+
+
+def _dumps(value, force_dill):
+    buf = io.BytesIO()
+    _Pickler(buf, force_dill).dump(value)
+    return buf.getvalue()
+
+
+def _reason(exc):
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def dump_namespace(state):
+    """Pickle state; drop, by name, what neither pickle nor dill can carry.
+
+    Returns (blob, held names, [(name, reason)]).
+    """
+    force = set()
+    try:
+        return MAGIC + _dumps(state, force), sorted(state), []
+    except _Fatal:
+        raise
+    except BaseException:  # any failure means: look at the names one by one
+        pass
+    kept, dropped = {}, []
+    for name in sorted(state):
+        value = state[name]
+        try:
+            _dumps(value, force)
+            kept[name] = value
+            continue
+        except _Fatal:
+            raise
+        except BaseException:
+            pass
+        try:
+            _import_dill().dumps(value)
+            force.add(id(value))
+            kept[name] = value
+        except _Fatal:
+            raise
+        except BaseException as e:
+            dropped.append((name, _reason(e)))
+    return MAGIC + _dumps(kept, force), sorted(kept), dropped
+
+
+def load_namespace(session, blob):
+    if bytes(blob[:len(MAGIC)]) != MAGIC:
+        raise _Fatal(_load_error(session, "not a dolsot session (bad magic)"))
+    try:
+        state = pickle.loads(blob[len(MAGIC):])
+    except _Fatal:
+        raise
+    except BaseException as e:
+        raise _Fatal(_load_error(session, _reason(e))) from None
+    if not isinstance(state, dict):
+        raise _Fatal(_load_error(session, "not a dolsot session"))
+    _main.__dict__.update(state)
+
+
+def _load_error(session, why):
+    return (f"dolsot: session '{session}' cannot be loaded: {why}; "
+            f"run 'dolsot --reset {session}' to start it afresh")
+
+
+def import_toolboxes(toolboxes):
+    loaded = {}
+    for module, alias in toolboxes:
+        try:
+            loaded[alias] = importlib.import_module(module)
+        except BaseException as e:
+            raise _Fatal(f"dolsot: toolbox '{module}' (alias {alias}) cannot be "
+                         f"imported: {_reason(e)}") from None
+    _main.__dict__.update(loaded)
+    return loaded
+
+
+def _cell_line(exc):
+    if isinstance(exc, SyntaxError) and exc.filename == "<cell>":
+        return exc.lineno
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<cell>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def exit_code_of(exc):
+    code = getattr(exc, "exit_code", None)
+    if type(code) is int and 1 <= code <= 255:
+        return code
+    return 1
+
+
+def describe(exc):
+    """One line (or a few) an agent can act on: type, message, cell line."""
+    name = type(exc).__name__
+    if isinstance(exc, SyntaxError):
+        msg = exc.msg or ""
+    else:
+        msg = str(exc)
+    lines = msg.splitlines()[:MAX_ERROR_LINES] or [""]
+    first = f"{name}: {lines[0]}" if lines[0] else name
+    line = _cell_line(exc)
+    if line is not None:
+        first += f" (line {line})"
+    return "\n".join([first] + lines[1:])
+
+
+def _compile_cell(code):
+    """Parse the cell; returns (body code, last expression code or None)."""
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    if b"\0" in code:
+        raise SyntaxError("source code cannot contain null bytes")
+    tree = compile(code, "<cell>", "exec", ast.PyCF_ONLY_AST | flags)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, "<cell>", "exec", flags)
+    return body, (compile(last, "<cell>", "eval", flags) if last else None)
+
+
+def _run_code(code_obj, ns):
+    result = eval(code_obj, ns)
+    if code_obj.co_flags & 0x80:  # CO_COROUTINE: the cell used top-level await
+        import asyncio
+        result = asyncio.run(result)
+    return result
+
+
+def run_cell(code, ns):
+    body, last = _compile_cell(code)
+    _run_code(body, ns)
+    if last is not None:
+        return _run_code(last, ns)
+    return None
+
+
+def stringify(value, cap):
+    try:
+        text = repr(value)
+    except BaseException as e:
+        text = f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
+    if cap and len(text) > cap:
+        text = text[:cap] + f"\n[value truncated: kept {cap} of {len(text)} chars]"
+    return text
+
+
+def _session_names(ns, toolboxes):
+    return {k: v for k, v in ns.items()
+            if not (k.startswith("__") and k.endswith("__"))
+            and not (k in toolboxes and v is toolboxes[k])}
+
+
+def flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def run(code, session, blob, toolboxes, max_output, flags):
+    """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
+    warnings, blob): str or None fields; held is names one per line, dropped
+    "name<TAB>reason" lines."""
+    ns = _main.__dict__
+    try:
+        if blob is not None:
+            load_namespace(session, blob)
+        loaded = import_toolboxes(toolboxes)
+    except _Fatal as e:
+        return 1, 0, None, str(e), None, None, None, None
+
+    exit_code, res_flags, value, error = 0, RES_OK, None, None
+    try:
+        result = run_cell(code, ns)
+        if result is not None:
+            value = stringify(result, max_output)
+    except SystemExit as e:
+        flush()
+        return (1, 0, None, f"SystemExit: {e.code!r}: the cell ended the "
+                "interpreter, so it did not complete; session unchanged",
+                None, None, None, None)
+    except BaseException as e:
+        exit_code, res_flags, error = exit_code_of(e), 0, describe(e)
+    flush()
+
+    try:
+        state = _session_names(ns, loaded)
+        new_blob, held, dropped = dump_namespace(state)
+    except _Fatal as e:
+        return 1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None, None, None
+    except BaseException as e:
+        warning = f"warning: session '{session}' not saved: {_reason(e)}"
+        return max(exit_code, 1), res_flags, value, error, None, None, warning, None
+    dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
+    return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
+            dropped_lines or None, None, new_blob)
