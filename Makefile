@@ -56,12 +56,12 @@ worker_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declara
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 tests/%.o: tests/%.c
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 tests/check_frame: tests/check_frame.o frame.o
 tests/check_store: tests/check_store.o store_id.o store_file.o store_mem.o
 tests/check_opts: tests/check_opts.o opts.o store_id.o
-tests/check_output: tests/check_output.o output.o frame.o
+tests/check_output: tests/check_output.o output.o
 tests/check_cli: tests/check_cli.o tests/cli_helpers.o
 
 $(TESTS):

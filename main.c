@@ -119,7 +119,7 @@ static void parse_args(int argc, char **argv, struct cli *c)
 	int ch;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+hV", long_options, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:hV", long_options, NULL)) != -1) {
 		switch (ch) {
 		case OPT_TOOLBOX:
 			add_toolbox(c, optarg);
@@ -147,7 +147,7 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			usage_error("option '%s' needs a value", argv[optind - 1]);
 		case '?':
 		default:
-			if (optopt)
+			if (optopt > ' ' && optopt < 127)
 				usage_error("unknown option '-%c' (see dolsot --help)", optopt);
 			usage_error("unknown option '%s' (see dolsot --help)", argv[optind - 1]);
 		}

@@ -1,0 +1,1098 @@
+/*
+ * check_cli.c - the dolsot command, end to end: each case runs the built
+ * binary as a subprocess and checks stdout, stderr, the exit code and the
+ * files left on disk.  One case per row of the contract.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_helpers.h"
+
+static char *tmp;               /* per-test private directory */
+static char store[4200];        /* DOLSOT_CACHE_DIR of this test */
+static char store_env[4300];
+static const char *test_env[16];
+
+static void setup(void)
+{
+	size_t n = 0;
+
+	tmp = cli_tempdir();
+	snprintf(store, sizeof(store), "%s/store", tmp);
+	snprintf(store_env, sizeof(store_env), "DOLSOT_CACHE_DIR=%s", store);
+	test_env[n++] = store_env;
+	test_env[n++] = "DOLSOT_TIMEOUT";
+	test_env[n++] = "DOLSOT_MAX_OUTPUT";
+	test_env[n++] = "DOLSOT_SESSION_TTL_DAYS";
+	test_env[n++] = "PYTHONPATH";
+	test_env[n++] = "VIRTUAL_ENV";
+	test_env[n] = NULL;
+}
+
+static void teardown(void)
+{
+	cli_rmtree(tmp);
+	free(tmp);
+}
+
+/* Run with extra environment entries on top of the test's own. */
+static void run_env(struct cli_run *r, const char *const *extra,
+                    const char *const *argv)
+{
+	const char *env[32];
+	size_t n = 0;
+
+	for (size_t i = 0; test_env[i]; i++)
+		env[n++] = test_env[i];
+	for (size_t i = 0; extra && extra[i]; i++)
+		env[n++] = extra[i];
+	env[n] = NULL;
+	cli_run(r, &(struct cli_opts){ .env = env }, argv);
+}
+
+#define RUN_ENV(r, extra, ...) run_env((r), (extra), \
+	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
+
+#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
+	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
+#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
+	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
+#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
+	"stderr lacks '%s':\n%s", (s), (r)->err)
+
+/* A call that must succeed; returns nothing, checks exit 0. */
+static void ok_call(const char *session, const char *code)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", session, code);
+	ck_code(&r, 0);
+	cli_run_release(&r);
+}
+
+static bool store_exists(void)
+{
+	struct stat st;
+
+	return lstat(store, &st) == 0;
+}
+
+/* ---- running cells ---- */
+
+START_TEST(value_is_repr_of_last_expression)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t", "x = 'abc'\nx");
+	ck_code(&r, 0);
+	ck_out(&r, "'abc'\n");
+	ck_assert_str_eq(r.err, "session now holds: x\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(none_value_prints_nothing)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t", "None");
+	ck_code(&r, 0);
+	ck_out(&r, "");
+	ck_assert_str_eq(r.err, "session now holds: (nothing)\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(stdout_then_value)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t", "print('a', end='')\n1 + 1");
+	ck_code(&r, 0);
+	ck_out(&r, "a\n2\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(state_persists_across_calls)
+{
+	struct cli_run r;
+
+	ok_call("t", "import math\nx = 40\n"
+	             "def f(a):\n    return a + x\n"
+	             "class K:\n    def m(self):\n        return f(1)\n"
+	             "sq = lambda v: v * v\nk = K()");
+	ok_call("t", "x = 41");   /* functions see later rebinding of globals */
+	CLI(&r, "--session", "t", "(f(1), k.m(), sq(3), isinstance(k, K), math.floor(2.5))");
+	ck_code(&r, 0);
+	ck_out(&r, "(42, 42, 9, True, 2)\n");
+	ck_assert_str_eq(r.err, "session now holds: K, f, k, math, sq, x\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(shared_references_survive)
+{
+	struct cli_run r;
+
+	ok_call("t", "a = [1]\nb = a");
+	CLI(&r, "--session", "t", "b.append(2)\n(a is b, a)");
+	ck_out(&r, "(True, [1, 2])\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(code_from_stdin)
+{
+	struct cli_run r;
+
+	cli_run(&r, &(struct cli_opts){ .env = test_env, .stdin_data = "2 ** 10\n" },
+	        (const char *const[]){ "dolsot", "--session", "t", NULL });
+	ck_code(&r, 0);
+	ck_out(&r, "1024\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(fd_level_capture_keeps_order)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t",
+	    "import os, sys\nprint('one')\nos.system('echo two; echo e1 >&2')\n"
+	    "sys.stderr.write('e2\\n')\nprint('three')");
+	ck_code(&r, 0);
+	ck_out(&r, "one\ntwo\nthree\n");
+	ck_assert_str_eq(r.err, "e1\ne2\nsession now holds: os, sys\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(failed_cell_keeps_earlier_assignments)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t", "a = 1\nb = 1 / 0\nc = 3");
+	ck_code(&r, 1);
+	ck_out(&r, "");
+	ck_assert_str_eq(r.err, "ZeroDivisionError: division by zero (line 2)\n"
+	                        "session now holds: a\n");
+	cli_run_release(&r);
+	CLI(&r, "--session", "t", "a");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(syntax_error_names_line)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t", "x = 1\ny = (");
+	ck_code(&r, 1);
+	ck_err_has(&r, "SyntaxError: ");
+	ck_err_has(&r, "(line 2)");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(extension_modules_load)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t",
+	    "import numpy, _ctypes, sqlite3, ssl, json\nint(numpy.arange(5).sum())");
+	ck_code(&r, 0);
+	ck_out(&r, "10\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(binary_has_no_libpython_dependency)
+{
+	char cmd[4200], line[512];
+	FILE *p;
+	bool seen_libc = false;
+
+	snprintf(cmd, sizeof(cmd), "ldd '%s'", cli_bin());
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p)) {
+		ck_assert_msg(!strstr(line, "libpython"), "linked: %s", line);
+		seen_libc |= strstr(line, "libc.so") != NULL;
+	}
+	pclose(p);
+	ck_assert(seen_libc);
+}
+END_TEST
+
+START_TEST(top_level_await_runs)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t", "import asyncio\nawait asyncio.sleep(0)\n7");
+	ck_code(&r, 0);
+	ck_out(&r, "7\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(sys_executable_is_a_real_python)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t",
+	    "import subprocess, sys\n"
+	    "print(subprocess.run([sys.executable, '-c', 'print(6*7)'], "
+	    "capture_output=True, text=True).stdout.strip())");
+	ck_code(&r, 0);
+	ck_out(&r, "42\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- values that cannot be pickled ---- */
+
+START_TEST(unpicklable_values_are_dropped_by_name)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t",
+	    "import socket\ns = socket.socket()\ng = (i for i in range(3))\nkeep = 5");
+	ck_code(&r, 0);
+	ck_err_has(&r, "session now holds: keep, socket\n");
+	ck_err_has(&r, "warning: dropped unpicklable names (gone next call): "
+	               "g (TypeError: cannot pickle 'generator' object), "
+	               "s (TypeError: cannot pickle 'socket' object)\n");
+	cli_run_release(&r);
+	CLI(&r, "--session", "t", "keep, 'g' in globals(), 's' in globals()");
+	ck_out(&r, "(5, False, False)\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(dill_carries_what_pickle_cannot)
+{
+	struct cli_run r;
+
+	ok_call("t", "import threading\nlock = threading.Lock()\n"
+	             "nested = {'fn': lambda v: v + 1}");
+	CLI(&r, "--session", "t", "type(lock).__name__, nested['fn'](1)");
+	ck_code(&r, 0);
+	ck_out(&r, "('lock', 2)\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(large_value_survives)
+{
+	struct cli_run r;
+
+	ok_call("t", "import hashlib, os\nblob = os.urandom(5 * 1024 * 1024)\n"
+	             "digest = hashlib.sha256(blob).hexdigest()");
+	CLI(&r, "--session", "t", "len(blob), hashlib.sha256(blob).hexdigest() == digest");
+	ck_code(&r, 0);
+	ck_out(&r, "(5242880, True)\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- toolboxes ---- */
+
+static void write_toolbox(const char *dir)
+{
+	char path[4300];
+
+	snprintf(path, sizeof(path), "%s/mytools.py", dir);
+	cli_write_file(path,
+	               "__all__ = ['add', 'fail', 'ToolError']\n"
+	               "class ToolError(Exception):\n    exit_code = 3\n"
+	               "class BadCode(Exception):\n    exit_code = 300\n"
+	               "def add(a: int, b: int) -> int:\n    return a + b\n"
+	               "def fail(msg: str) -> None:\n    raise ToolError(msg)\n"
+	               "def fail_badly() -> None:\n    raise BadCode('x')\n");
+}
+
+START_TEST(toolbox_next_to_caller_cwd)
+{
+	struct cli_run r;
+
+	write_toolbox(tmp);
+	cli_run(&r, &(struct cli_opts){ .env = test_env, .cwd = tmp },
+	        (const char *const[]){ "dolsot", "--toolbox", "mytools:mt", "--session",
+	                               "t", "mt.add(1, 2)", NULL });
+	ck_code(&r, 0);
+	ck_out(&r, "3\n");
+	ck_assert_str_eq(r.err, "session now holds: (nothing)\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(toolbox_exit_code_is_the_exit_status)
+{
+	struct cli_run r;
+	char pp[4300];
+
+	write_toolbox(tmp);
+	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", tmp);
+	RUN_ENV(&r, ((const char *[]){ pp, NULL }), "--toolbox", "mytools:mt",
+	        "--session", "t", "a = 1\nmt.fail('no such order')");
+	ck_code(&r, 3);
+	ck_err_has(&r, "ToolError: no such order (line 2)\n");
+	ck_err_has(&r, "session now holds: a\n");
+	cli_run_release(&r);
+	RUN_ENV(&r, ((const char *[]){ pp, NULL }), "--toolbox", "mytools:mt",
+	        "--session", "t", "mt.fail_badly()");
+	ck_code(&r, 1);   /* an exit_code outside 1..255 falls back to 1 */
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(toolbox_import_failure_names_module)
+{
+	struct cli_run r;
+
+	ok_call("t", "x = 1");
+	CLI(&r, "--toolbox", "no_such_mod:nm", "--session", "t", "x = 2");
+	ck_code(&r, 1);
+	ck_err_has(&r, "toolbox 'no_such_mod' (alias nm) cannot be imported: "
+	               "ModuleNotFoundError: No module named 'no_such_mod'");
+	ck_assert(!cli_has(r.err, "session now holds"));
+	cli_run_release(&r);
+	CLI(&r, "--session", "t", "x");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(toolbox_aliases_are_not_persisted)
+{
+	struct cli_run r;
+
+	CLI(&r, "--toolbox", "json:js", "--session", "t", "v = js.dumps([1])");
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.err, "session now holds: v\n");
+	cli_run_release(&r);
+	CLI(&r, "--session", "t", "'js' in globals(), v");
+	ck_out(&r, "(False, '[1]')\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(virtualenv_toolbox_is_importable)
+{
+	struct cli_run r;
+	char cmd[4400], site[4400], venv[4400], path[4500];
+
+	snprintf(venv, sizeof(venv), "%s/venv", tmp);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3.11 -m venv --without-pip '%s'", venv);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(site, sizeof(site), "%s/lib/python3.11/site-packages", venv);
+	snprintf(path, sizeof(path), "%s/venvtool.py", site);
+	cli_write_file(path, "def where() -> str:\n    return 'venv'\n");
+	snprintf(cmd, sizeof(cmd), "VIRTUAL_ENV=%s", venv);
+	RUN_ENV(&r, ((const char *[]){ cmd, NULL }), "--toolbox", "venvtool:vt",
+	        "--session", "t", "vt.where()");
+	ck_code(&r, 0);
+	ck_out(&r, "'venv'\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(pythonpath_is_honored)
+{
+	struct cli_run r;
+	char pp[4300], path[4300];
+
+	snprintf(path, sizeof(path), "%s/pp_mod.py", tmp);
+	cli_write_file(path, "VALUE = 17\n");
+	snprintf(pp, sizeof(pp), "PYTHONPATH=/nonexistent:%s", tmp);
+	RUN_ENV(&r, ((const char *[]){ pp, NULL }), "--session", "t",
+	        "import pp_mod\npp_mod.VALUE");
+	ck_code(&r, 0);
+	ck_out(&r, "17\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(missing_dill_says_how_to_install)
+{
+	struct cli_run r;
+	char pp[4300], path[4300];
+
+	snprintf(path, sizeof(path), "%s/dill.py", tmp);
+	cli_write_file(path, "raise ImportError('dill is broken here')\n");
+	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", tmp);
+	RUN_ENV(&r, ((const char *[]){ pp, NULL }), "--session", "t",
+	        "def f():\n    return 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "apt-get install python3-dill");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- timeouts and processes ---- */
+
+START_TEST(timeout_kills_grandchild_and_keeps_state)
+{
+	struct cli_run r;
+	char pidfile[4300], code[8800];
+	char *pid_text;
+	pid_t sleeper;
+
+	ok_call("t", "x = 1");
+	snprintf(pidfile, sizeof(pidfile), "%s/sleep.pid", tmp);
+	snprintf(code, sizeof(code),
+	         "import subprocess, time\nx = 2\n"
+	         "p = subprocess.Popen(['sleep', '300'])\n"
+	         "open('%s', 'w').write(str(p.pid))\nprint('before', flush=True)\n"
+	         "time.sleep(300)", pidfile);
+	CLI(&r, "--session", "t", "--timeout", "1", code);
+	ck_code(&r, 124);
+	ck_out(&r, "before\n");
+	ck_assert_str_eq(r.err, "TimeoutError: cell killed after exceeding its 1s timeout; "
+	                        "session unchanged\n");
+	ck_assert_msg(r.seconds < 5, "took %.2fs", r.seconds);
+	cli_run_release(&r);
+	pid_text = cli_read_file(pidfile, NULL);
+	ck_assert_ptr_nonnull(pid_text);
+	sleeper = (pid_t)atoi(pid_text);
+	free(pid_text);
+	ck_assert(!cli_pid_alive(sleeper));
+	CLI(&r, "--session", "t", "x");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(escaped_daemon_is_killed_when_call_ends)
+{
+	struct cli_run r;
+	char pidfile[4300], code[8800];
+	char *pid_text;
+	pid_t daemon_pid;
+
+	snprintf(pidfile, sizeof(pidfile), "%s/daemon.pid", tmp);
+	/* setsid + double fork: the grandchild holds stdout open and lives on. */
+	snprintf(code, sizeof(code),
+	         "import os, time\n"
+	         "if os.fork() == 0:\n"
+	         "    os.setsid()\n"
+	         "    if os.fork() == 0:\n"
+	         "        open('%s', 'w').write(str(os.getpid()))\n"
+	         "        time.sleep(300)\n"
+	         "    os._exit(0)\n"
+	         "for _ in range(200):\n"
+	         "    if os.path.exists('%s'): break\n"
+	         "    time.sleep(0.01)\n"
+	         "'done'", pidfile, pidfile);
+	CLI(&r, "--session", "t", code);
+	ck_code(&r, 0);
+	ck_out(&r, "'done'\n");
+	ck_assert_msg(r.seconds < 10, "took %.2fs", r.seconds);
+	cli_run_release(&r);
+	pid_text = cli_read_file(pidfile, NULL);
+	ck_assert_ptr_nonnull(pid_text);
+	daemon_pid = (pid_t)atoi(pid_text);
+	free(pid_text);
+	ck_assert(daemon_pid > 0);
+	ck_assert(!cli_pid_alive(daemon_pid));
+}
+END_TEST
+
+START_TEST(worker_death_keeps_state)
+{
+	struct cli_run r;
+
+	ok_call("t", "x = 1");
+	CLI(&r, "--session", "t", "x = 2\nimport os\nos._exit(7)");
+	ck_code(&r, 1);
+	ck_err_has(&r, "exited with status 7");
+	ck_err_has(&r, "session unchanged");
+	cli_run_release(&r);
+	CLI(&r, "--session", "t", "x = 3\nimport ctypes\nctypes.string_at(0)");
+	ck_code(&r, 1);
+	ck_err_has(&r, "killed by signal 11");
+	cli_run_release(&r);
+	CLI(&r, "--session", "t", "x");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(system_exit_saves_nothing)
+{
+	struct cli_run r;
+
+	ok_call("t", "x = 1");
+	CLI(&r, "--session", "t", "x = 2\nraise SystemExit(0)");
+	ck_code(&r, 1);
+	ck_err_has(&r, "SystemExit: 0");
+	ck_err_has(&r, "session unchanged");
+	cli_run_release(&r);
+	CLI(&r, "--session", "t", "x");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- output caps ---- */
+
+START_TEST(output_is_truncated_with_marker)
+{
+	struct cli_run r;
+
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_MAX_OUTPUT=10", NULL }), "--session", "t",
+	        "print('x' * 1000)\n'y' * 50");
+	ck_code(&r, 0);
+	ck_out(&r, "xxxxxxxxxx\n[output truncated: kept 10 chars of 1001 bytes]\n"
+	           "'yyyyyyyyy\n[value truncated: kept 10 of 52 chars]\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(huge_output_keeps_memory_bounded)
+{
+	struct cli_run r;
+
+	/* 200 MB through the pipe with the default cap. */
+	CLI(&r, "--session", "t",
+	    "import os\nchunk = b'z' * (1 << 20)\nfor _ in range(200): os.write(1, chunk)");
+	ck_code(&r, 0);
+	ck_assert_uint_lt(r.out_len, 100200);
+	ck_assert(cli_has(r.out, "[output truncated: kept 100000 chars of 209715200 bytes]"));
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(max_output_zero_means_no_cap)
+{
+	struct cli_run r;
+
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_MAX_OUTPUT=0", NULL }), "--session", "t",
+	        "print('x' * 300000)");
+	ck_code(&r, 0);
+	ck_assert_uint_eq(r.out_len, 300001);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- concurrency ---- */
+
+START_TEST(parallel_increments_are_all_kept)
+{
+	pid_t kids[20];
+	struct cli_run r;
+
+	ok_call("t", "n = 0");
+	for (int i = 0; i < 20; i++) {
+		kids[i] = fork();
+		ck_assert_int_ge(kids[i], 0);
+		if (kids[i] == 0) {
+			CLI(&r, "--session", "t", "--timeout", "60", "n += 1");
+			_exit(r.code);
+		}
+	}
+	for (int i = 0; i < 20; i++) {
+		int st;
+
+		ck_assert_int_eq(waitpid(kids[i], &st, 0), kids[i]);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "call %d failed", i);
+	}
+	CLI(&r, "--session", "t", "n");
+	ck_out(&r, "20\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(busy_session_times_out_clearly)
+{
+	struct cli_run r;
+	char lockpath[4300];
+	int fd;
+
+	ok_call("t", "x = 1");
+	snprintf(lockpath, sizeof(lockpath), "%s/t.lock", store);
+	fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+	CLI(&r, "--session", "t", "--timeout", "0.5", "x = 2");
+	ck_code(&r, 1);
+	ck_assert_str_eq(r.err, "dolsot: session 't' is busy: another call is using it\n");
+	cli_run_release(&r);
+	close(fd);
+	CLI(&r, "--session", "t", "x");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(different_sessions_run_in_parallel)
+{
+	pid_t kid;
+	struct cli_run r;
+	int st;
+
+	kid = fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0) {
+		CLI(&r, "--session", "slow", "import time\ntime.sleep(2)");
+		_exit(r.code);
+	}
+	usleep(300000);
+	CLI(&r, "--session", "fast", "1");
+	ck_code(&r, 0);
+	ck_assert_msg(r.seconds < 1.5, "blocked for %.2fs", r.seconds);
+	cli_run_release(&r);
+	waitpid(kid, &st, 0);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
+/* ---- the store ---- */
+
+START_TEST(list_sessions_format)
+{
+	struct cli_run r;
+	char a[32], b[32];
+	unsigned long size;
+	int year;
+
+	CLI(&r, "--list-sessions");
+	ck_code(&r, 0);
+	ck_out(&r, "");
+	ck_assert_str_eq(r.err, "(no sessions)\n");
+	cli_run_release(&r);
+	ok_call("beta", "x = 1");
+	ok_call("alpha", "y = 2");
+	CLI(&r, "--list-sessions");
+	ck_code(&r, 0);
+	ck_assert_int_eq(sscanf(r.out, "%31[^\t]\t%lu\t%d-", a, &size, &year), 3);
+	ck_assert_str_eq(a, "alpha");
+	ck_assert_uint_gt(size, 0);
+	ck_assert_int_ge(year, 2024);
+	ck_assert(cli_has(r.out, "+00:00\nbeta\t"));
+	ck_assert_int_eq(sscanf(strchr(r.out, '\n') + 1, "%31[^\t]", b), 1);
+	ck_assert_str_eq(b, "beta");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(reset_one_and_all)
+{
+	struct cli_run r;
+	char foreign[4300];
+
+	ok_call("a", "x = 1");
+	ok_call("b", "x = 1");
+	ok_call("c", "x = 1");
+	snprintf(foreign, sizeof(foreign), "%s/notes.txt", store);
+	cli_write_file(foreign, "not ours\n");
+	CLI(&r, "--reset", "a");
+	ck_code(&r, 0);
+	ck_out(&r, "reset a: removed 1 session(s)\n");
+	cli_run_release(&r);
+	CLI(&r, "--reset", "a");
+	ck_out(&r, "reset a: removed 0 session(s)\n");
+	cli_run_release(&r);
+	CLI(&r, "--reset", "all");
+	ck_out(&r, "reset all: removed 2 session(s)\n");
+	cli_run_release(&r);
+	ck_assert_int_eq(access(foreign, F_OK), 0);
+	CLI(&r, "--session", "b", "'x' in globals()");
+	ck_out(&r, "False\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(store_files_and_modes)
+{
+	struct cli_run r;
+	struct stat st;
+	char path[4300];
+
+	ok_call("t", "x = 1");
+	ck_assert_int_eq(lstat(store, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0700);
+	snprintf(path, sizeof(path), "%s/t.pkl", store);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	ck_assert(S_ISREG(st.st_mode));
+	CLI(&r, "--list-sessions");
+	ck_out(&r, r.out);   /* listing works on the same store */
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(store_refuses_open_permissions)
+{
+	struct cli_run r;
+
+	ck_assert_int_eq(mkdir(store, 0755), 0);
+	ck_assert_int_eq(chmod(store, 0755), 0);
+	CLI(&r, "--session", "t", "x = 1");
+	ck_code(&r, 1);
+	ck_assert(cli_has(r.err, "dolsot: "));
+	ck_assert(strchr(r.err, '\n') == r.err + r.err_len - 1);   /* one line */
+	cli_run_release(&r);
+	{
+		char path[4300];
+
+		snprintf(path, sizeof(path), "%s/t.pkl", store);
+		ck_assert_int_ne(access(path, F_OK), 0);
+	}
+}
+END_TEST
+
+START_TEST(store_refuses_symlink)
+{
+	struct cli_run r;
+	char real[4300];
+
+	snprintf(real, sizeof(real), "%s/real", tmp);
+	ck_assert_int_eq(mkdir(real, 0700), 0);
+	ck_assert_int_eq(symlink(real, store), 0);
+	CLI(&r, "--session", "t", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "symbolic link");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(corrupt_session_names_reset)
+{
+	struct cli_run r;
+	char path[4300];
+
+	ok_call("t", "x = 1");
+	snprintf(path, sizeof(path), "%s/t.pkl", store);
+	cli_write_file(path, "DLSS\001garbage");
+	CLI(&r, "--session", "t", "x");
+	ck_code(&r, 1);
+	ck_err_has(&r, "session 't' cannot be loaded");
+	ck_err_has(&r, "dolsot --reset t");
+	cli_run_release(&r);
+	cli_write_file(path, "");
+	CLI(&r, "--session", "t", "x");
+	ck_code(&r, 1);
+	ck_err_has(&r, "session 't' cannot be loaded");
+	cli_run_release(&r);
+	/* The file is never silently replaced. */
+	{
+		size_t n;
+		char *s = cli_read_file(path, &n);
+
+		ck_assert_uint_eq(n, 0);
+		free(s);
+	}
+}
+END_TEST
+
+START_TEST(expired_sessions_are_reaped)
+{
+	struct cli_run r;
+	char path[4300];
+	struct timespec old[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+
+	ok_call("old", "x = 1");
+	ok_call("new", "x = 1");
+	snprintf(path, sizeof(path), "%s/old.pkl", store);
+	old[1].tv_sec = time(NULL) - 8 * 86400;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	CLI(&r, "--list-sessions");
+	ck_assert(!cli_has(r.out, "old\t"));
+	ck_assert(cli_has(r.out, "new\t"));
+	cli_run_release(&r);
+	ck_assert_int_ne(access(path, F_OK), 0);
+}
+END_TEST
+
+START_TEST(ttl_zero_never_reaps)
+{
+	struct cli_run r;
+	char path[4300];
+	struct timespec old[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+
+	ok_call("old", "x = 1");
+	snprintf(path, sizeof(path), "%s/old.pkl", store);
+	old[1].tv_sec = time(NULL) - 800 * 86400;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_SESSION_TTL_DAYS=0", NULL }), "--list-sessions");
+	ck_assert(cli_has(r.out, "old\t"));
+	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- usage errors: exit 2, one line, no Python, no store ---- */
+
+static void expect_usage(const char *const *extra_env, const char *const *argv,
+                         const char *needle)
+{
+	struct cli_run r;
+
+	run_env(&r, extra_env, argv);
+	ck_code(&r, 2);
+	ck_out(&r, "");
+	ck_assert_msg(strncmp(r.err, "dolsot: ", 8) == 0, "stderr: %s", r.err);
+	ck_assert_msg(strchr(r.err, '\n') == r.err + r.err_len - 1,
+	              "not one line: %s", r.err);
+	ck_err_has(&r, needle);
+	ck_assert_msg(!store_exists(), "the store was touched");
+	cli_run_release(&r);
+}
+
+#define USAGE(needle, ...) expect_usage(NULL, \
+	(const char *const[]){ "dolsot", __VA_ARGS__, NULL }, (needle))
+#define USAGE_ENV(env, needle, ...) expect_usage((const char *const[]){ env, NULL }, \
+	(const char *const[]){ "dolsot", __VA_ARGS__, NULL }, (needle))
+
+START_TEST(missing_session_explains_why)
+{
+	USAGE("stable id", "1 + 1");
+}
+END_TEST
+
+START_TEST(malformed_toolbox_specs)
+{
+	USAGE("expected MODULE:ALIAS", "--toolbox", "mytools", "--session", "t", "1");
+	USAGE("the module is empty", "--toolbox", ":mt", "--session", "t", "1");
+	USAGE("the alias is empty", "--toolbox", "mytools:", "--session", "t", "1");
+	USAGE("not a Python identifier", "--toolbox", "mytools:m-t", "--session", "t", "1");
+	USAGE("not a Python identifier", "--toolbox", "mytools:1mt", "--session", "t", "1");
+	USAGE("is a Python keyword", "--toolbox", "mytools:class", "--session", "t", "1");
+	USAGE("not a dotted Python name", "--toolbox", "my..tools:mt", "--session", "t", "1");
+	USAGE("given twice", "--toolbox", "a:x", "--toolbox", "b:x", "--session", "t", "1");
+}
+END_TEST
+
+START_TEST(bad_session_ids)
+{
+	char long_id[200];
+
+	memset(long_id, 'a', 129);
+	long_id[129] = '\0';
+	USAGE("invalid session id", "--session", "", "1");
+	USAGE("invalid session id", "--session", long_id, "1");
+	USAGE("invalid session id", "--session", "a/b", "1");
+	USAGE("invalid session id", "--session", ".hidden", "1");
+	USAGE("invalid session id", "--session", "..", "1");
+	USAGE("invalid session id", "--session", "caf\xc3\xa9", "1");
+	USAGE("invalid session id", "--session", "a;rm -rf", "1");
+	USAGE("reserved", "--session", "all", "1");
+	USAGE("invalid session id", "--reset", "../x");
+	long_id[128] = '\0';
+	{
+		struct cli_run r;
+
+		CLI(&r, "--session", long_id, "1");
+		ck_code(&r, 0);
+		cli_run_release(&r);
+	}
+}
+END_TEST
+
+START_TEST(empty_code_is_refused)
+{
+	USAGE("empty code", "--session", "t", "");
+	USAGE("empty code", "--session", "t", "  \n\t ");
+	USAGE("empty code", "--session", "t");   /* stdin is /dev/null */
+}
+END_TEST
+
+START_TEST(unknown_option_and_extra_arguments)
+{
+	USAGE("unknown option '--frobnicate'", "--frobnicate", "--session", "t", "1");
+	USAGE("unknown option '-x'", "-x", "--session", "t", "1");
+	USAGE("unexpected argument 'b'", "--session", "t", "a", "b");
+	USAGE("needs a value", "--session");
+	USAGE("take no code", "--list-sessions", "1");
+}
+END_TEST
+
+START_TEST(bad_timeouts)
+{
+	USAGE("--timeout '0'", "--session", "t", "--timeout", "0", "1");
+	USAGE("--timeout '-1'", "--session", "t", "--timeout", "-1", "1");
+	USAGE("--timeout 'abc'", "--session", "t", "--timeout", "abc", "1");
+	USAGE("--timeout 'nan'", "--session", "t", "--timeout", "nan", "1");
+	USAGE("--timeout 'inf'", "--session", "t", "--timeout", "inf", "1");
+	USAGE("--timeout '-0'", "--session", "t", "--timeout", "-0", "1");
+	USAGE("--timeout '1e308'", "--session", "t", "--timeout", "1e308", "1");
+	USAGE("--timeout '5s'", "--session", "t", "--timeout", "5s", "1");
+}
+END_TEST
+
+START_TEST(malformed_environment_is_named)
+{
+	USAGE_ENV("DOLSOT_TIMEOUT=soon", "DOLSOT_TIMEOUT='soon'", "--session", "t", "1");
+	USAGE_ENV("DOLSOT_TIMEOUT=0", "DOLSOT_TIMEOUT='0'", "--session", "t", "1");
+	USAGE_ENV("DOLSOT_MAX_OUTPUT=-5", "DOLSOT_MAX_OUTPUT='-5'", "--session", "t", "1");
+	USAGE_ENV("DOLSOT_MAX_OUTPUT=1.5", "DOLSOT_MAX_OUTPUT='1.5'", "--session", "t", "1");
+	USAGE_ENV("DOLSOT_SESSION_TTL_DAYS=week", "DOLSOT_SESSION_TTL_DAYS='week'",
+	          "--list-sessions");
+}
+END_TEST
+
+START_TEST(flag_beats_environment)
+{
+	struct cli_run r;
+
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TIMEOUT=0.3", NULL }), "--session", "t",
+	        "--timeout", "5", "import time\ntime.sleep(1)\n'slept'");
+	ck_code(&r, 0);
+	ck_out(&r, "'slept'\n");
+	cli_run_release(&r);
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TIMEOUT=0.3", NULL }), "--session", "t",
+	        "import time\ntime.sleep(2)");
+	ck_code(&r, 124);
+	ck_err_has(&r, "0.3s timeout");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- help, version, man page ---- */
+
+START_TEST(version_and_help)
+{
+	struct cli_run r;
+
+	CLI(&r, "--version");
+	ck_code(&r, 0);
+	ck_assert(strncmp(r.out, "dolsot ", 7) == 0);
+	cli_run_release(&r);
+	CLI(&r, "--help");
+	ck_code(&r, 0);
+	ck_assert(strncmp(r.out, "usage: dolsot ", 14) == 0);
+	ck_assert_str_eq(r.err, "");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* Every option the usage text names appears in the man page's SYNOPSIS,
+ * and every option of the man SYNOPSIS appears in the usage text. */
+START_TEST(help_matches_man_synopsis)
+{
+	struct cli_run r;
+	FILE *p;
+	char line[1024], synopsis[8192] = "";
+	bool in_synopsis = false;
+	const char *opts[] = { "--toolbox", "--session", "--timeout", "--list-sessions",
+	                       "--reset", "--help", "--version", "MODULE:ALIAS",
+	                       "SECONDS", "CODE", "ID", NULL };
+
+	p = popen("mandoc -Tascii man/dolsot.1 | col -b", "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p)) {
+		if (strncmp(line, "SYNOPSIS", 8) == 0)
+			in_synopsis = true;
+		else if (in_synopsis && line[0] >= 'A' && line[0] <= 'Z')
+			in_synopsis = false;
+		else if (in_synopsis)
+			strncat(synopsis, line, sizeof(synopsis) - strlen(synopsis) - 1);
+	}
+	ck_assert_int_eq(pclose(p), 0);
+	CLI(&r, "--help");
+	for (size_t i = 0; opts[i]; i++) {
+		char *usage_end = strstr(r.out, "\n\n");
+		bool in_usage;
+
+		ck_assert_ptr_nonnull(usage_end);
+		*usage_end = '\0';
+		in_usage = strstr(r.out, opts[i]) != NULL;
+		*usage_end = '\n';
+		ck_assert_msg(in_usage == (strstr(synopsis, opts[i]) != NULL),
+		              "%s: usage %d, man synopsis %d\n%s", opts[i], in_usage,
+		              !in_usage, synopsis);
+	}
+	cli_run_release(&r);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *run = tcase_create("run"), *tb = tcase_create("toolbox"),
+	      *proc = tcase_create("processes"), *out = tcase_create("output"),
+	      *conc = tcase_create("concurrency"), *st = tcase_create("store"),
+	      *use = tcase_create("usage");
+	TCase *all[] = { run, tb, proc, out, conc, st, use };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
+		tcase_add_checked_fixture(all[i], setup, teardown);
+		tcase_set_timeout(all[i], 120);
+		suite_add_tcase(s, all[i]);
+	}
+	tcase_add_test(run, value_is_repr_of_last_expression);
+	tcase_add_test(run, none_value_prints_nothing);
+	tcase_add_test(run, stdout_then_value);
+	tcase_add_test(run, state_persists_across_calls);
+	tcase_add_test(run, shared_references_survive);
+	tcase_add_test(run, code_from_stdin);
+	tcase_add_test(run, fd_level_capture_keeps_order);
+	tcase_add_test(run, failed_cell_keeps_earlier_assignments);
+	tcase_add_test(run, syntax_error_names_line);
+	tcase_add_test(run, extension_modules_load);
+	tcase_add_test(run, binary_has_no_libpython_dependency);
+	tcase_add_test(run, top_level_await_runs);
+	tcase_add_test(run, sys_executable_is_a_real_python);
+	tcase_add_test(run, unpicklable_values_are_dropped_by_name);
+	tcase_add_test(run, dill_carries_what_pickle_cannot);
+	tcase_add_test(run, large_value_survives);
+	tcase_add_test(tb, toolbox_next_to_caller_cwd);
+	tcase_add_test(tb, toolbox_exit_code_is_the_exit_status);
+	tcase_add_test(tb, toolbox_import_failure_names_module);
+	tcase_add_test(tb, toolbox_aliases_are_not_persisted);
+	tcase_add_test(tb, virtualenv_toolbox_is_importable);
+	tcase_add_test(tb, pythonpath_is_honored);
+	tcase_add_test(tb, missing_dill_says_how_to_install);
+	tcase_add_test(proc, timeout_kills_grandchild_and_keeps_state);
+	tcase_add_test(proc, escaped_daemon_is_killed_when_call_ends);
+	tcase_add_test(proc, worker_death_keeps_state);
+	tcase_add_test(proc, system_exit_saves_nothing);
+	tcase_add_test(out, output_is_truncated_with_marker);
+	tcase_add_test(out, huge_output_keeps_memory_bounded);
+	tcase_add_test(out, max_output_zero_means_no_cap);
+	tcase_add_test(conc, parallel_increments_are_all_kept);
+	tcase_add_test(conc, busy_session_times_out_clearly);
+	tcase_add_test(conc, different_sessions_run_in_parallel);
+	tcase_add_test(st, list_sessions_format);
+	tcase_add_test(st, reset_one_and_all);
+	tcase_add_test(st, store_files_and_modes);
+	tcase_add_test(st, store_refuses_open_permissions);
+	tcase_add_test(st, store_refuses_symlink);
+	tcase_add_test(st, corrupt_session_names_reset);
+	tcase_add_test(st, expired_sessions_are_reaped);
+	tcase_add_test(st, ttl_zero_never_reaps);
+	tcase_add_test(use, missing_session_explains_why);
+	tcase_add_test(use, malformed_toolbox_specs);
+	tcase_add_test(use, bad_session_ids);
+	tcase_add_test(use, empty_code_is_refused);
+	tcase_add_test(use, unknown_option_and_extra_arguments);
+	tcase_add_test(use, bad_timeouts);
+	tcase_add_test(use, malformed_environment_is_named);
+	tcase_add_test(use, flag_beats_environment);
+	tcase_add_test(use, version_and_help);
+	tcase_add_test(use, help_matches_man_synopsis);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(cli_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,166 @@
+/*
+ * check_output.c - capture caps and the rendering of a result.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+
+/* Render r and return what went to stdout and stderr. */
+static void render(const struct result *r, char **out, char **err)
+{
+	size_t on, en;
+	FILE *fo = open_memstream(out, &on), *fe = open_memstream(err, &en);
+
+	ck_assert_int_eq(output_render(r, fo, fe), 0);
+	fclose(fo);
+	fclose(fe);
+}
+
+START_TEST(capture_counts_code_points)
+{
+	struct capture c;
+
+	capture_init(&c, 3);
+	capture_feed(&c, "h\xc3\xa9llo", 6);   /* h é l l o: 5 chars, 6 bytes */
+	ck_assert_uint_eq(c.len, 4);
+	ck_assert(memcmp(c.data, "h\xc3\xa9l", 4) == 0);
+	ck_assert_uint_eq(c.chars, 3);
+	ck_assert_uint_eq(c.total, 6);
+	ck_assert(c.truncated);
+	capture_feed(&c, "more", 4);
+	ck_assert_uint_eq(c.total, 10);
+	ck_assert_uint_eq(c.len, 4);
+	capture_release(&c);
+}
+END_TEST
+
+START_TEST(capture_split_utf8_across_feeds)
+{
+	struct capture c;
+
+	capture_init(&c, 2);
+	capture_feed(&c, "a\xc3", 2);
+	capture_feed(&c, "\xa9", 1);
+	capture_feed(&c, "b", 1);
+	ck_assert_uint_eq(c.len, 3);
+	ck_assert(c.truncated);
+	capture_release(&c);
+}
+END_TEST
+
+START_TEST(capture_uncapped_keeps_all)
+{
+	struct capture c;
+	char big[100000];
+
+	memset(big, 'q', sizeof(big));
+	capture_init(&c, 0);
+	for (int i = 0; i < 10; i++)
+		capture_feed(&c, big, sizeof(big));
+	ck_assert_uint_eq(c.len, 1000000);
+	ck_assert(!c.truncated);
+	capture_release(&c);
+}
+END_TEST
+
+START_TEST(capture_memory_is_bounded)
+{
+	struct capture c;
+	char big[65536];
+
+	memset(big, 'q', sizeof(big));
+	capture_init(&c, 1000);
+	for (int i = 0; i < 1000; i++)
+		capture_feed(&c, big, sizeof(big));
+	ck_assert_uint_le(c.alloc, 8192);
+	ck_assert_uint_eq(c.total, 65536000);
+	capture_release(&c);
+}
+END_TEST
+
+START_TEST(render_success)
+{
+	struct result r;
+	char *out, *err;
+
+	result_init(&r, 100);
+	capture_feed(&r.out, "hello", 5);
+	r.value = strdup("42");
+	r.value_len = 2;
+	r.saved = true;
+	r.held = strdup("a\nb");
+	render(&r, &out, &err);
+	ck_assert_str_eq(out, "hello\n42\n");
+	ck_assert_str_eq(err, "session now holds: a, b\n");
+	free(out);
+	free(err);
+	result_release(&r);
+}
+END_TEST
+
+START_TEST(render_failure_order)
+{
+	struct result r;
+	char *out, *err;
+
+	result_init(&r, 100);
+	r.session = "s";
+	capture_feed(&r.err, "cell said", 9);
+	r.error = strdup("ValueError: bad (line 3)");
+	r.saved = true;
+	r.held = strdup("");
+	r.dropped = strdup("g\tTypeError: no\nh\tTypeError: nope");
+	r.save_error = strdup("disk full");
+	render(&r, &out, &err);
+	ck_assert_str_eq(out, "");
+	ck_assert_str_eq(err, "cell said\nValueError: bad (line 3)\n"
+	                      "session now holds: (nothing)\n"
+	                      "warning: dropped unpicklable names (gone next call): "
+	                      "g (TypeError: no), h (TypeError: nope)\n"
+	                      "warning: session 's' not saved: disk full\n");
+	free(out);
+	free(err);
+	result_release(&r);
+}
+END_TEST
+
+START_TEST(render_truncation_marker)
+{
+	struct result r;
+	char *out, *err;
+
+	result_init(&r, 4);
+	capture_feed(&r.out, "abcdefgh", 8);
+	render(&r, &out, &err);
+	ck_assert_str_eq(out, "abcd\n[output truncated: kept 4 chars of 8 bytes]\n");
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+	result_release(&r);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("output");
+	TCase *tc = tcase_create("output");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, capture_counts_code_points);
+	tcase_add_test(tc, capture_split_utf8_across_feeds);
+	tcase_add_test(tc, capture_uncapped_keeps_all);
+	tcase_add_test(tc, capture_memory_is_bounded);
+	tcase_add_test(tc, render_success);
+	tcase_add_test(tc, render_failure_order);
+	tcase_add_test(tc, render_truncation_marker);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,56 @@
+/*
+ * cli_helpers.h - run the real dolsot binary as a subprocess and collect
+ * stdout, stderr and the exit status separately (never through a shell).
+ */
+#ifndef DOLSOT_CLI_HELPERS_H
+#define DOLSOT_CLI_HELPERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct cli_run {
+	char *out;
+	size_t out_len;
+	char *err;
+	size_t err_len;
+	int status;             /* raw wait status */
+	int code;               /* exit code, or 128 + signal */
+	double seconds;
+};
+
+struct cli_opts {
+	const char *stdin_data; /* NULL: /dev/null */
+	size_t stdin_len;       /* 0 with stdin_data: strlen */
+	const char *const *env; /* "NAME=VALUE" sets, "NAME" unsets; NULL-terminated */
+	const char *cwd;        /* NULL: inherit */
+	double timeout;         /* seconds before the test kills it; 0 = 120 */
+	bool close_stdin;       /* start it with fd 0 closed */
+};
+
+/* Absolute path of the binary under test ($DOLSOT_BIN or ./dolsot). */
+const char *cli_bin(void);
+
+/* Run argv (argv[0] is ignored and replaced by the binary). */
+void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *argv);
+void cli_run_release(struct cli_run *r);
+
+/* Convenience: run the binary with argv and the per-test environment. */
+#define CLI(r, ...) cli_run((r), &(struct cli_opts){ .env = test_env }, \
+	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
+
+/* A fresh private directory; removed (recursively) by cli_rmtree. */
+char *cli_tempdir(void);
+void cli_rmtree(const char *path);
+
+/* Write a file (mode 0644), creating it. */
+void cli_write_file(const char *path, const char *text);
+char *cli_read_file(const char *path, size_t *len);
+
+/* True when pid names a live (not zombie) process. */
+bool cli_pid_alive(pid_t pid);
+
+/* True when haystack contains needle. */
+bool cli_has(const char *haystack, const char *needle);
+
+#endif
