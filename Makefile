@@ -58,11 +58,22 @@ worker_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declara
 tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
-tests/check_frame: tests/check_frame.o frame.o
-tests/check_store: tests/check_store.o store_id.o store_file.o store_mem.o
-tests/check_opts: tests/check_opts.o opts.o store_id.o
-tests/check_output: tests/check_output.o output.o
-tests/check_cli: tests/check_cli.o tests/cli_helpers.o
+T_FRAME := tests/check_frame.o frame.o
+T_STORE := tests/check_store.o store_id.o store_file.o store_mem.o
+T_OPTS := tests/check_opts.o opts.o store_id.o
+T_OUTPUT := tests/check_output.o output.o
+T_CLI := tests/check_cli.o tests/cli_helpers.o
+
+tests/check_frame: $(T_FRAME)
+tests/check_store: $(T_STORE)
+tests/check_opts: $(T_OPTS)
+tests/check_output: $(T_OUTPUT)
+tests/check_cli: $(T_CLI)
+tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
+tests/check_store-asan: $(T_STORE:.o=.asan.o)
+tests/check_opts-asan: $(T_OPTS:.o=.asan.o)
+tests/check_output-asan: $(T_OUTPUT:.o=.asan.o)
+tests/check_cli-asan: $(T_CLI:.o=.asan.o)
 
 $(TESTS):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -75,14 +86,33 @@ check:
 	$(MAKE) dolsot $(TESTS)
 	sh tests/run.sh $(TESTS)
 
-# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, built
+# beside the normal objects (*.asan.o) so both builds can coexist.
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=all
+ASAN_TESTS := $(TESTS:=-asan)
+
+%.asan.o: %.c
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c -o $@ $<
+
+worker.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
+main.asan.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
+worker_py.asan.o: ALL_CFLAGS += -Wno-missing-prototypes
+
+tests/%.asan.o: tests/%.c
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
+
+dolsot-asan: $(SRCS:.c=.asan.o)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS)
+
+$(ASAN_TESTS):
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)
+
 asan:
 	@sh tools/deps.sh check
-	$(MAKE) clean
-	$(MAKE) CFLAGS='-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all' \
-		LDFLAGS='-fsanitize=address,undefined' dolsot $(TESTS)
+	$(MAKE) dolsot-asan $(ASAN_TESTS)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		sh tests/run.sh $(TESTS)
+		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS)
 
 demo: dolsot
 	@sh tools/deps.sh demo
@@ -102,8 +132,8 @@ install: dolsot
 	install -m 644 man/dolsot.1 $(DESTDIR)$(MANDIR)/man1/dolsot.1
 
 clean:
-	rm -f dolsot $(OBJS) $(OBJS:.o=.d) worker_py.c worker_py.c.tmp \
-		$(TESTS) tests/*.o tests/*.d
+	rm -f dolsot dolsot-asan *.o *.d worker_py.c worker_py.c.tmp \
+		$(TESTS) $(ASAN_TESTS) tests/*.o tests/*.d
 
 .PHONY: all deps check asan demo lint install clean
 

@@ -1,0 +1,954 @@
+/*
+ * store_file.c - FileStore: one file per session in a private directory.
+ *
+ * Layout: ID.pkl holds a session, ".ID.XXXXXX.tmp" is a save in progress,
+ * ID.lock carries the session's flock.  Any other name is not ours.
+ *
+ * Invariants:
+ * - The directory MUST be a real directory (never a symlink), owned by
+ *   geteuid(), with no group or other permission bits.  Otherwise open
+ *   refuses it and writes nothing into it.
+ * - The directory MUST be opened once with O_DIRECTORY|O_NOFOLLOW and
+ *   checked with fstat on that fd; every later access MUST be an *at() call
+ *   relative to the same fd, so what was checked is what is used.
+ * - Session, temp and lock files MUST be opened with O_NOFOLLOW and created
+ *   0600; only regular files are read.
+ * - A save MUST be atomic and durable: O_EXCL temp file, full write, fsync,
+ *   renameat, fsync of the directory.  A failed save MUST leave no temp file
+ *   and the old session intact.
+ * - Every fd MUST be O_CLOEXEC, so a worker never inherits one.
+ * - Reaping MUST never fail an operation and MUST only touch our own names;
+ *   ENOENT from a racing process is expected.
+ * - A lock file MUST only be unlinked while its flock is held, and a locker
+ *   MUST check after flock that the name still refers to its inode.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+
+#define TEMP_RAND_LEN 6
+#define TEMP_MAX_AGE 3600.0     /* seconds; a killed save leaves its temp file */
+#define TEMP_TRIES 100
+#define LOCK_SLEEP_MIN 1000000L         /* ns */
+#define LOCK_SLEEP_MAX 20000000L        /* ns */
+#define PATH_SHOW_MAX 200
+/* ".ID.XXXXXX.tmp" is the longest name we make. */
+#define NAME_BUF (STORE_ID_MAX + TEMP_RAND_LEN + 8)
+
+struct fstore {
+	struct store s;
+	int dirfd;
+	double ttl;             /* seconds; 0 disables reaping by age */
+};
+
+enum fkind { K_OTHER, K_SESSION, K_TEMP, K_LOCK };
+
+/* Called for each of our files in the directory; -1 (errno set) stops the scan. */
+typedef int (*scan_fn)(struct fstore *fs, const char *name, enum fkind kind,
+                       const char *id, void *arg);
+
+__attribute__((format(printf, 2, 3)))
+static int fail(char *err, const char *fmt, ...)
+{
+	int errsv = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, STORE_ERR_MAX, fmt, ap);
+	va_end(ap);
+	errno = errsv;
+	return -1;
+}
+
+/* A path for a message: control bytes become '?', long paths are cut. */
+static const char *path_show(const char *path, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < PATH_SHOW_MAX && i + 4 < len && path[i] != '\0'; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	if (path[i] != '\0' && i + 4 <= len) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+/* Copy name[0..idlen) into id when it is a valid session id. */
+static bool take_id(const char *name, size_t idlen, char *id)
+{
+	if (idlen < 1 || idlen > STORE_ID_MAX)
+		return false;
+	memcpy(id, name, idlen);
+	id[idlen] = '\0';
+	return store_id_valid(id, NULL, 0);
+}
+
+static bool has_suffix(const char *name, size_t len, const char *sfx)
+{
+	size_t n = strlen(sfx);
+
+	return len > n && memcmp(name + len - n, sfx, n) == 0;
+}
+
+static bool temp_rand_ok(const char *p)
+{
+	int i;
+
+	for (i = 0; i < TEMP_RAND_LEN; i++)
+		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+		      (p[i] >= '0' && p[i] <= '9')))
+			return false;
+	return true;
+}
+
+/* Classify a directory entry; id (STORE_ID_MAX + 1 bytes) gets its session id. */
+static enum fkind name_kind(const char *name, char *id)
+{
+	size_t len = strlen(name);
+	size_t mid;
+
+	if (name[0] == '.') {
+		/* ".ID.XXXXXX.tmp": strip the dot, ".tmp" and ".XXXXXX" */
+		if (!has_suffix(name, len, ".tmp") || len < 1 + 1 + 1 + TEMP_RAND_LEN + 4)
+			return K_OTHER;
+		mid = len - 4 - TEMP_RAND_LEN - 1;
+		if (name[mid] != '.' || !temp_rand_ok(name + mid + 1))
+			return K_OTHER;
+		return take_id(name + 1, mid - 1, id) ? K_TEMP : K_OTHER;
+	}
+	if (has_suffix(name, len, ".pkl"))
+		return take_id(name, len - 4, id) ? K_SESSION : K_OTHER;
+	if (has_suffix(name, len, ".lock"))
+		return take_id(name, len - 5, id) ? K_LOCK : K_OTHER;
+	return K_OTHER;
+}
+
+/*
+ * Call fn for each of our entries.  A second open file description of the
+ * directory ("." via the fd, not the path) keeps readdir's offset private.
+ */
+static int scan_dir(struct fstore *fs, scan_fn fn, void *arg)
+{
+	char id[STORE_ID_MAX + 1];
+	struct dirent *de;
+	enum fkind kind;
+	DIR *d;
+	int fd, errsv, ret = -1;
+
+	fd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		errsv = errno;
+		close(fd);
+		errno = errsv;
+		return -1;
+	}
+	for (;;) {
+		errno = 0;
+		de = readdir(d);
+		if (de == NULL)
+			break;
+		kind = name_kind(de->d_name, id);
+		if (kind != K_OTHER && fn(fs, de->d_name, kind, id, arg) < 0)
+			goto out;
+	}
+	if (errno == 0)
+		ret = 0;
+out:
+	errsv = errno;
+	closedir(d);
+	errno = errsv;
+	return ret;
+}
+
+static double age_of(const struct stat *st, const struct timespec *now)
+{
+	return (double)(now->tv_sec - st->st_mtim.tv_sec) +
+	       (double)(now->tv_nsec - st->st_mtim.tv_nsec) / 1e9;
+}
+
+/* True when fd is a regular file that name in the directory still refers to. */
+static bool still_named(struct fstore *fs, int fd, const char *name)
+{
+	struct stat a, b;
+
+	if (fstat(fd, &a) < 0 ||
+	    fstatat(fs->dirfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	return S_ISREG(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Unlink a lock file unless someone holds its lock.  Best effort. */
+static void remove_lock_if_free(struct fstore *fs, const char *name)
+{
+	int fd, errsv = errno;
+
+	fd = openat(fs->dirfd, name,
+	            O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		goto out;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && still_named(fs, fd, name))
+		(void)unlinkat(fs->dirfd, name, 0);
+	close(fd);
+out:
+	errno = errsv;
+}
+
+static int reap_one(struct fstore *fs, const char *name, enum fkind kind,
+                    const char *id, void *arg)
+{
+	const struct timespec *now = arg;
+	struct stat st;
+	double age;
+
+	(void)id;
+	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	age = age_of(&st, now);
+	switch (kind) {
+	case K_SESSION:
+		if (fs->ttl > 0 && age > fs->ttl)
+			(void)unlinkat(fs->dirfd, name, 0);
+		break;
+	case K_TEMP:
+		if (age > TEMP_MAX_AGE || (fs->ttl > 0 && age > fs->ttl))
+			(void)unlinkat(fs->dirfd, name, 0);
+		break;
+	case K_LOCK:
+		if (fs->ttl > 0 && age > fs->ttl)
+			remove_lock_if_free(fs, name);
+		break;
+	case K_OTHER:
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Remove expired sessions, stale temp files and unused old lock files. */
+static void reap(struct fstore *fs)
+{
+	struct timespec now;
+	int errsv = errno;
+
+	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
+		(void)scan_dir(fs, reap_one, &now);
+	errno = errsv;
+}
+
+static ssize_t read_some(int fd, uint8_t *p, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = read(fd, p, n);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+/* Read fd to EOF into a malloc'd buffer; hint is the expected size. */
+static int read_all(int fd, size_t hint, uint8_t **out, size_t *len)
+{
+	size_t cap = hint + 1, n = 0;
+	uint8_t *buf, *nb;
+	ssize_t r;
+
+	buf = malloc(cap);
+	if (buf == NULL)
+		return -1;
+	for (;;) {
+		if (n == cap) {
+			nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+			if (nb == NULL) {
+				free(buf);
+				errno = ENOMEM;
+				return -1;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read_some(fd, buf + n, cap - n);
+		if (r < 0) {
+			int errsv = errno;
+
+			free(buf);
+			errno = errsv;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+static int fs_load(struct store *s, const char *id, uint8_t **blob,
+                   size_t *len, bool *found, char *err)
+{
+	struct fstore *fs = s->priv;
+	char name[NAME_BUF];
+	struct stat st;
+	int fd, errsv, ret = -1;
+
+	*blob = NULL;
+	*len = 0;
+	*found = false;
+	reap(fs);
+	snprintf(name, sizeof(name), "%s.pkl", id);
+	/* O_NONBLOCK: a FIFO planted as ID.pkl must not hang us before fstat. */
+	fd = openat(fs->dirfd, name,
+	            O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0 && errno == ELOOP)
+		return fail(err, "cannot load session '%s': %s is a symbolic link",
+		            id, name);
+	if (fd < 0)
+		return fail(err, "cannot load session '%s': open: %s", id,
+		            strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		fail(err, "cannot load session '%s': fstat: %s", id,
+		     strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		fail(err, "cannot load session '%s': %s is not a regular file",
+		     id, name);
+		goto out;
+	}
+	if (read_all(fd, (size_t)st.st_size, blob, len) < 0) {
+		fail(err, "cannot load session '%s': read: %s", id,
+		     strerror(errno));
+		goto out;
+	}
+	*found = true;
+	ret = 0;
+out:
+	errsv = errno;
+	close(fd);
+	errno = errsv;
+	return ret;
+}
+
+static void fill_random(unsigned char *buf, size_t n)
+{
+	struct timespec ts;
+	uint64_t x;
+	size_t i;
+
+	if (getrandom(buf, n, GRND_NONBLOCK) == (ssize_t)n)
+		return;
+	/* Only uniqueness matters here (O_EXCL guards); mix time and pid. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+	    ((uint64_t)getpid() << 17) ^ (uint64_t)(uintptr_t)buf;
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[i] = (unsigned char)x;
+	}
+}
+
+/* Create ".ID.XXXXXX.tmp" exclusively; tmp gets its name, or "" on failure. */
+static int create_temp(struct fstore *fs, const char *id, char *tmp,
+                       size_t tmplen)
+{
+	static const char alnum[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char rnd[TEMP_RAND_LEN];
+	char sfx[TEMP_RAND_LEN + 1];
+	int i, tries, fd = -1;
+
+	for (tries = 0; tries < TEMP_TRIES; tries++) {
+		fill_random(rnd, sizeof(rnd));
+		for (i = 0; i < TEMP_RAND_LEN; i++)
+			sfx[i] = alnum[rnd[i] % (sizeof(alnum) - 1)];
+		sfx[TEMP_RAND_LEN] = '\0';
+		snprintf(tmp, tmplen, ".%s.%s.tmp", id, sfx);
+		fd = openat(fs->dirfd, tmp, O_CREAT | O_EXCL | O_NOFOLLOW |
+		            O_WRONLY | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		tmp[0] = '\0';
+	return fd;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	ssize_t w;
+
+	while (len > 0) {
+		w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int fs_save(struct store *s, const char *id, const uint8_t *blob,
+                   size_t len, char *err)
+{
+	struct fstore *fs = s->priv;
+	char name[NAME_BUF], tmp[NAME_BUF] = "";
+	const char *op = "create temporary file";
+	int fd, r, errsv, ret = -1;
+
+	reap(fs);
+	snprintf(name, sizeof(name), "%s.pkl", id);
+	fd = create_temp(fs, id, tmp, sizeof(tmp));
+	if (fd < 0)
+		goto out;
+	op = "write";
+	if (write_all(fd, blob, len) < 0)
+		goto out;
+	op = "fsync";
+	if (fsync(fd) < 0)
+		goto out;
+	op = "close";
+	r = close(fd);
+	fd = -1;
+	/* Linux closes the fd even on EINTR, and the data is already synced. */
+	if (r < 0 && errno != EINTR)
+		goto out;
+	op = "rename";
+	if (renameat(fs->dirfd, tmp, fs->dirfd, name) < 0)
+		goto out;
+	tmp[0] = '\0';
+	/*
+	 * The rename is done; a failure here means it may not survive a crash,
+	 * which the caller should hear about.  EINVAL: the filesystem cannot
+	 * sync directories at all.
+	 */
+	op = "fsync directory";
+	if (fsync(fs->dirfd) < 0 && errno != EINVAL)
+		goto out;
+	ret = 0;
+out:
+	if (ret < 0) {
+		errsv = errno;
+		if (fd >= 0)
+			close(fd);
+		if (tmp[0] != '\0')
+			(void)unlinkat(fs->dirfd, tmp, 0);
+		errno = errsv;
+		fail(err, "cannot save session '%s': %s: %s", id, op,
+		     strerror(errsv));
+	}
+	return ret;
+}
+
+struct del_acc {
+	unsigned removed;
+	int errsv;              /* first unlink error, 0 if none */
+};
+
+static int del_all_one(struct fstore *fs, const char *name, enum fkind kind,
+                       const char *id, void *arg)
+{
+	struct del_acc *acc = arg;
+	struct stat st;
+
+	(void)id;
+	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	switch (kind) {
+	case K_SESSION:
+		if (unlinkat(fs->dirfd, name, 0) == 0)
+			acc->removed++;
+		else if (errno != ENOENT && acc->errsv == 0)
+			acc->errsv = errno;
+		break;
+	case K_TEMP:
+		(void)unlinkat(fs->dirfd, name, 0);
+		break;
+	case K_LOCK:
+		remove_lock_if_free(fs, name);
+		break;
+	case K_OTHER:
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int fs_del_all(struct fstore *fs, unsigned *removed, char *err)
+{
+	struct del_acc acc = { 0, 0 };
+
+	if (scan_dir(fs, del_all_one, &acc) < 0) {
+		*removed = acc.removed;
+		return fail(err, "cannot delete all sessions: read directory: %s",
+		            strerror(errno));
+	}
+	*removed = acc.removed;
+	if (acc.errsv != 0) {
+		errno = acc.errsv;
+		return fail(err, "cannot delete all sessions: unlink: %s",
+		            strerror(errno));
+	}
+	return 0;
+}
+
+static int fs_del(struct store *s, const char *id, unsigned *removed,
+                  char *err)
+{
+	struct fstore *fs = s->priv;
+	char name[NAME_BUF];
+
+	*removed = 0;
+	reap(fs);
+	if (strcmp(id, "all") == 0)
+		return fs_del_all(fs, removed, err);
+	snprintf(name, sizeof(name), "%s.pkl", id);
+	if (unlinkat(fs->dirfd, name, 0) == 0)
+		*removed = 1;
+	else if (errno != ENOENT)
+		return fail(err, "cannot delete session '%s': unlink: %s", id,
+		            strerror(errno));
+	snprintf(name, sizeof(name), "%s.lock", id);
+	remove_lock_if_free(fs, name);
+	return 0;
+}
+
+struct list_acc {
+	struct session_info *v;
+	size_t n, cap;
+	bool nomem;             /* the scan stopped for lack of memory */
+};
+
+static int list_one(struct fstore *fs, const char *name, enum fkind kind,
+                    const char *id, void *arg)
+{
+	struct list_acc *acc = arg;
+	struct session_info *nv;
+	struct stat st;
+
+	if (kind != K_SESSION ||
+	    fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	if (acc->n == acc->cap) {
+		size_t cap = acc->cap ? acc->cap * 2 : 16;
+
+		nv = realloc(acc->v, cap * sizeof(*nv));
+		if (nv == NULL) {
+			acc->nomem = true;
+			return -1;
+		}
+		acc->v = nv;
+		acc->cap = cap;
+	}
+	nv = &acc->v[acc->n++];
+	memset(nv, 0, sizeof(*nv));
+	strcpy(nv->id, id);
+	nv->size = (uint64_t)st.st_size;
+	nv->mtime = st.st_mtim;
+	return 0;
+}
+
+static int info_cmp(const void *a, const void *b)
+{
+	const struct session_info *x = a, *y = b;
+
+	return strcmp(x->id, y->id);
+}
+
+static int fs_list(struct store *s, struct session_info **out, size_t *n,
+                   char *err)
+{
+	struct fstore *fs = s->priv;
+	struct list_acc acc = { NULL, 0, 0, false };
+	int errsv;
+
+	*out = NULL;
+	*n = 0;
+	reap(fs);
+	if (scan_dir(fs, list_one, &acc) < 0) {
+		errsv = errno;
+		free(acc.v);
+		errno = errsv;
+		return fail(err, "cannot list sessions: %s: %s",
+		            acc.nomem ? "allocate" : "read directory",
+		            strerror(errno));
+	}
+	if (acc.n > 1)
+		qsort(acc.v, acc.n, sizeof(*acc.v), info_cmp);
+	*out = acc.v;
+	*n = acc.n;
+	return 0;
+}
+
+static struct timespec deadline_after(long ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+/* Nanoseconds left until deadline, 0 once it has passed. */
+static long long ns_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	long long left;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	left = (long long)(deadline->tv_sec - now.tv_sec) * 1000000000LL +
+	       (deadline->tv_nsec - now.tv_nsec);
+	return left > 0 ? left : 0;
+}
+
+/*
+ * flock LOCK_EX; with a deadline, poll LOCK_NB with growing sleeps, since
+ * flock itself has no timeout.  EWOULDBLOCK once the deadline passes.
+ */
+static int flock_until(int fd, const struct timespec *deadline)
+{
+	long sleep_ns = LOCK_SLEEP_MIN;
+	long long left;
+	struct timespec ts;
+
+	for (;;) {
+		if (flock(fd, deadline ? LOCK_EX | LOCK_NB : LOCK_EX) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		if (deadline == NULL)
+			continue;
+		left = ns_left(deadline);
+		if (left == 0) {
+			errno = EWOULDBLOCK;
+			return -1;
+		}
+		ts.tv_sec = 0;
+		ts.tv_nsec = left < sleep_ns ? (long)left : sleep_ns;
+		nanosleep(&ts, NULL);
+		sleep_ns = sleep_ns * 2 > LOCK_SLEEP_MAX ? LOCK_SLEEP_MAX : sleep_ns * 2;
+	}
+}
+
+/* Open ID.lock, creating it; *notreg tells a non-regular file (errno EINVAL). */
+static int open_lock(struct fstore *fs, const char *name, bool *notreg)
+{
+	struct stat st;
+	int fd;
+
+	*notreg = false;
+	fd = openat(fs->dirfd, name,
+	            O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		*notreg = errno == ELOOP;
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode))
+		return fd;
+	close(fd);
+	*notreg = true;
+	errno = EINVAL;
+	return -1;
+}
+
+static int fs_lock(struct store *s, const char *id, long timeout_ms,
+                   struct store_lock *lk, char *err)
+{
+	struct fstore *fs = s->priv;
+	struct timespec deadline;
+	char name[NAME_BUF];
+	bool notreg;
+	int fd, errsv;
+
+	lk->fd = -1;
+	lk->priv = NULL;
+	reap(fs);
+	snprintf(name, sizeof(name), "%s.lock", id);
+	if (timeout_ms >= 0)
+		deadline = deadline_after(timeout_ms);
+	for (;;) {
+		fd = open_lock(fs, name, &notreg);
+		if (fd < 0 && notreg)
+			return fail(err, "cannot lock session '%s': %s is not a "
+			            "regular file", id, name);
+		if (fd < 0)
+			return fail(err, "cannot lock session '%s': open %s: %s", id,
+			            name, strerror(errno));
+		if (flock_until(fd, timeout_ms >= 0 ? &deadline : NULL) < 0)
+			goto bad;
+		/* A reaper may have unlinked the file between our open and flock. */
+		if (still_named(fs, fd, name))
+			break;
+		close(fd);
+	}
+	lk->fd = fd;
+	return 0;
+bad:
+	errsv = errno;
+	close(fd);
+	errno = errsv;
+	if (errno == EWOULDBLOCK)
+		return fail(err, "session '%s' is busy: another call is using it",
+		            id);
+	return fail(err, "cannot lock session '%s': flock: %s", id,
+	            strerror(errno));
+}
+
+static void fs_unlock(struct store *s, struct store_lock *lk)
+{
+	(void)s;
+	if (lk->fd >= 0)
+		close(lk->fd);
+	lk->fd = -1;
+	lk->priv = NULL;
+}
+
+static void fs_close(struct store *s)
+{
+	struct fstore *fs = s->priv;
+
+	close(fs->dirfd);
+	free(fs);
+}
+
+static const struct store_ops fstore_ops = {
+	.load = fs_load,
+	.save = fs_save,
+	.del = fs_del,
+	.list = fs_list,
+	.lock = fs_lock,
+	.unlock = fs_unlock,
+	.close = fs_close,
+};
+
+/* Explain why opening path as our directory failed with errno. */
+static int open_dir_fail(int atfd, const char *path, const char *shown,
+                         char *err)
+{
+	struct stat st;
+	int errsv = errno;
+
+	if (errsv == ENOTDIR || errsv == ELOOP) {
+		if (fstatat(atfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode)) {
+			errno = ELOOP;
+			return fail(err, "refusing session directory '%s': it is a "
+			            "symbolic link", shown);
+		}
+		errno = ENOTDIR;
+		return fail(err, "refusing session directory '%s': not a directory",
+		            shown);
+	}
+	return fail(err, "cannot open session directory '%s': %s", shown,
+	            strerror(errsv));
+}
+
+/* Open path (relative to atfd) and check it is private to us; -1 and err. */
+static int open_private_dir(int atfd, const char *path, const char *shown,
+                            char *err)
+{
+	struct stat st;
+	int fd, errsv;
+
+	fd = openat(atfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return open_dir_fail(atfd, path, shown, err);
+	if (fstat(fd, &st) < 0) {
+		fail(err, "cannot open session directory '%s': fstat: %s", shown,
+		     strerror(errno));
+		goto bad;
+	}
+	errno = EPERM;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		fail(err, "refusing session directory '%s': not a directory", shown);
+	} else if (st.st_uid != geteuid()) {
+		fail(err, "refusing session directory '%s': owned by uid %u, not %u",
+		     shown, (unsigned)st.st_uid, (unsigned)geteuid());
+	} else if (st.st_mode & 077) {
+		fail(err, "refusing session directory '%s': mode %04o gives group "
+		     "or others access, need 0700", shown,
+		     (unsigned)(st.st_mode & 07777));
+	} else {
+		return fd;
+	}
+bad:
+	errsv = errno;
+	close(fd);
+	errno = errsv;
+	return -1;
+}
+
+/* mkdir that accepts an existing directory. */
+static int mkdir_ok(const char *path)
+{
+	struct stat st;
+	int errsv;
+
+	if (mkdir(path, 0700) == 0 || errno == EEXIST)
+		return 0;
+	errsv = errno;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	errno = errsv;
+	return -1;
+}
+
+/* mkdir -p; our new directories get 0700.  On failure path ends at the culprit. */
+static int mkdir_parents(char *path)
+{
+	char *p;
+
+	for (p = path + 1; *p != '\0'; p++) {
+		if (*p != '/' || p[-1] == '/')
+			continue;
+		*p = '\0';
+		if (mkdir_ok(path) < 0)
+			return -1;
+		*p = '/';
+	}
+	return mkdir_ok(path);
+}
+
+static int open_given_dir(const char *dir, char *err)
+{
+	char shown[PATH_SHOW_MAX + 8], *path;
+	int fd = -1, errsv;
+	size_t len;
+
+	path_show(dir, shown, sizeof(shown));
+	path = strdup(dir);
+	if (path == NULL)
+		return fail(err, "cannot open session directory '%s': %s", shown,
+		            strerror(errno));
+	/* A trailing slash makes O_NOFOLLOW follow a symlink: drop it. */
+	len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = '\0';
+	if (mkdir_parents(path) < 0) {
+		char culprit[PATH_SHOW_MAX + 8];
+
+		fail(err, "cannot create session directory '%s': mkdir %s: %s",
+		     shown, path_show(path, culprit, sizeof(culprit)),
+		     strerror(errno));
+		goto out;
+	}
+	fd = open_private_dir(AT_FDCWD, path, shown, err);
+out:
+	errsv = errno;
+	free(path);
+	errno = errsv;
+	return fd;
+}
+
+/* {TMPDIR or /tmp}/dolsot-{euid}/sessions; both levels made 0700 and checked. */
+static int open_default_dir(char *err)
+{
+	char shown[PATH_SHOW_MAX + 8], *top = NULL, *sub = NULL;
+	const char *tmp = getenv("TMPDIR");
+	int topfd = -1, fd = -1, errsv;
+
+	if (tmp == NULL || tmp[0] == '\0')
+		tmp = "/tmp";
+	if (asprintf(&top, "%s/dolsot-%u", tmp, (unsigned)geteuid()) < 0)
+		top = NULL;
+	else if (asprintf(&sub, "%s/sessions", top) < 0)
+		sub = NULL;
+	if (sub == NULL) {
+		fail(err, "cannot open session directory: %s", strerror(errno));
+		goto out;
+	}
+	path_show(top, shown, sizeof(shown));
+	if (mkdir(top, 0700) < 0 && errno != EEXIST) {
+		fail(err, "cannot create session directory '%s': %s", shown,
+		     strerror(errno));
+		goto out;
+	}
+	topfd = open_private_dir(AT_FDCWD, top, shown, err);
+	if (topfd < 0)
+		goto out;
+	path_show(sub, shown, sizeof(shown));
+	if (mkdirat(topfd, "sessions", 0700) < 0 && errno != EEXIST) {
+		fail(err, "cannot create session directory '%s': %s", shown,
+		     strerror(errno));
+		goto out;
+	}
+	fd = open_private_dir(topfd, "sessions", shown, err);
+out:
+	errsv = errno;
+	if (topfd >= 0)
+		close(topfd);
+	free(top);
+	free(sub);
+	errno = errsv;
+	return fd;
+}
+
+/*
+ * See store.h.  dir is created (with missing parents) when absent; the
+ * returned store owns one directory fd until store_close().
+ */
+struct store *store_file_open(const char *dir, double ttl_days, char *err)
+{
+	struct fstore *fs;
+	int fd;
+
+	if (!(ttl_days >= 0)) {
+		errno = EINVAL;
+		fail(err, "invalid session ttl %g: must be 0 (never expire) or more",
+		     ttl_days);
+		return NULL;
+	}
+	fd = dir != NULL ? open_given_dir(dir, err) : open_default_dir(err);
+	if (fd < 0)
+		return NULL;
+	fs = calloc(1, sizeof(*fs));
+	if (fs == NULL) {
+		fail(err, "cannot open session store: %s", strerror(errno));
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	fs->s.ops = &fstore_ops;
+	fs->s.priv = fs;
+	fs->dirfd = fd;
+	fs->ttl = ttl_days * 86400.0;
+	return &fs->s;
+}

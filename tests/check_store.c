@@ -1,0 +1,1032 @@
+/*
+ * check_store.c - the store suite.
+ *
+ * The "common" case runs every test once per backend (a loop test whose
+ * index picks the constructor); "file" holds FileStore-only behavior: the
+ * directory checks, atomic saves, TTL reaping and lock files.  Each test gets
+ * its own mkdtemp directory, removed by the teardown; main() also removes
+ * the run's base directory in case a failing test skipped its teardown.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+
+#define DAY 86400.0
+#define HOUR 3600.0
+
+static char base_dir[PATH_MAX];
+static char tmp_dir[PATH_MAX];
+static char sess_dir[PATH_MAX];         /* tmp_dir/s, the FileStore's dir */
+static char err[STORE_ERR_MAX];
+
+static char *path_in(char *buf, const char *dir, const char *name)
+{
+	int n = snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+
+	ck_assert(n > 0 && n < PATH_MAX);
+	return buf;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void rm_rf(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void setup(void)
+{
+	ck_assert_ptr_nonnull(mkdtemp(path_in(tmp_dir, base_dir, "t.XXXXXX")));
+	path_in(sess_dir, tmp_dir, "s");
+	err[0] = '\0';
+}
+
+static void teardown(void)
+{
+	rm_rf(tmp_dir);
+}
+
+static struct store *open_file_ttl(double ttl)
+{
+	struct store *s = store_file_open(sess_dir, ttl, err);
+
+	ck_assert_msg(s != NULL, "store_file_open: %s", err);
+	return s;
+}
+
+static struct store *open_file(void)
+{
+	return open_file_ttl(0);
+}
+
+static struct store *open_mem(void)
+{
+	struct store *s = store_mem_open();
+
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+struct backend {
+	const char *name;
+	struct store *(*open)(void);
+};
+
+static const struct backend backends[] = {
+	{ "file", open_file },
+	{ "mem", open_mem },
+};
+
+#define NBACKENDS ((int)(sizeof(backends) / sizeof(backends[0])))
+
+static void save_str(struct store *s, const char *id, const char *v)
+{
+	ck_assert_msg(store_save(s, id, (const uint8_t *)v, strlen(v), err) == 0,
+	              "save %s: %s", id, err);
+}
+
+/* The session as a NUL-terminated string, or NULL when not found. */
+static char *load_str(struct store *s, const char *id)
+{
+	uint8_t *blob;
+	size_t len;
+	bool found;
+	char *str;
+
+	ck_assert_msg(store_load(s, id, &blob, &len, &found, err) == 0,
+	              "load %s: %s", id, err);
+	if (!found) {
+		ck_assert_ptr_null(blob);
+		ck_assert_uint_eq(len, 0);
+		return NULL;
+	}
+	str = malloc(len + 1);
+	ck_assert_ptr_nonnull(str);
+	memcpy(str, blob, len);
+	str[len] = '\0';
+	free(blob);
+	return str;
+}
+
+static void assert_session(struct store *s, const char *id, const char *want)
+{
+	char *got = load_str(s, id);
+
+	if (want == NULL) {
+		ck_assert_msg(got == NULL, "session %s should be gone", id);
+		return;
+	}
+	ck_assert_msg(got != NULL, "session %s missing", id);
+	ck_assert_str_eq(got, want);
+	free(got);
+}
+
+static void put_file(const char *dir, const char *name, const char *content)
+{
+	char path[PATH_MAX];
+	FILE *f = fopen(path_in(path, dir, name), "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(content, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return lstat(path_in(path, dir, name), &st) == 0;
+}
+
+/* Set a file's mtime (and atime) secs into the past. */
+static void age_file(const char *dir, const char *name, double secs)
+{
+	char path[PATH_MAX];
+	struct timespec t[2];
+
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= (time_t)secs;
+	t[1] = t[0];
+	ck_assert_int_eq(utimensat(AT_FDCWD, path_in(path, dir, name), t,
+	                           AT_SYMLINK_NOFOLLOW), 0);
+}
+
+static int count_entries(const char *dir)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	const struct dirent *de;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+static unsigned file_mode(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(lstat(path, &st), 0);
+	return (unsigned)(st.st_mode & 07777);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 +
+	       (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* ---- common cases, once per backend ---- */
+
+START_TEST(test_load_missing_is_not_found)
+{
+	struct store *s = backends[_i].open();
+
+	assert_session(s, "nope", NULL);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_save_load_replace)
+{
+	static const uint8_t bin[] = { 0, 1, 2, 0xff, 0, 'x' };
+	struct store *s = backends[_i].open();
+	uint8_t *blob;
+	size_t len;
+	bool found;
+
+	save_str(s, "a", "old");
+	assert_session(s, "a", "old");
+	save_str(s, "a", "new content");
+	assert_session(s, "a", "new content");
+
+	ck_assert_int_eq(store_save(s, "bin", bin, sizeof(bin), err), 0);
+	ck_assert_int_eq(store_load(s, "bin", &blob, &len, &found, err), 0);
+	ck_assert(found);
+	ck_assert_uint_eq(len, sizeof(bin));
+	ck_assert_mem_eq(blob, bin, sizeof(bin));
+	free(blob);
+
+	/* an empty session is found, with a non-NULL blob */
+	ck_assert_int_eq(store_save(s, "empty", NULL, 0, err), 0);
+	ck_assert_int_eq(store_load(s, "empty", &blob, &len, &found, err), 0);
+	ck_assert(found);
+	ck_assert_ptr_nonnull(blob);
+	ck_assert_uint_eq(len, 0);
+	free(blob);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_del_one)
+{
+	struct store *s = backends[_i].open();
+	unsigned removed = 99;
+
+	save_str(s, "a", "1");
+	save_str(s, "b", "2");
+	ck_assert_int_eq(store_del(s, "a", &removed, err), 0);
+	ck_assert_uint_eq(removed, 1);
+	assert_session(s, "a", NULL);
+	assert_session(s, "b", "2");
+	ck_assert_int_eq(store_del(s, "a", &removed, err), 0);
+	ck_assert_uint_eq(removed, 0);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_del_all)
+{
+	struct store *s = backends[_i].open();
+	struct session_info *v;
+	unsigned removed = 99;
+	size_t n = 99;
+
+	save_str(s, "a", "1");
+	save_str(s, "b", "2");
+	save_str(s, "c", "3");
+	ck_assert_int_eq(store_del(s, "all", &removed, err), 0);
+	ck_assert_uint_eq(removed, 3);
+	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_uint_eq(n, 0);
+	free(v);
+	ck_assert_int_eq(store_del(s, "all", &removed, err), 0);
+	ck_assert_uint_eq(removed, 0);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_list_sorted_with_sizes)
+{
+	static const struct { const char *id, *v; } want[] = {
+		{ "B", "" }, { "a", "1" }, { "b", "22" }, { "c-1", "333" },
+	};
+	struct store *s = backends[_i].open();
+	struct session_info *v;
+	size_t i, n;
+
+	save_str(s, "c-1", "333");
+	save_str(s, "a", "1");
+	save_str(s, "b", "22");
+	save_str(s, "B", "");
+	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_uint_eq(n, 4);
+	for (i = 0; i < n; i++) {
+		ck_assert_str_eq(v[i].id, want[i].id);
+		ck_assert_uint_eq(v[i].size, strlen(want[i].v));
+		ck_assert_int_gt(v[i].mtime.tv_sec, 0);
+	}
+	free(v);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_lock_busy_times_out)
+{
+	struct store *s = backends[_i].open();
+	struct store_lock lk1, lk2, lk3;
+	struct timespec t0;
+	double ms;
+
+	ck_assert_msg(store_lock(s, "a", -1, &lk1, err) == 0, "%s", err);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	errno = 0;
+	ck_assert_int_eq(store_lock(s, "a", 100, &lk2, err), -1);
+	ms = ms_since(&t0);
+	ck_assert_int_eq(errno, EWOULDBLOCK);
+	ck_assert_str_eq(err, "session 'a' is busy: another call is using it");
+	ck_assert_msg(ms >= 90 && ms < 2000, "waited %.1f ms", ms);
+	/* timeout 0 is a single try */
+	ck_assert_int_eq(store_lock(s, "a", 0, &lk2, err), -1);
+	ck_assert_int_eq(errno, EWOULDBLOCK);
+	/* other ids are independent */
+	ck_assert_msg(store_lock(s, "b", 0, &lk3, err) == 0, "%s", err);
+	store_unlock(s, &lk1);
+	ck_assert_msg(store_lock(s, "a", 0, &lk2, err) == 0, "%s", err);
+	store_unlock(s, &lk2);
+	store_unlock(s, &lk3);
+	store_close(s);
+}
+END_TEST
+
+struct releaser {
+	struct store *s;
+	struct store_lock *lk;
+};
+
+static void *release_later(void *arg)
+{
+	struct releaser *r = arg;
+	struct timespec ts = { 0, 100 * 1000000L };
+
+	nanosleep(&ts, NULL);
+	store_unlock(r->s, r->lk);
+	return NULL;
+}
+
+START_TEST(test_lock_waits_for_release)
+{
+	static const long timeouts[] = { -1, 5000 };
+	struct store *s = backends[_i].open();
+	struct store_lock held, lk;
+	struct releaser r = { s, &held };
+	struct timespec t0;
+	pthread_t th;
+	size_t k;
+	double ms;
+
+	for (k = 0; k < sizeof(timeouts) / sizeof(timeouts[0]); k++) {
+		ck_assert_msg(store_lock(s, "a", -1, &held, err) == 0, "%s", err);
+		ck_assert_int_eq(pthread_create(&th, NULL, release_later, &r), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ck_assert_msg(store_lock(s, "a", timeouts[k], &lk, err) == 0,
+		              "%s", err);
+		ms = ms_since(&t0);
+		ck_assert_int_eq(pthread_join(th, NULL), 0);
+		ck_assert_msg(ms >= 50, "got the lock after %.1f ms", ms);
+		store_unlock(s, &lk);
+	}
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_invalid_ids_rejected)
+{
+	char long_id[STORE_ID_MAX + 2];
+	const char *bad[] = {
+		"", long_id, "a/b", ".x", "..", ".", "caf\xc3\xa9", "a b",
+		"a\nb", "../etc",
+	};
+	struct store *s = backends[_i].open();
+	struct store_lock lk;
+	unsigned removed;
+	uint8_t *blob;
+	size_t k, len;
+	bool found;
+
+	memset(long_id, 'a', STORE_ID_MAX + 1);
+	long_id[STORE_ID_MAX + 1] = '\0';
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		ck_assert_int_eq(store_load(s, bad[k], &blob, &len, &found, err), -1);
+		ck_assert_msg(strncmp(err, "invalid session id '", 20) == 0, "%s", err);
+		ck_assert_int_eq(store_save(s, bad[k], (const uint8_t *)"x", 1, err),
+		                 -1);
+		ck_assert_int_eq(store_del(s, bad[k], &removed, err), -1);
+		ck_assert_int_eq(store_lock(s, bad[k], 0, &lk, err), -1);
+		ck_assert_msg(strncmp(err, "invalid session id '", 20) == 0, "%s", err);
+	}
+	/* the longest valid id works */
+	long_id[STORE_ID_MAX] = '\0';
+	save_str(s, long_id, "x");
+	assert_session(s, long_id, "x");
+	save_str(s, "A-Z_0.9..", "y");
+	assert_session(s, "A-Z_0.9..", "y");
+	store_close(s);
+}
+END_TEST
+
+/* ---- session ids ---- */
+
+START_TEST(test_id_message_escapes_and_caps)
+{
+	char long_id[300];
+
+	ck_assert(!store_id_valid("x/y", err, sizeof(err)));
+	ck_assert_str_eq(err, "invalid session id 'x/y': use 1-128 characters "
+	                 "from [A-Za-z0-9._-], not starting with '.'");
+	ck_assert(!store_id_valid("caf\xc3\xa9\n'", err, sizeof(err)));
+	ck_assert_msg(strncmp(err, "invalid session id 'caf\\xc3\\xa9\\x0a\\x27':",
+	                      39) == 0, "%s", err);
+	memset(long_id, 'a', sizeof(long_id) - 1);
+	long_id[sizeof(long_id) - 1] = '\0';
+	ck_assert(!store_id_valid(long_id, err, sizeof(err)));
+	ck_assert_msg(strstr(err, "aaa...': use") != NULL, "%s", err);
+	ck_assert_uint_lt(strlen(err), 200);
+	/* a short buffer is cut, not overrun; NULL err is allowed */
+	ck_assert(!store_id_valid("", err, 10));
+	ck_assert_uint_eq(strlen(err), 9);
+	ck_assert(!store_id_valid(".x", NULL, 0));
+	ck_assert(store_id_valid("ok", NULL, 0));
+}
+END_TEST
+
+/* ---- FileStore ---- */
+
+START_TEST(test_dir_created_0700_with_parents)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	struct store *s;
+
+	path_in(dir, tmp_dir, "x/y/sessions");
+	s = store_file_open(dir, 0, err);
+	ck_assert_msg(s != NULL, "%s", err);
+	ck_assert_uint_eq(file_mode(dir), 0700);
+	ck_assert_uint_eq(file_mode(path_in(p, tmp_dir, "x")), 0700);
+	ck_assert_uint_eq(file_mode(path_in(p, tmp_dir, "x/y")), 0700);
+	store_close(s);
+	/* an existing private directory is fine */
+	s = store_file_open(dir, 0, err);
+	ck_assert_msg(s != NULL, "%s", err);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_default_dir_under_tmpdir)
+{
+	char top[PATH_MAX], sub[PATH_MAX], name[32];
+	const char *old = getenv("TMPDIR");
+	char *saved = old ? strdup(old) : NULL;
+	struct store *s;
+
+	snprintf(name, sizeof(name), "dolsot-%u", (unsigned)geteuid());
+	path_in(top, tmp_dir, name);
+	path_in(sub, top, "sessions");
+	setenv("TMPDIR", tmp_dir, 1);
+	s = store_file_open(NULL, 0, err);
+	ck_assert_msg(s != NULL, "%s", err);
+	ck_assert_uint_eq(file_mode(top), 0700);
+	ck_assert_uint_eq(file_mode(sub), 0700);
+	save_str(s, "a", "1");
+	ck_assert(exists(sub, "a.pkl"));
+	store_close(s);
+	/* the top level is checked too */
+	ck_assert_int_eq(chmod(top, 0755), 0);
+	ck_assert_ptr_null(store_file_open(NULL, 0, err));
+	ck_assert_msg(strstr(err, "group or others") != NULL, "%s", err);
+	if (saved != NULL)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+}
+END_TEST
+
+START_TEST(test_refuses_symlinked_dir)
+{
+	char real[PATH_MAX], link[PATH_MAX];
+
+	path_in(real, tmp_dir, "real");
+	ck_assert_int_eq(mkdir(real, 0700), 0);
+	ck_assert_int_eq(symlink(real, sess_dir), 0);
+	errno = 0;
+	ck_assert_ptr_null(store_file_open(sess_dir, 0, err));
+	ck_assert_int_eq(errno, ELOOP);
+	ck_assert_msg(strstr(err, "refusing session directory") != NULL &&
+	              strstr(err, "symbolic link") != NULL, "%s", err);
+	/* a trailing slash must not make O_NOFOLLOW follow the link */
+	ck_assert_ptr_null(store_file_open(path_in(link, tmp_dir, "s//"), 0, err));
+	ck_assert_msg(strstr(err, "symbolic link") != NULL, "%s", err);
+	ck_assert_int_eq(count_entries(real), 0);
+}
+END_TEST
+
+START_TEST(test_refuses_group_other_bits)
+{
+	static const mode_t modes[] = { 0750, 0701, 0770, 0707 };
+	size_t k;
+
+	ck_assert_int_eq(mkdir(sess_dir, 0700), 0);
+	for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
+		ck_assert_int_eq(chmod(sess_dir, modes[k]), 0);
+		ck_assert_ptr_null(store_file_open(sess_dir, 0, err));
+		ck_assert_msg(strstr(err, "gives group or others access") != NULL,
+		              "%s", err);
+		ck_assert_int_eq(count_entries(sess_dir), 0);
+	}
+}
+END_TEST
+
+START_TEST(test_refuses_dir_of_other_uid)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "check_store: skipped test_refuses_dir_of_other_uid: "
+		        "needs root to chown\n");
+		return;
+	}
+	ck_assert_int_eq(mkdir(sess_dir, 0700), 0);
+	ck_assert_int_eq(chown(sess_dir, 65534, 65534), 0);
+	ck_assert_ptr_null(store_file_open(sess_dir, 0, err));
+	ck_assert_msg(strstr(err, "owned by uid 65534") != NULL, "%s", err);
+	ck_assert_int_eq(count_entries(sess_dir), 0);
+}
+END_TEST
+
+START_TEST(test_refuses_regular_file)
+{
+	char sub[PATH_MAX];
+
+	put_file(tmp_dir, "s", "not a dir");
+	ck_assert_ptr_null(store_file_open(sess_dir, 0, err));
+	ck_assert_int_eq(errno, ENOTDIR);
+	ck_assert_msg(strstr(err, "not a directory") != NULL, "%s", err);
+	/* a regular file as a parent */
+	ck_assert_ptr_null(store_file_open(path_in(sub, sess_dir, "x"), 0, err));
+	ck_assert_msg(strstr(err, "cannot create session directory") != NULL &&
+	              strstr(err, "Not a directory") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_refuses_negative_ttl)
+{
+	ck_assert_ptr_null(store_file_open(sess_dir, -1, err));
+	ck_assert_msg(strstr(err, "ttl") != NULL, "%s", err);
+	ck_assert(!exists(tmp_dir, "s"));
+}
+END_TEST
+
+START_TEST(test_save_is_atomic)
+{
+	struct store *s = open_file();
+	char path[PATH_MAX], buf[64] = "";
+	FILE *f;
+
+	save_str(s, "a", "old");
+	save_str(s, "a", "new content");
+	f = fopen(path_in(path, sess_dir, "a.pkl"), "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	ck_assert_str_eq(buf, "new content");
+	ck_assert_uint_eq(file_mode(path), 0600);
+	ck_assert_int_eq(count_entries(sess_dir), 1);
+	store_close(s);
+}
+END_TEST
+
+struct save_report {
+	int ret, errnum;
+	char err[STORE_ERR_MAX];
+};
+
+/* A write that fails half way (RLIMIT_FSIZE) keeps the old session. */
+START_TEST(test_failed_save_keeps_old_and_cleans_up)
+{
+	struct store *s = open_file();
+	struct save_report rep;
+	uint8_t big[100];
+	int fds[2], status;
+	pid_t pid;
+
+	save_str(s, "a", "old");
+	memset(big, 'x', sizeof(big));
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl = { 10, 10 };
+
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		memset(&rep, 0, sizeof(rep));
+		rep.ret = store_save(s, "a", big, sizeof(big), rep.err);
+		rep.errnum = errno;
+		store_close(s);
+		_exit(write(fds[1], &rep, sizeof(rep)) == sizeof(rep) ? 0 : 1);
+	}
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], &rep, sizeof(rep)), sizeof(rep));
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(rep.ret, -1);
+	ck_assert_int_eq(rep.errnum, EFBIG);
+	ck_assert_str_eq(rep.err, "cannot save session 'a': write: File too large");
+	assert_session(s, "a", "old");
+	ck_assert_int_eq(count_entries(sess_dir), 1);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_load_refuses_non_regular)
+{
+	struct store *s = open_file();
+	char path[PATH_MAX], target[PATH_MAX];
+	struct session_info *v;
+	uint8_t *blob;
+	size_t len, n;
+	bool found;
+
+	ck_assert_int_eq(mkfifo(path_in(path, sess_dir, "f.pkl"), 0600), 0);
+	ck_assert_int_eq(store_load(s, "f", &blob, &len, &found, err), -1);
+	ck_assert_str_eq(err, "cannot load session 'f': f.pkl is not a regular file");
+	put_file(tmp_dir, "target", "secret");
+	ck_assert_int_eq(symlink(path_in(target, tmp_dir, "target"),
+	                         path_in(path, sess_dir, "l.pkl")), 0);
+	ck_assert_int_eq(store_load(s, "l", &blob, &len, &found, err), -1);
+	ck_assert_str_eq(err, "cannot load session 'l': l.pkl is a symbolic link");
+	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_uint_eq(n, 0);
+	free(v);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_ttl_reaps_old_keeps_fresh)
+{
+	struct store *s = open_file_ttl(1);
+	struct session_info *v;
+	struct store_lock lk;
+	size_t n;
+
+	save_str(s, "old", "1");
+	save_str(s, "fresh", "2");
+	ck_assert_int_eq(store_lock(s, "held", -1, &lk, err), 0);
+	age_file(sess_dir, "old.pkl", 2 * DAY);
+	age_file(sess_dir, "held.lock", 2 * DAY);
+	put_file(sess_dir, "idle.lock", "");
+	age_file(sess_dir, "idle.lock", 2 * DAY);
+	put_file(sess_dir, ".old.AbC123.tmp", "killed save");
+	age_file(sess_dir, ".old.AbC123.tmp", 2 * HOUR);
+	put_file(sess_dir, ".mid.QwErTy.tmp", "slow save");
+	age_file(sess_dir, ".mid.QwErTy.tmp", HOUR / 2);
+	put_file(sess_dir, "notes.txt", "not ours");
+	age_file(sess_dir, "notes.txt", 30 * DAY);
+	put_file(sess_dir, "x.pkl.bak", "not ours");
+	age_file(sess_dir, "x.pkl.bak", 30 * DAY);
+
+	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(v[0].id, "fresh");
+	free(v);
+	ck_assert(!exists(sess_dir, "old.pkl"));
+	ck_assert(exists(sess_dir, "fresh.pkl"));
+	ck_assert(!exists(sess_dir, ".old.AbC123.tmp"));
+	ck_assert(exists(sess_dir, ".mid.QwErTy.tmp"));
+	ck_assert(!exists(sess_dir, "idle.lock"));
+	ck_assert(exists(sess_dir, "held.lock"));
+	ck_assert(exists(sess_dir, "notes.txt"));
+	ck_assert(exists(sess_dir, "x.pkl.bak"));
+	store_unlock(s, &lk);
+	store_close(s);
+}
+END_TEST
+
+enum op { OP_LOAD, OP_SAVE, OP_DEL, OP_LIST, OP_LOCK, OP_N };
+
+static void run_op(struct store *s, enum op op)
+{
+	struct session_info *v = NULL;
+	struct store_lock lk;
+	unsigned removed;
+	size_t n;
+
+	switch (op) {
+	case OP_LOAD:
+		free(load_str(s, "other"));
+		break;
+	case OP_SAVE:
+		save_str(s, "other", "x");
+		break;
+	case OP_DEL:
+		ck_assert_int_eq(store_del(s, "other", &removed, err), 0);
+		break;
+	case OP_LIST:
+		ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+		free(v);
+		break;
+	case OP_LOCK:
+		ck_assert_int_eq(store_lock(s, "other", 0, &lk, err), 0);
+		store_unlock(s, &lk);
+		break;
+	case OP_N:
+	default:
+		ck_abort();
+	}
+}
+
+START_TEST(test_ttl_reaps_on_every_operation)
+{
+	struct store *s = open_file_ttl(1);
+	int op;
+
+	for (op = 0; op < OP_N; op++) {
+		save_str(s, "old", "1");
+		age_file(sess_dir, "old.pkl", 2 * DAY);
+		put_file(sess_dir, ".x.aaaaaa.tmp", "");
+		age_file(sess_dir, ".x.aaaaaa.tmp", 2 * HOUR);
+		run_op(s, (enum op)op);
+		ck_assert_msg(!exists(sess_dir, "old.pkl"), "op %d kept it", op);
+		ck_assert_msg(!exists(sess_dir, ".x.aaaaaa.tmp"), "op %d", op);
+	}
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_ttl_fractional_days)
+{
+	struct store *s = open_file_ttl(0.5);
+	struct session_info *v;
+	size_t n;
+
+	save_str(s, "a", "1");
+	save_str(s, "b", "2");
+	age_file(sess_dir, "a.pkl", 13 * HOUR);
+	age_file(sess_dir, "b.pkl", 11 * HOUR);
+	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(v[0].id, "b");
+	free(v);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_ttl_zero_never_reaps_sessions)
+{
+	struct store *s = open_file_ttl(0);
+
+	save_str(s, "old", "1");
+	age_file(sess_dir, "old.pkl", 1000 * DAY);
+	put_file(sess_dir, "idle.lock", "");
+	age_file(sess_dir, "idle.lock", 1000 * DAY);
+	/* a killed save's temp file goes after an hour whatever the TTL */
+	put_file(sess_dir, ".old.AbC123.tmp", "");
+	age_file(sess_dir, ".old.AbC123.tmp", 2 * HOUR);
+	assert_session(s, "old", "1");
+	ck_assert(exists(sess_dir, "idle.lock"));
+	ck_assert(!exists(sess_dir, ".old.AbC123.tmp"));
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_del_all_leaves_foreign_files)
+{
+	struct store *s = open_file();
+	struct store_lock lk;
+	unsigned removed;
+	char path[PATH_MAX];
+
+	save_str(s, "a", "1");
+	save_str(s, "b", "2");
+	ck_assert_int_eq(store_lock(s, "a", 0, &lk, err), 0);
+	store_unlock(s, &lk);
+	ck_assert(exists(sess_dir, "a.lock"));
+	put_file(sess_dir, ".a.Qw12er.tmp", "");
+	put_file(sess_dir, "notes.txt", "");
+	put_file(sess_dir, "x.pkl.bak", "");
+	put_file(sess_dir, ".hidden", "");
+	put_file(sess_dir, "bad name.pkl", "");
+	put_file(sess_dir, ".a.tmp", "");
+	ck_assert_int_eq(mkdir(path_in(path, sess_dir, "c.pkl"), 0700), 0);
+
+	ck_assert_int_eq(store_del(s, "all", &removed, err), 0);
+	ck_assert_uint_eq(removed, 2);
+	ck_assert(!exists(sess_dir, "a.pkl"));
+	ck_assert(!exists(sess_dir, "b.pkl"));
+	ck_assert(!exists(sess_dir, "a.lock"));
+	ck_assert(!exists(sess_dir, ".a.Qw12er.tmp"));
+	ck_assert_int_eq(count_entries(sess_dir), 6);
+	ck_assert(exists(sess_dir, "notes.txt"));
+	ck_assert(exists(sess_dir, "x.pkl.bak"));
+	ck_assert(exists(sess_dir, ".hidden"));
+	ck_assert(exists(sess_dir, "bad name.pkl"));
+	ck_assert(exists(sess_dir, ".a.tmp"));
+	ck_assert(exists(sess_dir, "c.pkl"));
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_del_removes_lock_file_only_when_free)
+{
+	struct store *s = open_file();
+	struct store_lock lk;
+	unsigned removed;
+
+	save_str(s, "a", "1");
+	ck_assert_int_eq(store_lock(s, "a", 0, &lk, err), 0);
+	store_unlock(s, &lk);
+	ck_assert_int_eq(store_del(s, "a", &removed, err), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert(!exists(sess_dir, "a.lock"));
+
+	save_str(s, "b", "1");
+	ck_assert_int_eq(store_lock(s, "b", 0, &lk, err), 0);
+	ck_assert_int_eq(store_del(s, "b", &removed, err), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert(!exists(sess_dir, "b.pkl"));
+	ck_assert(exists(sess_dir, "b.lock"));
+	store_unlock(s, &lk);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_list_skips_foreign_names)
+{
+	struct store *s = open_file();
+	struct session_info *v;
+	char path[PATH_MAX];
+	size_t n;
+
+	save_str(s, "ok", "1");
+	put_file(sess_dir, ".hidden.pkl", "");
+	put_file(sess_dir, "bad name.pkl", "");
+	put_file(sess_dir, "x.pkl.bak", "");
+	ck_assert_int_eq(mkdir(path_in(path, sess_dir, "d.pkl"), 0700), 0);
+	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(v[0].id, "ok");
+	ck_assert_uint_eq(v[0].size, 1);
+	free(v);
+	store_close(s);
+}
+END_TEST
+
+/* The lock is held by another process. */
+START_TEST(test_lock_busy_across_processes)
+{
+	struct store *s = open_file();
+	int ready[2], release[2], status;
+	struct store_lock lk;
+	char c;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(release), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(ready[0]);
+		close(release[1]);
+		if (store_lock(s, "a", -1, &lk, err) < 0 ||
+		    write(ready[1], "x", 1) != 1)
+			_exit(1);
+		/* hold the lock until the parent closes its end */
+		while (read(release[0], &c, 1) > 0)
+			;
+		store_unlock(s, &lk);
+		store_close(s);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(release[0]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	errno = 0;
+	ck_assert_int_eq(store_lock(s, "a", 50, &lk, err), -1);
+	ck_assert_int_eq(errno, EWOULDBLOCK);
+	ck_assert_str_eq(err, "session 'a' is busy: another call is using it");
+	close(release[1]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(ready[0]);
+	ck_assert_msg(store_lock(s, "a", 0, &lk, err) == 0, "%s", err);
+	ck_assert_int_ge(lk.fd, 0);
+	ck_assert_int_eq(fcntl(lk.fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	store_unlock(s, &lk);
+	ck_assert_int_eq(lk.fd, -1);
+	store_close(s);
+}
+END_TEST
+
+/* In a child: add 1 to session "n" rounds times under its lock; exit code. */
+static int bump_counter(struct store *s, int rounds)
+{
+	char e[STORE_ERR_MAX], buf[32];
+	struct store_lock lk;
+	uint8_t *blob;
+	size_t len;
+	bool found;
+	int n;
+
+	while (rounds-- > 0) {
+		if (store_lock(s, "n", -1, &lk, e) < 0)
+			return 1;
+		if (store_load(s, "n", &blob, &len, &found, e) < 0 || !found ||
+		    len >= sizeof(buf))
+			return 2;
+		memcpy(buf, blob, len);
+		buf[len] = '\0';
+		free(blob);
+		n = snprintf(buf, sizeof(buf), "%d", atoi(buf) + 1);
+		if (store_save(s, "n", (const uint8_t *)buf, (size_t)n, e) < 0)
+			return 3;
+		store_unlock(s, &lk);
+	}
+	return 0;
+}
+/* Read-modify-write under the lock from several processes loses nothing. */
+START_TEST(test_lock_serializes_processes)
+{
+	enum { PROCS = 4, ROUNDS = 20 };
+	struct store *s = open_file();
+	pid_t pids[PROCS];
+	char *got;
+	int i, status;
+
+	save_str(s, "n", "0");
+	for (i = 0; i < PROCS; i++) {
+		pids[i] = fork();
+		ck_assert_int_ge(pids[i], 0);
+		if (pids[i] == 0) {
+			status = bump_counter(s, ROUNDS);
+			store_close(s);
+			_exit(status);
+		}
+	}
+	for (i = 0; i < PROCS; i++) {
+		ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		              "child %d status %#x", i, status);
+	}
+	got = load_str(s, "n");
+	ck_assert_ptr_nonnull(got);
+	ck_assert_int_eq(atoi(got), PROCS * ROUNDS);
+	free(got);
+	store_close(s);
+}
+END_TEST
+
+static Suite *store_suite(void)
+{
+	Suite *su = suite_create("store");
+	TCase *tc;
+
+	tc = tcase_create("common");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_load_missing_is_not_found, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_save_load_replace, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_del_one, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_del_all, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_list_sorted_with_sizes, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_lock_busy_times_out, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_lock_waits_for_release, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_invalid_ids_rejected, 0, NBACKENDS);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("id");
+	tcase_add_test(tc, test_id_message_escapes_and_caps);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("file");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_dir_created_0700_with_parents);
+	tcase_add_test(tc, test_default_dir_under_tmpdir);
+	tcase_add_test(tc, test_refuses_symlinked_dir);
+	tcase_add_test(tc, test_refuses_group_other_bits);
+	tcase_add_test(tc, test_refuses_dir_of_other_uid);
+	tcase_add_test(tc, test_refuses_regular_file);
+	tcase_add_test(tc, test_refuses_negative_ttl);
+	tcase_add_test(tc, test_save_is_atomic);
+	tcase_add_test(tc, test_failed_save_keeps_old_and_cleans_up);
+	tcase_add_test(tc, test_load_refuses_non_regular);
+	tcase_add_test(tc, test_ttl_reaps_old_keeps_fresh);
+	tcase_add_test(tc, test_ttl_reaps_on_every_operation);
+	tcase_add_test(tc, test_ttl_fractional_days);
+	tcase_add_test(tc, test_ttl_zero_never_reaps_sessions);
+	tcase_add_test(tc, test_del_all_leaves_foreign_files);
+	tcase_add_test(tc, test_del_removes_lock_file_only_when_free);
+	tcase_add_test(tc, test_list_skips_foreign_names);
+	tcase_add_test(tc, test_lock_busy_across_processes);
+	tcase_add_test(tc, test_lock_serializes_processes);
+	suite_add_tcase(su, tc);
+	return su;
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	SRunner *sr;
+	int failed;
+
+	umask(022);
+	if (snprintf(base_dir, sizeof(base_dir), "%s/check_store.XXXXXX",
+	             tmp && *tmp ? tmp : "/tmp") >= (int)sizeof(base_dir) ||
+	    mkdtemp(base_dir) == NULL) {
+		perror("check_store: mkdtemp");
+		return 1;
+	}
+	sr = srunner_create(store_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	rm_rf(base_dir);
+	return failed != 0 ? 1 : 0;
+}
