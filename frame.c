@@ -1,0 +1,627 @@
+/*
+ * frame.c - encode and decode the parent<->worker frames of frame.h.
+ *
+ * Both directions are driven by one field table per kind, so a tag, its name
+ * in messages and the struct member it fills are written down once.
+ *
+ * The decoder MUST treat every byte as hostile: lengths are compared against
+ * what is left before any addition, so no header can wrap a size_t.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+
+#define FIELD_HEADER_LEN 10	/* tag u16 + len u64 */
+#define SCALAR_LEN 8
+
+/*
+ * Tag numbers.  Request tags live in 0x01xx and result tags in 0x02xx, so a
+ * frame of one kind whose header was mislabelled as the other still fails on
+ * its first field.  Numbers are part of the wire format: never reuse one.
+ */
+enum frame_tag {
+	FT_REQ_CODE = 0x0101,
+	FT_REQ_SESSION = 0x0102,
+	FT_REQ_BLOB = 0x0103,
+	FT_TOOLBOX = 0x0104,		/* module NUL alias; may repeat */
+	FT_REQ_MAX_OUTPUT = 0x0105,
+	FT_REQ_BUDGET_NS = 0x0106,
+	FT_REQ_FLAGS = 0x0107,
+
+	FT_RES_EXIT_CODE = 0x0201,	/* u64, two's complement of int64 */
+	FT_RES_FLAGS = 0x0202,
+	FT_RES_VALUE = 0x0203,
+	FT_RES_ERROR = 0x0204,
+	FT_RES_HELD = 0x0205,
+	FT_RES_DROPPED = 0x0206,
+	FT_RES_WARNINGS = 0x0207,
+	FT_RES_BLOB = 0x0208,
+};
+
+enum field_type {
+	FIELD_BYTES,		/* struct span at off */
+	FIELD_U64,		/* uint64_t at off */
+	FIELD_I64,		/* int64_t at off */
+	FIELD_TOOLBOX,		/* struct request's toolbox array */
+};
+
+struct field_desc {
+	uint16_t tag;
+	enum field_type type;
+	bool required;
+	size_t off;
+	const char *name;
+};
+
+struct kind_desc {
+	enum frame_kind kind;
+	const char *name;
+	const struct field_desc *fields;
+	size_t n_fields;
+};
+
+static const struct field_desc request_fields[] = {
+	{ FT_REQ_CODE, FIELD_BYTES, true,
+	  offsetof(struct request, code), "code" },
+	{ FT_REQ_SESSION, FIELD_BYTES, true,
+	  offsetof(struct request, session), "session" },
+	{ FT_REQ_BLOB, FIELD_BYTES, false,
+	  offsetof(struct request, blob), "blob" },
+	{ FT_TOOLBOX, FIELD_TOOLBOX, false, 0, "toolbox" },
+	{ FT_REQ_MAX_OUTPUT, FIELD_U64, false,
+	  offsetof(struct request, max_output), "max_output" },
+	{ FT_REQ_BUDGET_NS, FIELD_U64, false,
+	  offsetof(struct request, budget_ns), "budget_ns" },
+	{ FT_REQ_FLAGS, FIELD_U64, false,
+	  offsetof(struct request, flags), "flags" },
+};
+
+static const struct field_desc result_fields[] = {
+	{ FT_RES_EXIT_CODE, FIELD_I64, true,
+	  offsetof(struct worker_result, exit_code), "exit_code" },
+	{ FT_RES_FLAGS, FIELD_U64, true,
+	  offsetof(struct worker_result, flags), "flags" },
+	{ FT_RES_VALUE, FIELD_BYTES, false,
+	  offsetof(struct worker_result, value), "value" },
+	{ FT_RES_ERROR, FIELD_BYTES, false,
+	  offsetof(struct worker_result, error), "error" },
+	{ FT_RES_HELD, FIELD_BYTES, false,
+	  offsetof(struct worker_result, held), "held" },
+	{ FT_RES_DROPPED, FIELD_BYTES, false,
+	  offsetof(struct worker_result, dropped), "dropped" },
+	{ FT_RES_WARNINGS, FIELD_BYTES, false,
+	  offsetof(struct worker_result, warnings), "warnings" },
+	{ FT_RES_BLOB, FIELD_BYTES, false,
+	  offsetof(struct worker_result, blob), "blob" },
+};
+
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct kind_desc request_kind = {
+	FRAME_REQUEST, "request", request_fields, N_ELEMS(request_fields),
+};
+
+static const struct kind_desc result_kind = {
+	FRAME_RESULT, "result", result_fields, N_ELEMS(result_fields),
+};
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* Converting an out-of-range uint64_t to int64_t is implementation-defined. */
+static int64_t u64_to_i64(uint64_t v)
+{
+	if (v <= INT64_MAX)
+		return (int64_t)v;
+	return -(int64_t)(~v) - 1;
+}
+
+static const struct span *field_span(const void *obj,
+                                     const struct field_desc *f)
+{
+	return (const struct span *)((const char *)obj + f->off);
+}
+
+static uint64_t field_scalar(const void *obj, const struct field_desc *f)
+{
+	const char *p = (const char *)obj + f->off;
+
+	if (f->type == FIELD_I64)
+		return (uint64_t)*(const int64_t *)p;
+	return *(const uint64_t *)p;
+}
+
+/* ---- encoding ---- */
+
+static int toolbox_part_ok(struct span s)
+{
+	return s.len > 0 && s.p && !memchr(s.p, '\0', s.len);
+}
+
+/* Refuse to send what the decoder would reject, so bugs show at the sender. */
+static int check_request(const struct request *r)
+{
+	if (!r->code.present || !r->session.present)
+		return -1;
+	if (r->n_toolboxes > FRAME_MAX_TOOLBOXES)
+		return -1;
+	for (size_t i = 0; i < r->n_toolboxes; i++) {
+		if (!toolbox_part_ok(r->toolboxes[i].module) ||
+		    !toolbox_part_ok(r->toolboxes[i].alias))
+			return -1;
+	}
+	return 0;
+}
+
+static int check_result(const struct worker_result *res)
+{
+	bool save = res->flags & RES_SAVE;
+
+	return save == res->blob.present ? 0 : -1;
+}
+
+static size_t field_count(const void *obj, const struct field_desc *f)
+{
+	switch (f->type) {
+	case FIELD_BYTES:
+		return field_span(obj, f)->present;
+	case FIELD_TOOLBOX:
+		return ((const struct request *)obj)->n_toolboxes;
+	case FIELD_U64:
+	case FIELD_I64:
+		return 1;
+	default:
+		abort();
+	}
+}
+
+static uint64_t field_data_len(const void *obj, const struct field_desc *f,
+                               size_t i)
+{
+	const struct toolbox_spec *tb;
+
+	switch (f->type) {
+	case FIELD_BYTES:
+		return field_span(obj, f)->len;
+	case FIELD_TOOLBOX:
+		tb = &((const struct request *)obj)->toolboxes[i];
+		return (uint64_t)tb->module.len + 1 + tb->alias.len;
+	case FIELD_U64:
+	case FIELD_I64:
+		return SCALAR_LEN;
+	default:
+		abort();
+	}
+}
+
+/*
+ * Every span is a size_t, so one can exceed FRAME_MAX only on its own; once
+ * each is capped, a sum over a few hundred fields cannot wrap a uint64_t.
+ */
+static int frame_size(const void *obj, const struct kind_desc *k,
+                      uint64_t *total)
+{
+	uint64_t sum = FRAME_HEADER_LEN;
+
+	for (size_t fi = 0; fi < k->n_fields; fi++) {
+		const struct field_desc *f = &k->fields[fi];
+		size_t n = field_count(obj, f);
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t dl = field_data_len(obj, f, i);
+
+			if (dl > FRAME_MAX)
+				return -1;
+			sum += FIELD_HEADER_LEN + dl;
+		}
+	}
+	if (sum > FRAME_MAX)
+		return -1;
+	*total = sum;
+	return 0;
+}
+
+static int buf_reserve(struct frame_buf *buf, uint64_t extra)
+{
+	size_t need, cap;
+	uint8_t *p;
+
+	if (extra > SIZE_MAX - buf->len) {
+		errno = ENOMEM;
+		return -1;
+	}
+	need = buf->len + (size_t)extra;
+	if (need <= buf->cap)
+		return 0;
+	cap = buf->cap > SIZE_MAX / 2 ? SIZE_MAX : buf->cap * 2;
+	if (cap < need)
+		cap = need;
+	p = realloc(buf->data, cap);
+	if (!p) {
+		errno = ENOMEM;
+		return -1;
+	}
+	buf->data = p;
+	buf->cap = cap;
+	return 0;
+}
+
+static uint8_t *put_field_header(uint8_t *w, uint16_t tag, uint64_t len)
+{
+	put_u16(w, tag);
+	put_u64(w + 2, len);
+	return w + FIELD_HEADER_LEN;
+}
+
+static uint8_t *put_bytes(uint8_t *w, struct span s)
+{
+	if (s.len)
+		memcpy(w, s.p, s.len);
+	return w + s.len;
+}
+
+static uint8_t *put_field(uint8_t *w, const void *obj,
+                          const struct field_desc *f, size_t i)
+{
+	const struct toolbox_spec *tb;
+
+	w = put_field_header(w, f->tag, field_data_len(obj, f, i));
+	switch (f->type) {
+	case FIELD_BYTES:
+		return put_bytes(w, *field_span(obj, f));
+	case FIELD_TOOLBOX:
+		tb = &((const struct request *)obj)->toolboxes[i];
+		w = put_bytes(w, tb->module);
+		*w++ = '\0';
+		return put_bytes(w, tb->alias);
+	case FIELD_U64:
+	case FIELD_I64:
+		put_u64(w, field_scalar(obj, f));
+		return w + SCALAR_LEN;
+	default:
+		abort();
+	}
+}
+
+/* The size is known up front, so the buffer grows once and never partially. */
+static int encode(struct frame_buf *buf, const void *obj,
+                  const struct kind_desc *k)
+{
+	uint64_t total;
+	uint8_t *w;
+
+	if (frame_size(obj, k, &total) < 0) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	if (buf_reserve(buf, total) < 0)
+		return -1;
+	w = buf->data + buf->len;
+	memcpy(w, FRAME_MAGIC, 4);
+	put_u32(w + 4, k->kind);
+	put_u64(w + 8, total - FRAME_HEADER_LEN);
+	w += FRAME_HEADER_LEN;
+	for (size_t fi = 0; fi < k->n_fields; fi++) {
+		const struct field_desc *f = &k->fields[fi];
+		size_t n = field_count(obj, f);
+
+		for (size_t i = 0; i < n; i++)
+			w = put_field(w, obj, f, i);
+	}
+	buf->len += (size_t)total;
+	return 0;
+}
+
+/*
+ * Besides the errnos of frame.h, EINVAL means r breaks a rule the decoder
+ * enforces (missing code or session, bad toolbox, too many toolboxes).
+ */
+int frame_encode_request(struct frame_buf *buf, const struct request *r)
+{
+	if (check_request(r) < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return encode(buf, r, &request_kind);
+}
+
+/* EINVAL: RES_SAVE without a blob, or a blob without RES_SAVE. */
+int frame_encode_result(struct frame_buf *buf, const struct worker_result *res)
+{
+	if (check_result(res) < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return encode(buf, res, &result_kind);
+}
+
+/* ---- decoding ---- */
+
+struct decoder {
+	const uint8_t *buf;
+	size_t len;
+	size_t pos;
+	const struct kind_desc *k;
+	void *out;
+	uint32_t seen;		/* bit i: k->fields[i] was decoded */
+	char *err;
+	size_t errlen;
+};
+
+__attribute__((format(printf, 2, 3)))
+static int fail(struct decoder *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!d->err || !d->errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(d->err, d->errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static const char *kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case FRAME_REQUEST:
+		return "request";
+	case FRAME_RESULT:
+		return "result";
+	default:
+		return "unknown";
+	}
+}
+
+static int decode_header(struct decoder *d)
+{
+	uint32_t kind;
+	uint64_t body, have;
+
+	if (d->len < FRAME_HEADER_LEN)
+		return fail(d, "truncated header: %zu of %d bytes", d->len,
+			    FRAME_HEADER_LEN);
+	if (memcmp(d->buf, FRAME_MAGIC, 4))
+		return fail(d, "bad magic: not a dolsot frame");
+	kind = get_u32(d->buf + 4);
+	if (kind != d->k->kind)
+		return fail(d, "wrong kind: expected %s (%u), got %s (%"
+			    PRIu32 ")", d->k->name, (unsigned)d->k->kind,
+			    kind_name(kind), kind);
+	body = get_u64(d->buf + 8);
+	if (body > FRAME_MAX - FRAME_HEADER_LEN)
+		return fail(d, "frame too large: header says %" PRIu64
+			    " body bytes, limit is %" PRIu64, body,
+			    FRAME_MAX - FRAME_HEADER_LEN);
+	have = d->len - FRAME_HEADER_LEN;
+	if (body > have)
+		return fail(d, "truncated frame: header says %" PRIu64
+			    " body bytes, %" PRIu64 " present", body, have);
+	if (body < have)
+		return fail(d, "trailing bytes: %" PRIu64 " after the %" PRIu64
+			    "-byte body", have - body, body);
+	d->pos = FRAME_HEADER_LEN;
+	return 0;
+}
+
+static int find_field(const struct kind_desc *k, uint16_t tag)
+{
+	for (size_t i = 0; i < k->n_fields; i++)
+		if (k->fields[i].tag == tag)
+			return (int)i;
+	return -1;
+}
+
+static struct span span_at(const uint8_t *p, size_t len)
+{
+	struct span s = { p, len, true };
+
+	return s;
+}
+
+static int decode_toolbox(struct decoder *d, const uint8_t *p, size_t len,
+                          size_t at)
+{
+	struct request *r = d->out;
+	const uint8_t *nul = memchr(p, '\0', len);
+	size_t mlen;
+
+	if (r->n_toolboxes == FRAME_MAX_TOOLBOXES)
+		return fail(d, "too many toolboxes: more than %d at offset %zu",
+			    FRAME_MAX_TOOLBOXES, at);
+	if (!nul)
+		return fail(d, "toolbox field at offset %zu has no nul separator",
+			    at);
+	mlen = (size_t)(nul - p);
+	if (memchr(nul + 1, '\0', len - mlen - 1))
+		return fail(d, "toolbox field at offset %zu has more than one nul",
+			    at);
+	if (mlen == 0 || mlen == len - 1)
+		return fail(d, "toolbox field at offset %zu has an empty %s", at,
+			    mlen == 0 ? "module" : "alias");
+	r->toolboxes[r->n_toolboxes].module = span_at(p, mlen);
+	r->toolboxes[r->n_toolboxes].alias = span_at(nul + 1, len - mlen - 1);
+	r->n_toolboxes++;
+	return 0;
+}
+
+static int store_field(struct decoder *d, const struct field_desc *f,
+                       const uint8_t *p, size_t len, size_t at)
+{
+	char *dst = (char *)d->out + f->off;
+
+	if ((f->type == FIELD_U64 || f->type == FIELD_I64) && len != SCALAR_LEN)
+		return fail(d, "field %s at offset %zu has length %zu, want %d",
+			    f->name, at, len, SCALAR_LEN);
+	switch (f->type) {
+	case FIELD_BYTES:
+		*(struct span *)dst = span_at(p, len);
+		return 0;
+	case FIELD_TOOLBOX:
+		return decode_toolbox(d, p, len, at);
+	case FIELD_U64:
+		*(uint64_t *)dst = get_u64(p);
+		return 0;
+	case FIELD_I64:
+		*(int64_t *)dst = u64_to_i64(get_u64(p));
+		return 0;
+	default:
+		abort();
+	}
+}
+
+static int decode_field(struct decoder *d)
+{
+	size_t at = d->pos, left = d->len - d->pos;
+	const struct field_desc *f;
+	uint16_t tag;
+	uint64_t flen;
+	int fi;
+
+	if (left < FIELD_HEADER_LEN)
+		return fail(d, "truncated field header at offset %zu: %zu of %d "
+			    "bytes", at, left, FIELD_HEADER_LEN);
+	tag = get_u16(d->buf + at);
+	flen = get_u64(d->buf + at + 2);
+	left -= FIELD_HEADER_LEN;
+	fi = find_field(d->k, tag);
+	if (fi < 0)
+		return fail(d, "unknown tag 0x%04x in %s frame at offset %zu",
+			    tag, d->k->name, at);
+	f = &d->k->fields[fi];
+	if (flen > left)
+		return fail(d, "truncated field %s at offset %zu: says %" PRIu64
+			    " bytes, %zu left", f->name, at, flen, left);
+	if (f->type != FIELD_TOOLBOX && (d->seen & (1u << fi)))
+		return fail(d, "repeated field %s at offset %zu", f->name, at);
+	d->seen |= 1u << fi;
+	d->pos += FIELD_HEADER_LEN + (size_t)flen;
+	return store_field(d, f, d->buf + at + FIELD_HEADER_LEN, (size_t)flen,
+			   at);
+}
+
+static int check_required(struct decoder *d)
+{
+	for (size_t i = 0; i < d->k->n_fields; i++) {
+		if (d->k->fields[i].required && !(d->seen & (1u << i)))
+			return fail(d, "missing required field %s in %s frame",
+				    d->k->fields[i].name, d->k->name);
+	}
+	return 0;
+}
+
+static int decode(struct decoder *d)
+{
+	if (decode_header(d) < 0)
+		return -1;
+	while (d->pos < d->len) {
+		if (decode_field(d) < 0)
+			return -1;
+	}
+	return check_required(d);
+}
+
+/* *out is zeroed first; after -1 its contents are meaningless. */
+int frame_decode_request(const uint8_t *buf, size_t len, struct request *out,
+                         char *err, size_t errlen)
+{
+	struct decoder d = { buf, len, 0, &request_kind, out, 0, err, errlen };
+
+	memset(out, 0, sizeof(*out));
+	return decode(&d);
+}
+
+/* As frame_decode_request(), plus the RES_SAVE iff blob rule. */
+int frame_decode_result(const uint8_t *buf, size_t len,
+                        struct worker_result *out, char *err, size_t errlen)
+{
+	struct decoder d = { buf, len, 0, &result_kind, out, 0, err, errlen };
+	bool save;
+
+	memset(out, 0, sizeof(*out));
+	if (decode(&d) < 0)
+		return -1;
+	save = out->flags & RES_SAVE;
+	if (save && !out->blob.present)
+		return fail(&d, "result has the save flag but no blob");
+	if (!save && out->blob.present)
+		return fail(&d, "result has a blob but no save flag");
+	return 0;
+}
+
+/* Checks the header only; the body may still be malformed. */
+uint64_t frame_total_len(const uint8_t *hdr, size_t len)
+{
+	uint32_t kind;
+	uint64_t body;
+
+	if (len < FRAME_HEADER_LEN || memcmp(hdr, FRAME_MAGIC, 4))
+		return 0;
+	kind = get_u32(hdr + 4);
+	if (kind != FRAME_REQUEST && kind != FRAME_RESULT)
+		return 0;
+	body = get_u64(hdr + 8);
+	if (body > FRAME_MAX - FRAME_HEADER_LEN)
+		return 0;
+	return FRAME_HEADER_LEN + body;
+}
+
+/* A NULL s gives an absent span, so optional C strings map straight across. */
+struct span span_str(const char *s)
+{
+	struct span sp = { (const uint8_t *)s, s ? strlen(s) : 0, s != NULL };
+
+	return sp;
+}
+
+/* Frees the bytes and leaves buf empty: reusable, and safe to release twice. */
+void frame_buf_release(struct frame_buf *buf)
+{
+	free(buf->data);
+	buf->data = NULL;
+	buf->len = 0;
+	buf->cap = 0;
+}
