@@ -114,8 +114,9 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS)
 
-demo: dolsot
+demo:
 	@sh tools/deps.sh demo
+	$(MAKE) dolsot
 	cd examples && ../dolsot --reset demo >/dev/null && \
 	../dolsot --toolbox mytools:mt --session demo "orders = mt.load('orders'); len(orders)" && \
 	../dolsot --toolbox mytools:mt --session demo "mt.add(sum(orders), 1)"

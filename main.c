@@ -257,19 +257,14 @@ static int cmd_list(const struct settings *s)
 
 static int cmd_reset(const struct settings *s, const char *target)
 {
-	char err[REPL_ERR_MAX], serr[STORE_ERR_MAX];
-	struct store *st;
+	char err[REPL_ERR_MAX];
 	unsigned removed = 0;
 
 	if (strcmp(target, "all") != 0)
 		check_session_id(target);
-	st = repl_open_store(s, err, sizeof(err));
-	if (!st)
+	if (repl_reset(s, target, &removed, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
-	if (store_del(st, target, &removed, serr) < 0)
-		die(DOLSOT_EXIT_FAIL, "%s", serr);
 	printf("reset %s: removed %u session(s)\n", target, removed);
-	store_close(st);
 	return 0;
 }
 

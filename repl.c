@@ -196,3 +196,26 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	store_close(st);
 	return ret;
 }
+
+int repl_reset(const struct settings *s, const char *target, unsigned *removed,
+               char *err, size_t errlen)
+{
+	char serr[STORE_ERR_MAX];
+	struct store *st = repl_open_store(s, err, errlen);
+	struct store_lock lk;
+	bool one = strcmp(target, "all") != 0;
+	int ret = -1;
+
+	if (!st)
+		return -1;
+	if (one && store_lock(st, target, (long)(s->timeout * 1000), &lk, serr) < 0)
+		goto out;
+	ret = store_del(st, target, removed, serr);
+	if (one)
+		store_unlock(st, &lk);
+out:
+	if (ret < 0)
+		snprintf(err, errlen, "%s", serr);
+	store_close(st);
+	return ret;
+}

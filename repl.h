@@ -35,6 +35,14 @@ struct run_args {
 int repl_run(const struct run_args *a, struct result *res, int *sig,
              char *err, size_t errlen);
 
+/*
+ * Forget one session (waiting, like a run, up to the timeout for its lock so
+ * a call in flight cannot save over the reset) or, with "all", every one.
+ * Returns 0 with *removed set, or -1 with a reason in err.
+ */
+int repl_reset(const struct settings *s, const char *target, unsigned *removed,
+               char *err, size_t errlen);
+
 /* Open the configured store.  NULL and a reason in err on refusal. */
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen);
 

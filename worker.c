@@ -150,10 +150,21 @@ static int set_executable(PyConfig *c)
 
 static int start_python(char *err, size_t errlen)
 {
+	PyPreConfig pre;
 	PyConfig c;
 	PyStatus st;
 	wchar_t *argv0 = L"";
 
+	/* UTF-8 mode: isolated start-up ignores the locale, which would leave
+	 * the cell's streams ASCII-only. */
+	PyPreConfig_InitIsolatedConfig(&pre);
+	pre.utf8_mode = 1;
+	st = Py_PreInitialize(&pre);
+	if (PyStatus_Exception(st)) {
+		snprintf(err, errlen, "dolsot: cannot start Python: %s",
+		         st.err_msg ? st.err_msg : "unknown error");
+		return -1;
+	}
 	PyConfig_InitIsolatedConfig(&c);
 	c.site_import = 0;
 	c.buffered_stdio = 0;     /* keep print() and subprocess output in order */

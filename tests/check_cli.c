@@ -206,6 +206,19 @@ START_TEST(syntax_error_names_line)
 }
 END_TEST
 
+START_TEST(unicode_streams_are_utf8)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t",
+	    "import sys\nprint('caf\u00e9 \u2603')\nsys.stderr.write('\u00df\\n')\n'\u00fc'");
+	ck_code(&r, 0);
+	ck_out(&r, "caf\xc3\xa9 \xe2\x98\x83\n'\xc3\xbc'\n");
+	ck_err_has(&r, "\xc3\x9f\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(extension_modules_load)
 {
 	struct cli_run r;
@@ -630,6 +643,11 @@ START_TEST(busy_session_times_out_clearly)
 	ck_code(&r, 1);
 	ck_assert_str_eq(r.err, "dolsot: session 't' is busy: another call is using it\n");
 	cli_run_release(&r);
+	/* A reset waits for the call in flight too, rather than be undone by it. */
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TIMEOUT=0.3", NULL }), "--reset", "t");
+	ck_code(&r, 1);
+	ck_err_has(&r, "session 't' is busy");
+	cli_run_release(&r);
 	close(fd);
 	CLI(&r, "--session", "t", "x");
 	ck_out(&r, "1\n");
@@ -1041,6 +1059,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, fd_level_capture_keeps_order);
 	tcase_add_test(run, failed_cell_keeps_earlier_assignments);
 	tcase_add_test(run, syntax_error_names_line);
+	tcase_add_test(run, unicode_streams_are_utf8);
 	tcase_add_test(run, extension_modules_load);
 	tcase_add_test(run, binary_has_no_libpython_dependency);
 	tcase_add_test(run, top_level_await_runs);
