@@ -32,6 +32,8 @@ enum frame_tag {
 	FT_REQ_MAX_OUTPUT = 0x0105,
 	FT_REQ_BUDGET_NS = 0x0106,
 	FT_REQ_FLAGS = 0x0107,
+	FT_REQ_ENV = 0x0120,		/* NAME=VALUE entries, NUL-separated */
+	FT_REQ_CWD = 0x0121,
 
 	FT_RES_EXIT_CODE = 0x0201,	/* u64, two's complement of int64 */
 	FT_RES_FLAGS = 0x0202,
@@ -79,6 +81,10 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, budget_ns), "budget_ns" },
 	{ FT_REQ_FLAGS, FIELD_U64, false,
 	  offsetof(struct request, flags), "flags" },
+	{ FT_REQ_ENV, FIELD_BYTES, false,
+	  offsetof(struct request, env), "env" },
+	{ FT_REQ_CWD, FIELD_BYTES, false,
+	  offsetof(struct request, cwd), "cwd" },
 };
 
 static const struct field_desc result_fields[] = {

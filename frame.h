@@ -62,6 +62,9 @@ struct request {
 	uint64_t max_output;             /* chars of value kept; 0 = no cap */
 	uint64_t budget_ns;              /* time left for the worker when sent */
 	uint64_t flags;                  /* REQ_* bits */
+	/* Only on the warm path, where the worker does not inherit them: */
+	struct span env;                 /* NAME=VALUE entries, NUL-separated */
+	struct span cwd;                 /* the caller's working directory */
 };
 
 #define REQ_TYPECHECK  (1u << 0)

@@ -59,23 +59,32 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* pids of our children, from /proc; at most max.  Returns the count. */
-static size_t list_children(pid_t *pids, size_t max)
+size_t proc_list_children(pid_t *pids, size_t max)
 {
-	char path[64];
-	FILE *f;
+	char path[300];
+	DIR *tasks = opendir("/proc/self/task");
+	struct dirent *t;
 	size_t n = 0;
-	long pid;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
-	f = fopen(path, "re");
-	if (f) {
+	if (!tasks)
+		return 0;
+	/* Threads a library started may have forked too: read every task. */
+	while ((t = readdir(tasks)) && n < max) {
+		FILE *f;
+		long pid;
+
+		if (t->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", t->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
 		while (n < max && fscanf(f, "%ld", &pid) == 1)
 			pids[n++] = (pid_t)pid;
 		fclose(f);
-		return n;
 	}
-	return 0;
+	closedir(tasks);
+	return n;
 }
 
 void proc_kill_descendants(void)
@@ -83,7 +92,7 @@ void proc_kill_descendants(void)
 	pid_t pids[256];
 
 	for (;;) {
-		size_t n = list_children(pids, sizeof(pids) / sizeof(*pids));
+		size_t n = proc_list_children(pids, sizeof(pids) / sizeof(*pids));
 		pid_t got;
 
 		for (size_t i = 0; i < n; i++)
@@ -102,8 +111,7 @@ void proc_kill_descendants(void)
 	}
 }
 
-/* Close every fd >= 3 but keep[0..nkeep). */
-static void close_other_fds(const int *keep, int nkeep)
+void proc_close_fds_except(const int *keep, int nkeep)
 {
 	int lo = 3;
 
@@ -134,23 +142,31 @@ static void child_reset_signals(const sigset_t *oldmask)
 	sigprocmask(SIG_SETMASK, oldmask, NULL);
 }
 
+int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkeep,
+                       const sigset_t *mask)
+{
+	int null;
+
+	child_reset_signals(mask);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		return -1;
+	setpgid(0, 0);
+	null = open("/dev/null", O_RDONLY);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		return -1;
+	proc_close_fds_except(keep, nkeep);
+	return 0;
+}
+
 /* The child side of the fork: set up fds and the group, then run. */
 static void child_start(pid_t parent, const int outp[2], const int errp[2],
                         int req, int res, const sigset_t *oldmask,
                         proc_child_fn fn, void *arg)
 {
 	int keep[2] = { req, res };
-	int null;
 
-	child_reset_signals(oldmask);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+	if (proc_child_prepare(parent, outp[1], errp[1], keep, 2, oldmask) < 0)
 		_exit(127);
-	setpgid(0, 0);
-	null = open("/dev/null", O_RDONLY);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(outp[1], 1) < 0 ||
-	    dup2(errp[1], 2) < 0)
-		_exit(127);
-	close_other_fds(keep, 2);
 	fn(req, res, arg);
 	_exit(127);
 }
@@ -170,8 +186,7 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Read what is there; returns 0 at EOF (and closes *fd), 1 otherwise. */
-static int pump(int *fd, struct capture *c)
+int proc_pump(int *fd, struct capture *c)
 {
 	char buf[65536];
 
@@ -247,9 +262,9 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 		if (poll(p, (nfds_t)n, ms) < 0 && errno != EINTR)
 			break;
 		if (s->out >= 0)
-			pump(&s->out, s->cout);
+			proc_pump(&s->out, s->cout);
 		if (s->err >= 0)
-			pump(&s->err, s->cerr);
+			proc_pump(&s->err, s->cerr);
 		on_signals(s);
 	}
 }
@@ -341,12 +356,12 @@ int proc_run(const uint8_t *request, size_t request_len,
 	proc_kill_descendants();
 	if (s.out >= 0) {
 		fcntl(s.out, F_SETFL, 0);
-		while (pump(&s.out, out))
+		while (proc_pump(&s.out, out))
 			;
 	}
 	if (s.err >= 0) {
 		fcntl(s.err, F_SETFL, 0);
-		while (pump(&s.err, errc))
+		while (proc_pump(&s.err, errc))
 			;
 	}
 	if (map_result(res, o) < 0) {

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "output.h"
@@ -53,5 +55,26 @@ double proc_seconds_left(const struct timespec *d);
  * reparented to us meanwhile) and reap them all.  Used after the worker ends.
  */
 void proc_kill_descendants(void);
+
+/* pids of this process's children (every thread's), at most max. */
+size_t proc_list_children(pid_t *pids, size_t max);
+
+/* Close every fd >= 3 except keep[0..nkeep). */
+void proc_close_fds_except(const int *keep, int nkeep);
+
+/*
+ * In a freshly forked worker: default signal handlers and the given mask,
+ * die with the parent, own process group, fd 0 on /dev/null, fds 1 and 2 on
+ * out and err, every other fd closed but keep.  Returns 0 or -1.
+ */
+int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkeep,
+                       const sigset_t *mask);
+
+/*
+ * Read what is available on the non-blocking *fd into c (a bounded number of
+ * reads).  Returns 0 at EOF or error (and closes *fd, setting it to -1), 1
+ * when more may come.
+ */
+int proc_pump(int *fd, struct capture *c);
 
 #endif

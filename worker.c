@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "proc.h"
 
 extern const unsigned char worker_py[];
 extern const size_t worker_py_len;
@@ -28,7 +29,7 @@ extern const size_t worker_py_len;
 #define PY_VERSION_DIR "python3.11"
 
 /* The worker's answer when Python never got to run the cell. */
-static void answer_error(int fd, const char *msg)
+static __attribute__((noreturn)) void answer_error(int fd, const char *msg)
 {
 	struct worker_result r;
 	struct frame_buf buf = { 0 };
@@ -234,12 +235,39 @@ static PyObject *blob_view(const struct request *r)
 	                               PyBUF_READ);
 }
 
+/* The caller's environment as a dict, or None when the worker inherited it. */
+static PyObject *env_dict(const struct request *r)
+{
+	PyObject *d;
+	const char *p = (const char *)r->env.p, *end = p + r->env.len;
+
+	if (!r->env.present)
+		Py_RETURN_NONE;
+	d = PyDict_New();
+	while (d && p < end) {
+		size_t n = strnlen(p, (size_t)(end - p));
+		const char *eq = memchr(p, '=', n);
+
+		if (eq && eq != p) {
+			PyObject *k = PyUnicode_DecodeFSDefaultAndSize(p, eq - p);
+			PyObject *v = PyUnicode_DecodeFSDefaultAndSize(eq + 1, (Py_ssize_t)n - (eq - p) - 1);
+
+			if (!k || !v || PyDict_SetItem(d, k, v) < 0)
+				Py_CLEAR(d);
+			Py_XDECREF(k);
+			Py_XDECREF(v);
+		}
+		p += n + 1;
+	}
+	return d;
+}
+
 static PyObject *call_run(PyObject *mod, const struct request *r)
 {
-	return PyObject_CallMethod(mod, "run", "(NNNNKK)", span_bytes(r->code),
+	return PyObject_CallMethod(mod, "run", "(NNNNKKN)", span_bytes(r->code),
 	                           span_unicode(r->session), blob_view(r),
 	                           toolbox_list(r), (unsigned long long)r->max_output,
-	                           (unsigned long long)r->flags);
+	                           (unsigned long long)r->flags, env_dict(r));
 }
 
 /* A str field of the answer as a span; None gives an absent span. */
@@ -293,7 +321,7 @@ static int fill_result(PyObject *t, struct worker_result *r)
 }
 
 /* A Python exception in the worker's own code: report it as a failure. */
-static void answer_python_error(int fd, const char *what)
+static __attribute__((noreturn)) void answer_python_error(int fd, const char *what)
 {
 	PyObject *type, *value, *tb, *s = NULL;
 	char msg[1024];
@@ -308,30 +336,33 @@ static void answer_python_error(int fd, const char *what)
 	answer_error(fd, msg);
 }
 
-void worker_child(int request_fd, int result_fd, void *arg)
+/* Map and decode the request; answers and exits on failure. */
+static const uint8_t *read_request(int request_fd, int result_fd, struct request *r)
 {
 	struct stat st;
 	uint8_t *req;
-	struct request r;
-	struct worker_result res;
-	struct frame_buf buf = { 0 };
 	char err[1024];
-	PyObject *mod, *answer;
 
-	(void)arg;
 	if (fstat(request_fd, &st) < 0 || st.st_size <= 0)
 		answer_error(result_fd, "dolsot: worker: cannot read the request");
 	req = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, request_fd, 0);
 	if (req == MAP_FAILED)
 		answer_error(result_fd, "dolsot: worker: cannot map the request");
-	if (frame_decode_request(req, (size_t)st.st_size, &r, err, sizeof(err)) < 0)
+	if (frame_decode_request(req, (size_t)st.st_size, r, err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
-	if (start_python(err, sizeof(err)) < 0)
-		answer_error(result_fd, err);
-	mod = import_worker_module();
-	if (!mod)
-		answer_python_error(result_fd, "cannot load the worker module");
-	answer = call_run(mod, &r);
+	return req;
+}
+
+/* Run the request with Python up, write the answer, and _exit. */
+static __attribute__((noreturn)) void serve(PyObject *mod, const struct request *r,
+                                            int result_fd)
+{
+	struct worker_result res;
+	struct frame_buf buf = { 0 };
+	char err[1024];
+	PyObject *answer;
+
+	answer = call_run(mod, r);
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");
 	memset(&res, 0, sizeof(res));
@@ -344,7 +375,111 @@ void worker_child(int request_fd, int result_fd, void *arg)
 	}
 	if (write_at(result_fd, buf.data, buf.len) < 0)
 		_exit(126);
+	/* Nothing the cell started outlives it, on either path. */
+	proc_kill_descendants();
 	/* Skip interpreter shutdown: atexit handlers, threads and finalizers
 	 * of the cell must not delay or change the call. */
 	_exit(0);
+}
+
+void worker_child(int request_fd, int result_fd, void *arg)
+{
+	struct request r;
+	char err[1024];
+	PyObject *mod;
+
+	(void)arg;
+	read_request(request_fd, result_fd, &r);
+	if (start_python(err, sizeof(err)) < 0)
+		answer_error(result_fd, err);
+	mod = import_worker_module();
+	if (!mod)
+		answer_python_error(result_fd, "cannot load the worker module");
+	serve(mod, &r, result_fd);
+}
+
+/* The worker module of a zygote, kept for the children it forks. */
+static PyObject *zygote_module;
+
+/* "dolsot: WHAT: Type: message" from the pending Python exception. */
+static void python_error_text(const char *what, char *err, size_t errlen)
+{
+	PyObject *type, *value, *tb, *s = NULL;
+
+	PyErr_Fetch(&type, &value, &tb);
+	if (value)
+		s = PyObject_Str(value);
+	snprintf(err, errlen, "%s: %s: %s", what,
+	         type ? ((PyTypeObject *)type)->tp_name : "error",
+	         s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "(no message)");
+	Py_XDECREF(s);
+	Py_XDECREF(type);
+	Py_XDECREF(value);
+	Py_XDECREF(tb);
+	PyErr_Clear();
+}
+
+int worker_zygote_init(const char *const *modules, size_t n, char **files,
+                       char *err, size_t errlen)
+{
+	PyObject *list, *answer;
+	const char *text;
+
+	if (start_python(err, errlen) < 0)
+		return -1;
+	zygote_module = import_worker_module();
+	list = zygote_module ? PyList_New(0) : NULL;
+	for (size_t i = 0; list && i < n; i++) {
+		PyObject *name = PyUnicode_FromString(modules[i]);
+
+		if (!name || PyList_Append(list, name) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(name);
+	}
+	answer = list ? PyObject_CallMethod(zygote_module, "warm_up", "(N)", list) : NULL;
+	if (!answer) {
+		python_error_text("cannot prepare the zygote", err, errlen);
+		return -1;
+	}
+	text = PyUnicode_AsUTF8(answer);
+	*files = text ? strdup(text) : NULL;
+	Py_DECREF(answer);
+	if (!*files) {
+		python_error_text("cannot list the zygote's modules", err, errlen);
+		return -1;
+	}
+	return 0;
+}
+
+void worker_before_fork(void)
+{
+	PyOS_BeforeFork();
+}
+
+void worker_after_fork_parent(void)
+{
+	PyOS_AfterFork_Parent();
+}
+
+void worker_zygote_child(int request_fd, int result_fd)
+{
+	struct request r;
+
+	PyOS_AfterFork_Child();
+	read_request(request_fd, result_fd, &r);
+	if (r.cwd.present) {
+		char cwd[PATH_MAX];
+
+		snprintf(cwd, sizeof(cwd), "%.*s", (int)r.cwd.len, (const char *)r.cwd.p);
+		if (chdir(cwd) < 0) {
+			char err[PATH_MAX + 128];
+
+			snprintf(err, sizeof(err), "dolsot: cannot enter the directory '%s': %s",
+			         cwd, strerror(errno));
+			answer_error(result_fd, err);
+		}
+	}
+	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL))
+		answer_python_error(result_fd, "worker failed after fork");
+	serve(zygote_module, &r, result_fd);
 }

@@ -10,4 +10,22 @@
 
 void worker_child(int request_fd, int result_fd, void *arg);
 
+/*
+ * Zygotes (the warm path).  worker_zygote_init() starts Python in this
+ * process as the cold path would, imports the worker module, dill and the
+ * given toolbox modules, and sets *files (malloc'd) to the user modules it
+ * loaded, one "PATH<TAB>MTIME_NS<TAB>SIZE" line each, so a change can be
+ * noticed.  Returns 0, or -1 with a reason in err.
+ *
+ * Around each fork of a zygote call worker_before_fork(), then
+ * worker_after_fork_parent() in the zygote; the child calls
+ * worker_zygote_child(), which runs the request like worker_child() and
+ * _exits.
+ */
+int worker_zygote_init(const char *const *modules, size_t n, char **files,
+                       char *err, size_t errlen);
+void worker_before_fork(void);
+void worker_after_fork_parent(void);
+void worker_zygote_child(int request_fd, int result_fd) __attribute__((noreturn));
+
 #endif

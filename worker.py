@@ -243,11 +243,54 @@ def flush():
             pass
 
 
-def run(code, session, blob, toolboxes, max_output, flags):
+def _apply_env(env):
+    """Make the caller's environment the cell's (the warm path only)."""
+    import os
+    for name in [n for n in os.environ if n not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
+def warm_up(modules):
+    """Prepare a zygote: import dill and the toolboxes now, so each forked
+    call starts with them loaded.  Returns the user modules' files."""
+    _import_dill()
+    for name in modules:
+        importlib.import_module(name)
+    return "\n".join(_module_files())
+
+
+def _module_files():
+    import os
+    system = tuple(p for p in sys.path if p.startswith(sys.base_prefix + "/lib/"))
+    system += ("/usr/lib/python3/", "/usr/local/lib/python3.11/dist-packages")
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path or path.startswith(system):
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        yield f"{path}\t{st.st_mtime_ns}\t{st.st_size}"
+
+
+def after_fork():
+    """In a call forked from a zygote: what a fresh process would not share."""
+    np = sys.modules.get("numpy.random")
+    if np is not None:
+        np.seed()  # the legacy global RNG would repeat across calls otherwise
+
+
+def run(code, session, blob, toolboxes, max_output, flags, env=None):
     """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
     warnings, blob): str or None fields; held is names one per line, dropped
     "name<TAB>reason" lines."""
     ns = _main.__dict__
+    if env is not None:
+        _apply_env(env)
     try:
         if blob is not None:
             load_namespace(session, blob)

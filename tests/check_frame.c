@@ -205,6 +205,8 @@ static void request_round_trip(const struct request *r)
 	assert_span(out->code, r->code);
 	assert_span(out->session, r->session);
 	assert_span(out->blob, r->blob);
+	assert_span(out->env, r->env);
+	assert_span(out->cwd, r->cwd);
 	ck_assert_uint_eq(out->n_toolboxes, r->n_toolboxes);
 	for (size_t i = 0; i < r->n_toolboxes; i++) {
 		assert_span(out->toolboxes[i].module, r->toolboxes[i].module);
@@ -251,6 +253,8 @@ START_TEST(request_round_trips_all_fields)
 	r->max_output = 4096;
 	r->budget_ns = 30ull * 1000000000ull;
 	r->flags = REQ_TYPECHECK | REQ_CARRY | REQ_SANDBOX;
+	r->env = span_bytes((const uint8_t *)"A=1\0PATH=/bin\0", 15);
+	r->cwd = span_str("/home/agent/work");
 	request_round_trip(r);
 	free(r);
 }
