@@ -23,7 +23,7 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c store_id.c store_file.c store_mem.c output.c opts.c \
-	repl.c proc.c
+	repl.c proc.c wire.c warm.c server.c zygote.c
 WORKER_SRCS := worker.c worker_py.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
@@ -81,10 +81,16 @@ $(TESTS):
 deps:
 	@sh tools/deps.sh build
 
-check: 
+UNIT_TESTS := $(filter-out tests/check_cli,$(TESTS))
+
+# The CLI suite runs twice, with identical expectations: cold, and with the
+# warm server already up for every test.
+check:
 	@sh tools/deps.sh check
 	$(MAKE) dolsot $(TESTS)
-	sh tests/run.sh $(TESTS)
+	sh tests/run.sh $(UNIT_TESTS)
+	DOLSOT_SERVER=off sh tests/run.sh tests/check_cli
+	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh tests/check_cli
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, built
 # beside the normal objects (*.asan.o) so both builds can coexist.
@@ -113,6 +119,8 @@ asan:
 	$(MAKE) dolsot-asan $(ASAN_TESTS)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS)
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		DOLSOT_BIN=./dolsot-asan DOLSOT_SERVER=off sh tests/run.sh tests/check_cli-asan
 
 demo:
 	@sh tools/deps.sh demo

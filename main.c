@@ -25,6 +25,8 @@ static const char usage_text[] =
 	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--timeout SECONDS] [CODE]\n"
 	"       dolsot --list-sessions\n"
 	"       dolsot --reset ID|all\n"
+	"       dolsot --server-start [--toolbox MODULE:ALIAS]...\n"
+	"       dolsot --server-status | --server-stop\n"
 	"       dolsot --help | --version\n";
 
 static const char help_text[] =
@@ -38,6 +40,9 @@ static const char help_text[] =
 	"  --timeout SECONDS       wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)\n"
 	"  --list-sessions         list sessions: id, size in bytes, last used (UTC)\n"
 	"  --reset ID|all          forget one session, or every session\n"
+	"  --server-start          start the warm server now and wait until it is ready\n"
+	"  --server-status         describe the warm server of this store\n"
+	"  --server-stop           stop the warm server of this store\n"
 	"  -h, --help              show this help\n"
 	"  -V, --version           show the version\n"
 	"\n"
@@ -80,10 +85,12 @@ struct cli {
 	const char *timeout;
 	const char *reset;
 	bool list;
+	enum { SERVER_NONE, SERVER_START, SERVER_STATUS, SERVER_STOP } server;
 	const char *code;
 };
 
-enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_LIST, OPT_RESET };
+enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_LIST, OPT_RESET,
+       OPT_SERVER_START, OPT_SERVER_STATUS, OPT_SERVER_STOP };
 
 static const struct option long_options[] = {
 	{ "toolbox", required_argument, NULL, OPT_TOOLBOX },
@@ -91,6 +98,9 @@ static const struct option long_options[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "list-sessions", no_argument, NULL, OPT_LIST },
 	{ "reset", required_argument, NULL, OPT_RESET },
+	{ "server-start", no_argument, NULL, OPT_SERVER_START },
+	{ "server-status", no_argument, NULL, OPT_SERVER_STATUS },
+	{ "server-stop", no_argument, NULL, OPT_SERVER_STOP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -135,6 +145,15 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_RESET:
 			c->reset = optarg;
+			break;
+		case OPT_SERVER_START:
+		case OPT_SERVER_STATUS:
+		case OPT_SERVER_STOP:
+			if (c->server)
+				usage_error("give only one of --server-start, --server-status "
+				            "and --server-stop");
+			c->server = ch == OPT_SERVER_START ? SERVER_START :
+			            ch == OPT_SERVER_STATUS ? SERVER_STATUS : SERVER_STOP;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -268,6 +287,44 @@ static int cmd_reset(const struct settings *s, const char *target)
 	return 0;
 }
 
+static int cmd_server(const struct cli *c, const struct settings *s)
+{
+	char err[REPL_ERR_MAX], info[65536];
+	long pid = 0;
+	int got;
+
+	switch (c->server) {
+	case SERVER_START:
+		if (!s->server)
+			usage_error("DOLSOT_SERVER=off: the warm server is disabled");
+		if (repl_server_start(s, c->toolboxes, c->n_toolboxes, err, sizeof(err)) < 0)
+			die(DOLSOT_EXIT_FAIL, "%s", err);
+		return 0;
+	case SERVER_STATUS:
+		got = repl_server_info(s, info, sizeof(info), err, sizeof(err));
+		if (got < 0)
+			die(DOLSOT_EXIT_FAIL, "%s", err);
+		if (got == 0) {
+			fputs("no server is running for this store\n", stderr);
+			return 1;
+		}
+		fputs(info, stdout);
+		return 0;
+	case SERVER_STOP:
+		got = repl_server_stop(s, &pid, err, sizeof(err));
+		if (got < 0)
+			die(DOLSOT_EXIT_FAIL, "%s", err);
+		if (got == 0)
+			fputs("no server is running for this store\n", stderr);
+		else
+			printf("stopped server %ld\n", pid);
+		return 0;
+	case SERVER_NONE:
+	default:
+		return 0;
+	}
+}
+
 static int cmd_run(const struct cli *c, const struct settings *s)
 {
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
@@ -317,12 +374,14 @@ int main(int argc, char **argv)
 	check_fds();
 	signal(SIGPIPE, SIG_IGN);
 	parse_args(argc, argv, &c);
-	if ((c.list || c.reset) && c.code)
-		usage_error("--list-sessions and --reset take no code");
-	if (c.list && c.reset)
-		usage_error("--list-sessions and --reset cannot be combined");
+	if ((c.list || c.reset || c.server) && c.code)
+		usage_error("--list-sessions, --reset and --server-* take no code");
+	if ((c.list != 0) + (c.reset != NULL) + (c.server != SERVER_NONE) > 1)
+		usage_error("--list-sessions, --reset and --server-* cannot be combined");
 	s = resolve_settings(&c);
-	if (c.list)
+	if (c.server)
+		code = cmd_server(&c, &s);
+	else if (c.list)
 		code = cmd_list(&s);
 	else if (c.reset)
 		code = cmd_reset(&s, c.reset);

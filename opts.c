@@ -230,5 +230,15 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 		return env_error("DOLSOT_SESSION_TTL_DAYS", v,
 		                 "a number of days, 0 or more (0 = never reap)", err, errlen);
 	s->cache_dir = env("DOLSOT_CACHE_DIR");
+	s->server = true;
+	if ((v = env("DOLSOT_SERVER"))) {
+		if (strcmp(v, "off") != 0 && strcmp(v, "auto") != 0)
+			return env_error("DOLSOT_SERVER", v, "auto or off", err, errlen);
+		s->server = strcmp(v, "auto") == 0;
+	}
+	s->server_idle = DEFAULT_SERVER_IDLE;
+	if ((v = env("DOLSOT_SERVER_IDLE")) && opts_parse_seconds(v, &s->server_idle) < 0)
+		return env_error("DOLSOT_SERVER_IDLE", v, "a positive number of seconds",
+		                 err, errlen);
 	return 0;
 }

@@ -22,11 +22,14 @@ struct settings {
 	uint64_t max_output;     /* chars, 0 = no cap */
 	double ttl_days;         /* >= 0, 0 = never reap */
 	const char *cache_dir;   /* NULL = the default directory */
+	bool server;             /* DOLSOT_SERVER=auto: use and start the warm server */
+	double server_idle;      /* seconds an unused server lives */
 };
 
 #define DEFAULT_TIMEOUT 20.0
 #define DEFAULT_MAX_OUTPUT 100000
 #define DEFAULT_TTL_DAYS 7.0
+#define DEFAULT_SERVER_IDLE 300.0
 
 /*
  * Split "MODULE:ALIAS" into *out (both strings malloc'd; free with

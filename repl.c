@@ -14,9 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include "frame.h"
 #include "proc.h"
+#include "warm.h"
 #include "worker.h"
 
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen)
@@ -57,11 +60,36 @@ static char *dup_printf(const char *fmt, ...)
 	return p;
 }
 
+extern char **environ;
+
+/* The environment as NUL-separated entries, for a worker that does not
+ * inherit it (malloc'd into *out). */
+static int pack_environ(struct span *out, char **buf)
+{
+	size_t n = 0, off = 0;
+
+	for (char **e = environ; *e; e++)
+		n += strlen(*e) + 1;
+	*buf = malloc(n ? n : 1);
+	if (!*buf)
+		return -1;
+	for (char **e = environ; *e; e++) {
+		size_t len = strlen(*e) + 1;
+
+		memcpy(*buf + off, *e, len);
+		off += len;
+	}
+	*out = (struct span){ (const uint8_t *)*buf, n, true };
+	return 0;
+}
+
 static int encode_request(const struct run_args *a, const uint8_t *blob,
                           size_t blob_len, bool found, double budget,
                           struct frame_buf *buf)
 {
 	struct request r;
+	char cwd[PATH_MAX], *env = NULL;
+	int ret;
 
 	memset(&r, 0, sizeof(r));
 	r.code = (struct span){ (const uint8_t *)a->code, a->code_len, true };
@@ -79,7 +107,16 @@ static int encode_request(const struct run_args *a, const uint8_t *blob,
 	r.n_toolboxes = a->n_toolboxes;
 	r.max_output = a->settings->max_output;
 	r.budget_ns = (uint64_t)(budget * 1e9);
-	return frame_encode_request(buf, &r);
+	/* A warm worker is forked from a zygote, not from us: tell it where and
+	 * with what environment the caller runs. */
+	if (a->settings->server && getcwd(cwd, sizeof(cwd))) {
+		r.cwd = span_str(cwd);
+		if (pack_environ(&r.env, &env) < 0)
+			return -1;
+	}
+	ret = frame_encode_request(buf, &r);
+	free(env);
+	return ret;
 }
 
 /* Why the worker ended without an answer, as words. */
@@ -126,8 +163,38 @@ static bool take_outcome(const struct proc_outcome *o, double timeout,
 	return (wr->flags & RES_SAVE) != 0;
 }
 
+/* Try the warm server; returns true when *o holds the call's outcome or
+ * *res already says why the call failed. */
+static bool run_warm(const struct run_args *a, struct store *st,
+                     const struct frame_buf *req, const struct timespec *deadline,
+                     struct result *res, struct proc_outcome *o, bool *no_server)
+{
+	struct warm_key key = { a->toolboxes, a->n_toolboxes };
+	int dirfd = store_file_dirfd(st);
+	char err[REPL_ERR_MAX];
+
+	if (!a->settings->server || dirfd < 0)
+		return false;
+	switch (warm_run(dirfd, req->data, req->len, deadline, a->settings->timeout, &key,
+	                 &res->out, &res->err, o, err, sizeof(err))) {
+	case WARM_DONE:
+		return true;
+	case WARM_BROKEN:
+		res->exit_code = DOLSOT_EXIT_FAIL;
+		res->error = strdup(err);
+		return true;
+	case WARM_NO_SERVER:
+		*no_server = true;
+		return false;
+	case WARM_FALLBACK:
+	default:
+		return false;
+	}
+}
+
 static int run_locked(const struct run_args *a, struct store *st,
-                      struct result *res, int *sig, char *err, size_t errlen)
+                      struct result *res, int *sig, bool *no_server,
+                      char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
 	uint8_t *blob = NULL;
@@ -150,10 +217,14 @@ static int run_locked(const struct run_args *a, struct store *st,
 	}
 	free(blob);
 	blob = NULL;
-	if (proc_run(req.data, req.len, &deadline, worker_child, NULL, &res->out,
+	if (!run_warm(a, st, &req, &deadline, res, &o, no_server) &&
+	    proc_run(req.data, req.len, &deadline, worker_child, NULL, &res->out,
 	             &res->err, &o, err, errlen) < 0)
 		goto out;
 	frame_buf_release(&req);
+	ret = 0;
+	if (res->error)
+		goto out;   /* the warm path broke after the cell may have run */
 	*sig = o.signal;
 	memset(&wr, 0, sizeof(wr));
 	if (take_outcome(&o, a->settings->timeout, &wr, res) && !o.signal) {
@@ -166,7 +237,6 @@ static int run_locked(const struct run_args *a, struct store *st,
 		}
 	}
 	proc_outcome_release(&o);
-	ret = 0;
 out:
 	free(blob);
 	frame_buf_release(&req);
@@ -179,6 +249,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	char serr[STORE_ERR_MAX];
 	struct store *st;
 	struct store_lock lk;
+	bool no_server = false;
 	int ret;
 
 	*sig = 0;
@@ -191,8 +262,14 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		store_close(st);
 		return -1;
 	}
-	ret = run_locked(a, st, res, sig, err, errlen);
+	ret = run_locked(a, st, res, sig, &no_server, err, errlen);
 	store_unlock(st, &lk);
+	if (no_server && !*sig) {
+		struct warm_key key = { a->toolboxes, a->n_toolboxes };
+
+		/* Cold this time; warm for the calls that follow. */
+		warm_spawn_server(store_file_dirfd(st), a->settings->server_idle, &key);
+	}
 	store_close(st);
 	return ret;
 }
@@ -216,6 +293,55 @@ int repl_reset(const struct settings *s, const char *target, unsigned *removed,
 out:
 	if (ret < 0)
 		snprintf(err, errlen, "%s", serr);
+	store_close(st);
+	return ret;
+}
+
+int repl_server_start(const struct settings *s, const struct toolbox_arg *toolboxes,
+                      size_t n, char *err, size_t errlen)
+{
+	struct store *st = repl_open_store(s, err, errlen);
+	struct warm_key key = { toolboxes, n };
+	int ret = 0;
+
+	if (!st)
+		return -1;
+	if (warm_wait_ready(store_file_dirfd(st), s->server_idle, &key, s->timeout) < 0) {
+		if (errno == ETIMEDOUT)
+			snprintf(err, errlen, "the server did not get ready within %gs (a "
+			         "toolbox that fails to import keeps calls on the cold path)",
+			         s->timeout);
+		else
+			snprintf(err, errlen, "cannot start the server: %s", strerror(errno));
+		ret = -1;
+	}
+	store_close(st);
+	return ret;
+}
+
+int repl_server_info(const struct settings *s, char *buf, size_t len, char *err,
+                     size_t errlen)
+{
+	struct store *st = repl_open_store(s, err, errlen);
+	int ret;
+
+	if (!st)
+		return -1;
+	ret = warm_info(store_file_dirfd(st), buf, len) == 0;
+	store_close(st);
+	return ret;
+}
+
+int repl_server_stop(const struct settings *s, long *pid, char *err, size_t errlen)
+{
+	struct store *st = repl_open_store(s, err, errlen);
+	int ret;
+
+	if (!st)
+		return -1;
+	ret = warm_stop(store_file_dirfd(st), pid);
+	if (ret < 0)
+		snprintf(err, errlen, "cannot stop the server: %s", strerror(errno));
 	store_close(st);
 	return ret;
 }

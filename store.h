@@ -72,6 +72,12 @@ struct store {
  */
 struct store *store_file_open(const char *dir, double ttl_days, char *err);
 
+/*
+ * The directory fd of a FileStore (owned by the store), where the warm
+ * server keeps its socket; -1 for any other store.
+ */
+int store_file_dirfd(struct store *s);
+
 /* MemoryStore: a table in this process, no TTL. */
 struct store *store_mem_open(void);
 

@@ -952,3 +952,10 @@ struct store *store_file_open(const char *dir, double ttl_days, char *err)
 	fs->ttl = ttl_days * 86400.0;
 	return &fs->s;
 }
+
+int store_file_dirfd(struct store *s)
+{
+	if (!s || s->ops != &fstore_ops)
+		return -1;
+	return ((struct fstore *)s->priv)->dirfd;
+}

@@ -23,7 +23,21 @@ static char store[4200];        /* DOLSOT_CACHE_DIR of this test */
 static char store_env[4300];
 static const char *test_env[16];
 
-static void setup(void)
+static void stop_server(void)
+{
+	struct cli_run r;
+
+	if (!tmp)
+		return;
+	CLI(&r, "--server-stop");
+	cli_run_release(&r);
+	cli_rmtree(tmp);
+	free(tmp);
+	tmp = NULL;
+}
+
+/* A test without a server started for it (one may still start on demand). */
+static void setup_plain(void)
 {
 	size_t n = 0;
 
@@ -37,12 +51,26 @@ static void setup(void)
 	test_env[n++] = "PYTHONPATH";
 	test_env[n++] = "VIRTUAL_ENV";
 	test_env[n] = NULL;
+	/* A failed check exits the test process: clean up then too. */
+	atexit(stop_server);
+}
+
+/* In the warm run of the suite (DOLSOT_TEST_WARM), a server is up first. */
+static void setup(void)
+{
+	setup_plain();
+	if (getenv("DOLSOT_TEST_WARM")) {
+		struct cli_run r;
+
+		CLI(&r, "--server-start");
+		ck_assert_msg(r.code == 0, "--server-start: %s", r.err);
+		cli_run_release(&r);
+	}
 }
 
 static void teardown(void)
 {
-	cli_rmtree(tmp);
-	free(tmp);
+	stop_server();
 }
 
 /* Run with extra environment entries on top of the test's own. */
@@ -1042,11 +1070,14 @@ static Suite *cli_suite(void)
 	TCase *run = tcase_create("run"), *tb = tcase_create("toolbox"),
 	      *proc = tcase_create("processes"), *out = tcase_create("output"),
 	      *conc = tcase_create("concurrency"), *st = tcase_create("store"),
-	      *use = tcase_create("usage");
-	TCase *all[] = { run, tb, proc, out, conc, st, use };
+	      *refuse = tcase_create("refusals"), *use = tcase_create("usage");
+	TCase *all[] = { run, tb, proc, out, conc, st, refuse, use };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
-		tcase_add_checked_fixture(all[i], setup, teardown);
+		/* Refusals and usage errors need a store nobody created yet. */
+		bool plain = all[i] == refuse || all[i] == use;
+
+		tcase_add_checked_fixture(all[i], plain ? setup_plain : setup, teardown);
 		tcase_set_timeout(all[i], 120);
 		suite_add_tcase(s, all[i]);
 	}
@@ -1087,8 +1118,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(st, list_sessions_format);
 	tcase_add_test(st, reset_one_and_all);
 	tcase_add_test(st, store_files_and_modes);
-	tcase_add_test(st, store_refuses_open_permissions);
-	tcase_add_test(st, store_refuses_symlink);
+	tcase_add_test(refuse, store_refuses_open_permissions);
+	tcase_add_test(refuse, store_refuses_symlink);
 	tcase_add_test(st, corrupt_session_names_reset);
 	tcase_add_test(st, expired_sessions_are_reaped);
 	tcase_add_test(st, ttl_zero_never_reaps);

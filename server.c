@@ -1,0 +1,617 @@
+/*
+ * server.c - accept calls, route them to zygotes, keep the zygotes fresh.
+ *
+ * The server never runs Python and never touches sessions: the client
+ * holds the session lock, loads and saves the blob itself, and passes the
+ * server its memfds and pipes.  A call whose zygote is not ready yet is
+ * answered WIRE_FALLBACK at once (the client runs it cold) while the zygote
+ * starts in the background, so the server never makes a call slower.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "zygote.h"
+
+#define MAX_CLIENTS 256
+#define RETRY_FAILED_SECONDS 10
+
+enum zstate { Z_STARTING, Z_READY, Z_FAILED };
+
+struct zygote {
+	uint8_t key[WIRE_MAX_PAYLOAD];
+	size_t key_len;
+	pid_t pid;
+	int ctl;
+	enum zstate state;
+	char *files;              /* READY payload: the module files to watch */
+	size_t files_len;
+	double last_used;
+	double started;
+	char why[256];
+};
+
+struct server {
+	int dirfd, listen_fd, sig, lock_fd;
+	double idle, last_call, started;
+	uint64_t exe_id;
+	struct zygote z[SERVER_MAX_ZYGOTES];
+	int clients[MAX_CLIENTS];
+	size_t n_clients;
+	bool stopping;
+	uint64_t calls_served, calls_fallback;
+};
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+uint64_t server_exe_id(void)
+{
+	struct stat st;
+	uint64_t h = 1469598103934665603ull;
+	uint64_t parts[5];
+
+	if (stat("/proc/self/exe", &st) < 0)
+		return 0;
+	parts[0] = st.st_dev;
+	parts[1] = st.st_ino;
+	parts[2] = (uint64_t)st.st_size;
+	parts[3] = (uint64_t)st.st_mtim.tv_sec;
+	parts[4] = (uint64_t)st.st_mtim.tv_nsec;
+	for (size_t i = 0; i < 5; i++)
+		for (int b = 0; b < 8; b++)
+			h = (h ^ ((parts[i] >> (8 * b)) & 0xff)) * 1099511628211ull;
+	return h;
+}
+
+void server_socket_path(int dirfd, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d/" SERVER_SOCKET, dirfd);
+}
+
+/* ---- zygotes ---- */
+
+static void zygote_forget(struct zygote *z)
+{
+	if (z->ctl >= 0)
+		close(z->ctl);   /* it finishes its calls, then exits */
+	free(z->files);
+	memset(z, 0, sizeof(*z));
+	z->ctl = -1;
+	z->pid = 0;
+}
+
+/* Parse a WIRE_CALL key into env; strings point into m's payload. */
+static void key_env(const struct wire_msg *m, struct zygote_env *env)
+{
+	size_t pos = 0;
+	const char *v;
+
+	memset(env, 0, sizeof(*env));
+	env->cwd = wire_next(m, "cwd", &pos);
+	pos = 0;
+	env->pythonpath = wire_next(m, "pythonpath", &pos);
+	pos = 0;
+	env->venv = wire_next(m, "venv", &pos);
+	pos = 0;
+	while ((v = wire_next(m, "toolbox", &pos)) && env->n_modules < 256)
+		env->modules[env->n_modules++] = v;
+	if (!env->cwd)
+		env->cwd = "/";
+	if (!env->pythonpath)
+		env->pythonpath = "";
+	if (!env->venv)
+		env->venv = "";
+}
+
+static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_msg *m)
+{
+	int sv[2];
+	pid_t pid;
+
+	memcpy(z->key, m->payload, m->len);
+	z->key_len = m->len;
+	z->state = Z_STARTING;
+	z->started = z->last_used = now();
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		goto failed;
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		goto failed;
+	}
+	if (pid == 0) {
+		struct zygote_env env;
+		int keep[] = { sv[1] };
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		proc_close_fds_except(keep, 1);
+		key_env(m, &env);
+		zygote_main(sv[1], &env);
+	}
+	close(sv[1]);
+	z->ctl = sv[0];
+	z->pid = pid;
+	return;
+failed:
+	z->state = Z_FAILED;
+	snprintf(z->why, sizeof(z->why), "cannot start a zygote: %s", strerror(errno));
+	(void)s;
+}
+
+/* True when a module file the zygote imported changed since. */
+static bool zygote_stale(const struct zygote *z)
+{
+	struct wire_msg view;
+	size_t pos = 0;
+	const char *entry;
+
+	memcpy(view.payload, z->files, z->files_len);
+	view.len = z->files_len;
+	while ((entry = wire_next(&view, "file", &pos))) {
+		char path[4096];
+		long long mtime, size;
+		const char *tab = strchr(entry, '\t');
+		struct stat st;
+
+		if (!tab || (size_t)(tab - entry) >= sizeof(path) ||
+		    sscanf(tab + 1, "%lld\t%lld", &mtime, &size) != 2)
+			return true;
+		memcpy(path, entry, (size_t)(tab - entry));
+		path[tab - entry] = '\0';
+		if (stat(path, &st) < 0 || st.st_size != size ||
+		    (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec != mtime)
+			return true;
+	}
+	return false;
+}
+
+static struct zygote *zygote_find(struct server *s, const struct wire_msg *m)
+{
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+		if (s->z[i].pid && s->z[i].key_len == m->len &&
+		    memcmp(s->z[i].key, m->payload, m->len) == 0)
+			return &s->z[i];
+	return NULL;
+}
+
+/* A free slot, evicting the least recently used zygote when all are taken. */
+static struct zygote *zygote_slot(struct server *s)
+{
+	struct zygote *lru = &s->z[0];
+
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
+		if (!s->z[i].pid)
+			return &s->z[i];
+		if (s->z[i].last_used < lru->last_used)
+			lru = &s->z[i];
+	}
+	zygote_forget(lru);
+	return lru;
+}
+
+static void on_zygote_message(struct zygote *z)
+{
+	static struct wire_msg m;
+	int got;
+
+	memset(&m, 0, sizeof(m));
+	got = wire_recv(z->ctl, &m);
+	if (got <= 0) {
+		if (got < 0 && errno == EAGAIN)
+			return;
+		z->state = Z_FAILED;
+		close(z->ctl);
+		z->ctl = -1;
+		return;
+	}
+	wire_close_fds(&m);
+	if (m.type == WIRE_READY && z->state == Z_STARTING) {
+		z->files = malloc(m.len ? m.len : 1);
+		if (!z->files) {
+			z->state = Z_FAILED;
+			return;
+		}
+		memcpy(z->files, m.payload, m.len);
+		z->files_len = m.len;
+		z->state = Z_READY;
+	} else if (m.type == WIRE_FAILED) {
+		z->state = Z_FAILED;
+		snprintf(z->why, sizeof(z->why), "%.*s", (int)m.len, (const char *)m.payload);
+	}
+}
+
+/* ---- calls ---- */
+
+static void fallback(int client, const char *why)
+{
+	wire_send(client, WIRE_FALLBACK, 0, 0, why, strlen(why), NULL, 0);
+}
+
+/* Route a call; returns true when its client fd was handed on. */
+static bool on_call(struct server *s, int client, struct wire_msg *m)
+{
+	struct zygote *z = zygote_find(s, m);
+	int fds[5];
+
+	s->last_call = now();
+	if (m->b != s->exe_id) {
+		/* Another build of dolsot: let it start its own server. */
+		fallback(client, "the server belongs to another dolsot binary; it stops");
+		s->stopping = true;
+		return false;
+	}
+	if (m->nfds != 0 && m->nfds != 4) {
+		fallback(client, "malformed call");
+		return false;
+	}
+	if (z && z->state == Z_READY && zygote_stale(z)) {
+		zygote_forget(z);
+		z = NULL;
+	}
+	if (z && z->state == Z_FAILED && now() - z->started > RETRY_FAILED_SECONDS) {
+		zygote_forget(z);
+		z = NULL;
+	}
+	if (!z) {
+		zygote_spawn(s, zygote_slot(s), m);
+		fallback(client, "warming up");
+		s->calls_fallback += m->nfds != 0;
+		return false;
+	}
+	if (z->state != Z_READY) {
+		fallback(client, z->state == Z_FAILED ? z->why : "warming up");
+		s->calls_fallback += m->nfds != 0;
+		return false;
+	}
+	if (m->nfds == 0) {
+		/* A probe (dolsot --server-start): is this environment warm? */
+		wire_send(client, WIRE_READY, 0, 0, NULL, 0, NULL, 0);
+		return false;
+	}
+	fds[0] = client;
+	memcpy(fds + 1, m->fds, sizeof(int) * 4);
+	if (wire_send(z->ctl, WIRE_RUN, m->a, 0, NULL, 0, fds, 5) < 0) {
+		fallback(client, "the zygote is gone");
+		zygote_forget(z);
+		return false;
+	}
+	z->last_used = now();
+	s->calls_served++;
+	return true;
+}
+
+/* "Rss: N kB" style fields of /proc/PID/smaps_rollup, in kB. */
+static void memory_of(pid_t pid, long *rss, long *pss, long *priv)
+{
+	char path[64], line[256];
+	FILE *f;
+	long v, clean = 0, dirty = 0;
+
+	*rss = *pss = *priv = -1;
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Rss: %ld", &v) == 1)
+			*rss = v;
+		else if (sscanf(line, "Pss: %ld", &v) == 1)
+			*pss = v;
+		else if (sscanf(line, "Private_Clean: %ld", &v) == 1)
+			clean = v;
+		else if (sscanf(line, "Private_Dirty: %ld", &v) == 1)
+			dirty = v;
+	}
+	fclose(f);
+	*priv = clean + dirty;
+}
+
+static const char *const state_names[] = { "starting", "ready", "failed" };
+
+static void on_info(struct server *s, int client)
+{
+	char text[WIRE_MAX_PAYLOAD];
+	size_t n = 0;
+	long rss, pss, priv;
+
+	memory_of(getpid(), &rss, &pss, &priv);
+	n += (size_t)snprintf(text + n, sizeof(text) - n,
+	                      "pid %d\nuptime %.0f s\ncalls %llu warm, %llu cold\n"
+	                      "memory %ld kB rss, %ld kB pss, %ld kB private\n",
+	                      (int)getpid(), now() - s->started,
+	                      (unsigned long long)s->calls_served,
+	                      (unsigned long long)s->calls_fallback, rss, pss, priv);
+	for (int i = 0; i < SERVER_MAX_ZYGOTES && n < sizeof(text) - 512; i++) {
+		struct zygote *z = &s->z[i];
+		struct wire_msg view;
+		struct zygote_env env;
+
+		if (!z->pid)
+			continue;
+		memcpy(view.payload, z->key, z->key_len);
+		view.len = z->key_len;
+		key_env(&view, &env);
+		memory_of(z->pid, &rss, &pss, &priv);
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+		                      "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "
+		                      "%ld kB private\n  cwd %s\n  pythonpath %s\n  venv %s\n"
+		                      "  toolboxes",
+		                      (int)z->pid, state_names[z->state], now() - z->last_used,
+		                      rss, pss, priv, env.cwd, *env.pythonpath ? env.pythonpath : "-",
+		                      *env.venv ? env.venv : "-");
+		for (size_t j = 0; j < env.n_modules && n < sizeof(text) - 300; j++)
+			n += (size_t)snprintf(text + n, sizeof(text) - n, " %s", env.modules[j]);
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\n",
+		                      env.n_modules ? "" : " -");
+	}
+	wire_send(client, WIRE_INFO, 0, 0, text, n, NULL, 0);
+}
+
+/* Only our own uid may talk to us. */
+static bool peer_is_us(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+	       cred.uid == geteuid();
+}
+
+static void drop_client(struct server *s, size_t i, bool close_it)
+{
+	if (close_it)
+		close(s->clients[i]);
+	s->clients[i] = s->clients[--s->n_clients];
+}
+
+static void on_client(struct server *s, size_t i)
+{
+	static struct wire_msg m;
+	int fd = s->clients[i];
+	int got;
+
+	memset(&m, 0, sizeof(m));
+	got = wire_recv(fd, &m);
+	if (got < 0 && errno == EAGAIN)
+		return;
+	if (got <= 0) {
+		drop_client(s, i, true);
+		return;
+	}
+	switch (m.type) {
+	case WIRE_CALL:
+		if (on_call(s, fd, &m)) {
+			wire_close_fds(&m);
+			drop_client(s, i, true);   /* the zygote has its own copy */
+			return;
+		}
+		break;
+	case WIRE_INFO_REQ:
+		on_info(s, fd);
+		break;
+	case WIRE_STOP:
+		/* Keep this connection open: the client sees it close when we are
+		 * gone, zygotes included. */
+		s->stopping = true;
+		wire_send(fd, WIRE_STOPPING, (uint64_t)getpid(), 0, NULL, 0, NULL, 0);
+		drop_client(s, i, false);
+		return;
+	default:
+		break;
+	}
+	wire_close_fds(&m);
+	drop_client(s, i, true);
+}
+
+static void on_accept(struct server *s)
+{
+	for (;;) {
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		if (!peer_is_us(fd) || s->n_clients == MAX_CLIENTS) {
+			close(fd);
+			continue;
+		}
+		s->clients[s->n_clients++] = fd;
+	}
+}
+
+/* ---- life cycle ---- */
+
+static int open_listener(struct server *s)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd;
+
+	s->lock_fd = openat(s->dirfd, SERVER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return -1;   /* another server holds the store */
+	unlinkat(s->dirfd, SERVER_SOCKET, 0);
+	server_socket_path(s->dirfd, addr.sun_path, sizeof(addr.sun_path));
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 128) < 0) {
+		close(fd);
+		return -1;
+	}
+	s->listen_fd = fd;
+	return 0;
+}
+
+/* The store directory is gone (removed or renamed away): so are we. */
+static bool dir_gone(const struct server *s)
+{
+	struct stat st;
+
+	return fstat(s->dirfd, &st) < 0 || st.st_nlink == 0;
+}
+
+static void reap_zygotes(struct server *s)
+{
+	pid_t pid;
+
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+			if (s->z[i].pid == pid)
+				zygote_forget(&s->z[i]);
+}
+
+static void evict_idle_zygotes(struct server *s)
+{
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+		if (s->z[i].pid && s->z[i].state != Z_STARTING &&
+		    now() - s->z[i].last_used > SERVER_ZYGOTE_IDLE)
+			zygote_forget(&s->z[i]);
+}
+
+/* Ask zygotes to finish (closing their control socket), wait a little for
+ * them, then kill what is left: no process of ours outlives the server. */
+static void stop_zygotes(struct server *s)
+{
+	pid_t pids[SERVER_MAX_ZYGOTES];
+	size_t n = 0;
+
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+		if (s->z[i].pid) {
+			pids[n++] = s->z[i].pid;
+			zygote_forget(&s->z[i]);
+		}
+	for (int tries = 0; tries < 200; tries++) {
+		size_t alive = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (pids[i] && waitpid(pids[i], NULL, WNOHANG) == 0)
+				alive++;
+			else
+				pids[i] = 0;
+		}
+		if (!alive)
+			return;
+		usleep(10000);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (pids[i]) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+}
+
+static void server_exit(struct server *s, int code)
+{
+	/* We hold the server lock, so the socket name is still ours. */
+	unlinkat(s->dirfd, SERVER_SOCKET, 0);
+	close(s->listen_fd);
+	stop_zygotes(s);
+	_exit(code);
+}
+
+static void server_loop(struct server *s)
+{
+	struct pollfd p[2 + SERVER_MAX_ZYGOTES + MAX_CLIENTS];
+
+	for (;;) {
+		nfds_t n = 0;
+		size_t nc = s->n_clients;
+		int zi[SERVER_MAX_ZYGOTES];
+
+		if (s->stopping || dir_gone(s) ||
+		    (now() - s->last_call > s->idle && s->n_clients == 0))
+			server_exit(s, 0);
+		evict_idle_zygotes(s);
+		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = s->listen_fd, .events = POLLIN };
+		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
+			zi[i] = -1;
+			if (s->z[i].pid && s->z[i].ctl >= 0) {
+				zi[i] = (int)n;
+				p[n++] = (struct pollfd){ .fd = s->z[i].ctl, .events = POLLIN };
+			}
+		}
+		for (size_t i = 0; i < nc; i++)
+			p[n++] = (struct pollfd){ .fd = s->clients[i], .events = POLLIN };
+		if (poll(p, n, 1000) < 0 && errno != EINTR)
+			server_exit(s, 1);
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(s->sig, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+					s->stopping = true;
+			reap_zygotes(s);
+		}
+		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+			if (zi[i] >= 0 && p[zi[i]].revents && s->z[i].ctl >= 0)
+				on_zygote_message(&s->z[i]);
+		/* Clients last, newest first, since handling one may drop it. */
+		for (size_t i = nc; i-- > 0;)
+			if (p[n - nc + i].revents)
+				on_client(s, i);
+		if (p[1].revents)
+			on_accept(s);
+	}
+}
+
+void server_main(int dirfd, double idle_seconds, const struct wire_msg *prewarm)
+{
+	static struct server s;
+	sigset_t mask;
+	int keep[] = { dirfd };
+	int null;
+
+	prctl(PR_SET_NAME, "dolsot-server");
+	memset(&s, 0, sizeof(s));
+	s.dirfd = dirfd;
+	s.idle = idle_seconds;
+	s.started = s.last_call = now();
+	s.exe_id = server_exe_id();
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+		s.z[i].ctl = -1;
+	proc_close_fds_except(keep, 1);
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		_exit(1);
+	if (chdir("/") < 0)
+		_exit(1);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	s.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s.sig < 0 || open_listener(&s) < 0)
+		_exit(0);
+	if (prewarm)
+		zygote_spawn(&s, &s.z[0], prewarm);
+	server_loop(&s);
+	_exit(0);
+}

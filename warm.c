@@ -1,0 +1,373 @@
+/*
+ * warm.c - hand one call to the store's server instead of forking cold.
+ *
+ * The client keeps everything that makes a call safe: it holds the session
+ * lock, loads and saves the blob, owns the pipes the cell writes to and
+ * enforces its own deadline.  The server only supplies a process forked
+ * from a warm interpreter.  Until the worker says WIRE_STARTED nothing has
+ * run, so any failure before it falls back to the cold path; after it, a
+ * failure is reported rather than the cell run twice.
+ */
+#include "warm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "server.h"
+#include "wire.h"
+
+/* Seconds the client waits past its deadline for the server's verdict. */
+#define GRACE 2.0
+
+static int connect_server(int dirfd)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	server_socket_path(dirfd, addr.sun_path, sizeof(addr.sun_path));
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The WIRE_CALL payload: what selects the zygote. */
+static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
+{
+	char cwd[PATH_MAX];
+	const char *pp = getenv("PYTHONPATH"), *venv = getenv("VIRTUAL_ENV");
+
+	*len = 0;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -1;
+	if (wire_put(buf, len, "cwd", cwd) < 0 ||
+	    wire_put(buf, len, "pythonpath", pp ? pp : "") < 0 ||
+	    wire_put(buf, len, "venv", venv ? venv : "") < 0)
+		return -1;
+	for (size_t i = 0; i < key->n_toolboxes; i++)
+		if (wire_put(buf, len, "toolbox", key->toolboxes[i].module) < 0)
+			return -1;
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+struct call {
+	int sock, out, err, res, sig;
+	bool started, done;
+	struct proc_outcome *o;
+};
+
+static int send_call(struct call *c, const uint8_t *request, size_t len,
+                     double budget, const struct warm_key *key)
+{
+	static uint8_t payload[WIRE_MAX_PAYLOAD];
+	size_t plen;
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, req = -1, fds[4];
+	int ret = -1;
+
+	if (key_payload(key, payload, &plen) < 0)
+		return -1;
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    (req = memfd_create("dolsot-request", MFD_CLOEXEC)) < 0 ||
+	    (c->res = memfd_create("dolsot-result", MFD_CLOEXEC)) < 0)
+		goto out;
+	for (size_t done = 0; done < len;) {
+		ssize_t w = write(req, request + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			goto out;
+		done += (size_t)w;
+	}
+	fds[0] = req;
+	fds[1] = c->res;
+	fds[2] = outp[1];
+	fds[3] = errp[1];
+	if (wire_send(c->sock, WIRE_CALL, (uint64_t)(budget * 1e9), server_exe_id(),
+	              payload, plen, fds, 4) < 0)
+		goto out;
+	c->out = outp[0];
+	c->err = errp[0];
+	outp[0] = errp[0] = -1;
+	fcntl(c->out, F_SETFL, O_NONBLOCK);
+	fcntl(c->err, F_SETFL, O_NONBLOCK);
+	ret = 0;
+out:
+	close_fd(&outp[0]);
+	close_fd(&outp[1]);
+	close_fd(&errp[0]);
+	close_fd(&errp[1]);
+	close_fd(&req);
+	return ret;
+}
+
+/* One message from the server or zygote; returns false at end of stream. */
+static bool on_message(struct call *c)
+{
+	static struct wire_msg m;
+	int got;
+
+	memset(&m, 0, sizeof(m));
+	got = wire_recv(c->sock, &m);
+	if (got < 0 && errno == EAGAIN)
+		return true;
+	if (got <= 0)
+		return false;
+	wire_close_fds(&m);
+	switch (m.type) {
+	case WIRE_STARTED:
+		c->started = true;
+		break;
+	case WIRE_STATUS:
+		c->o->status = (int)m.a;
+		c->o->timed_out = m.b != 0;
+		c->done = true;
+		break;
+	case WIRE_FALLBACK:
+		return false;
+	default:
+		return false;   /* garbage: treat as a broken server */
+	}
+	return true;
+}
+
+static void on_signals(struct call *c)
+{
+	struct signalfd_siginfo si;
+
+	while (read(c->sig, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		c->o->signal = (int)si.ssi_signo;
+}
+
+/* Wait for the verdict while reading the cell's output. */
+static enum warm_status supervise(struct call *c, const struct timespec *deadline,
+                                  struct capture *out, struct capture *errc)
+{
+	while (!c->done && !c->o->signal) {
+		struct pollfd p[4] = {
+			{ c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 },
+			{ c->out, POLLIN, 0 }, { c->err, POLLIN, 0 },
+		};
+		double left = proc_seconds_left(deadline) + GRACE;
+
+		if (left <= 0) {
+			/* The server did not enforce the deadline: give up on it.
+			 * Closing our end makes the zygote kill the cell. */
+			c->o->timed_out = true;
+			return WARM_DONE;
+		}
+		if (poll(p, 4, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return WARM_BROKEN;
+		if (c->out >= 0 && p[2].revents)
+			proc_pump(&c->out, out);
+		if (c->err >= 0 && p[3].revents)
+			proc_pump(&c->err, errc);
+		if (p[1].revents)
+			on_signals(c);
+		if (p[0].revents && !on_message(c))
+			return c->started ? WARM_BROKEN : WARM_FALLBACK;
+	}
+	return WARM_DONE;
+}
+
+/* After the verdict every writer is gone: read the pipes to the end. */
+static void drain(int *fd, struct capture *c)
+{
+	while (*fd >= 0) {
+		struct pollfd p = { *fd, POLLIN, 0 };
+
+		if (poll(&p, 1, 1000) <= 0)
+			break;
+		proc_pump(fd, c);
+	}
+	close_fd(fd);
+}
+
+static int map_result(int fd, struct proc_outcome *o)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) < 0)
+		return -1;
+	if (st.st_size <= 0)
+		return 0;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	o->result = p;
+	o->result_len = (size_t)st.st_size;
+	return 0;
+}
+
+enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
+                          const struct timespec *deadline, double budget,
+                          const struct warm_key *key, struct capture *out,
+                          struct capture *errc, struct proc_outcome *o,
+                          char *err, size_t errlen)
+{
+	struct call c = { .sock = -1, .out = -1, .err = -1, .res = -1, .sig = -1, .o = o };
+	enum warm_status st = WARM_FALLBACK;
+	sigset_t mask, oldmask;
+
+	memset(o, 0, sizeof(*o));
+	c.sock = connect_server(dirfd);
+	if (c.sock < 0)
+		return WARM_NO_SERVER;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	c.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (c.sig < 0 || send_call(&c, request, request_len, budget, key) < 0)
+		goto out;
+	st = supervise(&c, deadline, out, errc);
+	if (st == WARM_BROKEN)
+		snprintf(err, errlen, "dolsot: the warm server failed during the call, after "
+		         "the cell may have started; session unchanged (DOLSOT_SERVER=off "
+		         "avoids the server)");
+	if (st != WARM_DONE)
+		goto out;
+	close_fd(&c.sock);   /* if the cell still runs, this makes the zygote kill it */
+	drain(&c.out, out);
+	drain(&c.err, errc);
+	if (!o->timed_out && !o->signal && map_result(c.res, o) < 0) {
+		snprintf(err, errlen, "dolsot: cannot read the worker's result: %s",
+		         strerror(errno));
+		st = WARM_BROKEN;
+	}
+out:
+	close_fd(&c.sock);
+	close_fd(&c.out);
+	close_fd(&c.err);
+	close_fd(&c.res);
+	close_fd(&c.sig);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	return st;
+}
+
+int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key)
+{
+	static struct wire_msg prewarm;
+	pid_t pid;
+	int status;
+
+	memset(&prewarm, 0, sizeof(prewarm));
+	if (key_payload(key, prewarm.payload, &prewarm.len) < 0)
+		return -1;
+	/* We must not become the server's reaper, nor kill it as a descendant. */
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		setsid();
+		if (fork() == 0)
+			server_main(dirfd, idle_seconds, &prewarm);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
+/* Send one request and wait for one answer of the given type.  With
+ * linger, wait after it until the server closes the connection. */
+static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
+               uint16_t want, struct wire_msg *m, bool linger)
+{
+	int fd = connect_server(dirfd), got;
+
+	if (fd < 0)
+		return 0;
+	if (wire_send(fd, type, 0, server_exe_id(), payload, len, NULL, 0) < 0) {
+		close(fd);
+		return -1;
+	}
+	memset(m, 0, sizeof(*m));
+	got = wire_recv(fd, m);
+	if (got == 1)
+		wire_close_fds(m);
+	if (got == 1 && linger) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		static struct wire_msg rest;
+
+		while (poll(&p, 1, 10000) > 0 && wire_recv(fd, &rest) > 0)
+			wire_close_fds(&rest);
+	}
+	close(fd);
+	return got == 1 && m->type == want ? 1 : -1;
+}
+
+int warm_info(int dirfd, char *buf, size_t len)
+{
+	static struct wire_msg m;
+	int got = ask(dirfd, WIRE_INFO_REQ, NULL, 0, WIRE_INFO, &m, false);
+
+	if (got <= 0)
+		return -1;
+	snprintf(buf, len, "%.*s", (int)m.len, (const char *)m.payload);
+	return 0;
+}
+
+int warm_stop(int dirfd, long *pid)
+{
+	static struct wire_msg m;
+	int got = ask(dirfd, WIRE_STOP, NULL, 0, WIRE_STOPPING, &m, true);
+
+	if (got > 0)
+		*pid = (long)m.a;
+	return got;
+}
+
+int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
+                    double seconds)
+{
+	static uint8_t payload[WIRE_MAX_PAYLOAD];
+	static struct wire_msg m;
+	size_t plen;
+	struct timespec deadline;
+
+	if (key_payload(key, payload, &plen) < 0)
+		return -1;
+	proc_deadline_in(&deadline, seconds);
+	while (proc_seconds_left(&deadline) > 0) {
+		int got = ask(dirfd, WIRE_CALL, payload, plen, WIRE_READY, &m, false);
+
+		if (got == 1)
+			return 0;
+		/* None runs (or one of another build just stopped): start ours. */
+		if (got == 0 && warm_spawn_server(dirfd, idle_seconds, key) < 0)
+			return -1;
+		usleep(20000);
+	}
+	errno = ETIMEDOUT;
+	return -1;
+}

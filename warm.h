@@ -1,0 +1,61 @@
+/*
+ * warm.h - the client side of the warm path: hand a call to the store's
+ * server, start the server, ask it about itself or stop it.
+ */
+#ifndef DOLSOT_WARM_H
+#define DOLSOT_WARM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "opts.h"
+#include "output.h"
+#include "proc.h"
+
+enum warm_status {
+	WARM_DONE,        /* *o holds the outcome, as proc_run would give it */
+	WARM_NO_SERVER,   /* nobody listens: run cold, then start a server */
+	WARM_FALLBACK,    /* the server declined before the cell ran: run cold */
+	WARM_BROKEN,      /* the server failed after the cell may have run */
+};
+
+/* What picks a zygote: the caller's directory, paths and toolbox modules. */
+struct warm_key {
+	const struct toolbox_arg *toolboxes;
+	size_t n_toolboxes;
+};
+
+/*
+ * Run the request (an encoded FRAME_REQUEST) through the server of the
+ * store directory dirfd, under deadline.  Returns a warm_status; on
+ * WARM_BROKEN err says what happened.
+ */
+enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
+                          const struct timespec *deadline, double budget,
+                          const struct warm_key *key, struct capture *out,
+                          struct capture *errc, struct proc_outcome *o,
+                          char *err, size_t errlen);
+
+/*
+ * Start a server for dirfd in the background (detached; it outlives us),
+ * warming a zygote for key.  Returns its pid's parent's status: 0 or -1.
+ */
+int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key);
+
+/* Text from the server about itself into buf; 0, or -1 when none runs. */
+int warm_info(int dirfd, char *buf, size_t len);
+
+/* Ask the server to stop and wait until it is gone; *pid gets its pid.
+ * Returns 1 when one was stopped, 0 when none ran, -1 on error. */
+int warm_stop(int dirfd, long *pid);
+
+/*
+ * Make sure a server runs (starting one, with idle_seconds, if needed) and
+ * wait up to seconds until its zygote for key is ready.  0, or -1 (errno
+ * ETIMEDOUT when it never got ready).
+ */
+int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
+                    double seconds);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * wire.h - messages on the warm path's unix sockets (SOCK_SEQPACKET, so
+ * each message arrives whole), with file descriptors passed alongside.
+ *
+ * A message is a fixed header followed by a payload of at most
+ * WIRE_MAX_PAYLOAD bytes:
+ *
+ *   magic u32 "DLW1" | type u16 | nfds u16 | a u64 | b u64 | len u32 | payload
+ *
+ * The meaning of a and b depends on the type.  Payloads that carry several
+ * strings hold "key=value" entries separated by NUL bytes.
+ */
+#ifndef DOLSOT_WIRE_H
+#define DOLSOT_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WIRE_MAGIC 0x31574c44u   /* "DLW1" little-endian */
+#define WIRE_MAX_PAYLOAD 65536
+#define WIRE_MAX_FDS 8
+
+enum wire_type {
+	/* client -> server; fds: client end kept by the server, request memfd,
+	 * result memfd, stdout, stderr; a: budget in ns; payload: the key */
+	WIRE_CALL = 1,
+	/* server -> client: run the cold path; payload: why (for tracing) */
+	WIRE_FALLBACK,
+	/* worker -> client: the cell is about to run; from here on no fallback */
+	WIRE_STARTED,
+	/* zygote -> client: a: wait status, b: 1 when the deadline killed it */
+	WIRE_STATUS,
+	/* client -> server: describe yourself; reply WIRE_INFO with text */
+	WIRE_INFO_REQ,
+	WIRE_INFO,
+	/* client -> server: stop; the server replies WIRE_STOPPING, then exits */
+	WIRE_STOP,
+	WIRE_STOPPING,
+	/* server -> zygote: run a call; fds as WIRE_CALL; a: budget in ns */
+	WIRE_RUN,
+	/* zygote -> server: ready; payload: "file=PATH\tMTIME_NS\tSIZE" entries */
+	WIRE_READY,
+	/* zygote -> server: could not start; payload: why */
+	WIRE_FAILED,
+	WIRE_TYPE_MAX,
+};
+
+struct wire_msg {
+	uint16_t type;
+	uint64_t a, b;
+	uint8_t payload[WIRE_MAX_PAYLOAD];
+	size_t len;
+	int fds[WIRE_MAX_FDS];
+	size_t nfds;
+};
+
+/*
+ * Send one message with fds (which stay open here).  Returns 0, or -1 with
+ * errno set.
+ */
+int wire_send(int sock, uint16_t type, uint64_t a, uint64_t b,
+              const void *payload, size_t len, const int *fds, size_t nfds);
+
+/*
+ * Receive one message.  Returns 1 with *m filled (received fds are
+ * CLOEXEC and owned by the caller), 0 at end of stream, or -1 with errno set
+ * (EBADMSG for a malformed message; any fds that came with it are closed).
+ */
+int wire_recv(int sock, struct wire_msg *m);
+
+/* Decode a header+payload buffer as received; 0 or -1 (EBADMSG). */
+int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m);
+
+/* Close every fd in m and mark them taken. */
+void wire_close_fds(struct wire_msg *m);
+
+/*
+ * Find "key=" in a NUL-separated payload, starting after *pos (0 for the
+ * start).  Returns the value (NUL-terminated inside the payload) and
+ * advances *pos, or NULL when there is no further entry with that key.
+ * The payload must end with a NUL; wire_decode guarantees it.
+ */
+const char *wire_next(const struct wire_msg *m, const char *key, size_t *pos);
+
+/* Append "key=value\0" to buf (capacity WIRE_MAX_PAYLOAD); -1 if full. */
+int wire_put(uint8_t *buf, size_t *len, const char *key, const char *value);
+
+#endif

@@ -1,0 +1,272 @@
+/*
+ * zygote.c - fork a worker per call from a warm interpreter.
+ *
+ * A call arrives from the server as WIRE_RUN with five fds: the client's
+ * connection, the request and result memfds, and the client's stdout and
+ * stderr pipes.  The worker tells the client WIRE_STARTED just before the
+ * cell can run (before that, the client may safely fall back to the cold
+ * path), and the zygote tells it WIRE_STATUS once the worker and everything
+ * it started are gone.
+ *
+ * The zygote is a child subreaper: whatever a worker leaves behind when it
+ * is killed is reparented here and killed too.  A worker that finishes
+ * normally kills its own descendants (it is a subreaper as well).
+ */
+#include "zygote.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "wire.h"
+#include "worker.h"
+
+#define MAX_CALLS 128
+/* fds of a WIRE_RUN, in order */
+enum { FD_CLIENT, FD_REQUEST, FD_RESULT, FD_OUT, FD_ERR, RUN_FDS };
+
+struct call {
+	pid_t pid;
+	int client;              /* -1 once the client is gone */
+	struct timespec deadline;
+	bool timed_out;
+};
+
+static struct call calls[MAX_CALLS];
+static size_t n_calls;
+
+static void zygote_fail(int ctl, const char *why)
+{
+	wire_send(ctl, WIRE_FAILED, 0, 0, why, strlen(why), NULL, 0);
+	_exit(1);
+}
+
+static void prepare(int ctl, const struct zygote_env *env)
+{
+	char err[1024], *files = NULL;
+	uint8_t payload[WIRE_MAX_PAYLOAD];
+	size_t len = 0;
+
+	if (chdir(env->cwd) < 0) {
+		snprintf(err, sizeof(err), "cannot enter '%s': %s", env->cwd, strerror(errno));
+		zygote_fail(ctl, err);
+	}
+	if (*env->pythonpath)
+		setenv("PYTHONPATH", env->pythonpath, 1);
+	else
+		unsetenv("PYTHONPATH");
+	if (*env->venv)
+		setenv("VIRTUAL_ENV", env->venv, 1);
+	else
+		unsetenv("VIRTUAL_ENV");
+	if (worker_zygote_init(env->modules, env->n_modules, &files, err, sizeof(err)) < 0)
+		zygote_fail(ctl, err);
+	for (char *line = strtok(files, "\n"); line; line = strtok(NULL, "\n"))
+		if (wire_put(payload, &len, "file", line) < 0)
+			zygote_fail(ctl, "too many module files to watch");
+	free(files);
+	if (wire_send(ctl, WIRE_READY, (uint64_t)getpid(), 0, payload, len, NULL, 0) < 0)
+		_exit(1);
+}
+
+/* In the forked worker: become the call's process, then run it. */
+static void worker_start(pid_t zygote, const int *fds, const sigset_t *mask)
+{
+	int keep[] = { fds[FD_CLIENT], fds[FD_REQUEST], fds[FD_RESULT] };
+
+	if (proc_child_prepare(zygote, fds[FD_OUT], fds[FD_ERR], keep, 3, mask) < 0)
+		_exit(127);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	prctl(PR_SET_NAME, "dolsot-worker");
+	if (wire_send(fds[FD_CLIENT], WIRE_STARTED, 0, 0, NULL, 0, NULL, 0) < 0)
+		_exit(127);   /* the client is gone: do not run its cell */
+	close(fds[FD_CLIENT]);
+	worker_zygote_child(fds[FD_REQUEST], fds[FD_RESULT]);
+}
+
+static void start_call(struct wire_msg *m, const sigset_t *mask)
+{
+	struct call *c;
+	pid_t pid, self = getpid();
+
+	if (m->nfds != RUN_FDS || n_calls == MAX_CALLS) {
+		wire_close_fds(m);   /* the client sees EOF before STARTED: it falls back */
+		return;
+	}
+	worker_before_fork();
+	pid = fork();
+	if (pid == 0)
+		worker_start(self, m->fds, mask);
+	worker_after_fork_parent();
+	for (int i = FD_REQUEST; i < RUN_FDS; i++)
+		close(m->fds[i]);
+	if (pid < 0) {
+		close(m->fds[FD_CLIENT]);
+		return;
+	}
+	setpgid(pid, pid);
+	c = &calls[n_calls++];
+	c->pid = pid;
+	c->client = m->fds[FD_CLIENT];
+	c->timed_out = false;
+	proc_deadline_in(&c->deadline, (double)m->a / 1e9);
+}
+
+static bool is_call(pid_t pid)
+{
+	for (size_t i = 0; i < n_calls; i++)
+		if (calls[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* Kill and reap every child that is not a running worker: what killed
+ * workers left behind, reparented to us. */
+static void sweep_orphans(void)
+{
+	pid_t kids[512];
+
+	for (int rounds = 0; rounds < 1000; rounds++) {
+		size_t n = proc_list_children(kids, 512), killed = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (is_call(kids[i]))
+				continue;
+			kill(kids[i], SIGKILL);
+			waitpid(kids[i], NULL, 0);
+			killed++;
+		}
+		if (!killed)
+			return;
+	}
+}
+
+static void finish_call(size_t i, int status)
+{
+	struct call c = calls[i];
+
+	calls[i] = calls[--n_calls];
+	kill(-c.pid, SIGKILL);
+	sweep_orphans();
+	if (c.client >= 0) {
+		wire_send(c.client, WIRE_STATUS, (uint64_t)(unsigned)status, c.timed_out, NULL, 0,
+		          NULL, 0);
+		close(c.client);
+	}
+}
+
+static void reap(void)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (size_t i = 0; i < n_calls; i++) {
+			if (calls[i].pid == pid) {
+				finish_call(i, status);
+				break;
+			}
+		}
+	}
+}
+
+static void kill_call(struct call *c)
+{
+	kill(-c->pid, SIGKILL);
+	kill(c->pid, SIGKILL);
+}
+
+/* Deadlines passed; returns the poll timeout in ms until the next one. */
+static int check_deadlines(void)
+{
+	int next = -1;
+
+	for (size_t i = 0; i < n_calls; i++) {
+		double left = proc_seconds_left(&calls[i].deadline);
+		int ms;
+
+		if (left <= 0) {
+			if (!calls[i].timed_out) {
+				calls[i].timed_out = true;
+				kill_call(&calls[i]);
+			}
+			ms = 50;
+		} else {
+			ms = left > 3600 ? 3600000 : (int)(left * 1000) + 1;
+		}
+		if (next < 0 || ms < next)
+			next = ms;
+	}
+	return next;
+}
+
+/* A client that hung up gave up on its call: kill the cell. */
+static void client_gone(struct call *c)
+{
+	close(c->client);
+	c->client = -1;
+	kill_call(c);
+}
+
+void zygote_main(int ctl, const struct zygote_env *env)
+{
+	sigset_t mask, old;
+	int sig;
+	struct pollfd p[MAX_CALLS + 2];
+	static struct wire_msg m;
+
+	prctl(PR_SET_NAME, "dolsot-zygote");
+	prepare(ctl, env);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sig < 0)
+		_exit(1);
+	while (ctl >= 0 || n_calls) {
+		nfds_t n = 0;
+		int timeout = check_deadlines();
+
+		p[n++] = (struct pollfd){ .fd = sig, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = ctl, .events = POLLIN };
+		for (size_t i = 0; i < n_calls; i++)
+			p[n++] = (struct pollfd){ .fd = calls[i].client, .events = POLLIN };
+		if (poll(p, n, timeout) < 0 && errno != EINTR)
+			_exit(1);
+		for (size_t i = 0; i < n_calls; i++)
+			if (calls[i].client >= 0 && p[2 + i].revents)
+				client_gone(&calls[i]);
+		if (ctl >= 0 && p[1].revents) {
+			memset(&m, 0, sizeof(m));
+			int got = wire_recv(ctl, &m);
+
+			if (got == 1 && m.type == WIRE_RUN)
+				start_call(&m, &old);
+			else if (got == 1)
+				wire_close_fds(&m);
+			else if (got == 0 || errno != EAGAIN) {
+				close(ctl);   /* the server is gone or done with us */
+				ctl = -1;
+			}
+		}
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(sig, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				;
+		}
+		reap();
+	}
+	_exit(0);
+}
