@@ -31,7 +31,7 @@ OBJS := $(SRCS:.c=.o)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
-	tests/check_output tests/check_cli
+	tests/check_output tests/check_cli tests/check_server
 
 all: dolsot
 
@@ -63,17 +63,20 @@ T_STORE := tests/check_store.o store_id.o store_file.o store_mem.o
 T_OPTS := tests/check_opts.o opts.o store_id.o
 T_OUTPUT := tests/check_output.o output.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
+T_SERVER := tests/check_server.o tests/cli_helpers.o
 
 tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)
 tests/check_opts: $(T_OPTS)
 tests/check_output: $(T_OUTPUT)
 tests/check_cli: $(T_CLI)
+tests/check_server: $(T_SERVER)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
 tests/check_opts-asan: $(T_OPTS:.o=.asan.o)
 tests/check_output-asan: $(T_OUTPUT:.o=.asan.o)
 tests/check_cli-asan: $(T_CLI:.o=.asan.o)
+tests/check_server-asan: $(T_SERVER:.o=.asan.o)
 
 $(TESTS):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -81,7 +84,7 @@ $(TESTS):
 deps:
 	@sh tools/deps.sh build
 
-UNIT_TESTS := $(filter-out tests/check_cli,$(TESTS))
+UNIT_TESTS := $(filter-out tests/check_cli tests/check_server,$(TESTS))
 
 # The CLI suite runs twice, with identical expectations: cold, and with the
 # warm server already up for every test.
@@ -91,6 +94,7 @@ check:
 	sh tests/run.sh $(UNIT_TESTS)
 	DOLSOT_SERVER=off sh tests/run.sh tests/check_cli
 	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh tests/check_cli
+	sh tests/run.sh tests/check_server
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, built
 # beside the normal objects (*.asan.o) so both builds can coexist.

@@ -1,0 +1,535 @@
+/*
+ * check_server.c - the warm path: the per-store server and its zygotes.
+ * Each case runs the real binary against a private store.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_helpers.h"
+
+static char *tmp;
+static char store[4200];
+static char store_env[4300];
+static const char *test_env[16];
+
+static void cleanup(void)
+{
+	struct cli_run r;
+
+	if (!tmp)
+		return;
+	CLI(&r, "--server-stop");
+	cli_run_release(&r);
+	cli_rmtree(tmp);
+	free(tmp);
+	tmp = NULL;
+}
+
+static void setup(void)
+{
+	size_t n = 0;
+
+	tmp = cli_tempdir();
+	snprintf(store, sizeof(store), "%s/store", tmp);
+	snprintf(store_env, sizeof(store_env), "DOLSOT_CACHE_DIR=%s", store);
+	test_env[n++] = store_env;
+	test_env[n++] = "DOLSOT_SERVER=auto";
+	test_env[n++] = "DOLSOT_TIMEOUT";
+	test_env[n++] = "DOLSOT_SERVER_IDLE";
+	test_env[n++] = "PYTHONPATH";
+	test_env[n++] = "VIRTUAL_ENV";
+	test_env[n] = NULL;
+	atexit(cleanup);
+}
+
+static void teardown(void)
+{
+	cleanup();
+}
+
+#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
+	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
+#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
+	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
+
+static void run_env(struct cli_run *r, const char *const *extra, const char *cwd,
+                    const char *const *argv)
+{
+	const char *env[32];
+	size_t n = 0;
+
+	for (size_t i = 0; test_env[i]; i++)
+		env[n++] = test_env[i];
+	for (size_t i = 0; extra && extra[i]; i++)
+		env[n++] = extra[i];
+	env[n] = NULL;
+	cli_run(r, &(struct cli_opts){ .env = env, .cwd = cwd }, argv);
+}
+
+#define RUN_IN(r, cwd, extra, ...) run_env((r), (extra), (cwd), \
+	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
+
+static void server_start(void)
+{
+	struct cli_run r;
+
+	CLI(&r, "--server-start");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+}
+
+/* The server's pid from --server-status, or 0 when none runs. */
+static pid_t server_pid(void)
+{
+	struct cli_run r;
+	int pid = 0;
+
+	CLI(&r, "--server-status");
+	if (r.code == 0)
+		sscanf(r.out, "pid %d", &pid);
+	cli_run_release(&r);
+	return (pid_t)pid;
+}
+
+/* "calls N warm" from --server-status. */
+static long warm_calls(void)
+{
+	struct cli_run r;
+	long warm = -1;
+	const char *p;
+
+	CLI(&r, "--server-status");
+	p = strstr(r.out, "calls ");
+	if (p)
+		sscanf(p, "calls %ld warm", &warm);
+	cli_run_release(&r);
+	return warm;
+}
+
+static char *call_out(const char *session, const char *code)
+{
+	struct cli_run r;
+	char *out;
+
+	CLI(&r, "--session", session, code);
+	ck_code(&r, 0);
+	out = strdup(r.out);
+	cli_run_release(&r);
+	return out;
+}
+
+static bool wait_gone(pid_t pid, double seconds)
+{
+	for (int i = 0; i < (int)(seconds * 100); i++) {
+		if (!cli_pid_alive(pid))
+			return true;
+		usleep(10000);
+	}
+	return !cli_pid_alive(pid);
+}
+
+START_TEST(first_call_starts_server_and_later_calls_reuse_it)
+{
+	char *a, *b, *c;
+	pid_t pid;
+
+	ck_assert_int_eq(server_pid(), 0);
+	free(call_out("t", "x = 1"));   /* cold, and starts the server */
+	server_start();                  /* wait until its zygote is ready */
+	pid = server_pid();
+	ck_assert_int_gt(pid, 0);
+	a = call_out("t", "import os\nos.getppid()");
+	b = call_out("t", "os.getppid()");
+	c = call_out("t", "x + 1");
+	ck_assert_str_eq(a, b);          /* forked by the same zygote */
+	ck_assert_str_eq(c, "2\n");
+	ck_assert_int_eq(server_pid(), pid);
+	ck_assert_int_ge(warm_calls(), 3);
+	free(a);
+	free(b);
+	free(c);
+}
+END_TEST
+
+START_TEST(server_off_never_starts_one)
+{
+	struct cli_run r;
+
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_SERVER=off", NULL }), "--session", "t", "1");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	usleep(200000);
+	ck_assert_int_eq(server_pid(), 0);
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_SERVER=sometimes", NULL }), "--session",
+	       "t", "1");
+	ck_code(&r, 2);
+	ck_assert(cli_has(r.err, "DOLSOT_SERVER='sometimes'"));
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(library_state_does_not_leak_between_calls)
+{
+	char *out;
+
+	server_start();
+	free(call_out("t", "import os, random, numpy\nos.chdir('/')\n"
+	                   "os.environ['LEAK'] = '1'\nrandom.seed(7)\n"
+	                   "numpy.set_printoptions(precision=2)\n__import__('colorsys')"));
+	out = call_out("t", "import sys\n(os.getcwd() != '/', 'LEAK' in os.environ, "
+	                    "numpy.get_printoptions()['precision'], 'colorsys' in sys.modules)");
+	ck_assert_str_eq(out, "(True, False, 8, False)\n");
+	free(out);
+	/* Two calls never see the same random numbers unless seeded. */
+	{
+		char *r1 = call_out("t", "random.random(), numpy.random.rand()");
+		char *r2 = call_out("t", "random.random(), numpy.random.rand()");
+
+		ck_assert_str_ne(r1, r2);
+		free(r1);
+		free(r2);
+	}
+	ck_assert_int_ge(warm_calls(), 3);
+}
+END_TEST
+
+START_TEST(edited_toolbox_is_reimported)
+{
+	struct cli_run r;
+	char path[4300];
+	struct timespec later[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+
+	snprintf(path, sizeof(path), "%s/edtool.py", tmp);
+	cli_write_file(path, "VALUE = 1\n");
+	RUN_IN(&r, tmp, NULL, "--server-start", "--toolbox", "edtool:et");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	RUN_IN(&r, tmp, NULL, "--toolbox", "edtool:et", "--session", "t", "et.VALUE");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+	cli_write_file(path, "VALUE = 22\n");
+	later[1].tv_sec = time(NULL) + 5;   /* a different mtime even within one tick */
+	utimensat(AT_FDCWD, path, later, 0);
+	RUN_IN(&r, tmp, NULL, "--toolbox", "edtool:et", "--session", "t", "et.VALUE");
+	ck_out(&r, "22\n");
+	cli_run_release(&r);
+	RUN_IN(&r, tmp, NULL, "--server-start", "--toolbox", "edtool:et");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	RUN_IN(&r, tmp, NULL, "--toolbox", "edtool:et", "--session", "t", "et.VALUE");
+	ck_out(&r, "22\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(timed_out_warm_cell_keeps_state)
+{
+	struct cli_run r;
+	long before;
+
+	server_start();
+	free(call_out("t", "x = 1"));
+	before = warm_calls();
+	CLI(&r, "--session", "t", "--timeout", "1", "x = 2\nimport time\ntime.sleep(30)");
+	ck_code(&r, 124);
+	ck_assert_msg(r.seconds < 5, "took %.2fs", r.seconds);
+	cli_run_release(&r);
+	ck_assert_int_gt(warm_calls(), before);
+	CLI(&r, "--session", "t", "x");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(cold_writes_and_resets_are_seen)
+{
+	struct cli_run r;
+	char *out;
+
+	server_start();
+	free(call_out("t", "x = 1"));
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_SERVER=off", NULL }), "--session", "t",
+	       "x = 5");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	out = call_out("t", "x");
+	ck_assert_str_eq(out, "5\n");
+	free(out);
+	CLI(&r, "--reset", "t");
+	cli_run_release(&r);
+	out = call_out("t", "'x' in globals()");
+	ck_assert_str_eq(out, "False\n");
+	free(out);
+}
+END_TEST
+
+/* Run a cell in the background that records its pid, then sleeps. */
+static pid_t start_sleeper(const char *pidfile, const char *session)
+{
+	char code[8800];
+	pid_t kid;
+
+	snprintf(code, sizeof(code),
+	         "x = 2\nimport os, time\nopen('%s', 'w').write(str(os.getpid()))\n"
+	         "time.sleep(60)", pidfile);
+	kid = fork();
+	if (kid == 0) {
+		struct cli_run r;
+
+		CLI(&r, "--session", session, "--timeout", "90", code);
+		_exit(r.code);
+	}
+	return kid;
+}
+
+static pid_t wait_pidfile(const char *pidfile)
+{
+	for (int i = 0; i < 1000; i++) {
+		char *text = cli_read_file(pidfile, NULL);
+
+		if (text && *text) {
+			pid_t pid = (pid_t)atoi(text);
+
+			free(text);
+			return pid;
+		}
+		free(text);
+		usleep(10000);
+	}
+	return 0;
+}
+
+START_TEST(server_killed_mid_cell_loses_nothing)
+{
+	char pidfile[4300], *out;
+	pid_t kid, cell, server;
+	int st;
+
+	server_start();
+	free(call_out("t", "x = 1"));
+	server = server_pid();
+	snprintf(pidfile, sizeof(pidfile), "%s/cell.pid", tmp);
+	kid = start_sleeper(pidfile, "t");
+	cell = wait_pidfile(pidfile);
+	ck_assert_int_gt(cell, 0);
+	ck_assert_int_eq(kill(server, SIGKILL), 0);
+	/* The call finishes one way or the other; the session is old or new. */
+	kill(cell, SIGKILL);
+	waitpid(kid, &st, 0);
+	out = call_out("t", "x");
+	ck_assert_msg(strcmp(out, "1\n") == 0 || strcmp(out, "2\n") == 0, "x = %s", out);
+	free(out);
+	out = call_out("t", "x = 3\nx");
+	ck_assert_str_eq(out, "3\n");
+	free(out);
+}
+END_TEST
+
+START_TEST(killed_client_kills_its_cell)
+{
+	char pidfile[4300], *out;
+	pid_t kid, cell;
+
+	server_start();
+	free(call_out("t", "x = 1"));
+	snprintf(pidfile, sizeof(pidfile), "%s/cell.pid", tmp);
+	kid = start_sleeper(pidfile, "t");
+	cell = wait_pidfile(pidfile);
+	ck_assert_int_gt(cell, 0);
+	ck_assert(cli_pid_alive(cell));
+	/* The agent host gives up on the call: kill the dolsot client itself
+	 * (the child of our helper process), then the helper. */
+	{
+		char path[64];
+		char *kids;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)kid, (int)kid);
+		kids = cli_read_file(path, NULL);
+		ck_assert_ptr_nonnull(kids);
+		ck_assert_int_gt(atoi(kids), 0);
+		kill((pid_t)atoi(kids), SIGKILL);
+		free(kids);
+	}
+	waitpid(kid, NULL, 0);
+	ck_assert_msg(wait_gone(cell, 10), "cell %d still runs", (int)cell);
+	out = call_out("t", "x");
+	ck_assert_str_eq(out, "1\n");
+	free(out);
+}
+END_TEST
+
+START_TEST(idle_server_exits)
+{
+	struct cli_run r;
+	pid_t pid;
+
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_SERVER_IDLE=1", NULL }), "--server-start");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	pid = server_pid();
+	ck_assert_int_gt(pid, 0);
+	ck_assert_msg(wait_gone(pid, 6), "server %d outlived its idle time", (int)pid);
+}
+END_TEST
+
+START_TEST(removed_store_stops_server)
+{
+	pid_t pid;
+	char moved[4300];
+
+	server_start();
+	pid = server_pid();
+	ck_assert_int_gt(pid, 0);
+	snprintf(moved, sizeof(moved), "%s/gone", tmp);
+	cli_rmtree(store);
+	ck_assert_msg(wait_gone(pid, 6), "server %d outlived its directory", (int)pid);
+	(void)moved;
+}
+END_TEST
+
+START_TEST(stop_leaves_no_process)
+{
+	struct cli_run r;
+	pid_t server, zygote = 0;
+	const char *p;
+
+	server_start();
+	server = server_pid();
+	CLI(&r, "--server-status");
+	p = strstr(r.out, "zygote ");
+	ck_assert_ptr_nonnull(p);
+	zygote = (pid_t)atoi(p + 7);
+	cli_run_release(&r);
+	ck_assert_int_gt(zygote, 0);
+	CLI(&r, "--server-stop");
+	ck_code(&r, 0);
+	ck_assert(cli_has(r.out, "stopped server"));
+	cli_run_release(&r);
+	ck_assert(!cli_pid_alive(server));
+	ck_assert(!cli_pid_alive(zygote));
+	ck_assert_int_eq(server_pid(), 0);
+}
+END_TEST
+
+START_TEST(parallel_sessions)
+{
+	pid_t kids[8];
+
+	server_start();
+	for (int i = 0; i < 8; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			char sid[16];
+			int bad = 0;
+
+			snprintf(sid, sizeof(sid), "s%d", i);
+			for (int k = 0; k < 4; k++) {
+				struct cli_run r;
+
+				CLI(&r, "--session", sid, k == 0 ? "n = 1" : "n += 1");
+				bad |= r.code != 0;
+				cli_run_release(&r);
+			}
+			_exit(bad);
+		}
+	}
+	for (int i = 0; i < 8; i++) {
+		int st;
+
+		waitpid(kids[i], &st, 0);
+		ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		char sid[16], *out;
+
+		snprintf(sid, sizeof(sid), "s%d", i);
+		out = call_out(sid, "n");
+		ck_assert_str_eq(out, "4\n");
+		free(out);
+	}
+	ck_assert_int_ge(warm_calls(), 32);
+}
+END_TEST
+
+/* Connect to the server's socket as another uid: it hangs up at once. */
+START_TEST(other_uid_is_refused)
+{
+	struct passwd *pw = getpwnam("nobody");
+	char sock[4400];
+	pid_t kid;
+	int st;
+
+	if (geteuid() != 0 || !pw) {
+		fprintf(stderr, "SKIP other_uid_is_refused: needs root and user nobody\n");
+		return;
+	}
+	server_start();
+	snprintf(sock, sizeof(sock), "%s/.server.sock", store);
+	/* Open the way on purpose, so only the server's own check stands. */
+	ck_assert_int_eq(chmod(tmp, 0711), 0);
+	ck_assert_int_eq(chmod(store, 0711), 0);
+	ck_assert_int_eq(chmod(sock, 0777), 0);
+	kid = fork();
+	if (kid == 0) {
+		struct sockaddr_un addr = { .sun_family = AF_UNIX };
+		char buf[64];
+		int fd;
+		ssize_t got;
+
+		if (setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+			_exit(10);
+		fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock);
+		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+			_exit(11);
+		/* The server hangs up without a word. */
+		got = recv(fd, buf, sizeof(buf), 0);
+		_exit(got == 0 ? 0 : 12);
+	}
+	waitpid(kid, &st, 0);
+	chmod(store, 0700);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", WEXITSTATUS(st));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("server");
+	TCase *tc = tcase_create("server");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, first_call_starts_server_and_later_calls_reuse_it);
+	tcase_add_test(tc, server_off_never_starts_one);
+	tcase_add_test(tc, library_state_does_not_leak_between_calls);
+	tcase_add_test(tc, edited_toolbox_is_reimported);
+	tcase_add_test(tc, timed_out_warm_cell_keeps_state);
+	tcase_add_test(tc, cold_writes_and_resets_are_seen);
+	tcase_add_test(tc, server_killed_mid_cell_loses_nothing);
+	tcase_add_test(tc, killed_client_kills_its_cell);
+	tcase_add_test(tc, idle_server_exits);
+	tcase_add_test(tc, removed_store_stops_server);
+	tcase_add_test(tc, stop_leaves_no_process);
+	tcase_add_test(tc, parallel_sessions);
+	tcase_add_test(tc, other_uid_is_refused);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
