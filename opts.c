@@ -236,6 +236,17 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 			return env_error("DOLSOT_SERVER", v, "auto or off", err, errlen);
 		s->server = strcmp(v, "auto") == 0;
 	}
+	s->memory_store = false;
+	if ((v = env("DOLSOT_STORE"))) {
+		if (strcmp(v, "file") != 0 && strcmp(v, "memory") != 0)
+			return env_error("DOLSOT_STORE", v, "file or memory", err, errlen);
+		s->memory_store = strcmp(v, "memory") == 0;
+		if (s->memory_store && !s->server) {
+			snprintf(err, errlen, "DOLSOT_STORE=memory keeps sessions in the warm "
+			         "server's memory, so it cannot work with DOLSOT_SERVER=off");
+			return -1;
+		}
+	}
 	s->server_idle = DEFAULT_SERVER_IDLE;
 	if ((v = env("DOLSOT_SERVER_IDLE")) && opts_parse_seconds(v, &s->server_idle) < 0)
 		return env_error("DOLSOT_SERVER_IDLE", v, "a positive number of seconds",

@@ -24,6 +24,7 @@ struct settings {
 	const char *cache_dir;   /* NULL = the default directory */
 	bool server;             /* DOLSOT_SERVER=auto: use and start the warm server */
 	double server_idle;      /* seconds an unused server lives */
+	bool memory_store;       /* DOLSOT_STORE=memory: sessions in the server's memory */
 };
 
 #define DEFAULT_TIMEOUT 20.0

@@ -27,6 +27,17 @@ struct store *repl_open_store(const struct settings *s, char *err, size_t errlen
 	char serr[STORE_ERR_MAX];
 	struct store *st = store_file_open(s->cache_dir, s->ttl_days, serr);
 
+	if (st && s->memory_store) {
+		/* The directory still hosts the server's socket; the sessions
+		 * themselves live in the server. */
+		if (warm_ensure_server(store_dirfd(st), s->server_idle) < 0) {
+			snprintf(err, errlen, "cannot start the warm server for DOLSOT_STORE=memory: %s",
+			         strerror(errno));
+			store_close(st);
+			return NULL;
+		}
+		st = store_remote_open(st, serr);
+	}
 	if (!st)
 		snprintf(err, errlen, "%s", serr);
 	return st;
@@ -170,7 +181,7 @@ static bool run_warm(const struct run_args *a, struct store *st,
                      struct result *res, struct proc_outcome *o, bool *no_server)
 {
 	struct warm_key key = { a->toolboxes, a->n_toolboxes };
-	int dirfd = store_file_dirfd(st);
+	int dirfd = store_dirfd(st);
 	char err[REPL_ERR_MAX];
 
 	if (!a->settings->server || dirfd < 0)
@@ -268,7 +279,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		struct warm_key key = { a->toolboxes, a->n_toolboxes };
 
 		/* Cold this time; warm for the calls that follow. */
-		warm_spawn_server(store_file_dirfd(st), a->settings->server_idle, &key);
+		warm_spawn_server(store_dirfd(st), a->settings->server_idle, &key);
 	}
 	store_close(st);
 	return ret;
@@ -306,7 +317,7 @@ int repl_server_start(const struct settings *s, const struct toolbox_arg *toolbo
 
 	if (!st)
 		return -1;
-	if (warm_wait_ready(store_file_dirfd(st), s->server_idle, &key, s->timeout) < 0) {
+	if (warm_wait_ready(store_dirfd(st), s->server_idle, &key, s->timeout) < 0) {
 		if (errno == ETIMEDOUT)
 			snprintf(err, errlen, "the server did not get ready within %gs (a "
 			         "toolbox that fails to import keeps calls on the cold path)",
@@ -327,7 +338,7 @@ int repl_server_info(const struct settings *s, char *buf, size_t len, char *err,
 
 	if (!st)
 		return -1;
-	ret = warm_info(store_file_dirfd(st), buf, len) == 0;
+	ret = warm_info(store_dirfd(st), buf, len) == 0;
 	store_close(st);
 	return ret;
 }
@@ -339,7 +350,7 @@ int repl_server_stop(const struct settings *s, long *pid, char *err, size_t errl
 
 	if (!st)
 		return -1;
-	ret = warm_stop(store_file_dirfd(st), pid);
+	ret = warm_stop(store_dirfd(st), pid);
 	if (ret < 0)
 		snprintf(err, errlen, "cannot stop the server: %s", strerror(errno));
 	store_close(st);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "server_mem.h"
 #include "zygote.h"
 
 #define MAX_CLIENTS 256
@@ -57,6 +58,9 @@ struct server {
 	size_t n_clients;
 	bool stopping;
 	uint64_t calls_served, calls_fallback;
+	struct server_mem *mem;   /* DOLSOT_STORE=memory sessions, made on first use */
+	int held[MAX_CLIENTS];    /* connections holding or awaiting a session lock */
+	size_t n_held;
 };
 
 static double now(void)
@@ -343,10 +347,12 @@ static void on_info(struct server *s, int client)
 	memory_of(getpid(), &rss, &pss, &priv);
 	n += (size_t)snprintf(text + n, sizeof(text) - n,
 	                      "pid %d\nuptime %.0f s\ncalls %llu warm, %llu cold\n"
-	                      "memory %ld kB rss, %ld kB pss, %ld kB private\n",
+	                      "memory %ld kB rss, %ld kB pss, %ld kB private\n"
+	                      "sessions in memory %u\n",
 	                      (int)getpid(), now() - s->started,
 	                      (unsigned long long)s->calls_served,
-	                      (unsigned long long)s->calls_fallback, rss, pss, priv);
+	                      (unsigned long long)s->calls_fallback, rss, pss, priv,
+	                      s->mem ? server_mem_count(s->mem) : 0);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES && n < sizeof(text) - 512; i++) {
 		struct zygote *z = &s->z[i];
 		struct wire_msg view;
@@ -414,6 +420,23 @@ static void on_client(struct server *s, size_t i)
 		break;
 	case WIRE_INFO_REQ:
 		on_info(s, fd);
+		break;
+	case WIRE_MEM_LOAD:
+	case WIRE_MEM_SAVE:
+	case WIRE_MEM_DEL:
+	case WIRE_MEM_LIST:
+	case WIRE_MEM_LOCK:
+		s->last_call = now();
+		if (!s->mem && !(s->mem = server_mem_new())) {
+			wire_send(fd, WIRE_MEM_ERR, 0, 0, "out of memory", 13, NULL, 0);
+			break;
+		}
+		if (server_mem_handle(s->mem, fd, &m) && s->n_held < MAX_CLIENTS) {
+			wire_close_fds(&m);
+			s->held[s->n_held++] = fd;
+			drop_client(s, i, false);
+			return;
+		}
 		break;
 	case WIRE_STOP:
 		/* Keep this connection open: the client sees it close when we are
@@ -536,7 +559,7 @@ static void server_exit(struct server *s, int code)
 
 static void server_loop(struct server *s)
 {
-	struct pollfd p[2 + SERVER_MAX_ZYGOTES + MAX_CLIENTS];
+	struct pollfd p[2 + SERVER_MAX_ZYGOTES + 2 * MAX_CLIENTS];
 
 	for (;;) {
 		nfds_t n = 0;
@@ -544,7 +567,7 @@ static void server_loop(struct server *s)
 		int zi[SERVER_MAX_ZYGOTES];
 
 		if (s->stopping || dir_gone(s) ||
-		    (now() - s->last_call > s->idle && s->n_clients == 0))
+		    (now() - s->last_call > s->idle && s->n_clients == 0 && s->n_held == 0))
 			server_exit(s, 0);
 		evict_idle_zygotes(s);
 		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
@@ -556,10 +579,22 @@ static void server_loop(struct server *s)
 				p[n++] = (struct pollfd){ .fd = s->z[i].ctl, .events = POLLIN };
 			}
 		}
+		size_t nh = s->n_held;
+
+		for (size_t i = 0; i < nh; i++)
+			p[n++] = (struct pollfd){ .fd = s->held[i], .events = POLLIN };
 		for (size_t i = 0; i < nc; i++)
 			p[n++] = (struct pollfd){ .fd = s->clients[i], .events = POLLIN };
 		if (poll(p, n, 1000) < 0 && errno != EINTR)
 			server_exit(s, 1);
+		/* A lock connection only ever closes: release what it held. */
+		for (size_t i = nh; i-- > 0;)
+			if (p[n - nc - nh + i].revents) {
+				server_mem_closed(s->mem, s->held[i]);
+				close(s->held[i]);
+				s->held[i] = s->held[--s->n_held];
+				s->last_call = now();
+			}
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
 

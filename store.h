@@ -57,6 +57,8 @@ struct store_ops {
 	            struct store_lock *lk, char *err);
 	void (*unlock)(struct store *s, struct store_lock *lk);
 	void (*close)(struct store *s);
+	/* The directory holding the warm server's socket, or NULL: none. */
+	int (*dirfd)(struct store *s);
 };
 
 struct store {
@@ -73,10 +75,11 @@ struct store {
 struct store *store_file_open(const char *dir, double ttl_days, char *err);
 
 /*
- * The directory fd of a FileStore (owned by the store), where the warm
- * server keeps its socket; -1 for any other store.
+ * The warm server's memory as a store (DOLSOT_STORE=memory), reached through
+ * the socket in dir's directory.  Takes ownership of dir (a FileStore).
+ * Returns NULL with a reason in err when no server answers.
  */
-int store_file_dirfd(struct store *s);
+struct store *store_remote_open(struct store *dir, char *err);
 
 /* MemoryStore: a table in this process, no TTL. */
 struct store *store_mem_open(void);
@@ -128,6 +131,13 @@ static inline int store_lock(struct store *s, const char *id, long timeout_ms,
 static inline void store_unlock(struct store *s, struct store_lock *lk)
 {
 	s->ops->unlock(s, lk);
+}
+
+/* The directory fd (owned by the store) where the warm server keeps its
+ * socket, or -1 for a store without one. */
+static inline int store_dirfd(struct store *s)
+{
+	return s->ops->dirfd ? s->ops->dirfd(s) : -1;
 }
 
 static inline void store_close(struct store *s)

@@ -748,6 +748,11 @@ static void fs_close(struct store *s)
 	free(fs);
 }
 
+static int fs_dirfd(struct store *s)
+{
+	return ((struct fstore *)s->priv)->dirfd;
+}
+
 static const struct store_ops fstore_ops = {
 	.load = fs_load,
 	.save = fs_save,
@@ -756,6 +761,7 @@ static const struct store_ops fstore_ops = {
 	.lock = fs_lock,
 	.unlock = fs_unlock,
 	.close = fs_close,
+	.dirfd = fs_dirfd,
 };
 
 /* Explain why opening path as our directory failed with errno. */
@@ -951,11 +957,4 @@ struct store *store_file_open(const char *dir, double ttl_days, char *err)
 	fs->dirfd = fd;
 	fs->ttl = ttl_days * 86400.0;
 	return &fs->s;
-}
-
-int store_file_dirfd(struct store *s)
-{
-	if (!s || s->ops != &fstore_ops)
-		return -1;
-	return ((struct fstore *)s->priv)->dirfd;
 }

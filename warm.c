@@ -371,3 +371,26 @@ int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
 	errno = ETIMEDOUT;
 	return -1;
 }
+
+int warm_ensure_server(int dirfd, double idle_seconds)
+{
+	struct warm_key none = { NULL, 0 };
+	int fd = connect_server(dirfd);
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (warm_spawn_server(dirfd, idle_seconds, &none) < 0)
+		return -1;
+	for (int i = 0; i < 500; i++) {
+		fd = connect_server(dirfd);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		usleep(10000);
+	}
+	errno = ETIMEDOUT;
+	return -1;
+}

@@ -43,6 +43,9 @@ enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
  */
 int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key);
 
+/* Make sure a server listens for dirfd, starting one if needed.  0 or -1. */
+int warm_ensure_server(int dirfd, double idle_seconds);
+
 /* Text from the server about itself into buf; 0, or -1 when none runs. */
 int warm_info(int dirfd, char *buf, size_t len);
 

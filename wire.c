@@ -95,7 +95,7 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 		goto bad;
 	/* Key/value payloads end with a NUL; check it once here. */
 	if (plen && buf[len - 1] != '\0' && m->type != WIRE_INFO &&
-	    m->type != WIRE_FALLBACK && m->type != WIRE_FAILED)
+	    m->type != WIRE_FALLBACK && m->type != WIRE_FAILED && m->type != WIRE_MEM_ERR)
 		goto bad;
 	memcpy(m->payload, buf + WIRE_HEADER_LEN, plen);
 	m->len = plen;

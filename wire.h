@@ -42,6 +42,21 @@ enum wire_type {
 	WIRE_READY,
 	/* zygote -> server: could not start; payload: why */
 	WIRE_FAILED,
+	/* DOLSOT_STORE=memory, client -> server, payload "id=ID" unless noted:
+	 * LOAD (reply BLOB: a = 1 and a memfd when found), SAVE (+ a memfd;
+	 * reply OK), DEL (id may be "all"; reply OK, a = removed), LIST (no
+	 * payload; reply BLOB with a memfd of "ID\tSIZE\tSEC.NSEC" lines), LOCK
+	 * (reply LOCKED when granted; held until the connection closes).
+	 * Any of them may be answered ERR with the reason as payload. */
+	WIRE_MEM_LOAD,
+	WIRE_MEM_SAVE,
+	WIRE_MEM_DEL,
+	WIRE_MEM_LIST,
+	WIRE_MEM_LOCK,
+	WIRE_MEM_BLOB,
+	WIRE_MEM_OK,
+	WIRE_MEM_LOCKED,
+	WIRE_MEM_ERR,
 	WIRE_TYPE_MAX,
 };
 

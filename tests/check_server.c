@@ -48,6 +48,7 @@ static void setup(void)
 	test_env[n++] = "DOLSOT_SERVER=auto";
 	test_env[n++] = "DOLSOT_TIMEOUT";
 	test_env[n++] = "DOLSOT_SERVER_IDLE";
+	test_env[n++] = "DOLSOT_STORE";
 	test_env[n++] = "PYTHONPATH";
 	test_env[n++] = "VIRTUAL_ENV";
 	test_env[n] = NULL;
@@ -504,6 +505,83 @@ START_TEST(other_uid_is_refused)
 }
 END_TEST
 
+static const char *const memory_env[] = { "DOLSOT_STORE=memory", NULL };
+
+START_TEST(memory_store_keeps_sessions_off_disk)
+{
+	struct cli_run r;
+	char path[4300];
+
+	RUN_IN(&r, NULL, memory_env, "--session", "t", "x = 41");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	RUN_IN(&r, NULL, memory_env, "--session", "t", "x + 1");
+	ck_out(&r, "42\n");
+	cli_run_release(&r);
+	snprintf(path, sizeof(path), "%s/t.pkl", store);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	RUN_IN(&r, NULL, memory_env, "--list-sessions");
+	ck_assert(strncmp(r.out, "t\t", 2) == 0);
+	cli_run_release(&r);
+	/* A file store of the same directory knows nothing of it. */
+	CLI(&r, "--session", "t", "'x' in globals()");
+	ck_out(&r, "False\n");
+	cli_run_release(&r);
+	/* Sessions live as long as the server. */
+	CLI(&r, "--server-stop");
+	cli_run_release(&r);
+	RUN_IN(&r, NULL, memory_env, "--session", "t", "'x' in globals()");
+	ck_out(&r, "False\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(memory_store_serializes_a_session)
+{
+	pid_t kids[12];
+	struct cli_run r;
+
+	RUN_IN(&r, NULL, memory_env, "--session", "t", "n = 0");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	for (int i = 0; i < 12; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			RUN_IN(&r, NULL, memory_env, "--session", "t", "--timeout", "60", "n += 1");
+			_exit(r.code);
+		}
+	}
+	for (int i = 0; i < 12; i++) {
+		int st;
+
+		waitpid(kids[i], &st, 0);
+		ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	RUN_IN(&r, NULL, memory_env, "--session", "t", "n");
+	ck_out(&r, "12\n");
+	cli_run_release(&r);
+	RUN_IN(&r, NULL, memory_env, "--reset", "all");
+	ck_out(&r, "reset all: removed 1 session(s)\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(memory_store_needs_the_server)
+{
+	struct cli_run r;
+
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_STORE=memory", "DOLSOT_SERVER=off", NULL }),
+	       "--session", "t", "1");
+	ck_code(&r, 2);
+	ck_assert(cli_has(r.err, "DOLSOT_SERVER=off"));
+	cli_run_release(&r);
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_STORE=disk", NULL }), "--session", "t", "1");
+	ck_code(&r, 2);
+	ck_assert(cli_has(r.err, "DOLSOT_STORE='disk'"));
+	cli_run_release(&r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("server");
@@ -526,6 +604,9 @@ int main(void)
 	tcase_add_test(tc, stop_leaves_no_process);
 	tcase_add_test(tc, parallel_sessions);
 	tcase_add_test(tc, other_uid_is_refused);
+	tcase_add_test(tc, memory_store_keeps_sessions_off_disk);
+	tcase_add_test(tc, memory_store_serializes_a_session);
+	tcase_add_test(tc, memory_store_needs_the_server);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

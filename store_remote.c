@@ -1,0 +1,323 @@
+/*
+ * store_remote.c - DOLSOT_STORE=memory: the store is the warm server's
+ * memory, reached over its socket.  Nothing of a session touches the disk;
+ * sessions live as long as the server does.
+ *
+ * A lock is a connection of its own: the server grants it with
+ * WIRE_MEM_LOCKED and releases it when the connection closes, so a client
+ * that dies while holding it releases it too.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "server.h"
+#include "store.h"
+#include "wire.h"
+
+struct rstore {
+	struct store s;
+	struct store *dir;      /* the FileStore whose directory holds the socket */
+	int dirfd;
+};
+
+static int rs_connect(struct rstore *rs, char *err)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0) {
+		snprintf(err, STORE_ERR_MAX, "socket: %s", strerror(errno));
+		return -1;
+	}
+	server_socket_path(rs->dirfd, addr.sun_path, sizeof(addr.sun_path));
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		snprintf(err, STORE_ERR_MAX, "the memory store is gone: no warm server runs "
+		         "for this store (%s)", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* One request, one answer; the connection is closed afterwards. */
+static int rs_ask(struct rstore *rs, uint16_t type, const char *id, const int *fds,
+                  size_t nfds, struct wire_msg *m, char *err)
+{
+	uint8_t payload[STORE_ID_MAX + 8];
+	size_t len = 0;
+	int fd = rs_connect(rs, err), got;
+
+	if (fd < 0)
+		return -1;
+	if (id)
+		wire_put(payload, &len, "id", id);
+	if (wire_send(fd, type, 0, 0, payload, len, fds, nfds) < 0) {
+		snprintf(err, STORE_ERR_MAX, "cannot talk to the warm server: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	memset(m, 0, sizeof(*m));
+	got = wire_recv(fd, m);
+	close(fd);
+	if (got == 1 && m->type == WIRE_MEM_ERR) {
+		snprintf(err, STORE_ERR_MAX, "%.*s", (int)m->len, (const char *)m->payload);
+		wire_close_fds(m);
+		return -1;
+	}
+	if (got != 1) {
+		snprintf(err, STORE_ERR_MAX, "the warm server did not answer");
+		return -1;
+	}
+	return 0;
+}
+
+/* Copy a received memfd into a malloc'd buffer. */
+static int read_memfd(int fd, uint8_t **out, size_t *len)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) < 0)
+		return -1;
+	*len = (size_t)st.st_size;
+	*out = malloc(*len ? *len : 1);
+	if (!*out)
+		return -1;
+	if (*len) {
+		p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED) {
+			free(*out);
+			return -1;
+		}
+		memcpy(*out, p, *len);
+		munmap(p, *len);
+	}
+	return 0;
+}
+
+static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
+                   bool *found, char *err)
+{
+	static struct wire_msg m;
+	int ret;
+
+	*blob = NULL;
+	*len = 0;
+	*found = false;
+	if (rs_ask(s->priv, WIRE_MEM_LOAD, id, NULL, 0, &m, err) < 0)
+		return -1;
+	if (m.type != WIRE_MEM_BLOB || (m.a && m.nfds != 1)) {
+		wire_close_fds(&m);
+		snprintf(err, STORE_ERR_MAX, "cannot load session '%s': bad answer", id);
+		return -1;
+	}
+	if (!m.a)
+		return 0;
+	ret = read_memfd(m.fds[0], blob, len);
+	wire_close_fds(&m);
+	if (ret < 0) {
+		snprintf(err, STORE_ERR_MAX, "cannot load session '%s': %s", id, strerror(errno));
+		return -1;
+	}
+	*found = true;
+	return 0;
+}
+
+static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
+                   char *err)
+{
+	static struct wire_msg m;
+	int fd = memfd_create("dolsot-session", MFD_CLOEXEC), ret;
+	size_t done = 0;
+
+	if (fd < 0) {
+		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': memfd_create: %s", id,
+		         strerror(errno));
+		return -1;
+	}
+	while (done < len) {
+		ssize_t w = write(fd, blob + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			snprintf(err, STORE_ERR_MAX, "cannot save session '%s': write: %s", id,
+			         strerror(errno));
+			close(fd);
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	ret = rs_ask(s->priv, WIRE_MEM_SAVE, id, &fd, 1, &m, err);
+	close(fd);
+	wire_close_fds(&m);
+	return ret;
+}
+
+static int rs_del(struct store *s, const char *id, unsigned *removed, char *err)
+{
+	static struct wire_msg m;
+
+	if (rs_ask(s->priv, WIRE_MEM_DEL, id, NULL, 0, &m, err) < 0)
+		return -1;
+	*removed = (unsigned)m.a;
+	wire_close_fds(&m);
+	return 0;
+}
+
+static int parse_list(const uint8_t *text, size_t len, struct session_info **out,
+                      size_t *n)
+{
+	size_t cap = 0;
+	const char *p = (const char *)text, *end = p + len;
+
+	*out = NULL;
+	*n = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		struct session_info si = { 0 };
+		char line[STORE_ID_MAX + 128];
+		unsigned long long size;
+		long long sec;
+		long nsec;
+		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (ll < sizeof(line)) {
+			memcpy(line, p, ll);
+			line[ll] = '\0';
+			if (sscanf(line, "%128[^\t]\t%llu\t%lld.%ld", si.id, &size, &sec, &nsec) == 4) {
+				si.size = size;
+				si.mtime.tv_sec = (time_t)sec;
+				si.mtime.tv_nsec = nsec;
+				if (*n == cap) {
+					struct session_info *g = realloc(*out, (cap = cap ? 2 * cap : 16) *
+					                                 sizeof(*g));
+					if (!g)
+						return -1;
+					*out = g;
+				}
+				(*out)[(*n)++] = si;
+			}
+		}
+		p += ll + 1;
+	}
+	return 0;
+}
+
+static int rs_list(struct store *s, struct session_info **out, size_t *n, char *err)
+{
+	static struct wire_msg m;
+	uint8_t *text = NULL;
+	size_t len = 0;
+	int ret;
+
+	if (rs_ask(s->priv, WIRE_MEM_LIST, NULL, NULL, 0, &m, err) < 0)
+		return -1;
+	ret = m.nfds == 1 ? read_memfd(m.fds[0], &text, &len) : -1;
+	wire_close_fds(&m);
+	if (ret == 0)
+		ret = parse_list(text, len, out, n);
+	free(text);
+	if (ret < 0)
+		snprintf(err, STORE_ERR_MAX, "cannot list sessions: bad answer");
+	return ret;
+}
+
+static int rs_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
+                   char *err)
+{
+	static struct wire_msg m;
+	uint8_t payload[STORE_ID_MAX + 8];
+	size_t len = 0;
+	struct pollfd p;
+	int fd = rs_connect(s->priv, err);
+
+	lk->fd = -1;
+	lk->priv = NULL;
+	if (fd < 0)
+		return -1;
+	wire_put(payload, &len, "id", id);
+	if (wire_send(fd, WIRE_MEM_LOCK, 0, 0, payload, len, NULL, 0) < 0)
+		goto fail;
+	p = (struct pollfd){ fd, POLLIN, 0 };
+	if (poll(&p, 1, timeout_ms < 0 ? -1 : (int)timeout_ms) == 0) {
+		close(fd);
+		snprintf(err, STORE_ERR_MAX, "session '%s' is busy: another call is using it", id);
+		errno = EWOULDBLOCK;
+		return -1;
+	}
+	memset(&m, 0, sizeof(m));
+	if (wire_recv(fd, &m) != 1 || m.type != WIRE_MEM_LOCKED)
+		goto fail;
+	lk->fd = fd;
+	return 0;
+fail:
+	snprintf(err, STORE_ERR_MAX, "cannot lock session '%s': the warm server failed", id);
+	close(fd);
+	return -1;
+}
+
+static void rs_unlock(struct store *s, struct store_lock *lk)
+{
+	(void)s;
+	if (lk->fd >= 0)
+		close(lk->fd);
+	lk->fd = -1;
+}
+
+static void rs_close(struct store *s)
+{
+	struct rstore *rs = s->priv;
+
+	store_close(rs->dir);
+	free(rs);
+}
+
+static int rs_dirfd(struct store *s)
+{
+	return ((struct rstore *)s->priv)->dirfd;
+}
+
+static const struct store_ops rstore_ops = {
+	.load = rs_load,
+	.save = rs_save,
+	.del = rs_del,
+	.list = rs_list,
+	.lock = rs_lock,
+	.unlock = rs_unlock,
+	.close = rs_close,
+	.dirfd = rs_dirfd,
+};
+
+struct store *store_remote_open(struct store *dir, char *err)
+{
+	struct rstore *rs = calloc(1, sizeof(*rs));
+	int fd;
+
+	if (!rs) {
+		snprintf(err, STORE_ERR_MAX, "out of memory");
+		store_close(dir);
+		return NULL;
+	}
+	rs->dir = dir;
+	rs->dirfd = store_dirfd(dir);
+	rs->s.ops = &rstore_ops;
+	rs->s.priv = rs;
+	fd = rs_connect(rs, err);
+	if (fd < 0) {
+		rs_close(&rs->s);
+		return NULL;
+	}
+	close(fd);
+	return &rs->s;
+}
