@@ -505,6 +505,57 @@ START_TEST(other_uid_is_refused)
 }
 END_TEST
 
+/* A broken program squatting on the socket: it answers each connection
+ * with junk (or with nothing), then hangs up. */
+static pid_t start_squatter(bool junk)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	pid_t kid;
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/.server.sock", store);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	ck_assert_int_eq(listen(fd, 8), 0);
+	kid = fork();
+	if (kid == 0) {
+		for (;;) {
+			int c = accept(fd, NULL, NULL);
+
+			if (c < 0)
+				_exit(0);
+			if (junk && send(c, "not a dolsot message at all", 27, MSG_NOSIGNAL) < 0)
+				_exit(1);
+			close(c);
+		}
+	}
+	close(fd);
+	return kid;
+}
+
+START_TEST(garbage_from_the_server_falls_back_to_cold)
+{
+	struct cli_run r;
+
+	for (int junk = 0; junk < 2; junk++) {
+		pid_t squatter;
+
+		RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_SERVER=off", NULL }), "--session", "t",
+		       "x = 1");
+		ck_code(&r, 0);
+		cli_run_release(&r);
+		squatter = start_squatter(junk);
+		CLI(&r, "--session", "t", "x + 1");
+		ck_code(&r, 0);
+		ck_out(&r, "2\n");
+		ck_assert_str_eq(r.err, "session now holds: x\n");
+		cli_run_release(&r);
+		kill(squatter, SIGKILL);
+		waitpid(squatter, NULL, 0);
+		cli_rmtree(store);
+	}
+}
+END_TEST
+
 static const char *const memory_env[] = { "DOLSOT_STORE=memory", NULL };
 
 START_TEST(memory_store_keeps_sessions_off_disk)
@@ -604,6 +655,7 @@ int main(void)
 	tcase_add_test(tc, stop_leaves_no_process);
 	tcase_add_test(tc, parallel_sessions);
 	tcase_add_test(tc, other_uid_is_refused);
+	tcase_add_test(tc, garbage_from_the_server_falls_back_to_cold);
 	tcase_add_test(tc, memory_store_keeps_sessions_off_disk);
 	tcase_add_test(tc, memory_store_serializes_a_session);
 	tcase_add_test(tc, memory_store_needs_the_server);
