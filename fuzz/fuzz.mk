@@ -1,0 +1,41 @@
+# fuzz.mk - libFuzzer harnesses; included from the top Makefile.
+#
+# A harness is fuzz/fuzz_NAME.c with its seeds in fuzz/corpus/NAME/, added
+# with one line at the bottom:
+#
+#   $(eval $(call fuzz_harness,NAME,the .c files it links))
+#
+# `make fuzz` runs every harness for FUZZ_SECONDS each; `make fuzz-NAME` runs
+# one.  The seeds are copied into fuzz/out/NAME/, which holds the growing
+# working corpus, so the committed seed directory is never written.  A crash
+# fails the target and leaves its input in fuzz/out/NAME-crash-*; keep it
+# under tests/regress/NAME/.
+#
+# ALL_CFLAGS is not used: it carries the gcc build's -O2 and Python defines,
+# while a fuzz build wants clang, -O1 and the sanitizers.
+
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_CFLAGS ?= -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 \
+	-D_GNU_SOURCE -I.
+# UBSan only prints by default; halting turns undefined behavior into a crash.
+FUZZ_ENV ?= UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+define fuzz_harness
+fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$(filter %.c,$$^)
+
+fuzz-$(1): fuzz/fuzz_$(1)
+	mkdir -p fuzz/out/$(1)
+	cp fuzz/corpus/$(1)/* fuzz/out/$(1)/
+	$$(FUZZ_ENV) ./fuzz/fuzz_$(1) -max_total_time=$$(FUZZ_SECONDS) \
+		-print_final_stats=1 -artifact_prefix=fuzz/out/$(1)- \
+		fuzz/out/$(1)
+
+fuzz: fuzz-$(1)
+.PHONY: fuzz-$(1)
+endef
+
+.PHONY: fuzz
+
+$(eval $(call fuzz_harness,frame,frame.c))
