@@ -31,7 +31,7 @@ OBJS := $(SRCS:.c=.o)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
-	tests/check_output tests/check_cli tests/check_server
+	tests/check_output tests/check_wire tests/check_cli tests/check_server
 
 all: dolsot
 
@@ -62,6 +62,7 @@ T_FRAME := tests/check_frame.o frame.o
 T_STORE := tests/check_store.o store_id.o store_file.o store_mem.o
 T_OPTS := tests/check_opts.o opts.o store_id.o
 T_OUTPUT := tests/check_output.o output.o
+T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o
 
@@ -69,12 +70,14 @@ tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)
 tests/check_opts: $(T_OPTS)
 tests/check_output: $(T_OUTPUT)
+tests/check_wire: $(T_WIRE)
 tests/check_cli: $(T_CLI)
 tests/check_server: $(T_SERVER)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
 tests/check_opts-asan: $(T_OPTS:.o=.asan.o)
 tests/check_output-asan: $(T_OUTPUT:.o=.asan.o)
+tests/check_wire-asan: $(T_WIRE:.o=.asan.o)
 tests/check_cli-asan: $(T_CLI:.o=.asan.o)
 tests/check_server-asan: $(T_SERVER:.o=.asan.o)
 
@@ -137,7 +140,12 @@ lint:
 	@sh tools/deps.sh lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out worker_py.c,$(SRCS))
+	clang-tidy --quiet $(filter-out worker_py.c,$(SRCS)) -- -std=gnu11 -D_GNU_SOURCE \
+		-DPY_PREFIX='"$(PY_PREFIX)"' -DDOLSOT_VERSION='"$(VERSION)"' $(PY_INCLUDES)
 	mandoc -Tlint -Wwarning man/dolsot.1
+
+include fuzz/fuzz.mk
+$(eval $(call fuzz_harness,wire,wire.c))
 
 install: dolsot
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1

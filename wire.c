@@ -162,14 +162,19 @@ int wire_recv(int sock, struct wire_msg *m)
 	return 1;
 }
 
-const char *wire_next(const struct wire_msg *m, const char *key, size_t *pos)
+const char *wire_next(const uint8_t *payload, size_t len, const char *key, size_t *pos)
 {
 	size_t klen = strlen(key);
 
-	while (*pos < m->len) {
-		const char *entry = (const char *)m->payload + *pos;
-		size_t n = strlen(entry);
+	while (*pos < len) {
+		const char *entry = (const char *)payload + *pos;
+		size_t n = strnlen(entry, len - *pos);
 
+		if (n == len - *pos) {
+			/* An unterminated last entry (free-text payloads): not ours. */
+			*pos = len;
+			return NULL;
+		}
 		*pos += n + 1;
 		if (n > klen && memcmp(entry, key, klen) == 0 && entry[klen] == '=')
 			return entry + klen + 1;
