@@ -430,7 +430,7 @@ static int decode_header(struct decoder *d)
 	if (d->len < FRAME_HEADER_LEN)
 		return fail(d, "truncated header: %zu of %d bytes", d->len,
 			    FRAME_HEADER_LEN);
-	if (memcmp(d->buf, FRAME_MAGIC, 4))
+	if (memcmp(d->buf, FRAME_MAGIC, 4) != 0)
 		return fail(d, "bad magic: not a dolsot frame");
 	kind = get_u32(d->buf + 4);
 	if (kind != d->k->kind)
@@ -604,7 +604,7 @@ uint64_t frame_total_len(const uint8_t *hdr, size_t len)
 	uint32_t kind;
 	uint64_t body;
 
-	if (len < FRAME_HEADER_LEN || memcmp(hdr, FRAME_MAGIC, 4))
+	if (len < FRAME_HEADER_LEN || memcmp(hdr, FRAME_MAGIC, 4) != 0)
 		return 0;
 	kind = get_u32(hdr + 4);
 	if (kind != FRAME_REQUEST && kind != FRAME_RESULT)

@@ -188,17 +188,22 @@ static char *read_stdin(size_t *len)
 	if (isatty(0))
 		return NULL;
 	buf = malloc(cap);
+	if (!buf)
+		die(DOLSOT_EXIT_FAIL, "out of memory reading the code from stdin");
 	for (;;) {
 		ssize_t r;
 
-		if (!buf)
-			die(DOLSOT_EXIT_FAIL, "out of memory reading the code from stdin");
 		if (n + 1 >= cap) {
+			char *grown;
+
 			if (cap >= MAX_CODE_BYTES)
 				usage_error("the code on stdin is larger than %zu MiB",
 				            MAX_CODE_BYTES >> 20);
 			cap *= 2;
-			buf = realloc(buf, cap);
+			grown = realloc(buf, cap);
+			if (!grown)
+				die(DOLSOT_EXIT_FAIL, "out of memory reading the code from stdin");
+			buf = grown;
 			continue;
 		}
 		r = read(0, buf + n, cap - n - 1);

@@ -111,7 +111,7 @@ static void render_capture(const struct capture *c, FILE *f)
 	fwrite(c->data ? c->data : "", 1, c->len, f);
 	if (!c->truncated)
 		return;
-	if (c->len && c->data[c->len - 1] != '\n')
+	if (c->data && c->len && c->data[c->len - 1] != '\n')
 		fputc('\n', f);
 	fprintf(f, "[output truncated: kept %llu chars of %llu bytes]\n",
 	        (unsigned long long)c->chars, (unsigned long long)c->total);
@@ -119,7 +119,7 @@ static void render_capture(const struct capture *c, FILE *f)
 
 static bool ends_open(const struct capture *c)
 {
-	return c->len && !c->truncated && c->data[c->len - 1] != '\n';
+	return c->data && c->len && !c->truncated && c->data[c->len - 1] != '\n';
 }
 
 static void render_held(const char *held, FILE *f)

@@ -107,20 +107,20 @@ static void zygote_forget(struct zygote *z)
 	z->pid = 0;
 }
 
-/* Parse a WIRE_CALL key into env; strings point into m's payload. */
-static void key_env(const struct wire_msg *m, struct zygote_env *env)
+/* Parse a WIRE_CALL key into env; strings point into the key. */
+static void key_env(const uint8_t *key, size_t len, struct zygote_env *env)
 {
 	size_t pos = 0;
 	const char *v;
 
 	memset(env, 0, sizeof(*env));
-	env->cwd = wire_next(m, "cwd", &pos);
+	env->cwd = wire_next(key, len, "cwd", &pos);
 	pos = 0;
-	env->pythonpath = wire_next(m, "pythonpath", &pos);
+	env->pythonpath = wire_next(key, len, "pythonpath", &pos);
 	pos = 0;
-	env->venv = wire_next(m, "venv", &pos);
+	env->venv = wire_next(key, len, "venv", &pos);
 	pos = 0;
-	while ((v = wire_next(m, "toolbox", &pos)) && env->n_modules < 256)
+	while ((v = wire_next(key, len, "toolbox", &pos)) && env->n_modules < 256)
 		env->modules[env->n_modules++] = v;
 	if (!env->cwd)
 		env->cwd = "/";
@@ -155,7 +155,7 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		proc_close_fds_except(keep, 1);
-		key_env(m, &env);
+		key_env(m->payload, m->len, &env);
 		zygote_main(sv[1], &env);
 	}
 	close(sv[1]);
@@ -171,13 +171,10 @@ failed:
 /* True when a module file the zygote imported changed since. */
 static bool zygote_stale(const struct zygote *z)
 {
-	struct wire_msg view;
 	size_t pos = 0;
 	const char *entry;
 
-	memcpy(view.payload, z->files, z->files_len);
-	view.len = z->files_len;
-	while ((entry = wire_next(&view, "file", &pos))) {
+	while ((entry = wire_next((const uint8_t *)z->files, z->files_len, "file", &pos))) {
 		char path[4096];
 		long long mtime, size;
 		const char *tab = strchr(entry, '\t');
@@ -355,14 +352,11 @@ static void on_info(struct server *s, int client)
 	                      s->mem ? server_mem_count(s->mem) : 0);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES && n < sizeof(text) - 512; i++) {
 		struct zygote *z = &s->z[i];
-		struct wire_msg view;
 		struct zygote_env env;
 
 		if (!z->pid)
 			continue;
-		memcpy(view.payload, z->key, z->key_len);
-		view.len = z->key_len;
-		key_env(&view, &env);
+		key_env(z->key, z->key_len, &env);
 		memory_of(z->pid, &rss, &pss, &priv);
 		n += (size_t)snprintf(text + n, sizeof(text) - n,
 		                      "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "

@@ -207,7 +207,7 @@ bool server_mem_handle(struct server_mem *sm, int fd, struct wire_msg *m)
 {
 	char err[STORE_ERR_MAX];
 	size_t pos = 0;
-	const char *id = m->type == WIRE_MEM_LIST ? "" : wire_next(m, "id", &pos);
+	const char *id = m->type == WIRE_MEM_LIST ? "" : wire_next(m->payload, m->len, "id", &pos);
 	unsigned removed = 0;
 
 	if (!id) {

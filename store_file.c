@@ -574,7 +574,7 @@ static int list_one(struct fstore *fs, const char *name, enum fkind kind,
 	}
 	nv = &acc->v[acc->n++];
 	memset(nv, 0, sizeof(*nv));
-	strcpy(nv->id, id);
+	snprintf(nv->id, sizeof(nv->id), "%s", id);
 	nv->size = (uint64_t)st.st_size;
 	nv->mtime = st.st_mtim;
 	return 0;

@@ -140,7 +140,7 @@ static int ms_save(struct store *s, const char *id, const uint8_t *blob,
 		goto out;
 	e = &ms->v[i];
 	if (!hit)
-		strcpy(e->id, id);
+		snprintf(e->id, sizeof(e->id), "%s", id);
 	free(e->blob);
 	e->blob = copy;
 	e->len = len;
@@ -204,7 +204,7 @@ static int ms_list(struct store *s, struct session_info **out, size_t *n,
 		}
 	}
 	for (i = 0; i < ms->n; i++) {
-		strcpy(v[i].id, ms->v[i].id);
+		memcpy(v[i].id, ms->v[i].id, sizeof(v[i].id));
 		v[i].size = ms->v[i].len;
 		v[i].mtime = ms->v[i].mtime;
 	}
@@ -277,13 +277,13 @@ static int ms_lock(struct store *s, const char *id, long timeout_ms,
 	l = calloc(1, sizeof(*l));
 	if (l == NULL)
 		return nomem(err, "lock", id);
-	strcpy(l->id, id);
+	snprintf(l->id, sizeof(l->id), "%s", id);
 	pthread_mutex_lock(&ms->mu);
 	ret = ms_wait_free(ms, id, timeout_ms);
 	if (ret == 0) {
 		l->next = ms->locks;
-		ms->locks = l;
-		lk->priv = l;
+		ms->locks = l;   /* owned by the list until ms_unlock */
+		lk->priv = l;    /* NOLINT(clang-analyzer-unix.Malloc) */
 	}
 	pthread_mutex_unlock(&ms->mu);
 	if (ret < 0) {

@@ -97,6 +97,7 @@ static int read_memfd(int fd, uint8_t **out, size_t *len)
 		p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (p == MAP_FAILED) {
 			free(*out);
+			*out = NULL;
 			return -1;
 		}
 		memcpy(*out, p, *len);

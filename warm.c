@@ -147,10 +147,8 @@ static bool on_message(struct call *c)
 		c->o->timed_out = m.b != 0;
 		c->done = true;
 		break;
-	case WIRE_FALLBACK:
-		return false;
 	default:
-		return false;   /* garbage: treat as a broken server */
+		return false;   /* WIRE_FALLBACK, or garbage from a broken server */
 	}
 	return true;
 }

@@ -343,6 +343,7 @@ static const uint8_t *read_request(int request_fd, int result_fd, struct request
 	uint8_t *req;
 	char err[1024];
 
+	memset(r, 0, sizeof(*r));
 	if (fstat(request_fd, &st) < 0 || st.st_size <= 0)
 		answer_error(result_fd, "dolsot: worker: cannot read the request");
 	req = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, request_fd, 0);
