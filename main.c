@@ -25,7 +25,7 @@ static const char usage_text[] =
 	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--timeout SECONDS] [CODE]\n"
 	"       dolsot --list-sessions\n"
 	"       dolsot --reset ID|all\n"
-	"       dolsot --server-start [--toolbox MODULE:ALIAS]...\n"
+	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS]\n"
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot --help | --version\n";
 

@@ -317,8 +317,13 @@ int repl_server_start(const struct settings *s, const struct toolbox_arg *toolbo
 
 	if (!st)
 		return -1;
-	if (warm_wait_ready(store_dirfd(st), s->server_idle, &key, s->timeout) < 0) {
-		if (errno == ETIMEDOUT)
+	char why[512] = "";
+
+	if (warm_wait_ready(store_dirfd(st), s->server_idle, &key, s->timeout, why,
+	                    sizeof(why)) < 0) {
+		if (errno == ENOEXEC)
+			snprintf(err, errlen, "the server cannot warm this environment: %s", why);
+		else if (errno == ETIMEDOUT)
 			snprintf(err, errlen, "the server did not get ready within %gs (a "
 			         "toolbox that fails to import keeps calls on the cold path)",
 			         s->timeout);

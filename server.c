@@ -122,6 +122,9 @@ static void key_env(const uint8_t *key, size_t len, struct zygote_env *env)
 	pos = 0;
 	while ((v = wire_next(key, len, "toolbox", &pos)) && env->n_modules < 256)
 		env->modules[env->n_modules++] = v;
+	pos = 0;
+	while ((v = wire_next(key, len, "env", &pos)) && env->n_env < 4096)
+		env->env[env->n_env++] = v;
 	if (!env->cwd)
 		env->cwd = "/";
 	if (!env->pythonpath)
@@ -195,7 +198,7 @@ static bool zygote_stale(const struct zygote *z)
 static struct zygote *zygote_find(struct server *s, const struct wire_msg *m)
 {
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
-		if (s->z[i].pid && s->z[i].key_len == m->len &&
+		if (s->z[i].key_len && s->z[i].key_len == m->len &&
 		    memcmp(s->z[i].key, m->payload, m->len) == 0)
 			return &s->z[i];
 	return NULL;
@@ -207,7 +210,7 @@ static struct zygote *zygote_slot(struct server *s)
 	struct zygote *lru = &s->z[0];
 
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
-		if (!s->z[i].pid)
+		if (!s->z[i].key_len)
 			return &s->z[i];
 		if (s->z[i].last_used < lru->last_used)
 			lru = &s->z[i];
@@ -285,6 +288,11 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 		s->calls_fallback += m->nfds != 0;
 		return false;
 	}
+	if (z->state == Z_FAILED && m->nfds == 0) {
+		/* A probe (dolsot --server-start) learns why at once. */
+		wire_send(client, WIRE_FAILED, 0, 0, z->why, strlen(z->why), NULL, 0);
+		return false;
+	}
 	if (z->state != Z_READY) {
 		fallback(client, z->state == Z_FAILED ? z->why : "warming up");
 		s->calls_fallback += m->nfds != 0;
@@ -354,7 +362,7 @@ static void on_info(struct server *s, int client)
 		struct zygote *z = &s->z[i];
 		struct zygote_env env;
 
-		if (!z->pid)
+		if (!z->key_len)
 			continue;
 		key_env(z->key, z->key_len, &env);
 		memory_of(z->pid, &rss, &pss, &priv);
@@ -484,7 +492,7 @@ static int open_listener(struct server *s)
 	return 0;
 }
 
-/* The store directory is gone (removed or renamed away): so are we. */
+/* The store directory was removed: so are we. */
 static bool dir_gone(const struct server *s)
 {
 	struct stat st;
@@ -492,20 +500,39 @@ static bool dir_gone(const struct server *s)
 	return fstat(s->dirfd, &st) < 0 || st.st_nlink == 0;
 }
 
+/* A zygote that died while starting keeps its slot as failed, with its
+ * reason, so calls fall back at once and it is retried only later. */
 static void reap_zygotes(struct server *s)
 {
 	pid_t pid;
 
-	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
-		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
-			if (s->z[i].pid == pid)
-				zygote_forget(&s->z[i]);
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
+		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
+			struct zygote *z = &s->z[i];
+
+			if (z->pid != pid)
+				continue;
+			if (z->state == Z_STARTING && z->ctl >= 0)
+				on_zygote_message(z);   /* its last word: why it failed */
+			if (z->state == Z_READY) {
+				zygote_forget(z);
+				continue;
+			}
+			if (z->state == Z_STARTING)
+				snprintf(z->why, sizeof(z->why), "the zygote died while starting");
+			z->state = Z_FAILED;
+			z->pid = -1;
+			if (z->ctl >= 0)
+				close(z->ctl);
+			z->ctl = -1;
+		}
+	}
 }
 
 static void evict_idle_zygotes(struct server *s)
 {
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
-		if (s->z[i].pid && s->z[i].state != Z_STARTING &&
+		if (s->z[i].key_len && s->z[i].state != Z_STARTING &&
 		    now() - s->z[i].last_used > SERVER_ZYGOTE_IDLE)
 			zygote_forget(&s->z[i]);
 }
@@ -518,8 +545,9 @@ static void stop_zygotes(struct server *s)
 	size_t n = 0;
 
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
-		if (s->z[i].pid) {
-			pids[n++] = s->z[i].pid;
+		if (s->z[i].key_len) {
+			if (s->z[i].pid > 0)
+				pids[n++] = s->z[i].pid;
 			zygote_forget(&s->z[i]);
 		}
 	for (int tries = 0; tries < 200; tries++) {
@@ -542,12 +570,19 @@ static void stop_zygotes(struct server *s)
 		}
 }
 
-static void server_exit(struct server *s, int code)
+/* An explicit stop (or a signal) waits for zygotes and kills what is left;
+ * idling out or losing the directory lets calls in flight finish. */
+static void server_exit(struct server *s, int code, bool kill_calls)
 {
 	/* We hold the server lock, so the socket name is still ours. */
 	unlinkat(s->dirfd, SERVER_SOCKET, 0);
 	close(s->listen_fd);
-	stop_zygotes(s);
+	if (kill_calls) {
+		stop_zygotes(s);
+	} else {
+		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+			zygote_forget(&s->z[i]);   /* each exits after its last call */
+	}
 	_exit(code);
 }
 
@@ -560,15 +595,17 @@ static void server_loop(struct server *s)
 		size_t nc = s->n_clients;
 		int zi[SERVER_MAX_ZYGOTES];
 
-		if (s->stopping || dir_gone(s) ||
+		if (s->stopping)
+			server_exit(s, 0, true);
+		if (dir_gone(s) ||
 		    (now() - s->last_call > s->idle && s->n_clients == 0 && s->n_held == 0))
-			server_exit(s, 0);
+			server_exit(s, 0, false);
 		evict_idle_zygotes(s);
 		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = s->listen_fd, .events = POLLIN };
 		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
 			zi[i] = -1;
-			if (s->z[i].pid && s->z[i].ctl >= 0) {
+			if (s->z[i].ctl >= 0) {
 				zi[i] = (int)n;
 				p[n++] = (struct pollfd){ .fd = s->z[i].ctl, .events = POLLIN };
 			}
@@ -580,7 +617,7 @@ static void server_loop(struct server *s)
 		for (size_t i = 0; i < nc; i++)
 			p[n++] = (struct pollfd){ .fd = s->clients[i], .events = POLLIN };
 		if (poll(p, n, 1000) < 0 && errno != EINTR)
-			server_exit(s, 1);
+			server_exit(s, 1, true);
 		/* A lock connection only ever closes: release what it held. */
 		for (size_t i = nh; i-- > 0;)
 			if (p[n - nc - nh + i].revents) {

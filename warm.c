@@ -30,6 +30,8 @@
 #include "server.h"
 #include "wire.h"
 
+extern char **environ;
+
 /* Seconds the client waits past its deadline for the server's verdict. */
 #define GRACE 2.0
 
@@ -63,6 +65,11 @@ static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
 		return -1;
 	for (size_t i = 0; i < key->n_toolboxes; i++)
 		if (wire_put(buf, len, "toolbox", key->toolboxes[i].module) < 0)
+			return -1;
+	/* Modules read the environment when imported (TZ, settings, keys), so a
+	 * zygote is warmed with the caller's own; dolsot's variables aside. */
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "DOLSOT_", 7) != 0 && wire_put(buf, len, "env", *e) < 0)
 			return -1;
 	return 0;
 }
@@ -346,7 +353,7 @@ int warm_stop(int dirfd, long *pid)
 }
 
 int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
-                    double seconds)
+                    double seconds, char *why, size_t whylen)
 {
 	static uint8_t payload[WIRE_MAX_PAYLOAD];
 	static struct wire_msg m;
@@ -361,6 +368,11 @@ int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
 
 		if (got == 1)
 			return 0;
+		if (got < 0 && m.type == WIRE_FAILED) {
+			snprintf(why, whylen, "%.*s", (int)m.len, (const char *)m.payload);
+			errno = ENOEXEC;
+			return -1;
+		}
 		/* None runs (or one of another build just stopped): start ours. */
 		if (got == 0 && warm_spawn_server(dirfd, idle_seconds, key) < 0)
 			return -1;

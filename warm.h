@@ -55,10 +55,11 @@ int warm_stop(int dirfd, long *pid);
 
 /*
  * Make sure a server runs (starting one, with idle_seconds, if needed) and
- * wait up to seconds until its zygote for key is ready.  0, or -1 (errno
- * ETIMEDOUT when it never got ready).
+ * wait up to seconds until its zygote for key is ready.  0, or -1: errno
+ * ETIMEDOUT when it never got ready, ENOEXEC when the zygote failed (why
+ * says how).
  */
 int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
-                    double seconds);
+                    double seconds, char *why, size_t whylen);
 
 #endif

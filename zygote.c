@@ -61,6 +61,18 @@ static void prepare(int ctl, const struct zygote_env *env)
 		snprintf(err, sizeof(err), "cannot enter '%s': %s", env->cwd, strerror(errno));
 		zygote_fail(ctl, err);
 	}
+	/* Exactly the environment of the call that asked for this zygote. */
+	clearenv();
+	for (size_t i = 0; i < env->n_env; i++) {
+		const char *eq = strchr(env->env[i], '=');
+		char name[4096];
+
+		if (!eq || eq == env->env[i] || (size_t)(eq - env->env[i]) >= sizeof(name))
+			continue;
+		memcpy(name, env->env[i], (size_t)(eq - env->env[i]));
+		name[eq - env->env[i]] = '\0';
+		setenv(name, eq + 1, 1);
+	}
 	if (*env->pythonpath)
 		setenv("PYTHONPATH", env->pythonpath, 1);
 	else

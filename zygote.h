@@ -18,6 +18,8 @@ struct zygote_env {
 	const char *venv;               /* "" when unset */
 	const char *modules[256];
 	size_t n_modules;
+	const char *env[4096];          /* NAME=VALUE: the whole environment */
+	size_t n_env;
 };
 
 /*

@@ -235,6 +235,72 @@ START_TEST(edited_toolbox_is_reimported)
 }
 END_TEST
 
+/* A module that reads the environment when imported sees the caller's. */
+START_TEST(import_time_environment_is_the_callers)
+{
+	struct cli_run r;
+	char path[4300];
+
+	snprintf(path, sizeof(path), "%s/envtool.py", tmp);
+	cli_write_file(path, "import os, time\nFOO = os.environ.get('FOO')\nTZ = time.tzname[0]\n");
+	for (int round = 0; round < 2; round++) {
+		RUN_IN(&r, tmp, ((const char *[]){ "FOO=first", "TZ=UTC", NULL }), "--server-start",
+		       "--toolbox", "envtool:et");
+		ck_code(&r, 0);
+		cli_run_release(&r);
+		RUN_IN(&r, tmp, ((const char *[]){ "FOO=first", "TZ=UTC", NULL }), "--toolbox",
+		       "envtool:et", "--session", "t", "et.FOO, et.TZ");
+		ck_out(&r, "('first', 'UTC')\n");
+		cli_run_release(&r);
+		RUN_IN(&r, tmp, ((const char *[]){ "FOO=second", "TZ=JST-9", NULL }), "--toolbox",
+		       "envtool:et", "--session", "t", "et.FOO, et.TZ");
+		ck_out(&r, "('second', 'JST')\n");
+		cli_run_release(&r);
+	}
+}
+END_TEST
+
+/* A toolbox that cannot be imported: calls run cold (and say why), and
+ * --server-start reports the reason instead of waiting. */
+START_TEST(broken_toolbox_stays_cold_and_says_why)
+{
+	struct cli_run r;
+	char path[4300];
+
+	snprintf(path, sizeof(path), "%s/broken.py", tmp);
+	cli_write_file(path, "raise RuntimeError('broken on purpose')\n");
+	RUN_IN(&r, tmp, NULL, "--server-start", "--toolbox", "broken:b");
+	ck_code(&r, 1);
+	ck_assert_msg(cli_has(r.err, "broken on purpose"), "%s", r.err);
+	ck_assert_msg(r.seconds < 10, "took %.1fs", r.seconds);
+	cli_run_release(&r);
+	RUN_IN(&r, tmp, NULL, "--toolbox", "broken:b", "--session", "t", "1");
+	ck_code(&r, 1);
+	ck_assert(cli_has(r.err, "toolbox 'broken' (alias b) cannot be imported: "
+	                         "RuntimeError: broken on purpose"));
+	cli_run_release(&r);
+	CLI(&r, "--server-status");
+	ck_assert_msg(cli_has(r.out, " failed "), "%s", r.out);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A long cell outlives the server's idle time and still completes. */
+START_TEST(idle_exit_lets_running_cells_finish)
+{
+	struct cli_run r;
+
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_SERVER_IDLE=1", NULL }), "--server-start");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_SERVER_IDLE=1", NULL }), "--session", "t",
+	       "import time\ntime.sleep(3)\n'finished'");
+	ck_code(&r, 0);
+	ck_out(&r, "'finished'\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(timed_out_warm_cell_keeps_state)
 {
 	struct cli_run r;
@@ -646,6 +712,9 @@ int main(void)
 	tcase_add_test(tc, server_off_never_starts_one);
 	tcase_add_test(tc, library_state_does_not_leak_between_calls);
 	tcase_add_test(tc, edited_toolbox_is_reimported);
+	tcase_add_test(tc, import_time_environment_is_the_callers);
+	tcase_add_test(tc, broken_toolbox_stays_cold_and_says_why);
+	tcase_add_test(tc, idle_exit_lets_running_cells_finish);
 	tcase_add_test(tc, timed_out_warm_cell_keeps_state);
 	tcase_add_test(tc, cold_writes_and_resets_are_seen);
 	tcase_add_test(tc, server_killed_mid_cell_loses_nothing);
