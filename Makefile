@@ -35,8 +35,10 @@ TESTS := tests/check_frame tests/check_store tests/check_opts \
 
 all: dolsot
 
+# Not a PIE: libpython's tables of pointers would need ~39,000 relocations
+# at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS)
 
 worker.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'

@@ -50,6 +50,18 @@ static int connect_server(int dirfd)
 	return fd;
 }
 
+static bool volatile_var(const char *entry)
+{
+	static const char *const names[] = { "_=", "OLDPWD=", "SHLVL=", "PWD=" };
+
+	if (strncmp(entry, "DOLSOT_", 7) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (strncmp(entry, names[i], strlen(names[i])) == 0)
+			return true;
+	return false;
+}
+
 /* The WIRE_CALL payload: what selects the zygote. */
 static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
 {
@@ -67,9 +79,10 @@ static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
 		if (wire_put(buf, len, "toolbox", key->toolboxes[i].module) < 0)
 			return -1;
 	/* Modules read the environment when imported (TZ, settings, keys), so a
-	 * zygote is warmed with the caller's own; dolsot's variables aside. */
+	 * zygote is warmed with the caller's own: all of it but dolsot's
+	 * variables and what shells change from one command to the next. */
 	for (char **e = environ; *e; e++)
-		if (strncmp(*e, "DOLSOT_", 7) != 0 && wire_put(buf, len, "env", *e) < 0)
+		if (!volatile_var(*e) && wire_put(buf, len, "env", *e) < 0)
 			return -1;
 	return 0;
 }
