@@ -33,6 +33,7 @@
 
 #define MAX_CLIENTS 256
 #define RETRY_FAILED_SECONDS 10
+#define SEEN_KEYS 64
 
 enum zstate { Z_STARTING, Z_READY, Z_FAILED };
 
@@ -61,6 +62,8 @@ struct server {
 	struct server_mem *mem;   /* DOLSOT_STORE=memory sessions, made on first use */
 	int held[MAX_CLIENTS];    /* connections holding or awaiting a session lock */
 	size_t n_held;
+	uint64_t seen[SEEN_KEYS]; /* hashes of environments called without a zygote */
+	size_t seen_next;
 };
 
 static double now(void)
@@ -257,6 +260,27 @@ static void fallback(int client, const char *why)
 	wire_send(client, WIRE_FALLBACK, 0, 0, why, strlen(why), NULL, 0);
 }
 
+static uint64_t key_hash(const struct wire_msg *m)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < m->len; i++)
+		h = (h ^ m->payload[i]) * 1099511628211ull;
+	return h;
+}
+
+/* Remember m's environment; true when it was already remembered. */
+static bool seen_before(struct server *s, const struct wire_msg *m)
+{
+	uint64_t h = key_hash(m);
+
+	for (size_t i = 0; i < SEEN_KEYS; i++)
+		if (s->seen[i] == h)
+			return true;
+	s->seen[s->seen_next++ % SEEN_KEYS] = h;
+	return false;
+}
+
 /* Route a call; returns true when its client fd was handed on. */
 static bool on_call(struct server *s, int client, struct wire_msg *m)
 {
@@ -274,16 +298,23 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 		fallback(client, "malformed call");
 		return false;
 	}
-	if (z && z->state == Z_READY && zygote_stale(z)) {
+	/* An environment in use whose zygote went stale or failed a while ago
+	 * is rebuilt in its own slot right away. */
+	if (z && ((z->state == Z_READY && zygote_stale(z)) ||
+	          (z->state == Z_FAILED && now() - z->started > RETRY_FAILED_SECONDS))) {
 		zygote_forget(z);
-		z = NULL;
-	}
-	if (z && z->state == Z_FAILED && now() - z->started > RETRY_FAILED_SECONDS) {
-		zygote_forget(z);
-		z = NULL;
+		zygote_spawn(s, z, m);
+		fallback(client, "warming up");
+		s->calls_fallback += m->nfds != 0;
+		return false;
 	}
 	if (!z) {
-		zygote_spawn(s, zygote_slot(s), m);
+		/* A call warms its environment only the second time it is seen
+		 * (a probe or the server's first call at once): a host that
+		 * changes its environment every call would otherwise keep the
+		 * server importing toolboxes for nothing. */
+		if (m->nfds == 0 || seen_before(s, m))
+			zygote_spawn(s, zygote_slot(s), m);
 		fallback(client, "warming up");
 		s->calls_fallback += m->nfds != 0;
 		return false;
