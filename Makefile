@@ -43,14 +43,11 @@ dolsot: $(OBJS)
 worker.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 
-# The worker's Python half lives in worker.py and is compiled into the binary.
-worker_py.c: worker.py
-	{ echo '/* generated from worker.py by make; do not edit */'; \
-	  echo '#include <stddef.h>'; \
-	  echo 'const unsigned char worker_py[] = {'; \
-	  xxd -i < worker.py; echo ', 0x00 };'; \
-	  echo 'const size_t worker_py_len = sizeof(worker_py) - 1;'; } > $@.tmp
-	mv $@.tmp $@
+# The worker's Python half lives in worker.py and is compiled into the
+# binary, as source and as bytecode made by the same Python version.
+PYTHON ?= /usr/bin/python3.11
+worker_py.c: worker.py tools/embed.py
+	$(PYTHON) tools/embed.py worker worker.py $@
 
 worker_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
 

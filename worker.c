@@ -9,6 +9,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <marshal.h>
 
 #include "worker.h"
 
@@ -24,7 +25,9 @@
 #include "proc.h"
 
 extern const unsigned char worker_py[];
-extern const size_t worker_py_len;
+extern const unsigned char worker_code[];
+extern const size_t worker_code_len;
+extern const long worker_magic;
 
 #define PY_VERSION_DIR "python3.11"
 
@@ -188,11 +191,26 @@ static int start_python(char *err, size_t errlen)
 	return 0;
 }
 
+/* The bytecode made at build time, when this interpreter reads that
+ * bytecode version; else the source, compiled now. */
+static PyObject *worker_code_object(void)
+{
+	if ((PyImport_GetMagicNumber() & 0xffff) == worker_magic) {
+		PyObject *code = PyMarshal_ReadObjectFromString((const char *)worker_code,
+		                                                (Py_ssize_t)worker_code_len);
+		if (code && PyCode_Check(code))
+			return code;
+		Py_XDECREF(code);
+		PyErr_Clear();
+	}
+	return Py_CompileString((const char *)worker_py, "<dolsot-worker>", Py_file_input);
+}
+
 static PyObject *import_worker_module(void)
 {
 	PyObject *code, *mod;
 
-	code = Py_CompileString((const char *)worker_py, "<dolsot-worker>", Py_file_input);
+	code = worker_code_object();
 	if (!code)
 		return NULL;
 	mod = PyImport_ExecCodeModule("_dolsot_worker", code);

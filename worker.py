@@ -12,10 +12,12 @@ carry (see _Pickler.reducer_override), so a session of plain data never
 pays for importing dill.
 """
 
-import ast
+# The C modules rather than ast and pickle: those import re, enum and
+# functools, several milliseconds of every cold call.
+import _ast
+import _pickle
 import importlib
 import io
-import pickle
 import sys
 import types
 
@@ -67,7 +69,7 @@ def _needs_dill(obj):
     return False
 
 
-class _Pickler(pickle.Pickler):
+class _Pickler(_pickle.Pickler):
     def __init__(self, file, force_dill):
         super().__init__(file, protocol=5)
         self._force_dill = force_dill
@@ -129,7 +131,7 @@ def load_namespace(session, blob):
     if bytes(blob[:len(MAGIC)]) != MAGIC:
         raise _Fatal(_load_error(session, "not a dolsot session (bad magic)"))
     try:
-        state = pickle.loads(blob[len(MAGIC):])
+        state = _pickle.loads(blob[len(MAGIC):])
     except _Fatal:
         raise
     except BaseException as e:
@@ -192,13 +194,13 @@ def describe(exc):
 
 def _compile_cell(code):
     """Parse the cell; returns (body code, last expression code or None)."""
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    flags = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     if b"\0" in code:
         raise SyntaxError("source code cannot contain null bytes")
-    tree = compile(code, "<cell>", "exec", ast.PyCF_ONLY_AST | flags)
+    tree = compile(code, "<cell>", "exec", _ast.PyCF_ONLY_AST | flags)
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = _ast.Expression(tree.body.pop().value)
     body = compile(tree, "<cell>", "exec", flags)
     return body, (compile(last, "<cell>", "eval", flags) if last else None)
 
