@@ -238,11 +238,14 @@ void zygote_main(int ctl, const struct zygote_env *env)
 	static struct wire_msg m;
 
 	prctl(PR_SET_NAME, "dolsot-zygote");
-	prepare(ctl, env);
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* Block SIGCHLD before the toolboxes load: threads they start (OpenBLAS)
+	 * inherit the mask, or one of them would take the signal and the
+	 * signalfd would never hear of a finished worker. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, &old);
+	prepare(ctl, env);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sig < 0)
 		_exit(1);
@@ -250,6 +253,10 @@ void zygote_main(int ctl, const struct zygote_env *env)
 		nfds_t n = 0;
 		int timeout = check_deadlines();
 
+		/* With calls running, look for finished workers now and then too:
+		 * a wait status is never lost, whatever happens to a signal. */
+		if (n_calls && (timeout < 0 || timeout > 100))
+			timeout = 100;
 		p[n++] = (struct pollfd){ .fd = sig, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = ctl, .events = POLLIN };
 		for (size_t i = 0; i < n_calls; i++)

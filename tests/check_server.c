@@ -301,6 +301,33 @@ START_TEST(idle_exit_lets_running_cells_finish)
 }
 END_TEST
 
+/* Regression: a toolbox that starts a thread when imported (as numpy's
+ * OpenBLAS does) could take the zygote's SIGCHLD, so a finished call was
+ * only noticed at its deadline. */
+START_TEST(toolbox_threads_do_not_delay_calls)
+{
+	struct cli_run r;
+	char path[4300];
+
+	snprintf(path, sizeof(path), "%s/threadtool.py", tmp);
+	cli_write_file(path, "import threading, time\n"
+	                     "for _ in range(4):\n"
+	                     "    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n"
+	                     "def one():\n    return 1\n");
+	RUN_IN(&r, tmp, NULL, "--server-start", "--toolbox", "threadtool:tt");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	for (int i = 0; i < 12; i++) {
+		RUN_IN(&r, tmp, NULL, "--toolbox", "threadtool:tt", "--session", "t",
+		       "--timeout", "8", "tt.one()");
+		ck_out(&r, "1\n");
+		ck_assert_msg(r.seconds < 6, "call %d waited for its deadline (%.1fs)", i, r.seconds);
+		cli_run_release(&r);
+	}
+	ck_assert_int_ge(warm_calls(), 12);
+}
+END_TEST
+
 START_TEST(timed_out_warm_cell_keeps_state)
 {
 	struct cli_run r;
@@ -715,6 +742,7 @@ int main(void)
 	tcase_add_test(tc, import_time_environment_is_the_callers);
 	tcase_add_test(tc, broken_toolbox_stays_cold_and_says_why);
 	tcase_add_test(tc, idle_exit_lets_running_cells_finish);
+	tcase_add_test(tc, toolbox_threads_do_not_delay_calls);
 	tcase_add_test(tc, timed_out_warm_cell_keeps_state);
 	tcase_add_test(tc, cold_writes_and_resets_are_seen);
 	tcase_add_test(tc, server_killed_mid_cell_loses_nothing);
