@@ -17,6 +17,7 @@
 #include "opts.h"
 #include "output.h"
 #include "repl.h"
+#include "server.h"
 #include "store.h"
 
 #define MAX_CODE_BYTES ((size_t)256 << 20)
@@ -376,7 +377,13 @@ int main(int argc, char **argv)
 	struct settings s;
 	int code;
 
+	/* A fresh exec of ourselves as the warm server (see warm.c). */
+	if (argc > 0 && strcmp(argv[0], SERVER_ARGV0) == 0)
+		server_exec_main(argc, argv);
 	check_fds();
+	/* Our stderr lines are written once, at the end: buffer them rather
+	 * than make a write per character (exit and output_render flush). */
+	setvbuf(stderr, NULL, _IOFBF, BUFSIZ);
 	signal(SIGPIPE, SIG_IGN);
 	parse_args(argc, argv, &c);
 	if ((c.list || c.reset || c.server) && c.code)

@@ -74,6 +74,27 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+int server_exec_main(int argc, char **argv)
+{
+	static struct wire_msg prewarm;
+	double idle;
+	char *end;
+	ssize_t got;
+
+	memset(&prewarm, 0, sizeof(prewarm));
+	if (argc != 2)
+		_exit(2);
+	idle = strtod(argv[1], &end);
+	if (*end || !(idle > 0))
+		_exit(2);
+	got = pread(SERVER_KEY_FD, prewarm.payload, sizeof(prewarm.payload), 0);
+	close(SERVER_KEY_FD);
+	if (got < 0)
+		_exit(1);
+	prewarm.len = (size_t)got;
+	server_main(SERVER_DIR_FD, idle, got > 0 ? &prewarm : NULL);
+}
+
 uint64_t server_exe_id(void)
 {
 	struct stat st;

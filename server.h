@@ -27,6 +27,17 @@
 void server_main(int dirfd, double idle_seconds, const struct wire_msg *prewarm)
 	__attribute__((noreturn));
 
+/*
+ * How warm_spawn_server hands over to a fresh exec of dolsot: argv[0] is
+ * SERVER_ARGV0 and argv[1] the idle seconds; the store directory is open
+ * on SERVER_DIR_FD and a memfd on SERVER_KEY_FD holds the environment to
+ * warm first.  server_exec_main() takes it from there (never returns).
+ */
+#define SERVER_ARGV0 "dolsot-server"
+#define SERVER_DIR_FD 3
+#define SERVER_KEY_FD 4
+int server_exec_main(int argc, char **argv) __attribute__((noreturn));
+
 /* An identity of the running binary: a server only serves its own build. */
 uint64_t server_exe_id(void);
 

@@ -289,6 +289,33 @@ out:
 	return st;
 }
 
+/*
+ * Become the server by executing ourselves afresh as "dolsot-server": it
+ * gets a clean address space and command line (ps would otherwise show
+ * the code of the call that started it for as long as it lives).  The
+ * store directory is fd 3, the environment to warm first a memfd on fd 4.
+ */
+static void exec_server(int dirfd, double idle_seconds, const struct wire_msg *prewarm)
+{
+	char idle[64];
+	char *argv[] = { SERVER_ARGV0, idle, NULL };
+	int key = memfd_create("dolsot-prewarm", MFD_CLOEXEC);
+	int dir_high, key_high;
+
+	if (key < 0 || write(key, prewarm->payload, prewarm->len) != (ssize_t)prewarm->len)
+		_exit(1);
+	/* Move both out of the way first, then onto their numbers: dup2 also
+	 * clears close-on-exec on the copies we pass on. */
+	dir_high = fcntl(dirfd, F_DUPFD_CLOEXEC, 10);
+	key_high = fcntl(key, F_DUPFD_CLOEXEC, 10);
+	if (dir_high < 0 || key_high < 0 || dup2(dir_high, SERVER_DIR_FD) < 0 ||
+	    dup2(key_high, SERVER_KEY_FD) < 0)
+		_exit(1);
+	snprintf(idle, sizeof(idle), "%.17g", idle_seconds);
+	execv("/proc/self/exe", argv);
+	_exit(1);
+}
+
 int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key)
 {
 	static struct wire_msg prewarm;
@@ -307,7 +334,7 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key
 	if (pid == 0) {
 		setsid();
 		if (fork() == 0)
-			server_main(dirfd, idle_seconds, &prewarm);
+			exec_server(dirfd, idle_seconds, &prewarm);
 		_exit(0);
 	}
 	while (waitpid(pid, &status, 0) < 0)
