@@ -343,6 +343,26 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key
 	return 0;
 }
 
+/* True while pid exists and is not a zombie. */
+static bool process_running(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
 /* Send one request and wait for one answer of the given type.  With
  * linger, wait after it until the server closes the connection. */
 static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
@@ -387,9 +407,14 @@ int warm_stop(int dirfd, long *pid)
 	static struct wire_msg m;
 	int got = ask(dirfd, WIRE_STOP, NULL, 0, WIRE_STOPPING, &m, true);
 
-	if (got > 0)
-		*pid = (long)m.a;
-	return got;
+	if (got <= 0)
+		return got;
+	*pid = (long)m.a;
+	/* Its connection closed as it exited; wait until it has (a zombie left
+	 * for its reaper counts as gone). */
+	for (int i = 0; i < 200 && process_running((pid_t)*pid); i++)
+		usleep(10000);
+	return 1;
 }
 
 int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
