@@ -23,8 +23,9 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c store_id.c store_file.c store_mem.c output.c opts.c \
-	repl.c proc.c wire.c warm.c server.c server_mem.c zygote.c store_remote.c
-WORKER_SRCS := worker.c worker_py.c
+	repl.c proc.c wire.c warm.c server.c server_mem.c zygote.c store_remote.c \
+	typegate.c typegate_parse.c
+WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
 
@@ -40,16 +41,17 @@ all: dolsot
 dolsot: $(OBJS)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS)
 
-worker.o: ALL_CFLAGS += $(PY_INCLUDES)
+worker.o dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 
-# The worker's Python half lives in worker.py and is compiled into the
-# binary, as source and as bytecode made by the same Python version.
+# The worker's Python half (worker.py, and gate.py and hints.py it imports
+# through _dolsot) is compiled into the binary, as source and as bytecode
+# made by the same Python version: NAME.py becomes NAME_py.c.
 PYTHON ?= /usr/bin/python3.11
-worker_py.c: worker.py tools/embed.py
-	$(PYTHON) tools/embed.py worker worker.py $@
+%_py.c: %.py tools/embed.py
+	$(PYTHON) tools/embed.py $* $< $@
 
-worker_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
+%_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
 
 %.o: %.c
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
@@ -107,9 +109,9 @@ ASAN_TESTS := $(TESTS:=-asan)
 %.asan.o: %.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c -o $@ $<
 
-worker.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
+worker.asan.o dolsotmod.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.asan.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
-worker_py.asan.o: ALL_CFLAGS += -Wno-missing-prototypes
+%_py.asan.o: ALL_CFLAGS += -Wno-missing-prototypes
 
 tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
@@ -138,8 +140,8 @@ demo:
 lint:
 	@sh tools/deps.sh lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out worker_py.c,$(SRCS))
-	clang-tidy --quiet $(filter-out worker_py.c,$(SRCS)) -- -std=gnu11 -D_GNU_SOURCE \
+		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out %_py.c,$(SRCS))
+	clang-tidy --quiet $(filter-out %_py.c,$(SRCS)) -- -std=gnu11 -D_GNU_SOURCE \
 		-DPY_PREFIX='"$(PY_PREFIX)"' -DDOLSOT_VERSION='"$(VERSION)"' $(PY_INCLUDES)
 	mandoc -Tlint -Wwarning man/dolsot.1
 
@@ -152,7 +154,7 @@ install: dolsot
 	install -m 644 man/dolsot.1 $(DESTDIR)$(MANDIR)/man1/dolsot.1
 
 clean:
-	rm -f dolsot dolsot-asan *.o *.d worker_py.c worker_py.c.tmp \
+	rm -f dolsot dolsot-asan *.o *.d *_py.c *_py.c.tmp \
 		$(TESTS) $(ASAN_TESTS) tests/*.o tests/*.d
 
 .PHONY: all deps check asan demo lint install clean
