@@ -32,7 +32,8 @@ OBJS := $(SRCS:.c=.o)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
-	tests/check_output tests/check_wire tests/check_cli tests/check_server
+	tests/check_output tests/check_wire tests/check_cli tests/check_server \
+	tests/check_typegate
 
 all: dolsot
 
@@ -66,6 +67,7 @@ T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o
+T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_parse.o
 
 tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)
@@ -74,6 +76,7 @@ tests/check_output: $(T_OUTPUT)
 tests/check_wire: $(T_WIRE)
 tests/check_cli: $(T_CLI)
 tests/check_server: $(T_SERVER)
+tests/check_typegate: $(T_TYPEGATE)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
 tests/check_opts-asan: $(T_OPTS:.o=.asan.o)
@@ -81,6 +84,7 @@ tests/check_output-asan: $(T_OUTPUT:.o=.asan.o)
 tests/check_wire-asan: $(T_WIRE:.o=.asan.o)
 tests/check_cli-asan: $(T_CLI:.o=.asan.o)
 tests/check_server-asan: $(T_SERVER:.o=.asan.o)
+tests/check_typegate-asan: $(T_TYPEGATE:.o=.asan.o)
 
 $(TESTS):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -94,6 +98,7 @@ UNIT_TESTS := $(filter-out tests/check_cli tests/check_server,$(TESTS))
 # warm server already up for every test.
 check:
 	@sh tools/deps.sh check
+	@sh tools/npm-deps.sh
 	$(MAKE) dolsot $(TESTS)
 	sh tests/run.sh $(UNIT_TESTS)
 	DOLSOT_SERVER=off sh tests/run.sh tests/check_cli
@@ -124,6 +129,7 @@ $(ASAN_TESTS):
 
 asan:
 	@sh tools/deps.sh check
+	@sh tools/npm-deps.sh
 	$(MAKE) dolsot-asan $(ASAN_TESTS)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS)
