@@ -8,7 +8,7 @@
 set -eu
 
 cd "$(dirname "$0")/node"
-PYRIGHT_VERSION=1.1.414
+PYRIGHT_VERSION=1.1.414	# keep in step with package.json
 
 if [ -x node_modules/.bin/pyright ] &&
    grep -q "\"version\": \"$PYRIGHT_VERSION\"" node_modules/pyright/package.json 2>/dev/null; then
@@ -19,4 +19,5 @@ if ! command -v npm >/dev/null 2>&1; then
 	exit 0
 fi
 echo "dolsot: installing pyright $PYRIGHT_VERSION into tools/node" >&2
-npm install --no-audit --no-fund --loglevel=error "pyright@$PYRIGHT_VERSION" >/dev/null
+# package.json and package-lock.json pin the version; ci installs exactly that.
+npm ci --no-audit --no-fund --loglevel=error >/dev/null
