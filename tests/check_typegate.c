@@ -25,6 +25,8 @@
 static char *suite_tmp;         /* shared by every case: the mypy cache */
 static char *tmp;               /* per case */
 static char store_env[4300], cache_env[4300], cwd_path[4200];
+/* DOLSOT_SERVER for the call: unset (the default, warm) or "...=off" (cold). */
+static const char *server_env = "DOLSOT_SERVER";
 
 /* ---- parsers on recorded output ---- */
 
@@ -449,7 +451,7 @@ static void run(struct cli_run *r, const char *checker, const char *typecheck,
                 const char *session, const char *code, const char *timeout)
 {
 	char bin_env[4300], tc_env[64];
-	const char *env[] = { store_env, cache_env, bin_env, tc_env, "DOLSOT_TIMEOUT",
+	const char *env[] = { store_env, cache_env, bin_env, tc_env, server_env, "DOLSOT_TIMEOUT",
 	                      "DOLSOT_MAX_OUTPUT", "PYTHONPATH", "VIRTUAL_ENV", NULL };
 	const char *argv[] = { "dolsot", "--toolbox", "mytools:mt", "--toolbox", "plain:pl",
 	                       "--session", session, "--timeout", timeout ? timeout : "60",
@@ -505,6 +507,26 @@ START_TEST(wrong_argument_count_is_blocked)
 	ck_err_lacks(&r, "session now holds");
 	cli_run_release(&r);
 	ck_untouched("s", "1\n");
+}
+END_TEST
+
+/* The gate runs in the worker whether it is forked cold or from a zygote. */
+START_TEST(gate_blocks_on_the_cold_path_too)
+{
+	struct cli_run r;
+
+	if (!have(_i))
+		return;
+	server_env = "DOLSOT_SERVER=off";
+	run(&r, checkers[_i].bin, "1", "s", "mt.add(1)", NULL);
+	ck_code(&r, 1);
+	ck_err_has(&r, "\nline 1: ");
+	ck_err_has(&r, "hint: mt.add(a: int, b: int) -> int");
+	cli_run_release(&r);
+	run(&r, checkers[_i].bin, "1", "s", "mt.add(1, 2)", NULL);
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.out, "3\n");
+	cli_run_release(&r);
 }
 END_TEST
 
@@ -895,6 +917,7 @@ static Suite *typegate_suite(void)
 	tcase_add_test(runner, runner_kills_a_hanging_group_at_the_deadline);
 	/* One loop index per checker: 0 mypy, 1 pyright. */
 	tcase_add_loop_test(gate, wrong_argument_count_is_blocked, 0, 2);
+	tcase_add_loop_test(gate, gate_blocks_on_the_cold_path_too, 0, 2);
 	tcase_add_loop_test(gate, wrong_argument_type_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, unknown_toolbox_attribute_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, toolbox_without_help_gets_the_signature_only, 0, 2);
