@@ -242,6 +242,10 @@ def _gate(code, ns, toolboxes):
     """The type gate (gate.py): (error text of a blocked cell, warning)."""
     try:
         import _dolsot
+        # A missing checker is the common case and must cost nothing: look
+        # it up before compiling the gate.
+        if _dolsot.which(_dolsot.ty_bin()) is None:
+            return None, None
         return _dolsot.embedded("gate").check(code, _session_names(ns, toolboxes), toolboxes)
     except BaseException as e:
         return None, f"warning: type gate skipped: {_reason(e)}"
