@@ -68,8 +68,18 @@ char *tg_which(const char *name)
 
 	if (!name || !*name)
 		return NULL;
-	if (strchr(name, '/'))
-		return strdup(name);
+	/* Absolute, since the checker runs in another directory. */
+	if (name[0] == '/')
+		return access(name, F_OK) == 0 ? strdup(name) : NULL;
+	if (strchr(name, '/')) {
+		char cwd[PATH_MAX];
+		int w;
+
+		if (!getcwd(cwd, sizeof(cwd)))
+			return NULL;
+		w = snprintf(buf, sizeof(buf), "%s/%s", cwd, name);
+		return w > 0 && (size_t)w < sizeof(buf) && access(buf, F_OK) == 0 ? strdup(buf) : NULL;
+	}
 	if (!path)
 		path = "/usr/local/bin:/usr/bin:/bin";
 	while (*path) {
@@ -86,8 +96,9 @@ char *tg_which(const char *name)
 }
 
 /* The child: own group, dies with us, fds 0-2 set, then exec. */
-static void child_exec(const char *path, const char *const *argv, const char *const *envp,
-                       const char *cwd, int out, int err, int status)
+static void child_exec(pid_t parent, const char *path, const char *const *argv,
+                       const char *const *envp, const char *cwd, int out, int err,
+                       int status)
 {
 	sigset_t none;
 	int null, e;
@@ -95,7 +106,8 @@ static void child_exec(const char *path, const char *const *argv, const char *co
 	setpgid(0, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+	/* A parent that died before prctl would leave us running unwatched. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		goto fail;
 	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
@@ -229,7 +241,7 @@ static int run_child(const char *path, const char *const *argv, const char *cons
 	int ret = -1, status = 0, e;
 	bool timed_out = false;
 	double t0 = now();
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    pipe2(st, O_CLOEXEC) < 0) {
@@ -242,7 +254,7 @@ static int run_child(const char *path, const char *const *argv, const char *cons
 		goto out;
 	}
 	if (pid == 0)
-		child_exec(path, argv, envp, cwd, outp[1], errp[1], st[1]);
+		child_exec(parent, path, argv, envp, cwd, outp[1], errp[1], st[1]);
 	setpgid(pid, pid);
 	close_fd(&outp[1]);
 	close_fd(&errp[1]);

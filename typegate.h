@@ -98,8 +98,9 @@ int tg_run(const char *const *argv, const char *const *envp, const char *cwd,
            char *err, size_t errlen);
 void tg_run_release(struct tg_run *r);
 
-/* The absolute path of an executable name looked up in PATH (a name with a
- * '/' is returned as is); malloc'd, or NULL when there is none. */
+/* The absolute path of an executable name looked up in PATH; a name with a
+ * '/' is taken as a path (made absolute against the current directory) if
+ * it exists.  malloc'd, or NULL when there is none. */
 char *tg_which(const char *name);
 
 #endif
