@@ -71,7 +71,7 @@ static void diag_release(struct tg_diag *g)
 	free(g->path);
 	free(g->code);
 	free(g->message);
-	memset(g, 0, sizeof(*g));
+	g->path = g->code = g->message = NULL;
 }
 
 void tg_diags_release(struct tg_diags *d)
@@ -94,7 +94,7 @@ static void diags_add(struct tg_diags *d, struct tg_diag *g)
 		return;
 	}
 	d->v[d->n++] = *g;
-	memset(g, 0, sizeof(*g));
+	g->path = g->code = g->message = NULL;
 }
 
 static bool severity_of(const char *s, size_t n, enum tg_severity *out)
@@ -644,9 +644,10 @@ static bool diag_element(struct json *j, void *arg)
 	    severity_of(pd.severity, strlen(pd.severity), &pd.g.severity)) {
 		if (!pd.g.path)
 			pd.g.path = text_dup("", 0);
-		diags_add(d, &pd.g);
+		diags_add(d, &pd.g);    /* takes the strings, or frees them */
+	} else {
+		diag_release(&pd.g);
 	}
-	diag_release(&pd.g);
 	free(pd.severity);
 	return ok;
 }
