@@ -11,7 +11,7 @@ check) pkgs="$build check libsubunit-dev pkg-config mandoc python3-venv
 	python3-numpy python3-pandas procps util-linux mypy nodejs" ;;
 lint) pkgs="$build cppcheck clang-tidy mandoc" ;;
 fuzz) pkgs="$build clang libclang-rt-14-dev" ;;
-bench) pkgs="$build python3-numpy python3-pandas hyperfine" ;;
+bench) pkgs="$build python3-numpy python3-pandas hyperfine mypy nodejs" ;;
 *) echo "tools/deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
 
