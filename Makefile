@@ -23,15 +23,17 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c store_id.c store_file.c store_mem.c output.c opts.c \
-	repl.c proc.c wire.c warm.c server.c server_mem.c zygote.c store_remote.c
-WORKER_SRCS := worker.c worker_py.c
+	repl.c proc.c wire.c warm.c server.c server_mem.c zygote.c store_remote.c \
+	typegate.c typegate_parse.c
+WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
-	tests/check_output tests/check_wire tests/check_cli tests/check_server
+	tests/check_output tests/check_wire tests/check_cli tests/check_server \
+	tests/check_typegate
 
 all: dolsot
 
@@ -40,16 +42,17 @@ all: dolsot
 dolsot: $(OBJS)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS)
 
-worker.o: ALL_CFLAGS += $(PY_INCLUDES)
+worker.o dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 
-# The worker's Python half lives in worker.py and is compiled into the
-# binary, as source and as bytecode made by the same Python version.
+# The worker's Python half (worker.py, and gate.py and hints.py it imports
+# through _dolsot) is compiled into the binary, as source and as bytecode
+# made by the same Python version: NAME.py becomes NAME_py.c.
 PYTHON ?= /usr/bin/python3.11
-worker_py.c: worker.py tools/embed.py
-	$(PYTHON) tools/embed.py worker worker.py $@
+%_py.c: %.py tools/embed.py
+	$(PYTHON) tools/embed.py $* $< $@
 
-worker_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
+%_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
 
 %.o: %.c
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
@@ -64,6 +67,7 @@ T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o
+T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_parse.o
 
 tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)
@@ -72,6 +76,7 @@ tests/check_output: $(T_OUTPUT)
 tests/check_wire: $(T_WIRE)
 tests/check_cli: $(T_CLI)
 tests/check_server: $(T_SERVER)
+tests/check_typegate: $(T_TYPEGATE)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
 tests/check_opts-asan: $(T_OPTS:.o=.asan.o)
@@ -79,6 +84,7 @@ tests/check_output-asan: $(T_OUTPUT:.o=.asan.o)
 tests/check_wire-asan: $(T_WIRE:.o=.asan.o)
 tests/check_cli-asan: $(T_CLI:.o=.asan.o)
 tests/check_server-asan: $(T_SERVER:.o=.asan.o)
+tests/check_typegate-asan: $(T_TYPEGATE:.o=.asan.o)
 
 $(TESTS):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -92,6 +98,7 @@ UNIT_TESTS := $(filter-out tests/check_cli tests/check_server,$(TESTS))
 # warm server already up for every test.
 check:
 	@sh tools/deps.sh check
+	@sh tools/npm-deps.sh
 	$(MAKE) dolsot $(TESTS)
 	sh tests/run.sh $(UNIT_TESTS)
 	DOLSOT_SERVER=off sh tests/run.sh tests/check_cli
@@ -107,9 +114,9 @@ ASAN_TESTS := $(TESTS:=-asan)
 %.asan.o: %.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c -o $@ $<
 
-worker.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
+worker.asan.o dolsotmod.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.asan.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
-worker_py.asan.o: ALL_CFLAGS += -Wno-missing-prototypes
+%_py.asan.o: ALL_CFLAGS += -Wno-missing-prototypes
 
 tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
@@ -122,6 +129,7 @@ $(ASAN_TESTS):
 
 asan:
 	@sh tools/deps.sh check
+	@sh tools/npm-deps.sh
 	$(MAKE) dolsot-asan $(ASAN_TESTS)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS)
@@ -138,8 +146,8 @@ demo:
 lint:
 	@sh tools/deps.sh lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out worker_py.c,$(SRCS))
-	clang-tidy --quiet $(filter-out worker_py.c,$(SRCS)) -- -std=gnu11 -D_GNU_SOURCE \
+		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out %_py.c,$(SRCS))
+	clang-tidy --quiet $(filter-out %_py.c,$(SRCS)) -- -std=gnu11 -D_GNU_SOURCE \
 		-DPY_PREFIX='"$(PY_PREFIX)"' -DDOLSOT_VERSION='"$(VERSION)"' $(PY_INCLUDES)
 	mandoc -Tlint -Wwarning man/dolsot.1
 
@@ -152,7 +160,7 @@ install: dolsot
 	install -m 644 man/dolsot.1 $(DESTDIR)$(MANDIR)/man1/dolsot.1
 
 clean:
-	rm -f dolsot dolsot-asan *.o *.d worker_py.c worker_py.c.tmp \
+	rm -f dolsot dolsot-asan *.o *.d *_py.c *_py.c.tmp \
 		$(TESTS) $(ASAN_TESTS) tests/*.o tests/*.d
 
 .PHONY: all deps check asan demo lint install clean

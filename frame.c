@@ -32,6 +32,7 @@ enum frame_tag {
 	FT_REQ_MAX_OUTPUT = 0x0105,
 	FT_REQ_BUDGET_NS = 0x0106,
 	FT_REQ_FLAGS = 0x0107,
+	FT_REQ_TY_BIN = 0x0108,
 	FT_REQ_ENV = 0x0120,		/* NAME=VALUE entries, NUL-separated */
 	FT_REQ_CWD = 0x0121,
 
@@ -85,6 +86,8 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, env), "env" },
 	{ FT_REQ_CWD, FIELD_BYTES, false,
 	  offsetof(struct request, cwd), "cwd" },
+	{ FT_REQ_TY_BIN, FIELD_BYTES, false,
+	  offsetof(struct request, ty_bin), "ty_bin" },
 };
 
 static const struct field_desc result_fields[] = {

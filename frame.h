@@ -65,6 +65,7 @@ struct request {
 	/* Only on the warm path, where the worker does not inherit them: */
 	struct span env;                 /* NAME=VALUE entries, NUL-separated */
 	struct span cwd;                 /* the caller's working directory */
+	struct span ty_bin;              /* the type checker; absent = "ty" */
 };
 
 #define REQ_TYPECHECK  (1u << 0)

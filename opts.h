@@ -25,12 +25,15 @@ struct settings {
 	bool server;             /* DOLSOT_SERVER=auto: use and start the warm server */
 	double server_idle;      /* seconds an unused server lives */
 	bool memory_store;       /* DOLSOT_STORE=memory: sessions in the server's memory */
+	bool typecheck;          /* run the type gate before a cell */
+	const char *ty_bin;      /* the type checker to run */
 };
 
 #define DEFAULT_TIMEOUT 20.0
 #define DEFAULT_MAX_OUTPUT 100000
 #define DEFAULT_TTL_DAYS 7.0
 #define DEFAULT_SERVER_IDLE 300.0
+#define DEFAULT_TY_BIN "ty"
 
 /*
  * Split "MODULE:ALIAS" into *out (both strings malloc'd; free with

@@ -125,6 +125,9 @@ static int encode_request(const struct run_args *a, const uint8_t *blob,
 		if (pack_environ(&r.env, &env) < 0)
 			return -1;
 	}
+	if (a->settings->typecheck)
+		r.flags |= REQ_TYPECHECK;
+	r.ty_bin = span_str(a->settings->ty_bin);
 	ret = frame_encode_request(buf, &r);
 	free(env);
 	return ret;

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dolsotmod.h"
 #include "frame.h"
 #include "proc.h"
 
@@ -178,6 +179,11 @@ static int start_python(char *err, size_t errlen)
 	    set_paths(&c) < 0 ||
 	    PyStatus_Exception(PyConfig_SetArgv(&c, 1, &argv0))) {
 		snprintf(err, errlen, "dolsot: cannot configure Python");
+		PyConfig_Clear(&c);
+		return -1;
+	}
+	if (PyImport_AppendInittab("_dolsot", dolsotmod_init) < 0) {
+		snprintf(err, errlen, "dolsot: cannot register the _dolsot module");
 		PyConfig_Clear(&c);
 		return -1;
 	}
@@ -369,6 +375,7 @@ static const uint8_t *read_request(int request_fd, int result_fd, struct request
 		answer_error(result_fd, "dolsot: worker: cannot map the request");
 	if (frame_decode_request(req, (size_t)st.st_size, r, err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
+	dolsotmod_begin(r);
 	return req;
 }
 

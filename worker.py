@@ -24,6 +24,7 @@ import types
 MAGIC = b"DLSS\x01"
 RES_OK = 1
 RES_SAVE = 2
+REQ_TYPECHECK = 1
 MAX_ERROR_LINES = 20
 
 _main = sys.modules["__main__"]
@@ -237,6 +238,30 @@ def _session_names(ns, toolboxes):
             and not (k in toolboxes and v is toolboxes[k])}
 
 
+def _gate(code, ns, toolboxes):
+    """The type gate (gate.py): (error text of a blocked cell, warning)."""
+    try:
+        import _dolsot
+        # A missing checker is the common case and must cost nothing: look
+        # it up before compiling the gate.
+        if _dolsot.which(_dolsot.ty_bin()) is None:
+            return None, None
+        return _dolsot.embedded("gate").check(code, _session_names(ns, toolboxes), toolboxes)
+    except BaseException as e:
+        return None, f"warning: type gate skipped: {_reason(e)}"
+
+
+def _hints(exc, code, ns, toolboxes):
+    """Hint lines for a failed cell (hints.py); never raises."""
+    if not isinstance(exc, (TypeError, AttributeError, NameError)):
+        return []
+    try:
+        import _dolsot
+        return _dolsot.embedded("hints").runtime_hints(exc, code, ns, toolboxes)
+    except BaseException:
+        return []
+
+
 def flush():
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -300,6 +325,10 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
     except _Fatal as e:
         return 1, 0, None, str(e), None, None, None, None
 
+    blocked, gate_warning = _gate(code, ns, loaded) if flags & REQ_TYPECHECK else (None, None)
+    if blocked is not None:
+        return 1, 0, None, blocked, None, None, gate_warning, None
+
     exit_code, res_flags, value, error = 0, RES_OK, None, None
     try:
         result = run_cell(code, ns)
@@ -309,9 +338,10 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
         flush()
         return (1, 0, None, f"SystemExit: {e.code!r}: the cell ended the "
                 "interpreter, so it did not complete; session unchanged",
-                None, None, None, None)
+                None, None, gate_warning, None)
     except BaseException as e:
         exit_code, res_flags, error = exit_code_of(e), 0, describe(e)
+        error = "\n".join([error] + _hints(e, code, ns, loaded))
     flush()
 
     try:
@@ -321,7 +351,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
         return 1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None, None, None
     except BaseException as e:
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
+        warning = "\n".join(filter(None, [gate_warning, warning]))
         return max(exit_code, 1), res_flags, value, error, None, None, warning, None
     dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
     return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            dropped_lines or None, None, new_blob)
+            dropped_lines or None, gate_warning, new_blob)

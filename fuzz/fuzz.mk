@@ -39,3 +39,4 @@ endef
 .PHONY: fuzz
 
 $(eval $(call fuzz_harness,frame,frame.c))
+$(eval $(call fuzz_harness,typegate,typegate_parse.c))
