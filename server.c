@@ -92,7 +92,7 @@ int server_exec_main(int argc, char **argv)
 	if (got < 0)
 		_exit(1);
 	prewarm.len = (size_t)got;
-	server_main(SERVER_DIR_FD, idle, got > 0 ? &prewarm : NULL);
+	server_main(SERVER_DIR_FD, SERVER_LOCK_FD, idle, got > 0 ? &prewarm : NULL);
 }
 
 uint64_t server_exe_id(void)
@@ -528,9 +528,12 @@ static int open_listener(struct server *s)
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	int fd;
 
-	s->lock_fd = openat(s->dirfd, SERVER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return -1;   /* another server holds the store */
+	if (s->lock_fd < 0) {
+		s->lock_fd = openat(s->dirfd, SERVER_LOCK,
+		                    O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
+			return -1;   /* another server holds the store */
+	}
 	unlinkat(s->dirfd, SERVER_SOCKET, 0);
 	server_socket_path(s->dirfd, addr.sun_path, sizeof(addr.sun_path));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -698,11 +701,12 @@ static void server_loop(struct server *s)
 	}
 }
 
-void server_main(int dirfd, double idle_seconds, const struct wire_msg *prewarm)
+void server_main(int dirfd, int lock_fd, double idle_seconds,
+                 const struct wire_msg *prewarm)
 {
 	static struct server s;
 	sigset_t mask;
-	int keep[] = { dirfd };
+	int keep[] = { dirfd, lock_fd };
 	int null;
 
 	prctl(PR_SET_NAME, "dolsot-server");
@@ -713,7 +717,10 @@ void server_main(int dirfd, double idle_seconds, const struct wire_msg *prewarm)
 	s.exe_id = server_exe_id();
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		s.z[i].ctl = -1;
-	proc_close_fds_except(keep, 1);
+	proc_close_fds_except(keep, lock_fd >= 0 ? 2 : 1);
+	s.lock_fd = lock_fd;
+	if (lock_fd >= 0)
+		fcntl(lock_fd, F_SETFD, FD_CLOEXEC);
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 		_exit(1);

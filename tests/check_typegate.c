@@ -426,6 +426,8 @@ static const char plain_py[] =
 	"def _scalar() -> None:\n"
 	"    pass\n";
 
+static void teardown(void);
+
 static void setup(void)
 {
 	char path[4300];
@@ -438,12 +440,23 @@ static void setup(void)
 	cli_write_file(path, mytools_py);
 	snprintf(path, sizeof(path), "%s/plain.py", tmp);
 	cli_write_file(path, plain_py);
+	atexit(teardown);   /* a failed check exits the case's process */
 }
 
+/* Stop the warm server a case may have started, then remove its files. */
 static void teardown(void)
 {
+	struct cli_run r;
+	const char *env[] = { store_env, NULL };
+
+	if (!tmp)
+		return;
+	cli_run(&r, &(struct cli_opts){ .env = env },
+	        (const char *const[]){ "dolsot", "--server-stop", NULL });
+	cli_run_release(&r);
 	cli_rmtree(tmp);
 	free(tmp);
+	tmp = NULL;
 }
 
 /* Run dolsot in the case's directory with the toolboxes and the checker. */
