@@ -150,8 +150,9 @@ def _type_error_hint(exc, code, ns, toolboxes):
             continue
         alias, module, name = found
         obj = getattr(module, name, None)
-        qual = _qualname_of_callable(obj)
-        if qual == match.group("qual") or (qual or "").endswith("." + match.group("qual")):
+        qual, said = _qualname_of_callable(obj) or "", match.group("qual")
+        # Python functions say "Class.name()", C functions "module.name()".
+        if qual and (qual == said or qual.endswith("." + said) or said.endswith("." + qual)):
             return call_hint(alias, module, name)
     return None
 
@@ -172,6 +173,9 @@ def _name_error_hint(exc, ns, toolboxes):
                   and not (k.startswith("__") and k.endswith("__"))]
     candidates += [a for a in toolboxes if a not in candidates]
     match = closest(name, candidates)
+    if match is None:
+        import builtins
+        match = closest(name, [b for b in vars(builtins) if not b.startswith("_")])
     return f"hint: did you mean {match}?" if match is not None else None
 
 

@@ -887,6 +887,26 @@ START_TEST(name_error_suggests_session_name_or_alias)
 	run_hint(&r, "qqqqqq");
 	ck_err_lacks(&r, "hint:");
 	cli_run_release(&r);
+	/* Session names and aliases first, then the builtins. */
+	run_hint(&r, "pritn(1)");
+	ck_err_has(&r, "hint: did you mean print?\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A toolbox written in C: its functions name themselves module.name(). */
+START_TEST(type_error_on_c_toolbox_call_shows_signature)
+{
+	const char *env[] = { store_env, "DOLSOT_TYPECHECK=0", NULL };
+	struct cli_run r;
+
+	cli_run(&r, &(struct cli_opts){ .env = env },
+	        (const char *const[]){ "dolsot", "--toolbox", "math:m", "--session", "c",
+	                               "m.sqrt(1, 2)", NULL });
+	ck_code(&r, 1);
+	ck_err_has(&r, "TypeError: math.sqrt() takes exactly one argument (2 given) (line 1)\n"
+	               "hint: m.sqrt(x, /)\n");
+	cli_run_release(&r);
 }
 END_TEST
 
@@ -947,6 +967,7 @@ static Suite *typegate_suite(void)
 	tcase_add_test(hint, type_error_from_own_function_has_no_hint);
 	tcase_add_test(hint, attribute_error_suggests_public_name);
 	tcase_add_test(hint, name_error_suggests_session_name_or_alias);
+	tcase_add_test(hint, type_error_on_c_toolbox_call_shows_signature);
 	tcase_add_test(hint, hints_keep_the_toolbox_exit_code);
 	return s;
 }
