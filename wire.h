@@ -90,12 +90,12 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m);
 void wire_close_fds(struct wire_msg *m);
 
 /*
- * Find "key=" in a NUL-separated payload, starting after *pos (0 for the
- * start).  Returns the value (NUL-terminated inside the payload) and
- * advances *pos, or NULL when there is no further entry with that key.
+ * Find "key=" in a NUL-separated payload of len bytes, starting at *pos (0
+ * for the start).  Returns the value (NUL-terminated inside the payload)
+ * and advances *pos, or NULL when there is no further entry with that key.
  * The payload must end with a NUL; wire_decode guarantees it.
  */
-const char *wire_next(const struct wire_msg *m, const char *key, size_t *pos);
+const char *wire_next(const uint8_t *payload, size_t len, const char *key, size_t *pos);
 
 /* Append "key=value\0" to buf (capacity WIRE_MAX_PAYLOAD); -1 if full. */
 int wire_put(uint8_t *buf, size_t *len, const char *key, const char *value);
