@@ -31,7 +31,8 @@ OBJS := $(SRCS:.c=.o)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
-	tests/check_output tests/check_wire tests/check_cli tests/check_server
+	tests/check_output tests/check_wire tests/check_cli tests/check_server \
+	tests/check_hostile
 
 all: dolsot
 
@@ -65,6 +66,7 @@ T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o
+T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
 
 tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)
@@ -73,6 +75,7 @@ tests/check_output: $(T_OUTPUT)
 tests/check_wire: $(T_WIRE)
 tests/check_cli: $(T_CLI)
 tests/check_server: $(T_SERVER)
+tests/check_hostile: $(T_HOSTILE)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
 tests/check_opts-asan: $(T_OPTS:.o=.asan.o)
@@ -80,6 +83,7 @@ tests/check_output-asan: $(T_OUTPUT:.o=.asan.o)
 tests/check_wire-asan: $(T_WIRE:.o=.asan.o)
 tests/check_cli-asan: $(T_CLI:.o=.asan.o)
 tests/check_server-asan: $(T_SERVER:.o=.asan.o)
+tests/check_hostile-asan: $(T_HOSTILE:.o=.asan.o)
 
 $(TESTS):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -87,7 +91,8 @@ $(TESTS):
 deps:
 	@sh tools/deps.sh build
 
-UNIT_TESTS := $(filter-out tests/check_cli tests/check_server,$(TESTS))
+CLI_TESTS := tests/check_cli tests/check_hostile
+UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 
 # The CLI suite runs twice, with identical expectations: cold, and with the
 # warm server already up for every test.
@@ -95,8 +100,8 @@ check:
 	@sh tools/deps.sh check
 	$(MAKE) dolsot $(TESTS)
 	sh tests/run.sh $(UNIT_TESTS)
-	DOLSOT_SERVER=off sh tests/run.sh tests/check_cli
-	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh tests/check_cli
+	DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS)
+	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh $(CLI_TESTS)
 	sh tests/run.sh tests/check_server
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, built
@@ -127,7 +132,7 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		DOLSOT_BIN=./dolsot-asan DOLSOT_SERVER=off sh tests/run.sh tests/check_cli-asan
+		DOLSOT_BIN=./dolsot-asan DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS:=-asan)
 
 demo:
 	@sh tools/deps.sh demo
