@@ -631,6 +631,38 @@ START_TEST(raw_environment_entries)
 }
 END_TEST
 
+START_TEST(too_many_toolboxes_is_a_usage_error)
+{
+	const char *argv[600];
+	char specs[257][32];
+	struct cli_run r;
+	size_t n = 0;
+
+	argv[n++] = "dolsot";
+	for (int i = 0; i < 257; i++) {
+		snprintf(specs[i], sizeof(specs[i]), "json:j%d", i);
+		argv[n++] = "--toolbox";
+		argv[n++] = specs[i];
+	}
+	argv[n++] = "--session";
+	argv[n++] = "t";
+	argv[n++] = "j0.dumps(1)";
+	argv[n] = NULL;
+	cli_run(&r, &(struct cli_opts){ .env = test_env }, argv);
+	ck_refused(&r, "too many --toolbox options: at most 256");
+	cli_run_release(&r);
+	/* 256 is fine. */
+	argv[1 + 2 * 256] = "--session";
+	argv[2 + 2 * 256] = "t";
+	argv[3 + 2 * 256] = "j255.dumps(1)";
+	argv[4 + 2 * 256] = NULL;
+	cli_run(&r, &(struct cli_opts){ .env = test_env }, argv);
+	ck_code(&r, 0);
+	ck_out(&r, "'1'\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 /* ---- hostile session directories ---- */
 
 static void ck_one_line_failure(const struct cli_run *r, const char *needle)
@@ -755,6 +787,7 @@ static Suite *hostile_suite(void)
 	tcase_add_test(input, numeric_variables_at_the_limits);
 	tcase_add_test(input, junk_environment);
 	tcase_add_test(input, raw_environment_entries);
+	tcase_add_test(input, too_many_toolboxes_is_a_usage_error);
 	tcase_add_test(dirs, cache_dir_refusals);
 	tcase_add_test(dirs, cache_dir_on_a_read_only_filesystem);
 	suite_add_tcase(s, cell);
