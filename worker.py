@@ -247,7 +247,10 @@ def _apply_env(env):
     """Make the caller's environment the cell's (the warm path only)."""
     import os
     for name in [n for n in os.environ if n not in env]:
-        del os.environ[name]
+        try:
+            del os.environ[name]
+        except OSError:
+            pass  # "" or a name with "=" (execve allows "=x"): not unsettable
     for name, value in env.items():
         if os.environ.get(name) != value:
             os.environ[name] = value

@@ -605,6 +605,7 @@ START_TEST(raw_environment_entries)
 
 	env[n++] = store_env;
 	env[n++] = (char *)"NOEQUALSIGN";
+	env[n++] = (char *)"=startswithequals";
 	if (getenv("DOLSOT_SERVER"))
 		asprintf(&env[n++], "DOLSOT_SERVER=%s", getenv("DOLSOT_SERVER"));
 	for (int i = 0; i < N; i++)
