@@ -86,8 +86,24 @@ def _dumps(value, force_dill):
     return buf.getvalue()
 
 
+def _text(exc):
+    """str(exc), which a cell's exception class can make fail too."""
+    try:
+        return str(exc)
+    except BaseException as e:
+        return f"<str() failed: {type(e).__name__}>"
+
+
+def _repr(value):
+    try:
+        return repr(value)
+    except BaseException as e:
+        return f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
+
+
 def _reason(exc):
-    text = str(exc).splitlines()[0] if str(exc) else ""
+    text = _text(exc)
+    text = text.splitlines()[0] if text else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -169,7 +185,10 @@ def _cell_line(exc):
 
 
 def exit_code_of(exc):
-    code = getattr(exc, "exit_code", None)
+    try:
+        code = getattr(exc, "exit_code", None)
+    except BaseException:
+        return 1
     if type(code) is int and 1 <= code <= 255:
         return code
     return 1
@@ -181,7 +200,7 @@ def describe(exc):
     if isinstance(exc, SyntaxError):
         msg = exc.msg or ""
     else:
-        msg = str(exc)
+        msg = _text(exc)
     lines = msg.splitlines()[:MAX_ERROR_LINES] or [""]
     first = f"{name}: {lines[0]}" if lines[0] else name
     line = _cell_line(exc)
@@ -220,10 +239,7 @@ def run_cell(code, ns):
 
 
 def stringify(value, cap):
-    try:
-        text = repr(value)
-    except BaseException as e:
-        text = f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
+    text = _repr(value)
     if cap and len(text) > cap:
         text = text[:cap] + f"\n[value truncated: kept {cap} of {len(text)} chars]"
     return text
@@ -308,7 +324,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
             value = stringify(result, max_output)
     except SystemExit as e:
         flush()
-        return (1, 0, None, f"SystemExit: {e.code!r}: the cell ended the "
+        return (1, 0, None, f"SystemExit: {_repr(e.code)}: the cell ended the "
                 "interpreter, so it did not complete; session unchanged",
                 None, None, None, None)
     except BaseException as e:

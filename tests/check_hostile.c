@@ -246,6 +246,23 @@ static const struct hostile cells[] = {
 	  "x = 2\ns = Slow()\nprint('ran', flush=True)", "2", 124,
 	  "TimeoutError: cell killed after exceeding its 2s timeout; session unchanged\n",
 	  "ran\n", OLD, 0, 0 },
+	{ "raises an exception whose str() raises",
+	  "class E(Exception):\n    def __str__(self): raise ValueError('no str')\n"
+	  "x = 2\nraise E()", NULL, 1,
+	  "E: <str() failed: ValueError> (line 4)\nsession now holds: E, x, y\n", "", NEW, 0, 0 },
+	{ "raises an exception whose exit_code raises",
+	  "class E(Exception):\n    @property\n    def exit_code(self): raise ValueError('no')\n"
+	  "x = 2\nraise E('m')", NULL, 1,
+	  "E: m (line 5)\nsession now holds: E, x, y\n", "", NEW, 0, 0 },
+	{ "raises an exception whose every attribute lookup raises",
+	  "class E(Exception):\n    def __getattr__(self, name): raise RuntimeError(name)\n"
+	  "x = 2\nraise E('m')", NULL, 1,
+	  "E: m (line 4)\nsession now holds: E, x, y\n", "", NEW, 0, 0 },
+	{ "raises SystemExit with a code whose repr() raises",
+	  "class C:\n    def __repr__(self): raise ValueError('r')\nx = 2\nraise SystemExit(C())",
+	  NULL, 1,
+	  "SystemExit: <unrepresentable C: ValueError: r>: the cell ended the interpreter, "
+	  "so it did not complete; session unchanged\n", "", OLD, 0, 0 },
 	{ "keeps a value with a __del__ that prints",
 	  "class D:\n    def __del__(self): print('deleted', flush=True)\n"
 	  "d = D()\ndel d\nx = 2\ne = D()\n'ok'", NULL, 0,
