@@ -238,11 +238,14 @@ def run_cell(code, ns):
     return None
 
 
-def stringify(value, cap):
-    text = _repr(value)
+def _cap(text, cap, what):
     if cap and len(text) > cap:
-        text = text[:cap] + f"\n[value truncated: kept {cap} of {len(text)} chars]"
+        text = text[:cap] + f"\n[{what} truncated: kept {cap} of {len(text)} chars]"
     return text
+
+
+def stringify(value, cap):
+    return _cap(_repr(value), cap, "value")
 
 
 def _session_names(ns, toolboxes):
@@ -324,11 +327,12 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
             value = stringify(result, max_output)
     except SystemExit as e:
         flush()
-        return (1, 0, None, f"SystemExit: {_repr(e.code)}: the cell ended the "
-                "interpreter, so it did not complete; session unchanged",
-                None, None, None, None)
+        return (1, 0, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
+                ": the cell ended the interpreter, so it did not complete; "
+                "session unchanged", None, None, None, None)
     except BaseException as e:
-        exit_code, res_flags, error = exit_code_of(e), 0, describe(e)
+        exit_code, res_flags = exit_code_of(e), 0
+        error = _cap(describe(e), max_output, "error")
     flush()
 
     try:

@@ -158,115 +158,124 @@ struct hostile {
 	const char *out;                /* all of stdout, or NULL: unchecked */
 	const char *state;              /* QUERY's output afterwards */
 	size_t out_max;                 /* stdout at most this long (0: unchecked) */
+	size_t err_max;                 /* stderr at most this long (0: unchecked) */
 	long rss_max_kb;                /* dolsot's peak RSS at most (0: unchecked) */
 };
 
 static const struct hostile cells[] = {
 	{ "closes fds 1 and 2, then ends with a value",
 	  "import os\nx = 2\nos.close(1)\nos.close(2)\n'done'", NULL, 0,
-	  "session now holds: os, x, y\n", "'done'\n", NEW, 0, 0 },
+	  "session now holds: os, x, y\n", "'done'\n", NEW, 0, 0, 0 },
 	{ "closes fds 1 and 2, then prints",
 	  "import os\nx = 2\nos.close(1)\nos.close(2)\nprint('lost')", NULL, 1,
-	  "OSError: [Errno 9] Bad file descriptor (line 5)\n", "", NEW, 0, 0 },
+	  "OSError: [Errno 9] Bad file descriptor (line 5)\n", "", NEW, 0, 0, 0 },
 	{ "writes a gigabyte to stdout",
 	  "import os\nx = 2\nb = b'o' * (1 << 20)\nfor _ in range(1024): os.write(1, b)\n"
 	  "del b, _", NULL, 0,
-	  "session now holds: os, x, y\n", NULL, NEW, 100100, 200000 },
+	  "session now holds: os, x, y\n", NULL, NEW, 100100, 0, 200000 },
 	{ "writes a gigabyte to stderr",
 	  "import os\nx = 2\nb = b'e' * (1 << 20)\nfor _ in range(1024): os.write(2, b)\n"
 	  "del b, _", NULL, 0,
 	  "[output truncated: kept 100000 chars of 1073741824 bytes]\n"
-	  "session now holds: os, x, y\n", "", NEW, 0, 200000 },
+	  "session now holds: os, x, y\n", "", NEW, 0, 0, 200000 },
 	{ "writes a gigabyte of bytes that continue no UTF-8 character",
 	  "import os\nx = 2\nb = b'\\x80' * (1 << 20)\nfor _ in range(1024): os.write(1, b)\n"
 	  "del b, _", NULL, 0,
-	  "session now holds: os, x, y\n", NULL, NEW, 100100, 200000 },
+	  "session now holds: os, x, y\n", NULL, NEW, 100100, 0, 200000 },
 	{ "calls os._exit(0)",
 	  "import os\nx = 2\nos._exit(0)", NULL, 1,
 	  "dolsot: the worker exited with status 0 before it finished (the cell ended "
-	  "the process); session unchanged\n", "", OLD, 0, 0 },
+	  "the process); session unchanged\n", "", OLD, 0, 0, 0 },
 	{ "calls os._exit(7)",
 	  "import os\nx = 2\nprint('bye', flush=True)\nos._exit(7)", NULL, 1,
 	  "dolsot: the worker exited with status 7 before it finished (the cell ended "
-	  "the process); session unchanged\n", "bye\n", OLD, 0, 0 },
+	  "the process); session unchanged\n", "bye\n", OLD, 0, 0, 0 },
 	{ "raises SystemExit with an int",
 	  "x = 2\nraise SystemExit(3)", NULL, 1,
 	  "SystemExit: 3: the cell ended the interpreter, so it did not complete; "
-	  "session unchanged\n", "", OLD, 0, 0 },
+	  "session unchanged\n", "", OLD, 0, 0, 0 },
 	{ "raises SystemExit with a str",
 	  "import sys\nx = 2\nsys.exit('bye')", NULL, 1,
 	  "SystemExit: 'bye': the cell ended the interpreter, so it did not complete; "
-	  "session unchanged\n", "", OLD, 0, 0 },
+	  "session unchanged\n", "", OLD, 0, 0, 0 },
 	{ "raises KeyboardInterrupt",
 	  "x = 2\nraise KeyboardInterrupt", NULL, 1,
-	  "KeyboardInterrupt (line 2)\nsession now holds: x, y\n", "", NEW, 0, 0 },
+	  "KeyboardInterrupt (line 2)\nsession now holds: x, y\n", "", NEW, 0, 0, 0 },
 	{ "segfaults through ctypes.string_at(0)",
 	  "import ctypes\nx = 2\nctypes.string_at(0)", NULL, 1,
 	  "dolsot: the worker was killed by signal 11 (Segmentation fault) before it "
-	  "finished; session unchanged\n", "", OLD, 0, 0 },
+	  "finished; session unchanged\n", "", OLD, 0, 0, 0 },
 	{ "calls abort()",
 	  "import os\nx = 2\nos.abort()", NULL, 1,
 	  "dolsot: the worker was killed by signal 6 (Aborted) before it finished; "
-	  "session unchanged\n", "", OLD, 0, 0 },
+	  "session unchanged\n", "", OLD, 0, 0, 0 },
 	{ "sends itself SIGKILL",
 	  "import os, signal\nx = 2\nos.kill(os.getpid(), signal.SIGKILL)", NULL, 1,
 	  "dolsot: the worker was killed by signal 9 (Killed) before it finished; "
-	  "session unchanged\n", "", OLD, 0, 0 },
+	  "session unchanged\n", "", OLD, 0, 0, 0 },
 	{ "replaces sys.stdout and sys.stderr with garbage, then ends with a value",
 	  "import sys\nx = 2\nsys.stdout = 42\nsys.stderr = 'junk'\n7", NULL, 0,
-	  "session now holds: sys, x, y\n", "7\n", NEW, 0, 0 },
+	  "session now holds: sys, x, y\n", "7\n", NEW, 0, 0, 0 },
 	{ "replaces sys.stdout with garbage, then prints",
 	  "import sys\nx = 2\nsys.stdout = 42\nprint('a')", NULL, 1,
-	  "AttributeError: 'int' object has no attribute 'write' (line 4)\n", "", NEW, 0, 0 },
+	  "AttributeError: 'int' object has no attribute 'write' (line 4)\n", "", NEW, 0, 0, 0 },
 	{ "replaces sys.stdout with a writer that raises",
 	  "import sys\nclass W:\n    def write(self, s): raise RuntimeError('w')\n"
 	  "    def flush(self): raise RuntimeError('f')\n"
 	  "sys.stdout = sys.stderr = W()\nx = 2\n8", NULL, 0,
-	  "session now holds: W, sys, x, y\n", "8\n", NEW, 0, 0 },
+	  "session now holds: W, sys, x, y\n", "8\n", NEW, 0, 0, 0 },
 	{ "leaves a thread running",
 	  "import threading, time\nx = 2\n"
 	  "t = threading.Thread(target=time.sleep, args=(1000,))\nt.start()\n"
 	  "del t\n'ok'", NULL, 0,
-	  "session now holds: threading, time, x, y\n", "'ok'\n", NEW, 0, 0 },
+	  "session now holds: threading, time, x, y\n", "'ok'\n", NEW, 0, 0, 0 },
 	{ "registers an atexit handler that hangs",
 	  "import atexit, time\nx = 2\natexit.register(time.sleep, 1000)\n'ok'", NULL, 0,
-	  "session now holds: atexit, time, x, y\n", "'ok'\n", NEW, 0, 0 },
+	  "session now holds: atexit, time, x, y\n", "'ok'\n", NEW, 0, 0, 0 },
 	{ "keeps a value whose pickling raises",
 	  "class R:\n    def __reduce__(self): raise ValueError('no pickling')\n"
 	  "x = 2\nr = R()", NULL, 0,
 	  "warning: dropped unpicklable names (gone next call): r (ValueError: no pickling)\n",
-	  "", NEW, 0, 0 },
+	  "", NEW, 0, 0, 0 },
 	{ "keeps a value whose pickling recurses without bound",
 	  "class Rec:\n    def __getstate__(self): return {'next': Rec()}\n"
 	  "x = 2\nr = Rec()", NULL, 0,
 	  "warning: dropped unpicklable names (gone next call): "
-	  "r (RecursionError: maximum recursion depth exceeded)\n", "", NEW, 0, 0 },
+	  "r (RecursionError: maximum recursion depth exceeded)\n", "", NEW, 0, 0, 0 },
 	{ "keeps a value whose pickling outlasts the timeout",
 	  "import time\nclass Slow:\n    def __reduce__(self):\n        time.sleep(1000)\n"
 	  "x = 2\ns = Slow()\nprint('ran', flush=True)", "2", 124,
 	  "TimeoutError: cell killed after exceeding its 2s timeout; session unchanged\n",
-	  "ran\n", OLD, 0, 0 },
+	  "ran\n", OLD, 0, 0, 0 },
 	{ "raises an exception whose str() raises",
 	  "class E(Exception):\n    def __str__(self): raise ValueError('no str')\n"
 	  "x = 2\nraise E()", NULL, 1,
-	  "E: <str() failed: ValueError> (line 4)\nsession now holds: E, x, y\n", "", NEW, 0, 0 },
+	  "E: <str() failed: ValueError> (line 4)\nsession now holds: E, x, y\n", "", NEW, 0, 0, 0 },
 	{ "raises an exception whose exit_code raises",
 	  "class E(Exception):\n    @property\n    def exit_code(self): raise ValueError('no')\n"
 	  "x = 2\nraise E('m')", NULL, 1,
-	  "E: m (line 5)\nsession now holds: E, x, y\n", "", NEW, 0, 0 },
+	  "E: m (line 5)\nsession now holds: E, x, y\n", "", NEW, 0, 0, 0 },
 	{ "raises an exception whose every attribute lookup raises",
 	  "class E(Exception):\n    def __getattr__(self, name): raise RuntimeError(name)\n"
 	  "x = 2\nraise E('m')", NULL, 1,
-	  "E: m (line 4)\nsession now holds: E, x, y\n", "", NEW, 0, 0 },
+	  "E: m (line 4)\nsession now holds: E, x, y\n", "", NEW, 0, 0, 0 },
 	{ "raises SystemExit with a code whose repr() raises",
 	  "class C:\n    def __repr__(self): raise ValueError('r')\nx = 2\nraise SystemExit(C())",
 	  NULL, 1,
 	  "SystemExit: <unrepresentable C: ValueError: r>: the cell ended the interpreter, "
-	  "so it did not complete; session unchanged\n", "", OLD, 0, 0 },
+	  "so it did not complete; session unchanged\n", "", OLD, 0, 0, 0 },
+	{ "raises an exception with a 300 MB message",
+	  "x = 2\nraise ValueError('m' * (300 << 20))", NULL, 1,
+	  "\n[error truncated: kept 100000 of 314572821 chars]\nsession now holds: x, y\n",
+	  "", NEW, 0, 100200, 0 },
+	{ "raises SystemExit with a 300 MB message",
+	  "x = 2\nraise SystemExit('m' * (300 << 20))", NULL, 1,
+	  "\n[error truncated: kept 100000 of 314572814 chars]: the cell ended the interpreter, "
+	  "so it did not complete; session unchanged\n", "", OLD, 0, 100200, 0 },
 	{ "keeps a value with a __del__ that prints",
 	  "class D:\n    def __del__(self): print('deleted', flush=True)\n"
 	  "d = D()\ndel d\nx = 2\ne = D()\n'ok'", NULL, 0,
-	  "session now holds: D, e, x, y\n", "deleted\n'ok'\n", NEW, 0, 0 },
+	  "session now holds: D, e, x, y\n", "deleted\n'ok'\n", NEW, 0, 0, 0 },
 };
 
 static const size_t n_cells = sizeof(cells) / sizeof(*cells);
@@ -289,6 +298,9 @@ START_TEST(hostile_cell)
 	if (h->out_max)
 		ck_assert_msg(r.out_len <= h->out_max, "%s: %zu bytes on stdout", h->name,
 		              r.out_len);
+	if (h->err_max)
+		ck_assert_msg(r.err_len <= h->err_max, "%s: %zu bytes on stderr", h->name,
+		              r.err_len);
 	if (h->rss_max_kb)
 		ck_assert_msg(r.maxrss_kb <= h->rss_max_kb, "%s: dolsot peaked at %ld kB",
 		              h->name, r.maxrss_kb);
