@@ -272,6 +272,15 @@ static const struct hostile cells[] = {
 	  "x = 2\nraise SystemExit('m' * (300 << 20))", NULL, 1,
 	  "\n[error truncated: kept 100000 of 314572814 chars]: the cell ended the interpreter, "
 	  "so it did not complete; session unchanged\n", "", OLD, 0, 100200, 0 },
+	{ "forks a child that runs on to the end of the cell, then exits",
+	  "import os, time\nx = 2\nif os.fork() == 0:\n    x = 3\nelse:\n"
+	  "    time.sleep(1)\n    os._exit(5)", NULL, 1,
+	  "dolsot: the worker exited with status 5 before it finished (the cell ended "
+	  "the process); session unchanged\n", "", OLD, 0, 0, 0 },
+	{ "forks a child that runs on to the end of the cell",
+	  "import os, time\nx = 2\nif os.fork() == 0:\n    x = 3\nelse:\n"
+	  "    time.sleep(0.5)\n    x = 4", NULL, 0,
+	  "session now holds: os, time, x, y\n", "", "(4, 'kept')\n", 0, 0, 0 },
 	{ "keeps a value with a __del__ that prints",
 	  "class D:\n    def __del__(self): print('deleted', flush=True)\n"
 	  "d = D()\ndel d\nx = 2\ne = D()\n'ok'", NULL, 0,
