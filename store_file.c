@@ -19,6 +19,9 @@
  * - Every fd MUST be O_CLOEXEC, so a worker never inherits one.
  * - Reaping MUST never fail an operation and MUST only touch our own names;
  *   ENOENT from a racing process is expected.
+ * - A save of a session MUST hold the session's lock, so that a temp file
+ *   of that session seen by the lock's holder belongs to a dead process and
+ *   is removed at once, not an hour later.
  * - A lock file MUST only be unlinked while its flock is held, and a locker
  *   MUST check after flock that the name still refers to its inode.
  */
@@ -212,18 +215,27 @@ out:
 	errno = errsv;
 }
 
+struct reap_ctx {
+	struct timespec now;
+	const char *locked;     /* the session whose lock we hold, or NULL */
+};
+
 static int reap_one(struct fstore *fs, const char *name, enum fkind kind,
                     const char *id, void *arg)
 {
-	const struct timespec *now = arg;
+	const struct reap_ctx *ctx = arg;
 	struct stat st;
 	double age;
 
-	(void)id;
 	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISREG(st.st_mode))
 		return 0;
-	age = age_of(&st, now);
+	if (kind == K_TEMP && ctx->locked && strcmp(id, ctx->locked) == 0) {
+		/* Its save was killed: saves happen only under this lock. */
+		(void)unlinkat(fs->dirfd, name, 0);
+		return 0;
+	}
+	age = age_of(&st, &ctx->now);
 	switch (kind) {
 	case K_SESSION:
 		if (fs->ttl > 0 && age > fs->ttl)
@@ -244,15 +256,23 @@ static int reap_one(struct fstore *fs, const char *name, enum fkind kind,
 	return 0;
 }
 
-/* Remove expired sessions, stale temp files and unused old lock files. */
-static void reap(struct fstore *fs)
+/*
+ * Remove expired sessions, stale temp files and unused old lock files; with
+ * locked (an id whose lock we hold), every temp file of that session too.
+ */
+static void reap_locked(struct fstore *fs, const char *locked)
 {
-	struct timespec now;
+	struct reap_ctx ctx = { .locked = locked };
 	int errsv = errno;
 
-	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
-		(void)scan_dir(fs, reap_one, &now);
+	if (clock_gettime(CLOCK_REALTIME, &ctx.now) == 0)
+		(void)scan_dir(fs, reap_one, &ctx);
 	errno = errsv;
+}
+
+static void reap(struct fstore *fs)
+{
+	reap_locked(fs, NULL);
 }
 
 static ssize_t read_some(int fd, uint8_t *p, size_t n)
@@ -699,7 +719,6 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 
 	lk->fd = -1;
 	lk->priv = NULL;
-	reap(fs);
 	snprintf(name, sizeof(name), "%s.lock", id);
 	if (timeout_ms >= 0)
 		deadline = deadline_after(timeout_ms);
@@ -719,6 +738,7 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 		close(fd);
 	}
 	lk->fd = fd;
+	reap_locked(fs, id);
 	return 0;
 bad:
 	errsv = errno;
