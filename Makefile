@@ -24,7 +24,7 @@ VERSION := 0.3.0
 
 CORE_SRCS := frame.c store_id.c store_name.c store_file.c store_mem.c output.c opts.c \
 	repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
-	store_remote.c
+	store_remote.c mem_list.c
 WORKER_SRCS := worker.c worker_py.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
