@@ -94,13 +94,15 @@ deps:
 
 CLI_TESTS := tests/check_cli tests/check_hostile
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
+# One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
+REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
 
 # The CLI suite runs twice, with identical expectations: cold, and with the
 # warm server already up for every test.
 check:
 	@sh tools/deps.sh check
-	$(MAKE) dolsot $(TESTS)
-	sh tests/run.sh $(UNIT_TESTS)
+	$(MAKE) dolsot $(TESTS) $(REGRESS_TESTS)
+	sh tests/run.sh $(UNIT_TESTS) $(REGRESS_TESTS)
 	DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS)
 	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh $(CLI_TESTS)
 	sh tests/run.sh tests/check_server
@@ -131,9 +133,9 @@ $(ASAN_TESTS):
 
 asan:
 	@sh tools/deps.sh check
-	$(MAKE) dolsot-asan $(ASAN_TESTS)
+	$(MAKE) dolsot-asan $(ASAN_TESTS) $(REGRESS_TESTS:=-asan)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS)
+		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS) $(REGRESS_TESTS:=-asan)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DOLSOT_BIN=./dolsot-asan DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS:=-asan)
 
@@ -162,7 +164,8 @@ install: dolsot
 
 clean:
 	rm -f dolsot dolsot-asan *.o *.d worker_py.c worker_py.c.tmp \
-		$(TESTS) $(ASAN_TESTS) tests/*.o tests/*.d
+		$(TESTS) $(ASAN_TESTS) $(REGRESS_TESTS) $(REGRESS_TESTS:=-asan) \
+		tests/*.o tests/*.d
 
 .PHONY: all deps check asan demo lint install clean
 
