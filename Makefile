@@ -33,7 +33,7 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
-	tests/check_hostile
+	tests/check_hostile tests/check_faults
 
 all: dolsot
 
@@ -68,6 +68,7 @@ T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o
 T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
+T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 
 tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)
@@ -77,6 +78,7 @@ tests/check_wire: $(T_WIRE)
 tests/check_cli: $(T_CLI)
 tests/check_server: $(T_SERVER)
 tests/check_hostile: $(T_HOSTILE)
+tests/check_faults: $(T_FAULTS)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
 tests/check_opts-asan: $(T_OPTS:.o=.asan.o)
@@ -85,6 +87,7 @@ tests/check_wire-asan: $(T_WIRE:.o=.asan.o)
 tests/check_cli-asan: $(T_CLI:.o=.asan.o)
 tests/check_server-asan: $(T_SERVER:.o=.asan.o)
 tests/check_hostile-asan: $(T_HOSTILE:.o=.asan.o)
+tests/check_faults-asan: $(T_FAULTS:.o=.asan.o)
 
 $(TESTS):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -92,7 +95,7 @@ $(TESTS):
 deps:
 	@sh tools/deps.sh build
 
-CLI_TESTS := tests/check_cli tests/check_hostile
+CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
