@@ -142,6 +142,16 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DOLSOT_BIN=./dolsot-asan DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS:=-asan)
 
+# valgrind memcheck on real calls, cold and warm; see tests/check_valgrind.c
+# and, for what is suppressed and why, tests/valgrind.supp.
+tests/check_valgrind: tests/check_valgrind.o tests/cli_helpers.o
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
+
+valgrind:
+	@sh tools/deps.sh valgrind
+	$(MAKE) dolsot tests/check_valgrind
+	sh tests/run.sh tests/check_valgrind
+
 demo:
 	@sh tools/deps.sh demo
 	$(MAKE) dolsot
@@ -167,9 +177,9 @@ install: dolsot
 
 clean:
 	rm -f dolsot dolsot-asan *.o *.d worker_py.c worker_py.c.tmp \
-		$(TESTS) $(ASAN_TESTS) $(REGRESS_TESTS) $(REGRESS_TESTS:=-asan) \
+		$(TESTS) $(ASAN_TESTS) $(REGRESS_TESTS) $(REGRESS_TESTS:=-asan) tests/check_valgrind \
 		tests/*.o tests/*.d
 
-.PHONY: all deps check asan demo lint install clean
+.PHONY: all deps check asan valgrind demo lint install clean
 
 -include $(OBJS:.o=.d) $(wildcard tests/*.d)

@@ -65,14 +65,18 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
                   int out, int err)
 {
 	const char **args;
-	size_t n = 0;
+	size_t n = 0, w = 0, k = 0;
 
 	while (argv[n])
 		n++;
-	args = calloc(n + 1, sizeof(*args));
-	args[0] = "dolsot";
+	while (o->wrapper && o->wrapper[w])
+		w++;
+	args = calloc(w + n + 2, sizeof(*args));
+	for (size_t i = 0; i < w; i++)
+		args[k++] = o->wrapper[i];
+	args[k++] = w ? cli_bin() : "dolsot";
 	for (size_t i = 1; i < n; i++)
-		args[i] = argv[i];
+		args[k++] = argv[i];
 	if (dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		_exit(125);
 	if (o->close_stdin)
@@ -82,7 +86,10 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
 	if (o->cwd && chdir(o->cwd) < 0)
 		_exit(125);
 	apply_env(o->env);
-	execv(cli_bin(), (char *const *)args);
+	if (w)
+		execvp(args[0], (char *const *)args);
+	else
+		execv(cli_bin(), (char *const *)args);
 	_exit(126);
 }
 

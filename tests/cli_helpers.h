@@ -27,6 +27,8 @@ struct cli_opts {
 	const char *cwd;        /* NULL: inherit */
 	double timeout;         /* seconds before the test kills it; 0 = 120 */
 	bool close_stdin;       /* start it with fd 0 closed */
+	const char *const *wrapper; /* run the binary under this command
+	                               (NULL-terminated argv, e.g. valgrind) */
 };
 
 /* Absolute path of the binary under test ($DOLSOT_BIN or ./dolsot). */
