@@ -28,6 +28,17 @@ _main = sys.modules["__main__"]
 _dill = None
 
 
+def _add_exit_builtins():
+    """exit() and quit(), which the site module (not run here) defines."""
+    import builtins
+    if not hasattr(builtins, "exit"):
+        import site  # with site_import off, importing it runs nothing
+        site.setquit()
+
+
+_add_exit_builtins()
+
+
 def _import_dill():
     global _dill
     if _dill is None:

@@ -198,6 +198,18 @@ static const struct hostile cells[] = {
 	  "import sys\nx = 2\nsys.exit('bye')", NULL, 1,
 	  "SystemExit: 'bye': the cell ended the interpreter, so it did not complete; "
 	  "session unchanged\n", "", OLD, 0, 0, 0 },
+	{ "raises SystemExit(0)",
+	  "import sys\nx = 2\nsys.exit(0)", NULL, 1,
+	  "SystemExit: 0: the cell ended the interpreter, so it did not complete; "
+	  "session unchanged\n", "", OLD, 0, 0, 0 },
+	{ "calls exit()",
+	  "x = 2\nexit()", NULL, 1,
+	  "SystemExit: None: the cell ended the interpreter, so it did not complete; "
+	  "session unchanged\n", "", OLD, 0, 0, 0 },
+	{ "calls quit(4)",
+	  "x = 2\nquit(4)", NULL, 1,
+	  "SystemExit: 4: the cell ended the interpreter, so it did not complete; "
+	  "session unchanged\n", "", OLD, 0, 0, 0 },
 	{ "raises KeyboardInterrupt",
 	  "x = 2\nraise KeyboardInterrupt", NULL, 1,
 	  "KeyboardInterrupt (line 2)\nsession now holds: x, y\n", "", NEW, 0, 0, 0 },
