@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -293,6 +294,11 @@ static const struct hostile cells[] = {
 	  "import os, time\nx = 2\nif os.fork() == 0:\n    x = 3\nelse:\n"
 	  "    time.sleep(0.5)\n    x = 4", NULL, 0,
 	  "session now holds: os, time, x, y\n", "", "(4, 'kept')\n", 0, 0, 0 },
+	{ "keeps a value nested too deep to pickle, with the recursion limit raised",
+	  "import sys\nsys.setrecursionlimit(10 ** 7)\nx = 2\nl = []\n"
+	  "for _ in range(2000000): l = [l]", NULL, 1,
+	  "dolsot: the worker was killed by signal 11 (Segmentation fault) before it "
+	  "finished; session unchanged\n", "", OLD, 0, 0, 0 },
 	{ "keeps a value with a __del__ that prints",
 	  "class D:\n    def __del__(self): print('deleted', flush=True)\n"
 	  "d = D()\ndel d\nx = 2\ne = D()\n'ok'", NULL, 0,
@@ -725,6 +731,31 @@ START_TEST(too_many_toolboxes_is_a_usage_error)
 }
 END_TEST
 
+/* --reset ID waits for a call in flight; --reset all does not. */
+START_TEST(reset_all_does_not_wait_for_a_busy_session)
+{
+	struct cli_run r;
+	char lockpath[4300];
+	int fd;
+
+	ok_call("t", BEFORE);
+	snprintf(lockpath, sizeof(lockpath), "%s/t.lock", store);
+	fd = open(lockpath, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TIMEOUT=0.3", NULL }), "--reset", "t");
+	ck_code(&r, 1);
+	ck_err_has(&r, "session 't' is busy");
+	cli_run_release(&r);
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TIMEOUT=0.3", NULL }), "--reset", "all");
+	ck_code(&r, 0);
+	ck_out(&r, "reset all: removed 1 session(s)\n");
+	ck_assert_msg(r.seconds < 0.3, "waited %.2fs", r.seconds);
+	cli_run_release(&r);
+	close(fd);
+}
+END_TEST
+
 /* ---- hostile session directories ---- */
 
 static void ck_one_line_failure(const struct cli_run *r, const char *needle)
@@ -851,6 +882,7 @@ static Suite *hostile_suite(void)
 	tcase_add_test(input, junk_environment);
 	tcase_add_test(input, raw_environment_entries);
 	tcase_add_test(input, too_many_toolboxes_is_a_usage_error);
+	tcase_add_test(input, reset_all_does_not_wait_for_a_busy_session);
 	tcase_add_test(dirs, cache_dir_refusals);
 	tcase_add_test(dirs, cache_dir_on_a_read_only_filesystem);
 	suite_add_tcase(s, cell);
