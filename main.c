@@ -113,6 +113,8 @@ static void add_toolbox(struct cli *c, const char *spec)
 	struct toolbox_arg t;
 	struct toolbox_arg *grown;
 
+	if (c->n_toolboxes == OPTS_MAX_TOOLBOXES)
+		usage_error("too many --toolbox options: at most %d", OPTS_MAX_TOOLBOXES);
 	if (opts_parse_toolbox(spec, &t, err, sizeof(err)) < 0)
 		usage_error("%s", err);
 	for (size_t i = 0; i < c->n_toolboxes; i++)

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #define OPTS_ERR_MAX 512
+/* --toolbox options per call: what one request frame can carry. */
+#define OPTS_MAX_TOOLBOXES 256
 
 struct toolbox_arg {
 	char *module;   /* dotted Python module name */

@@ -22,6 +22,9 @@
 #include "warm.h"
 #include "worker.h"
 
+_Static_assert(OPTS_MAX_TOOLBOXES <= FRAME_MAX_TOOLBOXES,
+               "every --toolbox the CLI accepts must fit in a request");
+
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];

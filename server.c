@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "server_key.h"
 #include "server_mem.h"
 #include "zygote.h"
 
@@ -100,8 +101,16 @@ uint64_t server_exe_id(void)
 	struct stat st;
 	uint64_t h = 1469598103934665603ull;
 	uint64_t parts[5];
+	int fd, got;
 
-	if (stat("/proc/self/exe", &st) < 0)
+	/* open+fstat, not stat: tools such as valgrind show the program they
+	 * run through an open of /proc/self/exe, while stat sees the tool. */
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = fstat(fd, &st);
+	close(fd);
+	if (got < 0)
 		return 0;
 	parts[0] = st.st_dev;
 	parts[1] = st.st_ino;
@@ -131,32 +140,6 @@ static void zygote_forget(struct zygote *z)
 	z->pid = 0;
 }
 
-/* Parse a WIRE_CALL key into env; strings point into the key. */
-static void key_env(const uint8_t *key, size_t len, struct zygote_env *env)
-{
-	size_t pos = 0;
-	const char *v;
-
-	memset(env, 0, sizeof(*env));
-	env->cwd = wire_next(key, len, "cwd", &pos);
-	pos = 0;
-	env->pythonpath = wire_next(key, len, "pythonpath", &pos);
-	pos = 0;
-	env->venv = wire_next(key, len, "venv", &pos);
-	pos = 0;
-	while ((v = wire_next(key, len, "toolbox", &pos)) && env->n_modules < 256)
-		env->modules[env->n_modules++] = v;
-	pos = 0;
-	while ((v = wire_next(key, len, "env", &pos)) && env->n_env < 4096)
-		env->env[env->n_env++] = v;
-	if (!env->cwd)
-		env->cwd = "/";
-	if (!env->pythonpath)
-		env->pythonpath = "";
-	if (!env->venv)
-		env->venv = "";
-}
-
 static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_msg *m)
 {
 	int sv[2];
@@ -182,7 +165,7 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		proc_close_fds_except(keep, 1);
-		key_env(m->payload, m->len, &env);
+		server_key_env(m->payload, m->len, &env);
 		zygote_main(sv[1], &env);
 	}
 	close(sv[1]);
@@ -204,14 +187,10 @@ static bool zygote_stale(const struct zygote *z)
 	while ((entry = wire_next((const uint8_t *)z->files, z->files_len, "file", &pos))) {
 		char path[4096];
 		long long mtime, size;
-		const char *tab = strchr(entry, '\t');
 		struct stat st;
 
-		if (!tab || (size_t)(tab - entry) >= sizeof(path) ||
-		    sscanf(tab + 1, "%lld\t%lld", &mtime, &size) != 2)
+		if (server_key_file(entry, path, sizeof(path), &mtime, &size) < 0)
 			return true;
-		memcpy(path, entry, (size_t)(tab - entry));
-		path[tab - entry] = '\0';
 		if (stat(path, &st) < 0 || st.st_size != size ||
 		    (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec != mtime)
 			return true;
@@ -416,7 +395,7 @@ static void on_info(struct server *s, int client)
 
 		if (!z->key_len)
 			continue;
-		key_env(z->key, z->key_len, &env);
+		server_key_env(z->key, z->key_len, &env);
 		memory_of(z->pid, &rss, &pss, &priv);
 		n += (size_t)snprintf(text + n, sizeof(text) - n,
 		                      "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "

@@ -224,7 +224,9 @@ static enum warm_status supervise(struct call *c, const struct timespec *deadlin
 			c->o->timed_out = true;
 			return WARM_DONE;
 		}
-		if (poll(p, 4, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+		/* Wake at least hourly: a timeout of up to a year in ms is no int. */
+		if (poll(p, 4, left > 3600 ? 3600000 : (int)(left * 1000) + 1) < 0 &&
+		    errno != EINTR)
 			return WARM_BROKEN;
 		if (c->out >= 0 && p[2].revents)
 			proc_pump(&c->out, out);

@@ -32,12 +32,27 @@ extern const long worker_magic;
 
 #define PY_VERSION_DIR "python3.11"
 
+/* The process that answers for this call: the worker itself. */
+static pid_t worker_pid;
+
+/*
+ * A cell that forks and lets the child run on (no _exit in the child)
+ * brings that child back here: it must leave without answering, or its
+ * result could stand for a worker that then died.
+ */
+static void leave_unless_worker(void)
+{
+	if (getpid() != worker_pid)
+		_exit(0);
+}
+
 /* The worker's answer when Python never got to run the cell. */
 static __attribute__((noreturn)) void answer_error(int fd, const char *msg)
 {
 	struct worker_result r;
 	struct frame_buf buf = { 0 };
 
+	leave_unless_worker();
 	memset(&r, 0, sizeof(r));
 	r.exit_code = 1;
 	r.error = span_str(msg);
@@ -389,6 +404,7 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	PyObject *answer;
 
 	answer = call_run(mod, r);
+	leave_unless_worker();
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");
 	memset(&res, 0, sizeof(res));
@@ -415,6 +431,7 @@ void worker_child(int request_fd, int result_fd, void *arg)
 	PyObject *mod;
 
 	(void)arg;
+	worker_pid = getpid();
 	read_request(request_fd, result_fd, &r);
 	if (start_python(err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
@@ -492,6 +509,7 @@ void worker_zygote_child(int request_fd, int result_fd)
 	struct request r;
 
 	PyOS_AfterFork_Child();
+	worker_pid = getpid();
 	read_request(request_fd, result_fd, &r);
 	if (r.cwd.present) {
 		char cwd[PATH_MAX];

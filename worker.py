@@ -31,6 +31,17 @@ _main = sys.modules["__main__"]
 _dill = None
 
 
+def _add_exit_builtins():
+    """exit() and quit(), which the site module (not run here) defines."""
+    import builtins
+    if not hasattr(builtins, "exit"):
+        import site  # with site_import off, importing it runs nothing
+        site.setquit()
+
+
+_add_exit_builtins()
+
+
 def _import_dill():
     global _dill
     if _dill is None:
@@ -89,8 +100,24 @@ def _dumps(value, force_dill):
     return buf.getvalue()
 
 
+def _text(exc):
+    """str(exc), which a cell's exception class can make fail too."""
+    try:
+        return str(exc)
+    except BaseException as e:
+        return f"<str() failed: {type(e).__name__}>"
+
+
+def _repr(value):
+    try:
+        return repr(value)
+    except BaseException as e:
+        return f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
+
+
 def _reason(exc):
-    text = str(exc).splitlines()[0] if str(exc) else ""
+    text = _text(exc)
+    text = text.splitlines()[0] if text else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -172,7 +199,10 @@ def _cell_line(exc):
 
 
 def exit_code_of(exc):
-    code = getattr(exc, "exit_code", None)
+    try:
+        code = getattr(exc, "exit_code", None)
+    except BaseException:
+        return 1
     if type(code) is int and 1 <= code <= 255:
         return code
     return 1
@@ -184,7 +214,7 @@ def describe(exc):
     if isinstance(exc, SyntaxError):
         msg = exc.msg or ""
     else:
-        msg = str(exc)
+        msg = _text(exc)
     lines = msg.splitlines()[:MAX_ERROR_LINES] or [""]
     first = f"{name}: {lines[0]}" if lines[0] else name
     line = _cell_line(exc)
@@ -222,14 +252,14 @@ def run_cell(code, ns):
     return None
 
 
-def stringify(value, cap):
-    try:
-        text = repr(value)
-    except BaseException as e:
-        text = f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
+def _cap(text, cap, what):
     if cap and len(text) > cap:
-        text = text[:cap] + f"\n[value truncated: kept {cap} of {len(text)} chars]"
+        text = text[:cap] + f"\n[{what} truncated: kept {cap} of {len(text)} chars]"
     return text
+
+
+def stringify(value, cap):
+    return _cap(_repr(value), cap, "value")
 
 
 def _session_names(ns, toolboxes):
@@ -274,7 +304,10 @@ def _apply_env(env):
     """Make the caller's environment the cell's (the warm path only)."""
     import os
     for name in [n for n in os.environ if n not in env]:
-        del os.environ[name]
+        try:
+            del os.environ[name]
+        except OSError:
+            pass  # "" or a name with "=" (execve allows "=x"): not unsettable
     for name, value in env.items():
         if os.environ.get(name) != value:
             os.environ[name] = value
@@ -336,11 +369,12 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
             value = stringify(result, max_output)
     except SystemExit as e:
         flush()
-        return (1, 0, None, f"SystemExit: {e.code!r}: the cell ended the "
-                "interpreter, so it did not complete; session unchanged",
-                None, None, gate_warning, None)
+        return (1, 0, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
+                ": the cell ended the interpreter, so it did not complete; "
+                "session unchanged", None, None, gate_warning, None)
     except BaseException as e:
-        exit_code, res_flags, error = exit_code_of(e), 0, describe(e)
+        exit_code, res_flags = exit_code_of(e), 0
+        error = _cap(describe(e), max_output, "error")
         error = "\n".join([error] + _hints(e, code, ns, loaded))
     flush()
 

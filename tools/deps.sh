@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install the Debian packages a make target needs, when any is missing.
-# usage: tools/deps.sh build|demo|check|lint|fuzz|bench
+# usage: tools/deps.sh build|demo|check|lint|fuzz|valgrind|bench
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
 
@@ -11,6 +11,7 @@ check) pkgs="$build check libsubunit-dev pkg-config mandoc python3-venv
 	python3-numpy python3-pandas procps util-linux mypy nodejs" ;;
 lint) pkgs="$build cppcheck clang-tidy mandoc" ;;
 fuzz) pkgs="$build clang libclang-rt-14-dev" ;;
+valgrind) pkgs="$build check libsubunit-dev pkg-config valgrind" ;;
 bench) pkgs="$build python3-numpy python3-pandas hyperfine mypy nodejs" ;;
 *) echo "tools/deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
