@@ -28,15 +28,17 @@ _main = sys.modules["__main__"]
 _dill = None
 
 
-def _add_exit_builtins():
-    """exit() and quit(), which the site module (not run here) defines."""
+def _add_site_builtins():
+    """exit(), quit() and help(), which the site module (not run here)
+    defines in every other Python."""
     import builtins
     if not hasattr(builtins, "exit"):
         import site  # with site_import off, importing it runs nothing
         site.setquit()
+        site.sethelper()
 
 
-_add_exit_builtins()
+_add_site_builtins()
 
 
 def _import_dill():

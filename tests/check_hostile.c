@@ -337,6 +337,20 @@ START_TEST(hostile_cell)
 }
 END_TEST
 
+/* help(), like exit() and quit(), comes from the site module, which the
+ * worker does not run; it must exist all the same. */
+START_TEST(help_is_there)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t", "help(len)");
+	ck_code(&r, 0);
+	ck_assert_msg(strncmp(r.out, "Help on built-in function len in module builtins:", 49) == 0,
+	              "stdout: %s", r.out);
+	cli_run_release(&r);
+}
+END_TEST
+
 /* Output of a gigabyte cell: the first chars, then the marker. */
 START_TEST(gigabyte_output_is_cut_with_marker)
 {
@@ -866,6 +880,7 @@ static Suite *hostile_suite(void)
 	tcase_set_timeout(dirs, 120);
 	tcase_add_loop_test(cell, hostile_cell, 0, (int)n_cells);
 	tcase_add_test(cell, gigabyte_output_is_cut_with_marker);
+	tcase_add_test(cell, help_is_there);
 	tcase_add_test(cell, invalid_utf8_and_nul_bytes_pass_through);
 	tcase_add_test(cell, escaped_daemon_is_gone);
 	tcase_add_test(cell, longest_timeout_works);
