@@ -23,6 +23,7 @@ MAGIC = b"DLSS\x01"
 RES_OK = 1
 RES_SAVE = 2
 MAX_ERROR_LINES = 20
+MAX_REASON = 200
 
 _main = sys.modules["__main__"]
 _dill = None
@@ -115,8 +116,11 @@ def _repr(value):
 
 
 def _reason(exc):
+    """One short line: why a name was dropped, a load or import failed."""
     text = _text(exc)
     text = text.splitlines()[0] if text else ""
+    if len(text) > MAX_REASON:
+        text = text[:MAX_REASON] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -250,6 +250,11 @@ static const struct hostile cells[] = {
 	  "x = 2\nr = R()", NULL, 0,
 	  "warning: dropped unpicklable names (gone next call): r (ValueError: no pickling)\n",
 	  "", NEW, 0, 0, 0 },
+	{ "keeps a value whose pickling raises with a 100 MB message",
+	  "class R:\n    def __reduce__(self): raise ValueError('m' * (100 << 20))\n"
+	  "x = 2\nr = R()", NULL, 0,
+	  "warning: dropped unpicklable names (gone next call): r (ValueError: mmmm",
+	  "", NEW, 0, 600, 0 },
 	{ "keeps a value whose pickling recurses without bound",
 	  "class Rec:\n    def __getstate__(self): return {'next': Rec()}\n"
 	  "x = 2\nr = Rec()", NULL, 0,
