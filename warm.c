@@ -344,13 +344,46 @@ int warm_info(int dirfd, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Wait up to seconds until pid has exited (gone, or a zombie nobody reaped
+ * yet).  The server's connection closes as its exit begins, a moment
+ * before the process is gone.
+ */
+static void wait_exited(pid_t pid, double seconds)
+{
+	struct timespec deadline, pause = { 0, 2000000 };
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	proc_deadline_in(&deadline, seconds);
+	while (proc_seconds_left(&deadline) > 0) {
+		char buf[512], *rp;
+		ssize_t n;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return;
+		buf[n] = '\0';
+		rp = strrchr(buf, ')');
+		if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X')
+			return;
+		nanosleep(&pause, NULL);
+	}
+}
+
 int warm_stop(int dirfd, long *pid)
 {
 	static struct wire_msg m;
 	int got = ask(dirfd, WIRE_STOP, NULL, 0, WIRE_STOPPING, &m, true);
 
-	if (got > 0)
+	if (got > 0) {
 		*pid = (long)m.a;
+		wait_exited((pid_t)m.a, 5);
+	}
 	return got;
 }
 
