@@ -26,20 +26,23 @@ RES_OK = 1
 RES_SAVE = 2
 REQ_TYPECHECK = 1
 MAX_ERROR_LINES = 20
+MAX_REASON = 200
 
 _main = sys.modules["__main__"]
 _dill = None
 
 
-def _add_exit_builtins():
-    """exit() and quit(), which the site module (not run here) defines."""
+def _add_site_builtins():
+    """exit(), quit() and help(), which the site module (not run here)
+    defines in every other Python."""
     import builtins
     if not hasattr(builtins, "exit"):
         import site  # with site_import off, importing it runs nothing
         site.setquit()
+        site.sethelper()
 
 
-_add_exit_builtins()
+_add_site_builtins()
 
 
 def _import_dill():
@@ -116,8 +119,11 @@ def _repr(value):
 
 
 def _reason(exc):
+    """One short line: why a name was dropped, a load or import failed."""
     text = _text(exc)
     text = text.splitlines()[0] if text else ""
+    if len(text) > MAX_REASON:
+        text = text[:MAX_REASON] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
