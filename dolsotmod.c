@@ -2,7 +2,7 @@
  * dolsotmod.c - the _dolsot built-in module, the worker Python code's door to
  * the C side: the call's deadline, the type checker runner and parsers of
  * typegate.h, and the Python modules compiled into the binary (gate.py,
- * hints.py, session.py), imported when a call needs them.
+ * hints.py, session.py, state.py), imported when a call needs them.
  */
 #include "dolsotmod.h"
 
@@ -23,6 +23,7 @@
 EMBEDDED(gate);
 EMBEDDED(hints);
 EMBEDDED(session);
+EMBEDDED(state);
 
 struct embedded {
 	const char *name;
@@ -316,7 +317,7 @@ static PyObject *code_of(const struct embedded *e)
 static PyObject *m_embedded(PyObject *self, PyObject *arg)
 {
 	static const struct embedded modules[] = {
-		EMBED(gate), EMBED(hints), EMBED(session),
+		EMBED(gate), EMBED(hints), EMBED(session), EMBED(state),
 	};
 	const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
 	struct embedded e = { NULL, NULL, NULL, NULL, NULL };

@@ -6,7 +6,8 @@ __main__ module, so functions and classes defined in a cell belong to
 __main__, as in a REPL, and dill (imported only when needed) pickles them by
 value with their globals as a reference to the session namespace.
 
-The session blob, value by value, is _dolsot_session's (session.py).
+The session blob, value by value, is _dolsot_session's (session.py);
+the state carried outside the namespace is _dolsot_state's (state.py).
 """
 
 # The C module rather than ast: ast imports re, enum and functools,
@@ -20,10 +21,12 @@ import _dolsot
 RES_OK = 1
 RES_SAVE = 2
 REQ_TYPECHECK = 1
+REQ_CARRY = 2
 MAX_ERROR_LINES = 20
 
 _main = sys.modules["__main__"]
 _session = _dolsot.embedded("session")
+_state = _dolsot.embedded("state")
 _Fatal = _session.Fatal
 # Version 1 sessions refer to the loader by this name.
 _dill_loads = _session._dill_loads
@@ -251,20 +254,27 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
     if env is not None:
         _apply_env(env)
     notes = []
-    keep = {}
     try:
-        if blob is not None:
-            stored = _session.load(session, blob)
-            keep = {piece: bytes(body) for piece, body in stored.carry.items()}
-            notes.append(_unloaded(stored.load_into(ns)))
+        stored = _session.load(session, blob) if blob is not None else None
+        # Toolboxes first, as a live interpreter and a warm zygote imported
+        # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, _lines(notes), None
+        return 1, 0, None, str(e), None, None, None, None
+    carry = _state.Carry(bool(flags & REQ_CARRY))
+    try:
+        if stored is not None:
+            carry.restore_early(stored.carry, _session.loads_piece)
+            notes.append(_unloaded(stored.load_into(ns)))
+        carry.restore_late()
+    except _Fatal as e:
+        return 1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None
     ns.update(loaded)
 
     blocked, gate_warning = _gate(code, ns, loaded) if flags & REQ_TYPECHECK else (None, None)
     if blocked is not None:
-        return 1, 0, None, blocked, None, None, _lines(notes, [gate_warning]), None
+        return (1, 0, None, blocked, None, None, _lines(notes, carry.warnings, [gate_warning]),
+                None)
 
     exit_code, res_flags, value, error = 0, RES_OK, None, None
     try:
@@ -275,8 +285,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
         flush()
         return (1, 0, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                 ": the cell ended the interpreter, so it did not complete; "
-                "session unchanged", None, None, _lines(notes, [gate_warning]),
-                None)
+                "session unchanged", None, None,
+                _lines(notes, carry.warnings, [gate_warning]), None)
     except BaseException as e:
         exit_code, res_flags = exit_code_of(e), 0
         error = _cap(describe(e), max_output, "error")
@@ -285,14 +295,17 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
 
     try:
         state = _session_names(ns, loaded)
-        new_blob, held, dropped, _ = _session.dump(state, {}, keep)
+        pieces, keep = carry.save()
+        new_blob, held, dropped, lost = _session.dump(state, pieces, keep,
+                                                      carry.stored())
+        carry.lost(lost)
     except _Fatal as e:
         return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,
-                _lines(notes, [gate_warning]), None)
+                _lines(notes, carry.warnings, [gate_warning]), None)
     except BaseException as e:
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
         return (max(exit_code, 1), res_flags, value, error, None, None,
-                _lines(notes, [gate_warning, warning]), None)
+                _lines(notes, carry.warnings, [gate_warning, warning]), None)
     dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
     return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            dropped_lines or None, _lines(notes, [gate_warning]), new_blob)
+            dropped_lines or None, _lines(notes, carry.warnings, [gate_warning]), new_blob)
