@@ -179,14 +179,54 @@ def _module_dict(mod):
     return object.__getattribute__(mod, "__dict__")
 
 
+# Which modules carry state is found by looking at each module once: a
+# forked warm worker that walked all of sys.modules on every call would touch
+# (and so copy) thousands of the zygote's pages, about 10 ms.  A meta path
+# finder notes every name imported after this module, so a call looks only at
+# the modules it imported itself.
+_imported = []          # names the import system was asked for, in order
+_looked = None          # how many of them were looked at; None: none yet
+_carrying = set()       # names of modules found to carry state
+
+
+class _NoteImports:
+    """Notes the names being imported; finds nothing itself."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        _imported.append(name)
+        return None
+
+
+sys.meta_path.insert(0, _NoteImports)
+
+
+def _is_carrier(name, mod):
+    if not isinstance(mod, types.ModuleType) or name in _OWN:
+        return False
+    d = _module_dict(mod)
+    return callable(d.get("__dolsot_save__")) and d.get("__name__") == name
+
+
+def look_at_modules():
+    """Find the carriers among the modules imported since the last look (the
+    first look takes them all).  The warm path's zygote calls this after its
+    imports, so that its calls start from the answer."""
+    global _looked
+    names = list(sys.modules) if _looked is None else _imported[_looked:]
+    _looked = len(_imported)
+    for name in names:
+        if _is_carrier(name, sys.modules.get(name)):
+            _carrying.add(name)
+
+
 def _carriers():
     """{name: module} for imported modules that carry their own state."""
+    look_at_modules()
     found = {}
-    for name, mod in list(sys.modules.items()):
-        if not isinstance(mod, types.ModuleType) or name in _OWN:
-            continue
-        d = _module_dict(mod)
-        if callable(d.get("__dolsot_save__")) and d.get("__name__") == name:
+    for name in sorted(_carrying):
+        mod = sys.modules.get(name)
+        if _is_carrier(name, mod):
             found[name] = mod
     return found
 
@@ -224,21 +264,13 @@ def _path_apply(state):
     sys.path[:] = out
 
 
-# ---- warnings filters, through the public API ----
-
-def _pattern(p):
-    return getattr(p, "pattern", p) or None
-
-
-def _filters_save(filters):
-    return [(a, _pattern(m), c, _pattern(mod), n) for a, m, c, mod, n in filters]
-
+# ---- warnings filters ----
 
 def _filters_restore(state):
+    # Not filterwarnings(): it would recompile module names given as plain
+    # strings (the default filters' '__main__') with re, a 3 ms import.
     warnings.resetwarnings()
-    for action, message, category, module, lineno in state:
-        warnings.filterwarnings(action, message or "", category, module or "",
-                                lineno, append=True)
+    warnings.filters[:] = state
 
 
 class Carry:
@@ -343,7 +375,7 @@ class Carry:
             if value is not None:
                 pieces[piece] = value
         if filters != self._filters0:
-            pieces["warnings"] = _filters_save(filters)
+            pieces["warnings"] = filters
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for piece, module, save, _ in _LIBRARIES:

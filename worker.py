@@ -209,6 +209,7 @@ def warm_up(modules):
     _session._import_dill()
     for name in modules:
         importlib.import_module(name)
+    _state.look_at_modules()
     return "\n".join(_module_files())
 
 
