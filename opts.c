@@ -193,6 +193,14 @@ int opts_parse_count(const char *s, uint64_t *out)
 	return 0;
 }
 
+int opts_parse_switch(const char *s, bool *out)
+{
+	if (!s || (strcmp(s, "0") != 0 && strcmp(s, "1") != 0))
+		return -1;
+	*out = s[0] == '1';
+	return 0;
+}
+
 /* getenv, treating an empty value as unset. */
 static const char *env(const char *name)
 {
@@ -268,5 +276,8 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 	if ((v = env("DOLSOT_SERVER_IDLE")) && opts_parse_seconds(v, &s->server_idle) < 0)
 		return env_error("DOLSOT_SERVER_IDLE", v, "a positive number of seconds",
 		                 err, errlen);
+	s->carry = true;
+	if ((v = env("DOLSOT_CARRY")) && opts_parse_switch(v, &s->carry) < 0)
+		return env_error("DOLSOT_CARRY", v, "0 (off) or 1 (on)", err, errlen);
 	return typegate_from_env(s, err, errlen);
 }

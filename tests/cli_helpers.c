@@ -74,7 +74,7 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
 	args = calloc(w + n + 2, sizeof(*args));
 	for (size_t i = 0; i < w; i++)
 		args[k++] = o->wrapper[i];
-	args[k++] = w ? cli_bin() : "dolsot";
+	args[k++] = o->prog ? o->prog : w ? cli_bin() : "dolsot";
 	for (size_t i = 1; i < n; i++)
 		args[k++] = argv[i];
 	if (dup2(out, 1) < 0 || dup2(err, 2) < 0)
@@ -89,7 +89,7 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
 	if (w)
 		execvp(args[0], (char *const *)args);
 	else
-		execv(cli_bin(), (char *const *)args);
+		execv(o->prog ? o->prog : cli_bin(), (char *const *)args);
 	_exit(126);
 }
 

@@ -29,12 +29,13 @@ struct cli_opts {
 	bool close_stdin;       /* start it with fd 0 closed */
 	const char *const *wrapper; /* run the binary under this command
 	                               (NULL-terminated argv, e.g. valgrind) */
+	const char *prog;       /* run this program instead of dolsot */
 };
 
 /* Absolute path of the binary under test ($DOLSOT_BIN or ./dolsot). */
 const char *cli_bin(void);
 
-/* Run argv (argv[0] is ignored and replaced by the binary). */
+/* Run argv (argv[0] is ignored and replaced by the binary, or o->prog). */
 void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *argv);
 void cli_run_release(struct cli_run *r);
 
