@@ -53,6 +53,8 @@ def _reason(exc):
     except BaseException as e:   # a module's exception class can make str() fail
         text = f"<str() failed: {type(e).__name__}>"
     text = text.splitlines()[0] if text else ""
+    if len(text) > 200:   # a message can be megabytes; the reason is one line
+        text = text[:200] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
