@@ -23,7 +23,8 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c store_id.c store_file.c store_mem.c output.c opts.c \
-	repl.c proc.c wire.c warm.c server.c server_mem.c zygote.c store_remote.c
+	repl.c proc.c wire.c warm.c server.c server_mem.c zygote.c store_remote.c \
+	rlimits.c
 WORKER_SRCS := worker.c worker_py.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
@@ -59,7 +60,7 @@ tests/%.o: tests/%.c
 
 T_FRAME := tests/check_frame.o frame.o
 T_STORE := tests/check_store.o store_id.o store_file.o store_mem.o
-T_OPTS := tests/check_opts.o opts.o store_id.o
+T_OPTS := tests/check_opts.o opts.o store_id.o rlimits.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
