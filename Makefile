@@ -13,6 +13,8 @@ PY_STATIC := $(PY_CONFIGDIR)/libpython3.11-pic.a
 # modules (numpy, _ctypes, _ssl, ...) loaded later find them in the binary.
 PY_LDLIBS := -Wl,--whole-archive $(PY_STATIC) -Wl,--no-whole-archive \
 	-ldl -lm -lz -lexpat -lpthread -lutil
+# libseccomp (the sandbox's system call filter) is linked in too.
+SECCOMP_LIBS := -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -24,8 +26,9 @@ VERSION := 0.3.0
 
 CORE_SRCS := frame.c store_id.c store_file.c store_mem.c output.c opts.c \
 	repl.c proc.c wire.c warm.c server.c server_mem.c zygote.c store_remote.c \
-	rlimits.c
-WORKER_SRCS := worker.c worker_py.c
+	rlimits.c pidcg.c
+WORKER_SRCS := worker.c worker_py.c isolate.c sandbox.c sandbox_fs.c \
+	sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
 
@@ -39,7 +42,7 @@ all: dolsot
 # Not a PIE: libpython's tables of pointers would need ~39,000 relocations
 # at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS)
 
 worker.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
@@ -116,7 +119,7 @@ tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 dolsot-asan: $(SRCS:.c=.asan.o)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS)
 
 $(ASAN_TESTS):
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "isolate.h"
 #include "proc.h"
 
 extern const unsigned char worker_py[];
@@ -30,6 +31,25 @@ extern const size_t worker_code_len;
 extern const long worker_magic;
 
 #define PY_VERSION_DIR "python3.11"
+
+/*
+ * Replace the result file's content with p[0..n).  Through a mapping, not
+ * write(): under --max-file-size the file was sized beforehand, because
+ * RLIMIT_FSIZE stops writes past the limit but neither stores into a
+ * mapping nor shrinking.
+ */
+static int write_at(int fd, const uint8_t *p, size_t n)
+{
+	void *map;
+
+	if (ftruncate(fd, (off_t)n) < 0)
+		return -1;
+	map = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -1;
+	memcpy(map, p, n);
+	return munmap(map, n);
+}
 
 /* The worker's answer when Python never got to run the cell. */
 static __attribute__((noreturn)) void answer_error(int fd, const char *msg)
@@ -40,31 +60,9 @@ static __attribute__((noreturn)) void answer_error(int fd, const char *msg)
 	memset(&r, 0, sizeof(r));
 	r.exit_code = 1;
 	r.error = span_str(msg);
-	if (frame_encode_result(&buf, &r) == 0) {
-		if (pwrite(fd, buf.data, buf.len, 0) != (ssize_t)buf.len)
-			_exit(126);
-	}
+	if (frame_encode_result(&buf, &r) == 0 && write_at(fd, buf.data, buf.len) < 0)
+		_exit(126);
 	_exit(0);
-}
-
-static int write_at(int fd, const uint8_t *p, size_t n)
-{
-	off_t off = 0;
-
-	if (ftruncate(fd, 0) < 0)
-		return -1;
-	while (n) {
-		ssize_t w = pwrite(fd, p, n, off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-		off += w;
-	}
-	return 0;
 }
 
 static int append_path(PyConfig *c, const char *path)
@@ -280,12 +278,24 @@ static PyObject *env_dict(const struct request *r)
 	return d;
 }
 
+/* The limits worker.py enforces or reports, by option name (0: unset). */
+static PyObject *limit_dict(const struct request *r)
+{
+	return Py_BuildValue("{sKsKsKsKsK}",
+	                     "memory", (unsigned long long)r->memory,
+	                     "max-procs", (unsigned long long)r->max_procs,
+	                     "max-file-size", (unsigned long long)r->max_file_size,
+	                     "cpu-seconds", (unsigned long long)r->cpu_seconds,
+	                     "recursion-limit", (unsigned long long)r->recursion_limit);
+}
+
 static PyObject *call_run(PyObject *mod, const struct request *r)
 {
-	return PyObject_CallMethod(mod, "run", "(NNNNKKN)", span_bytes(r->code),
+	return PyObject_CallMethod(mod, "run", "(NNNNKKNN)", span_bytes(r->code),
 	                           span_unicode(r->session), blob_view(r),
 	                           toolbox_list(r), (unsigned long long)r->max_output,
-	                           (unsigned long long)r->flags, env_dict(r));
+	                           (unsigned long long)r->flags, env_dict(r),
+	                           limit_dict(r));
 }
 
 /* A str field of the answer as a span; None gives an absent span. */
@@ -317,7 +327,7 @@ static int fill_result(PyObject *t, struct worker_result *r)
 	char *p;
 	Py_ssize_t n;
 
-	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8)
+	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9)
 		return -1;
 	r->exit_code = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
 	r->flags = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
@@ -327,7 +337,8 @@ static int fill_result(PyObject *t, struct worker_result *r)
 	    str_span(PyTuple_GET_ITEM(t, 3), &r->error) < 0 ||
 	    str_span(PyTuple_GET_ITEM(t, 4), &r->held) < 0 ||
 	    str_span(PyTuple_GET_ITEM(t, 5), &r->dropped) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0)
+	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0 ||
+	    str_span(PyTuple_GET_ITEM(t, 8), &r->limit) < 0)
 		return -1;
 	blob = PyTuple_GET_ITEM(t, 7);
 	if (blob != Py_None) {
@@ -409,6 +420,8 @@ void worker_child(int request_fd, int result_fd, void *arg)
 
 	(void)arg;
 	read_request(request_fd, result_fd, &r);
+	if (isolate_worker(&r, request_fd, result_fd, err, sizeof(err)) < 0)
+		answer_error(result_fd, err);
 	if (start_python(err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
 	mod = import_worker_module();
@@ -497,6 +510,15 @@ void worker_zygote_child(int request_fd, int result_fd)
 			         cwd, strerror(errno));
 			answer_error(result_fd, err);
 		}
+	}
+	{
+		char err[1024];
+
+		if (isolate_worker(&r, request_fd, result_fd, err, sizeof(err)) < 0)
+			answer_error(result_fd, err);
+		/* A sandbox runs the call in a fork of this process. */
+		if (r.flags & REQ_SANDBOX)
+			PyOS_AfterFork_Child();
 	}
 	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL))
 		answer_python_error(result_fd, "worker failed after fork");

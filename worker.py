@@ -16,8 +16,10 @@ pays for importing dill.
 # functools, several milliseconds of every cold call.
 import _ast
 import _pickle
+import errno
 import importlib
 import io
+import posix
 import sys
 import types
 
@@ -28,6 +30,13 @@ MAX_ERROR_LINES = 20
 
 _main = sys.modules["__main__"]
 _dill = None
+_limits = {}          # the limits of this call that are set, by option name
+_last_event = None    # the last audit event, to tell a failed fork (max-procs)
+_SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn",
+                           "os.system", "os.exec", "subprocess.Popen"))
+_LIMIT_WORDS = {"memory": "memory limit", "max-procs": "process limit",
+                "max-file-size": "file size limit", "cpu-seconds": "CPU time limit",
+                "recursion-limit": "recursion limit"}
 
 
 def _import_dill():
@@ -48,6 +57,65 @@ def _dill_loads(data):
 
 class _Fatal(Exception):
     """A failure of the call itself, not of the cell: the session is not saved."""
+
+
+class _LimitHit(Exception):
+    """The cell reached one of the call's limits: the session is not saved."""
+
+    def __init__(self, name, exc):
+        super().__init__(name)
+        self.name = name
+        self.exc = exc
+
+
+def _audit(event, args):
+    global _last_event
+    _last_event = event
+
+
+def _limit_of(exc):
+    """The name of the limit that exc shows was reached, or None."""
+    if isinstance(exc, MemoryError) and "memory" in _limits:
+        return "memory"
+    if isinstance(exc, RecursionError) and "recursion-limit" in _limits:
+        return "recursion-limit"
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG and "max-file-size" in _limits:
+        return "max-file-size"
+    if "max-procs" in _limits:
+        if (isinstance(exc, OSError) and exc.errno == errno.EAGAIN
+                and _last_event in _SPAWN_EVENTS):
+            return "max-procs"
+        if isinstance(exc, RuntimeError) and str(exc) == "can't start new thread":
+            return "max-procs"
+    return None
+
+
+def _check_limit(exc):
+    name = _limit_of(exc)
+    if name:
+        raise _LimitHit(name, exc) from None
+
+
+def _format_limit(name, value):
+    if name in ("memory", "max-file-size"):
+        for unit, suffix in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
+            if value % unit == 0:
+                return f"{value // unit}{suffix}"
+    return str(value)
+
+
+def _limit_answer(name, exc):
+    """Drop the cell's state (it may hold the memory that ran out), then say
+    which limit was hit."""
+    import gc
+    error = describe(exc)
+    exc.__traceback__ = None
+    for key in [k for k in _main.__dict__ if not (k.startswith("__") and k.endswith("__"))]:
+        del _main.__dict__[key]
+    gc.collect()
+    error += (f"\ndolsot: the cell hit the {_LIMIT_WORDS[name]} "
+              f"(--{name} {_format_limit(name, _limits[name])}); session unchanged")
+    return 1, 0, None, error, None, None, None, None, name
 
 
 def _locatable(obj):
@@ -103,8 +171,8 @@ def dump_namespace(state):
         return MAGIC + _dumps(state, force), sorted(state), []
     except _Fatal:
         raise
-    except BaseException:  # any failure means: look at the names one by one
-        pass
+    except BaseException as e:  # any failure means: look at the names one by one
+        _check_limit(e)
     kept, dropped = {}, []
     for name in sorted(state):
         value = state[name]
@@ -114,8 +182,8 @@ def dump_namespace(state):
             continue
         except _Fatal:
             raise
-        except BaseException:
-            pass
+        except BaseException as e:
+            _check_limit(e)
         try:
             _import_dill().dumps(value)
             force.add(id(value))
@@ -123,6 +191,7 @@ def dump_namespace(state):
         except _Fatal:
             raise
         except BaseException as e:
+            _check_limit(e)
             dropped.append((name, _reason(e)))
     return MAGIC + _dumps(kept, force), sorted(kept), dropped
 
@@ -135,6 +204,7 @@ def load_namespace(session, blob):
     except _Fatal:
         raise
     except BaseException as e:
+        _check_limit(e)
         raise _Fatal(_load_error(session, _reason(e))) from None
     if not isinstance(state, dict):
         raise _Fatal(_load_error(session, "not a dolsot session"))
@@ -152,6 +222,7 @@ def import_toolboxes(toolboxes):
         try:
             loaded[alias] = importlib.import_module(module)
         except BaseException as e:
+            _check_limit(e)
             raise _Fatal(f"dolsot: toolbox '{module}' (alias {alias}) cannot be "
                          f"imported: {_reason(e)}") from None
     _main.__dict__.update(loaded)
@@ -213,8 +284,18 @@ def _run_code(code_obj, ns):
     return result
 
 
+def _depth():
+    frame, n = sys._getframe(1), 0
+    while frame is not None:
+        frame, n = frame.f_back, n + 1
+    return n
+
+
 def run_cell(code, ns):
     body, last = _compile_cell(code)
+    if "recursion-limit" in _limits:
+        # Counted from the cell's own frame, not from the worker's.
+        sys.setrecursionlimit(_depth() + _limits["recursion-limit"])
     _run_code(body, ns)
     if last is not None:
         return _run_code(last, ns)
@@ -286,19 +367,45 @@ def after_fork():
         np.seed()  # the legacy global RNG would repeat across calls otherwise
 
 
-def run(code, session, blob, toolboxes, max_output, flags, env=None):
+def _leave_if_forked(pid, code):
+    """A process the cell forked that returned from the cell must not answer
+    for the worker: it ends here."""
+    if posix.getpid() != pid:
+        flush()
+        posix._exit(code)
+
+
+def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None):
     """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
-    warnings, blob): str or None fields; held is names one per line, dropped
-    "name<TAB>reason" lines."""
-    ns = _main.__dict__
+    warnings, blob, limit): str or None fields; held is names one per line,
+    dropped "name<TAB>reason" lines, limit the name of the limit the cell hit
+    (limits holds those of the call by option name, 0 for unset)."""
+    global _limits
+    _limits = {name: value for name, value in (limits or {}).items() if value}
+    if "max-procs" in _limits:
+        sys.addaudithook(_audit)
     if env is not None:
         _apply_env(env)
+    try:
+        return _run(code, session, blob, toolboxes, max_output)
+    except _LimitHit as e:
+        return _limit_answer(e.name, e.exc)
+    except MemoryError as e:
+        if "memory" in _limits:
+            return _limit_answer("memory", e)
+        raise
+
+
+def _run(code, session, blob, toolboxes, max_output):
+    ns = _main.__dict__
+    pid = posix.getpid()
+    default_recursion = sys.getrecursionlimit()
     try:
         if blob is not None:
             load_namespace(session, blob)
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, None, None
+        return 1, 0, None, str(e), None, None, None, None, None
 
     exit_code, res_flags, value, error = 0, RES_OK, None, None
     try:
@@ -306,22 +413,32 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
         if result is not None:
             value = stringify(result, max_output)
     except SystemExit as e:
+        _leave_if_forked(pid, 1)
         flush()
         return (1, 0, None, f"SystemExit: {e.code!r}: the cell ended the "
                 "interpreter, so it did not complete; session unchanged",
-                None, None, None, None)
+                None, None, None, None, None)
     except BaseException as e:
+        _leave_if_forked(pid, 1)
+        sys.setrecursionlimit(default_recursion)
+        _check_limit(e)
         exit_code, res_flags, error = exit_code_of(e), 0, describe(e)
+    _leave_if_forked(pid, exit_code)
+    sys.setrecursionlimit(default_recursion)
     flush()
 
     try:
         state = _session_names(ns, loaded)
         new_blob, held, dropped = dump_namespace(state)
     except _Fatal as e:
-        return 1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None, None, None
+        return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,
+                None, None, None)
+    except _LimitHit:
+        raise
     except BaseException as e:
+        _check_limit(e)
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
-        return max(exit_code, 1), res_flags, value, error, None, None, warning, None
+        return max(exit_code, 1), res_flags, value, error, None, None, warning, None, None
     dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
     return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            dropped_lines or None, None, new_blob)
+            dropped_lines or None, None, new_blob, None)
