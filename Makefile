@@ -26,7 +26,7 @@ VERSION := 0.3.0
 
 CORE_SRCS := frame.c store_id.c store_file.c store_mem.c output.c opts.c \
 	repl.c proc.c wire.c warm.c server.c server_mem.c zygote.c store_remote.c \
-	rlimits.c pidcg.c
+	rlimits.c pidcg.c sandbox_plan.c
 WORKER_SRCS := worker.c worker_py.c isolate.c sandbox.c sandbox_fs.c \
 	sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)

@@ -12,6 +12,7 @@
 
 #include "opts.h"
 #include "output.h"
+#include "sandbox_plan.h"
 #include "store.h"
 
 #define REPL_ERR_MAX 1024
@@ -23,6 +24,7 @@ struct run_args {
 	const struct toolbox_arg *toolboxes;
 	size_t n_toolboxes;
 	const struct settings *settings;
+	const struct sandbox_plan *plan;   /* sandbox binds, environment; may be NULL */
 };
 
 /*
