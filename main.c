@@ -28,7 +28,7 @@ static const char usage_text[] =
 	"              [--cpu-seconds N] [--recursion-limit N] [CODE]\n"
 	"       dolsot --list-sessions\n"
 	"       dolsot --reset ID|all\n"
-	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS]\n"
+	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot --help | --version\n";
 
@@ -387,6 +387,42 @@ static int cmd_reset(const struct settings *s, const char *target)
 	return 0;
 }
 
+/* What the sandbox will show and the worker's environment; dies on a bad
+ * --mount or --env (exit 2). */
+static void build_plan(const struct cli *c, const struct settings *s,
+                       struct sandbox_plan *plan)
+{
+	struct plan_input in = { .sandbox = s->sandbox, .toolboxes = c->toolboxes,
+	                         .n_toolboxes = c->n_toolboxes, .mounts = c->mounts,
+	                         .n_mounts = c->n_mounts, .env_args = c->env,
+	                         .n_env = c->n_env };
+	char err[REPL_ERR_MAX];
+
+	switch (sandbox_plan_build(&in, plan, err, sizeof(err))) {
+	case PLAN_OK:
+		return;
+	case PLAN_USAGE:
+		usage_error("%s", err);
+	case PLAN_FAIL:
+	default:
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	}
+}
+
+/* With --sandbox, the zygote that sandboxed calls use is the one warmed. */
+static int server_start(const struct cli *c, const struct settings *s)
+{
+	char err[REPL_ERR_MAX];
+	struct sandbox_plan plan;
+
+	build_plan(c, s, &plan);
+	if (repl_server_start(s, c->toolboxes, c->n_toolboxes, s->sandbox ? &plan : NULL,
+	                      err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	sandbox_plan_release(&plan);
+	return 0;
+}
+
 static int cmd_server(const struct cli *c, const struct settings *s)
 {
 	char err[REPL_ERR_MAX], info[65536];
@@ -397,9 +433,7 @@ static int cmd_server(const struct cli *c, const struct settings *s)
 	case SERVER_START:
 		if (!s->server)
 			usage_error("DOLSOT_SERVER=off: the warm server is disabled");
-		if (repl_server_start(s, c->toolboxes, c->n_toolboxes, err, sizeof(err)) < 0)
-			die(DOLSOT_EXIT_FAIL, "%s", err);
-		return 0;
+		return server_start(c, s);
 	case SERVER_STATUS:
 		got = repl_server_info(s, info, sizeof(info), err, sizeof(err));
 		if (got < 0)
@@ -429,10 +463,6 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 {
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
 	                      .n_toolboxes = c->n_toolboxes, .settings = s };
-	struct plan_input in = { .sandbox = s->sandbox, .toolboxes = c->toolboxes,
-	                         .n_toolboxes = c->n_toolboxes, .mounts = c->mounts,
-	                         .n_mounts = c->n_mounts, .env_args = c->env,
-	                         .n_env = c->n_env };
 	struct sandbox_plan plan;
 	struct result res;
 	char err[REPL_ERR_MAX];
@@ -455,15 +485,7 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 	}
 	if (!a.code || is_blank(a.code, a.code_len))
 		usage_error("empty code: pass the cell as an argument or on stdin");
-	switch (sandbox_plan_build(&in, &plan, err, sizeof(err))) {
-	case PLAN_OK:
-		break;
-	case PLAN_USAGE:
-		usage_error("%s", err);
-	case PLAN_FAIL:
-	default:
-		die(DOLSOT_EXIT_FAIL, "%s", err);
-	}
+	build_plan(c, s, &plan);
 	a.plan = &plan;
 	result_init(&res, s->max_output);
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)

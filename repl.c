@@ -120,10 +120,10 @@ static int encode_request(const struct run_args *a, const uint8_t *blob,
 	r.max_output = a->settings->max_output;
 	r.budget_ns = (uint64_t)(budget * 1e9);
 	/* A warm worker is forked from a zygote, not from us: tell it where and
-	 * with what environment the caller runs. */
+	 * with what environment the caller runs (unless the plan gives one). */
 	if (a->settings->server && getcwd(cwd, sizeof(cwd))) {
 		r.cwd = span_str(cwd);
-		if (pack_environ(&r.env, &env) < 0)
+		if (!(a->plan && a->plan->env) && pack_environ(&r.env, &env) < 0)
 			return -1;
 	}
 	sandbox_plan_fill(a->plan, a->settings, cgroup, &r);
@@ -185,13 +185,27 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 	return (wr->flags & RES_SAVE) != 0;
 }
 
+/* What picks the zygote.  One for sandboxed calls is warmed with the
+ * sandbox's environment, so that none of ours is in the memory (or the
+ * imported modules) a sandboxed cell inherits. */
+static struct warm_key warm_key_of(const struct run_args *a)
+{
+	struct warm_key key = { a->toolboxes, a->n_toolboxes, NULL, 0 };
+
+	if (a->settings->sandbox && a->plan && a->plan->env) {
+		key.env = a->plan->env;
+		key.env_len = a->plan->env_len;
+	}
+	return key;
+}
+
 /* Try the warm server; returns true when *o holds the call's outcome or
  * *res already says why the call failed. */
 static bool run_warm(const struct run_args *a, struct store *st,
                      const struct frame_buf *req, const struct timespec *deadline,
                      struct result *res, struct proc_outcome *o, bool *no_server)
 {
-	struct warm_key key = { a->toolboxes, a->n_toolboxes };
+	struct warm_key key = warm_key_of(a);
 	int dirfd = store_dirfd(st);
 	char err[REPL_ERR_MAX];
 
@@ -297,7 +311,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	ret = run_locked(a, st, res, sig, &no_server, err, errlen);
 	store_unlock(st, &lk);
 	if (no_server && !*sig) {
-		struct warm_key key = { a->toolboxes, a->n_toolboxes };
+		struct warm_key key = warm_key_of(a);
 
 		/* Cold this time; warm for the calls that follow. */
 		warm_spawn_server(store_dirfd(st), a->settings->server_idle, &key);
@@ -330,10 +344,13 @@ out:
 }
 
 int repl_server_start(const struct settings *s, const struct toolbox_arg *toolboxes,
-                      size_t n, char *err, size_t errlen)
+                      size_t n, const struct sandbox_plan *plan, char *err,
+                      size_t errlen)
 {
 	struct store *st = repl_open_store(s, err, errlen);
-	struct warm_key key = { toolboxes, n };
+	struct run_args a = { .toolboxes = toolboxes, .n_toolboxes = n, .settings = s,
+	                      .plan = plan };
+	struct warm_key key = warm_key_of(&a);
 	int ret = 0;
 
 	if (!st)

@@ -130,6 +130,35 @@ static int loopback_up(char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The environment this process was started with is still in its memory, and
+ * /proc/self/environ shows it, even once environ points elsewhere: zero it.
+ * (A fork of a warm server holds that server's, from another call.)
+ */
+static int scrub_initial_env(char *err, size_t errlen)
+{
+	char buf[2048], *p;
+	unsigned long start = 0, end = 0;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return fail(err, errlen, "cannot read /proc/self/stat");
+	buf[n] = '\0';
+	/* Fields 50 and 51, counted from the state (field 3) after the name. */
+	p = strrchr(buf, ')');
+	for (int field = 2; p && field < 50; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %lu %lu", &start, &end) != 2 || end < start) {
+		errno = EINVAL;
+		return fail(err, errlen, "cannot find the environment in /proc/self/stat");
+	}
+	memset((void *)start, 0, end - start);
+	return 0;
+}
+
 static int set_env(char *const *env, char *err, size_t errlen)
 {
 	if (clearenv() != 0)
@@ -141,7 +170,7 @@ static int set_env(char *const *env, char *err, size_t errlen)
 		if (!copy || putenv(copy) != 0)
 			return fail(err, errlen, "putenv");
 	}
-	return 0;
+	return scrub_initial_env(err, errlen);
 }
 
 static bool kept(const struct sandbox_cfg *cfg, int fd)

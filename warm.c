@@ -81,6 +81,13 @@ static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
 	/* Modules read the environment when imported (TZ, settings, keys), so a
 	 * zygote is warmed with the caller's own: all of it but dolsot's
 	 * variables and what shells change from one command to the next. */
+	if (key->env) {
+		for (size_t off = 0; off < key->env_len; off += strlen(key->env + off) + 1)
+			if (!volatile_var(key->env + off) &&
+			    wire_put(buf, len, "env", key->env + off) < 0)
+				return -1;
+		return 0;
+	}
 	for (char **e = environ; *e; e++)
 		if (!volatile_var(*e) && wire_put(buf, len, "env", *e) < 0)
 			return -1;
@@ -397,7 +404,7 @@ int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
 
 int warm_ensure_server(int dirfd, double idle_seconds)
 {
-	struct warm_key none = { NULL, 0 };
+	struct warm_key none = { NULL, 0, NULL, 0 };
 	int fd = connect_server(dirfd);
 
 	if (fd >= 0) {

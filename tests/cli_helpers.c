@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -63,24 +64,34 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
                   int out, int err)
 {
 	const char **args;
-	size_t n = 0;
+	size_t n = 0, w = 0, a = 0;
 
 	while (argv[n])
 		n++;
-	args = calloc(n + 1, sizeof(*args));
-	args[0] = "dolsot";
+	while (o->wrapper && o->wrapper[w])
+		w++;
+	args = calloc(w + n + 2, sizeof(*args));
+	for (size_t i = 0; i < w; i++)
+		args[a++] = o->wrapper[i];
+	args[a++] = w ? cli_bin() : "dolsot";
 	for (size_t i = 1; i < n; i++)
-		args[i] = argv[i];
+		args[a++] = argv[i];
 	if (dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		_exit(125);
 	if (o->close_stdin)
 		close(0);
 	else if (dup2(in, 0) < 0)
 		_exit(125);
+	if (o->drop && (setgroups(0, NULL) < 0 || setresgid(o->gid, o->gid, o->gid) < 0 ||
+	                setresuid(o->uid, o->uid, o->uid) < 0))
+		_exit(125);
 	if (o->cwd && chdir(o->cwd) < 0)
 		_exit(125);
 	apply_env(o->env);
-	execv(cli_bin(), (char *const *)args);
+	if (w)
+		execvp(args[0], (char *const *)args);
+	else
+		execv(cli_bin(), (char *const *)args);
 	_exit(126);
 }
 

@@ -26,6 +26,11 @@ struct cli_opts {
 	const char *cwd;        /* NULL: inherit */
 	double timeout;         /* seconds before the test kills it; 0 = 120 */
 	bool close_stdin;       /* start it with fd 0 closed */
+	bool drop;              /* run as uid and gid (from root) */
+	uid_t uid;
+	gid_t gid;
+	const char *const *wrapper; /* argv to run the binary under ("unshare", ...,
+	                             * NULL); the binary and its arguments follow */
 };
 
 /* Absolute path of the binary under test ($DOLSOT_BIN or ./dolsot). */
