@@ -35,7 +35,8 @@ OBJS := $(SRCS:.c=.o)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
-	tests/check_output tests/check_wire tests/check_cli tests/check_server
+	tests/check_output tests/check_wire tests/check_cli tests/check_server \
+	tests/check_sandbox tests/check_sandbox_enter
 
 all: dolsot
 
@@ -68,6 +69,8 @@ T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o
+T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
+T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
 
 tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)
@@ -76,6 +79,8 @@ tests/check_output: $(T_OUTPUT)
 tests/check_wire: $(T_WIRE)
 tests/check_cli: $(T_CLI)
 tests/check_server: $(T_SERVER)
+tests/check_sandbox: $(T_SANDBOX)
+tests/check_sandbox_enter: $(T_SBX_ENTER)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
 tests/check_opts-asan: $(T_OPTS:.o=.asan.o)
@@ -83,6 +88,13 @@ tests/check_output-asan: $(T_OUTPUT:.o=.asan.o)
 tests/check_wire-asan: $(T_WIRE:.o=.asan.o)
 tests/check_cli-asan: $(T_CLI:.o=.asan.o)
 tests/check_server-asan: $(T_SERVER:.o=.asan.o)
+tests/check_sandbox-asan: $(T_SANDBOX:.o=.asan.o)
+tests/check_sandbox_enter-asan: $(T_SBX_ENTER:.o=.asan.o)
+
+# check_sandbox_enter embeds Python, as a warm zygote does.
+tests/check_sandbox_enter.o tests/check_sandbox_enter.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
+tests/check_sandbox_enter tests/check_sandbox_enter-asan: \
+	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS)
 
 $(TESTS):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
