@@ -44,6 +44,13 @@ static size_t n_items(struct span list)
 	return n;
 }
 
+static void free_env_list(char **list)
+{
+	for (char **e = list; e && *e; e++)
+		free(*e);
+	free(list);
+}
+
 /* The environment entries (those that are NAME=VALUE) as strings;
  * NULL-terminated. */
 static char **env_list(struct span env)
@@ -57,10 +64,21 @@ static char **env_list(struct span env)
 
 		if (!eq || eq == item.p)
 			continue;
-		if (!(out[i++] = dup_span(item)))
-			return NULL;   /* the process fails right after: no cleanup */
+		if (!(out[i++] = dup_span(item))) {
+			free_env_list(out);
+			return NULL;
+		}
 	}
 	return out;
+}
+
+static void free_bind_list(struct sandbox_bind *b, size_t n)
+{
+	for (size_t i = 0; b && i < n; i++) {
+		free((char *)b[i].host);
+		free((char *)b[i].path);
+	}
+	free(b);
 }
 
 static struct sandbox_bind *bind_list(struct span binds, size_t *n)
@@ -75,8 +93,10 @@ static struct sandbox_bind *bind_list(struct span binds, size_t *n)
 		out[i].path = dup_span(path);
 		out[i].mode = mode.p[0] == 'o' ? SANDBOX_OVERLAY :
 		              mode.p[1] == 'w' ? SANDBOX_RW : SANDBOX_RO;
-		if (!out[i].host || !out[i].path)
+		if (!out[i].host || !out[i].path) {
+			free_bind_list(out, i + 1);
 			return NULL;
+		}
 		i++;
 	}
 	*n = i;
@@ -91,18 +111,31 @@ static int enter_sandbox(const struct request *r, int request_fd, int result_fd,
 	                           .tmpfs_size = r->memory };
 	char why[SANDBOX_ERR_MAX], cwd[PATH_MAX];
 
+	int ret = -1;
+
 	cfg.binds = bind_list(r->binds, &cfg.n_binds);
 	cfg.env = env_list(r->env);
 	cfg.cwd = getcwd(cwd, sizeof(cwd));
-	if (!cfg.binds || !cfg.env) {
+	if (!cfg.binds || !cfg.env)
 		snprintf(err, errlen, "dolsot: cannot create the sandbox: out of memory");
-		return -1;
-	}
-	if (sandbox_enter(&cfg, why, sizeof(why)) < 0) {
+	else if (sandbox_enter(&cfg, why, sizeof(why)) < 0)
 		snprintf(err, errlen, "dolsot: %s", why);
-		return -1;
-	}
-	return 0;
+	else
+		ret = 0;
+	free_bind_list((struct sandbox_bind *)cfg.binds, cfg.n_binds);
+	free_env_list((char **)cfg.env);
+	return ret;
+}
+
+/* setenv() from a "NAME=VALUE" entry. */
+static int setenv_entry(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	char *name = strndup(entry, (size_t)(eq - entry));
+	int ret = name ? setenv(name, eq + 1, 1) : -1;
+
+	free(name);
+	return ret;
 }
 
 /* The request's environment, when it has one, replaces the inherited one
@@ -117,11 +150,12 @@ static int set_env(struct span env, char *err, size_t errlen)
 	if (!list || clearenv() != 0)
 		goto fail;
 	for (char **e = list; *e; e++)
-		if (putenv(*e) != 0)   /* putenv keeps the string: it is never freed */
+		if (setenv_entry(*e) != 0)
 			goto fail;
-	free(list);
+	free_env_list(list);
 	return 0;
 fail:
+	free_env_list(list);
 	snprintf(err, errlen, "dolsot: cannot set the environment: %s",
 	         strerror(errno ? errno : ENOMEM));
 	return -1;
@@ -188,12 +222,15 @@ int isolate_worker(const struct request *r, int request_fd, int result_fd,
 	if (r->pids_cgroup.present) {
 		char *path = dup_span(r->pids_cgroup);
 
-		if (!path || pidcg_join(path, why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "dolsot: cannot enforce --max-procs: %s",
-			         path ? why : "out of memory");
+		int joined = path ? pidcg_join(path, why, sizeof(why)) : -1;
+
+		if (!path)
+			snprintf(why, sizeof(why), "out of memory");
+		free(path);
+		if (joined < 0) {
+			snprintf(err, errlen, "dolsot: cannot enforce --max-procs: %s", why);
 			return -1;
 		}
-		free(path);
 		procs = PROCS_BY_CGROUP;
 	}
 	if (sandbox ? enter_sandbox(r, request_fd, result_fd, err, errlen) < 0

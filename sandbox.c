@@ -164,11 +164,13 @@ static int set_env(char *const *env, char *err, size_t errlen)
 	if (clearenv() != 0)
 		return fail(err, errlen, "clearenv");
 	for (; env && *env; env++) {
-		char *copy = strdup(*env);
+		const char *eq = strchr(*env, '=');
+		char *name = eq ? strndup(*env, (size_t)(eq - *env)) : NULL;
+		int rc = name ? setenv(name, eq + 1, 1) : -1;
 
-		/* putenv keeps the string: it lives as long as the process. */
-		if (!copy || putenv(copy) != 0)
-			return fail(err, errlen, "putenv");
+		free(name);
+		if (rc != 0)
+			return fail(err, errlen, "setenv");
 	}
 	return scrub_initial_env(err, errlen);
 }
