@@ -134,7 +134,8 @@ def q(xs, p):
 print(f"| {other} vs {base} | {len(diffs)} | {q(list(b.values()), .5):.2f} "
       f"| {q(list(o.values()), .5):.2f} "
       f"| {q(list(o.values()), .5) - q(list(b.values()), .5):+.2f} "
-      f"| {statistics.median(diffs):+.2f} | {q(diffs, .25):+.2f} .. {q(diffs, .75):+.2f} |")
+      f"| {statistics.median(diffs):+.2f} | {q(diffs, .25):+.2f} .. {q(diffs, .75):+.2f} "
+      f"| {min(o.values()) - min(b.values()):+.2f} |")
 EOF
 }
 
@@ -171,8 +172,8 @@ run_as() {
 		echo
 		$TIMEIT summary --raw "$raw" --base plain
 		echo
-		echo "| added cost (wall, ms) | rounds | median without | median with | difference of medians | median of per-round differences | interquartile range of differences |"
-		echo "|---|---:|---:|---:|---:|---:|---|"
+		echo "| added cost (wall, ms) | rounds | median without | median with | difference of medians | median of per-round differences | interquartile range of differences | difference of minima |"
+		echo "|---|---:|---:|---:|---:|---:|---|---:|"
 		for sc in cold warm; do
 			grep -e '^scenario' -e "^$sc," "$raw" > "$raw.$sc"
 			report "$raw.$sc" plain sandbox | sed "s/^| /| $sc: /"
