@@ -496,30 +496,24 @@ void worker_after_fork_parent(void)
 void worker_zygote_child(int request_fd, int result_fd)
 {
 	struct request r;
+	char err[PATH_MAX + 128];
 
-	PyOS_AfterFork_Child();
+	/* Up to Python's own after-fork work, only C runs: with a sandbox that
+	 * work is done once, in the sandboxed process (a fork of this one). */
 	read_request(request_fd, result_fd, &r);
 	if (r.cwd.present) {
 		char cwd[PATH_MAX];
 
 		snprintf(cwd, sizeof(cwd), "%.*s", (int)r.cwd.len, (const char *)r.cwd.p);
 		if (chdir(cwd) < 0) {
-			char err[PATH_MAX + 128];
-
 			snprintf(err, sizeof(err), "dolsot: cannot enter the directory '%s': %s",
 			         cwd, strerror(errno));
 			answer_error(result_fd, err);
 		}
 	}
-	{
-		char err[1024];
-
-		if (isolate_worker(&r, request_fd, result_fd, err, sizeof(err)) < 0)
-			answer_error(result_fd, err);
-		/* A sandbox runs the call in a fork of this process. */
-		if (r.flags & REQ_SANDBOX)
-			PyOS_AfterFork_Child();
-	}
+	if (isolate_worker(&r, request_fd, result_fd, err, sizeof(err)) < 0)
+		answer_error(result_fd, err);
+	PyOS_AfterFork_Child();
 	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL))
 		answer_python_error(result_fd, "worker failed after fork");
 	serve(zygote_module, &r, result_fd);
