@@ -24,11 +24,12 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CF
 LDFLAGS ?=
 VERSION := 0.3.0
 
-CORE_SRCS := frame.c store_id.c store_file.c store_mem.c output.c opts.c \
-	repl.c proc.c wire.c warm.c server.c server_mem.c zygote.c store_remote.c \
-	rlimits.c pidcg.c sandbox_plan.c
-WORKER_SRCS := worker.c worker_py.c isolate.c sandbox.c sandbox_fs.c \
-	sandbox_filter.c
+CORE_SRCS := frame.c store_id.c store_name.c store_file.c store_mem.c output.c opts.c \
+	repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
+	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
+	sandbox_plan.c
+WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c isolate.c \
+	sandbox.c sandbox_fs.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
 
@@ -36,6 +37,7 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
+	tests/check_typegate tests/check_hostile tests/check_faults \
 	tests/check_sandbox tests/check_sandbox_enter
 
 all: dolsot
@@ -45,16 +47,17 @@ all: dolsot
 dolsot: $(OBJS)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS)
 
-worker.o: ALL_CFLAGS += $(PY_INCLUDES)
+worker.o dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 
-# The worker's Python half lives in worker.py and is compiled into the
-# binary, as source and as bytecode made by the same Python version.
+# The worker's Python half (worker.py, and gate.py and hints.py it imports
+# through _dolsot) is compiled into the binary, as source and as bytecode
+# made by the same Python version: NAME.py becomes NAME_py.c.
 PYTHON ?= /usr/bin/python3.11
-worker_py.c: worker.py tools/embed.py
-	$(PYTHON) tools/embed.py worker worker.py $@
+%_py.c: %.py tools/embed.py
+	$(PYTHON) tools/embed.py $* $< $@
 
-worker_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
+%_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
 
 %.o: %.c
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
@@ -63,12 +66,15 @@ tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 T_FRAME := tests/check_frame.o frame.o
-T_STORE := tests/check_store.o store_id.o store_file.o store_mem.o
+T_STORE := tests/check_store.o store_id.o store_name.o store_file.o store_mem.o
 T_OPTS := tests/check_opts.o opts.o store_id.o rlimits.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o
+T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_parse.o
+T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
+T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
 
@@ -79,6 +85,9 @@ tests/check_output: $(T_OUTPUT)
 tests/check_wire: $(T_WIRE)
 tests/check_cli: $(T_CLI)
 tests/check_server: $(T_SERVER)
+tests/check_typegate: $(T_TYPEGATE)
+tests/check_hostile: $(T_HOSTILE)
+tests/check_faults: $(T_FAULTS)
 tests/check_sandbox: $(T_SANDBOX)
 tests/check_sandbox_enter: $(T_SBX_ENTER)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
@@ -88,6 +97,9 @@ tests/check_output-asan: $(T_OUTPUT:.o=.asan.o)
 tests/check_wire-asan: $(T_WIRE:.o=.asan.o)
 tests/check_cli-asan: $(T_CLI:.o=.asan.o)
 tests/check_server-asan: $(T_SERVER:.o=.asan.o)
+tests/check_typegate-asan: $(T_TYPEGATE:.o=.asan.o)
+tests/check_hostile-asan: $(T_HOSTILE:.o=.asan.o)
+tests/check_faults-asan: $(T_FAULTS:.o=.asan.o)
 tests/check_sandbox-asan: $(T_SANDBOX:.o=.asan.o)
 tests/check_sandbox_enter-asan: $(T_SBX_ENTER:.o=.asan.o)
 
@@ -102,30 +114,36 @@ $(TESTS):
 deps:
 	@sh tools/deps.sh build
 
-UNIT_TESTS := $(filter-out tests/check_cli tests/check_server,$(TESTS))
+CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults
+UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
+# One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
+REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
 
 # The CLI suite runs twice, with identical expectations: cold, and with the
 # warm server already up for every test.
 check:
 	@sh tools/deps.sh check
-	$(MAKE) dolsot $(TESTS)
-	sh tests/run.sh $(UNIT_TESTS)
-	DOLSOT_SERVER=off sh tests/run.sh tests/check_cli
-	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh tests/check_cli
+	@sh tools/npm-deps.sh
+	$(MAKE) dolsot $(TESTS) $(REGRESS_TESTS)
+	sh tests/run.sh $(UNIT_TESTS) $(REGRESS_TESTS)
+	DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS)
+	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh $(CLI_TESTS)
 	sh tests/run.sh tests/check_server
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, built
 # beside the normal objects (*.asan.o) so both builds can coexist.
-SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
-	-fno-sanitize-recover=all
+# float-cast-overflow is not part of "undefined": a double too large for
+# the int it is cast to (a timeout in milliseconds, say) is undefined too.
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined,float-cast-overflow \
+	-fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_TESTS := $(TESTS:=-asan)
 
 %.asan.o: %.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c -o $@ $<
 
-worker.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
+worker.asan.o dolsotmod.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.asan.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
-worker_py.asan.o: ALL_CFLAGS += -Wno-missing-prototypes
+%_py.asan.o: ALL_CFLAGS += -Wno-missing-prototypes
 
 tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
@@ -138,11 +156,22 @@ $(ASAN_TESTS):
 
 asan:
 	@sh tools/deps.sh check
-	$(MAKE) dolsot-asan $(ASAN_TESTS)
+	@sh tools/npm-deps.sh
+	$(MAKE) dolsot-asan $(ASAN_TESTS) $(REGRESS_TESTS:=-asan)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS)
+		DOLSOT_BIN=./dolsot-asan sh tests/run.sh $(ASAN_TESTS) $(REGRESS_TESTS:=-asan)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		DOLSOT_BIN=./dolsot-asan DOLSOT_SERVER=off sh tests/run.sh tests/check_cli-asan
+		DOLSOT_BIN=./dolsot-asan DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS:=-asan)
+
+# valgrind memcheck on real calls, cold and warm; see tests/check_valgrind.c
+# and, for what is suppressed and why, tests/valgrind.supp.
+tests/check_valgrind: tests/check_valgrind.o tests/cli_helpers.o
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
+
+valgrind:
+	@sh tools/deps.sh valgrind
+	$(MAKE) dolsot tests/check_valgrind
+	sh tests/run.sh tests/check_valgrind
 
 demo:
 	@sh tools/deps.sh demo
@@ -154,8 +183,8 @@ demo:
 lint:
 	@sh tools/deps.sh lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out worker_py.c,$(SRCS))
-	clang-tidy --quiet $(filter-out worker_py.c,$(SRCS)) -- -std=gnu11 -D_GNU_SOURCE \
+		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out %_py.c,$(SRCS))
+	clang-tidy --quiet $(filter-out %_py.c,$(SRCS)) -- -std=gnu11 -D_GNU_SOURCE \
 		-DPY_PREFIX='"$(PY_PREFIX)"' -DDOLSOT_VERSION='"$(VERSION)"' $(PY_INCLUDES)
 	mandoc -Tlint -Wwarning man/dolsot.1
 
@@ -168,9 +197,12 @@ install: dolsot
 	install -m 644 man/dolsot.1 $(DESTDIR)$(MANDIR)/man1/dolsot.1
 
 clean:
-	rm -f dolsot dolsot-asan *.o *.d worker_py.c worker_py.c.tmp \
+	rm -f dolsot dolsot-asan *.o *.d *_py.c *_py.c.tmp \
 		$(TESTS) $(ASAN_TESTS) tests/*.o tests/*.d
+	rm -f dolsot dolsot-asan *.o *.d worker_py.c worker_py.c.tmp \
+		$(TESTS) $(ASAN_TESTS) $(REGRESS_TESTS) $(REGRESS_TESTS:=-asan) tests/check_valgrind \
+		tests/*.o tests/*.d
 
-.PHONY: all deps check asan demo lint install clean
+.PHONY: all deps check asan valgrind demo lint install clean
 
 -include $(OBJS:.o=.d) $(wildcard tests/*.d)

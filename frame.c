@@ -32,13 +32,14 @@ enum frame_tag {
 	FT_REQ_MAX_OUTPUT = 0x0105,
 	FT_REQ_BUDGET_NS = 0x0106,
 	FT_REQ_FLAGS = 0x0107,
-	FT_REQ_MEMORY = 0x0108,
-	FT_REQ_MAX_PROCS = 0x0109,
-	FT_REQ_MAX_FILE_SIZE = 0x010a,
-	FT_REQ_CPU_SECONDS = 0x010b,
-	FT_REQ_RECURSION_LIMIT = 0x010c,
-	FT_REQ_BINDS = 0x010d,		/* host NUL path NUL mode NUL, repeated */
-	FT_REQ_PIDS_CGROUP = 0x010e,
+	FT_REQ_TY_BIN = 0x0108,
+	FT_REQ_MEMORY = 0x0109,
+	FT_REQ_MAX_PROCS = 0x010a,
+	FT_REQ_MAX_FILE_SIZE = 0x010b,
+	FT_REQ_CPU_SECONDS = 0x010c,
+	FT_REQ_RECURSION_LIMIT = 0x010d,
+	FT_REQ_BINDS = 0x010e,		/* host NUL path NUL mode NUL, repeated */
+	FT_REQ_PIDS_CGROUP = 0x010f,
 	FT_REQ_ENV = 0x0120,		/* NAME=VALUE entries, NUL-separated */
 	FT_REQ_CWD = 0x0121,
 
@@ -94,6 +95,8 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, env), "env" },
 	{ FT_REQ_CWD, FIELD_BYTES, false,
 	  offsetof(struct request, cwd), "cwd" },
+	{ FT_REQ_TY_BIN, FIELD_BYTES, false,
+	  offsetof(struct request, ty_bin), "ty_bin" },
 	{ FT_REQ_MEMORY, FIELD_U64, false,
 	  offsetof(struct request, memory), "memory" },
 	{ FT_REQ_MAX_PROCS, FIELD_U64, false,

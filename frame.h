@@ -67,6 +67,7 @@ struct request {
 	 * NUL-separated. */
 	struct span env;
 	struct span cwd;                 /* the caller's working directory (warm path) */
+	struct span ty_bin;              /* the type checker; absent = "ty" */
 	/* Isolation (issue 5): limits are 0 when not set (see rlimits.h). */
 	uint64_t memory;                 /* bytes */
 	uint64_t max_procs;

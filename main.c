@@ -17,6 +17,7 @@
 #include "opts.h"
 #include "output.h"
 #include "repl.h"
+#include "server.h"
 #include "store.h"
 
 #define MAX_CODE_BYTES ((size_t)256 << 20)
@@ -142,6 +143,8 @@ static void add_toolbox(struct cli *c, const char *spec)
 	struct toolbox_arg t;
 	struct toolbox_arg *grown;
 
+	if (c->n_toolboxes == OPTS_MAX_TOOLBOXES)
+		usage_error("too many --toolbox options: at most %d", OPTS_MAX_TOOLBOXES);
 	if (opts_parse_toolbox(spec, &t, err, sizeof(err)) < 0)
 		usage_error("%s", err);
 	for (size_t i = 0; i < c->n_toolboxes; i++)
@@ -509,7 +512,13 @@ int main(int argc, char **argv)
 	struct settings s;
 	int code;
 
+	/* A fresh exec of ourselves as the warm server (see warm.c). */
+	if (argc > 0 && strcmp(argv[0], SERVER_ARGV0) == 0)
+		server_exec_main(argc, argv);
 	check_fds();
+	/* Our stderr lines are written once, at the end: buffer them rather
+	 * than make a write per character (exit and output_render flush). */
+	setvbuf(stderr, NULL, _IOFBF, BUFSIZ);
 	signal(SIGPIPE, SIG_IGN);
 	parse_args(argc, argv, &c);
 	if ((c.list || c.reset || c.server) && c.code)

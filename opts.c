@@ -388,6 +388,23 @@ static int env_error(const char *name, const char *val, const char *want,
 	return -1;
 }
 
+/* DOLSOT_TYPECHECK is 0 or 1; DOLSOT_TY_BIN any name or path (unset: ty). */
+static int typegate_from_env(struct settings *s, char *err, size_t errlen)
+{
+	const char *v = env("DOLSOT_TYPECHECK");
+
+	s->typecheck = true;
+	if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+		return env_error("DOLSOT_TYPECHECK", v, "0 (skip the type gate) or 1 (run it)",
+		                 err, errlen);
+	if (v && strcmp(v, "0") == 0)
+		s->typecheck = false;
+	s->ty_bin = env("DOLSOT_TY_BIN");
+	if (!s->ty_bin)
+		s->ty_bin = DEFAULT_TY_BIN;
+	return 0;
+}
+
 int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 {
 	const char *v;
@@ -440,5 +457,5 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 		    opts_parse_limit((enum limit_kind)k, v, name, &s->limits.v[k], err, errlen) < 0)
 			return -1;
 	}
-	return 0;
+	return typegate_from_env(s, err, errlen);
 }

@@ -12,6 +12,8 @@
 #include "rlimits.h"
 
 #define OPTS_ERR_MAX 512
+/* --toolbox options per call: what one request frame can carry. */
+#define OPTS_MAX_TOOLBOXES 256
 
 struct toolbox_arg {
 	char *module;   /* dotted Python module name */
@@ -27,6 +29,8 @@ struct settings {
 	bool server;             /* DOLSOT_SERVER=auto: use and start the warm server */
 	double server_idle;      /* seconds an unused server lives */
 	bool memory_store;       /* DOLSOT_STORE=memory: sessions in the server's memory */
+	bool typecheck;          /* run the type gate before a cell */
+	const char *ty_bin;      /* the type checker to run */
 	bool sandbox;            /* --sandbox, DOLSOT_SANDBOX=1, or any --mount */
 	struct limits limits;    /* 0 = not set */
 };
@@ -45,6 +49,7 @@ struct mount_arg {
 #define DEFAULT_MAX_OUTPUT 100000
 #define DEFAULT_TTL_DAYS 7.0
 #define DEFAULT_SERVER_IDLE 300.0
+#define DEFAULT_TY_BIN "ty"
 
 /*
  * Split "MODULE:ALIAS" into *out (both strings malloc'd; free with

@@ -37,22 +37,35 @@ static int capture_reserve(struct capture *c, size_t more)
 	return 0;
 }
 
-/* Bytes of buf that fit within the cap, counted in code points. */
+/*
+ * True when byte b begins a new char.  A continuation byte (10xxxxxx)
+ * belongs to the char before it only while that char's lead byte wants
+ * more; any other byte, valid or not, is a char of its own, so invalid
+ * UTF-8 is counted and capped too.
+ */
+static bool starts_char(struct capture *c, unsigned char b)
+{
+	if ((b & 0xc0) == 0x80 && c->need > 0) {
+		c->need--;
+		return false;
+	}
+	c->need = (b & 0xe0) == 0xc0 ? 1 : (b & 0xf0) == 0xe0 ? 2 : (b & 0xf8) == 0xf0 ? 3 : 0;
+	return true;
+}
+
+/* Bytes of buf that fit within the cap, counted in chars. */
 static size_t capture_fit(struct capture *c, const unsigned char *buf, size_t n)
 {
 	size_t i;
 
-	if (c->cap == 0) {
-		for (i = 0; i < n; i++)
-			c->chars += (buf[i] & 0xc0) != 0x80;
-		return n;
-	}
 	for (i = 0; i < n; i++) {
-		bool starts_char = (buf[i] & 0xc0) != 0x80;
+		unsigned need = c->need;
 
-		if (starts_char) {
-			if (c->chars == c->cap)
+		if (starts_char(c, buf[i])) {
+			if (c->cap && c->chars == c->cap) {
+				c->need = need;
 				break;
+			}
 			c->chars++;
 		}
 	}

@@ -19,9 +19,9 @@ enum dolsot_exit {
 };
 
 /*
- * Keeps the first cap characters (UTF-8 code points; other bytes count one
- * each) of a stream and counts the rest.  cap 0 keeps everything.  Memory
- * never exceeds about 4 * cap bytes.
+ * Keeps the first cap characters (UTF-8 code points; a byte that is not part
+ * of one counts as one) of a stream and counts the rest.  cap 0 keeps
+ * everything.  Memory never exceeds about 4 * cap bytes.
  */
 struct capture {
 	char *data;
@@ -29,6 +29,7 @@ struct capture {
 	size_t alloc;
 	uint64_t cap;            /* chars kept at most, 0 = all */
 	uint64_t chars;          /* chars kept */
+	unsigned need;           /* continuation bytes the last lead byte wants */
 	uint64_t total;          /* bytes seen */
 	bool truncated;
 };

@@ -87,17 +87,31 @@ size_t proc_list_children(pid_t *pids, size_t max)
 	return n;
 }
 
+/* A child of ours that belongs to no call: the warm server we started. */
+static pid_t spared;
+
+void proc_spare(pid_t pid)
+{
+	spared = pid;
+}
+
 void proc_kill_descendants(void)
 {
 	pid_t pids[256];
 
 	for (;;) {
-		size_t n = proc_list_children(pids, sizeof(pids) / sizeof(*pids));
+		size_t n = proc_list_children(pids, sizeof(pids) / sizeof(*pids)), killed = 0;
 		pid_t got;
 
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			if (pids[i] == spared)
+				continue;
 			kill(pids[i], SIGKILL);
-		got = waitpid(-1, NULL, n ? 0 : WNOHANG);
+			killed++;
+		}
+		if (!killed && spared)
+			return;   /* only the spared one is left */
+		got = waitpid(-1, NULL, killed ? 0 : WNOHANG);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)

@@ -56,6 +56,10 @@ double proc_seconds_left(const struct timespec *d);
  */
 void proc_kill_descendants(void);
 
+/* Leave pid (the warm server this call started) out of
+ * proc_kill_descendants: it is our child but belongs to no call. */
+void proc_spare(pid_t pid);
+
 /* pids of this process's children (every thread's), at most max. */
 size_t proc_list_children(pid_t *pids, size_t max);
 

@@ -23,6 +23,9 @@
 #include "warm.h"
 #include "worker.h"
 
+_Static_assert(OPTS_MAX_TOOLBOXES <= FRAME_MAX_TOOLBOXES,
+               "every --toolbox the CLI accepts must fit in a request");
+
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
@@ -126,6 +129,9 @@ static int encode_request(const struct run_args *a, const uint8_t *blob,
 		if (!(a->plan && a->plan->env) && pack_environ(&r.env, &env) < 0)
 			return -1;
 	}
+	if (a->settings->typecheck)
+		r.flags |= REQ_TYPECHECK;
+	r.ty_bin = span_str(a->settings->ty_bin);
 	sandbox_plan_fill(a->plan, a->settings, cgroup, &r);
 	ret = frame_encode_request(buf, &r);
 	free(env);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "server_key.h"
 #include "server_mem.h"
 #include "zygote.h"
 
@@ -74,13 +75,42 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+int server_exec_main(int argc, char **argv)
+{
+	static struct wire_msg prewarm;
+	double idle;
+	char *end;
+	ssize_t got;
+
+	memset(&prewarm, 0, sizeof(prewarm));
+	if (argc != 2)
+		_exit(2);
+	idle = strtod(argv[1], &end);
+	if (*end || !(idle > 0))
+		_exit(2);
+	got = pread(SERVER_KEY_FD, prewarm.payload, sizeof(prewarm.payload), 0);
+	close(SERVER_KEY_FD);
+	if (got < 0)
+		_exit(1);
+	prewarm.len = (size_t)got;
+	server_main(SERVER_DIR_FD, SERVER_LOCK_FD, idle, got > 0 ? &prewarm : NULL);
+}
+
 uint64_t server_exe_id(void)
 {
 	struct stat st;
 	uint64_t h = 1469598103934665603ull;
 	uint64_t parts[5];
+	int fd, got;
 
-	if (stat("/proc/self/exe", &st) < 0)
+	/* open+fstat, not stat: tools such as valgrind show the program they
+	 * run through an open of /proc/self/exe, while stat sees the tool. */
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = fstat(fd, &st);
+	close(fd);
+	if (got < 0)
 		return 0;
 	parts[0] = st.st_dev;
 	parts[1] = st.st_ino;
@@ -110,32 +140,6 @@ static void zygote_forget(struct zygote *z)
 	z->pid = 0;
 }
 
-/* Parse a WIRE_CALL key into env; strings point into the key. */
-static void key_env(const uint8_t *key, size_t len, struct zygote_env *env)
-{
-	size_t pos = 0;
-	const char *v;
-
-	memset(env, 0, sizeof(*env));
-	env->cwd = wire_next(key, len, "cwd", &pos);
-	pos = 0;
-	env->pythonpath = wire_next(key, len, "pythonpath", &pos);
-	pos = 0;
-	env->venv = wire_next(key, len, "venv", &pos);
-	pos = 0;
-	while ((v = wire_next(key, len, "toolbox", &pos)) && env->n_modules < 256)
-		env->modules[env->n_modules++] = v;
-	pos = 0;
-	while ((v = wire_next(key, len, "env", &pos)) && env->n_env < 4096)
-		env->env[env->n_env++] = v;
-	if (!env->cwd)
-		env->cwd = "/";
-	if (!env->pythonpath)
-		env->pythonpath = "";
-	if (!env->venv)
-		env->venv = "";
-}
-
 static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_msg *m)
 {
 	int sv[2];
@@ -161,7 +165,7 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		proc_close_fds_except(keep, 1);
-		key_env(m->payload, m->len, &env);
+		server_key_env(m->payload, m->len, &env);
 		zygote_main(sv[1], &env);
 	}
 	close(sv[1]);
@@ -183,14 +187,10 @@ static bool zygote_stale(const struct zygote *z)
 	while ((entry = wire_next((const uint8_t *)z->files, z->files_len, "file", &pos))) {
 		char path[4096];
 		long long mtime, size;
-		const char *tab = strchr(entry, '\t');
 		struct stat st;
 
-		if (!tab || (size_t)(tab - entry) >= sizeof(path) ||
-		    sscanf(tab + 1, "%lld\t%lld", &mtime, &size) != 2)
+		if (server_key_file(entry, path, sizeof(path), &mtime, &size) < 0)
 			return true;
-		memcpy(path, entry, (size_t)(tab - entry));
-		path[tab - entry] = '\0';
 		if (stat(path, &st) < 0 || st.st_size != size ||
 		    (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec != mtime)
 			return true;
@@ -395,7 +395,7 @@ static void on_info(struct server *s, int client)
 
 		if (!z->key_len)
 			continue;
-		key_env(z->key, z->key_len, &env);
+		server_key_env(z->key, z->key_len, &env);
 		memory_of(z->pid, &rss, &pss, &priv);
 		n += (size_t)snprintf(text + n, sizeof(text) - n,
 		                      "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "
@@ -507,9 +507,12 @@ static int open_listener(struct server *s)
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	int fd;
 
-	s->lock_fd = openat(s->dirfd, SERVER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return -1;   /* another server holds the store */
+	if (s->lock_fd < 0) {
+		s->lock_fd = openat(s->dirfd, SERVER_LOCK,
+		                    O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
+			return -1;   /* another server holds the store */
+	}
 	unlinkat(s->dirfd, SERVER_SOCKET, 0);
 	server_socket_path(s->dirfd, addr.sun_path, sizeof(addr.sun_path));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -677,11 +680,12 @@ static void server_loop(struct server *s)
 	}
 }
 
-void server_main(int dirfd, double idle_seconds, const struct wire_msg *prewarm)
+void server_main(int dirfd, int lock_fd, double idle_seconds,
+                 const struct wire_msg *prewarm)
 {
 	static struct server s;
 	sigset_t mask;
-	int keep[] = { dirfd };
+	int keep[] = { dirfd, lock_fd };
 	int null;
 
 	prctl(PR_SET_NAME, "dolsot-server");
@@ -692,7 +696,10 @@ void server_main(int dirfd, double idle_seconds, const struct wire_msg *prewarm)
 	s.exe_id = server_exe_id();
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		s.z[i].ctl = -1;
-	proc_close_fds_except(keep, 1);
+	proc_close_fds_except(keep, lock_fd >= 0 ? 2 : 1);
+	s.lock_fd = lock_fd;
+	if (lock_fd >= 0)
+		fcntl(lock_fd, F_SETFD, FD_CLOEXEC);
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 		_exit(1);

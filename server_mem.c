@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mem_list.h"
 #include "store.h"
 
 #define MAX_LOCKS 1024
@@ -129,17 +130,19 @@ static void on_list(struct server_mem *sm, int fd)
 	size_t len = 0;
 	FILE *f;
 	int mfd;
+	bool ok;
 
 	if (store_list(sm->store, &info, &n, err) < 0) {
 		reply_err(fd, err);
 		return;
 	}
 	f = open_memstream(&text, &len);
-	for (size_t i = 0; f && i < n; i++)
-		fprintf(f, "%s\t%llu\t%lld.%09ld\n", info[i].id, (unsigned long long)info[i].size,
-		        (long long)info[i].mtime.tv_sec, info[i].mtime.tv_nsec);
+	ok = f && mem_list_format(f, info, n) == 0;
+	if (f && fclose(f) != 0)
+		ok = false;
 	free(info);
-	if (!f || fclose(f) != 0) {
+	if (!ok) {
+		free(text);
 		reply_err(fd, "cannot list sessions: out of memory");
 		return;
 	}

@@ -51,7 +51,8 @@ struct store_ops {
 	/*
 	 * Take the session's exclusive lock, waiting at most timeout_ms (< 0 means
 	 * forever).  Returns 0, or -1; on timeout errno is EWOULDBLOCK and err says
-	 * the session is busy.
+	 * the session is busy.  Saves must hold the lock: the FileStore removes a
+	 * session's leftover temp files (of a killed save) when it is locked.
 	 */
 	int (*lock)(struct store *s, const char *id, long timeout_ms,
 	            struct store_lock *lk, char *err);

@@ -19,6 +19,9 @@
  * - Every fd MUST be O_CLOEXEC, so a worker never inherits one.
  * - Reaping MUST never fail an operation and MUST only touch our own names;
  *   ENOENT from a racing process is expected.
+ * - A save of a session MUST hold the session's lock, so that a temp file
+ *   of that session seen by the lock's holder belongs to a dead process and
+ *   is removed at once, not an hour later.
  * - A lock file MUST only be unlinked while its flock is held, and a locker
  *   MUST check after flock that the name still refers to its inode.
  */
@@ -36,15 +39,14 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "store_name.h"
 
-#define TEMP_RAND_LEN 6
 #define TEMP_MAX_AGE 3600.0     /* seconds; a killed save leaves its temp file */
 #define TEMP_TRIES 100
 #define LOCK_SLEEP_MIN 1000000L         /* ns */
 #define LOCK_SLEEP_MAX 20000000L        /* ns */
 #define PATH_SHOW_MAX 200
-/* ".ID.XXXXXX.tmp" is the longest name we make. */
-#define NAME_BUF (STORE_ID_MAX + TEMP_RAND_LEN + 8)
+#define NAME_BUF STORE_NAME_MAX
 
 struct fstore {
 	struct store s;
@@ -52,10 +54,8 @@ struct fstore {
 	double ttl;             /* seconds; 0 disables reaping by age */
 };
 
-enum fkind { K_OTHER, K_SESSION, K_TEMP, K_LOCK };
-
 /* Called for each of our files in the directory; -1 (errno set) stops the scan. */
-typedef int (*scan_fn)(struct fstore *fs, const char *name, enum fkind kind,
+typedef int (*scan_fn)(struct fstore *fs, const char *name, enum store_name_kind kind,
                        const char *id, void *arg);
 
 __attribute__((format(printf, 2, 3)))
@@ -89,56 +89,6 @@ static const char *path_show(const char *path, char *buf, size_t len)
 	return buf;
 }
 
-/* Copy name[0..idlen) into id when it is a valid session id. */
-static bool take_id(const char *name, size_t idlen, char *id)
-{
-	if (idlen < 1 || idlen > STORE_ID_MAX)
-		return false;
-	memcpy(id, name, idlen);
-	id[idlen] = '\0';
-	return store_id_valid(id, NULL, 0);
-}
-
-static bool has_suffix(const char *name, size_t len, const char *sfx)
-{
-	size_t n = strlen(sfx);
-
-	return len > n && memcmp(name + len - n, sfx, n) == 0;
-}
-
-static bool temp_rand_ok(const char *p)
-{
-	int i;
-
-	for (i = 0; i < TEMP_RAND_LEN; i++)
-		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
-		      (p[i] >= '0' && p[i] <= '9')))
-			return false;
-	return true;
-}
-
-/* Classify a directory entry; id (STORE_ID_MAX + 1 bytes) gets its session id. */
-static enum fkind name_kind(const char *name, char *id)
-{
-	size_t len = strlen(name);
-	size_t mid;
-
-	if (name[0] == '.') {
-		/* ".ID.XXXXXX.tmp": strip the dot, ".tmp" and ".XXXXXX" */
-		if (!has_suffix(name, len, ".tmp") || len < 1 + 1 + 1 + TEMP_RAND_LEN + 4)
-			return K_OTHER;
-		mid = len - 4 - TEMP_RAND_LEN - 1;
-		if (name[mid] != '.' || !temp_rand_ok(name + mid + 1))
-			return K_OTHER;
-		return take_id(name + 1, mid - 1, id) ? K_TEMP : K_OTHER;
-	}
-	if (has_suffix(name, len, ".pkl"))
-		return take_id(name, len - 4, id) ? K_SESSION : K_OTHER;
-	if (has_suffix(name, len, ".lock"))
-		return take_id(name, len - 5, id) ? K_LOCK : K_OTHER;
-	return K_OTHER;
-}
-
 /*
  * Call fn for each of our entries.  A second open file description of the
  * directory ("." via the fd, not the path) keeps readdir's offset private.
@@ -147,7 +97,7 @@ static int scan_dir(struct fstore *fs, scan_fn fn, void *arg)
 {
 	char id[STORE_ID_MAX + 1];
 	struct dirent *de;
-	enum fkind kind;
+	enum store_name_kind kind;
 	DIR *d;
 	int fd, errsv, ret = -1;
 
@@ -166,8 +116,8 @@ static int scan_dir(struct fstore *fs, scan_fn fn, void *arg)
 		de = readdir(d);
 		if (de == NULL)
 			break;
-		kind = name_kind(de->d_name, id);
-		if (kind != K_OTHER && fn(fs, de->d_name, kind, id, arg) < 0)
+		kind = store_name_kind(de->d_name, id);
+		if (kind != STORE_NAME_OTHER && fn(fs, de->d_name, kind, id, arg) < 0)
 			goto out;
 	}
 	if (errno == 0)
@@ -212,47 +162,64 @@ out:
 	errno = errsv;
 }
 
-static int reap_one(struct fstore *fs, const char *name, enum fkind kind,
+struct reap_ctx {
+	struct timespec now;
+	const char *locked;     /* the session whose lock we hold, or NULL */
+};
+
+static int reap_one(struct fstore *fs, const char *name, enum store_name_kind kind,
                     const char *id, void *arg)
 {
-	const struct timespec *now = arg;
+	const struct reap_ctx *ctx = arg;
 	struct stat st;
 	double age;
 
-	(void)id;
 	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISREG(st.st_mode))
 		return 0;
-	age = age_of(&st, now);
+	if (kind == STORE_NAME_TEMP && ctx->locked && strcmp(id, ctx->locked) == 0) {
+		/* Its save was killed: saves happen only under this lock. */
+		(void)unlinkat(fs->dirfd, name, 0);
+		return 0;
+	}
+	age = age_of(&st, &ctx->now);
 	switch (kind) {
-	case K_SESSION:
+	case STORE_NAME_SESSION:
 		if (fs->ttl > 0 && age > fs->ttl)
 			(void)unlinkat(fs->dirfd, name, 0);
 		break;
-	case K_TEMP:
+	case STORE_NAME_TEMP:
 		if (age > TEMP_MAX_AGE || (fs->ttl > 0 && age > fs->ttl))
 			(void)unlinkat(fs->dirfd, name, 0);
 		break;
-	case K_LOCK:
+	case STORE_NAME_LOCK:
 		if (fs->ttl > 0 && age > fs->ttl)
 			remove_lock_if_free(fs, name);
 		break;
-	case K_OTHER:
+	case STORE_NAME_OTHER:
 	default:
 		break;
 	}
 	return 0;
 }
 
-/* Remove expired sessions, stale temp files and unused old lock files. */
-static void reap(struct fstore *fs)
+/*
+ * Remove expired sessions, stale temp files and unused old lock files; with
+ * locked (an id whose lock we hold), every temp file of that session too.
+ */
+static void reap_locked(struct fstore *fs, const char *locked)
 {
-	struct timespec now;
+	struct reap_ctx ctx = { .locked = locked };
 	int errsv = errno;
 
-	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
-		(void)scan_dir(fs, reap_one, &now);
+	if (clock_gettime(CLOCK_REALTIME, &ctx.now) == 0)
+		(void)scan_dir(fs, reap_one, &ctx);
 	errno = errsv;
+}
+
+static void reap(struct fstore *fs)
+{
+	reap_locked(fs, NULL);
 }
 
 static ssize_t read_some(int fd, uint8_t *p, size_t n)
@@ -378,15 +345,15 @@ static int create_temp(struct fstore *fs, const char *id, char *tmp,
 {
 	static const char alnum[] =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-	unsigned char rnd[TEMP_RAND_LEN];
-	char sfx[TEMP_RAND_LEN + 1];
+	unsigned char rnd[STORE_TEMP_RAND_LEN];
+	char sfx[STORE_TEMP_RAND_LEN + 1];
 	int i, tries, fd = -1;
 
 	for (tries = 0; tries < TEMP_TRIES; tries++) {
 		fill_random(rnd, sizeof(rnd));
-		for (i = 0; i < TEMP_RAND_LEN; i++)
+		for (i = 0; i < STORE_TEMP_RAND_LEN; i++)
 			sfx[i] = alnum[rnd[i] % (sizeof(alnum) - 1)];
-		sfx[TEMP_RAND_LEN] = '\0';
+		sfx[STORE_TEMP_RAND_LEN] = '\0';
 		snprintf(tmp, tmplen, ".%s.%s.tmp", id, sfx);
 		fd = openat(fs->dirfd, tmp, O_CREAT | O_EXCL | O_NOFOLLOW |
 		            O_WRONLY | O_CLOEXEC, 0600);
@@ -475,7 +442,7 @@ struct del_acc {
 	int errsv;              /* first unlink error, 0 if none */
 };
 
-static int del_all_one(struct fstore *fs, const char *name, enum fkind kind,
+static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind kind,
                        const char *id, void *arg)
 {
 	struct del_acc *acc = arg;
@@ -486,19 +453,19 @@ static int del_all_one(struct fstore *fs, const char *name, enum fkind kind,
 	    !S_ISREG(st.st_mode))
 		return 0;
 	switch (kind) {
-	case K_SESSION:
+	case STORE_NAME_SESSION:
 		if (unlinkat(fs->dirfd, name, 0) == 0)
 			acc->removed++;
 		else if (errno != ENOENT && acc->errsv == 0)
 			acc->errsv = errno;
 		break;
-	case K_TEMP:
+	case STORE_NAME_TEMP:
 		(void)unlinkat(fs->dirfd, name, 0);
 		break;
-	case K_LOCK:
+	case STORE_NAME_LOCK:
 		remove_lock_if_free(fs, name);
 		break;
-	case K_OTHER:
+	case STORE_NAME_OTHER:
 	default:
 		break;
 	}
@@ -550,14 +517,14 @@ struct list_acc {
 	bool nomem;             /* the scan stopped for lack of memory */
 };
 
-static int list_one(struct fstore *fs, const char *name, enum fkind kind,
+static int list_one(struct fstore *fs, const char *name, enum store_name_kind kind,
                     const char *id, void *arg)
 {
 	struct list_acc *acc = arg;
 	struct session_info *nv;
 	struct stat st;
 
-	if (kind != K_SESSION ||
+	if (kind != STORE_NAME_SESSION ||
 	    fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISREG(st.st_mode))
 		return 0;
@@ -699,7 +666,6 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 
 	lk->fd = -1;
 	lk->priv = NULL;
-	reap(fs);
 	snprintf(name, sizeof(name), "%s.lock", id);
 	if (timeout_ms >= 0)
 		deadline = deadline_after(timeout_ms);
@@ -719,6 +685,7 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 		close(fd);
 	}
 	lk->fd = fd;
+	reap_locked(fs, id);
 	return 0;
 bad:
 	errsv = errno;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mem_list.h"
 #include "proc.h"
 #include "server.h"
 #include "store.h"
@@ -176,45 +177,6 @@ static int rs_del(struct store *s, const char *id, unsigned *removed, char *err)
 	return 0;
 }
 
-static int parse_list(const uint8_t *text, size_t len, struct session_info **out,
-                      size_t *n)
-{
-	size_t cap = 0;
-	const char *p = (const char *)text, *end = p + len;
-
-	*out = NULL;
-	*n = 0;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		struct session_info si = { 0 };
-		char line[STORE_ID_MAX + 128];
-		unsigned long long size;
-		long long sec;
-		long nsec;
-		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
-
-		if (ll < sizeof(line)) {
-			memcpy(line, p, ll);
-			line[ll] = '\0';
-			if (sscanf(line, "%128[^\t]\t%llu\t%lld.%ld", si.id, &size, &sec, &nsec) == 4) {
-				si.size = size;
-				si.mtime.tv_sec = (time_t)sec;
-				si.mtime.tv_nsec = nsec;
-				if (*n == cap) {
-					struct session_info *g = realloc(*out, (cap = cap ? 2 * cap : 16) *
-					                                 sizeof(*g));
-					if (!g)
-						return -1;
-					*out = g;
-				}
-				(*out)[(*n)++] = si;
-			}
-		}
-		p += ll + 1;
-	}
-	return 0;
-}
-
 static int rs_list(struct store *s, struct session_info **out, size_t *n, char *err)
 {
 	static struct wire_msg m;
@@ -227,7 +189,7 @@ static int rs_list(struct store *s, struct session_info **out, size_t *n, char *
 	ret = m.nfds == 1 ? read_memfd(m.fds[0], &text, &len) : -1;
 	wire_close_fds(&m);
 	if (ret == 0)
-		ret = parse_list(text, len, out, n);
+		ret = mem_list_parse((const char *)text, len, out, n);
 	free(text);
 	if (ret < 0)
 		snprintf(err, STORE_ERR_MAX, "cannot list sessions: bad answer");

@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <spawn.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "server.h"
@@ -62,6 +64,44 @@ static bool volatile_var(const char *entry)
 	return false;
 }
 
+static int compare_entries(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The environment's entries (entries, a NUL-separated block, or ours when
+ * NULL), sorted, as "env" items. */
+static int put_environment(uint8_t *buf, size_t *len, const char *entries,
+                           size_t entries_len)
+{
+	size_t n = 0, kept = 0;
+	const char **sorted;
+	int ret = 0;
+
+	if (entries)
+		for (size_t off = 0; off < entries_len; off += strlen(entries + off) + 1)
+			n++;
+	else
+		while (environ[n])
+			n++;
+	sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	if (!sorted)
+		return -1;
+	for (size_t i = 0, off = 0; i < n; i++) {
+		const char *e = entries ? entries + off : environ[i];
+
+		if (entries)
+			off += strlen(e) + 1;
+		if (!volatile_var(e))
+			sorted[kept++] = e;
+	}
+	qsort(sorted, kept, sizeof(*sorted), compare_entries);
+	for (size_t i = 0; i < kept && ret == 0; i++)
+		ret = wire_put(buf, len, "env", sorted[i]);
+	free(sorted);
+	return ret;
+}
+
 /* The WIRE_CALL payload: what selects the zygote. */
 static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
 {
@@ -80,18 +120,10 @@ static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
 			return -1;
 	/* Modules read the environment when imported (TZ, settings, keys), so a
 	 * zygote is warmed with the caller's own: all of it but dolsot's
-	 * variables and what shells change from one command to the next. */
-	if (key->env) {
-		for (size_t off = 0; off < key->env_len; off += strlen(key->env + off) + 1)
-			if (!volatile_var(key->env + off) &&
-			    wire_put(buf, len, "env", key->env + off) < 0)
-				return -1;
-		return 0;
-	}
-	for (char **e = environ; *e; e++)
-		if (!volatile_var(*e) && wire_put(buf, len, "env", *e) < 0)
-			return -1;
-	return 0;
+	 * variables and what shells change from one command to the next,
+	 * sorted, since wrappers reorder the same variables.  (A sandboxed
+	 * call's zygote gets the sandbox's environment instead.) */
+	return put_environment(buf, len, key->env, key->env_len);
 }
 
 static void close_fd(int *fd)
@@ -205,7 +237,9 @@ static enum warm_status supervise(struct call *c, const struct timespec *deadlin
 			c->o->timed_out = true;
 			return WARM_DONE;
 		}
-		if (poll(p, 4, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+		/* Wake at least hourly: a timeout of up to a year in ms is no int. */
+		if (poll(p, 4, left > 3600 ? 3600000 : (int)(left * 1000) + 1) < 0 &&
+		    errno != EINTR)
 			return WARM_BROKEN;
 		if (c->out >= 0 && p[2].revents)
 			proc_pump(&c->out, out);
@@ -296,31 +330,109 @@ out:
 	return st;
 }
 
+/*
+ * The server is a fresh exec of ourselves as "dolsot-server", in a new
+ * session, not waited for: it gets a clean address space and command line
+ * (ps would otherwise show the code of the call that started it for as
+ * long as it lives), and the call that starts it does not pay for it.
+ * The store directory goes on fd 3, a memfd with the environment to warm
+ * first on fd 4, and the server lock, already taken, on fd 5, so a second
+ * caller never starts a second server and --server-stop never misses one
+ * that is still starting.
+ */
 int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key)
 {
 	static struct wire_msg prewarm;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	char idle[64];
+	char *argv[] = { SERVER_ARGV0, idle, NULL };
+	int lock = -1, memfd = -1, ret = -1;
+	int dir_copy = -1, key_copy = -1, lock_copy = -1;
 	pid_t pid;
-	int status;
 
 	memset(&prewarm, 0, sizeof(prewarm));
 	if (key_payload(key, prewarm.payload, &prewarm.len) < 0)
 		return -1;
+	lock = openat(dirfd, SERVER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lock < 0)
+		return -1;
+	if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+		close(lock);
+		return errno == EWOULDBLOCK ? 0 : -1;   /* one runs, or is starting */
+	}
+	memfd = memfd_create("dolsot-prewarm", MFD_CLOEXEC);
+	if (memfd < 0 || write(memfd, prewarm.payload, prewarm.len) != (ssize_t)prewarm.len)
+		goto out;
+	snprintf(idle, sizeof(idle), "%.17g", idle_seconds);
 	/* We must not become the server's reaper, nor kill it as a descendant. */
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		setsid();
-		if (fork() == 0)
-			server_main(dirfd, idle_seconds, &prewarm);
-		_exit(0);
+	/* Copies above the fixed numbers, so that placing one on its number
+	 * cannot overwrite another; dup2 also clears close-on-exec. */
+	dir_copy = fcntl(dirfd, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
+	key_copy = fcntl(memfd, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
+	lock_copy = fcntl(lock, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
+	if (dir_copy < 0 || key_copy < 0 || lock_copy < 0)
+		goto out;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	posix_spawn_file_actions_adddup2(&fa, dir_copy, SERVER_DIR_FD);
+	posix_spawn_file_actions_adddup2(&fa, key_copy, SERVER_KEY_FD);
+	posix_spawn_file_actions_adddup2(&fa, lock_copy, SERVER_LOCK_FD);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+	                         POSIX_SPAWN_SETSIGDEF);
+	{
+		sigset_t none, all;
+
+		sigemptyset(&none);
+		sigfillset(&all);
+		posix_spawnattr_setsigmask(&attr, &none);
+		posix_spawnattr_setsigdefault(&attr, &all);
 	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
+	ret = posix_spawn(&pid, "/proc/self/exe", &fa, &attr, argv, environ) == 0 ? 0 : -1;
+	if (ret == 0)
+		proc_spare(pid);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+out:
+	close_fd(&dir_copy);
+	close_fd(&key_copy);
+	close_fd(&lock_copy);
+	close_fd(&memfd);
+	close(lock);   /* the server holds the lock through its own copy */
+	return ret;
+}
+
+static bool server_starting(int dirfd)
+{
+	int fd = openat(dirfd, SERVER_LOCK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	bool held;
+
+	if (fd < 0)
+		return false;
+	held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return held;
+}
+
+/* True while pid exists and is not a zombie. */
+static bool process_running(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
 }
 
 /* Send one request and wait for one answer of the given type.  With
@@ -330,6 +442,11 @@ static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
 {
 	int fd = connect_server(dirfd), got;
 
+	/* A server that holds its lock but does not listen yet is starting. */
+	for (int i = 0; fd < 0 && i < 300 && server_starting(dirfd); i++) {
+		usleep(10000);
+		fd = connect_server(dirfd);
+	}
 	if (fd < 0)
 		return 0;
 	if (wire_send(fd, type, 0, server_exe_id(), payload, len, NULL, 0) < 0) {
@@ -367,9 +484,14 @@ int warm_stop(int dirfd, long *pid)
 	static struct wire_msg m;
 	int got = ask(dirfd, WIRE_STOP, NULL, 0, WIRE_STOPPING, &m, true);
 
-	if (got > 0)
-		*pid = (long)m.a;
-	return got;
+	if (got <= 0)
+		return got;
+	*pid = (long)m.a;
+	/* Its connection closed as it exited; wait until it has (a zombie left
+	 * for its reaper counts as gone). */
+	for (int i = 0; i < 200 && process_running((pid_t)*pid); i++)
+		usleep(10000);
+	return 1;
 }
 
 int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dolsotmod.h"
 #include "frame.h"
 #include "isolate.h"
 #include "proc.h"
@@ -51,12 +52,27 @@ static int write_at(int fd, const uint8_t *p, size_t n)
 	return munmap(map, n);
 }
 
+/* The process that answers for this call: the worker itself. */
+static pid_t worker_pid;
+
+/*
+ * A cell that forks and lets the child run on (no _exit in the child)
+ * brings that child back here: it must leave without answering, or its
+ * result could stand for a worker that then died.
+ */
+static void leave_unless_worker(void)
+{
+	if (getpid() != worker_pid)
+		_exit(0);
+}
+
 /* The worker's answer when Python never got to run the cell. */
 static __attribute__((noreturn)) void answer_error(int fd, const char *msg)
 {
 	struct worker_result r;
 	struct frame_buf buf = { 0 };
 
+	leave_unless_worker();
 	memset(&r, 0, sizeof(r));
 	r.exit_code = 1;
 	r.error = span_str(msg);
@@ -176,6 +192,11 @@ static int start_python(char *err, size_t errlen)
 	    set_paths(&c) < 0 ||
 	    PyStatus_Exception(PyConfig_SetArgv(&c, 1, &argv0))) {
 		snprintf(err, errlen, "dolsot: cannot configure Python");
+		PyConfig_Clear(&c);
+		return -1;
+	}
+	if (PyImport_AppendInittab("_dolsot", dolsotmod_init) < 0) {
+		snprintf(err, errlen, "dolsot: cannot register the _dolsot module");
 		PyConfig_Clear(&c);
 		return -1;
 	}
@@ -380,6 +401,7 @@ static const uint8_t *read_request(int request_fd, int result_fd, struct request
 		answer_error(result_fd, "dolsot: worker: cannot map the request");
 	if (frame_decode_request(req, (size_t)st.st_size, r, err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
+	dolsotmod_begin(r);
 	return req;
 }
 
@@ -393,6 +415,7 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	PyObject *answer;
 
 	answer = call_run(mod, r);
+	leave_unless_worker();
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");
 	memset(&res, 0, sizeof(res));
@@ -412,6 +435,20 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	_exit(0);
 }
 
+/*
+ * Enter the isolation the request asks for.  With a sandbox, the process
+ * that goes on (and answers) is a new one, whichever way it ends.
+ */
+static void isolate(const struct request *r, int request_fd, int result_fd)
+{
+	char err[1024];
+	int rc = isolate_worker(r, request_fd, result_fd, err, sizeof(err));
+
+	worker_pid = getpid();
+	if (rc < 0)
+		answer_error(result_fd, err);
+}
+
 void worker_child(int request_fd, int result_fd, void *arg)
 {
 	struct request r;
@@ -419,9 +456,9 @@ void worker_child(int request_fd, int result_fd, void *arg)
 	PyObject *mod;
 
 	(void)arg;
+	worker_pid = getpid();
 	read_request(request_fd, result_fd, &r);
-	if (isolate_worker(&r, request_fd, result_fd, err, sizeof(err)) < 0)
-		answer_error(result_fd, err);
+	isolate(&r, request_fd, result_fd);
 	if (start_python(err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
 	mod = import_worker_module();
@@ -500,6 +537,7 @@ void worker_zygote_child(int request_fd, int result_fd)
 
 	/* Up to Python's own after-fork work, only C runs: with a sandbox that
 	 * work is done once, in the sandboxed process (a fork of this one). */
+	worker_pid = getpid();
 	read_request(request_fd, result_fd, &r);
 	if (r.cwd.present) {
 		char cwd[PATH_MAX];
@@ -511,8 +549,7 @@ void worker_zygote_child(int request_fd, int result_fd)
 			answer_error(result_fd, err);
 		}
 	}
-	if (isolate_worker(&r, request_fd, result_fd, err, sizeof(err)) < 0)
-		answer_error(result_fd, err);
+	isolate(&r, request_fd, result_fd);
 	PyOS_AfterFork_Child();
 	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL))
 		answer_python_error(result_fd, "worker failed after fork");

@@ -19,13 +19,13 @@ import _pickle
 import errno
 import importlib
 import io
-import posix
 import sys
 import types
 
 MAGIC = b"DLSS\x01"
 RES_OK = 1
 RES_SAVE = 2
+REQ_TYPECHECK = 1
 MAX_ERROR_LINES = 20
 
 _main = sys.modules["__main__"]
@@ -37,6 +37,17 @@ _SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn"
 _LIMIT_WORDS = {"memory": "memory limit", "max-procs": "process limit",
                 "max-file-size": "file size limit", "cpu-seconds": "CPU time limit",
                 "recursion-limit": "recursion limit"}
+
+
+def _add_exit_builtins():
+    """exit() and quit(), which the site module (not run here) defines."""
+    import builtins
+    if not hasattr(builtins, "exit"):
+        import site  # with site_import off, importing it runs nothing
+        site.setquit()
+
+
+_add_exit_builtins()
 
 
 def _import_dill():
@@ -90,10 +101,11 @@ def _limit_of(exc):
     return None
 
 
-def _check_limit(exc):
-    name = _limit_of(exc)
-    if name:
-        raise _LimitHit(name, exc) from None
+def _check_memory(exc):
+    """Outside the cell (loading, importing, pickling), only running out of
+    memory can be one of the cell's limits."""
+    if isinstance(exc, MemoryError) and "memory" in _limits:
+        raise _LimitHit("memory", exc) from None
 
 
 def _format_limit(name, value):
@@ -104,11 +116,11 @@ def _format_limit(name, value):
     return str(value)
 
 
-def _limit_answer(name, exc):
+def _limit_answer(name, exc, max_output):
     """Drop the cell's state (it may hold the memory that ran out), then say
     which limit was hit."""
     import gc
-    error = describe(exc)
+    error = _cap(describe(exc), max_output, "error")
     exc.__traceback__ = None
     for key in [k for k in _main.__dict__ if not (k.startswith("__") and k.endswith("__"))]:
         del _main.__dict__[key]
@@ -156,8 +168,24 @@ def _dumps(value, force_dill):
     return buf.getvalue()
 
 
+def _text(exc):
+    """str(exc), which a cell's exception class can make fail too."""
+    try:
+        return str(exc)
+    except BaseException as e:
+        return f"<str() failed: {type(e).__name__}>"
+
+
+def _repr(value):
+    try:
+        return repr(value)
+    except BaseException as e:
+        return f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
+
+
 def _reason(exc):
-    text = str(exc).splitlines()[0] if str(exc) else ""
+    text = _text(exc)
+    text = text.splitlines()[0] if text else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -172,7 +200,7 @@ def dump_namespace(state):
     except _Fatal:
         raise
     except BaseException as e:  # any failure means: look at the names one by one
-        _check_limit(e)
+        _check_memory(e)
     kept, dropped = {}, []
     for name in sorted(state):
         value = state[name]
@@ -183,7 +211,7 @@ def dump_namespace(state):
         except _Fatal:
             raise
         except BaseException as e:
-            _check_limit(e)
+            _check_memory(e)
         try:
             _import_dill().dumps(value)
             force.add(id(value))
@@ -191,7 +219,7 @@ def dump_namespace(state):
         except _Fatal:
             raise
         except BaseException as e:
-            _check_limit(e)
+            _check_memory(e)
             dropped.append((name, _reason(e)))
     return MAGIC + _dumps(kept, force), sorted(kept), dropped
 
@@ -204,7 +232,7 @@ def load_namespace(session, blob):
     except _Fatal:
         raise
     except BaseException as e:
-        _check_limit(e)
+        _check_memory(e)
         raise _Fatal(_load_error(session, _reason(e))) from None
     if not isinstance(state, dict):
         raise _Fatal(_load_error(session, "not a dolsot session"))
@@ -222,7 +250,7 @@ def import_toolboxes(toolboxes):
         try:
             loaded[alias] = importlib.import_module(module)
         except BaseException as e:
-            _check_limit(e)
+            _check_memory(e)
             raise _Fatal(f"dolsot: toolbox '{module}' (alias {alias}) cannot be "
                          f"imported: {_reason(e)}") from None
     _main.__dict__.update(loaded)
@@ -242,7 +270,10 @@ def _cell_line(exc):
 
 
 def exit_code_of(exc):
-    code = getattr(exc, "exit_code", None)
+    try:
+        code = getattr(exc, "exit_code", None)
+    except BaseException:
+        return 1
     if type(code) is int and 1 <= code <= 255:
         return code
     return 1
@@ -254,7 +285,7 @@ def describe(exc):
     if isinstance(exc, SyntaxError):
         msg = exc.msg or ""
     else:
-        msg = str(exc)
+        msg = _text(exc)
     lines = msg.splitlines()[:MAX_ERROR_LINES] or [""]
     first = f"{name}: {lines[0]}" if lines[0] else name
     line = _cell_line(exc)
@@ -302,20 +333,44 @@ def run_cell(code, ns):
     return None
 
 
-def stringify(value, cap):
-    try:
-        text = repr(value)
-    except BaseException as e:
-        text = f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
+def _cap(text, cap, what):
     if cap and len(text) > cap:
-        text = text[:cap] + f"\n[value truncated: kept {cap} of {len(text)} chars]"
+        text = text[:cap] + f"\n[{what} truncated: kept {cap} of {len(text)} chars]"
     return text
+
+
+def stringify(value, cap):
+    return _cap(_repr(value), cap, "value")
 
 
 def _session_names(ns, toolboxes):
     return {k: v for k, v in ns.items()
             if not (k.startswith("__") and k.endswith("__"))
             and not (k in toolboxes and v is toolboxes[k])}
+
+
+def _gate(code, ns, toolboxes):
+    """The type gate (gate.py): (error text of a blocked cell, warning)."""
+    try:
+        import _dolsot
+        # A missing checker is the common case and must cost nothing: look
+        # it up before compiling the gate.
+        if _dolsot.which(_dolsot.ty_bin()) is None:
+            return None, None
+        return _dolsot.embedded("gate").check(code, _session_names(ns, toolboxes), toolboxes)
+    except BaseException as e:
+        return None, f"warning: type gate skipped: {_reason(e)}"
+
+
+def _hints(exc, code, ns, toolboxes):
+    """Hint lines for a failed cell (hints.py); never raises."""
+    if not isinstance(exc, (TypeError, AttributeError, NameError)):
+        return []
+    try:
+        import _dolsot
+        return _dolsot.embedded("hints").runtime_hints(exc, code, ns, toolboxes)
+    except BaseException:
+        return []
 
 
 def flush():
@@ -330,7 +385,10 @@ def _apply_env(env):
     """Make the caller's environment the cell's (the warm path only)."""
     import os
     for name in [n for n in os.environ if n not in env]:
-        del os.environ[name]
+        try:
+            del os.environ[name]
+        except OSError:
+            pass  # "" or a name with "=" (execve allows "=x"): not unsettable
     for name, value in env.items():
         if os.environ.get(name) != value:
             os.environ[name] = value
@@ -367,45 +425,33 @@ def after_fork():
         np.seed()  # the legacy global RNG would repeat across calls otherwise
 
 
-def _leave_if_forked(pid, code):
-    """A process the cell forked that returned from the cell must not answer
-    for the worker: it ends here."""
-    if posix.getpid() != pid:
-        flush()
-        posix._exit(code)
-
-
 def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None):
     """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
     warnings, blob, limit): str or None fields; held is names one per line,
     dropped "name<TAB>reason" lines, limit the name of the limit the cell hit
     (limits holds those of the call by option name, 0 for unset)."""
+    # One function, not a wrapper: pickling deep values must meet the
+    # recursion limit at the same depth with or without limits.
     global _limits
     _limits = {name: value for name, value in (limits or {}).items() if value}
     if "max-procs" in _limits:
         sys.addaudithook(_audit)
+    ns = _main.__dict__
+    default_recursion = sys.getrecursionlimit()
     if env is not None:
         _apply_env(env)
-    try:
-        return _run(code, session, blob, toolboxes, max_output)
-    except _LimitHit as e:
-        return _limit_answer(e.name, e.exc)
-    except MemoryError as e:
-        if "memory" in _limits:
-            return _limit_answer("memory", e)
-        raise
-
-
-def _run(code, session, blob, toolboxes, max_output):
-    ns = _main.__dict__
-    pid = posix.getpid()
-    default_recursion = sys.getrecursionlimit()
     try:
         if blob is not None:
             load_namespace(session, blob)
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
         return 1, 0, None, str(e), None, None, None, None, None
+    except _LimitHit as e:
+        return _limit_answer(e.name, e.exc, max_output)
+
+    blocked, gate_warning = _gate(code, ns, loaded) if flags & REQ_TYPECHECK else (None, None)
+    if blocked is not None:
+        return 1, 0, None, blocked, None, None, gate_warning, None, None
 
     exit_code, res_flags, value, error = 0, RES_OK, None, None
     try:
@@ -413,18 +459,21 @@ def _run(code, session, blob, toolboxes, max_output):
         if result is not None:
             value = stringify(result, max_output)
     except SystemExit as e:
-        _leave_if_forked(pid, 1)
         flush()
-        return (1, 0, None, f"SystemExit: {e.code!r}: the cell ended the "
-                "interpreter, so it did not complete; session unchanged",
-                None, None, None, None, None)
+        return (1, 0, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
+                ": the cell ended the interpreter, so it did not complete; "
+                "session unchanged", None, None, gate_warning, None, None)
     except BaseException as e:
-        _leave_if_forked(pid, 1)
+        if "recursion-limit" in _limits:
+            sys.setrecursionlimit(default_recursion)
+        if _limit_of(e):
+            flush()
+            return _limit_answer(_limit_of(e), e, max_output)
+        exit_code, res_flags = exit_code_of(e), 0
+        error = _cap(describe(e), max_output, "error")
+        error = "\n".join([error] + _hints(e, code, ns, loaded))
+    if "recursion-limit" in _limits:
         sys.setrecursionlimit(default_recursion)
-        _check_limit(e)
-        exit_code, res_flags, error = exit_code_of(e), 0, describe(e)
-    _leave_if_forked(pid, exit_code)
-    sys.setrecursionlimit(default_recursion)
     flush()
 
     try:
@@ -433,12 +482,14 @@ def _run(code, session, blob, toolboxes, max_output):
     except _Fatal as e:
         return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,
                 None, None, None)
-    except _LimitHit:
-        raise
+    except _LimitHit as e:
+        return _limit_answer(e.name, e.exc, max_output)
     except BaseException as e:
-        _check_limit(e)
+        if isinstance(e, MemoryError) and "memory" in _limits:
+            return _limit_answer("memory", e, max_output)
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
+        warning = "\n".join(filter(None, [gate_warning, warning]))
         return max(exit_code, 1), res_flags, value, error, None, None, warning, None, None
     dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
     return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            dropped_lines or None, None, new_blob, None)
+            dropped_lines or None, gate_warning, new_blob, None)

@@ -3,7 +3,10 @@
     timeit.py time --scenario S --rounds N --warmup W --raw FILE.csv \
         --sys NAME CMD [--sys NAME CMD ...] [--expect NAME TEXT ...] \
         [--server-pid NAME PID ...]
+        [--fanout NAME N] [--pre NAME CMD] [--post NAME CMD] [--free NAME PATH]
     timeit.py summary --raw FILE.csv --base dolsot [--target SPEC ...]
+        [--throughput SCENARIO CALLS_PER_UNIT ...]
+    timeit.py smaps --status FILE   (memory of a dolsot server and its zygotes)
     timeit.py rss --out FILE.json --label L [--attach PID ...] -- CMD
     timeit.py rss-table --json FILE.json
 
@@ -25,6 +28,22 @@ PID: NAME's work partly happens in a long-lived process tree (dolsot's warm
 server and zygotes, whose workers the zygotes reap); the CPU that tree used
 during the scenario (/proc/PID/stat, 10 ms ticks) is divided by the number
 of NAME's calls and written to FILE.csv.server.csv.
+
+Per-system options of `time` (each NAME must also be given with --sys):
+  --fanout NAME N   NAME's unit is run by N concurrent callers (a fresh
+                    spawn of each command; `{i}` in CMD becomes the caller's
+                    index 0..N-1); the wall time is from the first spawn to
+                    the last caller's exit, the CPU the sum over callers, and
+                    --expect applies to every caller's stdout.
+  --pre NAME CMD    an untimed unit run before every run of NAME (warm-up
+                    included); a failure fails the run.
+  --post NAME CMD   an untimed unit run after every run of NAME; a failure
+                    fails the run.
+  --free NAME PATH  after --post, no process may hold an open file or its
+                    cwd under PATH (leftover servers): the run fails and
+                    the pids are printed.
+  In CMD, --pre, --post and --free, `{r}` becomes a number unique to the
+  run (warm-up included), e.g. for a fresh directory per run.
 
 `rss` runs one command under ptrace (PTRACE_O_TRACEEXIT and fork/clone
 tracing) and, when each process of the tree is about to exit (its memory
@@ -54,10 +73,15 @@ ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def base_env():
-    env = {"PATH": CLEAN_PATH, "LANG": "C.UTF-8"}
-    for key in ("HOME", "TMPDIR"):
-        if key in os.environ:
-            env[key] = os.environ[key]
+    # Same variables in the same order as run.sh's clean(): dolsot keys its
+    # zygotes on the environment as a list, so a reordered but equal
+    # environment would not find the zygote `--server-start` made.
+    env = {"PATH": CLEAN_PATH}
+    if "HOME" in os.environ:
+        env["HOME"] = os.environ["HOME"]
+    env["LANG"] = "C.UTF-8"
+    if "TMPDIR" in os.environ:
+        env["TMPDIR"] = os.environ["TMPDIR"]
     return env
 
 
@@ -112,6 +136,78 @@ def run_unit(unit, out_fd, err_fd):
     return wall, cpu, rc
 
 
+def run_fanout(units, files):
+    """Run len(units) callers concurrently, each its unit in sequence.
+
+    files[i] = (out_fd, err_fd) of caller i.  Returns (wall_s, cpu_s, rcs):
+    wall from the first spawn to the last exit, CPU summed over all
+    callers (and the descendants they reaped), rcs the exit status of
+    each caller's last command run.
+    """
+    for pair in files:
+        for fd in pair:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+    nxt = [0] * len(units)
+    rcs = [0] * len(units)
+    running = {}
+    cpu = 0.0
+
+    def spawn(i):
+        argv, env = units[i][nxt[i]]
+        actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+                   (os.POSIX_SPAWN_DUP2, files[i][0], 1),
+                   (os.POSIX_SPAWN_DUP2, files[i][1], 2)]
+        running[os.posix_spawn(argv[0], argv, env, file_actions=actions)] = i
+        nxt[i] += 1
+
+    t0 = time.perf_counter()
+    for i in range(len(units)):
+        spawn(i)
+    while running:
+        pid, status, ru = os.wait4(-1, 0)
+        i = running.pop(pid, None)
+        if i is None:
+            continue
+        cpu += ru.ru_utime + ru.ru_stime
+        rcs[i] = os.waitstatus_to_exitcode(status)
+        if rcs[i] == 0 and nxt[i] < len(units[i]):
+            spawn(i)
+    wall = time.perf_counter() - t0
+    return wall, cpu, rcs
+
+
+def holders(path):
+    """Pids (other than ours) with an open file or their cwd under path."""
+    path = os.path.realpath(path).rstrip("/") + "/"
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        links = [f"/proc/{d}/cwd"]
+        try:
+            links += [f"/proc/{d}/fd/{f}" for f in os.listdir(f"/proc/{d}/fd")]
+        except OSError:
+            pass
+        for link in links:
+            try:
+                target = os.readlink(link)
+            except OSError:
+                continue
+            if (target + "/").startswith(path):
+                found.append(int(d))
+                break
+    return found
+
+
+def proc_name(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
 def read_fd(fd):
     os.lseek(fd, 0, os.SEEK_SET)
     chunks = []
@@ -161,12 +257,45 @@ def cmd_time(a):
     names = [n for n, _ in a.sys]
     if len(set(names)) != len(names):
         sys.exit("timeit: duplicate system names")
-    units = {n: parse_unit(c) for n, c in a.sys}
+    cmds = dict(a.sys)
+    fanout = {n: int(k) for n, k in (a.fanout or [])}
+    pre = dict(a.pre or [])
+    post = dict(a.post or [])
+    free = dict(a.free or [])
+    for opt in (fanout, pre, post, free):
+        for n in opt:
+            if n not in cmds:
+                sys.exit(f"timeit: {n!r} is not a --sys name")
+    counter = [0]
+
+    def units_for(n):
+        """The unit(s) of NAME for one run: {r} and {i} substituted."""
+        r = str(counter[0])
+        cmd = cmds[n].replace("{r}", r)
+        if n in fanout:
+            return [parse_unit(cmd.replace("{i}", str(i))) for i in range(fanout[n])]
+        return parse_unit(cmd)
+
+    def hook(n, table, fd, efd):
+        if n not in table:
+            return None
+        wall, _, rc = run_unit(parse_unit(table[n].replace("{r}", str(counter[0]))), fd, efd)
+        if rc != 0:
+            return (rc, read_fd(fd).decode("utf-8", "replace").strip()[:200],
+                    "(" + ("pre" if table is pre else "post") + ") "
+                    + read_fd(efd).decode("utf-8", "replace").strip()[-400:])
+        return None
+
+    for n in cmds:   # parse everything once up front, to fail early
+        units_for(n)
     expect = {n: t for n, t in (a.expect or [])}
     new = not os.path.exists(a.raw) or os.path.getsize(a.raw) == 0
     # stdout and stderr of a unit go to these files, read back after each run.
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     fd, efd = out.fileno(), err.fileno()
+    nfan = max(fanout.values(), default=0)
+    fan_files = [(tempfile.TemporaryFile(), tempfile.TemporaryFile()) for _ in range(nfan)]
+    fan_fds = [(o.fileno(), e.fileno()) for o, e in fan_files]
     fails = {n: 0 for n in names}
     first_bad = {}
     servers = {n: int(pid) for n, pid in (a.server_pid or [])}
@@ -178,12 +307,40 @@ def cmd_time(a):
             w.writerow(["scenario", "round", "system", "wall_ms", "cpu_ms", "rc", "ok"])
         for rnd in range(-a.warmup, a.rounds):
             for n in names:
-                wall, cpu, rc = run_unit(units[n], fd, efd)
-                text = read_fd(fd).decode("utf-8", "replace").strip()
-                ok = rc == 0 and (n not in expect or text == expect[n])
-                if not ok:
-                    etext = read_fd(efd).decode("utf-8", "replace").strip()
-                    bad = (rc, text[:200], etext[-400:])
+                counter[0] += 1
+                bad = hook(n, pre, fd, efd)
+                if bad:
+                    wall, cpu, rc, ok = float("nan"), float("nan"), bad[0], False
+                elif n in fanout:
+                    ffds = fan_fds[:fanout[n]]
+                    wall, cpu, rcs = run_fanout(units_for(n), ffds)
+                    ok, rc = True, 0
+                    for i, (ofd, ofe) in enumerate(ffds):
+                        text = read_fd(ofd).decode("utf-8", "replace").strip()
+                        if rcs[i] != 0 or (n in expect and text != expect[n]):
+                            ok, rc = False, rcs[i] or rc
+                            etext = read_fd(ofe).decode("utf-8", "replace").strip()
+                            bad = (rcs[i], f"caller {i}: {text[:200]}", etext[-400:])
+                            break
+                else:
+                    wall, cpu, rc = run_unit(units_for(n), fd, efd)
+                    text = read_fd(fd).decode("utf-8", "replace").strip()
+                    ok = rc == 0 and (n not in expect or text == expect[n])
+                    if not ok:
+                        etext = read_fd(efd).decode("utf-8", "replace").strip()
+                        bad = (rc, text[:200], etext[-400:])
+                pbad = hook(n, post, fd, efd)
+                if pbad and ok:
+                    ok, bad = False, pbad
+                if n in free:
+                    fpath = free[n].replace("{r}", str(counter[0]))
+                    left = holders(fpath)
+                    if left:
+                        desc = ", ".join(f"{p} ({proc_name(p)})" for p in left)
+                        print(f"[{a.scenario}] WARNING: {n}: processes left holding "
+                              f"{fpath}: {desc}", flush=True)
+                        if ok:
+                            ok, bad = False, (rc, "", f"left behind: {desc}")
                 if rnd < 0:
                     if not ok:
                         print(f"[{a.scenario}] warm-up: {n} failed: rc={bad[0]} "
@@ -195,6 +352,9 @@ def cmd_time(a):
                 w.writerow([a.scenario, rnd, n, f"{wall * 1e3:.3f}",
                             f"{cpu * 1e3:.3f}", rc, int(ok)])
     print(f"[{a.scenario}] load average at end:   {loadavg()}", flush=True)
+    for o, e in fan_files:
+        o.close()
+        e.close()
     calls = a.warmup + a.rounds
     for n, pid in servers.items():
         cpu1 = tree_cpu(pid)
@@ -274,6 +434,7 @@ def cmd_summary(a):
     data, order = load_raw(a.raw)
     server_cpu = load_server_cpu(a.raw + ".server.csv")
     table = {}
+    thr = {sc: float(k) for sc, k in (a.throughput or [])}
     for sc in order:
         base = a.base if a.base in data[sc] else None
         print(f"\n### {sc}\n")
@@ -297,7 +458,20 @@ def cmd_summary(a):
             print(f"| {sy} | {st['n']}{fail} | {st['median']:.2f} | {st['p90']:.2f} "
                   f"| {st['min']:.2f} | {st['cpu'] - (srv or 0):.2f} | {srv_s} "
                   f"| {ratio:.3f} | {pr:.3f} |")
-    if a.target:
+        if sc in thr:
+            k = thr[sc]
+            print(f"\n{sc}: {k:g} calls per unit; throughput from the median unit time "
+                  f"(calls ÷ median wall), and per call:\n")
+            print(f"| system | calls/s | ms per call (wall ÷ {k:g}) | CPU ms per call | "
+                  f"{a.base} calls/s ÷ system calls/s |")
+            print("|---|---:|---:|---:|---:|")
+            for sy in order[sc]:
+                st = table[(sc, sy)]
+                b = table.get((sc, a.base))
+                x = (st["median"] / b["median"]) if b else float("nan")
+                print(f"| {sy} | {k * 1e3 / st['median']:.1f} | {st['median'] / k:.2f} "
+                      f"| {st['cpu'] / k:.2f} | {x:.2f} |")
+    if any(t.split()[0] in order for t in a.target or []):
         print("\n### Targets\n")
         print("| target | wall, ratio of medians | wall, paired | CPU, ratio of medians | verdict (wall medians) |")
         print("|---|---:|---:|---:|---|")
@@ -305,6 +479,17 @@ def cmd_summary(a):
         # "S1 dolsot 2 py-S": S1 median of dolsot <= 2 x median of py-S
         sc, sy, factor, ref = spec.split()
         factor = float(factor)
+        if sc not in order:   # scenario not run at all (BENCH_ONLY)
+            continue
+        if ref == "ms":   # absolute: "S1 dolsot 2.5 ms"
+            if (sc, sy) not in table:
+                print(f"| {sc}: {sy} ≤ {factor:g} ms | n/a | n/a | n/a | NOT MEASURED |")
+                continue
+            st = table[(sc, sy)]
+            verdict = "PASS" if st["median"] <= factor else "FAIL"
+            print(f"| {sc}: {sy} ≤ {factor:g} ms | {st['median']:.2f} ms | p90 {st['p90']:.2f} ms "
+                  f"| CPU {st['cpu']:.2f} ms | {verdict} |")
+            continue
         if (sc, sy) not in table or (sc, ref) not in table:
             print(f"| {sc}: {sy} ≤ {factor:g} × {ref} | n/a | n/a | n/a | NOT MEASURED |")
             continue
@@ -477,6 +662,63 @@ def cmd_rss_table(a):
                   f"| {p.get('VmHWM_kB', 0) / 1024:.1f} |")
 
 
+def smaps_rollup(pid):
+    out = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if v.strip().endswith("kB"):
+                    out[k.strip()] = int(v.split()[0])
+    except OSError:
+        return None
+    return out
+
+
+def cmd_smaps(a):
+    """Memory at rest of the server and each zygote named in --server-status."""
+    text = open(a.status).read()
+    procs = []   # (role, pid, status line, environment lines)
+    for line in text.splitlines():
+        m = re.match(r"^pid (\d+)$", line)
+        if m:
+            procs.append(["server", int(m.group(1)), "", []])
+            continue
+        m = re.match(r"^memory (.*)$", line)
+        if m and procs and procs[-1][0] == "server":
+            procs[-1][2] = m.group(1)
+            continue
+        m = re.match(r"^zygote (\d+) (.*)$", line)
+        if m:
+            procs.append(["zygote", int(m.group(1)), m.group(2), []])
+            continue
+        if line.startswith("  ") and procs and procs[-1][0] == "zygote":
+            k, _, v = line.strip().partition(" ")
+            if k in ("pythonpath", "toolboxes"):
+                procs[-1][3].append(f"{k} {v}")
+    if not procs:
+        print(f"{a.label}: no server in the status output")
+        return
+    print(f"| {a.label} process | pid | threads | RSS kB | PSS kB | private kB "
+          f"(clean+dirty) | shared kB | anon kB | swap kB | --server-status says |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    tot = {"Rss": 0, "Pss": 0, "priv": 0}
+    for role, pid, st, env in procs:
+        r = smaps_rollup(pid)
+        name = role + (f" ({'; '.join(env)})" if env else "")
+        if r is None:
+            print(f"| {name} | {pid} | | gone | | | | | | {st} |")
+            continue
+        priv = r.get("Private_Clean", 0) + r.get("Private_Dirty", 0)
+        shared = r.get("Shared_Clean", 0) + r.get("Shared_Dirty", 0)
+        threads = proc_status(pid).get("Threads", "?")
+        for k, v in (("Rss", r.get("Rss", 0)), ("Pss", r.get("Pss", 0)), ("priv", priv)):
+            tot[k] += v
+        print(f"| {name} | {pid} | {threads} | {r.get('Rss', 0)} | {r.get('Pss', 0)} | {priv} "
+              f"| {shared} | {r.get('Anonymous', 0)} | {r.get('Swap', 0)} | {st} |")
+    print(f"| total | | | {tot['Rss']} | {tot['Pss']} | {tot['priv']} | | | | |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="mode", required=True)
@@ -489,10 +731,18 @@ def main():
     t.add_argument("--expect", nargs=2, action="append", metavar=("NAME", "TEXT"))
     t.add_argument("--server-pid", nargs=2, action="append", metavar=("NAME", "PID"),
                    help="also count the CPU of this process tree for NAME")
+    t.add_argument("--fanout", nargs=2, action="append", metavar=("NAME", "N"))
+    t.add_argument("--pre", nargs=2, action="append", metavar=("NAME", "CMD"))
+    t.add_argument("--post", nargs=2, action="append", metavar=("NAME", "CMD"))
+    t.add_argument("--free", nargs=2, action="append", metavar=("NAME", "PATH"))
     s = sub.add_parser("summary")
     s.add_argument("--raw", required=True)
     s.add_argument("--base", default="dolsot")
     s.add_argument("--target", action="append")
+    s.add_argument("--throughput", nargs=2, action="append", metavar=("SCENARIO", "CALLS"))
+    sm = sub.add_parser("smaps")
+    sm.add_argument("--status", required=True, help="output of dolsot --server-status")
+    sm.add_argument("--label", default="")
     r = sub.add_parser("rss")
     r.add_argument("--out", required=True)
     r.add_argument("--label", required=True)
@@ -508,7 +758,7 @@ def main():
         if not a.command:
             p.error("rss: no command")
     {"time": cmd_time, "summary": cmd_summary, "rss": cmd_rss,
-     "rss-table": cmd_rss_table}[a.mode](a)
+     "rss-table": cmd_rss_table, "smaps": cmd_smaps}[a.mode](a)
 
 
 if __name__ == "__main__":

@@ -11,19 +11,34 @@
 # fails the target and leaves its input in fuzz/out/NAME-crash-*; keep it
 # under tests/regress/NAME/.
 #
+# Each harness is also a unit test, tests/check_regress_NAME (and its -asan
+# twin): built with the test compiler and tests/check_regress.c as main, it
+# replays the seeds and tests/regress/NAME/ through the harness's checks.
+#
 # ALL_CFLAGS is not used: it carries the gcc build's -O2 and Python defines,
 # while a fuzz build wants clang, -O1 and the sanitizers.
 
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
-FUZZ_CFLAGS ?= -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 \
-	-D_GNU_SOURCE -I.
+FUZZ_CFLAGS ?= -g -O1 -fsanitize=fuzzer,address,undefined,float-cast-overflow \
+	-std=gnu11 -D_GNU_SOURCE -I.
 # UBSan only prints by default; halting turns undefined behavior into a crash.
 FUZZ_ENV ?= UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
+FUZZ_HARNESSES :=
+
 define fuzz_harness
+FUZZ_HARNESSES += $(1)
 fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
 	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$(filter %.c,$$^)
+
+tests/check_regress_$(1): tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+	$$(CC) $$(ALL_CFLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
+		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm
+
+tests/check_regress_$(1)-asan: tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+	$$(CC) $$(ALL_CFLAGS) $$(SAN_FLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
+		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm
 
 fuzz-$(1): fuzz/fuzz_$(1)
 	mkdir -p fuzz/out/$(1)
@@ -39,3 +54,9 @@ endef
 .PHONY: fuzz
 
 $(eval $(call fuzz_harness,frame,frame.c))
+$(eval $(call fuzz_harness,typegate,typegate_parse.c))
+$(eval $(call fuzz_harness,opts,opts.c store_id.c rlimits.c))
+$(eval $(call fuzz_harness,store,store_name.c store_id.c store_file.c))
+$(eval $(call fuzz_harness,server_key,server_key.c wire.c))
+$(eval $(call fuzz_harness,mem_list,mem_list.c store_id.c))
+$(eval $(call fuzz_harness,output,output.c))

@@ -36,6 +36,7 @@ static void check_requests(const struct request *a, const struct request *b)
 	check_span(a->blob, b->blob);
 	check_span(a->env, b->env);
 	check_span(a->cwd, b->cwd);
+	check_span(a->ty_bin, b->ty_bin);
 	CHECK(a->n_toolboxes == b->n_toolboxes);
 	for (size_t i = 0; i < a->n_toolboxes; i++) {
 		check_span(a->toolboxes[i].module, b->toolboxes[i].module);

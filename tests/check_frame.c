@@ -19,9 +19,9 @@
 enum {
 	T_CODE = 0x0101, T_SESSION = 0x0102, T_REQ_BLOB = 0x0103,
 	T_TOOLBOX = 0x0104, T_MAX_OUTPUT = 0x0105, T_BUDGET_NS = 0x0106,
-	T_REQ_FLAGS = 0x0107, T_MEMORY = 0x0108, T_MAX_PROCS = 0x0109,
-	T_MAX_FILE_SIZE = 0x010a, T_CPU_SECONDS = 0x010b,
-	T_RECURSION_LIMIT = 0x010c, T_BINDS = 0x010d, T_PIDS_CGROUP = 0x010e,
+	T_REQ_FLAGS = 0x0107, T_TY_BIN = 0x0108, T_MEMORY = 0x0109,
+	T_MAX_PROCS = 0x010a, T_MAX_FILE_SIZE = 0x010b, T_CPU_SECONDS = 0x010c,
+	T_RECURSION_LIMIT = 0x010d, T_BINDS = 0x010e, T_PIDS_CGROUP = 0x010f,
 	T_EXIT_CODE = 0x0201, T_RES_FLAGS = 0x0202, T_VALUE = 0x0203,
 	T_ERROR = 0x0204, T_HELD = 0x0205, T_DROPPED = 0x0206,
 	T_WARNINGS = 0x0207, T_RES_BLOB = 0x0208, T_LIMIT = 0x0209,
@@ -217,6 +217,7 @@ static void request_round_trip(const struct request *r)
 	ck_assert_uint_eq(out->max_output, r->max_output);
 	ck_assert_uint_eq(out->budget_ns, r->budget_ns);
 	ck_assert_uint_eq(out->flags, r->flags);
+	assert_span(out->ty_bin, r->ty_bin);
 	ck_assert_uint_eq(out->memory, r->memory);
 	ck_assert_uint_eq(out->max_procs, r->max_procs);
 	ck_assert_uint_eq(out->max_file_size, r->max_file_size);
@@ -265,6 +266,7 @@ START_TEST(request_round_trips_all_fields)
 	r->flags = REQ_TYPECHECK | REQ_CARRY | REQ_SANDBOX;
 	r->env = span_bytes((const uint8_t *)"A=1\0PATH=/bin\0", 15);
 	r->cwd = span_str("/home/agent/work");
+	r->ty_bin = span_str("/usr/bin/mypy");
 	r->memory = 256u << 20;
 	r->max_procs = 20;
 	r->max_file_size = 1u << 20;
@@ -459,6 +461,7 @@ START_TEST(decoder_accepts_fields_in_any_order)
 	char err[256] = "";
 
 	raw_u64(&r, T_REQ_FLAGS, REQ_CARRY);
+	raw_str(&r, T_TY_BIN, "mypy");
 	raw_field(&r, T_TOOLBOX, "mod\0m", 5);
 	raw_str(&r, T_SESSION, "s");
 	raw_str(&r, T_CODE, "c");
@@ -466,6 +469,8 @@ START_TEST(decoder_accepts_fields_in_any_order)
 	ck_assert_msg(decode_req(r.p, r.len, &out, err, sizeof(err)) == 0,
 		      "%s", err);
 	ck_assert_uint_eq(out.flags, REQ_CARRY);
+	/* decode_req freed the bytes; the round trip checks the content. */
+	ck_assert(out.ty_bin.present && out.ty_bin.len == 4);
 	ck_assert_uint_eq(out.n_toolboxes, 1);
 	ck_assert_uint_eq(out.toolboxes[0].module.len, 3);
 	ck_assert_uint_eq(out.max_output, 0);

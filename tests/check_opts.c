@@ -311,6 +311,46 @@ START_TEST(sandbox_and_limits_from_env)
 }
 END_TEST
 
+START_TEST(typegate_settings)
+{
+	struct settings s = { 0 };
+	char err[OPTS_ERR_MAX];
+	const char *bad[] = { "2", "yes", "true", "00", " 1", "1 ", NULL };
+
+	unsetenv("DOLSOT_TIMEOUT");
+	unsetenv("DOLSOT_MAX_OUTPUT");
+	unsetenv("DOLSOT_SESSION_TTL_DAYS");
+	unsetenv("DOLSOT_TYPECHECK");
+	unsetenv("DOLSOT_TY_BIN");
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert(s.typecheck);
+	ck_assert_str_eq(s.ty_bin, "ty");
+
+	setenv("DOLSOT_TYPECHECK", "0", 1);
+	setenv("DOLSOT_TY_BIN", "/opt/bin/mypy", 1);
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert(!s.typecheck);
+	ck_assert_str_eq(s.ty_bin, "/opt/bin/mypy");
+
+	setenv("DOLSOT_TYPECHECK", "1", 1);
+	setenv("DOLSOT_TY_BIN", "", 1);   /* empty means unset */
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert(s.typecheck);
+	ck_assert_str_eq(s.ty_bin, "ty");
+
+	for (size_t i = 0; bad[i]; i++) {
+		setenv("DOLSOT_TYPECHECK", bad[i], 1);
+		memset(&s, 0, sizeof(s));
+		ck_assert_int_lt(opts_settings_from_env(&s, err, sizeof(err)), 0);
+		ck_assert_msg(strstr(err, "DOLSOT_TYPECHECK='"), "%s", err);
+	}
+	unsetenv("DOLSOT_TYPECHECK");
+	unsetenv("DOLSOT_TY_BIN");
+}
+END_TEST
+
 START_TEST(session_ids)
 {
 	char err[STORE_ERR_MAX], id[200];
@@ -355,6 +395,7 @@ int main(void)
 	tcase_add_test(tc, seconds);
 	tcase_add_test(tc, counts_and_days);
 	tcase_add_test(tc, settings_precedence);
+	tcase_add_test(tc, typegate_settings);
 	tcase_add_test(tc, session_ids);
 	tcase_add_test(tc, quoting);
 	tcase_add_test(tc, limits);

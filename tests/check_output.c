@@ -81,6 +81,32 @@ START_TEST(capture_memory_is_bounded)
 }
 END_TEST
 
+/* Invalid UTF-8 must not dodge the cap: a byte that continues no
+ * character (0x80-0xbf after no lead byte) counts as one. */
+START_TEST(capture_continuation_bytes_are_capped)
+{
+	struct capture c;
+	char junk[65536];
+
+	memset(junk, 0x80, sizeof(junk));
+	capture_init(&c, 100);
+	for (int i = 0; i < 100; i++)
+		capture_feed(&c, junk, sizeof(junk));
+	ck_assert(c.truncated);
+	ck_assert_uint_eq(c.len, 100);
+	ck_assert_uint_le(c.alloc, 8192);
+	ck_assert_uint_eq(c.chars, 100);
+	capture_release(&c);
+	/* A 4-byte lead owns three continuation bytes, not more. */
+	capture_init(&c, 2);
+	capture_feed(&c, "\xf0\x80\x80\x80\x80\x80", 6);
+	ck_assert_uint_eq(c.len, 5);
+	ck_assert_uint_eq(c.chars, 2);
+	ck_assert(c.truncated);
+	capture_release(&c);
+}
+END_TEST
+
 START_TEST(render_success)
 {
 	struct result r;
@@ -154,6 +180,7 @@ int main(void)
 	tcase_add_test(tc, capture_split_utf8_across_feeds);
 	tcase_add_test(tc, capture_uncapped_keeps_all);
 	tcase_add_test(tc, capture_memory_is_bounded);
+	tcase_add_test(tc, capture_continuation_bytes_are_capped);
 	tcase_add_test(tc, render_success);
 	tcase_add_test(tc, render_failure_order);
 	tcase_add_test(tc, render_truncation_marker);

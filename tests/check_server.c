@@ -147,10 +147,25 @@ START_TEST(first_call_starts_server_and_later_calls_reuse_it)
 	pid_t pid;
 
 	ck_assert_int_eq(server_pid(), 0);
-	free(call_out("t", "x = 1"));   /* cold, and starts the server */
+	free(call_out("t", "x = 1  # secret-token"));   /* cold, and starts the server */
 	server_start();                  /* wait until its zygote is ready */
 	pid = server_pid();
 	ck_assert_int_gt(pid, 0);
+	/* The server does not carry the first call's code in its command line. */
+	{
+		char path[64], *cmdline;
+		size_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+		cmdline = cli_read_file(path, &n);
+		ck_assert_ptr_nonnull(cmdline);
+		ck_assert_str_eq(cmdline, "dolsot-server");
+		for (size_t i = 0; i < n; i++)
+			if (!cmdline[i])
+				cmdline[i] = ' ';
+		ck_assert_msg(!strstr(cmdline, "secret-token"), "cmdline: %s", cmdline);
+		free(cmdline);
+	}
 	a = call_out("t", "import os\nos.getppid()");
 	b = call_out("t", "os.getppid()");
 	c = call_out("t", "x + 1");

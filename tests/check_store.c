@@ -691,6 +691,25 @@ START_TEST(test_ttl_reaps_old_keeps_fresh)
 }
 END_TEST
 
+/* A save killed half-way leaves its temp file; the next call that locks the
+ * session removes it at once, whatever its age, and touches no other's. */
+START_TEST(test_lock_removes_killed_saves)
+{
+	struct store *s = open_file();
+	struct store_lock lk;
+
+	save_str(s, "t", "old");
+	put_file(sess_dir, ".t.AbC123.tmp", "half a sess");
+	put_file(sess_dir, ".u.AbC123.tmp", "another's save in flight");
+	ck_assert_msg(store_lock(s, "t", 0, &lk, err) == 0, "%s", err);
+	ck_assert(!exists(sess_dir, ".t.AbC123.tmp"));
+	ck_assert(exists(sess_dir, ".u.AbC123.tmp"));
+	assert_session(s, "t", "old");
+	store_unlock(s, &lk);
+	store_close(s);
+}
+END_TEST
+
 enum op { OP_LOAD, OP_SAVE, OP_DEL, OP_LIST, OP_LOCK, OP_N };
 
 static void run_op(struct store *s, enum op op)
@@ -998,6 +1017,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_failed_save_keeps_old_and_cleans_up);
 	tcase_add_test(tc, test_load_refuses_non_regular);
 	tcase_add_test(tc, test_ttl_reaps_old_keeps_fresh);
+	tcase_add_test(tc, test_lock_removes_killed_saves);
 	tcase_add_test(tc, test_ttl_reaps_on_every_operation);
 	tcase_add_test(tc, test_ttl_fractional_days);
 	tcase_add_test(tc, test_ttl_zero_never_reaps_sessions);

@@ -3,6 +3,7 @@
  */
 #include "cli_helpers.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -64,7 +66,7 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
                   int out, int err)
 {
 	const char **args;
-	size_t n = 0, w = 0, a = 0;
+	size_t n = 0, w = 0, k = 0;
 
 	while (argv[n])
 		n++;
@@ -72,10 +74,10 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
 		w++;
 	args = calloc(w + n + 2, sizeof(*args));
 	for (size_t i = 0; i < w; i++)
-		args[a++] = o->wrapper[i];
-	args[a++] = w ? cli_bin() : "dolsot";
+		args[k++] = o->wrapper[i];
+	args[k++] = w ? cli_bin() : "dolsot";
 	for (size_t i = 1; i < n; i++)
-		args[a++] = argv[i];
+		args[k++] = argv[i];
 	if (dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		_exit(125);
 	if (o->close_stdin)
@@ -176,9 +178,14 @@ void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *arg
 	}
 	if (inp[1] >= 0)
 		close(inp[1]);
-	while (waitpid(pid, &r->status, 0) < 0)
-		if (errno != EINTR)
-			fatal("waitpid");
+	{
+		struct rusage ru;
+
+		while (wait4(pid, &r->status, 0, &ru) < 0)
+			if (errno != EINTR)
+				fatal("wait4");
+		r->maxrss_kb = ru.ru_maxrss;
+	}
 	r->seconds = now() - t0;
 	r->code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 128 + WTERMSIG(r->status);
 }
@@ -269,4 +276,106 @@ bool cli_pid_alive(pid_t pid)
 bool cli_has(const char *haystack, const char *needle)
 {
 	return haystack && strstr(haystack, needle) != NULL;
+}
+
+/* state, ppid and comm of pid from /proc/PID/stat; false when gone. */
+static bool proc_stat(pid_t pid, char *state, pid_t *ppid, char *comm, size_t commlen)
+{
+	char path[64], *line = NULL, *lp, *rp;
+	size_t cap = 0;
+	FILE *f;
+	bool ok = false;
+	int pp = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (getline(&line, &cap, f) > 0 && (lp = strchr(line, '(')) &&
+	    (rp = strrchr(line, ')')) && sscanf(rp + 1, " %c %d", state, &pp) == 2) {
+		snprintf(comm, commlen, "%.*s", (int)(rp - lp - 1), lp + 1);
+		*ppid = (pid_t)pp;
+		ok = true;
+	}
+	free(line);
+	fclose(f);
+	return ok;
+}
+
+/* True when the initial environment of pid holds exactly entry. */
+static bool env_has(pid_t pid, const char *entry)
+{
+	char path[64], *env;
+	size_t n, elen = strlen(entry);
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	env = cli_read_file(path, &n);
+	if (!env)
+		return false;
+	for (size_t i = 0; i < n && !found; i += strlen(env + i) + 1)
+		found = strlen(env + i) == elen && memcmp(env + i, entry, elen) == 0;
+	free(env);
+	return found;
+}
+
+int cli_strays(const char *env_entry, char *desc, size_t desclen)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t used = 0;
+	int n = 0;
+
+	if (!d)
+		fatal("opendir /proc");
+	if (desclen)
+		desc[0] = '\0';
+	while ((e = readdir(d))) {
+		pid_t pid = (pid_t)atoi(e->d_name), ppid;
+		char state, comm[64];
+
+		if (pid <= 0 || pid == getpid() || !proc_stat(pid, &state, &ppid, comm, sizeof(comm)))
+			continue;
+		if (state == 'Z' || state == 'X' || strcmp(comm, "dolsot-server") == 0 ||
+		    strcmp(comm, "dolsot-zygote") == 0)
+			continue;
+		if (ppid != getpid() && !env_has(pid, env_entry))
+			continue;
+		n++;
+		if (used < desclen)
+			used += (size_t)snprintf(desc + used, desclen - used, "%d %s (%c); ",
+			                         (int)pid, comm, state);
+	}
+	closedir(d);
+	return n;
+}
+
+int cli_wait_no_strays(const char *env_entry, double seconds, char *desc, size_t desclen)
+{
+	double t0 = now();
+	int n;
+
+	while ((n = cli_strays(env_entry, desc, desclen)) > 0 && now() - t0 < seconds)
+		usleep(20000);
+	return n;
+}
+
+int cli_count_fds(pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	int n = 0;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/fd");
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	/* ".", "..", and for ourselves the fd of d */
+	return n - (pid ? 2 : 3);
 }

@@ -17,6 +17,7 @@ struct cli_run {
 	int status;             /* raw wait status */
 	int code;               /* exit code, or 128 + signal */
 	double seconds;
+	long maxrss_kb;         /* peak RSS of dolsot and the children it reaped */
 };
 
 struct cli_opts {
@@ -29,8 +30,8 @@ struct cli_opts {
 	bool drop;              /* run as uid and gid (from root) */
 	uid_t uid;
 	gid_t gid;
-	const char *const *wrapper; /* argv to run the binary under ("unshare", ...,
-	                             * NULL); the binary and its arguments follow */
+	const char *const *wrapper; /* run the binary under this command
+	                               (NULL-terminated argv, e.g. valgrind) */
 };
 
 /* Absolute path of the binary under test ($DOLSOT_BIN or ./dolsot). */
@@ -54,6 +55,21 @@ char *cli_read_file(const char *path, size_t *len);
 
 /* True when pid names a live (not zombie) process. */
 bool cli_pid_alive(pid_t pid);
+
+/*
+ * Processes a call may have left behind: live (not zombie) processes that
+ * are children of this test or carry env_entry ("NAME=VALUE", e.g. the
+ * test's DOLSOT_CACHE_DIR) in their initial environment, leaving out the
+ * warm server and its zygotes, which outlive calls by design.  Returns how
+ * many, and describes them ("pid comm" list) in desc.
+ */
+int cli_strays(const char *env_entry, char *desc, size_t desclen);
+
+/* cli_strays() until it is 0 or seconds pass; returns the last count. */
+int cli_wait_no_strays(const char *env_entry, double seconds, char *desc, size_t desclen);
+
+/* Open fds of pid (0 for this process), or -1. */
+int cli_count_fds(pid_t pid);
 
 /* True when haystack contains needle. */
 bool cli_has(const char *haystack, const char *needle);

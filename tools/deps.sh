@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install the Debian packages a make target needs, when any is missing.
-# usage: tools/deps.sh build|demo|check|lint|fuzz|bench
+# usage: tools/deps.sh build|demo|check|lint|fuzz|valgrind|bench
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
 
@@ -8,10 +8,11 @@ build="gcc make libc6-dev python3.11 libpython3.11-dev python3-dill libseccomp-d
 case "${1:-build}" in
 build|demo) pkgs="$build" ;;
 check) pkgs="$build check libsubunit-dev pkg-config mandoc python3-venv
-	python3-numpy python3-pandas procps util-linux passwd" ;;
+	python3-numpy python3-pandas procps util-linux mypy nodejs passwd" ;;
 lint) pkgs="$build cppcheck clang-tidy mandoc" ;;
 fuzz) pkgs="$build clang libclang-rt-14-dev" ;;
-bench) pkgs="$build python3-numpy python3-pandas hyperfine" ;;
+valgrind) pkgs="$build check libsubunit-dev pkg-config valgrind" ;;
+bench) pkgs="$build python3-numpy python3-pandas hyperfine mypy nodejs" ;;
 *) echo "tools/deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
 

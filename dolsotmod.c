@@ -1,0 +1,373 @@
+/*
+ * dolsotmod.c - the _dolsot built-in module, the worker Python code's door to
+ * the C side: the call's deadline, the type checker runner and parsers of
+ * typegate.h, and the Python modules compiled into the binary (gate.py,
+ * hints.py), imported only when a call needs them.
+ */
+#include "dolsotmod.h"
+
+#include <marshal.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "typegate.h"
+
+/* Made by tools/embed.py: the source, its bytecode and the bytecode magic. */
+extern const unsigned char gate_py[], gate_code[];
+extern const size_t gate_code_len;
+extern const long gate_magic;
+extern const unsigned char hints_py[], hints_code[];
+extern const size_t hints_code_len;
+extern const long hints_magic;
+
+struct embedded {
+	const char *name;
+	const unsigned char *source;
+	const unsigned char *code;
+	size_t code_len;
+	long magic;
+};
+
+static struct timespec deadline;
+static bool have_deadline;
+static char *ty_bin;
+
+void dolsotmod_begin(const struct request *r)
+{
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	have_deadline = r->budget_ns > 0;
+	deadline.tv_sec += (time_t)(r->budget_ns / 1000000000u);
+	deadline.tv_nsec += (long)(r->budget_ns % 1000000000u);
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	free(ty_bin);
+	ty_bin = NULL;
+	if (r->ty_bin.present && r->ty_bin.len)
+		ty_bin = strndup((const char *)r->ty_bin.p, r->ty_bin.len);
+}
+
+static double seconds_left(void)
+{
+	struct timespec now;
+
+	if (!have_deadline)
+		return 1e9;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(deadline.tv_sec - now.tv_sec) +
+	       (double)(deadline.tv_nsec - now.tv_nsec) / 1e9;
+}
+
+static PyObject *m_seconds_left(PyObject *self, PyObject *noargs)
+{
+	(void)self;
+	(void)noargs;
+	return PyFloat_FromDouble(seconds_left());
+}
+
+static PyObject *m_ty_bin(PyObject *self, PyObject *noargs)
+{
+	(void)self;
+	(void)noargs;
+	return PyUnicode_DecodeFSDefault(ty_bin ? ty_bin : "ty");
+}
+
+static PyObject *m_which(PyObject *self, PyObject *arg)
+{
+	PyObject *bytes, *res;
+	char *path;
+
+	(void)self;
+	if (!PyUnicode_FSConverter(arg, &bytes))
+		return NULL;
+	path = tg_which(PyBytes_AS_STRING(bytes));
+	Py_DECREF(bytes);
+	if (!path)
+		Py_RETURN_NONE;
+	res = PyUnicode_DecodeFSDefault(path);
+	free(path);
+	return res;
+}
+
+static PyObject *m_checker_kind(PyObject *self, PyObject *arg)
+{
+	PyObject *bytes, *res;
+
+	(void)self;
+	if (!PyUnicode_FSConverter(arg, &bytes))
+		return NULL;
+	res = PyUnicode_FromString(tg_checker_name(tg_checker_of(PyBytes_AS_STRING(bytes))));
+	Py_DECREF(bytes);
+	return res;
+}
+
+/* A list of str as a NULL-terminated array of fs-encoded bytes; *keep owns them. */
+static const char **str_array(PyObject *list, PyObject **keep)
+{
+	Py_ssize_t n;
+	const char **v;
+
+	*keep = NULL;
+	if (!PyList_Check(list)) {
+		PyErr_SetString(PyExc_TypeError, "expected a list of str");
+		return NULL;
+	}
+	n = PyList_GET_SIZE(list);
+	v = PyMem_Calloc((size_t)n + 1, sizeof(*v));
+	*keep = PyList_New(n);
+	if (!v || !*keep) {
+		PyMem_Free(v);
+		Py_CLEAR(*keep);
+		return (const char **)PyErr_NoMemory();
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *b;
+
+		if (!PyUnicode_FSConverter(PyList_GET_ITEM(list, i), &b)) {
+			PyMem_Free(v);
+			Py_CLEAR(*keep);
+			return NULL;
+		}
+		PyList_SET_ITEM(*keep, i, b);
+		v[i] = PyBytes_AS_STRING(b);
+	}
+	return v;
+}
+
+static const char *status_name(enum tg_run_status s)
+{
+	switch (s) {
+	case TG_RUN_EXITED:
+		return "exited";
+	case TG_RUN_SIGNALED:
+		return "signaled";
+	case TG_RUN_TIMEOUT:
+		return "timeout";
+	case TG_RUN_NOT_FOUND:
+		return "not-found";
+	case TG_RUN_CANNOT_START:
+	default:
+		return "cannot-start";
+	}
+}
+
+static void deadline_in(struct timespec *d, double seconds)
+{
+	double whole = (double)(long long)seconds;
+
+	clock_gettime(CLOCK_MONOTONIC, d);
+	d->tv_sec += (time_t)whole;
+	d->tv_nsec += (long)((seconds - whole) * 1e9);
+	if (d->tv_nsec >= 1000000000L) {
+		d->tv_sec++;
+		d->tv_nsec -= 1000000000L;
+	}
+}
+
+/*
+ * run_checker(argv, env, cwd, seconds, cap) -> (status, code, out, err, elapsed)
+ * status: "exited" (code = exit status), "signaled" (code = signal),
+ * "timeout", "not-found", "cannot-start" (code = errno).
+ */
+static PyObject *m_run_checker(PyObject *self, PyObject *args)
+{
+	PyObject *argv_list, *env_list, *cwd_obj, *keep_argv = NULL, *keep_env = NULL;
+	PyObject *cwd_bytes = NULL, *res = NULL;
+	const char **argv = NULL, **envp = NULL;
+	double seconds;
+	Py_ssize_t cap;
+	struct timespec d;
+	struct tg_run r;
+	char err[512];
+	int rc;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "OOOdn", &argv_list, &env_list, &cwd_obj, &seconds, &cap))
+		return NULL;
+	if (cap < 1 || !(seconds > 0) || seconds > 1e7) {
+		PyErr_SetString(PyExc_ValueError, "cap and seconds must be positive");
+		return NULL;
+	}
+	if (!(argv = str_array(argv_list, &keep_argv)) || !argv[0])
+		goto out;
+	if (env_list != Py_None && !(envp = str_array(env_list, &keep_env)))
+		goto out;
+	if (cwd_obj != Py_None && !PyUnicode_FSConverter(cwd_obj, &cwd_bytes))
+		goto out;
+	deadline_in(&d, seconds);
+	Py_BEGIN_ALLOW_THREADS
+	rc = tg_run(argv, envp, cwd_bytes ? PyBytes_AS_STRING(cwd_bytes) : NULL, &d,
+	            (size_t)cap, &r, err, sizeof(err));
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
+		PyErr_Format(PyExc_OSError, "%s", err);
+		goto out;
+	}
+	res = Py_BuildValue("(siy#y#d)", status_name(r.status), r.code, r.out,
+	                    (Py_ssize_t)r.out_len, r.err, (Py_ssize_t)r.err_len, r.seconds);
+	tg_run_release(&r);
+out:
+	if (argv && !argv[0] && !PyErr_Occurred())
+		PyErr_SetString(PyExc_ValueError, "empty argv");
+	PyMem_Free(argv);
+	PyMem_Free(envp);
+	Py_XDECREF(keep_argv);
+	Py_XDECREF(keep_env);
+	Py_XDECREF(cwd_bytes);
+	return res;
+}
+
+static const char *severity_name(enum tg_severity s)
+{
+	switch (s) {
+	case TG_SEV_ERROR:
+		return "error";
+	case TG_SEV_WARNING:
+		return "warning";
+	case TG_SEV_NOTE:
+	default:
+		return "note";
+	}
+}
+
+static PyObject *diag_tuple(const struct tg_diag *g)
+{
+	return Py_BuildValue("(NkksNN)",
+	                     PyUnicode_DecodeUTF8(g->path, (Py_ssize_t)strlen(g->path), "replace"),
+	                     g->line, g->col, severity_name(g->severity),
+	                     g->code ? PyUnicode_DecodeUTF8(g->code, (Py_ssize_t)strlen(g->code),
+	                                                    "replace")
+	                             : Py_NewRef(Py_None),
+	                     PyUnicode_DecodeUTF8(g->message, (Py_ssize_t)strlen(g->message),
+	                                          "replace"));
+}
+
+static enum tg_checker kind_named(const char *name)
+{
+	if (strcmp(name, "ty") == 0)
+		return TG_TY;
+	if (strcmp(name, "mypy") == 0)
+		return TG_MYPY;
+	if (strcmp(name, "pyright") == 0)
+		return TG_PYRIGHT;
+	return TG_GENERIC;
+}
+
+/*
+ * parse(kind, output) -> [(path, line, col, severity, code, message)], or
+ * None when the output is not in that checker's format.
+ */
+static PyObject *m_parse(PyObject *self, PyObject *args)
+{
+	const char *kind;
+	Py_buffer out;
+	struct tg_diags d;
+	PyObject *list = NULL;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "sy*", &kind, &out))
+		return NULL;
+	if (tg_parse(kind_named(kind), out.buf, (size_t)out.len, &d) < 0) {
+		tg_diags_release(&d);
+		PyBuffer_Release(&out);
+		Py_RETURN_NONE;
+	}
+	list = PyList_New((Py_ssize_t)d.n);
+	for (size_t i = 0; list && i < d.n; i++) {
+		PyObject *t = diag_tuple(&d.v[i]);
+
+		if (!t) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+	}
+	tg_diags_release(&d);
+	PyBuffer_Release(&out);
+	return list;
+}
+
+/* The build's bytecode when this interpreter reads it, else the source compiled. */
+static PyObject *code_of(const struct embedded *e)
+{
+	char filename[64];
+
+	if ((PyImport_GetMagicNumber() & 0xffff) == e->magic) {
+		PyObject *code = PyMarshal_ReadObjectFromString((const char *)e->code,
+		                                                (Py_ssize_t)e->code_len);
+
+		if (code && PyCode_Check(code))
+			return code;
+		Py_XDECREF(code);
+		PyErr_Clear();
+	}
+	snprintf(filename, sizeof(filename), "<dolsot-%s>", e->name);
+	return Py_CompileString((const char *)e->source, filename, Py_file_input);
+}
+
+/* embedded(name) -> the module name.py compiled into the binary, imported once. */
+static PyObject *m_embedded(PyObject *self, PyObject *arg)
+{
+	static const struct embedded modules[] = {
+		{ "gate", gate_py, gate_code, 0, 0 },
+		{ "hints", hints_py, hints_code, 0, 0 },
+	};
+	const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+	struct embedded e = { NULL, NULL, NULL, 0, 0 };
+	char modname[64];
+	PyObject *code, *mod, *key;
+
+	(void)self;
+	if (!name)
+		return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_TypeError, "expected str");
+	for (size_t i = 0; i < sizeof(modules) / sizeof(*modules); i++)
+		if (strcmp(name, modules[i].name) == 0)
+			e = modules[i];
+	if (!e.name)
+		return PyErr_Format(PyExc_ImportError, "no embedded module %s", name);
+	/* Sizes are not constant expressions across files: fill them here. */
+	e.code_len = e.code == gate_code ? gate_code_len : hints_code_len;
+	e.magic = e.code == gate_code ? gate_magic : hints_magic;
+	snprintf(modname, sizeof(modname), "_dolsot_%s", name);
+	key = PyUnicode_FromString(modname);
+	if (!key)
+		return NULL;
+	mod = PyImport_GetModule(key);
+	Py_DECREF(key);
+	if (mod || PyErr_Occurred())
+		return mod;
+	code = code_of(&e);
+	if (!code)
+		return NULL;
+	mod = PyImport_ExecCodeModule(modname, code);
+	Py_DECREF(code);
+	return mod;
+}
+
+static PyMethodDef methods[] = {
+	{ "seconds_left", m_seconds_left, METH_NOARGS,
+	  "Seconds left before the call's deadline." },
+	{ "ty_bin", m_ty_bin, METH_NOARGS, "The type checker the call names." },
+	{ "which", m_which, METH_O, "Look an executable up in PATH." },
+	{ "checker_kind", m_checker_kind, METH_O,
+	  "The output format of a checker binary: ty, mypy, pyright or generic." },
+	{ "run_checker", m_run_checker, METH_VARARGS,
+	  "Run a checker under a deadline; see dolsotmod.c." },
+	{ "parse", m_parse, METH_VARARGS, "Parse a checker's output." },
+	{ "embedded", m_embedded, METH_O, "Import a Python module compiled in." },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "_dolsot", "dolsot's C side, for the worker.", -1, methods,
+	NULL, NULL, NULL, NULL,
+};
+
+PyObject *dolsotmod_init(void)
+{
+	return PyModule_Create(&module);
+}

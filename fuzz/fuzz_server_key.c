@@ -1,0 +1,85 @@
+/*
+ * fuzz_server_key.c - libFuzzer harness for the warm server's text inputs
+ * (server_key.c): the key of a call, which picks and configures a zygote,
+ * and the module file entries that decide when a zygote is stale.
+ *
+ * The input is a payload as wire_decode hands it over (a final NUL is
+ * added when missing).  Every string the key parser returns must lie
+ * inside the payload; every file entry it accepts must rebuild the entry.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_key.h"
+#include "wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(cond) do { \
+	if (!(cond)) { \
+		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+		abort(); \
+	} \
+} while (0)
+
+static const uint8_t *lo, *hi;
+
+/* s is a NUL-terminated string inside [lo, hi), or a static default. */
+static void check_inside(const char *s, const char *dflt)
+{
+	const uint8_t *p = (const uint8_t *)s;
+
+	CHECK(s != NULL);
+	if (dflt && strcmp(s, dflt) == 0 && !(p >= lo && p < hi))
+		return;
+	CHECK(p >= lo && p < hi);
+	CHECK(memchr(p, '\0', (size_t)(hi - p)) != NULL);
+}
+
+static void fuzz_file(const char *entry)
+{
+	char path[64], again[256];
+	long long mtime, size;
+
+	if (server_key_file(entry, path, sizeof(path), &mtime, &size) < 0)
+		return;
+	CHECK(strlen(path) < sizeof(path) && path[0] != '\0');
+	snprintf(again, sizeof(again), "%s\t%lld\t%lld", path, mtime, size);
+	/* Numbers may be written with a sign or leading zeros; the path is exact. */
+	CHECK(strncmp(entry, again, strlen(path) + 1) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct zygote_env env;
+	uint8_t *key;
+	size_t len = size, pos = 0;
+	const char *v;
+
+	if (size > WIRE_MAX_PAYLOAD)
+		return 0;
+	key = malloc(size + 1);
+	CHECK(key != NULL);
+	memcpy(key, data, size);
+	if (len == 0 || key[len - 1] != '\0')
+		key[len++] = '\0';
+	lo = key;
+	hi = key + len;
+	server_key_env(key, len, &env);
+	check_inside(env.cwd, "/");
+	check_inside(env.pythonpath, "");
+	check_inside(env.venv, "");
+	CHECK(env.n_modules <= sizeof(env.modules) / sizeof(*env.modules));
+	CHECK(env.n_env <= sizeof(env.env) / sizeof(*env.env));
+	for (size_t i = 0; i < env.n_modules; i++)
+		check_inside(env.modules[i], NULL);
+	for (size_t i = 0; i < env.n_env; i++)
+		check_inside(env.env[i], NULL);
+	while ((v = wire_next(key, len, "file", &pos)))
+		fuzz_file(v);
+	/* The whole input as one entry too, cut at its first NUL. */
+	fuzz_file((const char *)key);
+	free(key);
+	return 0;
+}

@@ -1,0 +1,446 @@
+"""dolsot type gate: check a cell against the toolboxes' signatures first.
+
+Compiled into the binary and imported (as _dolsot_gate) only when the gate
+is on.  check() writes one file to a private temporary directory:
+
+    prelude   imports of each toolbox under its alias, then one declaration
+              per name the session holds (its exact type when that is a
+              plain builtin the cell does not rebind, else Any)
+    cell      the cell's lines unchanged, or indented into an async function
+              when the cell awaits at top level
+
+runs the checker on it (typegate.c, through _dolsot) within half of the
+time the call has left, and keeps only error diagnostics that fall inside
+the cell's lines, renumbered to the cell's own numbering.
+
+Nothing here may block a cell the gate does not understand: every failure
+of the gate itself, of the checker, or of reading its output lets the cell
+run (fail open), with at most one warning line.
+"""
+
+import ast
+import keyword
+import os
+import sys
+
+import _dolsot
+
+CELL_FILE = "_dolsot_cell.py"
+OUTPUT_CAP = 1 << 20
+MAX_SHOWN = 20
+MIN_SECONDS = 0.05
+INDENT = "    "
+
+_EXACT = (int, float, complex, str, bytes, bytearray, bool, list, dict, set,
+          frozenset, tuple)
+
+# mypy is run in its most forgiving mode: these codes flag code that runs.
+_MYPY_OFF = ("no-redef", "var-annotated", "has-type", "func-returns-value",
+             "empty-body", "valid-type", "annotation-unchecked", "import",
+             "truthy-function", "misc")
+_MYPY_FLAGS = ("--show-column-numbers", "--show-error-codes", "--no-error-summary",
+               "--no-pretty", "--no-color-output", "--hide-error-context",
+               "--config-file=", "--follow-imports=silent", "--ignore-missing-imports",
+               "--allow-redefinition", "--no-strict-optional", "--allow-untyped-globals",
+               "--python-version", "3.11")
+
+# pyright's rules that report code which runs, in a REPL at least.
+_PYRIGHT_OFF = ("reportRedeclaration", "reportMissingImports", "reportMissingModuleSource",
+                "reportOptionalMemberAccess", "reportOptionalSubscript",
+                "reportOptionalIterable", "reportOptionalCall", "reportOptionalOperand",
+                "reportOptionalContextManager", "reportPossiblyUnbound",
+                "reportUnusedCoroutine", "reportUnusedExpression",
+                "reportSelfClsParameterName", "reportPrivateImportUsage",
+                "reportUntypedBaseClass", "reportTypedDictNotRequiredAccess",
+                "reportInvalidTypeForm", "reportWildcardImportFromLibrary")
+
+# ty's rules with long-standing names only: an unknown name is an error
+# in some releases.  Its "possibly ..." rules are warnings by default.
+_TY_OFF = ("unresolved-import", "invalid-type-form")
+
+
+class _Skip(Exception):
+    """The gate cannot check this cell; run it.  args[0] is a warning or None."""
+
+
+def _bound_names(tree):
+    """Names the cell binds in the module namespace, and those it assigns.
+
+    Returns (all bound, bound by assignment-like statements), the second
+    excluding def, class and import bindings.
+    """
+    bound, assigned = set(), set()
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+    def visit(node, top):
+        if isinstance(node, ast.Global):
+            bound.update(node.names)
+            assigned.update(node.names)
+        if top:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    if a.name != "*":
+                        bound.add(a.asname or a.name.split(".")[0])
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                bound.add(node.id)
+                assigned.add(node.id)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                bound.add(node.name)
+                assigned.add(node.name)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                bound.add(node.name)
+                assigned.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                bound.add(node.rest)
+                assigned.add(node.rest)
+        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name) and top:
+            bound.add(node.target.id)
+            assigned.add(node.target.id)
+        inner = top and not isinstance(node, scopes) and not isinstance(
+            node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+        for child in ast.iter_child_nodes(node):
+            # A walrus inside a comprehension still binds in the module.
+            visit(child, inner or (top and isinstance(child, ast.NamedExpr)))
+
+    visit(tree, True)
+    return bound, assigned
+
+
+def _parse(text):
+    return compile(text, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def _awaits_at_top(code):
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    return bool(compile(code, "<cell>", "exec", flags).co_flags & 0x80)
+
+
+def _declaration(name, value, rebound):
+    if isinstance(value, type) and not rebound:
+        # A class from an earlier cell may be used in annotations.
+        return f"class {name}(_dolsot_Any): pass"
+    t = type(value)
+    if not rebound and t in _EXACT:
+        return f"{name}: _dolsot_b.{t.__name__} = _dolsot_v()"
+    if not rebound and value is None:
+        return f"{name}: None = None"
+    return f"{name}: _dolsot_Any = _dolsot_v()"
+
+
+def _prelude(kind, held, toolboxes, bound, assigned, wrapped):
+    lines = ["import builtins as _dolsot_b",
+             "from typing import Any as _dolsot_Any",
+             "def _dolsot_v() -> _dolsot_Any: return None"]
+    for alias, module in toolboxes.items():
+        lines.append(f"import {module.__name__} as {alias}")
+    declared = set()
+    for name in sorted(held):
+        if name in toolboxes or not name.isidentifier() or keyword.iskeyword(name):
+            continue
+        declared.add(name)
+        lines.append(_declaration(name, held[name], name in bound))
+    # mypy fixes a variable's type at its first assignment, and would reject
+    # a valid rebinding to another type: assigned names are Any.  A wrapped
+    # cell's names are declared global, so they must exist at module level.
+    extra = bound if wrapped else assigned if kind == "mypy" else set()
+    if extra:
+        for name in sorted(extra - declared - set(toolboxes)):
+            if name.isidentifier() and not keyword.iskeyword(name):
+                lines.append(f"{name}: _dolsot_Any = _dolsot_v()")
+    return lines
+
+
+def build_source(kind, text, held, toolboxes):
+    """(file text, line offset, column offset, dynamic) for a cell; raises
+    _Skip.  dynamic: the cell may bind names that no checker can see."""
+    try:
+        wrapped = _awaits_at_top(text)
+        tree = _parse(text)
+    except (SyntaxError, ValueError):
+        raise _Skip(None) from None     # the run reports it, with the line
+    bound, assigned = _bound_names(tree)
+    lines = _prelude(kind, held, toolboxes, bound, assigned, wrapped)
+    cell_lines = text.split("\n")
+    col = 0
+    if wrapped:
+        lines.append("async def _dolsot_cell() -> None:")
+        names = sorted(n for n in bound if n.isidentifier())
+        if names:
+            lines.append(INDENT + "global " + ", ".join(names))
+        cell_lines = [INDENT + ln for ln in cell_lines]
+        col = len(INDENT)
+    offset = len(lines)
+    source = "\n".join(lines + cell_lines) + "\n"
+    try:
+        compile(source, CELL_FILE, "exec", ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError):
+        raise _Skip(None) from None     # e.g. a star import inside the wrapper
+    return source, offset, col, _dynamic(tree)
+
+
+# Calls that create names the checker cannot see.
+_DYNAMIC_CALLS = {"exec", "eval", "globals", "locals", "vars", "setattr", "__import__"}
+_UNDEFINED_CODES = {"name-defined", "reportUndefinedVariable", "unresolved-reference"}
+_UNDEFINED_TEXT = ("is not defined", "used when not defined")
+
+
+def _dynamic(tree):
+    """True when the cell may bind names no checker can see."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return True
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in _DYNAMIC_CALLS):
+            return True
+    return False
+
+
+def _undefined_name(code, message):
+    return code in _UNDEFINED_CODES or any(t in message for t in _UNDEFINED_TEXT)
+
+
+def _cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if not base.startswith("/"):
+        home = os.environ.get("HOME") or ""
+        if not home.startswith("/"):
+            return os.devnull
+        base = os.path.join(home, ".cache")
+    path = os.path.join(base, "dolsot", "mypy")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+        if st.st_uid != os.getuid():
+            return os.devnull
+    except OSError:
+        return os.devnull
+    return path
+
+
+def _search_paths():
+    """Where the worker finds toolboxes besides the interpreter's own dirs."""
+    paths = [os.getcwd()]
+    for p in (os.environ.get("PYTHONPATH") or "").split(os.pathsep):
+        if p and p not in paths:
+            paths.append(os.path.abspath(p))
+    return paths
+
+
+def _json(value):
+    """JSON for str, bool, list and dict: importing json costs milliseconds."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + "".join(c if c >= " " and c not in '"\\' else f"\\u{ord(c):04x}"
+                             for c in value) + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_json(v) for v in value) + "]"
+    return "{" + ", ".join(f"{_json(k)}: {_json(v)}" for k, v in value.items()) + "}"
+
+
+def _pyright_config(tmp):
+    conf = {"typeCheckingMode": "basic", "pythonVersion": "3.11",
+            "extraPaths": _search_paths(), "enableTypeIgnoreComments": True}
+    conf.update({rule: "none" for rule in _PYRIGHT_OFF})
+    path = os.path.join(tmp, "pyrightconfig.json")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_json(conf))
+    return path
+
+
+def command(kind, binary, path, tmp):
+    """(argv, extra environment) to check the file at path."""
+    if kind == "mypy":
+        argv = [binary, *_MYPY_FLAGS, "--cache-dir", _cache_dir()]
+        for code in _MYPY_OFF:
+            argv += ["--disable-error-code", code]
+        if os.environ.get("VIRTUAL_ENV"):
+            argv += ["--python-executable", sys.executable]
+        # MYPYPATH must not name a site-packages directory, or mypy stops.
+        paths = [p for p in _search_paths()
+                 if "site-packages" not in p and "dist-packages" not in p]
+        return argv + [path], {"MYPYPATH": os.pathsep.join(paths)}
+    if kind == "pyright":
+        return [binary, "--outputjson", "-p", _pyright_config(tmp),
+                "--pythonpath", sys.executable, path], {}
+    if kind == "ty":
+        argv = [binary, "check", "--output-format", "concise", "--color", "never",
+                "--python-version", "3.11", "--python", sys.executable]
+        for p in _search_paths():
+            argv += ["--extra-search-path", p]
+        for rule in _TY_OFF:
+            argv += ["--ignore", rule]
+        return argv + [path], {}
+    return [binary, path], {}
+
+
+def _environment(extra):
+    if not extra:
+        return None
+    env = dict(os.environ)
+    env.update(extra)
+    return [f"{k}={v}" for k, v in env.items()]
+
+
+def _first_line(data):
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.strip()[:200]
+    return ""
+
+
+def _unreadable(name, code, out, err):
+    why = _first_line(err) or _first_line(out)
+    return (f"warning: type gate skipped: cannot read {name}'s output "
+            f"(exit status {code}){': ' + why if why else ''}")
+
+
+def _diagnostics(kind, name, status, code, out, err):
+    """The checker's diagnostics; raises _Skip when it failed."""
+    if status == "not-found":
+        raise _Skip(None)
+    if status == "cannot-start":
+        raise _Skip(f"warning: type gate skipped: cannot start {name}: {os.strerror(code)}")
+    if status == "signaled":
+        raise _Skip(f"warning: type gate skipped: {name} crashed (signal {code})")
+    expected = {"mypy": (0, 1), "ty": (0, 1), "pyright": (0, 1)}.get(kind)
+    if expected is not None and code not in expected:
+        raise _Skip(_unreadable(name, code, out, err))
+    found = _dolsot.parse(kind, out)
+    if found is None:
+        raise _Skip(_unreadable(name, code, out, err))
+    errors = [d for d in found if d[3] == "error"]
+    # A line format that announces errors (exit 1) must show some.
+    if kind != "pyright" and code != 0 and not errors:
+        raise _Skip(_unreadable(name, code, out, err))
+    return found
+
+
+def _in_cell(diag, offset, n_lines, col_shift):
+    path, line, col, severity, code, message = diag
+    if severity != "error" or os.path.basename(path) != CELL_FILE:
+        return None
+    if not offset < line <= offset + n_lines:
+        return None
+    return line - offset, max(col - col_shift, 0) if col else 0, message, code
+
+
+def _toolbox_ref(tree, toolboxes, line, col):
+    """(alias, name) of the toolbox attribute a diagnostic points at, or None."""
+    refs = []
+    for node in ast.walk(tree):
+        target = node.func if isinstance(node, ast.Call) else node
+        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id in toolboxes):
+            refs.append((node, target.value.id, target.attr))
+    pos = (line, col - 1)
+    inside = [r for r in refs
+              if (r[0].lineno, r[0].col_offset) <= pos < (r[0].end_lineno, r[0].end_col_offset)]
+    if inside:
+        def size(r):
+            n = r[0]
+            return (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset)
+        r = min(inside, key=size)
+        return r[1], r[2]
+    same = {(r[1], r[2]) for r in refs if r[0].lineno == line}
+    return same.pop() if len(same) == 1 else None
+
+
+def format_block(name, errors, text, toolboxes):
+    """The error text of a blocked cell: one 'line N: message' per error."""
+    hints = _dolsot.embedded("hints")
+    tree = _parse(text)
+    n = len(errors)
+    out = [f"TypeCheckError: {name} found {n} error{'s' if n != 1 else ''} in the cell, "
+           "so it did not run; session unchanged"]
+    for line, col, message, code in errors[:MAX_SHOWN]:
+        first, *rest = message.splitlines() or [""]
+        out.append(f"line {line}: {first}")
+        out.extend("  " + r.strip() for r in rest[:4] if r.strip())
+        ref = _toolbox_ref(tree, toolboxes, line, col) if col else None
+        if ref is None:
+            ref = _toolbox_ref(tree, toolboxes, line, 0)
+        if ref is not None:
+            hint = hints.toolbox_hint(ref[0], toolboxes[ref[0]], ref[1])
+            if hint:
+                out.append("  " + hint)
+    if n > MAX_SHOWN:
+        out.append(f"... and {n - MAX_SHOWN} more")
+    return "\n".join(out)
+
+
+def _remove(tmp, names):
+    for n in names:
+        try:
+            os.unlink(os.path.join(tmp, n))
+        except OSError:
+            pass
+    try:
+        os.rmdir(tmp)
+    except OSError:
+        pass
+
+
+def _private_dir():
+    base = os.environ.get("TMPDIR") or "/tmp"
+    for _ in range(16):
+        path = os.path.join(base, f"dolsot-gate-{os.getpid()}-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+    raise OSError("cannot make a private temporary directory")
+
+
+def _run(code, held, toolboxes):
+    binary = _dolsot.ty_bin()
+    path = _dolsot.which(binary)
+    if path is None:
+        raise _Skip(None)               # not installed: silent
+    kind = _dolsot.checker_kind(path)
+    name = os.path.basename(binary)
+    try:
+        text = code.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Skip(None) from None
+    source, offset, col_shift, dynamic = build_source(kind, text, held, toolboxes)
+    seconds = _dolsot.seconds_left() / 2
+    if seconds < MIN_SECONDS:
+        raise _Skip(f"warning: type gate skipped: no time left to run {name}")
+    tmp = _private_dir()
+    try:
+        cell = os.path.join(tmp, CELL_FILE)
+        with open(cell, "w", encoding="utf-8") as f:
+            f.write(source)
+        argv, extra = command(kind, path, cell, tmp)
+        status, rc, out, err, took = _dolsot.run_checker(
+            argv, _environment(extra), tmp, seconds, OUTPUT_CAP)
+    finally:
+        _remove(tmp, (CELL_FILE, "pyrightconfig.json"))
+    if status == "timeout":
+        raise _Skip(f"warning: type gate skipped: {name} did not finish within "
+                    f"{took:.1f}s (half the time the call had left)")
+    found = _diagnostics(kind, name, status, rc, out, err)
+    n_lines = len(text.split("\n"))
+    errors = [e for e in (_in_cell(d, offset, n_lines, col_shift) for d in found) if e]
+    if dynamic:
+        errors = [e for e in errors if not _undefined_name(e[3], e[2])]
+    if not errors:
+        return None
+    return format_block(name, errors, text, toolboxes)
+
+
+def check(code, held, toolboxes):
+    """Type-check a cell.  Returns (error, warning): error is the text of a
+    blocked cell (None: run it), warning one line for stderr or None."""
+    try:
+        return _run(code, held, toolboxes), None
+    except _Skip as e:
+        return None, e.args[0]
+    except BaseException as e:
+        text = str(e).splitlines()[0] if str(e) else ""
+        return None, (f"warning: type gate skipped: {type(e).__name__}"
+                      f"{': ' + text if text else ''}")

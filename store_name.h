@@ -1,0 +1,34 @@
+/*
+ * store_name.h - the names FileStore gives the files in a session
+ * directory, told apart from any other entry there.
+ *
+ *   ID.pkl            a session
+ *   .ID.XXXXXX.tmp    a save in progress (X: [A-Za-z0-9])
+ *   ID.lock           the session's lock
+ *
+ * A name is ours only when ID is a valid session id; everything else in the
+ * directory is left alone.
+ */
+#ifndef DOLSOT_STORE_NAME_H
+#define DOLSOT_STORE_NAME_H
+
+#include "store.h"
+
+#define STORE_TEMP_RAND_LEN 6
+/* ".ID.XXXXXX.tmp" is the longest name, plus its NUL. */
+#define STORE_NAME_MAX (STORE_ID_MAX + STORE_TEMP_RAND_LEN + 8)
+
+enum store_name_kind {
+	STORE_NAME_OTHER,
+	STORE_NAME_SESSION,
+	STORE_NAME_TEMP,
+	STORE_NAME_LOCK,
+};
+
+/*
+ * Classify a directory entry (a NUL-terminated name).  For any kind but
+ * STORE_NAME_OTHER, id (STORE_ID_MAX + 1 bytes) gets the session id.
+ */
+enum store_name_kind store_name_kind(const char *name, char *id);
+
+#endif
