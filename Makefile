@@ -13,6 +13,8 @@ PY_STATIC := $(PY_CONFIGDIR)/libpython3.11-pic.a
 # modules (numpy, _ctypes, _ssl, ...) loaded later find them in the binary.
 PY_LDLIBS := -Wl,--whole-archive $(PY_STATIC) -Wl,--no-whole-archive \
 	-ldl -lm -lz -lexpat -lpthread -lutil
+# libseccomp (the sandbox's system call filter) is linked in too.
+SECCOMP_LIBS := -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -24,8 +26,10 @@ VERSION := 0.3.0
 
 CORE_SRCS := frame.c store_id.c store_name.c store_file.c store_mem.c output.c opts.c \
 	repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
-	store_remote.c mem_list.c typegate.c typegate_parse.c
-WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c session_py.c state_py.c
+	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
+	sandbox_plan.c
+WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c session_py.c state_py.c \
+	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
 
@@ -34,14 +38,14 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
-	tests/check_carry
+	tests/check_carry tests/check_sandbox tests/check_sandbox_enter
 
 all: dolsot
 
 # Not a PIE: libpython's tables of pointers would need ~39,000 relocations
 # at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS)
 
 worker.o dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
@@ -63,7 +67,7 @@ tests/%.o: tests/%.c
 
 T_FRAME := tests/check_frame.o frame.o
 T_STORE := tests/check_store.o store_id.o store_name.o store_file.o store_mem.o
-T_OPTS := tests/check_opts.o opts.o store_id.o
+T_OPTS := tests/check_opts.o opts.o store_id.o rlimits.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
@@ -72,6 +76,8 @@ T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_par
 T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
 T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o
+T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
+T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
 
 tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)
@@ -84,6 +90,8 @@ tests/check_typegate: $(T_TYPEGATE)
 tests/check_hostile: $(T_HOSTILE)
 tests/check_faults: $(T_FAULTS)
 tests/check_carry: $(T_CARRY)
+tests/check_sandbox: $(T_SANDBOX)
+tests/check_sandbox_enter: $(T_SBX_ENTER)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
 tests/check_opts-asan: $(T_OPTS:.o=.asan.o)
@@ -95,6 +103,13 @@ tests/check_typegate-asan: $(T_TYPEGATE:.o=.asan.o)
 tests/check_hostile-asan: $(T_HOSTILE:.o=.asan.o)
 tests/check_faults-asan: $(T_FAULTS:.o=.asan.o)
 tests/check_carry-asan: $(T_CARRY:.o=.asan.o)
+tests/check_sandbox-asan: $(T_SANDBOX:.o=.asan.o)
+tests/check_sandbox_enter-asan: $(T_SBX_ENTER:.o=.asan.o)
+
+# check_sandbox_enter embeds Python, as a warm zygote does.
+tests/check_sandbox_enter.o tests/check_sandbox_enter.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
+tests/check_sandbox_enter tests/check_sandbox_enter-asan: \
+	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS)
 
 $(TESTS):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -137,7 +152,7 @@ tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 dolsot-asan: $(SRCS:.c=.asan.o)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS)
 
 $(ASAN_TESTS):
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)

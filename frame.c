@@ -33,6 +33,13 @@ enum frame_tag {
 	FT_REQ_BUDGET_NS = 0x0106,
 	FT_REQ_FLAGS = 0x0107,
 	FT_REQ_TY_BIN = 0x0108,
+	FT_REQ_MEMORY = 0x0109,
+	FT_REQ_MAX_PROCS = 0x010a,
+	FT_REQ_MAX_FILE_SIZE = 0x010b,
+	FT_REQ_CPU_SECONDS = 0x010c,
+	FT_REQ_RECURSION_LIMIT = 0x010d,
+	FT_REQ_BINDS = 0x010e,		/* host NUL path NUL mode NUL, repeated */
+	FT_REQ_PIDS_CGROUP = 0x010f,
 	FT_REQ_ENV = 0x0120,		/* NAME=VALUE entries, NUL-separated */
 	FT_REQ_CWD = 0x0121,
 
@@ -44,10 +51,12 @@ enum frame_tag {
 	FT_RES_DROPPED = 0x0206,
 	FT_RES_WARNINGS = 0x0207,
 	FT_RES_BLOB = 0x0208,
+	FT_RES_LIMIT = 0x0209,
 };
 
 enum field_type {
 	FIELD_BYTES,		/* struct span at off */
+	FIELD_BINDS,		/* struct span at off, checked as binds */
 	FIELD_U64,		/* uint64_t at off */
 	FIELD_I64,		/* int64_t at off */
 	FIELD_TOOLBOX,		/* struct request's toolbox array */
@@ -88,6 +97,20 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, cwd), "cwd" },
 	{ FT_REQ_TY_BIN, FIELD_BYTES, false,
 	  offsetof(struct request, ty_bin), "ty_bin" },
+	{ FT_REQ_MEMORY, FIELD_U64, false,
+	  offsetof(struct request, memory), "memory" },
+	{ FT_REQ_MAX_PROCS, FIELD_U64, false,
+	  offsetof(struct request, max_procs), "max_procs" },
+	{ FT_REQ_MAX_FILE_SIZE, FIELD_U64, false,
+	  offsetof(struct request, max_file_size), "max_file_size" },
+	{ FT_REQ_CPU_SECONDS, FIELD_U64, false,
+	  offsetof(struct request, cpu_seconds), "cpu_seconds" },
+	{ FT_REQ_RECURSION_LIMIT, FIELD_U64, false,
+	  offsetof(struct request, recursion_limit), "recursion_limit" },
+	{ FT_REQ_BINDS, FIELD_BINDS, false,
+	  offsetof(struct request, binds), "binds" },
+	{ FT_REQ_PIDS_CGROUP, FIELD_BYTES, false,
+	  offsetof(struct request, pids_cgroup), "pids_cgroup" },
 };
 
 static const struct field_desc result_fields[] = {
@@ -107,6 +130,8 @@ static const struct field_desc result_fields[] = {
 	  offsetof(struct worker_result, warnings), "warnings" },
 	{ FT_RES_BLOB, FIELD_BYTES, false,
 	  offsetof(struct worker_result, blob), "blob" },
+	{ FT_RES_LIMIT, FIELD_BYTES, false,
+	  offsetof(struct worker_result, limit), "limit" },
 };
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -183,6 +208,51 @@ static uint64_t field_scalar(const void *obj, const struct field_desc *f)
 	return *(const uint64_t *)p;
 }
 
+/* ---- lists of NUL-terminated items ---- */
+
+bool span_next_item(struct span *rest, struct span *item)
+{
+	const uint8_t *nul;
+
+	if (!rest->present || rest->len == 0)
+		return false;
+	nul = memchr(rest->p, '\0', rest->len);
+	if (!nul)
+		return false;
+	*item = (struct span){ rest->p, (size_t)(nul - rest->p), true };
+	rest->p = nul + 1;
+	rest->len -= item->len + 1;
+	return true;
+}
+
+static bool span_is(struct span s, const char *text)
+{
+	return s.len == strlen(text) && memcmp(s.p, text, s.len) == 0;
+}
+
+/* NULL when p[0..len) is a valid list of binds, else why not. */
+static const char *binds_problem(const uint8_t *p, size_t len)
+{
+	struct span rest = { p, len, true }, item;
+	size_t n = 0;
+
+	if (len && p[len - 1] != '\0')
+		return "does not end with a nul";
+	while (span_next_item(&rest, &item)) {
+		if (n % 3 == 2) {
+			if (!span_is(item, "ro") && !span_is(item, "rw") &&
+			    !span_is(item, "overlay"))
+				return "has a mode other than ro, rw or overlay";
+		} else if (item.len == 0 || item.p[0] != '/') {
+			return "has a path that is not absolute";
+		}
+		n++;
+	}
+	if (n % 3)
+		return "does not hold whole host, path, mode triples";
+	return NULL;
+}
+
 /* ---- encoding ---- */
 
 static int toolbox_part_ok(struct span s)
@@ -202,6 +272,8 @@ static int check_request(const struct request *r)
 		    !toolbox_part_ok(r->toolboxes[i].alias))
 			return -1;
 	}
+	if (r->binds.present && binds_problem(r->binds.p, r->binds.len))
+		return -1;
 	return 0;
 }
 
@@ -216,6 +288,7 @@ static size_t field_count(const void *obj, const struct field_desc *f)
 {
 	switch (f->type) {
 	case FIELD_BYTES:
+	case FIELD_BINDS:
 		return field_span(obj, f)->present;
 	case FIELD_TOOLBOX:
 		return ((const struct request *)obj)->n_toolboxes;
@@ -234,6 +307,7 @@ static uint64_t field_data_len(const void *obj, const struct field_desc *f,
 
 	switch (f->type) {
 	case FIELD_BYTES:
+	case FIELD_BINDS:
 		return field_span(obj, f)->len;
 	case FIELD_TOOLBOX:
 		tb = &((const struct request *)obj)->toolboxes[i];
@@ -320,6 +394,7 @@ static uint8_t *put_field(uint8_t *w, const void *obj,
 	w = put_field_header(w, f->tag, field_data_len(obj, f, i));
 	switch (f->type) {
 	case FIELD_BYTES:
+	case FIELD_BINDS:
 		return put_bytes(w, *field_span(obj, f));
 	case FIELD_TOOLBOX:
 		tb = &((const struct request *)obj)->toolboxes[i];
@@ -501,11 +576,16 @@ static int store_field(struct decoder *d, const struct field_desc *f,
                        const uint8_t *p, size_t len, size_t at)
 {
 	char *dst = (char *)d->out + f->off;
+	const char *why;
 
 	if ((f->type == FIELD_U64 || f->type == FIELD_I64) && len != SCALAR_LEN)
 		return fail(d, "field %s at offset %zu has length %zu, want %d",
 			    f->name, at, len, SCALAR_LEN);
 	switch (f->type) {
+	case FIELD_BINDS:
+		if ((why = binds_problem(p, len)))
+			return fail(d, "field %s at offset %zu %s", f->name, at, why);
+		/* fall through */
 	case FIELD_BYTES:
 		*(struct span *)dst = span_at(p, len);
 		return 0;

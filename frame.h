@@ -62,10 +62,21 @@ struct request {
 	uint64_t max_output;             /* chars of value kept; 0 = no cap */
 	uint64_t budget_ns;              /* time left for the worker when sent */
 	uint64_t flags;                  /* REQ_* bits */
-	/* Only on the warm path, where the worker does not inherit them: */
-	struct span env;                 /* NAME=VALUE entries, NUL-separated */
-	struct span cwd;                 /* the caller's working directory */
+	/* The worker's whole environment, when it must not simply inherit the
+	 * caller's (the warm path, a sandbox, --env): NAME=VALUE entries,
+	 * NUL-separated. */
+	struct span env;
+	struct span cwd;                 /* the caller's working directory (warm path) */
 	struct span ty_bin;              /* the type checker; absent = "ty" */
+	/* Isolation (issue 5): limits are 0 when not set (see rlimits.h). */
+	uint64_t memory;                 /* bytes */
+	uint64_t max_procs;
+	uint64_t max_file_size;          /* bytes */
+	uint64_t cpu_seconds;
+	uint64_t recursion_limit;
+	struct span binds;               /* sandbox binds: host NUL path NUL mode NUL,
+	                                  * repeated; mode "ro", "rw" or "overlay" */
+	struct span pids_cgroup;         /* a cgroup directory the worker joins */
 };
 
 #define REQ_TYPECHECK  (1u << 0)
@@ -82,6 +93,7 @@ struct worker_result {
 	struct span dropped;             /* "name\treason" lines */
 	struct span warnings;            /* extra stderr lines from the worker */
 	struct span blob;                /* the new session; present iff RES_SAVE */
+	struct span limit;               /* the limit the cell hit ("memory", ...) */
 };
 
 #define RES_OK   (1u << 0)           /* the cell ran without raising */
@@ -117,6 +129,13 @@ int frame_decode_result(const uint8_t *buf, size_t len,
  * FRAME_MAX.  Lets a reader know when a frame is complete.
  */
 uint64_t frame_total_len(const uint8_t *hdr, size_t len);
+
+/*
+ * Walk a list of NUL-terminated items (binds, env): *item gets the next one
+ * (without its NUL) and *rest moves past it.  False at the end, and at a
+ * last item without its NUL.
+ */
+bool span_next_item(struct span *rest, struct span *item);
 
 /* Build a span over a NUL-terminated string (present = true). */
 struct span span_str(const char *s);

@@ -23,10 +23,13 @@
 #define MAX_CODE_BYTES ((size_t)256 << 20)
 
 static const char usage_text[] =
-	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--timeout SECONDS] [CODE]\n"
+	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--timeout SECONDS]\n"
+	"              [--sandbox] [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]...\n"
+	"              [--memory SIZE] [--max-procs N] [--max-file-size SIZE]\n"
+	"              [--cpu-seconds N] [--recursion-limit N] [CODE]\n"
 	"       dolsot --list-sessions\n"
 	"       dolsot --reset ID|all\n"
-	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS]\n"
+	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot --help | --version\n";
 
@@ -39,6 +42,17 @@ static const char help_text[] =
 	"  --toolbox MODULE:ALIAS  import MODULE in the worker as ALIAS (repeatable)\n"
 	"  --session ID            the session to run in (required to run code)\n"
 	"  --timeout SECONDS       wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)\n"
+	"  --sandbox               run the cell isolated: no host files, network or\n"
+	"                          environment beyond what is granted ($DOLSOT_SANDBOX=1)\n"
+	"  --mount HOST:VIRTUAL[:MODE]\n"
+	"                          show HOST at VIRTUAL in the sandbox; MODE is ro (default),\n"
+	"                          rw or overlay (repeatable; implies --sandbox)\n"
+	"  --env NAME[=VALUE]      pass NAME through, or set it, for the cell (repeatable)\n"
+	"  --memory SIZE           memory limit, like 512M (K, M, G; $DOLSOT_MEMORY)\n"
+	"  --max-procs N           processes and threads at once ($DOLSOT_MAX_PROCS)\n"
+	"  --max-file-size SIZE    largest file the cell may write ($DOLSOT_MAX_FILE_SIZE)\n"
+	"  --cpu-seconds N         CPU time limit ($DOLSOT_CPU_SECONDS)\n"
+	"  --recursion-limit N     Python frames the cell may nest ($DOLSOT_RECURSION_LIMIT)\n"
 	"  --list-sessions         list sessions: id, size in bytes, last used (UTC)\n"
 	"  --reset ID|all          forget one session, or every session\n"
 	"  --server-start          start the warm server now and wait until it is ready\n"
@@ -88,15 +102,31 @@ struct cli {
 	bool list;
 	enum { SERVER_NONE, SERVER_START, SERVER_STATUS, SERVER_STOP } server;
 	const char *code;
+	bool sandbox;
+	struct mount_arg *mounts;
+	size_t n_mounts;
+	const char **env;
+	size_t n_env;
+	struct limits limits;
 };
 
-enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_LIST, OPT_RESET,
-       OPT_SERVER_START, OPT_SERVER_STATUS, OPT_SERVER_STOP };
+enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
+       OPT_MEMORY, OPT_MAX_PROCS, OPT_MAX_FILE_SIZE, OPT_CPU_SECONDS,
+       OPT_RECURSION_LIMIT, OPT_LIST, OPT_RESET, OPT_SERVER_START, OPT_SERVER_STATUS,
+       OPT_SERVER_STOP };
 
 static const struct option long_options[] = {
 	{ "toolbox", required_argument, NULL, OPT_TOOLBOX },
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "sandbox", no_argument, NULL, OPT_SANDBOX },
+	{ "mount", required_argument, NULL, OPT_MOUNT },
+	{ "env", required_argument, NULL, OPT_ENV },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "max-procs", required_argument, NULL, OPT_MAX_PROCS },
+	{ "max-file-size", required_argument, NULL, OPT_MAX_FILE_SIZE },
+	{ "cpu-seconds", required_argument, NULL, OPT_CPU_SECONDS },
+	{ "recursion-limit", required_argument, NULL, OPT_RECURSION_LIMIT },
 	{ "list-sessions", no_argument, NULL, OPT_LIST },
 	{ "reset", required_argument, NULL, OPT_RESET },
 	{ "server-start", no_argument, NULL, OPT_SERVER_START },
@@ -127,6 +157,45 @@ static void add_toolbox(struct cli *c, const char *spec)
 	c->toolboxes[c->n_toolboxes++] = t;
 }
 
+static void add_mount(struct cli *c, const char *spec)
+{
+	char err[OPTS_ERR_MAX];
+	struct mount_arg m;
+	struct mount_arg *grown;
+
+	if (opts_parse_mount(spec, &m, err, sizeof(err)) < 0)
+		usage_error("%s", err);
+	grown = realloc(c->mounts, (c->n_mounts + 1) * sizeof(*grown));
+	if (!grown)
+		die(DOLSOT_EXIT_FAIL, "out of memory");
+	c->mounts = grown;
+	c->mounts[c->n_mounts++] = m;
+	c->sandbox = true;
+}
+
+static void add_env(struct cli *c, const char *spec)
+{
+	char err[OPTS_ERR_MAX];
+	const char **grown;
+
+	if (opts_check_env(spec, err, sizeof(err)) < 0)
+		usage_error("%s", err);
+	grown = realloc(c->env, (c->n_env + 1) * sizeof(*grown));
+	if (!grown)
+		die(DOLSOT_EXIT_FAIL, "out of memory");
+	c->env = grown;
+	c->env[c->n_env++] = spec;
+}
+
+static void set_limit(struct cli *c, enum limit_kind k, const char *value)
+{
+	char err[OPTS_ERR_MAX], flag[32];
+
+	snprintf(flag, sizeof(flag), "--%s", limit_name(k));
+	if (opts_parse_limit(k, value, flag, &c->limits.v[k], err, sizeof(err)) < 0)
+		usage_error("%s", err);
+}
+
 static void parse_args(int argc, char **argv, struct cli *c)
 {
 	int ch;
@@ -142,6 +211,30 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_TIMEOUT:
 			c->timeout = optarg;
+			break;
+		case OPT_SANDBOX:
+			c->sandbox = true;
+			break;
+		case OPT_MOUNT:
+			add_mount(c, optarg);
+			break;
+		case OPT_ENV:
+			add_env(c, optarg);
+			break;
+		case OPT_MEMORY:
+			set_limit(c, LIMIT_MEMORY, optarg);
+			break;
+		case OPT_MAX_PROCS:
+			set_limit(c, LIMIT_MAX_PROCS, optarg);
+			break;
+		case OPT_MAX_FILE_SIZE:
+			set_limit(c, LIMIT_MAX_FILE_SIZE, optarg);
+			break;
+		case OPT_CPU_SECONDS:
+			set_limit(c, LIMIT_CPU_SECONDS, optarg);
+			break;
+		case OPT_RECURSION_LIMIT:
+			set_limit(c, LIMIT_RECURSION, optarg);
 			break;
 		case OPT_LIST:
 			c->list = true;
@@ -243,6 +336,8 @@ static struct settings resolve_settings(const struct cli *c)
 		usage_error("--timeout '%s' is not valid: expected a positive number of "
 		            "seconds (at most a year)", q);
 	}
+	s.sandbox = c->sandbox;
+	s.limits = c->limits;
 	if (opts_settings_from_env(&s, err, sizeof(err)) < 0)
 		usage_error("%s", err);
 	return s;
@@ -295,6 +390,42 @@ static int cmd_reset(const struct settings *s, const char *target)
 	return 0;
 }
 
+/* What the sandbox will show and the worker's environment; dies on a bad
+ * --mount or --env (exit 2). */
+static void build_plan(const struct cli *c, const struct settings *s,
+                       struct sandbox_plan *plan)
+{
+	struct plan_input in = { .sandbox = s->sandbox, .toolboxes = c->toolboxes,
+	                         .n_toolboxes = c->n_toolboxes, .mounts = c->mounts,
+	                         .n_mounts = c->n_mounts, .env_args = c->env,
+	                         .n_env = c->n_env };
+	char err[REPL_ERR_MAX];
+
+	switch (sandbox_plan_build(&in, plan, err, sizeof(err))) {
+	case PLAN_OK:
+		return;
+	case PLAN_USAGE:
+		usage_error("%s", err);
+	case PLAN_FAIL:
+	default:
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	}
+}
+
+/* With --sandbox, the zygote that sandboxed calls use is the one warmed. */
+static int server_start(const struct cli *c, const struct settings *s)
+{
+	char err[REPL_ERR_MAX];
+	struct sandbox_plan plan;
+
+	build_plan(c, s, &plan);
+	if (repl_server_start(s, c->toolboxes, c->n_toolboxes, s->sandbox ? &plan : NULL,
+	                      err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	sandbox_plan_release(&plan);
+	return 0;
+}
+
 static int cmd_server(const struct cli *c, const struct settings *s)
 {
 	char err[REPL_ERR_MAX], info[65536];
@@ -305,9 +436,7 @@ static int cmd_server(const struct cli *c, const struct settings *s)
 	case SERVER_START:
 		if (!s->server)
 			usage_error("DOLSOT_SERVER=off: the warm server is disabled");
-		if (repl_server_start(s, c->toolboxes, c->n_toolboxes, err, sizeof(err)) < 0)
-			die(DOLSOT_EXIT_FAIL, "%s", err);
-		return 0;
+		return server_start(c, s);
 	case SERVER_STATUS:
 		got = repl_server_info(s, info, sizeof(info), err, sizeof(err));
 		if (got < 0)
@@ -337,6 +466,7 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 {
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
 	                      .n_toolboxes = c->n_toolboxes, .settings = s };
+	struct sandbox_plan plan;
 	struct result res;
 	char err[REPL_ERR_MAX];
 	char *stdin_code = NULL;
@@ -358,6 +488,8 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 	}
 	if (!a.code || is_blank(a.code, a.code_len))
 		usage_error("empty code: pass the cell as an argument or on stdin");
+	build_plan(c, s, &plan);
+	a.plan = &plan;
 	result_init(&res, s->max_output);
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
@@ -369,6 +501,7 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 		die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
 	code = res.exit_code;
 	result_release(&res);
+	sandbox_plan_release(&plan);
 	free(stdin_code);
 	return code;
 }
@@ -404,5 +537,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < c.n_toolboxes; i++)
 		toolbox_arg_release(&c.toolboxes[i]);
 	free(c.toolboxes);
+	for (size_t i = 0; i < c.n_mounts; i++)
+		mount_arg_release(&c.mounts[i]);
+	free(c.mounts);
+	free(c.env);
 	return code;
 }

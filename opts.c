@@ -201,6 +201,183 @@ int opts_parse_switch(const char *s, bool *out)
 	return 0;
 }
 
+/* Copy path normalized into a new string: absolute, no "." or "..". */
+static char *normalize_path(const char *path, const char **why)
+{
+	size_t n = strlen(path);
+	char *out = malloc(n + 2), *o = out;
+	const char *p = path;
+
+	if (!out) {
+		*why = "out of memory";
+		return NULL;
+	}
+	if (path[0] != '/') {
+		*why = "is not an absolute path";
+		goto bad;
+	}
+	while (*p) {
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		if (len == 0)
+			break;
+		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.')) {
+			*why = "has a '.' or '..' component";
+			goto bad;
+		}
+		*o++ = '/';
+		memcpy(o, p, len);
+		o += len;
+		p += len;
+	}
+	if (o == out)
+		*o++ = '/';
+	*o = '\0';
+	return out;
+bad:
+	free(out);
+	return NULL;
+}
+
+static const char *const mount_modes[] = {
+	[MOUNT_RO] = "ro", [MOUNT_RW] = "rw", [MOUNT_OVERLAY] = "overlay",
+};
+
+const char *mount_mode_name(enum mount_mode m)
+{
+	return mount_modes[m];
+}
+
+int opts_parse_mount(const char *spec, struct mount_arg *out, char *err,
+                     size_t errlen)
+{
+	char q[300], *parts[3] = { NULL }, *copy = strdup(spec);
+	const char *why = NULL;
+	size_t n = 0;
+
+	opts_quote(q, sizeof(q), spec);
+	memset(out, 0, sizeof(*out));
+	if (!copy) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* strtok_r would merge "a::b"; count the colons ourselves. */
+	parts[n++] = copy;
+	for (char *c = copy; (c = strchr(c, ':')); ) {
+		*c++ = '\0';
+		if (n == 3) {
+			snprintf(err, errlen, "malformed --mount '%s': expected HOST:VIRTUAL[:MODE] "
+			         "(paths cannot contain ':')", q);
+			goto fail;
+		}
+		parts[n++] = c;
+	}
+	if (n < 2 || !*parts[0] || !*parts[1]) {
+		snprintf(err, errlen, "malformed --mount '%s': expected HOST:VIRTUAL[:MODE]", q);
+		goto fail;
+	}
+	out->mode = MOUNT_RO;
+	if (n == 3) {
+		size_t m;
+
+		for (m = 0; m < sizeof(mount_modes) / sizeof(*mount_modes); m++)
+			if (strcmp(parts[2], mount_modes[m]) == 0)
+				break;
+		if (m == sizeof(mount_modes) / sizeof(*mount_modes)) {
+			snprintf(err, errlen, "malformed --mount '%s': the mode must be ro, rw "
+			         "or overlay", q);
+			goto fail;
+		}
+		out->mode = (enum mount_mode)m;
+	}
+	if (!(out->host = normalize_path(parts[0], &why))) {
+		snprintf(err, errlen, "malformed --mount '%s': the host path %s", q, why);
+		goto fail;
+	}
+	if (!(out->virt = normalize_path(parts[1], &why))) {
+		snprintf(err, errlen, "malformed --mount '%s': the virtual path %s", q, why);
+		goto fail;
+	}
+	free(copy);
+	return 0;
+fail:
+	free(copy);
+	mount_arg_release(out);
+	return -1;
+}
+
+void mount_arg_release(struct mount_arg *m)
+{
+	free(m->host);
+	free(m->virt);
+	m->host = m->virt = NULL;
+}
+
+int opts_check_env(const char *spec, char *err, size_t errlen)
+{
+	size_t n = strcspn(spec, "=");
+	char q[300];
+
+	if (is_identifier(spec, n))
+		return 0;
+	opts_quote(q, sizeof(q), spec);
+	snprintf(err, errlen, "malformed --env '%s': expected NAME or NAME=VALUE, with NAME "
+	         "made of letters, digits and '_', not starting with a digit", q);
+	return -1;
+}
+
+static const struct {
+	uint64_t min, max;
+	const char *want;
+} limit_ranges[LIMIT_COUNT] = {
+	[LIMIT_MEMORY] = { LIMIT_MEMORY_MIN, (uint64_t)1 << 60,
+		"a size like 512M (bytes, with an optional K, M or G suffix), at least 32M" },
+	[LIMIT_MAX_PROCS] = { 1, 4194304, "a whole number of processes from 1 to 4194304" },
+	[LIMIT_MAX_FILE_SIZE] = { 1, (uint64_t)1 << 60,
+		"a size like 10M (bytes, with an optional K, M or G suffix), at least 1" },
+	[LIMIT_CPU_SECONDS] = { 1, 31622400, "a whole number of seconds from 1 to 31622400" },
+	[LIMIT_RECURSION] = { 1, 1000000, "a whole number of frames from 1 to 1000000" },
+};
+
+/* 1, or 1024 to the power of a K/M/G suffix; 0 for anything else. */
+static uint64_t size_unit(const char *suffix)
+{
+	static const char units[] = "KMG";
+	const char *u;
+
+	if (!*suffix)
+		return 1;
+	if (suffix[1] || !(u = strchr(units, suffix[0] & ~0x20)) || !*u)
+		return 0;
+	return (uint64_t)1 << (10 * (1 + (u - units)));
+}
+
+int opts_parse_limit(enum limit_kind k, const char *s, const char *what,
+                     uint64_t *out, char *err, size_t errlen)
+{
+	char digits[32], q[300];
+	size_t n = strspn(s, "0123456789");
+	uint64_t v, unit = limit_is_size(k) ? size_unit(s + n) : (s[n] ? 0 : 1);
+
+	if (n > 0 && n < sizeof(digits) && unit) {
+		memcpy(digits, s, n);
+		digits[n] = '\0';
+		if (opts_parse_count(digits, &v) == 0 && v <= limit_ranges[k].max / unit &&
+		    v * unit >= limit_ranges[k].min) {
+			*out = v * unit;
+			return 0;
+		}
+	}
+	opts_quote(q, sizeof(q), s);
+	snprintf(err, errlen, what[0] == '-' ? "%s '%s' is not valid: expected %s"
+	                                     : "%s='%s' is not valid: expected %s",
+	         what, q, limit_ranges[k].want);
+	return -1;
+}
+
 /* getenv, treating an empty value as unset. */
 static const char *env(const char *name)
 {
@@ -279,5 +456,17 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 	s->carry = true;
 	if ((v = env("DOLSOT_CARRY")) && opts_parse_switch(v, &s->carry) < 0)
 		return env_error("DOLSOT_CARRY", v, "0 (off) or 1 (on)", err, errlen);
+	if (!s->sandbox && (v = env("DOLSOT_SANDBOX"))) {
+		if (strcmp(v, "1") != 0 && strcmp(v, "0") != 0)
+			return env_error("DOLSOT_SANDBOX", v, "1 (on) or 0 (off)", err, errlen);
+		s->sandbox = v[0] == '1';
+	}
+	for (int k = 0; k < LIMIT_COUNT; k++) {
+		const char *name = limit_env((enum limit_kind)k);
+
+		if (!s->limits.v[k] && (v = env(name)) &&
+		    opts_parse_limit((enum limit_kind)k, v, name, &s->limits.v[k], err, errlen) < 0)
+			return -1;
+	}
 	return typegate_from_env(s, err, errlen);
 }

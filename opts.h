@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rlimits.h"
+
 #define OPTS_ERR_MAX 512
 /* --toolbox options per call: what one request frame can carry. */
 #define OPTS_MAX_TOOLBOXES 256
@@ -30,6 +32,18 @@ struct settings {
 	bool typecheck;          /* run the type gate before a cell */
 	const char *ty_bin;      /* the type checker to run */
 	bool carry;              /* carry interpreter and library state */
+	bool sandbox;            /* --sandbox, DOLSOT_SANDBOX=1, or any --mount */
+	struct limits limits;    /* 0 = not set */
+};
+
+/* How a --mount shows its host path inside the sandbox. */
+enum mount_mode { MOUNT_RO, MOUNT_RW, MOUNT_OVERLAY };
+
+/* A --mount HOST:VIRTUAL[:MODE], both paths absolute and normalized. */
+struct mount_arg {
+	char *host;
+	char *virt;
+	enum mount_mode mode;
 };
 
 #define DEFAULT_TIMEOUT 20.0
@@ -45,6 +59,28 @@ struct settings {
 int opts_parse_toolbox(const char *spec, struct toolbox_arg *out, char *err,
                        size_t errlen);
 void toolbox_arg_release(struct toolbox_arg *t);
+
+/*
+ * Parse "HOST:VIRTUAL[:MODE]" (MODE ro, rw or overlay; ro by default) into
+ * *out, with both paths absolute, free of "." and ".." components, and with
+ * repeated and trailing slashes removed.  Nothing is checked on disk.
+ * Returns 0 (free with mount_arg_release), or -1 with the reason in err.
+ */
+int opts_parse_mount(const char *spec, struct mount_arg *out, char *err,
+                     size_t errlen);
+void mount_arg_release(struct mount_arg *m);
+const char *mount_mode_name(enum mount_mode m);
+
+/* Check "NAME" or "NAME=VALUE" for --env: NAME is [A-Za-z_][A-Za-z0-9_]*. */
+int opts_check_env(const char *spec, char *err, size_t errlen);
+
+/*
+ * A limit's value: a whole number > 0, with a K, M or G suffix (powers of
+ * 1024) for the size limits.  what names the source in err ("--memory" or
+ * "DOLSOT_MEMORY").  Returns 0, or -1 with the reason in err.
+ */
+int opts_parse_limit(enum limit_kind k, const char *s, const char *what,
+                     uint64_t *out, char *err, size_t errlen);
 
 /* True when s is a Python keyword (hard keywords only). */
 bool opts_is_keyword(const char *s);
@@ -63,7 +99,7 @@ int opts_parse_nonneg(const char *s, double *out);
 
 /*
  * Fill *s from the environment and defaults, keeping fields the caller
- * already set from flags (timeout > 0 means set).  Returns 0, or -1 with a
+ * already set from flags (timeout > 0, sandbox true, a limit > 0 mean set).  Returns 0, or -1 with a
  * reason naming the variable.
  */
 int opts_settings_from_env(struct settings *s, char *err, size_t errlen);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "pidcg.h"
 #include "proc.h"
 #include "warm.h"
 #include "worker.h"
@@ -99,7 +100,7 @@ static int pack_environ(struct span *out, char **buf)
 
 static int encode_request(const struct run_args *a, const uint8_t *blob,
                           size_t blob_len, bool found, double budget,
-                          struct frame_buf *buf)
+                          const char *cgroup, struct frame_buf *buf)
 {
 	struct request r;
 	char cwd[PATH_MAX], *env = NULL;
@@ -124,50 +125,60 @@ static int encode_request(const struct run_args *a, const uint8_t *blob,
 	if (a->settings->carry)
 		r.flags |= REQ_CARRY;
 	/* A warm worker is forked from a zygote, not from us: tell it where and
-	 * with what environment the caller runs. */
+	 * with what environment the caller runs (unless the plan gives one). */
 	if (a->settings->server && getcwd(cwd, sizeof(cwd))) {
 		r.cwd = span_str(cwd);
-		if (pack_environ(&r.env, &env) < 0)
+		if (!(a->plan && a->plan->env) && pack_environ(&r.env, &env) < 0)
 			return -1;
 	}
 	if (a->settings->typecheck)
 		r.flags |= REQ_TYPECHECK;
 	r.ty_bin = span_str(a->settings->ty_bin);
+	sandbox_plan_fill(a->plan, a->settings, cgroup, &r);
 	ret = frame_encode_request(buf, &r);
 	free(env);
 	return ret;
 }
 
-/* Why the worker ended without an answer, as words. */
-static char *death_message(int status)
+/* Why the worker ended without an answer, as words; the limits in force
+ * are named, as one may be the cause (a C library aborting when malloc
+ * fails, SIGKILL at the hard CPU limit). */
+static char *death_message(int status, const struct limits *l)
 {
+	char set[256];
+
+	limits_describe(l, set, sizeof(set));
 	if (WIFSIGNALED(status))
 		return dup_printf("dolsot: the worker was killed by signal %d (%s) before "
-		                  "it finished; session unchanged",
-		                  WTERMSIG(status), strsignal(WTERMSIG(status)));
+		                  "it finished%s%s%s; session unchanged",
+		                  WTERMSIG(status), strsignal(WTERMSIG(status)),
+		                  set[0] ? " (limits in force: " : "", set, set[0] ? ")" : "");
 	return dup_printf("dolsot: the worker exited with status %d before it finished "
 	                  "(the cell ended the process); session unchanged",
 	                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 /* Turn the worker's outcome into *res; returns true when there is a blob to save. */
-static bool take_outcome(const struct proc_outcome *o, double timeout,
+static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
                          struct worker_result *wr, struct result *res)
 {
 	char ferr[256];
+	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
 
 	if (o->timed_out) {
 		res->exit_code = DOLSOT_EXIT_TIMEOUT;
 		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
-		                        "timeout; session unchanged", timeout);
+		                        "timeout; session unchanged", s->timeout);
 		return false;
 	}
 	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
 	                                      sizeof(ferr)) < 0) {
 		res->exit_code = DOLSOT_EXIT_FAIL;
-		res->error = o->result ? dup_printf("dolsot: the worker's answer is "
-		                                    "malformed (%s); session unchanged", ferr)
-		                       : death_message(o->status);
+		/* A worker that died may have left a partial (or pre-sized) answer. */
+		res->error = o->result && exited_ok
+		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
+		                          "session unchanged", ferr)
+		             : death_message(o->status, &s->limits);
 		return false;
 	}
 	res->exit_code = wr->exit_code >= 0 && wr->exit_code <= 255 ? (int)wr->exit_code : 1;
@@ -182,13 +193,27 @@ static bool take_outcome(const struct proc_outcome *o, double timeout,
 	return (wr->flags & RES_SAVE) != 0;
 }
 
+/* What picks the zygote.  One for sandboxed calls is warmed with the
+ * sandbox's environment, so that none of ours is in the memory (or the
+ * imported modules) a sandboxed cell inherits. */
+static struct warm_key warm_key_of(const struct run_args *a)
+{
+	struct warm_key key = { a->toolboxes, a->n_toolboxes, NULL, 0 };
+
+	if (a->settings->sandbox && a->plan && a->plan->env) {
+		key.env = a->plan->env;
+		key.env_len = a->plan->env_len;
+	}
+	return key;
+}
+
 /* Try the warm server; returns true when *o holds the call's outcome or
  * *res already says why the call failed. */
 static bool run_warm(const struct run_args *a, struct store *st,
                      const struct frame_buf *req, const struct timespec *deadline,
                      struct result *res, struct proc_outcome *o, bool *no_server)
 {
-	struct warm_key key = { a->toolboxes, a->n_toolboxes };
+	struct warm_key key = warm_key_of(a);
 	int dirfd = store_dirfd(st);
 	char err[REPL_ERR_MAX];
 
@@ -223,14 +248,20 @@ static int run_locked(const struct run_args *a, struct store *st,
 	struct timespec deadline;
 	struct proc_outcome o;
 	struct worker_result wr;
+	char cgroup[PIDCG_PATH_MAX];
 	int ret = -1;
 
 	if (store_load(st, a->session, &blob, &blob_len, &found, serr) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		return -1;
 	}
+	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0) {
+		free(blob);
+		return -1;
+	}
 	proc_deadline_in(&deadline, a->settings->timeout);
-	if (encode_request(a, blob, blob_len, found, a->settings->timeout, &req) < 0) {
+	if (encode_request(a, blob, blob_len, found, a->settings->timeout, cgroup,
+	                   &req) < 0) {
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		goto out;
 	}
@@ -240,13 +271,16 @@ static int run_locked(const struct run_args *a, struct store *st,
 	    proc_run(req.data, req.len, &deadline, worker_child, NULL, &res->out,
 	             &res->err, &o, err, errlen) < 0)
 		goto out;
+	/* Every process of the call is gone by now, on either path. */
+	sandbox_plan_end(cgroup);
+	cgroup[0] = '\0';
 	frame_buf_release(&req);
 	ret = 0;
 	if (res->error)
 		goto out;   /* the warm path broke after the cell may have run */
 	*sig = o.signal;
 	memset(&wr, 0, sizeof(wr));
-	if (take_outcome(&o, a->settings->timeout, &wr, res) && !o.signal) {
+	if (take_outcome(&o, a->settings, &wr, res) && !o.signal) {
 		if (store_save(st, a->session, wr.blob.p, wr.blob.len, serr) < 0) {
 			res->save_error = strdup(serr);
 			if (res->exit_code == 0)
@@ -257,6 +291,7 @@ static int run_locked(const struct run_args *a, struct store *st,
 	}
 	proc_outcome_release(&o);
 out:
+	sandbox_plan_end(cgroup);
 	free(blob);
 	frame_buf_release(&req);
 	return ret;
@@ -284,7 +319,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	ret = run_locked(a, st, res, sig, &no_server, err, errlen);
 	store_unlock(st, &lk);
 	if (no_server && !*sig) {
-		struct warm_key key = { a->toolboxes, a->n_toolboxes };
+		struct warm_key key = warm_key_of(a);
 
 		/* Cold this time; warm for the calls that follow. */
 		warm_spawn_server(store_dirfd(st), a->settings->server_idle, &key);
@@ -317,10 +352,13 @@ out:
 }
 
 int repl_server_start(const struct settings *s, const struct toolbox_arg *toolboxes,
-                      size_t n, char *err, size_t errlen)
+                      size_t n, const struct sandbox_plan *plan, char *err,
+                      size_t errlen)
 {
 	struct store *st = repl_open_store(s, err, errlen);
-	struct warm_key key = { toolboxes, n };
+	struct run_args a = { .toolboxes = toolboxes, .n_toolboxes = n, .settings = s,
+	                      .plan = plan };
+	struct warm_key key = warm_key_of(&a);
 	int ret = 0;
 
 	if (!st)

@@ -12,6 +12,7 @@
 
 #include "opts.h"
 #include "output.h"
+#include "sandbox_plan.h"
 #include "store.h"
 
 #define REPL_ERR_MAX 1024
@@ -23,6 +24,7 @@ struct run_args {
 	const struct toolbox_arg *toolboxes;
 	size_t n_toolboxes;
 	const struct settings *settings;
+	const struct sandbox_plan *plan;   /* sandbox binds, environment; may be NULL */
 };
 
 /*
@@ -46,12 +48,14 @@ int repl_reset(const struct settings *s, const char *target, unsigned *removed,
 /*
  * The warm server of the configured store.  repl_server_start() starts it
  * unless it runs, and waits until a zygote for the caller's environment and
- * toolboxes is ready (0 or -1).  repl_server_info() fills buf with its
+ * toolboxes is ready (0 or -1); with a sandbox plan, the zygote sandboxed
+ * calls use, warmed with the plan's environment.  repl_server_info() fills buf with its
  * description; repl_server_stop() stops it and waits.  Both return 1, 0
  * when no server runs, or -1 with a reason in err.
  */
 int repl_server_start(const struct settings *s, const struct toolbox_arg *toolboxes,
-                      size_t n, char *err, size_t errlen);
+                      size_t n, const struct sandbox_plan *plan, char *err,
+                      size_t errlen);
 int repl_server_info(const struct settings *s, char *buf, size_t len, char *err,
                      size_t errlen);
 int repl_server_stop(const struct settings *s, long *pid, char *err, size_t errlen);

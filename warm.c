@@ -69,20 +69,32 @@ static int compare_entries(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int put_environment(uint8_t *buf, size_t *len)
+/* The environment's entries (entries, a NUL-separated block, or ours when
+ * NULL), sorted, as "env" items. */
+static int put_environment(uint8_t *buf, size_t *len, const char *entries,
+                           size_t entries_len)
 {
 	size_t n = 0, kept = 0;
 	const char **sorted;
 	int ret = 0;
 
-	while (environ[n])
-		n++;
+	if (entries)
+		for (size_t off = 0; off < entries_len; off += strlen(entries + off) + 1)
+			n++;
+	else
+		while (environ[n])
+			n++;
 	sorted = malloc((n ? n : 1) * sizeof(*sorted));
 	if (!sorted)
 		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (!volatile_var(environ[i]))
-			sorted[kept++] = environ[i];
+	for (size_t i = 0, off = 0; i < n; i++) {
+		const char *e = entries ? entries + off : environ[i];
+
+		if (entries)
+			off += strlen(e) + 1;
+		if (!volatile_var(e))
+			sorted[kept++] = e;
+	}
 	qsort(sorted, kept, sizeof(*sorted), compare_entries);
 	for (size_t i = 0; i < kept && ret == 0; i++)
 		ret = wire_put(buf, len, "env", sorted[i]);
@@ -109,8 +121,9 @@ static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
 	/* Modules read the environment when imported (TZ, settings, keys), so a
 	 * zygote is warmed with the caller's own: all of it but dolsot's
 	 * variables and what shells change from one command to the next,
-	 * sorted, since wrappers reorder the same variables. */
-	return put_environment(buf, len);
+	 * sorted, since wrappers reorder the same variables.  (A sandboxed
+	 * call's zygote gets the sandbox's environment instead.) */
+	return put_environment(buf, len, key->env, key->env_len);
 }
 
 static void close_fd(int *fd)
@@ -522,7 +535,7 @@ int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
 
 int warm_ensure_server(int dirfd, double idle_seconds)
 {
-	struct warm_key none = { NULL, 0 };
+	struct warm_key none = { NULL, 0, NULL, 0 };
 	int fd = connect_server(dirfd);
 
 	if (fd >= 0) {

@@ -24,6 +24,10 @@ enum warm_status {
 struct warm_key {
 	const struct toolbox_arg *toolboxes;
 	size_t n_toolboxes;
+	/* NAME=VALUE entries, NUL-separated, to warm the zygote with instead of
+	 * our environment (a sandbox's, which must not see ours); or NULL. */
+	const char *env;
+	size_t env_len;
 };
 
 /*

@@ -23,6 +23,7 @@
 
 #include "dolsotmod.h"
 #include "frame.h"
+#include "isolate.h"
 #include "proc.h"
 
 extern const unsigned char worker_py[];
@@ -31,6 +32,25 @@ extern const size_t worker_code_len;
 extern const long worker_magic;
 
 #define PY_VERSION_DIR "python3.11"
+
+/*
+ * Replace the result file's content with p[0..n).  Through a mapping, not
+ * write(): under --max-file-size the file was sized beforehand, because
+ * RLIMIT_FSIZE stops writes past the limit but neither stores into a
+ * mapping nor shrinking.
+ */
+static int write_at(int fd, const uint8_t *p, size_t n)
+{
+	void *map;
+
+	if (ftruncate(fd, (off_t)n) < 0)
+		return -1;
+	map = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -1;
+	memcpy(map, p, n);
+	return munmap(map, n);
+}
 
 /* The process that answers for this call: the worker itself. */
 static pid_t worker_pid;
@@ -56,31 +76,9 @@ static __attribute__((noreturn)) void answer_error(int fd, const char *msg)
 	memset(&r, 0, sizeof(r));
 	r.exit_code = 1;
 	r.error = span_str(msg);
-	if (frame_encode_result(&buf, &r) == 0) {
-		if (pwrite(fd, buf.data, buf.len, 0) != (ssize_t)buf.len)
-			_exit(126);
-	}
+	if (frame_encode_result(&buf, &r) == 0 && write_at(fd, buf.data, buf.len) < 0)
+		_exit(126);
 	_exit(0);
-}
-
-static int write_at(int fd, const uint8_t *p, size_t n)
-{
-	off_t off = 0;
-
-	if (ftruncate(fd, 0) < 0)
-		return -1;
-	while (n) {
-		ssize_t w = pwrite(fd, p, n, off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-		off += w;
-	}
-	return 0;
 }
 
 static int append_path(PyConfig *c, const char *path)
@@ -301,12 +299,24 @@ static PyObject *env_dict(const struct request *r)
 	return d;
 }
 
+/* The limits worker.py enforces or reports, by option name (0: unset). */
+static PyObject *limit_dict(const struct request *r)
+{
+	return Py_BuildValue("{sKsKsKsKsK}",
+	                     "memory", (unsigned long long)r->memory,
+	                     "max-procs", (unsigned long long)r->max_procs,
+	                     "max-file-size", (unsigned long long)r->max_file_size,
+	                     "cpu-seconds", (unsigned long long)r->cpu_seconds,
+	                     "recursion-limit", (unsigned long long)r->recursion_limit);
+}
+
 static PyObject *call_run(PyObject *mod, const struct request *r)
 {
-	return PyObject_CallMethod(mod, "run", "(NNNNKKN)", span_bytes(r->code),
+	return PyObject_CallMethod(mod, "run", "(NNNNKKNN)", span_bytes(r->code),
 	                           span_unicode(r->session), blob_view(r),
 	                           toolbox_list(r), (unsigned long long)r->max_output,
-	                           (unsigned long long)r->flags, env_dict(r));
+	                           (unsigned long long)r->flags, env_dict(r),
+	                           limit_dict(r));
 }
 
 /* A str field of the answer as a span; None gives an absent span. */
@@ -338,7 +348,7 @@ static int fill_result(PyObject *t, struct worker_result *r)
 	char *p;
 	Py_ssize_t n;
 
-	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8)
+	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9)
 		return -1;
 	r->exit_code = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
 	r->flags = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
@@ -348,7 +358,8 @@ static int fill_result(PyObject *t, struct worker_result *r)
 	    str_span(PyTuple_GET_ITEM(t, 3), &r->error) < 0 ||
 	    str_span(PyTuple_GET_ITEM(t, 4), &r->held) < 0 ||
 	    str_span(PyTuple_GET_ITEM(t, 5), &r->dropped) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0)
+	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0 ||
+	    str_span(PyTuple_GET_ITEM(t, 8), &r->limit) < 0)
 		return -1;
 	blob = PyTuple_GET_ITEM(t, 7);
 	if (blob != Py_None) {
@@ -424,6 +435,20 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	_exit(0);
 }
 
+/*
+ * Enter the isolation the request asks for.  With a sandbox, the process
+ * that goes on (and answers) is a new one, whichever way it ends.
+ */
+static void isolate(const struct request *r, int request_fd, int result_fd)
+{
+	char err[1024];
+	int rc = isolate_worker(r, request_fd, result_fd, err, sizeof(err));
+
+	worker_pid = getpid();
+	if (rc < 0)
+		answer_error(result_fd, err);
+}
+
 void worker_child(int request_fd, int result_fd, void *arg)
 {
 	struct request r;
@@ -433,6 +458,7 @@ void worker_child(int request_fd, int result_fd, void *arg)
 	(void)arg;
 	worker_pid = getpid();
 	read_request(request_fd, result_fd, &r);
+	isolate(&r, request_fd, result_fd);
 	if (start_python(err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
 	mod = import_worker_module();
@@ -507,8 +533,10 @@ void worker_after_fork_parent(void)
 void worker_zygote_child(int request_fd, int result_fd)
 {
 	struct request r;
+	char err[PATH_MAX + 128];
 
-	PyOS_AfterFork_Child();
+	/* Up to Python's own after-fork work, only C runs: with a sandbox that
+	 * work is done once, in the sandboxed process (a fork of this one). */
 	worker_pid = getpid();
 	read_request(request_fd, result_fd, &r);
 	if (r.cwd.present) {
@@ -516,13 +544,13 @@ void worker_zygote_child(int request_fd, int result_fd)
 
 		snprintf(cwd, sizeof(cwd), "%.*s", (int)r.cwd.len, (const char *)r.cwd.p);
 		if (chdir(cwd) < 0) {
-			char err[PATH_MAX + 128];
-
 			snprintf(err, sizeof(err), "dolsot: cannot enter the directory '%s': %s",
 			         cwd, strerror(errno));
 			answer_error(result_fd, err);
 		}
 	}
+	isolate(&r, request_fd, result_fd);
+	PyOS_AfterFork_Child();
 	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL))
 		answer_python_error(result_fd, "worker failed after fork");
 	serve(zygote_module, &r, result_fd);

@@ -13,6 +13,7 @@ the state carried outside the namespace is _dolsot_state's (state.py).
 # The C module rather than ast: ast imports re, enum and functools,
 # several milliseconds of every cold call.
 import _ast
+import errno
 import importlib
 import sys
 
@@ -31,6 +32,13 @@ _state = _dolsot.embedded("state")
 _Fatal = _session.Fatal
 # Version 1 sessions refer to the loader by this name.
 _dill_loads = _session._dill_loads
+_limits = {}          # the limits of this call that are set, by option name
+_last_event = None    # the last audit event, to tell a failed fork (max-procs)
+_SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn",
+                           "os.system", "os.exec", "subprocess.Popen"))
+_LIMIT_WORDS = {"memory": "memory limit", "max-procs": "process limit",
+                "max-file-size": "file size limit", "cpu-seconds": "CPU time limit",
+                "recursion-limit": "recursion limit"}
 
 
 def _add_site_builtins():
@@ -70,6 +78,59 @@ def _reason(exc):
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+class _LimitHit(Exception):
+    """The cell reached one of the call's limits: the session is not saved."""
+
+    def __init__(self, name, exc):
+        super().__init__(name)
+        self.name = name
+        self.exc = exc
+
+
+def _audit(event, args):
+    global _last_event
+    _last_event = event
+
+
+def _limit_of(exc):
+    """The name of the limit that exc shows was reached, or None."""
+    if isinstance(exc, MemoryError) and "memory" in _limits:
+        return "memory"
+    if isinstance(exc, RecursionError) and "recursion-limit" in _limits:
+        return "recursion-limit"
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG and "max-file-size" in _limits:
+        return "max-file-size"
+    if "max-procs" in _limits:
+        if (isinstance(exc, OSError) and exc.errno == errno.EAGAIN
+                and _last_event in _SPAWN_EVENTS):
+            return "max-procs"
+        if isinstance(exc, RuntimeError) and str(exc) == "can't start new thread":
+            return "max-procs"
+    return None
+
+
+def _format_limit(name, value):
+    if name in ("memory", "max-file-size"):
+        for unit, suffix in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
+            if value % unit == 0:
+                return f"{value // unit}{suffix}"
+    return str(value)
+
+
+def _limit_answer(name, exc, max_output):
+    """Drop the cell's state (it may hold the memory that ran out), then say
+    which limit was hit."""
+    import gc
+    error = _cap(describe(exc), max_output, "error")
+    exc.__traceback__ = None
+    for key in [k for k in _main.__dict__ if not (k.startswith("__") and k.endswith("__"))]:
+        del _main.__dict__[key]
+    gc.collect()
+    error += (f"\ndolsot: the cell hit the {_LIMIT_WORDS[name]} "
+              f"(--{name} {_format_limit(name, _limits[name])}); session unchanged")
+    return 1, 0, None, error, None, None, None, None, name
+
+
 def import_toolboxes(toolboxes):
     """{alias: module}; the caller binds the aliases."""
     loaded = {}
@@ -77,6 +138,7 @@ def import_toolboxes(toolboxes):
         try:
             loaded[alias] = importlib.import_module(module)
         except BaseException as e:
+            _check_memory(e)
             raise _Fatal(f"dolsot: toolbox '{module}' (alias {alias}) cannot be "
                          f"imported: {_reason(e)}") from None
     return loaded
@@ -140,8 +202,18 @@ def _run_code(code_obj, ns):
     return result
 
 
+def _depth():
+    frame, n = sys._getframe(1), 0
+    while frame is not None:
+        frame, n = frame.f_back, n + 1
+    return n
+
+
 def run_cell(code, ns):
     body, last = _compile_cell(code)
+    if "recursion-limit" in _limits:
+        # Counted from the cell's own frame, not from the worker's.
+        sys.setrecursionlimit(_depth() + _limits["recursion-limit"])
     _run_code(body, ns)
     if last is not None:
         return _run_code(last, ns)
@@ -253,11 +325,19 @@ def _unloaded(dropped):
             + ", ".join(f"{name} ({why})" for name, why in dropped))
 
 
-def run(code, session, blob, toolboxes, max_output, flags, env=None):
+def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None):
     """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
-    warnings, blob): str or None fields; held is names one per line, dropped
-    "name<TAB>reason" lines."""
+    warnings, blob, limit): str or None fields; held is names one per line,
+    dropped "name<TAB>reason" lines, limit the name of the limit the cell hit
+    (limits holds those of the call by option name, 0 for unset)."""
+    # One function, not a wrapper: pickling deep values must meet the
+    # recursion limit at the same depth with or without limits.
+    global _limits
+    _limits = {name: value for name, value in (limits or {}).items() if value}
+    if "max-procs" in _limits:
+        sys.addaudithook(_audit)
     ns = _main.__dict__
+    default_recursion = sys.getrecursionlimit()
     if env is not None:
         _apply_env(env)
     notes = []
@@ -267,7 +347,11 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
         # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, None, None
+        return 1, 0, None, str(e), None, None, None, None, None
+    except MemoryError as e:
+        if "memory" in _limits:
+            return _limit_answer("memory", e, max_output)
+        raise
     carry = _state.Carry(bool(flags & REQ_CARRY))
     try:
         if stored is not None:
@@ -275,13 +359,13 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
             notes.append(_unloaded(stored.load_into(ns)))
         carry.restore_late()
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None
+        return 1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None, None
     ns.update(loaded)
 
     blocked, gate_warning = _gate(code, ns, loaded) if flags & REQ_TYPECHECK else (None, None)
     if blocked is not None:
         return (1, 0, None, blocked, None, None, _lines(notes, carry.warnings, [gate_warning]),
-                None)
+                None, None)
 
     exit_code, res_flags, value, error = 0, RES_OK, None, None
     try:
@@ -293,11 +377,18 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
         return (1, 0, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                 ": the cell ended the interpreter, so it did not complete; "
                 "session unchanged", None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None)
+                _lines(notes, carry.warnings, [gate_warning]), None, None)
     except BaseException as e:
+        if "recursion-limit" in _limits:
+            sys.setrecursionlimit(default_recursion)
+        if _limit_of(e):
+            flush()
+            return _limit_answer(_limit_of(e), e, max_output)
         exit_code, res_flags = exit_code_of(e), 0
         error = _cap(describe(e), max_output, "error")
         error = "\n".join([error] + _hints(e, code, ns, loaded))
+    if "recursion-limit" in _limits:
+        sys.setrecursionlimit(default_recursion)
     flush()
 
     try:
@@ -308,11 +399,14 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None):
         carry.lost(lost)
     except _Fatal as e:
         return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None)
+                _lines(notes, carry.warnings, [gate_warning]), None, None)
     except BaseException as e:
+        if isinstance(e, MemoryError) and "memory" in _limits:
+            return _limit_answer("memory", e, max_output)
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
         return (max(exit_code, 1), res_flags, value, error, None, None,
-                _lines(notes, carry.warnings, [gate_warning, warning]), None)
+                _lines(notes, carry.warnings, [gate_warning, warning]), None, None)
     dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
     return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            dropped_lines or None, _lines(notes, carry.warnings, [gate_warning]), new_blob)
+            dropped_lines or None, _lines(notes, carry.warnings, [gate_warning]), new_blob,
+            None)

@@ -45,6 +45,13 @@ static void check_requests(const struct request *a, const struct request *b)
 	CHECK(a->max_output == b->max_output);
 	CHECK(a->budget_ns == b->budget_ns);
 	CHECK(a->flags == b->flags);
+	CHECK(a->memory == b->memory);
+	CHECK(a->max_procs == b->max_procs);
+	CHECK(a->max_file_size == b->max_file_size);
+	CHECK(a->cpu_seconds == b->cpu_seconds);
+	CHECK(a->recursion_limit == b->recursion_limit);
+	check_span(a->binds, b->binds);
+	check_span(a->pids_cgroup, b->pids_cgroup);
 }
 
 static void check_results(const struct worker_result *a,
@@ -58,6 +65,7 @@ static void check_results(const struct worker_result *a,
 	check_span(a->dropped, b->dropped);
 	check_span(a->warnings, b->warnings);
 	check_span(a->blob, b->blob);
+	check_span(a->limit, b->limit);
 }
 
 static void check_same_bytes(const struct frame_buf *a,

@@ -1037,7 +1037,10 @@ START_TEST(help_matches_man_synopsis)
 	bool in_synopsis = false;
 	const char *opts[] = { "--toolbox", "--session", "--timeout", "--list-sessions",
 	                       "--reset", "--help", "--version", "MODULE:ALIAS",
-	                       "SECONDS", "CODE", "ID", NULL };
+	                       "SECONDS", "CODE", "ID", "--sandbox", "--mount",
+	                       "HOST:VIRTUAL[:MODE]", "--env", "NAME[=VALUE]", "--memory",
+	                       "--max-procs", "--max-file-size", "--cpu-seconds",
+	                       "--recursion-limit", "SIZE", NULL };
 
 	p = popen("mandoc -Tascii man/dolsot.1 | col -b", "r");
 	ck_assert_ptr_nonnull(p);

@@ -19,10 +19,12 @@
 enum {
 	T_CODE = 0x0101, T_SESSION = 0x0102, T_REQ_BLOB = 0x0103,
 	T_TOOLBOX = 0x0104, T_MAX_OUTPUT = 0x0105, T_BUDGET_NS = 0x0106,
-	T_REQ_FLAGS = 0x0107, T_TY_BIN = 0x0108,
+	T_REQ_FLAGS = 0x0107, T_TY_BIN = 0x0108, T_MEMORY = 0x0109,
+	T_MAX_PROCS = 0x010a, T_MAX_FILE_SIZE = 0x010b, T_CPU_SECONDS = 0x010c,
+	T_RECURSION_LIMIT = 0x010d, T_BINDS = 0x010e, T_PIDS_CGROUP = 0x010f,
 	T_EXIT_CODE = 0x0201, T_RES_FLAGS = 0x0202, T_VALUE = 0x0203,
 	T_ERROR = 0x0204, T_HELD = 0x0205, T_DROPPED = 0x0206,
-	T_WARNINGS = 0x0207, T_RES_BLOB = 0x0208,
+	T_WARNINGS = 0x0207, T_RES_BLOB = 0x0208, T_LIMIT = 0x0209,
 };
 
 /* A hand-built frame, so tests can write what the encoder never would. */
@@ -216,6 +218,13 @@ static void request_round_trip(const struct request *r)
 	ck_assert_uint_eq(out->budget_ns, r->budget_ns);
 	ck_assert_uint_eq(out->flags, r->flags);
 	assert_span(out->ty_bin, r->ty_bin);
+	ck_assert_uint_eq(out->memory, r->memory);
+	ck_assert_uint_eq(out->max_procs, r->max_procs);
+	ck_assert_uint_eq(out->max_file_size, r->max_file_size);
+	ck_assert_uint_eq(out->cpu_seconds, r->cpu_seconds);
+	ck_assert_uint_eq(out->recursion_limit, r->recursion_limit);
+	assert_span(out->binds, r->binds);
+	assert_span(out->pids_cgroup, r->pids_cgroup);
 	free(out);
 	frame_buf_release(&buf);
 }
@@ -238,6 +247,7 @@ static void result_round_trip(const struct worker_result *res)
 	assert_span(out.dropped, res->dropped);
 	assert_span(out.warnings, res->warnings);
 	assert_span(out.blob, res->blob);
+	assert_span(out.limit, res->limit);
 	frame_buf_release(&buf);
 }
 
@@ -257,7 +267,52 @@ START_TEST(request_round_trips_all_fields)
 	r->env = span_bytes((const uint8_t *)"A=1\0PATH=/bin\0", 15);
 	r->cwd = span_str("/home/agent/work");
 	r->ty_bin = span_str("/usr/bin/mypy");
+	r->memory = 256u << 20;
+	r->max_procs = 20;
+	r->max_file_size = 1u << 20;
+	r->cpu_seconds = 3;
+	r->recursion_limit = 100;
+	r->binds = span_bytes("/h\0/v\0ro\0/a\0/b\0overlay\0", 23);
+	r->pids_cgroup = span_str("/sys/fs/cgroup/pids/dolsot-1");
 	request_round_trip(r);
+	free(r);
+}
+END_TEST
+
+START_TEST(request_round_trips_empty_binds)
+{
+	struct request *r = new_request("1", "s");
+
+	r->binds = span_bytes("", 0);
+	request_round_trip(r);
+	free(r);
+}
+END_TEST
+
+START_TEST(list_items_are_walked_in_order)
+{
+	struct span rest = span_bytes("A=1\0\0B=2\0C", 10), item;
+
+	ck_assert(span_next_item(&rest, &item));
+	ck_assert_uint_eq(item.len, 3);
+	ck_assert_int_eq(memcmp(item.p, "A=1", 3), 0);
+	ck_assert(span_next_item(&rest, &item));
+	ck_assert_uint_eq(item.len, 0);
+	ck_assert(span_next_item(&rest, &item));
+	ck_assert_int_eq(memcmp(item.p, "B=2", 3), 0);
+	ck_assert(!span_next_item(&rest, &item));   /* "C" lacks its nul */
+}
+END_TEST
+
+START_TEST(encoder_refuses_invalid_binds)
+{
+	struct request *r = new_request("1", "s");
+	struct frame_buf buf = { 0 };
+
+	r->binds = span_bytes("/h\0/v\0rx\0", 10);
+	ck_assert_int_eq(frame_encode_request(&buf, r), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(buf.data);
 	free(r);
 }
 END_TEST
@@ -335,6 +390,7 @@ START_TEST(result_round_trips_all_fields)
 		.value = span_str("[1, 2]"), .error = span_str(""),
 		.held = span_str("a\nb"), .dropped = span_str("f\tfile"),
 		.warnings = span_str("warning: x"), .blob = span_str("state"),
+		.limit = span_str("memory"),
 	};
 
 	result_round_trip(&res);
@@ -775,6 +831,27 @@ START_TEST(rejects_scalar_of_wrong_length)
 }
 END_TEST
 
+static void reject_binds(const void *data, size_t len, const char *want)
+{
+	struct raw r = raw_min_request();
+
+	raw_field(&r, T_BINDS, data, len);
+	raw_end(&r);
+	reject_req(&r, want);
+}
+
+START_TEST(rejects_malformed_binds)
+{
+	reject_binds("/h\0/v\0ro", 8, "field binds at offset 43 does not end with a nul");
+	reject_binds("/h\0/v\0", 6, "does not hold whole host, path, mode triples");
+	reject_binds("/h\0/v\0rw\0/x\0", 12, "does not hold whole");
+	reject_binds("h\0/v\0ro\0", 8, "has a path that is not absolute");
+	reject_binds("/h\0\0ro\0", 7, "has a path that is not absolute");
+	reject_binds("/h\0/v\0RO\0", 9, "has a mode other than ro, rw or overlay");
+	reject_binds("/h\0/v\0overlayx\0", 15, "has a mode other");
+}
+END_TEST
+
 START_TEST(rejects_save_flag_without_blob)
 {
 	struct raw r = raw_begin(FRAME_RESULT);
@@ -977,6 +1054,9 @@ static Suite *frame_suite(void)
 	tcase_add_test(rt, request_round_trips_zero_and_max_toolboxes);
 	tcase_add_test(rt, request_round_trips_absent_and_empty_blob);
 	tcase_add_test(rt, request_round_trips_5mb_blob);
+	tcase_add_test(rt, request_round_trips_empty_binds);
+	tcase_add_test(rt, list_items_are_walked_in_order);
+	tcase_add_test(rt, encoder_refuses_invalid_binds);
 	tcase_add_test(rt, result_round_trips_all_fields);
 	tcase_add_test(rt, result_round_trips_negative_exit_codes);
 	tcase_add_test(rt, result_round_trips_absent_and_empty_blob);
@@ -1012,6 +1092,7 @@ static Suite *frame_suite(void)
 	tcase_add_test(rej, rejects_toolbox_with_two_nuls);
 	tcase_add_test(rej, rejects_toolbox_with_empty_side);
 	tcase_add_test(rej, rejects_scalar_of_wrong_length);
+	tcase_add_test(rej, rejects_malformed_binds);
 	tcase_add_test(rej, rejects_save_flag_without_blob);
 	tcase_add_test(rej, rejects_blob_without_save_flag);
 	tcase_add_test(rej, rejects_every_truncation_of_a_valid_frame);

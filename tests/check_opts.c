@@ -135,6 +135,182 @@ START_TEST(settings_precedence)
 }
 END_TEST
 
+static void limit_ok(enum limit_kind k, const char *s, uint64_t want)
+{
+	uint64_t v = 0;
+	char err[OPTS_ERR_MAX];
+
+	ck_assert_msg(opts_parse_limit(k, s, "--x", &v, err, sizeof(err)) == 0, "%s: %s", s, err);
+	ck_assert_uint_eq(v, want);
+}
+
+static void limit_bad(enum limit_kind k, const char *s, const char *needle)
+{
+	uint64_t v = 7;
+	char err[OPTS_ERR_MAX] = "";
+
+	ck_assert_msg(opts_parse_limit(k, s, limit_env(k), &v, err, sizeof(err)) < 0,
+	              "'%s' accepted", s);
+	ck_assert_msg(strstr(err, needle), "%s: %s", s, err);
+	ck_assert_uint_eq(v, 7);
+}
+
+START_TEST(limits)
+{
+	limit_ok(LIMIT_MEMORY, "64M", 64u << 20);
+	limit_ok(LIMIT_MEMORY, "1g", 1u << 30);
+	limit_ok(LIMIT_MEMORY, "40000K", 40000u << 10);
+	limit_ok(LIMIT_MEMORY, "33554432", 32u << 20);
+	limit_ok(LIMIT_MAX_FILE_SIZE, "1", 1);
+	limit_ok(LIMIT_MAX_FILE_SIZE, "2k", 2048);
+	limit_ok(LIMIT_MAX_PROCS, "20", 20);
+	limit_ok(LIMIT_CPU_SECONDS, "31622400", 31622400);
+	limit_ok(LIMIT_RECURSION, "100", 100);
+	limit_bad(LIMIT_MEMORY, "31M", "DOLSOT_MEMORY='31M' is not valid: expected a size like 512M");
+	limit_bad(LIMIT_MEMORY, "", "DOLSOT_MEMORY=''");
+	limit_bad(LIMIT_MEMORY, "64MB", "at least 32M");
+	limit_bad(LIMIT_MEMORY, "64T", "K, M or G");
+	limit_bad(LIMIT_MEMORY, "-64M", "K, M or G");
+	limit_bad(LIMIT_MEMORY, "M", "K, M or G");
+	limit_bad(LIMIT_MEMORY, "99999999999999999999G", "K, M or G");
+	limit_bad(LIMIT_MAX_FILE_SIZE, "0", "at least 1");
+	limit_bad(LIMIT_MAX_PROCS, "0", "from 1 to 4194304");
+	limit_bad(LIMIT_MAX_PROCS, "4194305", "from 1 to 4194304");
+	limit_bad(LIMIT_MAX_PROCS, "2k", "DOLSOT_MAX_PROCS='2k'");
+	limit_bad(LIMIT_CPU_SECONDS, "1.5", "whole number of seconds");
+	limit_bad(LIMIT_RECURSION, " 5", "DOLSOT_RECURSION_LIMIT=' 5'");
+	{
+		char err[OPTS_ERR_MAX];
+		uint64_t v;
+
+		ck_assert_int_lt(opts_parse_limit(LIMIT_MAX_PROCS, "x", "--max-procs", &v,
+		                                  err, sizeof(err)), 0);
+		ck_assert_str_eq(err, "--max-procs 'x' is not valid: expected a whole number "
+		                      "of processes from 1 to 4194304");
+	}
+}
+END_TEST
+
+START_TEST(limit_names_and_formats)
+{
+	struct limits l = { { [LIMIT_MEMORY] = 64u << 20, [LIMIT_CPU_SECONDS] = 2,
+	                      [LIMIT_MAX_FILE_SIZE] = 1536 } };
+	char buf[128];
+
+	ck_assert_str_eq(limit_name(LIMIT_MAX_FILE_SIZE), "max-file-size");
+	ck_assert_str_eq(limit_env(LIMIT_RECURSION), "DOLSOT_RECURSION_LIMIT");
+	limit_format(LIMIT_MEMORY, 3u << 30, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "3G");
+	limit_format(LIMIT_MEMORY, 1000, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "1000");
+	limit_format(LIMIT_MAX_PROCS, 1024, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "1024");
+	limits_describe(&l, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "--memory 64M, --max-file-size 1536, --cpu-seconds 2");
+	memset(&l, 0, sizeof(l));
+	limits_describe(&l, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "");
+}
+END_TEST
+
+static void mount_ok(const char *spec, const char *host, const char *virt,
+                     enum mount_mode mode)
+{
+	struct mount_arg m;
+	char err[OPTS_ERR_MAX];
+
+	ck_assert_msg(opts_parse_mount(spec, &m, err, sizeof(err)) == 0, "%s: %s", spec, err);
+	ck_assert_str_eq(m.host, host);
+	ck_assert_str_eq(m.virt, virt);
+	ck_assert_int_eq(m.mode, mode);
+	mount_arg_release(&m);
+}
+
+static void mount_bad(const char *spec, const char *needle)
+{
+	struct mount_arg m;
+	char err[OPTS_ERR_MAX] = "";
+
+	ck_assert_msg(opts_parse_mount(spec, &m, err, sizeof(err)) < 0, "%s accepted", spec);
+	ck_assert_msg(strstr(err, needle), "%s: %s", spec, err);
+	ck_assert_ptr_null(m.host);
+	ck_assert_ptr_null(m.virt);
+}
+
+START_TEST(mount_specs)
+{
+	mount_ok("/srv/data:/data", "/srv/data", "/data", MOUNT_RO);
+	mount_ok("/srv/data/:/data//x/:rw", "/srv/data", "/data/x", MOUNT_RW);
+	mount_ok("//a:/b:overlay", "/a", "/b", MOUNT_OVERLAY);
+	mount_ok("/:/host:ro", "/", "/host", MOUNT_RO);
+	ck_assert_str_eq(mount_mode_name(MOUNT_OVERLAY), "overlay");
+	mount_bad("/a", "expected HOST:VIRTUAL[:MODE]");
+	mount_bad(":/a", "expected HOST:VIRTUAL[:MODE]");
+	mount_bad("/a:", "expected HOST:VIRTUAL[:MODE]");
+	mount_bad("/a:/b:rx", "the mode must be ro, rw or overlay");
+	mount_bad("/a:/b:", "the mode must be ro, rw or overlay");
+	mount_bad("/a:/b:ro:x", "paths cannot contain ':'");
+	mount_bad("a:/b", "the host path is not an absolute path");
+	mount_bad("/a:b", "the virtual path is not an absolute path");
+	mount_bad("/a/../etc:/b", "the host path has a '.' or '..' component");
+	mount_bad("/a:/b/./c", "the virtual path has a '.' or '..' component");
+	mount_bad("/a:/..", "'..'");
+}
+END_TEST
+
+START_TEST(env_specs)
+{
+	char err[OPTS_ERR_MAX];
+
+	ck_assert_int_eq(opts_check_env("HOME", err, sizeof(err)), 0);
+	ck_assert_int_eq(opts_check_env("_X1=a=b", err, sizeof(err)), 0);
+	ck_assert_int_eq(opts_check_env("EMPTY=", err, sizeof(err)), 0);
+	ck_assert_int_lt(opts_check_env("", err, sizeof(err)), 0);
+	ck_assert_int_lt(opts_check_env("=x", err, sizeof(err)), 0);
+	ck_assert_int_lt(opts_check_env("1A=x", err, sizeof(err)), 0);
+	ck_assert_int_lt(opts_check_env("A-B", err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "malformed --env 'A-B'"), "%s", err);
+}
+END_TEST
+
+START_TEST(sandbox_and_limits_from_env)
+{
+	struct settings s = { 0 };
+	char err[OPTS_ERR_MAX];
+
+	setenv("DOLSOT_SANDBOX", "1", 1);
+	setenv("DOLSOT_MEMORY", "1G", 1);
+	setenv("DOLSOT_CPU_SECONDS", "5", 1);
+	unsetenv("DOLSOT_MAX_PROCS");
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert(s.sandbox);
+	ck_assert_uint_eq(s.limits.v[LIMIT_MEMORY], 1u << 30);
+	ck_assert_uint_eq(s.limits.v[LIMIT_CPU_SECONDS], 5);
+	ck_assert_uint_eq(s.limits.v[LIMIT_MAX_PROCS], 0);
+
+	memset(&s, 0, sizeof(s));
+	s.limits.v[LIMIT_MEMORY] = 64u << 20;   /* the flag wins */
+	setenv("DOLSOT_SANDBOX", "0", 1);
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert(!s.sandbox);
+	ck_assert_uint_eq(s.limits.v[LIMIT_MEMORY], 64u << 20);
+
+	setenv("DOLSOT_SANDBOX", "yes", 1);
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_lt(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "DOLSOT_SANDBOX='yes' is not valid: expected 1 (on) or 0 (off)");
+	unsetenv("DOLSOT_SANDBOX");
+
+	setenv("DOLSOT_MAX_FILE_SIZE", "big", 1);
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_lt(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert(strstr(err, "DOLSOT_MAX_FILE_SIZE='big' is not valid"));
+	unsetenv("DOLSOT_MAX_FILE_SIZE");
+	unsetenv("DOLSOT_MEMORY");
+	unsetenv("DOLSOT_CPU_SECONDS");
+}
+END_TEST
+
 START_TEST(typegate_settings)
 {
 	struct settings s = { 0 };
@@ -256,6 +432,11 @@ int main(void)
 	tcase_add_test(tc, carry_switch);
 	tcase_add_test(tc, session_ids);
 	tcase_add_test(tc, quoting);
+	tcase_add_test(tc, limits);
+	tcase_add_test(tc, limit_names_and_formats);
+	tcase_add_test(tc, mount_specs);
+	tcase_add_test(tc, env_specs);
+	tcase_add_test(tc, sandbox_and_limits_from_env);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -82,6 +83,9 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
 	if (o->close_stdin)
 		close(0);
 	else if (dup2(in, 0) < 0)
+		_exit(125);
+	if (o->drop && (setgroups(0, NULL) < 0 || setresgid(o->gid, o->gid, o->gid) < 0 ||
+	                setresuid(o->uid, o->uid, o->uid) < 0))
 		_exit(125);
 	if (o->cwd && chdir(o->cwd) < 0)
 		_exit(125);

@@ -27,6 +27,9 @@ struct cli_opts {
 	const char *cwd;        /* NULL: inherit */
 	double timeout;         /* seconds before the test kills it; 0 = 120 */
 	bool close_stdin;       /* start it with fd 0 closed */
+	bool drop;              /* run as uid and gid (from root) */
+	uid_t uid;
+	gid_t gid;
 	const char *const *wrapper; /* run the binary under this command
 	                               (NULL-terminated argv, e.g. valgrind) */
 	const char *prog;       /* run this program instead of dolsot */

@@ -1,0 +1,31 @@
+/*
+ * pidcg.h - a pids cgroup for one call, so --max-procs holds for root too.
+ *
+ * RLIMIT_NPROC never applies to the host's uid 0, so when dolsot runs as
+ * root the process count is capped by a pids cgroup instead: the parent
+ * makes one below its own (cgroup v1 "pids" hierarchy, or v2 when the pids
+ * controller is enabled for children), the worker joins it before anything
+ * else, and the parent removes it once every process of the call is gone.
+ */
+#ifndef DOLSOT_PIDCG_H
+#define DOLSOT_PIDCG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PIDCG_PATH_MAX 4096
+
+/*
+ * Make a cgroup allowing at most max tasks; its directory goes into path.
+ * Returns 0, or -1 with a reason in err (no pids controller, not writable).
+ */
+int pidcg_create(uint64_t max, char *path, size_t pathlen, char *err,
+                 size_t errlen);
+
+/* Move the calling process into the cgroup at path.  0 or -1 with err. */
+int pidcg_join(const char *path, char *err, size_t errlen);
+
+/* Remove the cgroup (empty by now); errors are ignored. */
+void pidcg_remove(const char *path);
+
+#endif

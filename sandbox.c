@@ -1,0 +1,302 @@
+/*
+ * sandbox.c - enter the namespaces, fork the sandbox's PID 1, and lock it
+ * down (see sandbox.h).
+ *
+ * Why two processes: unshare(CLONE_NEWPID) does not move the caller, only
+ * its next child, which becomes PID 1 of the new namespace.  The caller
+ * stays behind as a plain waiter in the caller's process group, so
+ * whoever supervises it (the dolsot parent, its deadline, its group kill)
+ * keeps working unchanged, and when PID 1 dies the kernel kills everything
+ * else in the namespace.
+ *
+ * The user namespace maps only the caller's own uid and gid, each to the
+ * same number inside, which needs no privilege; every capability the new
+ * namespace grants is used for building the sandbox and dropped before the
+ * filter is loaded.
+ */
+#include "sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox_filter.h"
+#include "sandbox_fs.h"
+
+#define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | \
+                  CLONE_NEWIPC | CLONE_NEWUTS)
+
+static int fail(char *err, size_t errlen, const char *what)
+{
+	int saved = errno;
+
+	snprintf(err, errlen, "cannot create the sandbox: %s: %s", what, strerror(saved));
+	errno = saved;
+	return -1;
+}
+
+static int write_proc(const char *path, const char *text, char *err, size_t errlen)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n = (ssize_t)strlen(text);
+
+	if (fd < 0 || write(fd, text, (size_t)n) != n) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "cannot write %s", path);
+		fail(err, errlen, what);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int map_ids(uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	char map[64];
+
+	/* An unprivileged gid_map needs setgroups refused first. */
+	if (write_proc("/proc/self/setgroups", "deny", err, errlen) < 0)
+		return -1;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	if (write_proc("/proc/self/uid_map", map, err, errlen) < 0)
+		return -1;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	return write_proc("/proc/self/gid_map", map, err, errlen);
+}
+
+/* The outer process: wait for PID 1 and end the way it ended. */
+static void supervise(pid_t child) __attribute__((noreturn));
+
+static void supervise(pid_t child)
+{
+	struct rlimit no_core = { 0, 0 };
+	sigset_t one;
+	int st, sig;
+
+	while (waitpid(child, &st, 0) < 0)
+		if (errno != EINTR)
+			_exit(127);
+	if (WIFEXITED(st))
+		_exit(WEXITSTATUS(st));
+	sig = WTERMSIG(st);
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(sig, SIG_DFL);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+static int loopback_up(char *err, size_t errlen)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return fail(err, errlen, "socket");
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
+		fail(err, errlen, "cannot read the flags of lo");
+		close(s);
+		return -1;
+	}
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) {
+		fail(err, errlen, "cannot bring up lo");
+		close(s);
+		return -1;
+	}
+	close(s);
+	return 0;
+}
+
+/*
+ * The environment this process was started with is still in its memory, and
+ * /proc/self/environ shows it, even once environ points elsewhere: zero it.
+ * (A fork of a warm server holds that server's, from another call.)
+ */
+static int scrub_initial_env(char *err, size_t errlen)
+{
+	char buf[2048], *p;
+	unsigned long start = 0, end = 0;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return fail(err, errlen, "cannot read /proc/self/stat");
+	buf[n] = '\0';
+	/* Fields 50 and 51, counted from the state (field 3) after the name. */
+	p = strrchr(buf, ')');
+	for (int field = 2; p && field < 50; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %lu %lu", &start, &end) != 2 || end < start) {
+		errno = EINVAL;
+		return fail(err, errlen, "cannot find the environment in /proc/self/stat");
+	}
+	memset((void *)start, 0, end - start);
+	return 0;
+}
+
+static int set_env(char *const *env, char *err, size_t errlen)
+{
+	if (clearenv() != 0)
+		return fail(err, errlen, "clearenv");
+	for (; env && *env; env++) {
+		const char *eq = strchr(*env, '=');
+		char *name = eq ? strndup(*env, (size_t)(eq - *env)) : NULL;
+		int rc = name ? setenv(name, eq + 1, 1) : -1;
+
+		free(name);
+		if (rc != 0)
+			return fail(err, errlen, "setenv");
+	}
+	return scrub_initial_env(err, errlen);
+}
+
+static bool kept(const struct sandbox_cfg *cfg, int fd)
+{
+	for (size_t i = 0; i < cfg->n_keep_fds; i++)
+		if (cfg->keep_fds[i] == fd)
+			return true;
+	return false;
+}
+
+/*
+ * An fd inherited from the caller could reach outside (a directory fd for
+ * openat, a file reopened through /proc/self/fd): point every one we were
+ * not told to keep at /dev/null.  Not closed, so a number the caller's code
+ * still holds can never be reused for something else.
+ */
+static int neutralize_fds(const struct sandbox_cfg *cfg, char *err, size_t errlen)
+{
+	int fds[1024], n = 0, null;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	if (!d)
+		return fail(err, errlen, "cannot list /proc/self/fd");
+	while ((e = readdir(d)) && n < (int)(sizeof(fds) / sizeof(*fds))) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd > 2 &&
+		    fd != dirfd(d) && !kept(cfg, fd))
+			fds[n++] = fd;
+	}
+	closedir(d);
+	if (!n)
+		return 0;
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return fail(err, errlen, "cannot open /dev/null");
+	for (int i = 0; i < n; i++) {
+		int flags = fcntl(fds[i], F_GETFD);
+
+		if (flags >= 0 && dup3(null, fds[i], flags & FD_CLOEXEC ? O_CLOEXEC : 0) < 0) {
+			fail(err, errlen, "dup3");
+			close(null);
+			return -1;
+		}
+	}
+	close(null);
+	return 0;
+}
+
+static int drop_caps(char *err, size_t errlen)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+
+	/* The bounding set first: dropping from it needs CAP_SETPCAP. */
+	for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			return fail(err, errlen, "prctl(PR_CAPBSET_DROP)");
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		return fail(err, errlen, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+	memset(none, 0, sizeof(none));
+	if (syscall(SYS_capset, &h, none) < 0)
+		return fail(err, errlen, "capset");
+	return 0;
+}
+
+/* PID 1 of the new namespaces: build and lock down the sandbox. */
+static int inside(const struct sandbox_cfg *cfg, char *err, size_t errlen)
+{
+	/* The outer process is this one's only link to the call's supervisor. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return fail(err, errlen, "prctl(PR_SET_PDEATHSIG)");
+	if (sandbox_fs_build(cfg, err, errlen) < 0) {
+		char why[SANDBOX_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "cannot create the sandbox: %s", why);
+		return -1;
+	}
+	if (sethostname("dolsot", 6) < 0)
+		return fail(err, errlen, "sethostname");
+	if (loopback_up(err, errlen) < 0 || set_env(cfg->env, err, errlen) < 0 ||
+	    neutralize_fds(cfg, err, errlen) < 0 || drop_caps(err, errlen) < 0)
+		return -1;
+	if (sandbox_filter_load(err, errlen) < 0) {
+		char why[SANDBOX_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "cannot create the sandbox: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
+int sandbox_enter(const struct sandbox_cfg *cfg, char *err, size_t errlen)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	pid_t pid;
+
+	/* A process that changed its uids (a server that drops root for each
+	 * call) is not dumpable, so its /proc files belong to root and it
+	 * could not write its own uid_map.  It is about to give up every
+	 * privilege anyway. */
+	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1 &&
+	    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		return fail(err, errlen, "prctl(PR_SET_DUMPABLE)");
+	if (unshare(NS_FLAGS) < 0) {
+		int saved = errno;
+
+		snprintf(err, errlen, "cannot create the sandbox: the kernel refused new "
+		         "namespaces (unshare: %s); user namespaces may be disabled or "
+		         "exhausted (see /proc/sys/user/max_user_namespaces); the cell "
+		         "was not run", strerror(saved));
+		return -1;
+	}
+	if (map_ids(uid, gid, err, errlen) < 0)
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return fail(err, errlen, "fork");
+	if (pid > 0)
+		supervise(pid);
+	return inside(cfg, err, errlen);
+}

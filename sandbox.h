@@ -1,0 +1,65 @@
+/*
+ * sandbox.h - run the rest of a process inside kernel isolation.
+ *
+ * sandbox_enter() turns the calling process into the supervisor of a new
+ * sandbox and returns in a child of it that lives in new user, mount, PID,
+ * network, IPC and UTS namespaces, on a fresh read-only root, with all
+ * capabilities dropped, no_new_privs set and a seccomp filter loaded.  It
+ * knows nothing of Python or of how the caller was started: it works the
+ * same in a worker forked by the dolsot command and in one forked from a
+ * long-lived server whose Python is already initialized, as long as the
+ * caller is single-threaded (unshare(CLONE_NEWUSER) requires it; a freshly
+ * forked child always is).
+ */
+#ifndef DOLSOT_SANDBOX_H
+#define DOLSOT_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SANDBOX_ERR_MAX 1024
+
+enum sandbox_mode {
+	SANDBOX_RO,        /* read-only bind: writes fail with EROFS */
+	SANDBOX_RW,        /* read-write bind: writes reach the host */
+	SANDBOX_OVERLAY,   /* overlay: writes go to a tmpfs dropped with the sandbox */
+};
+
+/* One host path shown inside, at path. */
+struct sandbox_bind {
+	const char *host;          /* absolute, existing; a directory for overlay */
+	const char *path;          /* absolute; not inside another bind */
+	enum sandbox_mode mode;
+};
+
+struct sandbox_cfg {
+	const struct sandbox_bind *binds;   /* besides the system ones; in order */
+	size_t n_binds;
+	char *const *env;          /* "NAME=VALUE" strings: the whole environment
+	                            * inside; NULL-terminated */
+	const char *cwd;           /* the directory to start in: made empty on the
+	                            * read-only root when nothing is bound there;
+	                            * NULL or unusable means /tmp */
+	const int *keep_fds;       /* fds >= 3 to keep; every other open fd is
+	                            * pointed at /dev/null (the number stays valid) */
+	size_t n_keep_fds;
+	uint64_t tmpfs_size;       /* bytes for /tmp, /dev/shm and overlay upper
+	                            * layers, each; 0 = the kernel's default */
+};
+
+/*
+ * Enter the sandbox.  Returns 0 in the sandboxed process: PID 1 of the new
+ * PID namespace and a child of the caller, which stays outside, waits for
+ * it and ends with its exit status or signal, and never returns.  Killing
+ * either process (or their process group) kills everything in the sandbox.
+ *
+ * Returns -1 with a one-line reason in err when the sandbox cannot be made;
+ * then nothing must run: the caller fails the call (it may be the original
+ * process or the half-built sandboxed one).
+ *
+ * The sandboxed process is a fork: a caller with an initialized Python should
+ * run PyOS_AfterFork_Child() in it before running Python code.
+ */
+int sandbox_enter(const struct sandbox_cfg *cfg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * sandbox_fs.h - the sandbox's file system: a read-only tmpfs root holding
+ * read-only binds of /usr (the interpreter, its standard library, Debian's
+ * dist-packages and the shared libraries extension modules load), a few
+ * files of /etc, /dev/null, /dev/zero and /dev/urandom, a private /proc,
+ * private writable /tmp and /dev/shm, and the caller's binds.
+ */
+#ifndef DOLSOT_SANDBOX_FS_H
+#define DOLSOT_SANDBOX_FS_H
+
+#include <stddef.h>
+
+#include "sandbox.h"
+
+/*
+ * Build the tree and pivot into it, in a process that owns a fresh mount
+ * namespace (with CAP_SYS_ADMIN there) and is PID 1 of a fresh PID namespace
+ * (for /proc).  Ends in cfg->cwd, or /tmp.  Returns 0, or -1 with err.
+ */
+int sandbox_fs_build(const struct sandbox_cfg *cfg, char *err, size_t errlen);
+
+#endif

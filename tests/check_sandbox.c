@@ -1,0 +1,1164 @@
+/*
+ * check_sandbox.c - isolation end to end: --sandbox, --mount, --env and the
+ * limits, each case run against the real binary and the real kernel, as
+ * root and as an unprivileged user the suite creates (dolsot-test), since
+ * user namespaces and rlimits behave differently for the two, and each of
+ * those on the cold path (DOLSOT_SERVER=off) and on the warm one (a server
+ * started first, so workers fork from a zygote with Python already up).
+ */
+#include <check.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_helpers.h"
+
+#define TEST_USER "dolsot-test"
+
+static char *tmp;               /* per-test directory, the calls' cwd */
+static char store_env[4300];
+static char mark_env[128];      /* DOLSOT_TEST_MARK=...: finds a call's leftovers */
+static bool as_user;            /* this test runs dolsot as TEST_USER */
+static bool warm;               /* this test runs with the warm server up */
+static uid_t user_uid;
+static gid_t user_gid;
+static bool userns_root, userns_user;   /* can each create a user namespace */
+
+/* ---- set-up ---- */
+
+/* Give a path made by the test (as root) to the test user, in user mode. */
+static void own(const char *path)
+{
+	if (as_user && geteuid() == 0)
+		ck_assert_msg(lchown(path, user_uid, user_gid) == 0, "chown %s: %s", path,
+		              strerror(errno));
+}
+
+static void run_full(struct cli_run *r, const char *const *extra_env,
+                     const char *const *wrapper, const char *const *argv);
+
+static void server_cmd(const char *what)
+{
+	struct cli_run r;
+
+	bool sandbox = strstr(what, "--sandbox") != NULL;
+
+	if (sandbox)
+		run_full(&r, NULL, NULL, (const char *const[]){ "dolsot", "--server-start",
+		                                                "--sandbox", NULL });
+	else
+		run_full(&r, NULL, NULL, (const char *const[]){ "dolsot", what, NULL });
+	if (strncmp(what, "--server-start", 14) == 0)
+		ck_assert_msg(r.code == 0, "--server-start: %s", r.err);
+	cli_run_release(&r);
+}
+
+static void cleanup(void)
+{
+	if (!tmp)
+		return;
+	server_cmd("--server-stop");   /* also after a failed check exits the test */
+	cli_rmtree(tmp);
+	free(tmp);
+	tmp = NULL;
+}
+
+static void setup(bool user, bool warm_path)
+{
+	as_user = user;
+	warm = warm_path;
+	tmp = cli_tempdir();
+	own(tmp);
+	snprintf(store_env, sizeof(store_env), "DOLSOT_CACHE_DIR=%s/store", tmp);
+	snprintf(mark_env, sizeof(mark_env), "DOLSOT_TEST_MARK=m%ld-%d",
+	         (long)time(NULL), (int)getpid());
+	atexit(cleanup);
+	if (warm) {
+		/* Sandboxed calls have their own zygote (see warm_key_of). */
+		server_cmd("--server-start");
+		server_cmd("--server-start --sandbox");
+	}
+}
+
+static void setup_root_cold(void)
+{
+	setup(false, false);
+}
+
+static void setup_root_warm(void)
+{
+	setup(false, true);
+}
+
+static void setup_user_cold(void)
+{
+	setup(true, false);
+}
+
+static void setup_user_warm(void)
+{
+	setup(true, true);
+}
+
+static void teardown(void)
+{
+	cleanup();
+}
+
+static char *path_in(const char *rel)
+{
+	static char buf[8][4400];
+	static int next;
+	char *p = buf[next++ % 8];
+
+	snprintf(p, sizeof(buf[0]), "%s/%s", tmp, rel);
+	return p;
+}
+
+static void make_dir(const char *rel)
+{
+	ck_assert_int_eq(mkdir(path_in(rel), 0755), 0);
+	own(path_in(rel));
+}
+
+static void make_file(const char *rel, const char *text)
+{
+	cli_write_file(path_in(rel), text);
+	own(path_in(rel));
+}
+
+static bool file_exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+/* ---- running the binary ---- */
+
+struct args {
+	const char *v[48];
+	int n;
+};
+
+static void add(struct args *a, const char *s)
+{
+	ck_assert_int_lt(a->n, 47);
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+/* Run dolsot (as the mode's user, in tmp) with argv and extra env entries. */
+static void run_full(struct cli_run *r, const char *const *extra_env,
+                     const char *const *wrapper, const char *const *argv)
+{
+	const char *env[40];
+	size_t n = 0;
+	static const char *const unset[] = {
+		"DOLSOT_TIMEOUT", "DOLSOT_MAX_OUTPUT", "DOLSOT_SESSION_TTL_DAYS", "PYTHONPATH",
+		"VIRTUAL_ENV", "DOLSOT_SANDBOX", "DOLSOT_MEMORY", "DOLSOT_MAX_PROCS",
+		"DOLSOT_MAX_FILE_SIZE", "DOLSOT_CPU_SECONDS", "DOLSOT_RECURSION_LIMIT",
+		"DOLSOT_STORE", "DOLSOT_SERVER_IDLE", NULL,
+	};
+
+	/* In every process of the call's environment block (forks keep it);
+	 * sandboxed calls pass it on with --env for what the cell execs. */
+	env[n++] = store_env;
+	env[n++] = mark_env;
+	env[n++] = warm ? "DOLSOT_SERVER=auto" : "DOLSOT_SERVER=off";
+	for (size_t i = 0; unset[i]; i++)
+		env[n++] = unset[i];
+	for (size_t i = 0; extra_env && extra_env[i]; i++)
+		env[n++] = extra_env[i];
+	env[n] = NULL;
+	cli_run(r, &(struct cli_opts){ .env = env, .cwd = tmp, .timeout = 90,
+	                               .drop = as_user && geteuid() == 0,
+	                               .uid = user_uid, .gid = user_gid,
+	                               .wrapper = wrapper }, argv);
+}
+
+#define RUN(r, ...) run_full((r), NULL, NULL, (const char *const[]){ "dolsot", __VA_ARGS__, NULL })
+#define RUN_ENV(r, env, ...) run_full((r), (env), NULL, \
+	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
+
+/* --session s [--sandbox] [more...] code */
+static void run_cell(struct cli_run *r, bool sandbox, const char *const *more,
+                     const char *code)
+{
+	struct args a = { { "dolsot" }, 1 };
+
+	add(&a, "--session");
+	add(&a, "s");
+	if (sandbox) {
+		add(&a, "--sandbox");
+		add(&a, "--env");
+		add(&a, "DOLSOT_TEST_MARK");
+	}
+	for (size_t i = 0; more && more[i]; i++)
+		add(&a, more[i]);
+	add(&a, code);
+	run_full(r, NULL, NULL, a.v);
+}
+
+#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
+	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
+#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
+	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
+#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
+	"stderr lacks '%s':\n%s", (s), (r)->err)
+
+static void ok_cell(bool sandbox, const char *code)
+{
+	struct cli_run r;
+
+	run_cell(&r, sandbox, NULL, code);
+	ck_code(&r, 0);
+	cli_run_release(&r);
+}
+
+static void expect_out(bool sandbox, const char *const *more, const char *code,
+                       const char *out)
+{
+	struct cli_run r;
+
+	run_cell(&r, sandbox, more, code);
+	ck_code(&r, 0);
+	ck_out(&r, out);
+	cli_run_release(&r);
+}
+
+static bool userns_available(void)
+{
+	return as_user ? userns_user : userns_root;
+}
+
+#define NEED_USERNS() do { \
+	if (!userns_available()) { \
+		printf("SKIP: %s: user namespaces are not available here\n", __func__); \
+		return; \
+	} \
+} while (0)
+
+/* The long-lived processes of the warm path, which carry the mark of the
+ * call that started them and are not the call's. */
+static bool is_server(const char *pid)
+{
+	char path[300], comm[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/comm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = '\0';
+	fclose(f);
+	return strcmp(comm, "dolsot-server\n") == 0 || strcmp(comm, "dolsot-zygote\n") == 0;
+}
+
+/* Live processes of the calls (not the server) whose environment holds our
+ * mark. */
+static int marked_processes(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[65536];
+		ssize_t got;
+		int fd;
+
+		if (!isdigit((unsigned char)e->d_name[0]) || is_server(e->d_name))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/environ", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (got <= 0)
+			continue;
+		for (ssize_t i = 0; i < got; i += (ssize_t)strlen(buf + i) + 1) {
+			buf[got] = '\0';
+			if (strcmp(buf + i, mark_env) == 0 && cli_pid_alive(atoi(e->d_name)))
+				n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* A usage error touches no store (on the warm path the set-up made one). */
+static bool store_untouched(void)
+{
+	return warm ? !file_exists(path_in("store/s.pkl")) : !file_exists(path_in("store"));
+}
+
+/* How many calls the warm server ran warm: -1 on the cold path. */
+static long warm_calls(void)
+{
+	struct cli_run r;
+	long n = -1;
+	const char *p;
+
+	if (!warm)
+		return -1;
+	run_full(&r, NULL, NULL, (const char *const[]){ "dolsot", "--server-status", NULL });
+	p = strstr(r.out, "calls ");
+	if (p)
+		sscanf(p, "calls %ld warm", &n);
+	cli_run_release(&r);
+	return n;
+}
+
+/* On the warm path, the calls so far (n of them) all went to a zygote. */
+static void all_warm(long n)
+{
+	if (warm)
+		ck_assert_int_eq(warm_calls(), n);
+}
+
+/* ---- what the cell cannot see or touch ---- */
+
+START_TEST(cannot_read_home_or_shadow)
+{
+	struct cli_run r;
+	char code[8800], home_env[4400];
+
+	NEED_USERNS();
+	make_dir("home");
+	make_file("home/secret.txt", "top secret\n");
+	snprintf(home_env, sizeof(home_env), "HOME=%s", path_in("home"));
+	snprintf(code, sizeof(code),
+	         "import os\nout = []\n"
+	         "for p in ['%s', '/etc/shadow', '/etc/passwd', '/root/.bashrc']:\n"
+	         "    try:\n        open(p).read(); out.append('read')\n"
+	         "    except OSError as e:\n        out.append(type(e).__name__)\n"
+	         "out, os.path.exists(%s), sorted(set(os.listdir('/etc')) - {'localtime'})",
+	         path_in("home/secret.txt"), "os.path.expanduser('~') + '/secret.txt'");
+	/* Without the sandbox the secret is readable: the case is meaningful. */
+	RUN_ENV(&r, ((const char *[]){ home_env, NULL }), "--session", "s", code);
+	ck_code(&r, 0);
+	ck_assert_msg(strncmp(r.out, "(['read', ", 10) == 0, "%s", r.out);
+	cli_run_release(&r);
+	RUN_ENV(&r, ((const char *[]){ home_env, NULL }), "--session", "s", "--sandbox", code);
+	ck_code(&r, 0);
+	ck_out(&r, "(['FileNotFoundError', 'FileNotFoundError', 'read', 'FileNotFoundError'], "
+	           "False, ['alternatives', 'group', 'hostname', 'hosts', 'ld.so.cache', "
+	           "'nsswitch.conf', 'passwd'])\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(cannot_write_outside_mounts_and_tmp)
+{
+	char code[8800];
+
+	NEED_USERNS();
+	snprintf(code, sizeof(code),
+	         "import os\nout = {}\n"
+	         "for p in ['/x', '/usr/x', '/etc/x', '/dev/x', '/proc/x', '%s', '/tmp/x', "
+	         "'/dev/shm/x']:\n"
+	         "    try:\n        open(p, 'w').write('x'); out[p] = 'ok'\n"
+	         "    except OSError as e:\n        out[p] = e.errno\n"
+	         "[out[k] for k in sorted(out)], os.getcwd() == '%s'",
+	         path_in("x"), tmp);
+	/* In key order: /dev/shm, /dev, /etc, /proc, the caller's directory
+	 * (made inside the private /tmp, as the caller's is below /tmp), /tmp,
+	 * /usr, /. */
+	expect_out(true, NULL, code, "(['ok', 30, 30, 2, 'ok', 'ok', 30, 30], True)\n");
+	ck_assert(!file_exists(path_in("x")));
+}
+END_TEST
+
+START_TEST(cannot_reach_host_loopback)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char code[2048];
+	struct pollfd p;
+
+	NEED_USERNS();
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+	snprintf(code, sizeof(code),
+	         "import socket\nout = []\n"
+	         "for host in ['127.0.0.1', 'localhost', '1.1.1.1']:\n"
+	         "    try:\n"
+	         "        socket.create_connection((host, %d), timeout=3).close(); out.append('connected')\n"
+	         "    except OSError as e:\n        out.append(type(e).__name__)\n"
+	         "out", ntohs(a.sin_port));
+	expect_out(true, NULL, code,
+	           "['ConnectionRefusedError', 'ConnectionRefusedError', 'OSError']\n");
+	p = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	ck_assert_int_eq(poll(&p, 1, 0), 0);   /* nothing knocked */
+	/* The same cell outside the sandbox does get through. */
+	snprintf(code, sizeof(code),
+	         "import socket\nsocket.create_connection(('127.0.0.1', %d), timeout=3).close()\n'ok'",
+	         ntohs(a.sin_port));
+	expect_out(false, NULL, code, "'ok'\n");
+	close(lfd);
+}
+END_TEST
+
+START_TEST(sees_only_its_own_processes)
+{
+	NEED_USERNS();
+	expect_out(true, NULL,
+	           "import os, subprocess\np = subprocess.Popen(['sleep', '5'])\n"
+	           "pids = sorted(int(d) for d in os.listdir('/proc') if d.isdigit())\n"
+	           "p.kill(); p.wait()\npids, os.getpid()",
+	           "([1, 2], 1)\n");
+}
+END_TEST
+
+START_TEST(cannot_ptrace_and_has_no_privileges)
+{
+	NEED_USERNS();
+	expect_out(true, NULL,
+	           "import ctypes, errno, os, time\n"
+	           "libc = ctypes.CDLL(None, use_errno=True)\n"
+	           "pid = os.fork()\n"
+	           "if pid == 0:\n    time.sleep(10)\n    os._exit(0)\n"
+	           "attach = (libc.ptrace(16, pid, 0, 0), ctypes.get_errno() == errno.EPERM)\n"
+	           "me = (libc.ptrace(0, 0, 0, 0), ctypes.get_errno() == errno.EPERM)\n"
+	           "os.kill(pid, 9); os.waitpid(pid, 0)\n"
+	           "status = dict(l.split(':\\t') for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\n"
+	           "del libc\n"
+	           "attach, me, status['CapEff'], status['CapBnd'], status['NoNewPrivs'], status['Seccomp']",
+	           "((-1, True), (-1, True), '0000000000000000', '0000000000000000', '1', '2')\n");
+}
+END_TEST
+
+START_TEST(denied_calls_raise_eperm)
+{
+	NEED_USERNS();
+	expect_out(true, NULL,
+	           "import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+	           "def call(nr, *a):\n"
+	           "    return libc.syscall(nr, *a), errno.errorcode.get(ctypes.get_errno())\n"
+	           "# mount, unshare(CLONE_NEWUSER), keyctl, bpf, perf_event_open,\n"
+	           "# userfaultfd, reboot, swapon, init_module\n"
+	           "out = [call(165, 0, 0, 0, 0, 0), call(272, 0x10000000), call(250, 0),\n"
+	           "       call(321, 0, 0, 0), call(298, 0, 0, 0, 0, 0), call(323, 0),\n"
+	           "       call(169, 0, 0, 0, 0), call(167, 0, 0), call(175, 0, 0, 0)]\n"
+	           "del libc, call\nsorted(set(out))",
+	           "[(-1, 'EPERM')]\n");
+}
+END_TEST
+
+START_TEST(environment_is_minimal_plus_env_flags)
+{
+	struct cli_run r;
+	const char *const env[] = { "SECRET_TOKEN=hunter2", "KEEP_ME=yes", "LANG=C.UTF-8", NULL };
+	/* Not even in the block the process started with (/proc/self/environ). */
+	const char *code = "import os\nassert b'SECRET' not in open('/proc/self/environ', 'rb').read()\n"
+	                   "sorted(os.environ.items())";
+
+	NEED_USERNS();
+	RUN_ENV(&r, env, "--session", "s", "--sandbox", "--env", "KEEP_ME", "--env",
+	        "SET_ME=a=b", "--env", "NOT_SET_ANYWHERE", code);
+	ck_code(&r, 0);
+	ck_out(&r, "[('HOME', '/tmp'), ('KEEP_ME', 'yes'), ('LANG', 'C.UTF-8'), "
+	           "('PATH', '/usr/local/bin:/usr/bin:/bin'), ('SET_ME', 'a=b')]\n");
+	cli_run_release(&r);
+	/* Without the sandbox --env NAME=VALUE still sets, and nothing is hidden. */
+	RUN_ENV(&r, env, "--session", "s", "--env", "SET_ME=1",
+	        "import os\nos.environ['SET_ME'], os.environ['SECRET_TOKEN']");
+	ck_code(&r, 0);
+	ck_out(&r, "('1', 'hunter2')\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(dolsot_sandbox_variable_turns_it_on)
+{
+	struct cli_run r;
+
+	NEED_USERNS();
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_SANDBOX=1", NULL }), "--session", "s",
+	        "import os\nos.getpid()");
+	ck_code(&r, 0);
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_SANDBOX=0", NULL }), "--session", "s",
+	        "import os\nos.getpid() != 1");
+	ck_out(&r, "True\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- mounts ---- */
+
+START_TEST(ro_mount_reads_and_refuses_writes)
+{
+	NEED_USERNS();
+	make_dir("data");
+	make_file("data/a.txt", "hello");
+	make_dir("data/sub");
+	make_file("data/sub/b.txt", "deep");
+	{
+		char spec[4500];
+		const char *more[] = { "--mount", spec, NULL };
+
+		snprintf(spec, sizeof(spec), "%s:/data", path_in("data"));
+		expect_out(true, more,
+		           "import os\nout = [open('/data/a.txt').read(), open('/data/sub/b.txt').read()]\n"
+		           "for f in [lambda: open('/data/new', 'w'), lambda: open('/data/a.txt', 'a'),\n"
+		           "          lambda: os.remove('/data/a.txt'), lambda: os.mkdir('/data/d')]:\n"
+		           "    try:\n        f(); out.append('wrote')\n"
+		           "    except OSError as e:\n        out.append(e.errno)\n"
+		           "del f\nout, os.getpid()",
+		           "(['hello', 'deep', 30, 30, 30, 30], 1)\n");   /* --mount implies --sandbox */
+		snprintf(spec, sizeof(spec), "%s:/data:ro", path_in("data"));
+		expect_out(true, more, "open('/data/a.txt').read()", "'hello'\n");
+	}
+	ck_assert(!file_exists(path_in("data/new")));
+}
+END_TEST
+
+START_TEST(rw_mount_writes_to_the_host)
+{
+	char spec[4500], *text;
+	const char *more[] = { "--mount", spec, NULL };
+
+	NEED_USERNS();
+	make_dir("out");
+	snprintf(spec, sizeof(spec), "%s:/out:rw", path_in("out"));
+	expect_out(true, more, "open('/out/r.txt', 'w').write('result')", "6\n");
+	text = cli_read_file(path_in("out/r.txt"), NULL);
+	ck_assert_str_eq(text, "result");
+	free(text);
+}
+END_TEST
+
+START_TEST(overlay_keeps_writes_inside_the_call)
+{
+	char spec[4500], *text;
+	const char *more[] = { "--mount", spec, NULL };
+
+	NEED_USERNS();
+	make_dir("proj");
+	make_file("proj/a.txt", "base");
+	make_dir("proj/sub");
+	make_file("proj/sub/b.txt", "deep");
+	snprintf(spec, sizeof(spec), "%s:/proj:overlay", path_in("proj"));
+	expect_out(true, more,
+	           "import os\nopen('/proj/a.txt', 'a').write('+more')\n"
+	           "open('/proj/sub/b.txt', 'w').write('changed')\n"
+	           "open('/proj/new.txt', 'w').write('new')\nos.remove('/proj/sub/b.txt')\n"
+	           "os.mkdir('/proj/dir')\n"
+	           "open('/proj/a.txt').read(), open('/proj/new.txt').read(), "
+	           "sorted(os.listdir('/proj')), os.listdir('/proj/sub')",
+	           "('base+more', 'new', ['a.txt', 'dir', 'new.txt', 'sub'], [])\n");
+	text = cli_read_file(path_in("proj/a.txt"), NULL);
+	ck_assert_str_eq(text, "base");
+	free(text);
+	text = cli_read_file(path_in("proj/sub/b.txt"), NULL);
+	ck_assert_str_eq(text, "deep");
+	free(text);
+	ck_assert(!file_exists(path_in("proj/new.txt")));
+	ck_assert(!file_exists(path_in("proj/dir")));
+	/* The next call starts from the host's files again. */
+	expect_out(true, more, "import os\nsorted(os.listdir('/proj'))", "['a.txt', 'sub']\n");
+}
+END_TEST
+
+START_TEST(mount_a_single_file)
+{
+	char spec[4500];
+	const char *more[] = { "--mount", spec, NULL };
+
+	NEED_USERNS();
+	make_file("config.json", "{\"k\": 1}");
+	snprintf(spec, sizeof(spec), "%s:/etc-like/config.json", path_in("config.json"));
+	expect_out(true, more, "import json\njson.load(open('/etc-like/config.json'))",
+	           "{'k': 1}\n");
+}
+END_TEST
+
+static void mount_usage(const char *spec, const char *needle)
+{
+	struct cli_run r;
+
+	RUN(&r, "--session", "s", "--mount", spec, "1");
+	ck_code(&r, 2);
+	ck_out(&r, "");
+	ck_err_has(&r, needle);
+	ck_assert_msg(strchr(r.err, '\n') == r.err + r.err_len - 1, "not one line: %s", r.err);
+	ck_assert(store_untouched());
+	cli_run_release(&r);
+}
+
+START_TEST(bad_mounts_are_usage_errors)
+{
+	char spec[4500], spec2[4500];
+
+	make_dir("d");
+	make_file("f", "x");
+	mount_usage("d:/data", "the host path is not an absolute path");
+	mount_usage("/tmp:data", "the virtual path is not an absolute path");
+	mount_usage("/tmp/../etc:/data", "'..'");
+	mount_usage("/tmp:/data:rx", "the mode must be ro, rw or overlay");
+	mount_usage("/no/such/dir:/data", "the host path cannot be used: No such file");
+	snprintf(spec, sizeof(spec), "%s:/data:overlay", path_in("f"));
+	mount_usage(spec, "an overlay needs a directory");
+	snprintf(spec, sizeof(spec), "%s:/", path_in("d"));
+	mount_usage(spec, "the sandbox's root");
+	snprintf(spec, sizeof(spec), "%s:/usr/lib/python3.11", path_in("d"));
+	mount_usage(spec, "would shadow /usr");
+	snprintf(spec, sizeof(spec), "%s:/tmp", path_in("d"));
+	mount_usage(spec, "would shadow /tmp");
+	snprintf(spec, sizeof(spec), "%s:/proc", path_in("d"));
+	mount_usage(spec, "would shadow /proc");
+	snprintf(spec, sizeof(spec), "%s:/lib64", path_in("d"));
+	mount_usage(spec, "would shadow /lib64");
+	{
+		struct cli_run r;
+
+		snprintf(spec, sizeof(spec), "%s:/data", path_in("d"));
+		snprintf(spec2, sizeof(spec2), "%s:/data/inner", path_in("d"));
+		RUN(&r, "--session", "s", "--mount", spec, "--mount", spec2, "1");
+		ck_code(&r, 2);
+		ck_err_has(&r, "the virtual path overlaps --mount");
+		cli_run_release(&r);
+	}
+}
+END_TEST
+
+/* ---- Python inside ---- */
+
+START_TEST(numpy_works_inside)
+{
+	NEED_USERNS();
+	expect_out(true, NULL, "import numpy\nint(numpy.arange(10).sum()), "
+	                       "float(numpy.linalg.det(numpy.eye(3)))", "(45, 1.0)\n");
+}
+END_TEST
+
+START_TEST(toolboxes_are_importable_and_alone)
+{
+	struct cli_run r;
+	char pp[4500];
+
+	NEED_USERNS();
+	/* One next to the caller, one package on PYTHONPATH. */
+	make_file("mytools.py", "def add(a: int, b: int) -> int:\n    return a + b\n");
+	make_file("notes.txt", "private");
+	make_dir("lib");
+	make_dir("lib/pkgtool");
+	make_file("lib/pkgtool/__init__.py", "from .impl import VALUE\n");
+	make_file("lib/pkgtool/impl.py", "VALUE = 7\n");
+	make_file("lib/other.py", "X = 1\n");
+	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", path_in("lib"));
+	RUN_ENV(&r, ((const char *[]){ pp, NULL }), "--session", "s", "--sandbox",
+	        "--toolbox", "mytools:mt", "--toolbox", "pkgtool:pt",
+	        "import os\nmt.add(1, 2), pt.VALUE, sorted(os.listdir('.')), "
+	        "sorted(os.listdir(os.environ['PYTHONPATH']))");
+	ck_code(&r, 0);
+	/* Only the toolboxes themselves are bound, not their neighbours
+	 * (notes.txt, lib/other.py). */
+	ck_out(&r, "(3, 7, ['lib', 'mytools.py'], ['pkgtool'])\n");
+	cli_run_release(&r);
+	RUN(&r, "--session", "s", "--sandbox", "--toolbox", "missing_tool:mx", "1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "toolbox 'missing_tool' (alias mx) cannot be imported");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(virtualenv_is_visible_read_only)
+{
+	struct cli_run r;
+	char cmd[4600], venv_env[4500];
+
+	NEED_USERNS();
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3.11 -m venv --without-pip '%s'",
+	         path_in("venv"));
+	ck_assert_int_eq(system(cmd), 0);
+	make_file("venv/lib/python3.11/site-packages/venvtool.py", "WHERE = 'venv'\n");
+	snprintf(cmd, sizeof(cmd), "chown -R %u:%u '%s'", (unsigned)user_uid,
+	         (unsigned)user_gid, path_in("venv"));
+	if (as_user)
+		ck_assert_int_eq(system(cmd), 0);
+	snprintf(venv_env, sizeof(venv_env), "VIRTUAL_ENV=%s", path_in("venv"));
+	RUN_ENV(&r, ((const char *[]){ venv_env, NULL }), "--session", "s", "--sandbox",
+	        "--toolbox", "venvtool:vt",
+	        "import sys, subprocess\ntry:\n    open(vt.__file__, 'a')\nexcept OSError as e:\n"
+	        "    err = e.errno\n"
+	        "vt.WHERE, err, subprocess.run([sys.executable, '-c', 'print(6*7)'], "
+	        "capture_output=True, text=True).stdout.strip()");
+	ck_code(&r, 0);
+	ck_out(&r, "('venv', 30, '42')\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(session_round_trips_across_sandboxed_calls)
+{
+	struct cli_run r;
+
+	NEED_USERNS();
+	ok_cell(true, "x = 40\ndef f(v):\n    return v + x\nclass K:\n    pass\nk = K()");
+	ok_cell(false, "x = 41");   /* the same session, unsandboxed in between */
+	run_cell(&r, true, NULL, "f(1), isinstance(k, K)");
+	ck_code(&r, 0);
+	ck_out(&r, "(42, True)\n");
+	ck_assert_str_eq(r.err, "session now holds: K, f, k, x\n");
+	cli_run_release(&r);
+	all_warm(3);
+}
+END_TEST
+
+START_TEST(timeout_kills_the_whole_sandbox)
+{
+	struct cli_run r;
+	const char *more[] = { "--timeout", "1", NULL };
+
+	NEED_USERNS();
+	ok_cell(true, "x = 1");
+	run_cell(&r, true, more,
+	         "import os, subprocess, time\nx = 2\n"
+	         "subprocess.Popen(['sleep', '300'])\n"
+	         "if os.fork() == 0:\n    os.setsid()\n    time.sleep(300)\n"
+	         "time.sleep(300)");
+	ck_code(&r, 124);
+	ck_assert_msg(r.seconds < 5, "took %.2fs", r.seconds);
+	cli_run_release(&r);
+	ck_assert_int_eq(marked_processes(), 0);
+	expect_out(true, NULL, "x", "1\n");
+}
+END_TEST
+
+START_TEST(worker_death_in_sandbox_is_reported)
+{
+	struct cli_run r;
+
+	NEED_USERNS();
+	ok_cell(true, "x = 1");
+	run_cell(&r, true, NULL, "x = 2\nimport ctypes\nctypes.string_at(0)");
+	ck_code(&r, 1);
+	ck_err_has(&r, "killed by signal 11");
+	cli_run_release(&r);
+	run_cell(&r, true, NULL, "x = 3\nimport os\nos._exit(7)");
+	ck_code(&r, 1);
+	ck_err_has(&r, "exited with status 7");
+	cli_run_release(&r);
+	expect_out(true, NULL, "x", "1\n");
+}
+END_TEST
+
+START_TEST(refused_user_namespaces_fail_closed)
+{
+	struct cli_run r;
+	char code[4600];
+	/* On the warm path the server must start under the same refusal, as
+	 * it would on such a machine: the one of the set-up is stopped. */
+	const char *const wrapper[] = {
+		"unshare", "-U", "-r", "sh", "-c",
+		warm ? "echo 0 > /proc/sys/user/max_user_namespaces && "
+		       "\"$0\" --server-start && \"$0\" \"$@\"; rc=$?; \"$0\" --server-stop >/dev/null; exit $rc"
+		     : "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"",
+		NULL,
+	};
+
+	NEED_USERNS();
+	if (warm)
+		server_cmd("--server-stop");
+	snprintf(code, sizeof(code), "open('%s', 'w').write('ran')", path_in("ran"));
+	run_full(&r, NULL, wrapper, (const char *const[]){ "dolsot", "--session", "s",
+	                                                    "--sandbox", code, NULL });
+	ck_code(&r, 1);
+	ck_out(&r, "");
+	ck_err_has(&r, "dolsot: cannot create the sandbox: the kernel refused new namespaces");
+	ck_err_has(&r, "the cell was not run");
+	cli_run_release(&r);
+	ck_assert(!file_exists(path_in("ran")));
+	/* Without --sandbox the same wrapper runs the cell: the refusal was the cause. */
+	run_full(&r, NULL, wrapper, (const char *const[]){ "dolsot", "--session", "s",
+	                                                    code, NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_assert(file_exists(path_in("ran")));
+}
+END_TEST
+
+/* ---- limits, with and without the sandbox ---- */
+
+START_TEST(memory_hog_gets_memory_error_and_keeps_state)
+{
+	const char *more[] = { "--memory", "128M", NULL };
+
+	/* AddressSanitizer's shadow memory is private writable memory, so
+	 * RLIMIT_DATA is exceeded before the cell allocates anything. */
+	if (strstr(cli_bin(), "-asan")) {
+		printf("SKIP: %s: --memory cannot work under AddressSanitizer\n", __func__);
+		return;
+	}
+
+	for (int sandbox = 0; sandbox < 2; sandbox++) {
+		struct cli_run r;
+
+		if (sandbox && !userns_available())
+			break;
+		ok_cell(sandbox, "x = 1");
+		run_cell(&r, sandbox, more, "x = 2\nblob = bytearray(512 << 20)");
+		ck_code(&r, 1);
+		ck_assert_str_eq(r.err, "MemoryError (line 2)\ndolsot: the cell hit the memory "
+		                        "limit (--memory 128M); session unchanged\n");
+		cli_run_release(&r);
+		/* Filling memory slowly: the worker still answers. */
+		run_cell(&r, sandbox, more,
+		         "x = 3\nhog = []\nwhile True:\n    hog.append(bytearray(1 << 20))");
+		ck_code(&r, 1);
+		ck_err_has(&r, "the cell hit the memory limit (--memory 128M); session unchanged");
+		cli_run_release(&r);
+		expect_out(sandbox, NULL, "x", "1\n");
+		all_warm(4 * (sandbox + 1));
+	}
+}
+END_TEST
+
+static void fork_bomb(bool sandbox)
+{
+	struct cli_run r;
+	const char *more[] = { "--max-procs", "20", NULL };
+
+	ok_cell(sandbox, "x = 1");
+	run_cell(&r, sandbox, more, "import os\nx = 2\nwhile True:\n    os.fork()");
+	ck_code(&r, 1);
+	ck_assert_msg(r.seconds < 20, "took %.2fs", r.seconds);
+	ck_err_has(&r, "BlockingIOError: [Errno 11] Resource temporarily unavailable (line 4)\n"
+	               "dolsot: the cell hit the process limit (--max-procs 20); session unchanged\n");
+	cli_run_release(&r);
+	ck_assert_int_eq(marked_processes(), 0);
+	expect_out(sandbox, NULL, "x", "1\n");
+}
+
+START_TEST(fork_bomb_is_contained_and_cleaned_up)
+{
+	fork_bomb(false);
+	all_warm(3);
+	if (userns_available()) {
+		fork_bomb(true);
+		all_warm(6);
+	}
+}
+END_TEST
+
+/* A bomb that keeps the limit saturated does not stop the same user from
+ * running other processes, and everything is gone after the call. */
+static void saturated_bomb(bool sandbox)
+{
+	struct cli_run r;
+	const char *more[] = { "--max-procs", "10", "--timeout", "3", NULL };
+	pid_t kid = fork();
+	int st;
+
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0) {
+		run_cell(&r, sandbox, more,
+		         "import os, time\nwhile True:\n    try:\n        os.fork()\n"
+		         "    except OSError:\n        time.sleep(0.05)");
+		_exit(r.code == 124 ? 0 : 1);
+	}
+	usleep(1200 * 1000);
+	ck_assert_int_gt(marked_processes(), 1);
+	expect_out(false, NULL, "import subprocess\n[subprocess.run(['true']).returncode "
+	                        "for _ in range(5)]", "[0, 0, 0, 0, 0]\n");
+	ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the bomb call did not time out");
+	ck_assert_int_eq(marked_processes(), 0);
+}
+
+START_TEST(saturating_fork_bomb_leaves_the_user_working)
+{
+	saturated_bomb(false);
+	if (userns_available())
+		saturated_bomb(true);
+}
+END_TEST
+
+START_TEST(threads_count_as_processes)
+{
+	const char *more[] = { "--max-procs", "3", NULL };
+	struct cli_run r;
+
+	run_cell(&r, false, more,
+	         "import threading, time\nts = [threading.Thread(target=time.sleep, args=(2,))"
+	         " for _ in range(5)]\nfor t in ts:\n    t.start()");
+	ck_code(&r, 1);
+	ck_err_has(&r, "RuntimeError: can't start new thread");
+	ck_err_has(&r, "the cell hit the process limit (--max-procs 3)");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(recursion_limit_raises_recursion_error)
+{
+	const char *more[] = { "--recursion-limit", "100", NULL };
+
+	for (int sandbox = 0; sandbox < 2; sandbox++) {
+		struct cli_run r;
+
+		if (sandbox && !userns_available())
+			break;
+		ok_cell(sandbox, "x = 1\ndef g(n):\n    return 0 if n == 0 else 1 + g(n - 1)");
+		expect_out(sandbox, more, "g(80)", "80\n");
+		run_cell(&r, sandbox, more, "x = 2\ng(150)");
+		ck_code(&r, 1);
+		ck_err_has(&r, "RecursionError: maximum recursion depth exceeded");
+		ck_err_has(&r, "dolsot: the cell hit the recursion limit (--recursion-limit 100); "
+		               "session unchanged");
+		cli_run_release(&r);
+		/* Without the flag Python's own limit applies and 150 is fine. */
+		expect_out(sandbox, NULL, "x, g(150)", "(1, 150)\n");
+	}
+}
+END_TEST
+
+START_TEST(file_size_limit_stops_big_writes)
+{
+	char code[4600];
+	const char *more[] = { "--max-file-size", "1M", NULL };
+
+	for (int sandbox = 0; sandbox < 2; sandbox++) {
+		struct cli_run r;
+		struct stat st;
+		const char *target = sandbox ? "/tmp/big" : path_in("big");
+
+		if (sandbox && !userns_available())
+			break;
+		/* A session far bigger than the limit still saves: the limit is the
+		 * cell's, not the worker's. */
+		ok_cell(sandbox, "import os\nx = 1\nstate = os.urandom(3 << 20)");
+		snprintf(code, sizeof(code),
+		         "x = 2\nsize = 0\nwith open('%s', 'wb') as f:\n"
+		         "    for _ in range(4):\n        size += f.write(b'z' * (1 << 19))", target);
+		run_cell(&r, sandbox, more, code);
+		ck_code(&r, 1);
+		ck_err_has(&r, "OSError: [Errno 27] File too large");
+		ck_err_has(&r, "dolsot: the cell hit the file size limit (--max-file-size 1M); "
+		               "session unchanged");
+		cli_run_release(&r);
+		if (!sandbox) {
+			ck_assert_int_eq(stat(target, &st), 0);
+			ck_assert_int_eq(st.st_size, 1 << 20);
+		}
+		expect_out(sandbox, more, "x, len(state)", "(1, 3145728)\n");
+	}
+}
+END_TEST
+
+START_TEST(cpu_limit_ends_a_busy_loop)
+{
+	const char *more[] = { "--cpu-seconds", "1", NULL };
+
+	for (int sandbox = 0; sandbox < 2; sandbox++) {
+		struct cli_run r;
+
+		if (sandbox && !userns_available())
+			break;
+		ok_cell(sandbox, "x = 1");
+		run_cell(&r, sandbox, more, "x = 2\nwhile True:\n    pass");
+		ck_code(&r, 1);
+		ck_assert_str_eq(r.err, "dolsot: the cell hit the CPU time limit (--cpu-seconds 1); "
+		                        "session unchanged\n");
+		ck_assert_msg(r.seconds < 10, "took %.2fs", r.seconds);
+		cli_run_release(&r);
+		expect_out(sandbox, NULL, "x", "1\n");
+	}
+}
+END_TEST
+
+START_TEST(limits_from_the_environment)
+{
+	struct cli_run r;
+
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_RECURSION_LIMIT=50", "DOLSOT_MAX_FILE_SIZE=2K",
+	                               "DOLSOT_CPU_SECONDS=100", NULL }),
+	        "--session", "s", "import resource\nresource.getrlimit(resource.RLIMIT_FSIZE), "
+	        "resource.getrlimit(resource.RLIMIT_CPU)");
+	ck_code(&r, 0);
+	ck_out(&r, "((2048, 2048), (100, 101))\n");
+	cli_run_release(&r);
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_RECURSION_LIMIT=50", NULL }),
+	        "--session", "s", "def g(n):\n    return g(n + 1)\ng(0)");
+	ck_code(&r, 1);
+	ck_err_has(&r, "(--recursion-limit 50)");
+	cli_run_release(&r);
+	/* A flag beats the variable. */
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_RECURSION_LIMIT=50", NULL }), "--session", "s",
+	        "--recursion-limit", "500", "def h(n):\n    return 0 if n == 0 else h(n - 1)\nh(200)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+}
+END_TEST
+
+static void usage_env(const char *env, const char *needle)
+{
+	struct cli_run r;
+
+	RUN_ENV(&r, ((const char *[]){ env, NULL }), "--session", "s", "1");
+	ck_code(&r, 2);
+	ck_err_has(&r, needle);
+	ck_assert(store_untouched());
+	cli_run_release(&r);
+}
+
+static void usage_args(const char *flag, const char *value, const char *needle)
+{
+	struct cli_run r;
+
+	RUN(&r, "--session", "s", flag, value, "1");
+	ck_code(&r, 2);
+	ck_out(&r, "");
+	ck_err_has(&r, needle);
+	ck_assert(store_untouched());
+	cli_run_release(&r);
+}
+
+START_TEST(malformed_limits_are_usage_errors)
+{
+	usage_args("--memory", "lots", "--memory 'lots' is not valid: expected a size like 512M");
+	usage_args("--memory", "1M", "at least 32M");
+	usage_args("--max-procs", "0", "--max-procs '0' is not valid");
+	usage_args("--max-file-size", "1T", "--max-file-size '1T' is not valid");
+	usage_args("--cpu-seconds", "0.5", "--cpu-seconds '0.5' is not valid");
+	usage_args("--recursion-limit", "-3", "--recursion-limit '-3' is not valid");
+	usage_args("--env", "A-B=1", "malformed --env 'A-B=1'");
+	usage_env("DOLSOT_MEMORY=huge", "DOLSOT_MEMORY='huge' is not valid");
+	usage_env("DOLSOT_MAX_PROCS=many", "DOLSOT_MAX_PROCS='many' is not valid");
+	usage_env("DOLSOT_MAX_FILE_SIZE=-1", "DOLSOT_MAX_FILE_SIZE='-1' is not valid");
+	usage_env("DOLSOT_CPU_SECONDS=1s", "DOLSOT_CPU_SECONDS='1s' is not valid");
+	usage_env("DOLSOT_RECURSION_LIMIT=x", "DOLSOT_RECURSION_LIMIT='x' is not valid");
+	usage_env("DOLSOT_SANDBOX=yes", "DOLSOT_SANDBOX='yes' is not valid");
+}
+END_TEST
+
+/* ---- the suite ---- */
+
+static bool can_unshare_as(bool drop)
+{
+	pid_t kid = fork();
+	int st;
+
+	if (kid == 0) {
+		if (drop && (setgroups(0, NULL) < 0 || setresgid(user_gid, user_gid, user_gid) < 0 ||
+		             setresuid(user_uid, user_uid, user_uid) < 0))
+			_exit(2);
+		_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+	}
+	return kid > 0 && waitpid(kid, &st, 0) == kid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* The unprivileged user the suite runs dolsot as; made when missing. */
+static bool find_test_user(void)
+{
+	struct passwd *pw = getpwnam(TEST_USER);
+
+	if (!pw && geteuid() == 0 &&
+	    system("useradd --system --no-create-home --home-dir /nonexistent "
+	           "--shell /usr/sbin/nologin " TEST_USER " >/dev/null 2>&1") == 0)
+		pw = getpwnam(TEST_USER);
+	if (!pw)
+		return false;
+	user_uid = pw->pw_uid;
+	user_gid = pw->pw_gid;
+	return true;
+}
+
+static void add_cases(TCase *tc)
+{
+	tcase_add_test(tc, cannot_read_home_or_shadow);
+	tcase_add_test(tc, cannot_write_outside_mounts_and_tmp);
+	tcase_add_test(tc, cannot_reach_host_loopback);
+	tcase_add_test(tc, sees_only_its_own_processes);
+	tcase_add_test(tc, cannot_ptrace_and_has_no_privileges);
+	tcase_add_test(tc, denied_calls_raise_eperm);
+	tcase_add_test(tc, environment_is_minimal_plus_env_flags);
+	tcase_add_test(tc, dolsot_sandbox_variable_turns_it_on);
+	tcase_add_test(tc, ro_mount_reads_and_refuses_writes);
+	tcase_add_test(tc, rw_mount_writes_to_the_host);
+	tcase_add_test(tc, overlay_keeps_writes_inside_the_call);
+	tcase_add_test(tc, mount_a_single_file);
+	tcase_add_test(tc, bad_mounts_are_usage_errors);
+	tcase_add_test(tc, numpy_works_inside);
+	tcase_add_test(tc, toolboxes_are_importable_and_alone);
+	tcase_add_test(tc, virtualenv_is_visible_read_only);
+	tcase_add_test(tc, session_round_trips_across_sandboxed_calls);
+	tcase_add_test(tc, timeout_kills_the_whole_sandbox);
+	tcase_add_test(tc, worker_death_in_sandbox_is_reported);
+	tcase_add_test(tc, refused_user_namespaces_fail_closed);
+	tcase_add_test(tc, memory_hog_gets_memory_error_and_keeps_state);
+	tcase_add_test(tc, fork_bomb_is_contained_and_cleaned_up);
+	tcase_add_test(tc, saturating_fork_bomb_leaves_the_user_working);
+	tcase_add_test(tc, threads_count_as_processes);
+	tcase_add_test(tc, recursion_limit_raises_recursion_error);
+	tcase_add_test(tc, file_size_limit_stops_big_writes);
+	tcase_add_test(tc, cpu_limit_ends_a_busy_loop);
+	tcase_add_test(tc, limits_from_the_environment);
+	tcase_add_test(tc, malformed_limits_are_usage_errors);
+}
+
+static void add_tcase(Suite *s, const char *name, void (*setup_fn)(void))
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup_fn, teardown);
+	tcase_set_timeout(tc, 180);
+	add_cases(tc);
+	suite_add_tcase(s, tc);
+}
+
+int main(void)
+{
+	Suite *s = suite_create("sandbox");
+	SRunner *sr;
+	int failed;
+
+	if (geteuid() == 0) {
+		userns_root = can_unshare_as(false);
+		add_tcase(s, "root-cold", setup_root_cold);
+		add_tcase(s, "root-warm", setup_root_warm);
+		if (!find_test_user()) {
+			printf("SKIP: the unprivileged half: user %s cannot be made\n", TEST_USER);
+			goto run;
+		}
+		userns_user = can_unshare_as(true);
+	} else {
+		/* Already unprivileged: run the user half as ourselves. */
+		printf("SKIP: the root half of check_sandbox needs root\n");
+		userns_user = can_unshare_as(false);
+	}
+	add_tcase(s, "user-cold", setup_user_cold);
+	add_tcase(s, "user-warm", setup_user_warm);
+run:
+	if (!userns_root && !userns_user)
+		printf("SKIP: sandbox cases: user namespaces are not available here\n");
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
