@@ -109,6 +109,13 @@ def _limit_of(exc):
     return None
 
 
+def _check_memory(exc):
+    """Outside the cell (loading, importing), only running out of memory can
+    be one of the call's limits."""
+    if isinstance(exc, MemoryError) and "memory" in _limits:
+        raise _LimitHit("memory", exc) from None
+
+
 def _format_limit(name, value):
     if name in ("memory", "max-file-size"):
         for unit, suffix in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
@@ -348,6 +355,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
         return 1, 0, None, str(e), None, None, None, None, None
+    except _LimitHit as e:
+        return _limit_answer(e.name, e.exc, max_output)
     except MemoryError as e:
         if "memory" in _limits:
             return _limit_answer("memory", e, max_output)

@@ -28,14 +28,33 @@ static void fatal(const char *what)
 	abort();
 }
 
+static char bin_path[PATH_MAX];
+
 const char *cli_bin(void)
 {
-	static char path[PATH_MAX];
 	const char *b = getenv("DOLSOT_BIN");
 
-	if (!path[0] && !realpath(b && *b ? b : "./dolsot", path))
+	if (!bin_path[0] && !realpath(b && *b ? b : "./dolsot", bin_path))
 		fatal("realpath of the dolsot binary");
-	return path;
+	return bin_path;
+}
+
+char *cli_bin_shared_copy(void)
+{
+	char *dir = cli_tempdir(), copy[PATH_MAX + 16];
+	size_t n;
+	char *data = cli_read_file(cli_bin(), &n);
+	FILE *f;
+
+	if (!data || chmod(dir, 0755) < 0)
+		fatal("copying the dolsot binary");
+	snprintf(copy, sizeof(copy), "%s/dolsot", dir);
+	f = fopen(copy, "we");
+	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0 || chmod(copy, 0755) < 0)
+		fatal("writing the copy of the dolsot binary");
+	free(data);
+	snprintf(bin_path, sizeof(bin_path), "%s", copy);
+	return dir;
 }
 
 static double now(void)

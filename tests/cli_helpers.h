@@ -38,6 +38,13 @@ struct cli_opts {
 /* Absolute path of the binary under test ($DOLSOT_BIN or ./dolsot). */
 const char *cli_bin(void);
 
+/*
+ * Copy the binary under test into a new directory every user can reach
+ * (the checkout may sit in a private one) and test that copy from now on.
+ * Returns the directory, for cli_rmtree at the end.
+ */
+char *cli_bin_shared_copy(void);
+
 /* Run argv (argv[0] is ignored and replaced by the binary, or o->prog). */
 void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *argv);
 void cli_run_release(struct cli_run *r);
