@@ -2,7 +2,7 @@
  * dolsotmod.c - the _dolsot built-in module, the worker Python code's door to
  * the C side: the call's deadline, the type checker runner and parsers of
  * typegate.h, and the Python modules compiled into the binary (gate.py,
- * hints.py), imported only when a call needs them.
+ * hints.py, session.py, state.py), imported when a call needs them.
  */
 #include "dolsotmod.h"
 
@@ -16,20 +16,24 @@
 #include "typegate.h"
 
 /* Made by tools/embed.py: the source, its bytecode and the bytecode magic. */
-extern const unsigned char gate_py[], gate_code[];
-extern const size_t gate_code_len;
-extern const long gate_magic;
-extern const unsigned char hints_py[], hints_code[];
-extern const size_t hints_code_len;
-extern const long hints_magic;
+#define EMBEDDED(name) \
+	extern const unsigned char name##_py[], name##_code[]; \
+	extern const size_t name##_code_len; \
+	extern const long name##_magic
+EMBEDDED(gate);
+EMBEDDED(hints);
+EMBEDDED(session);
+EMBEDDED(state);
 
 struct embedded {
 	const char *name;
 	const unsigned char *source;
 	const unsigned char *code;
-	size_t code_len;
-	long magic;
+	const size_t *code_len;   /* sizes are not constant expressions across files */
+	const long *magic;
 };
+
+#define EMBED(name) { #name, name##_py, name##_code, &name##_code_len, &name##_magic }
 
 static struct timespec deadline;
 static bool have_deadline;
@@ -296,9 +300,9 @@ static PyObject *code_of(const struct embedded *e)
 {
 	char filename[64];
 
-	if ((PyImport_GetMagicNumber() & 0xffff) == e->magic) {
+	if ((PyImport_GetMagicNumber() & 0xffff) == *e->magic) {
 		PyObject *code = PyMarshal_ReadObjectFromString((const char *)e->code,
-		                                                (Py_ssize_t)e->code_len);
+		                                                (Py_ssize_t)*e->code_len);
 
 		if (code && PyCode_Check(code))
 			return code;
@@ -313,11 +317,10 @@ static PyObject *code_of(const struct embedded *e)
 static PyObject *m_embedded(PyObject *self, PyObject *arg)
 {
 	static const struct embedded modules[] = {
-		{ "gate", gate_py, gate_code, 0, 0 },
-		{ "hints", hints_py, hints_code, 0, 0 },
+		EMBED(gate), EMBED(hints), EMBED(session), EMBED(state),
 	};
 	const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-	struct embedded e = { NULL, NULL, NULL, 0, 0 };
+	struct embedded e = { NULL, NULL, NULL, NULL, NULL };
 	char modname[64];
 	PyObject *code, *mod, *key;
 
@@ -329,9 +332,6 @@ static PyObject *m_embedded(PyObject *self, PyObject *arg)
 			e = modules[i];
 	if (!e.name)
 		return PyErr_Format(PyExc_ImportError, "no embedded module %s", name);
-	/* Sizes are not constant expressions across files: fill them here. */
-	e.code_len = e.code == gate_code ? gate_code_len : hints_code_len;
-	e.magic = e.code == gate_code ? gate_magic : hints_magic;
 	snprintf(modname, sizeof(modname), "_dolsot_%s", name);
 	key = PyUnicode_FromString(modname);
 	if (!key)

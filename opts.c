@@ -193,6 +193,14 @@ int opts_parse_count(const char *s, uint64_t *out)
 	return 0;
 }
 
+int opts_parse_switch(const char *s, bool *out)
+{
+	if (!s || (strcmp(s, "0") != 0 && strcmp(s, "1") != 0))
+		return -1;
+	*out = s[0] == '1';
+	return 0;
+}
+
 /* Copy path normalized into a new string: absolute, no "." or "..". */
 static char *normalize_path(const char *path, const char **why)
 {
@@ -445,6 +453,9 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 	if ((v = env("DOLSOT_SERVER_IDLE")) && opts_parse_seconds(v, &s->server_idle) < 0)
 		return env_error("DOLSOT_SERVER_IDLE", v, "a positive number of seconds",
 		                 err, errlen);
+	s->carry = true;
+	if ((v = env("DOLSOT_CARRY")) && opts_parse_switch(v, &s->carry) < 0)
+		return env_error("DOLSOT_CARRY", v, "0 (off) or 1 (on)", err, errlen);
 	if (!s->sandbox && (v = env("DOLSOT_SANDBOX"))) {
 		if (strcmp(v, "1") != 0 && strcmp(v, "0") != 0)
 			return env_error("DOLSOT_SANDBOX", v, "1 (on) or 0 (off)", err, errlen);

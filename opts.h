@@ -31,6 +31,7 @@ struct settings {
 	bool memory_store;       /* DOLSOT_STORE=memory: sessions in the server's memory */
 	bool typecheck;          /* run the type gate before a cell */
 	const char *ty_bin;      /* the type checker to run */
+	bool carry;              /* carry interpreter and library state */
 	bool sandbox;            /* --sandbox, DOLSOT_SANDBOX=1, or any --mount */
 	struct limits limits;    /* 0 = not set */
 };
@@ -89,6 +90,9 @@ int opts_parse_seconds(const char *s, double *out);
 
 /* A non-negative decimal integer that fits in uint64_t.  0 or -1. */
 int opts_parse_count(const char *s, uint64_t *out);
+
+/* A switch: "0" is false, "1" is true, anything else -1. */
+int opts_parse_switch(const char *s, bool *out);
 
 /* A non-negative, finite number ("7", "0.5").  0 or -1. */
 int opts_parse_nonneg(const char *s, double *out);

@@ -122,6 +122,8 @@ static int encode_request(const struct run_args *a, const uint8_t *blob,
 	r.n_toolboxes = a->n_toolboxes;
 	r.max_output = a->settings->max_output;
 	r.budget_ns = (uint64_t)(budget * 1e9);
+	if (a->settings->carry)
+		r.flags |= REQ_CARRY;
 	/* A warm worker is forked from a zygote, not from us: tell it where and
 	 * with what environment the caller runs (unless the plan gives one). */
 	if (a->settings->server && getcwd(cwd, sizeof(cwd))) {

@@ -415,25 +415,6 @@ static bool server_starting(int dirfd)
 	return held;
 }
 
-/* True while pid exists and is not a zombie. */
-static bool process_running(pid_t pid)
-{
-	char path[64], buf[512], *rp;
-	int fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
-}
 
 /* Send one request and wait for one answer of the given type.  With
  * linger, wait after it until the server closes the connection. */
@@ -479,19 +460,47 @@ int warm_info(int dirfd, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Wait up to seconds until pid has exited (gone, or a zombie nobody reaped
+ * yet).  The server's connection closes as its exit begins, a moment
+ * before the process is gone.
+ */
+static void wait_exited(pid_t pid, double seconds)
+{
+	struct timespec deadline, pause = { 0, 2000000 };
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	proc_deadline_in(&deadline, seconds);
+	while (proc_seconds_left(&deadline) > 0) {
+		char buf[512], *rp;
+		ssize_t n;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return;
+		buf[n] = '\0';
+		rp = strrchr(buf, ')');
+		if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X')
+			return;
+		nanosleep(&pause, NULL);
+	}
+}
+
 int warm_stop(int dirfd, long *pid)
 {
 	static struct wire_msg m;
 	int got = ask(dirfd, WIRE_STOP, NULL, 0, WIRE_STOPPING, &m, true);
 
-	if (got <= 0)
-		return got;
-	*pid = (long)m.a;
-	/* Its connection closed as it exited; wait until it has (a zombie left
-	 * for its reaper counts as gone). */
-	for (int i = 0; i < 200 && process_running((pid_t)*pid); i++)
-		usleep(10000);
-	return 1;
+	if (got > 0) {
+		*pid = (long)m.a;
+		wait_exited((pid_t)m.a, 5);
+	}
+	return got;
 }
 
 int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,

@@ -6,30 +6,32 @@ __main__ module, so functions and classes defined in a cell belong to
 __main__, as in a REPL, and dill (imported only when needed) pickles them by
 value with their globals as a reference to the session namespace.
 
-A session blob is MAGIC followed by one pickle of {name: value}.  The C
-pickler does the work; dill is handed only the objects the C pickler cannot
-carry (see _Pickler.reducer_override), so a session of plain data never
-pays for importing dill.
+The session blob, value by value, is _dolsot_session's (session.py);
+the state carried outside the namespace is _dolsot_state's (state.py).
 """
 
-# The C modules rather than ast and pickle: those import re, enum and
-# functools, several milliseconds of every cold call.
+# The C module rather than ast: ast imports re, enum and functools,
+# several milliseconds of every cold call.
 import _ast
-import _pickle
 import errno
 import importlib
-import io
 import sys
-import types
 
-MAGIC = b"DLSS\x01"
+import _dolsot
+
 RES_OK = 1
 RES_SAVE = 2
 REQ_TYPECHECK = 1
+REQ_CARRY = 2
 MAX_ERROR_LINES = 20
+MAX_REASON = 200
 
 _main = sys.modules["__main__"]
-_dill = None
+_session = _dolsot.embedded("session")
+_state = _dolsot.embedded("state")
+_Fatal = _session.Fatal
+# Version 1 sessions refer to the loader by this name.
+_dill_loads = _session._dill_loads
 _limits = {}          # the limits of this call that are set, by option name
 _last_event = None    # the last audit event, to tell a failed fork (max-procs)
 _SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn",
@@ -39,35 +41,41 @@ _LIMIT_WORDS = {"memory": "memory limit", "max-procs": "process limit",
                 "recursion-limit": "recursion limit"}
 
 
-def _add_exit_builtins():
-    """exit() and quit(), which the site module (not run here) defines."""
+def _add_site_builtins():
+    """exit(), quit() and help(), which the site module (not run here)
+    defines in every other Python."""
     import builtins
     if not hasattr(builtins, "exit"):
         import site  # with site_import off, importing it runs nothing
         site.setquit()
+        site.sethelper()
 
 
-_add_exit_builtins()
+_add_site_builtins()
 
 
-def _import_dill():
-    global _dill
-    if _dill is None:
-        try:
-            import dill
-        except ImportError as e:
-            raise _Fatal("dolsot: the Python module 'dill' cannot be imported "
-                         f"({e}); install it with: apt-get install python3-dill") from None
-        _dill = dill
-    return _dill
+def _text(exc):
+    """str(exc), which a cell's exception class can make fail too."""
+    try:
+        return str(exc)
+    except BaseException as e:
+        return f"<str() failed: {type(e).__name__}>"
 
 
-def _dill_loads(data):
-    return _import_dill().loads(data)
+def _repr(value):
+    try:
+        return repr(value)
+    except BaseException as e:
+        return f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
 
 
-class _Fatal(Exception):
-    """A failure of the call itself, not of the cell: the session is not saved."""
+def _reason(exc):
+    """One short line: why a name was dropped, a load or import failed."""
+    text = _text(exc)
+    text = text.splitlines()[0] if text else ""
+    if len(text) > MAX_REASON:
+        text = text[:MAX_REASON] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class _LimitHit(Exception):
@@ -102,8 +110,8 @@ def _limit_of(exc):
 
 
 def _check_memory(exc):
-    """Outside the cell (loading, importing, pickling), only running out of
-    memory can be one of the cell's limits."""
+    """Outside the cell (loading, importing), only running out of memory can
+    be one of the call's limits."""
     if isinstance(exc, MemoryError) and "memory" in _limits:
         raise _LimitHit("memory", exc) from None
 
@@ -130,121 +138,8 @@ def _limit_answer(name, exc, max_output):
     return 1, 0, None, error, None, None, None, None, name
 
 
-def _locatable(obj):
-    """True when pickle can find obj again by module and qualified name."""
-    module = sys.modules.get(getattr(obj, "__module__", None) or "")
-    if module is None or module is _main:
-        return False
-    target = module
-    for part in getattr(obj, "__qualname__", "").split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            return False
-    return target is obj
-
-
-def _needs_dill(obj):
-    if isinstance(obj, (types.FunctionType, type)):
-        return not _locatable(obj)
-    return False
-
-
-class _Pickler(_pickle.Pickler):
-    def __init__(self, file, force_dill):
-        super().__init__(file, protocol=5)
-        self._force_dill = force_dill
-
-    def reducer_override(self, obj):
-        if isinstance(obj, types.ModuleType):
-            return importlib.import_module, (obj.__name__,)
-        if id(obj) in self._force_dill or _needs_dill(obj):
-            return _dill_loads, (_import_dill().dumps(obj),)
-        return NotImplemented
-
-
-def _dumps(value, force_dill):
-    buf = io.BytesIO()
-    _Pickler(buf, force_dill).dump(value)
-    return buf.getvalue()
-
-
-def _text(exc):
-    """str(exc), which a cell's exception class can make fail too."""
-    try:
-        return str(exc)
-    except BaseException as e:
-        return f"<str() failed: {type(e).__name__}>"
-
-
-def _repr(value):
-    try:
-        return repr(value)
-    except BaseException as e:
-        return f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
-
-
-def _reason(exc):
-    text = _text(exc)
-    text = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def dump_namespace(state):
-    """Pickle state; drop, by name, what neither pickle nor dill can carry.
-
-    Returns (blob, held names, [(name, reason)]).
-    """
-    force = set()
-    try:
-        return MAGIC + _dumps(state, force), sorted(state), []
-    except _Fatal:
-        raise
-    except BaseException as e:  # any failure means: look at the names one by one
-        _check_memory(e)
-    kept, dropped = {}, []
-    for name in sorted(state):
-        value = state[name]
-        try:
-            _dumps(value, force)
-            kept[name] = value
-            continue
-        except _Fatal:
-            raise
-        except BaseException as e:
-            _check_memory(e)
-        try:
-            _import_dill().dumps(value)
-            force.add(id(value))
-            kept[name] = value
-        except _Fatal:
-            raise
-        except BaseException as e:
-            _check_memory(e)
-            dropped.append((name, _reason(e)))
-    return MAGIC + _dumps(kept, force), sorted(kept), dropped
-
-
-def load_namespace(session, blob):
-    if bytes(blob[:len(MAGIC)]) != MAGIC:
-        raise _Fatal(_load_error(session, "not a dolsot session (bad magic)"))
-    try:
-        state = _pickle.loads(blob[len(MAGIC):])
-    except _Fatal:
-        raise
-    except BaseException as e:
-        _check_memory(e)
-        raise _Fatal(_load_error(session, _reason(e))) from None
-    if not isinstance(state, dict):
-        raise _Fatal(_load_error(session, "not a dolsot session"))
-    _main.__dict__.update(state)
-
-
-def _load_error(session, why):
-    return (f"dolsot: session '{session}' cannot be loaded: {why}; "
-            f"run 'dolsot --reset {session}' to start it afresh")
-
-
 def import_toolboxes(toolboxes):
+    """{alias: module}; the caller binds the aliases."""
     loaded = {}
     for module, alias in toolboxes:
         try:
@@ -253,7 +148,6 @@ def import_toolboxes(toolboxes):
             _check_memory(e)
             raise _Fatal(f"dolsot: toolbox '{module}' (alias {alias}) cannot be "
                          f"imported: {_reason(e)}") from None
-    _main.__dict__.update(loaded)
     return loaded
 
 
@@ -397,9 +291,10 @@ def _apply_env(env):
 def warm_up(modules):
     """Prepare a zygote: import dill and the toolboxes now, so each forked
     call starts with them loaded.  Returns the user modules' files."""
-    _import_dill()
+    _session._import_dill()
     for name in modules:
         importlib.import_module(name)
+    _state.look_at_modules()
     return "\n".join(_module_files())
 
 
@@ -425,6 +320,18 @@ def after_fork():
         np.seed()  # the legacy global RNG would repeat across calls otherwise
 
 
+def _lines(*groups):
+    text = "\n".join(line for group in groups for line in group if line)
+    return text or None
+
+
+def _unloaded(dropped):
+    if not dropped:
+        return None
+    return ("warning: dropped names that could not be loaded: "
+            + ", ".join(f"{name} ({why})" for name, why in dropped))
+
+
 def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None):
     """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
     warnings, blob, limit): str or None fields; held is names one per line,
@@ -440,18 +347,34 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     default_recursion = sys.getrecursionlimit()
     if env is not None:
         _apply_env(env)
+    notes = []
     try:
-        if blob is not None:
-            load_namespace(session, blob)
+        stored = _session.load(session, blob) if blob is not None else None
+        # Toolboxes first, as a live interpreter and a warm zygote imported
+        # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
         return 1, 0, None, str(e), None, None, None, None, None
     except _LimitHit as e:
         return _limit_answer(e.name, e.exc, max_output)
+    except MemoryError as e:
+        if "memory" in _limits:
+            return _limit_answer("memory", e, max_output)
+        raise
+    carry = _state.Carry(bool(flags & REQ_CARRY))
+    try:
+        if stored is not None:
+            carry.restore_early(stored.carry, _session.loads_piece)
+            notes.append(_unloaded(stored.load_into(ns)))
+        carry.restore_late()
+    except _Fatal as e:
+        return 1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None, None
+    ns.update(loaded)
 
     blocked, gate_warning = _gate(code, ns, loaded) if flags & REQ_TYPECHECK else (None, None)
     if blocked is not None:
-        return 1, 0, None, blocked, None, None, gate_warning, None, None
+        return (1, 0, None, blocked, None, None, _lines(notes, carry.warnings, [gate_warning]),
+                None, None)
 
     exit_code, res_flags, value, error = 0, RES_OK, None, None
     try:
@@ -462,7 +385,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         flush()
         return (1, 0, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                 ": the cell ended the interpreter, so it did not complete; "
-                "session unchanged", None, None, gate_warning, None, None)
+                "session unchanged", None, None,
+                _lines(notes, carry.warnings, [gate_warning]), None, None)
     except BaseException as e:
         if "recursion-limit" in _limits:
             sys.setrecursionlimit(default_recursion)
@@ -478,18 +402,20 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
 
     try:
         state = _session_names(ns, loaded)
-        new_blob, held, dropped = dump_namespace(state)
+        pieces, keep = carry.save()
+        new_blob, held, dropped, lost = _session.dump(state, pieces, keep,
+                                                      carry.stored())
+        carry.lost(lost)
     except _Fatal as e:
         return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,
-                None, None, None)
-    except _LimitHit as e:
-        return _limit_answer(e.name, e.exc, max_output)
+                _lines(notes, carry.warnings, [gate_warning]), None, None)
     except BaseException as e:
         if isinstance(e, MemoryError) and "memory" in _limits:
             return _limit_answer("memory", e, max_output)
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
-        warning = "\n".join(filter(None, [gate_warning, warning]))
-        return max(exit_code, 1), res_flags, value, error, None, None, warning, None, None
+        return (max(exit_code, 1), res_flags, value, error, None, None,
+                _lines(notes, carry.warnings, [gate_warning, warning]), None, None)
     dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
     return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            dropped_lines or None, gate_warning, new_blob, None)
+            dropped_lines or None, _lines(notes, carry.warnings, [gate_warning]), new_blob,
+            None)

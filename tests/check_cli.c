@@ -50,6 +50,9 @@ static void setup_plain(void)
 	test_env[n++] = "DOLSOT_SESSION_TTL_DAYS";
 	test_env[n++] = "PYTHONPATH";
 	test_env[n++] = "VIRTUAL_ENV";
+	/* The gate has its own suite; here a checker on the machine must not
+	 * change what a cell does. */
+	test_env[n++] = "DOLSOT_TYPECHECK=0";
 	test_env[n] = NULL;
 	/* A failed check exits the test process: clean up then too. */
 	atexit(stop_server);

@@ -351,6 +351,39 @@ START_TEST(typegate_settings)
 }
 END_TEST
 
+START_TEST(carry_switch)
+{
+	struct settings s = { 0 };
+	char err[OPTS_ERR_MAX];
+	bool on = false;
+	const char *bad[] = { "", "yes", "true", "01", "1 ", "2", "-0", NULL };
+
+	ck_assert_int_eq(opts_parse_switch("1", &on), 0);
+	ck_assert(on);
+	ck_assert_int_eq(opts_parse_switch("0", &on), 0);
+	ck_assert(!on);
+	for (size_t i = 0; bad[i]; i++)
+		ck_assert_msg(opts_parse_switch(bad[i], &on) < 0, "'%s' accepted", bad[i]);
+
+	unsetenv("DOLSOT_TIMEOUT");
+	unsetenv("DOLSOT_MAX_OUTPUT");
+	unsetenv("DOLSOT_SESSION_TTL_DAYS");
+	unsetenv("DOLSOT_CARRY");
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert(s.carry);   /* on by default */
+	setenv("DOLSOT_CARRY", "0", 1);
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert(!s.carry);
+	setenv("DOLSOT_CARRY", "", 1);   /* empty means unset */
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert(s.carry);
+	setenv("DOLSOT_CARRY", "off", 1);
+	ck_assert_int_lt(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "DOLSOT_CARRY='off' is not valid: expected 0 (off) or 1 (on)");
+	unsetenv("DOLSOT_CARRY");
+}
+END_TEST
+
 START_TEST(session_ids)
 {
 	char err[STORE_ERR_MAX], id[200];
@@ -396,6 +429,7 @@ int main(void)
 	tcase_add_test(tc, counts_and_days);
 	tcase_add_test(tc, settings_precedence);
 	tcase_add_test(tc, typegate_settings);
+	tcase_add_test(tc, carry_switch);
 	tcase_add_test(tc, session_ids);
 	tcase_add_test(tc, quoting);
 	tcase_add_test(tc, limits);

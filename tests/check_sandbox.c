@@ -1136,6 +1136,8 @@ int main(void)
 	Suite *s = suite_create("sandbox");
 	SRunner *sr;
 	int failed;
+	/* The test user must be able to run the binary wherever the checkout is. */
+	char *bin_dir = cli_bin_shared_copy();
 
 	if (geteuid() == 0) {
 		userns_root = can_unshare_as(false);
@@ -1160,5 +1162,7 @@ run:
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	cli_rmtree(bin_dir);
+	free(bin_dir);
 	return failed ? 1 : 0;
 }

@@ -51,6 +51,9 @@ static void setup(void)
 	test_env[n++] = "DOLSOT_STORE";
 	test_env[n++] = "PYTHONPATH";
 	test_env[n++] = "VIRTUAL_ENV";
+	/* The gate has its own suite; here a checker on the machine must not
+	 * change what a cell does. */
+	test_env[n++] = "DOLSOT_TYPECHECK=0";
 	test_env[n] = NULL;
 	atexit(cleanup);
 }
@@ -204,14 +207,16 @@ START_TEST(library_state_does_not_leak_between_calls)
 	free(call_out("t", "import os, random, numpy\nos.chdir('/')\n"
 	                   "os.environ['LEAK'] = '1'\nrandom.seed(7)\n"
 	                   "numpy.set_printoptions(precision=2)\n__import__('colorsys')"));
-	out = call_out("t", "import sys\n(os.getcwd() != '/', 'LEAK' in os.environ, "
-	                    "numpy.get_printoptions()['precision'], 'colorsys' in sys.modules)");
+	/* Another session: "t" itself carries that state on purpose (issue 7). */
+	out = call_out("u", "import os, sys, random, numpy\n(os.getcwd() != '/', "
+	                    "'LEAK' in os.environ, numpy.get_printoptions()['precision'], "
+	                    "'colorsys' in sys.modules)");
 	ck_assert_str_eq(out, "(True, False, 8, False)\n");
 	free(out);
 	/* Two calls never see the same random numbers unless seeded. */
 	{
-		char *r1 = call_out("t", "random.random(), numpy.random.rand()");
-		char *r2 = call_out("t", "random.random(), numpy.random.rand()");
+		char *r1 = call_out("u", "random.random(), numpy.random.rand()");
+		char *r2 = call_out("u", "random.random(), numpy.random.rand()");
 
 		ck_assert_str_ne(r1, r2);
 		free(r1);

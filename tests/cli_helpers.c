@@ -28,14 +28,33 @@ static void fatal(const char *what)
 	abort();
 }
 
+static char bin_path[PATH_MAX];
+
 const char *cli_bin(void)
 {
-	static char path[PATH_MAX];
 	const char *b = getenv("DOLSOT_BIN");
 
-	if (!path[0] && !realpath(b && *b ? b : "./dolsot", path))
+	if (!bin_path[0] && !realpath(b && *b ? b : "./dolsot", bin_path))
 		fatal("realpath of the dolsot binary");
-	return path;
+	return bin_path;
+}
+
+char *cli_bin_shared_copy(void)
+{
+	char *dir = cli_tempdir(), copy[PATH_MAX + 16];
+	size_t n;
+	char *data = cli_read_file(cli_bin(), &n);
+	FILE *f;
+
+	if (!data || chmod(dir, 0755) < 0)
+		fatal("copying the dolsot binary");
+	snprintf(copy, sizeof(copy), "%s/dolsot", dir);
+	f = fopen(copy, "we");
+	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0 || chmod(copy, 0755) < 0)
+		fatal("writing the copy of the dolsot binary");
+	free(data);
+	snprintf(bin_path, sizeof(bin_path), "%s", copy);
+	return dir;
 }
 
 static double now(void)
@@ -75,7 +94,7 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
 	args = calloc(w + n + 2, sizeof(*args));
 	for (size_t i = 0; i < w; i++)
 		args[k++] = o->wrapper[i];
-	args[k++] = w ? cli_bin() : "dolsot";
+	args[k++] = o->prog ? o->prog : w ? cli_bin() : "dolsot";
 	for (size_t i = 1; i < n; i++)
 		args[k++] = argv[i];
 	if (dup2(out, 1) < 0 || dup2(err, 2) < 0)
@@ -93,7 +112,7 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
 	if (w)
 		execvp(args[0], (char *const *)args);
 	else
-		execv(cli_bin(), (char *const *)args);
+		execv(o->prog ? o->prog : cli_bin(), (char *const *)args);
 	_exit(126);
 }
 

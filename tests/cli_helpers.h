@@ -32,12 +32,20 @@ struct cli_opts {
 	gid_t gid;
 	const char *const *wrapper; /* run the binary under this command
 	                               (NULL-terminated argv, e.g. valgrind) */
+	const char *prog;       /* run this program instead of dolsot */
 };
 
 /* Absolute path of the binary under test ($DOLSOT_BIN or ./dolsot). */
 const char *cli_bin(void);
 
-/* Run argv (argv[0] is ignored and replaced by the binary). */
+/*
+ * Copy the binary under test into a new directory every user can reach
+ * (the checkout may sit in a private one) and test that copy from now on.
+ * Returns the directory, for cli_rmtree at the end.
+ */
+char *cli_bin_shared_copy(void);
+
+/* Run argv (argv[0] is ignored and replaced by the binary, or o->prog). */
 void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *argv);
 void cli_run_release(struct cli_run *r);
 
