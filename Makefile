@@ -208,4 +208,6 @@ clean:
 
 .PHONY: all deps check asan valgrind demo lint install clean
 
--include $(OBJS:.o=.d) $(wildcard tests/*.d)
+# The sanitizer objects track their headers too, or a changed struct would
+# leave them stale.
+-include $(OBJS:.o=.d) $(wildcard *.asan.d) $(wildcard tests/*.d)
