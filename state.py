@@ -174,6 +174,22 @@ _LIBRARIES = (
     ("matplotlib.rcParams", "matplotlib", _mpl_save, _mpl_restore),
 )
 _PER_KEY = (_pandas_restore, _mpl_restore)   # these report their own failures
+
+# These pieces are carried once the session has used them: they were carried
+# before, or the cell imported their module, or the cell changed them.  A
+# module only preloaded (dill imports random, a toolbox numpy) and left alone
+# is not: a generator is seeded afresh in every process, so saving it would
+# change the session file on every call, and cold and warm calls would
+# differ.  (pandas and matplotlib pieces hold only changes from the defaults.)
+_BASELINED = {"random": _random_save, "numpy.random": _np_random_save,
+              "numpy.printoptions": _np_print_save, "numpy.errstate": _np_err_save}
+
+
+def _same_state(a, b):
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 5 \
+            and not isinstance(a[1], tuple):           # numpy: the key is an array
+        return a[0] == b[0] and a[2:] == b[2:] and bool((a[1] == b[1]).all())
+    return _same(a, b)
 _MODULE = "module "
 
 
@@ -296,6 +312,7 @@ class Carry:
         self._env_prev = {}
         self._path0 = list(sys.path)
         self._filters0 = list(warnings.filters)
+        self._at_cell = {}       # _BASELINED pieces as the cell began
 
     def _warn(self, piece, what, why):
         self.warnings.append(f"warning: carried state '{piece}' {what}: {why}")
@@ -338,9 +355,21 @@ class Carry:
             self._env1 = dict(_os().environ)
 
     def restore_late(self):
-        """Apply the module pieces, then the warnings filters."""
-        if not self.enabled or not self._raw:
+        """Apply the module pieces, then the warnings filters; note the state
+        of the _BASELINED pieces as the cell begins."""
+        if not self.enabled:
             return
+        if self._raw:
+            self._restore_late()
+        for piece, save in _BASELINED.items():
+            mod = sys.modules.get(piece.split(".")[0])
+            if mod is not None and piece not in self._raw:
+                try:
+                    self._at_cell[piece] = save(mod)
+                except BaseException:
+                    pass
+
+    def _restore_late(self):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # our restoring is not the cell's
             for piece, module, _, restore in _LIBRARIES:
@@ -404,8 +433,10 @@ class Carry:
             if piece in self._raw:
                 keep[piece] = bytes(self._raw[piece])
             return
-        if value is not None:
-            pieces[piece] = value
+        if value is None or (piece in self._at_cell
+                             and _same_state(value, self._at_cell[piece])):
+            return
+        pieces[piece] = value
 
     def _env_diff(self):
         os = sys.modules.get("os")

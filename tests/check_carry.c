@@ -551,6 +551,58 @@ START_TEST(toolboxes_import_before_state_is_restored)
 }
 END_TEST
 
+/* Regression: a generator a toolbox (or dill) loaded and no cell touched was
+ * saved anyway, freshly seeded in every process, so a call that changed
+ * nothing rewrote the session with new bytes (and cold and warm differed). */
+START_TEST(untouched_generators_leave_the_session_alone)
+{
+	struct cli_run r;
+	char *pkl, *first, *then;
+	size_t n_first, n_then;
+	const char *with_tb[] = { "--toolbox", "genbox:gb", "--session", "t", NULL, NULL };
+
+	write_module("genbox", "import random, numpy\n");
+	if (getenv("DOLSOT_TEST_WARM")) {
+		run_args(&r, NULL, (const char *const[]){ "--server-start", "--toolbox",
+		                                          "genbox:gb", NULL });
+		ck_code(&r, 0);
+		cli_run_release(&r);
+	}
+	if (asprintf(&pkl, "%s/t.pkl", store) < 0)
+		abort();
+	ok("x = 1");
+	first = cli_read_file(pkl, &n_first);
+	/* The toolbox loads both generators; the cell touches neither. */
+	with_tb[4] = "x";
+	run_args(&r, NULL, with_tb);
+	ck_code(&r, 0);
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+	then = cli_read_file(pkl, &n_then);
+	ck_assert_msg(n_first == n_then && memcmp(first, then, n_then) == 0,
+	              "a call that changed nothing rewrote the session");
+	free(first);
+	free(then);
+	/* Used once, they are carried from then on, unchanged by calls that
+	 * leave them alone. */
+	with_tb[4] = "import numpy\nr = gb.random.random(), numpy.random.rand()";
+	run_args(&r, NULL, with_tb);
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	first = cli_read_file(pkl, &n_first);
+	with_tb[4] = "x";
+	run_args(&r, NULL, with_tb);
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	then = cli_read_file(pkl, &n_then);
+	ck_assert_msg(n_first == n_then && memcmp(first, then, n_then) == 0,
+	              "restoring and saving a carried generator changed it");
+	free(first);
+	free(then);
+	free(pkl);
+}
+END_TEST
+
 START_TEST(random_module_state_carries)
 {
 	const char *cells[] = {
@@ -895,6 +947,7 @@ static Suite *carry_suite(void)
 	tcase_add_test(item, library_state_survives_a_toolbox_that_imports_them);
 	tcase_add_test(item, toolboxes_import_before_state_is_restored);
 	tcase_add_test(item, random_module_state_carries);
+	tcase_add_test(item, untouched_generators_leave_the_session_alone);
 	tcase_add_test(item, working_directory_carries);
 	tcase_add_test(item, environment_changes_reapply_over_the_caller);
 	tcase_add_test(item, sys_path_additions_carry_and_load_values);
