@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,11 +252,17 @@ END_TEST
 
 /* ---- a full filesystem ---- */
 
+/*
+ * A tmpfs of our own (we run as root), in a mount namespace of this test
+ * process and what it starts, so that it goes away with them even if the
+ * test dies.  SKIP where mounting is not allowed.
+ */
 static bool mount_tmpfs(const char *dir, const char *opts)
 {
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return false;
-	if (mount("tmpfs", dir, "tmpfs", 0, opts) < 0) {
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", dir, "tmpfs", 0, opts) < 0) {
 		printf("SKIP: cannot mount a tmpfs (%s)\n", strerror(errno));
 		return false;
 	}

@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -826,12 +827,17 @@ START_TEST(cache_dir_refusals)
 }
 END_TEST
 
-/* A tmpfs of our own (we run as root); SKIP where mounting is not allowed. */
+/*
+ * A tmpfs of our own (we run as root), in a mount namespace of this test
+ * process and what it starts, so that it goes away with them even if the
+ * test dies.  SKIP where mounting is not allowed.
+ */
 static bool mount_tmpfs(const char *dir, const char *opts)
 {
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return false;
-	if (mount("tmpfs", dir, "tmpfs", 0, opts) < 0) {
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", dir, "tmpfs", 0, opts) < 0) {
 		printf("SKIP: cannot mount a tmpfs (%s)\n", strerror(errno));
 		return false;
 	}
