@@ -70,7 +70,7 @@ static void server_cmd(const char *what)
 	else
 		run_full(&r, NULL, NULL, (const char *const[]){ "dolsot", what, NULL });
 	if (strncmp(what, "--server-start", 14) == 0)
-		ck_assert_msg(r.code == 0, "--server-start: %s", r.err);
+		ck_assert_msg(r.code == 0, "--server-start: exit %d: %s", r.code, r.err);
 	cli_run_release(&r);
 }
 
@@ -78,8 +78,18 @@ static void cleanup(void)
 {
 	if (!tmp)
 		return;
-	server_cmd("--server-stop");   /* also after a failed check exits the test */
-	cli_rmtree(tmp);
+	/* Also after a failed check exits the test.  A cold call may have left
+	 * a server starting in the background, which can recreate its socket
+	 * while the directory is removed: then stop it and try again. */
+	for (int i = 0; i < 5; i++) {
+		struct stat st;
+
+		server_cmd("--server-stop");
+		cli_rmtree(tmp);
+		if (lstat(tmp, &st) < 0)
+			break;
+		usleep(200 * 1000);
+	}
 	free(tmp);
 	tmp = NULL;
 }
