@@ -183,9 +183,9 @@ def _module_dict(mod):
 
 # Which modules carry state is found by looking at each module once: a
 # forked warm worker that walked all of sys.modules on every call would touch
-# (and so copy) thousands of the zygote's pages, about 10 ms.  A meta path
-# finder notes every name imported after this module, so a call looks only at
-# the modules it imported itself.
+# (and so copy) thousands of the zygote's pages, about 10 ms.  After the first
+# look, a meta path finder notes every name imported, so a later look (a
+# call forked from the zygote that looked) sees only the modules it imported.
 _imported = []          # names the import system was asked for, in order
 _looked = None          # how many of them were looked at; None: none yet
 _carrying = set()       # names of modules found to carry state
@@ -200,9 +200,6 @@ class _NoteImports:
         return None
 
 
-sys.meta_path.insert(0, _NoteImports)
-
-
 def _is_carrier(name, mod):
     if not isinstance(mod, types.ModuleType) or name in _OWN:
         return False
@@ -215,7 +212,11 @@ def look_at_modules():
     first look takes them all).  The warm path's zygote calls this after its
     imports, so that its calls start from the answer."""
     global _looked
-    names = list(sys.modules) if _looked is None else _imported[_looked:]
+    if _looked is None:           # from now on, note what gets imported
+        names = list(sys.modules)
+        sys.meta_path.insert(0, _NoteImports)
+    else:
+        names = _imported[_looked:]
     _looked = len(_imported)
     for name in names:
         if _is_carrier(name, sys.modules.get(name)):

@@ -30,7 +30,7 @@ echo "End to end (wall time per call):"
 echo
 MPLBACKEND=Agg $PY bench/carry_time.py ./dolsot "$ROUNDS"
 echo
-echo "Worker side (the carry work alone, ms):"
+echo "Worker side (the carry work alone, CPU ms):"
 echo
 echo "| session | cycle | interpreters | carry=1 median | carry=0 median | added |"
 echo "| --- | --- | --- | --- | --- | --- |"
