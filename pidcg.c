@@ -157,7 +157,15 @@ int pidcg_create(uint64_t max, char *path, size_t pathlen, char *err,
 
 int pidcg_join(const char *path, char *err, size_t errlen)
 {
-	/* "0" means the writing process itself, in v1 and v2 alike. */
+	/*
+	 * "0" means the writing thread or process itself.  Moving a whole
+	 * process (cgroup.procs) takes a global lock whose write side waits
+	 * for an RCU grace period, about 10 ms per call here; moving the
+	 * calling thread through v1's "tasks" does not, and the worker has no
+	 * other thread yet.  v2 has no "tasks" file.
+	 */
+	if (write_file(path, "tasks", "0") == 0)
+		return 0;
 	if (write_file(path, "cgroup.procs", "0") < 0) {
 		snprintf(err, errlen, "cannot join the pids cgroup %s: %s", path, strerror(errno));
 		return -1;
