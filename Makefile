@@ -12,7 +12,7 @@ PY_STATIC := $(PY_CONFIGDIR)/libpython3.11-pic.a
 # libpython is linked whole and its symbols exported, so that extension
 # modules (numpy, _ctypes, _ssl, ...) loaded later find them in the binary.
 PY_LDLIBS := -Wl,--whole-archive $(PY_STATIC) -Wl,--no-whole-archive \
-	-ldl -lm -lz -lexpat -lpthread -lutil
+	-ldl -lm -Wl,-Bstatic -lz -lexpat -Wl,-Bdynamic -lpthread -lutil
 # libseccomp (the sandbox's system call filter) is linked in too.
 SECCOMP_LIBS := -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
 
