@@ -26,6 +26,30 @@ REQ_CARRY = 2
 MAX_ERROR_LINES = 20
 MAX_REASON = 200
 
+
+def _import_pickle():
+    """Import the C pickler without importing functools.
+
+    _pickle takes one thing from functools when it initializes: partial,
+    which is _functools.partial.  The real functools imports collections,
+    operator, reprlib and more, about 2 ms of every cold call, so _pickle
+    is shown a module holding just that class, which is then removed: a
+    cell that imports functools gets the real one, and functools.partial
+    is the very class _pickle holds."""
+    if "_pickle" in sys.modules or "functools" in sys.modules:
+        return
+    import _functools
+    lean = type(sys)("functools")
+    lean.partial = _functools.partial
+    sys.modules["functools"] = lean
+    try:
+        import _pickle  # noqa: F401
+    finally:
+        if sys.modules.get("functools") is lean:
+            del sys.modules["functools"]
+
+
+_import_pickle()
 _main = sys.modules["__main__"]
 _session = _dolsot.embedded("session")
 _state = _dolsot.embedded("state")
@@ -43,12 +67,15 @@ _LIMIT_WORDS = {"memory": "memory limit", "max-procs": "process limit",
 
 def _add_site_builtins():
     """exit(), quit() and help(), which the site module (not run here)
-    defines in every other Python."""
+    defines in every other Python.  As site.setquit() and site.sethelper()
+    do, without importing site, which imports os (about 1 ms)."""
     import builtins
     if not hasattr(builtins, "exit"):
-        import site  # with site_import off, importing it runs nothing
-        site.setquit()
-        site.sethelper()
+        import _sitebuiltins
+        eof = "Ctrl-D (i.e. EOF)"
+        builtins.quit = _sitebuiltins.Quitter("quit", eof)
+        builtins.exit = _sitebuiltins.Quitter("exit", eof)
+        builtins.help = _sitebuiltins._Helper()
 
 
 _add_site_builtins()
