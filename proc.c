@@ -156,20 +156,36 @@ static void child_reset_signals(const sigset_t *oldmask)
 	sigprocmask(SIG_SETMASK, oldmask, NULL);
 }
 
-int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkeep,
-                       const sigset_t *mask)
+int proc_child_detach(pid_t parent, const int *keep, int nkeep, const sigset_t *mask)
 {
-	int null;
-
 	child_reset_signals(mask);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		return -1;
 	setpgid(0, 0);
-	null = open("/dev/null", O_RDONLY);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-		return -1;
 	proc_close_fds_except(keep, nkeep);
 	return 0;
+}
+
+int proc_child_stdio(int out, int err)
+{
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		ret = -1;
+	if (null == 0 && fcntl(0, F_SETFD, 0) < 0)   /* dup2 onto itself kept O_CLOEXEC */
+		ret = -1;
+	if (null > 2)
+		close(null);
+	return ret;
+}
+
+int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkeep,
+                       const sigset_t *mask)
+{
+	if (proc_child_stdio(out, err) < 0)
+		return -1;
+	return proc_child_detach(parent, keep, nkeep, mask);
 }
 
 /* The child side of the fork: set up fds and the group, then run. */

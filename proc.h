@@ -74,6 +74,12 @@ void proc_close_fds_except(const int *keep, int nkeep);
 int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkeep,
                        const sigset_t *mask);
 
+/* proc_child_prepare() in two steps, for a worker forked ahead of its
+ * call: everything but the standard fds, then fd 0 on /dev/null and fds 1
+ * and 2 on out and err (the caller closes out and err). */
+int proc_child_detach(pid_t parent, const int *keep, int nkeep, const sigset_t *mask);
+int proc_child_stdio(int out, int err);
+
 /*
  * Read what is available on the non-blocking *fd into c (a bounded number of
  * reads).  Returns 0 at EOF or error (and closes *fd, setting it to -1), 1

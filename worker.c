@@ -14,6 +14,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,6 +531,20 @@ void worker_after_fork_parent(void)
 	PyOS_AfterFork_Parent();
 }
 
+/* Python's after-fork work is done in this process (a spare). */
+static bool python_forked;
+
+int worker_zygote_spare(void)
+{
+	PyOS_AfterFork_Child();
+	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL)) {
+		PyErr_Clear();
+		return -1;
+	}
+	python_forked = true;
+	return 0;
+}
+
 void worker_zygote_child(int request_fd, int result_fd)
 {
 	struct request r;
@@ -550,6 +565,9 @@ void worker_zygote_child(int request_fd, int result_fd)
 		}
 	}
 	isolate(&r, request_fd, result_fd);
+	/* A sandbox forked again: that process is new to Python too. */
+	if (python_forked && !(r.flags & REQ_SANDBOX))
+		serve(zygote_module, &r, result_fd);
 	PyOS_AfterFork_Child();
 	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL))
 		answer_python_error(result_fd, "worker failed after fork");

@@ -26,6 +26,9 @@ int worker_zygote_init(const char *const *modules, size_t n, char **files,
                        char *err, size_t errlen);
 void worker_before_fork(void);
 void worker_after_fork_parent(void);
+/* In a worker forked ahead of its call: Python's after-fork work, done
+ * before the call arrives.  0, or -1 (the process should not be used). */
+int worker_zygote_spare(void);
 void worker_zygote_child(int request_fd, int result_fd) __attribute__((noreturn));
 
 #endif

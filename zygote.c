@@ -8,6 +8,9 @@
  * path), and the zygote tells it WIRE_STATUS once the worker and everything
  * it started are gone.
  *
+ * The worker is usually the spare: a process forked, and made ready, after
+ * the previous call was handed over, waiting for its call on a socketpair.
+ *
  * The zygote is a child subreaper: whatever a worker leaves behind when it
  * is killed is reparented here and killed too.  A worker that finishes
  * normally kills its own descendants (it is a subreaper as well).
@@ -23,6 +26,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,13 +95,14 @@ static void prepare(int ctl, const struct zygote_env *env)
 		_exit(1);
 }
 
-/* In the forked worker: become the call's process, then run it. */
-static void worker_start(pid_t zygote, const int *fds, const sigset_t *mask)
+/* In the forked worker, prepared: become the call's process, then run it. */
+static void worker_run(const int *fds)
 {
 	int keep[] = { fds[FD_CLIENT], fds[FD_REQUEST], fds[FD_RESULT] };
 
-	if (proc_child_prepare(zygote, fds[FD_OUT], fds[FD_ERR], keep, 3, mask) < 0)
+	if (proc_child_stdio(fds[FD_OUT], fds[FD_ERR]) < 0)
 		_exit(127);
+	proc_close_fds_except(keep, 3);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_NAME, "dolsot-worker");
 	if (wire_send(fds[FD_CLIENT], WIRE_STARTED, 0, 0, NULL, 0, NULL, 0) < 0)
@@ -106,27 +111,113 @@ static void worker_start(pid_t zygote, const int *fds, const sigset_t *mask)
 	worker_zygote_child(fds[FD_REQUEST], fds[FD_RESULT]);
 }
 
+/*
+ * The spare: a worker forked before its call arrives, so that neither the
+ * fork nor the process's own preparation (signals, fds, Python's after-fork
+ * work) is on the call's path.  It waits on sock for the call's WIRE_RUN.
+ */
+static struct {
+	pid_t pid;              /* -1: none */
+	int sock;               /* the zygote's end */
+} spare = { -1, -1 };
+
+static void spare_main(pid_t zygote, int sock, const sigset_t *mask)
+{
+	static struct wire_msg m;
+	int got;
+
+	prctl(PR_SET_NAME, "dolsot-spare");
+	if (proc_child_detach(zygote, &sock, 1, mask) < 0 || worker_zygote_spare() < 0)
+		_exit(127);
+	do
+		got = wire_recv(sock, &m);
+	while (got < 0 && errno == EINTR);
+	if (got != 1 || m.type != WIRE_RUN || m.nfds != RUN_FDS)
+		_exit(0);   /* the zygote is done with us */
+	close(sock);
+	worker_run(m.fds);
+}
+
+static void drop_spare(void)
+{
+	if (spare.pid > 0)
+		kill(spare.pid, SIGKILL);   /* reaped by reap() */
+	if (spare.sock >= 0)
+		close(spare.sock);
+	spare.pid = -1;
+	spare.sock = -1;
+}
+
+/* Fork a spare unless one waits already (failing quietly: calls then fork
+ * as they come). */
+static void make_spare(const sigset_t *mask)
+{
+	int sv[2];
+	pid_t pid, self = getpid();
+
+	if (spare.pid > 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	worker_before_fork();
+	pid = fork();
+	if (pid == 0)
+		spare_main(self, sv[1], mask);
+	worker_after_fork_parent();
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return;
+	}
+	setpgid(pid, pid);
+	spare.pid = pid;
+	spare.sock = sv[0];
+}
+
+/* The process that runs the call: the spare, or a worker forked now. */
+static pid_t worker_for(struct wire_msg *m, const sigset_t *mask)
+{
+	pid_t pid, self = getpid();
+
+	if (spare.pid > 0 &&
+	    wire_send(spare.sock, WIRE_RUN, m->a, 0, NULL, 0, m->fds, RUN_FDS) == 0) {
+		pid = spare.pid;
+		close(spare.sock);
+		spare.pid = -1;
+		spare.sock = -1;
+		return pid;
+	}
+	drop_spare();
+	worker_before_fork();
+	pid = fork();
+	if (pid == 0) {
+		int keep[] = { m->fds[FD_CLIENT], m->fds[FD_REQUEST], m->fds[FD_RESULT],
+		               m->fds[FD_OUT], m->fds[FD_ERR] };
+
+		if (proc_child_detach(self, keep, RUN_FDS, mask) < 0)
+			_exit(127);
+		worker_run(m->fds);
+	}
+	worker_after_fork_parent();
+	if (pid > 0)
+		setpgid(pid, pid);
+	return pid;
+}
+
 static void start_call(struct wire_msg *m, const sigset_t *mask)
 {
 	struct call *c;
-	pid_t pid, self = getpid();
+	pid_t pid;
 
 	if (m->nfds != RUN_FDS || n_calls == MAX_CALLS) {
 		wire_close_fds(m);   /* the client sees EOF before STARTED: it falls back */
 		return;
 	}
-	worker_before_fork();
-	pid = fork();
-	if (pid == 0)
-		worker_start(self, m->fds, mask);
-	worker_after_fork_parent();
+	pid = worker_for(m, mask);
 	for (int i = FD_REQUEST; i < RUN_FDS; i++)
 		close(m->fds[i]);
 	if (pid < 0) {
 		close(m->fds[FD_CLIENT]);
 		return;
 	}
-	setpgid(pid, pid);
 	c = &calls[n_calls++];
 	c->pid = pid;
 	c->client = m->fds[FD_CLIENT];
@@ -152,7 +243,7 @@ static void sweep_orphans(void)
 		size_t n = proc_list_children(kids, 512), killed = 0;
 
 		for (size_t i = 0; i < n; i++) {
-			if (is_call(kids[i]))
+			if (is_call(kids[i]) || kids[i] == spare.pid)
 				continue;
 			kill(kids[i], SIGKILL);
 			waitpid(kids[i], NULL, 0);
@@ -183,6 +274,11 @@ static void reap(void)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == spare.pid) {
+			spare.pid = -1;   /* it died waiting: the next call forks */
+			drop_spare();
+			continue;
+		}
 		for (size_t i = 0; i < n_calls; i++) {
 			if (calls[i].pid == pid) {
 				finish_call(i, status);
@@ -249,6 +345,7 @@ void zygote_main(int ctl, const struct zygote_env *env)
 	sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sig < 0)
 		_exit(1);
+	make_spare(&old);
 	while (ctl >= 0 || n_calls) {
 		nfds_t n = 0;
 		int timeout = check_deadlines();
@@ -270,13 +367,15 @@ void zygote_main(int ctl, const struct zygote_env *env)
 			memset(&m, 0, sizeof(m));
 			int got = wire_recv(ctl, &m);
 
-			if (got == 1 && m.type == WIRE_RUN)
+			if (got == 1 && m.type == WIRE_RUN) {
 				start_call(&m, &old);
-			else if (got == 1)
+				make_spare(&old);   /* for the next call */
+			} else if (got == 1) {
 				wire_close_fds(&m);
-			else if (got == 0 || errno != EAGAIN) {
+			} else if (got == 0 || errno != EAGAIN) {
 				close(ctl);   /* the server is gone or done with us */
 				ctl = -1;
+				drop_spare();
 			}
 		}
 		if (p[0].revents) {

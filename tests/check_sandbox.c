@@ -271,7 +271,8 @@ static bool userns_available(void)
 } while (0)
 
 /* The long-lived processes of the warm path, which carry the mark of the
- * call that started them and are not the call's. */
+ * call that started them and are not the call's (a spare is a worker forked
+ * ahead of the next call). */
 static bool is_server(const char *pid)
 {
 	char path[300], comm[64] = "";
@@ -284,7 +285,8 @@ static bool is_server(const char *pid)
 	if (!fgets(comm, sizeof(comm), f))
 		comm[0] = '\0';
 	fclose(f);
-	return strcmp(comm, "dolsot-server\n") == 0 || strcmp(comm, "dolsot-zygote\n") == 0;
+	return strcmp(comm, "dolsot-server\n") == 0 || strcmp(comm, "dolsot-zygote\n") == 0 ||
+	       strcmp(comm, "dolsot-spare\n") == 0;
 }
 
 /* Live processes of the calls (not the server) whose environment holds our

@@ -513,10 +513,75 @@ START_TEST(removed_store_stops_server)
 }
 END_TEST
 
+/* The zygote's pid, from --server-status (0: none). */
+static pid_t zygote_pid(void)
+{
+	struct cli_run r;
+	const char *p;
+	pid_t pid = 0;
+
+	CLI(&r, "--server-status");
+	p = strstr(r.out, "zygote ");
+	if (p)
+		pid = (pid_t)atoi(p + 7);
+	cli_run_release(&r);
+	return pid;
+}
+
+/* The children of pid named name (from /proc), at most max; their count. */
+static size_t children_named(pid_t pid, const char *name, pid_t *out, size_t max)
+{
+	char path[64], *list, *end;
+	size_t len, n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	list = cli_read_file(path, &len);
+	if (!list)
+		return 0;
+	for (char *p = list; n < max; p = end) {
+		long kid = strtol(p, &end, 10);
+		char comm[64], *text;
+
+		if (end == p)
+			break;
+		snprintf(comm, sizeof(comm), "/proc/%ld/comm", kid);
+		text = cli_read_file(comm, &len);
+		if (text && strncmp(text, name, strlen(name)) == 0)
+			out[n++] = (pid_t)kid;
+		free(text);
+	}
+	free(list);
+	return n;
+}
+
+/* Between calls the zygote keeps one worker forked ahead (the spare); each
+ * call runs in a process of its own all the same. */
+START_TEST(a_spare_waits_between_calls)
+{
+	pid_t spare[4], zygote;
+	char *a, *b;
+
+	server_start();
+	zygote = zygote_pid();
+	ck_assert_int_gt(zygote, 0);
+	a = call_out("t", "import os\nos.getpid()");
+	b = call_out("t", "os.getpid()");
+	ck_assert_str_ne(a, b);
+	/* The zygote forks the next spare right after handing one a call. */
+	for (int i = 0; i < 200 && children_named(zygote, "dolsot-spare", spare, 4) != 1; i++)
+		usleep(10000);
+	ck_assert_uint_eq(children_named(zygote, "dolsot-spare", spare, 4), 1);
+	ck_assert_int_ne(spare[0], atoi(a));
+	ck_assert_int_ne(spare[0], atoi(b));
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(stop_leaves_no_process)
 {
 	struct cli_run r;
-	pid_t server, zygote = 0;
+	pid_t server, zygote = 0, spare = 0;
 	const char *p;
 
 	server_start();
@@ -527,12 +592,16 @@ START_TEST(stop_leaves_no_process)
 	zygote = (pid_t)atoi(p + 7);
 	cli_run_release(&r);
 	ck_assert_int_gt(zygote, 0);
+	for (int i = 0; i < 200 && children_named(zygote, "dolsot-spare", &spare, 1) != 1; i++)
+		usleep(10000);
+	ck_assert_int_gt(spare, 0);
 	CLI(&r, "--server-stop");
 	ck_code(&r, 0);
 	ck_assert(cli_has(r.out, "stopped server"));
 	cli_run_release(&r);
 	ck_assert(!cli_pid_alive(server));
 	ck_assert(!cli_pid_alive(zygote));
+	ck_assert(wait_gone(spare, 5));
 	ck_assert_int_eq(server_pid(), 0);
 }
 END_TEST
@@ -769,6 +838,7 @@ int main(void)
 	tcase_add_test(tc, killed_client_kills_its_cell);
 	tcase_add_test(tc, idle_server_exits);
 	tcase_add_test(tc, removed_store_stops_server);
+	tcase_add_test(tc, a_spare_waits_between_calls);
 	tcase_add_test(tc, stop_leaves_no_process);
 	tcase_add_test(tc, parallel_sessions);
 	tcase_add_test(tc, other_uid_is_refused);
