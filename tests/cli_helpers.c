@@ -356,8 +356,10 @@ int cli_strays(const char *env_entry, char *desc, size_t desclen)
 
 		if (pid <= 0 || pid == getpid() || !proc_stat(pid, &state, &ppid, comm, sizeof(comm)))
 			continue;
+		/* The warm server's processes are not the call's: the server, its
+		 * zygotes and their spares (workers forked ahead of a call). */
 		if (state == 'Z' || state == 'X' || strcmp(comm, "dolsot-server") == 0 ||
-		    strcmp(comm, "dolsot-zygote") == 0)
+		    strcmp(comm, "dolsot-zygote") == 0 || strcmp(comm, "dolsot-spare") == 0)
 			continue;
 		if (ppid != getpid() && !env_has(pid, env_entry))
 			continue;
