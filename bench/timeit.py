@@ -675,6 +675,22 @@ def smaps_rollup(pid):
     return out
 
 
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def proc_comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def cmd_smaps(a):
     """Memory at rest of the server and each zygote named in --server-status."""
     text = open(a.status).read()
@@ -699,6 +715,13 @@ def cmd_smaps(a):
     if not procs:
         print(f"{a.label}: no server in the status output")
         return
+    # Each zygote's spare (the worker it forked ahead of the next call) is
+    # not in --server-status: it is the zygote's child named dolsot-spare.
+    for role, pid, st, env in list(procs):
+        if role == "zygote":
+            for kid in children(pid):
+                if proc_comm(kid) == "dolsot-spare":
+                    procs.append(["spare", kid, f"spare of zygote {pid}", env])
     print(f"| {a.label} process | pid | threads | RSS kB | PSS kB | private kB "
           f"(clean+dirty) | shared kB | anon kB | swap kB | --server-status says |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
