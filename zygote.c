@@ -1,9 +1,10 @@
 /*
  * zygote.c - fork a worker per call from a warm interpreter.
  *
- * A call arrives from the server as WIRE_RUN with five fds: the client's
- * connection, the request and result memfds, and the client's stdout and
- * stderr pipes.  The worker tells the client WIRE_STARTED just before the
+ * A call arrives from the server as WIRE_RUN with six or seven fds: the
+ * client's connection, the request and result memfds, the client's stdout
+ * and stderr pipes, the file for the new session and, unless the session
+ * is new, the session's file.  The worker tells the client WIRE_STARTED just before the
  * cell can run (before that, the client may safely fall back to the cold
  * path), and the zygote tells it WIRE_STATUS once the worker and everything
  * it started are gone.
@@ -32,8 +33,9 @@
 #include "worker.h"
 
 #define MAX_CALLS 128
-/* fds of a WIRE_RUN, in order */
-enum { FD_CLIENT, FD_REQUEST, FD_RESULT, FD_OUT, FD_ERR, RUN_FDS };
+/* fds of a WIRE_RUN, in order; FD_LOAD only for a session that exists */
+enum { FD_CLIENT, FD_REQUEST, FD_RESULT, FD_OUT, FD_ERR, FD_SAVE, FD_LOAD, RUN_FDS };
+_Static_assert(RUN_FDS <= WIRE_MAX_FDS, "a WIRE_RUN's fds must fit in one message");
 
 struct call {
 	pid_t pid;
@@ -92,18 +94,20 @@ static void prepare(int ctl, const struct zygote_env *env)
 }
 
 /* In the forked worker: become the call's process, then run it. */
-static void worker_start(pid_t zygote, const int *fds, const sigset_t *mask)
+static void worker_start(pid_t zygote, const int *fds, size_t nfds, const sigset_t *mask)
 {
-	int keep[] = { fds[FD_CLIENT], fds[FD_REQUEST], fds[FD_RESULT] };
+	struct worker_fds w = { fds[FD_REQUEST], fds[FD_RESULT],
+	                        nfds > FD_LOAD ? fds[FD_LOAD] : -1, fds[FD_SAVE] };
+	int keep[] = { fds[FD_CLIENT], w.request, w.result, w.save, w.load };
 
-	if (proc_child_prepare(zygote, fds[FD_OUT], fds[FD_ERR], keep, 3, mask) < 0)
+	if (proc_child_prepare(zygote, fds[FD_OUT], fds[FD_ERR], keep, 5, mask) < 0)
 		_exit(127);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_NAME, "dolsot-worker");
 	if (wire_send(fds[FD_CLIENT], WIRE_STARTED, 0, 0, NULL, 0, NULL, 0) < 0)
 		_exit(127);   /* the client is gone: do not run its cell */
 	close(fds[FD_CLIENT]);
-	worker_zygote_child(fds[FD_REQUEST], fds[FD_RESULT]);
+	worker_zygote_child(&w);
 }
 
 static void start_call(struct wire_msg *m, const sigset_t *mask)
@@ -111,16 +115,16 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	struct call *c;
 	pid_t pid, self = getpid();
 
-	if (m->nfds != RUN_FDS || n_calls == MAX_CALLS) {
+	if (m->nfds < RUN_FDS - 1 || m->nfds > RUN_FDS || n_calls == MAX_CALLS) {
 		wire_close_fds(m);   /* the client sees EOF before STARTED: it falls back */
 		return;
 	}
 	worker_before_fork();
 	pid = fork();
 	if (pid == 0)
-		worker_start(self, m->fds, mask);
+		worker_start(self, m->fds, m->nfds, mask);
 	worker_after_fork_parent();
-	for (int i = FD_REQUEST; i < RUN_FDS; i++)
+	for (size_t i = FD_REQUEST; i < m->nfds; i++)
 		close(m->fds[i]);
 	if (pid < 0) {
 		close(m->fds[FD_CLIENT]);
