@@ -21,7 +21,9 @@
  *   ENOENT from a racing process is expected.
  * - A save of a session MUST hold the session's lock, so that a temp file
  *   of that session seen by the lock's holder belongs to a dead process and
- *   is removed at once, not an hour later.
+ *   is removed at once, not an hour later.  Others MUST NOT remove a locked
+ *   session's temp file, however old: a worker fills it at the end of a
+ *   call that may run for hours (save_begin comes before the call).
  * - A lock file MUST only be unlinked while its flock is held, and a locker
  *   MUST check after flock that the name still refers to its inode.
  */
@@ -163,6 +165,29 @@ out:
 	errno = errsv;
 }
 
+/*
+ * True when someone holds the lock of session id.  A temp file of a locked
+ * session may be a save in progress however old it is: the worker writes
+ * it at the end of a call that may run for hours.
+ */
+static bool session_locked(struct fstore *fs, const char *id)
+{
+	char name[NAME_BUF];
+	int fd, errsv = errno;
+	bool held;
+
+	snprintf(name, sizeof(name), "%s.lock", id);
+	fd = openat(fs->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		errno = errsv;
+		return false;
+	}
+	held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	errno = errsv;
+	return held;
+}
+
 struct reap_ctx {
 	struct timespec now;
 	const char *locked;     /* the session whose lock we hold, or NULL */
@@ -190,7 +215,8 @@ static int reap_one(struct fstore *fs, const char *name, enum store_name_kind ki
 			(void)unlinkat(fs->dirfd, name, 0);
 		break;
 	case STORE_NAME_TEMP:
-		if (age > TEMP_MAX_AGE || (fs->ttl > 0 && age > fs->ttl))
+		if ((age > TEMP_MAX_AGE || (fs->ttl > 0 && age > fs->ttl)) &&
+		    !session_locked(fs, id))
 			(void)unlinkat(fs->dirfd, name, 0);
 		break;
 	case STORE_NAME_LOCK:

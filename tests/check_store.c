@@ -1152,6 +1152,39 @@ START_TEST(test_blob_file_open_is_the_session_file)
 }
 END_TEST
 
+/* A save in progress (the worker writes the temp file at the end of a call)
+ * is kept however long the call runs, as long as its session is locked. */
+START_TEST(test_reap_keeps_a_locked_sessions_old_temp_file)
+{
+	struct store *s = open_file(), *other = open_file();
+	struct store_save sv;
+	struct store_lock lk;
+	char name[200];
+	struct session_info *v;
+	size_t n;
+
+	ck_assert_int_eq(store_lock(s, "slow", -1, &lk, err), 0);
+	begin(s, "slow", false, &sv);
+	snprintf(name, sizeof(name), "%s", sv.tmp);
+	age_file(sess_dir, name, 2 * HOUR);
+	ck_assert_int_eq(store_list(other, &v, &n, err), 0);   /* reaps */
+	free(v);
+	ck_assert(exists(sess_dir, name));
+	write_str(sv.fd, "late");
+	ck_assert_msg(store_save_commit(s, &sv, 4, err) == 0, "commit: %s", err);
+	store_unlock(s, &lk);
+	assert_session(other, "slow", "late");
+	/* Once its session is free, an old temp file is a killed save's. */
+	put_file(sess_dir, ".slow.AbC123.tmp", "killed save");
+	age_file(sess_dir, ".slow.AbC123.tmp", 2 * HOUR);
+	ck_assert_int_eq(store_list(other, &v, &n, err), 0);
+	free(v);
+	ck_assert(!exists(sess_dir, ".slow.AbC123.tmp"));
+	store_close(other);
+	store_close(s);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *su = suite_create("store");
@@ -1178,6 +1211,7 @@ static Suite *store_suite(void)
 	tcase_add_loop_test(tc, test_blob_refuses_invalid_id, 0, BLOB_WAYS);
 	tcase_add_test(tc, test_blob_file_save_is_a_temp_file);
 	tcase_add_test(tc, test_blob_file_open_is_the_session_file);
+	tcase_add_test(tc, test_reap_keeps_a_locked_sessions_old_temp_file);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("id");
