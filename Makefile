@@ -24,8 +24,8 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CF
 LDFLAGS ?=
 VERSION := 0.3.0
 
-CORE_SRCS := frame.c store_id.c store_name.c store_file.c store_mem.c output.c opts.c \
-	repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
+CORE_SRCS := frame.c fdio.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
+	output.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
 	sandbox_plan.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c session_py.c state_py.c \
@@ -66,7 +66,8 @@ tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 T_FRAME := tests/check_frame.o frame.o
-T_STORE := tests/check_store.o store_id.o store_name.o store_file.o store_mem.o
+T_STORE := tests/check_store.o fdio.o store_id.o store_name.o store_file.o store_mem.o \
+	store_blob.o
 T_OPTS := tests/check_opts.o opts.o store_id.o rlimits.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o

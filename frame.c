@@ -27,7 +27,7 @@
 enum frame_tag {
 	FT_REQ_CODE = 0x0101,
 	FT_REQ_SESSION = 0x0102,
-	FT_REQ_BLOB = 0x0103,
+	/* 0x0103 was the inline session blob: retired. */
 	FT_TOOLBOX = 0x0104,		/* module NUL alias; may repeat */
 	FT_REQ_MAX_OUTPUT = 0x0105,
 	FT_REQ_BUDGET_NS = 0x0106,
@@ -42,6 +42,7 @@ enum frame_tag {
 	FT_REQ_PIDS_CGROUP = 0x010f,
 	FT_REQ_ENV = 0x0120,		/* NAME=VALUE entries, NUL-separated */
 	FT_REQ_CWD = 0x0121,
+	FT_REQ_BLOB_LEN = 0x0122,
 
 	FT_RES_EXIT_CODE = 0x0201,	/* u64, two's complement of int64 */
 	FT_RES_FLAGS = 0x0202,
@@ -50,8 +51,10 @@ enum frame_tag {
 	FT_RES_HELD = 0x0205,
 	FT_RES_DROPPED = 0x0206,
 	FT_RES_WARNINGS = 0x0207,
-	FT_RES_BLOB = 0x0208,
+	/* 0x0208 was the inline session blob: retired. */
 	FT_RES_LIMIT = 0x0209,
+	FT_RES_BLOB_LEN = 0x020a,
+	FT_RES_SAVE_ERRNO = 0x020b,
 };
 
 enum field_type {
@@ -82,8 +85,8 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, code), "code" },
 	{ FT_REQ_SESSION, FIELD_BYTES, true,
 	  offsetof(struct request, session), "session" },
-	{ FT_REQ_BLOB, FIELD_BYTES, false,
-	  offsetof(struct request, blob), "blob" },
+	{ FT_REQ_BLOB_LEN, FIELD_U64, false,
+	  offsetof(struct request, blob_len), "blob_len" },
 	{ FT_TOOLBOX, FIELD_TOOLBOX, false, 0, "toolbox" },
 	{ FT_REQ_MAX_OUTPUT, FIELD_U64, false,
 	  offsetof(struct request, max_output), "max_output" },
@@ -128,8 +131,10 @@ static const struct field_desc result_fields[] = {
 	  offsetof(struct worker_result, dropped), "dropped" },
 	{ FT_RES_WARNINGS, FIELD_BYTES, false,
 	  offsetof(struct worker_result, warnings), "warnings" },
-	{ FT_RES_BLOB, FIELD_BYTES, false,
-	  offsetof(struct worker_result, blob), "blob" },
+	{ FT_RES_BLOB_LEN, FIELD_U64, false,
+	  offsetof(struct worker_result, blob_len), "blob_len" },
+	{ FT_RES_SAVE_ERRNO, FIELD_U64, false,
+	  offsetof(struct worker_result, save_errno), "save_errno" },
 	{ FT_RES_LIMIT, FIELD_BYTES, false,
 	  offsetof(struct worker_result, limit), "limit" },
 };
@@ -274,6 +279,8 @@ static int check_request(const struct request *r)
 	}
 	if (r->binds.present && binds_problem(r->binds.p, r->binds.len))
 		return -1;
+	if (!(r->flags & REQ_SESSION) && r->blob_len)
+		return -1;
 	return 0;
 }
 
@@ -281,7 +288,7 @@ static int check_result(const struct worker_result *res)
 {
 	bool save = res->flags & RES_SAVE;
 
-	return save == res->blob.present ? 0 : -1;
+	return save == (res->blob_len != 0) ? 0 : -1;
 }
 
 static size_t field_count(const void *obj, const struct field_desc *f)
@@ -294,7 +301,8 @@ static size_t field_count(const void *obj, const struct field_desc *f)
 		return ((const struct request *)obj)->n_toolboxes;
 	case FIELD_U64:
 	case FIELD_I64:
-		return 1;
+		/* An optional scalar of 0 is left out: absent decodes as 0. */
+		return f->required || field_scalar(obj, f) != 0;
 	default:
 		abort();
 	}
@@ -452,7 +460,7 @@ int frame_encode_request(struct frame_buf *buf, const struct request *r)
 	return encode(buf, r, &request_kind);
 }
 
-/* EINVAL: RES_SAVE without a blob, or a blob without RES_SAVE. */
+/* EINVAL: RES_SAVE without a blob length, or one without RES_SAVE. */
 int frame_encode_result(struct frame_buf *buf, const struct worker_result *res)
 {
 	if (check_result(res) < 0) {
@@ -660,10 +668,14 @@ int frame_decode_request(const uint8_t *buf, size_t len, struct request *out,
 	struct decoder d = { buf, len, 0, &request_kind, out, 0, err, errlen };
 
 	memset(out, 0, sizeof(*out));
-	return decode(&d);
+	if (decode(&d) < 0)
+		return -1;
+	if (!(out->flags & REQ_SESSION) && out->blob_len)
+		return fail(&d, "request has a session length but no session flag");
+	return 0;
 }
 
-/* As frame_decode_request(), plus the RES_SAVE iff blob rule. */
+/* As frame_decode_request(), plus the RES_SAVE iff blob length rule. */
 int frame_decode_result(const uint8_t *buf, size_t len,
                         struct worker_result *out, char *err, size_t errlen)
 {
@@ -674,10 +686,10 @@ int frame_decode_result(const uint8_t *buf, size_t len,
 	if (decode(&d) < 0)
 		return -1;
 	save = out->flags & RES_SAVE;
-	if (save && !out->blob.present)
-		return fail(&d, "result has the save flag but no blob");
-	if (!save && out->blob.present)
-		return fail(&d, "result has a blob but no save flag");
+	if (save && !out->blob_len)
+		return fail(&d, "result has the save flag but no blob length");
+	if (!save && out->blob_len)
+		return fail(&d, "result has a blob length but no save flag");
 	return 0;
 }
 

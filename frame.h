@@ -19,6 +19,13 @@
  * length that overruns, trailing bytes after the body, a repeated field, a
  * missing required field, a toolbox field without exactly one NUL separator.
  *
+ * The session blob itself never travels in a frame: the worker reads it from
+ * a file descriptor given next to the request (a request with REQ_SESSION
+ * says how long it is, in its blob_len field) and writes the new one into
+ * another (a result with RES_SAVE says how much it wrote, in blob_len).
+ * A result with RES_SAVE must have a non-zero blob_len, one without must
+ * have none, and likewise blob_len of a request without REQ_SESSION.
+ *
  * Decoded spans point into the caller's buffer: the buffer must outlive them.
  * Nothing is NUL-terminated; use the lengths.
  */
@@ -56,7 +63,8 @@ struct toolbox_spec {
 struct request {
 	struct span code;                /* required */
 	struct span session;             /* required: the id, for messages */
-	struct span blob;                /* absent for a new session */
+	uint64_t blob_len;               /* bytes of the session on the load fd
+	                                  * (REQ_SESSION; 0 for a new session) */
 	struct toolbox_spec toolboxes[FRAME_MAX_TOOLBOXES];
 	size_t n_toolboxes;
 	uint64_t max_output;             /* chars of value kept; 0 = no cap */
@@ -82,6 +90,7 @@ struct request {
 #define REQ_TYPECHECK  (1u << 0)
 #define REQ_CARRY      (1u << 1)
 #define REQ_SANDBOX    (1u << 2)
+#define REQ_SESSION    (1u << 3)   /* the session exists: read blob_len bytes */
 
 /* What the worker answers.  exit_code follows the dolsot contract. */
 struct worker_result {
@@ -92,12 +101,14 @@ struct worker_result {
 	struct span held;                /* names, '\n'-separated, sorted */
 	struct span dropped;             /* "name\treason" lines */
 	struct span warnings;            /* extra stderr lines from the worker */
-	struct span blob;                /* the new session; present iff RES_SAVE */
+	uint64_t blob_len;               /* bytes of the new session written to
+	                                  * the save fd; non-zero iff RES_SAVE */
+	uint64_t save_errno;             /* non-zero: writing it failed with this */
 	struct span limit;               /* the limit the cell hit ("memory", ...) */
 };
 
 #define RES_OK   (1u << 0)           /* the cell ran without raising */
-#define RES_SAVE (1u << 1)           /* blob holds the new session state */
+#define RES_SAVE (1u << 1)           /* the save fd holds the new session state */
 
 /* A growable output buffer; frame_buf_release() frees it. */
 struct frame_buf {

@@ -103,11 +103,11 @@ static struct sandbox_bind *bind_list(struct span binds, size_t *n)
 	return out;
 }
 
-static int enter_sandbox(const struct request *r, int request_fd, int result_fd,
+static int enter_sandbox(const struct request *r, const struct worker_fds *fds,
                          char *err, size_t errlen)
 {
-	int keep[2] = { request_fd, result_fd };
-	struct sandbox_cfg cfg = { .keep_fds = keep, .n_keep_fds = 2,
+	int keep[3] = { fds->request, fds->result, fds->save };
+	struct sandbox_cfg cfg = { .keep_fds = keep, .n_keep_fds = 3,
 	                           .tmpfs_size = r->memory };
 	char why[SANDBOX_ERR_MAX], cwd[PATH_MAX];
 
@@ -208,7 +208,20 @@ fail:
 	return -1;
 }
 
-int isolate_worker(const struct request *r, int request_fd, int result_fd,
+/* Past RLIMIT_FSIZE a file could not grow: size the result and the save
+ * files now (sparse) and let the worker shrink them to what it writes.
+ * The save file is then a memfd (the client's choice), never the store's. */
+static int presize(int fd, const char *what, char *err, size_t errlen)
+{
+	if (ftruncate(fd, (off_t)FRAME_MAX) < 0) {
+		snprintf(err, errlen, "dolsot: cannot size the %s file: %s", what,
+		         strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int isolate_worker(const struct request *r, const struct worker_fds *fds,
                    char *err, size_t errlen)
 {
 	struct limits l = { { [LIMIT_MEMORY] = r->memory, [LIMIT_MAX_PROCS] = r->max_procs,
@@ -233,20 +246,17 @@ int isolate_worker(const struct request *r, int request_fd, int result_fd,
 		}
 		procs = PROCS_BY_CGROUP;
 	}
-	if (sandbox ? enter_sandbox(r, request_fd, result_fd, err, errlen) < 0
+	if (sandbox ? enter_sandbox(r, fds, err, errlen) < 0
 	            : set_env(r->env, err, errlen) < 0)
 		return -1;
-	/* Past RLIMIT_FSIZE the result file could not grow: size it now (sparse)
-	 * and let the worker shrink it to the answer it writes. */
-	if (r->max_file_size && ftruncate(result_fd, (off_t)FRAME_MAX) < 0) {
-		snprintf(err, errlen, "dolsot: cannot size the result file: %s", strerror(errno));
+	if (r->max_file_size && (presize(fds->result, "result", err, errlen) < 0 ||
+	                         presize(fds->save, "session", err, errlen) < 0))
 		return -1;
-	}
 	if (limits_apply(&l, procs, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "dolsot: cannot apply the limits: %s", why);
 		return -1;
 	}
-	if (r->cpu_seconds && prepare_cpu_answer(r->cpu_seconds, result_fd, err, errlen) < 0)
+	if (r->cpu_seconds && prepare_cpu_answer(r->cpu_seconds, fds->result, err, errlen) < 0)
 		return -1;
 	return 0;
 }

@@ -13,15 +13,18 @@
 #include <stddef.h>
 
 #include "frame.h"
+#include "proc.h"
 
 /*
- * Isolate the worker.  request_fd and result_fd are the only descriptors
- * (besides 0-2) that stay usable in a sandbox.  Returns 0 in the process
+ * Isolate the worker.  fds (request, result and save; load is closed by
+ * now) are the only descriptors (besides 0-2) that stay usable in a
+ * sandbox.  Under --max-file-size the result and save files are sized
+ * first, as RLIMIT_FSIZE would then stop them from growing.  Returns 0 in the process
  * that goes on to run the cell (with a sandbox, a new child; the original
  * waits and never returns), or -1 with a one-line reason, "dolsot: ...", in
  * err: then the cell must not run.
  */
-int isolate_worker(const struct request *r, int request_fd, int result_fd,
+int isolate_worker(const struct request *r, const struct worker_fds *fds,
                    char *err, size_t errlen);
 
 #endif

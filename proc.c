@@ -190,14 +190,14 @@ int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkee
 
 /* The child side of the fork: set up fds and the group, then run. */
 static void child_start(pid_t parent, const int outp[2], const int errp[2],
-                        int req, int res, const sigset_t *oldmask,
+                        const struct worker_fds *fds, const sigset_t *oldmask,
                         proc_child_fn fn, void *arg)
 {
-	int keep[2] = { req, res };
+	int keep[4] = { fds->request, fds->result, fds->save, fds->load };
 
-	if (proc_child_prepare(parent, outp[1], errp[1], keep, 2, oldmask) < 0)
+	if (proc_child_prepare(parent, outp[1], errp[1], keep, 4, oldmask) < 0)
 		_exit(127);
-	fn(req, res, arg);
+	fn(fds, arg);
 	_exit(127);
 }
 
@@ -317,7 +317,8 @@ static int map_result(int fd, struct proc_outcome *o)
 }
 
 int proc_run(const uint8_t *request, size_t request_len,
-             const struct timespec *deadline, proc_child_fn child, void *arg,
+             const struct worker_fds *session, const struct timespec *deadline,
+             proc_child_fn child, void *arg,
              struct capture *out, struct capture *errc, struct proc_outcome *o,
              char *err, size_t errlen)
 {
@@ -367,8 +368,11 @@ int proc_run(const uint8_t *request, size_t request_len,
 			fail(err, errlen, "fork");
 			goto out;
 		}
-		if (s.pid == 0)
-			child_start(parent, outp, errp, req, res, &oldmask, child, arg);
+		if (s.pid == 0) {
+			struct worker_fds fds = { req, res, session->load, session->save };
+
+			child_start(parent, outp, errp, &fds, &oldmask, child, arg);
+		}
 	}
 	/* Both sides call setpgid, so kill(-pid) works whichever runs first. */
 	setpgid(s.pid, s.pid);

@@ -20,8 +20,16 @@
 
 #include "output.h"
 
+/* The files a worker starts with; the parent's copies are CLOEXEC. */
+struct worker_fds {
+	int request;             /* the request frame, written */
+	int result;              /* the answer frame, empty */
+	int load;                /* the session to load; -1: a new session */
+	int save;                /* an empty file for the new session */
+};
+
 /* Runs in the child; must not return (it _exits). */
-typedef void (*proc_child_fn)(int request_fd, int result_fd, void *arg);
+typedef void (*proc_child_fn)(const struct worker_fds *fds, void *arg);
 
 struct proc_outcome {
 	int status;              /* wait status of the worker */
@@ -33,14 +41,15 @@ struct proc_outcome {
 };
 
 /*
- * Fork child(request_fd, result_fd, arg) and supervise it until it exits or
- * deadline (CLOCK_MONOTONIC) passes.  Its stdout and stderr are fed into
- * out and err.  request/request_len are written to the request memfd first.
+ * Fork child(fds, arg) and supervise it until it exits or deadline
+ * (CLOCK_MONOTONIC) passes.  Its stdout and stderr are fed into out and
+ * err.  request/request_len are written to the request memfd first; the
+ * session's load and save fds come from session (they stay open here).
  * Returns 0 with *o filled (release with proc_outcome_release), or -1 with a
  * reason in err (a failed syscall; nothing is left running).
  */
 int proc_run(const uint8_t *request, size_t request_len,
-             const struct timespec *deadline, proc_child_fn child, void *arg,
+             const struct worker_fds *session, const struct timespec *deadline, proc_child_fn child, void *arg,
              struct capture *out, struct capture *errc, struct proc_outcome *o,
              char *err, size_t errlen);
 

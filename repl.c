@@ -1,9 +1,11 @@
 /*
- * repl.c - one call: lock, load, fork a worker, supervise, save.
+ * repl.c - one call: lock, open the session, fork a worker, supervise, save.
  *
  * The session is either the old state or the new one, never a mix: the
- * worker only ever produces bytes, and the store replaces the session file
- * atomically, under the session lock, after the worker has finished.
+ * worker reads the session file and writes the new state into a temp file
+ * the store made (neither passes through this process), and the store
+ * renames it into place, under the session lock, after the worker has
+ * finished and only if it answered that it saved.
  */
 #include "repl.h"
 
@@ -98,9 +100,8 @@ static int pack_environ(struct span *out, char **buf)
 	return 0;
 }
 
-static int encode_request(const struct run_args *a, const uint8_t *blob,
-                          size_t blob_len, bool found, double budget,
-                          const char *cgroup, struct frame_buf *buf)
+static int encode_request(const struct run_args *a, size_t blob_len, bool found,
+                          double budget, const char *cgroup, struct frame_buf *buf)
 {
 	struct request r;
 	char cwd[PATH_MAX], *env = NULL;
@@ -109,8 +110,10 @@ static int encode_request(const struct run_args *a, const uint8_t *blob,
 	memset(&r, 0, sizeof(r));
 	r.code = (struct span){ (const uint8_t *)a->code, a->code_len, true };
 	r.session = span_str(a->session);
-	if (found)
-		r.blob = (struct span){ blob ? blob : (const uint8_t *)"", blob_len, true };
+	if (found) {
+		r.flags |= REQ_SESSION;
+		r.blob_len = blob_len;
+	}
 	if (a->n_toolboxes > FRAME_MAX_TOOLBOXES) {
 		errno = E2BIG;
 		return -1;
@@ -210,8 +213,9 @@ static struct warm_key warm_key_of(const struct run_args *a)
 /* Try the warm server; returns true when *o holds the call's outcome or
  * *res already says why the call failed. */
 static bool run_warm(const struct run_args *a, struct store *st,
-                     const struct frame_buf *req, const struct timespec *deadline,
-                     struct result *res, struct proc_outcome *o, bool *no_server)
+                     const struct frame_buf *req, const struct worker_fds *fds,
+                     const struct timespec *deadline, struct result *res,
+                     struct proc_outcome *o, bool *no_server)
 {
 	struct warm_key key = warm_key_of(a);
 	int dirfd = store_dirfd(st);
@@ -219,7 +223,7 @@ static bool run_warm(const struct run_args *a, struct store *st,
 
 	if (!a->settings->server || dirfd < 0)
 		return false;
-	switch (warm_run(dirfd, req->data, req->len, deadline, a->settings->timeout, &key,
+	switch (warm_run(dirfd, req->data, req->len, fds, deadline, a->settings->timeout, &key,
 	                 &res->out, &res->err, o, err, sizeof(err))) {
 	case WARM_DONE:
 		return true;
@@ -236,63 +240,92 @@ static bool run_warm(const struct run_args *a, struct store *st,
 	}
 }
 
+/* Make what the worker wrote the session, or say why not. */
+static void save_session(struct store *st, struct store_save *sv,
+                         const struct worker_result *wr, struct result *res)
+{
+	char serr[STORE_ERR_MAX];
+	int rc = wr->save_errno
+	         ? store_save_fail(st, sv, "write", (int)wr->save_errno, serr)
+	         : store_save_commit(st, sv, (size_t)wr->blob_len, serr);
+
+	if (rc == 0) {
+		res->saved = true;
+		return;
+	}
+	res->save_error = strdup(serr);
+	if (res->exit_code == 0)
+		res->exit_code = DOLSOT_EXIT_FAIL;
+}
+
+/*
+ * The session's files for the worker: its file to read (none when new) and
+ * an empty one to write the next state into.  Under --max-file-size that
+ * one is a memfd: the worker's own save must not trip the cell's limit.
+ */
+static int open_session(const struct run_args *a, struct store *st,
+                        struct worker_fds *fds, struct store_save *sv,
+                        size_t *blob_len, bool *found, char *err, size_t errlen)
+{
+	char serr[STORE_ERR_MAX];
+	bool memfd = a->settings->limits.v[LIMIT_MAX_FILE_SIZE] != 0;
+
+	if (store_open_blob(st, a->session, &fds->load, blob_len, found, serr) < 0 ||
+	    store_save_begin(st, a->session, memfd, sv, serr) < 0) {
+		snprintf(err, errlen, "%s", serr);
+		if (fds->load >= 0)
+			close(fds->load);
+		fds->load = -1;
+		return -1;
+	}
+	fds->save = sv->fd;
+	return 0;
+}
+
 static int run_locked(const struct run_args *a, struct store *st,
                       struct result *res, int *sig, bool *no_server,
                       char *err, size_t errlen)
 {
-	char serr[STORE_ERR_MAX];
-	uint8_t *blob = NULL;
+	struct worker_fds fds = { -1, -1, -1, -1 };
+	struct store_save sv = { .fd = -1 };
 	size_t blob_len = 0;
 	bool found = false;
 	struct frame_buf req = { 0 };
 	struct timespec deadline;
 	struct proc_outcome o;
 	struct worker_result wr;
-	char cgroup[PIDCG_PATH_MAX];
+	char cgroup[PIDCG_PATH_MAX] = "";
 	int ret = -1;
 
-	if (store_load(st, a->session, &blob, &blob_len, &found, serr) < 0) {
-		snprintf(err, errlen, "%s", serr);
+	if (open_session(a, st, &fds, &sv, &blob_len, &found, err, errlen) < 0)
 		return -1;
-	}
-	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0) {
-		free(blob);
-		return -1;
-	}
+	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
+		goto out;
 	proc_deadline_in(&deadline, a->settings->timeout);
-	if (encode_request(a, blob, blob_len, found, a->settings->timeout, cgroup,
-	                   &req) < 0) {
+	if (encode_request(a, blob_len, found, a->settings->timeout, cgroup, &req) < 0) {
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		goto out;
 	}
-	free(blob);
-	blob = NULL;
-	if (!run_warm(a, st, &req, &deadline, res, &o, no_server) &&
-	    proc_run(req.data, req.len, &deadline, worker_child, NULL, &res->out,
+	if (!run_warm(a, st, &req, &fds, &deadline, res, &o, no_server) &&
+	    proc_run(req.data, req.len, &fds, &deadline, worker_child, NULL, &res->out,
 	             &res->err, &o, err, errlen) < 0)
 		goto out;
 	/* Every process of the call is gone by now, on either path. */
 	sandbox_plan_end(cgroup);
 	cgroup[0] = '\0';
-	frame_buf_release(&req);
 	ret = 0;
 	if (res->error)
 		goto out;   /* the warm path broke after the cell may have run */
 	*sig = o.signal;
 	memset(&wr, 0, sizeof(wr));
-	if (take_outcome(&o, a->settings, &wr, res) && !o.signal) {
-		if (store_save(st, a->session, wr.blob.p, wr.blob.len, serr) < 0) {
-			res->save_error = strdup(serr);
-			if (res->exit_code == 0)
-				res->exit_code = DOLSOT_EXIT_FAIL;
-		} else {
-			res->saved = true;
-		}
-	}
+	if (take_outcome(&o, a->settings, &wr, res) && !o.signal)
+		save_session(st, &sv, &wr, res);
 	proc_outcome_release(&o);
 out:
 	sandbox_plan_end(cgroup);
-	free(blob);
+	store_save_abort(st, &sv);   /* unless committed: the old session stays */
+	if (fds.load >= 0)
+		close(fds.load);
 	frame_buf_release(&req);
 	return ret;
 }

@@ -2,8 +2,8 @@
  * server.c - accept calls, route them to zygotes, keep the zygotes fresh.
  *
  * The server never runs Python and never touches sessions: the client
- * holds the session lock, loads and saves the blob itself, and passes the
- * server its memfds and pipes.  A call whose zygote is not ready yet is
+ * holds the session lock, opens the session's files itself, and passes the
+ * server its memfds, pipes and those files, which it forwards unread.  A call whose zygote is not ready yet is
  * answered WIRE_FALLBACK at once (the client runs it cold) while the zygote
  * starts in the background, so the server never makes a call slower.
  */
@@ -285,7 +285,7 @@ static bool seen_before(struct server *s, const struct wire_msg *m)
 static bool on_call(struct server *s, int client, struct wire_msg *m)
 {
 	struct zygote *z = zygote_find(s, m);
-	int fds[5];
+	int fds[WIRE_MAX_FDS];
 
 	s->last_call = now();
 	if (m->b != s->exe_id) {
@@ -294,7 +294,8 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 		s->stopping = true;
 		return false;
 	}
-	if (m->nfds != 0 && m->nfds != 4) {
+	/* request, result, stdout, stderr, save, and load unless new */
+	if (m->nfds != 0 && m->nfds != 5 && m->nfds != 6) {
 		fallback(client, "malformed call");
 		return false;
 	}
@@ -335,8 +336,8 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 		return false;
 	}
 	fds[0] = client;
-	memcpy(fds + 1, m->fds, sizeof(int) * 4);
-	if (wire_send(z->ctl, WIRE_RUN, m->a, 0, NULL, 0, fds, 5) < 0) {
+	memcpy(fds + 1, m->fds, sizeof(int) * m->nfds);
+	if (wire_send(z->ctl, WIRE_RUN, m->a, 0, NULL, 0, fds, m->nfds + 1) < 0) {
 		fallback(client, "the zygote is gone");
 		zygote_forget(z);
 		return false;

@@ -184,11 +184,11 @@ class _Dumper:
                 raise _Refused(why)
 
     def dumps(self, value):
-        """value's pickle and the pickler's memo ({id: (index, obj)})."""
-        buf = io.BytesIO()
-        p = _Pickler(buf, self)
+        """value's pickle (as chunks) and the pickler's memo ({id: (index, obj)})."""
+        chunks = _Chunks()
+        p = _Pickler(chunks, self)
         p.dump(value)
-        return buf.getvalue(), p.memo.copy()
+        return chunks, p.memo.copy()
 
     def dill_bytes(self, obj):
         """dill's pickle of obj, loaded back once unless that has side effects."""
@@ -215,6 +215,21 @@ class _Dumper:
         if self._dill_pickler is None:
             self._dill_pickler = _make_dill_pickler(_import_dill())
         return self._dill_pickler
+
+
+class _Chunks(list):
+    """A pickler's file that keeps what it is written, uncopied.
+
+    The C pickler hands a large bytes value to write() as the object itself,
+    so a 50 MB value costs no second 50 MB until it reaches the session file.
+    """
+
+    def write(self, data):
+        self.append(data if type(data) is bytes else bytes(data))
+
+
+def _size(chunks):
+    return sum(map(len, chunks))
 
 
 class _Pickler(_pickle.Pickler):
@@ -304,12 +319,12 @@ def _units(d, state, kept):
 
 
 def dump(state, pieces, raw_pieces, previous=None):
-    """Pickle the namespace and the carried state into one blob.
+    """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
     {piece: bytes} already pickled (kept from the loaded blob), previous
     {piece: bytes} what to keep for a piece that cannot be pickled.  Returns
-    (blob, held names, [(name, reason)] dropped, [(piece, reason)] pieces
+    (parts, held names, [(name, reason)] dropped, [(piece, reason)] pieces
     that could not be pickled).
     """
     d = _Dumper()
@@ -324,8 +339,8 @@ def dump(state, pieces, raw_pieces, previous=None):
         except BaseException as e:
             lost.append((piece, str(e) if isinstance(e, _Refused) else reason(e)))
             if previous and piece in previous:
-                carry.append((piece, bytes(previous[piece])))
-    carry.extend((p, bytes(b)) for p, b in sorted(raw_pieces.items()) if p not in pieces)
+                carry.append((piece, [previous[piece]]))
+    carry.extend((p, [b]) for p, b in sorted(raw_pieces.items()) if p not in pieces)
     kept, dropped = {}, []
     for name in sorted(state):
         try:
@@ -341,10 +356,31 @@ def dump(state, pieces, raw_pieces, previous=None):
 
 
 def _assemble(units, carry):
-    index = _pickle.dumps({"units": [(n, len(b)) for n, b in units],
-                          "carry": [(p, len(b)) for p, b in carry]}, protocol=5)
-    return b"".join([MAGIC, len(index).to_bytes(_HEAD, "little"), index]
-                    + [b for _, b in units] + [b for _, b in carry])
+    """The blob as a list of bytes-like parts, to be written back to back
+    (the worker writes them straight into the session file: no join)."""
+    index = _pickle.dumps({"units": [(n, _size(b)) for n, b in units],
+                          "carry": [(p, _size(b)) for p, b in carry]}, protocol=5)
+    return _coalesce([MAGIC, len(index).to_bytes(_HEAD, "little"), index]
+                     + [c for _, b in units for c in b] + [c for _, b in carry for c in b])
+
+
+_SMALL = 1 << 16
+
+
+def _coalesce(parts):
+    """Join runs of small parts, so that many small values cost few writes."""
+    out, run = [], []
+    for part in parts:
+        if len(part) >= _SMALL:
+            if run:
+                out.append(b"".join(run))
+                run = []
+            out.append(part)
+        else:
+            run.append(part)
+    if run:
+        out.append(b"".join(run))
+    return out
 
 
 # ---- loading ----

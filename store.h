@@ -37,6 +37,18 @@ struct store_lock {
 
 struct store;
 
+/*
+ * A save in progress (store_save_begin): the new session is written into fd
+ * by someone else (the worker), then committed or aborted.  Either call
+ * closes fd.
+ */
+struct store_save {
+	int fd;                 /* where the new session goes; -1 when none */
+	bool memfd;             /* the generic fallback: committed via ops->save */
+	char id[STORE_ID_MAX + 1];
+	char tmp[STORE_ID_MAX + 32];   /* the backend's temp file, "" if none */
+};
+
 struct store_ops {
 	/* *blob is malloc'd (caller frees); *found=false and *blob=NULL when absent. */
 	int (*load)(struct store *s, const char *id, uint8_t **blob, size_t *len,
@@ -58,6 +70,20 @@ struct store_ops {
 	            struct store_lock *lk, char *err);
 	void (*unlock)(struct store *s, struct store_lock *lk);
 	void (*close)(struct store *s);
+	/*
+	 * Optional (NULL: store_blob.c's generic fallback over load and save).
+	 * open_blob: *fd is the session, read-only, CLOEXEC, *len bytes long
+	 * (fstat'ed); *found=false and *fd=-1 when absent.
+	 * save_begin: sv->fd is an empty file the session is written into.
+	 * save_commit: sv->fd holds exactly len bytes: make it the session,
+	 * atomically and durably, like save.  save_abort: leave no trace.
+	 */
+	int (*open_blob)(struct store *s, const char *id, int *fd, size_t *len,
+	                 bool *found, char *err);
+	int (*save_begin)(struct store *s, struct store_save *sv, char *err);
+	int (*save_commit)(struct store *s, struct store_save *sv, size_t len,
+	                   char *err);
+	void (*save_abort)(struct store *s, struct store_save *sv);
 	/* The directory holding the warm server's socket, or NULL: none. */
 	int (*dirfd)(struct store *s);
 };
@@ -140,6 +166,37 @@ static inline int store_dirfd(struct store *s)
 {
 	return s->ops->dirfd ? s->ops->dirfd(s) : -1;
 }
+
+/*
+ * store_blob.c: sessions as fds, for a worker that reads and writes them
+ * itself.  Every store has these; one without its own ops goes through a
+ * memfd and its load/save.
+ *
+ * store_open_blob: like store_load, but *fd (caller closes) holds the
+ * session; *fd is -1 when it is absent.
+ */
+int store_open_blob(struct store *s, const char *id, int *fd, size_t *len,
+                    bool *found, char *err);
+
+/*
+ * Begin a save of id: sv->fd is an empty file to write the session into.
+ * With memfd (RLIMIT_FSIZE in the writer), it is a memfd whatever the store.
+ * Returns 0, or -1 with err.  Then exactly one of commit or abort follows.
+ */
+int store_save_begin(struct store *s, const char *id, bool memfd,
+                     struct store_save *sv, char *err);
+
+/* Make sv->fd's len bytes the session (fstat must agree); -1 with err,
+ * the old session kept, and no temp file left. */
+int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err);
+
+/* Drop the save; the old session stays. */
+void store_save_abort(struct store *s, struct store_save *sv);
+
+/* Drop the save because writing failed with errnum while doing op:
+ * "cannot save session 'ID': OP: strerror" in err; returns -1. */
+int store_save_fail(struct store *s, struct store_save *sv, const char *op,
+                    int errnum, char *err);
 
 static inline void store_close(struct store *s)
 {

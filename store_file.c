@@ -21,7 +21,9 @@
  *   ENOENT from a racing process is expected.
  * - A save of a session MUST hold the session's lock, so that a temp file
  *   of that session seen by the lock's holder belongs to a dead process and
- *   is removed at once, not an hour later.
+ *   is removed at once, not an hour later.  Others MUST NOT remove a locked
+ *   session's temp file, however old: a worker fills it at the end of a
+ *   call that may run for hours (save_begin comes before the call).
  * - A lock file MUST only be unlinked while its flock is held, and a locker
  *   MUST check after flock that the name still refers to its inode.
  */
@@ -38,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "store.h"
 #include "store_name.h"
 
@@ -162,6 +165,29 @@ out:
 	errno = errsv;
 }
 
+/*
+ * True when someone holds the lock of session id.  A temp file of a locked
+ * session may be a save in progress however old it is: the worker writes
+ * it at the end of a call that may run for hours.
+ */
+static bool session_locked(struct fstore *fs, const char *id)
+{
+	char name[NAME_BUF];
+	int fd, errsv = errno;
+	bool held;
+
+	snprintf(name, sizeof(name), "%s.lock", id);
+	fd = openat(fs->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		errno = errsv;
+		return false;
+	}
+	held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	errno = errsv;
+	return held;
+}
+
 struct reap_ctx {
 	struct timespec now;
 	const char *locked;     /* the session whose lock we hold, or NULL */
@@ -189,7 +215,8 @@ static int reap_one(struct fstore *fs, const char *name, enum store_name_kind ki
 			(void)unlinkat(fs->dirfd, name, 0);
 		break;
 	case STORE_NAME_TEMP:
-		if (age > TEMP_MAX_AGE || (fs->ttl > 0 && age > fs->ttl))
+		if ((age > TEMP_MAX_AGE || (fs->ttl > 0 && age > fs->ttl)) &&
+		    !session_locked(fs, id))
 			(void)unlinkat(fs->dirfd, name, 0);
 		break;
 	case STORE_NAME_LOCK:
@@ -270,15 +297,15 @@ static int read_all(int fd, size_t hint, uint8_t **out, size_t *len)
 	return 0;
 }
 
-static int fs_load(struct store *s, const char *id, uint8_t **blob,
-                   size_t *len, bool *found, char *err)
+static int fs_open_blob(struct store *s, const char *id, int *fdp, size_t *len,
+                        bool *found, char *err)
 {
 	struct fstore *fs = s->priv;
 	char name[NAME_BUF];
 	struct stat st;
-	int fd, errsv, ret = -1;
+	int fd, errsv;
 
-	*blob = NULL;
+	*fdp = -1;
 	*len = 0;
 	*found = false;
 	reap(fs);
@@ -305,14 +332,33 @@ static int fs_load(struct store *s, const char *id, uint8_t **blob,
 		     id, name);
 		goto out;
 	}
-	if (read_all(fd, (size_t)st.st_size, blob, len) < 0) {
+	*fdp = fd;
+	*len = (size_t)st.st_size;
+	*found = true;
+	return 0;
+out:
+	errsv = errno;
+	close(fd);
+	errno = errsv;
+	return -1;
+}
+
+static int fs_load(struct store *s, const char *id, uint8_t **blob,
+                   size_t *len, bool *found, char *err)
+{
+	int fd, errsv, ret = 0;
+
+	*blob = NULL;
+	if (fs_open_blob(s, id, &fd, len, found, err) < 0)
+		return -1;
+	if (!*found)
+		return 0;
+	if (read_all(fd, *len, blob, len) < 0) {
 		fail(err, "cannot load session '%s': read: %s", id,
 		     strerror(errno));
-		goto out;
+		*found = false;
+		ret = -1;
 	}
-	*found = true;
-	ret = 0;
-out:
 	errsv = errno;
 	close(fd);
 	errno = errsv;
@@ -365,76 +411,91 @@ static int create_temp(struct fstore *fs, const char *id, char *tmp,
 	return fd;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
+/* Close and unlink a save's temp file, keeping errno. */
+static void fs_save_abort(struct store *s, struct store_save *sv)
 {
-	ssize_t w;
+	struct fstore *fs = s->priv;
+	int errsv = errno;
 
-	while (len > 0) {
-		w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		if (w == 0) {
-			errno = EIO;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
+	if (sv->fd >= 0)
+		close(sv->fd);
+	sv->fd = -1;
+	if (sv->tmp[0] != '\0')
+		(void)unlinkat(fs->dirfd, sv->tmp, 0);
+	sv->tmp[0] = '\0';
+	errno = errsv;
+}
+
+static int fs_save_failed(struct store *s, struct store_save *sv, const char *op,
+                          char *err)
+{
+	int errsv = errno;
+
+	fs_save_abort(s, sv);
+	errno = errsv;
+	return fail(err, "cannot save session '%s': %s: %s", sv->id, op,
+	            strerror(errsv));
+}
+
+static int fs_save_begin(struct store *s, struct store_save *sv, char *err)
+{
+	struct fstore *fs = s->priv;
+
+	reap(fs);
+	sv->fd = create_temp(fs, sv->id, sv->tmp, sizeof(sv->tmp));
+	if (sv->fd < 0)
+		return fs_save_failed(s, sv, "create temporary file", err);
+	return 0;
+}
+
+/* The temp file holds the new session: sync it, rename it into place and
+ * sync the directory. */
+static int fs_save_commit(struct store *s, struct store_save *sv, size_t len,
+                          char *err)
+{
+	struct fstore *fs = s->priv;
+	char name[NAME_BUF];
+	struct stat st;
+	int r;
+
+	snprintf(name, sizeof(name), "%s.pkl", sv->id);
+	if (fstat(sv->fd, &st) < 0)
+		return fs_save_failed(s, sv, "fstat", err);
+	if ((uint64_t)st.st_size != (uint64_t)len) {
+		errno = EIO;   /* a writer that stopped short, or wrote on */
+		return fs_save_failed(s, sv, "write", err);
 	}
+	if (fsync(sv->fd) < 0)
+		return fs_save_failed(s, sv, "fsync", err);
+	r = close(sv->fd);
+	sv->fd = -1;
+	/* Linux closes the fd even on EINTR, and the data is already synced. */
+	if (r < 0 && errno != EINTR)
+		return fs_save_failed(s, sv, "close", err);
+	if (renameat(fs->dirfd, sv->tmp, fs->dirfd, name) < 0)
+		return fs_save_failed(s, sv, "rename", err);
+	sv->tmp[0] = '\0';
+	/*
+	 * The rename is done; a failure here means it may not survive a crash,
+	 * which the caller should hear about.  EINVAL: the filesystem cannot
+	 * sync directories at all.
+	 */
+	if (fsync(fs->dirfd) < 0 && errno != EINVAL)
+		return fs_save_failed(s, sv, "fsync directory", err);
 	return 0;
 }
 
 static int fs_save(struct store *s, const char *id, const uint8_t *blob,
                    size_t len, char *err)
 {
-	struct fstore *fs = s->priv;
-	char name[NAME_BUF], tmp[NAME_BUF] = "";
-	const char *op = "create temporary file";
-	int fd, r, errsv, ret = -1;
+	struct store_save sv = { .fd = -1 };
 
-	reap(fs);
-	snprintf(name, sizeof(name), "%s.pkl", id);
-	fd = create_temp(fs, id, tmp, sizeof(tmp));
-	if (fd < 0)
-		goto out;
-	op = "write";
-	if (write_all(fd, blob, len) < 0)
-		goto out;
-	op = "fsync";
-	if (fsync(fd) < 0)
-		goto out;
-	op = "close";
-	r = close(fd);
-	fd = -1;
-	/* Linux closes the fd even on EINTR, and the data is already synced. */
-	if (r < 0 && errno != EINTR)
-		goto out;
-	op = "rename";
-	if (renameat(fs->dirfd, tmp, fs->dirfd, name) < 0)
-		goto out;
-	tmp[0] = '\0';
-	/*
-	 * The rename is done; a failure here means it may not survive a crash,
-	 * which the caller should hear about.  EINVAL: the filesystem cannot
-	 * sync directories at all.
-	 */
-	op = "fsync directory";
-	if (fsync(fs->dirfd) < 0 && errno != EINVAL)
-		goto out;
-	ret = 0;
-out:
-	if (ret < 0) {
-		errsv = errno;
-		if (fd >= 0)
-			close(fd);
-		if (tmp[0] != '\0')
-			(void)unlinkat(fs->dirfd, tmp, 0);
-		errno = errsv;
-		fail(err, "cannot save session '%s': %s: %s", id, op,
-		     strerror(errsv));
-	}
-	return ret;
+	snprintf(sv.id, sizeof(sv.id), "%s", id);
+	if (fs_save_begin(s, &sv, err) < 0)
+		return -1;
+	if (fd_write_all(sv.fd, blob, len) < 0)
+		return fs_save_failed(s, &sv, "write", err);
+	return fs_save_commit(s, &sv, len, err);
 }
 
 struct del_acc {
@@ -723,6 +784,10 @@ static int fs_dirfd(struct store *s)
 static const struct store_ops fstore_ops = {
 	.load = fs_load,
 	.save = fs_save,
+	.open_blob = fs_open_blob,
+	.save_begin = fs_save_begin,
+	.save_commit = fs_save_commit,
+	.save_abort = fs_save_abort,
 	.del = fs_del,
 	.list = fs_list,
 	.lock = fs_lock,

@@ -2,8 +2,8 @@
  * warm.c - hand one call to the store's server instead of forking cold.
  *
  * The client keeps everything that makes a call safe: it holds the session
- * lock, loads and saves the blob, owns the pipes the cell writes to and
- * enforces its own deadline.  The server only supplies a process forked
+ * lock, opens and commits the session's files, owns the pipes the cell
+ * writes to and enforces its own deadline.  The server only supplies a process forked
  * from a warm interpreter.  Until the worker says WIRE_STARTED nothing has
  * run, so any failure before it falls back to the cold path; after it, a
  * failure is reported rather than the cell run twice.
@@ -140,11 +140,12 @@ struct call {
 };
 
 static int send_call(struct call *c, const uint8_t *request, size_t len,
-                     double budget, const struct warm_key *key)
+                     const struct worker_fds *session, double budget,
+                     const struct warm_key *key)
 {
 	static uint8_t payload[WIRE_MAX_PAYLOAD];
 	size_t plen;
-	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, req = -1, fds[4];
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, req = -1, fds[6];
 	int ret = -1;
 
 	if (key_payload(key, payload, &plen) < 0)
@@ -166,8 +167,10 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
 	fds[1] = c->res;
 	fds[2] = outp[1];
 	fds[3] = errp[1];
+	fds[4] = session->save;
+	fds[5] = session->load;
 	if (wire_send(c->sock, WIRE_CALL, (uint64_t)(budget * 1e9), server_exe_id(),
-	              payload, plen, fds, 4) < 0)
+	              payload, plen, fds, session->load >= 0 ? 6 : 5) < 0)
 		goto out;
 	c->out = outp[0];
 	c->err = errp[0];
@@ -284,6 +287,7 @@ static int map_result(int fd, struct proc_outcome *o)
 }
 
 enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
+                          const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
                           const struct warm_key *key, struct capture *out,
                           struct capture *errc, struct proc_outcome *o,
@@ -303,7 +307,7 @@ enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	c.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (c.sig < 0 || send_call(&c, request, request_len, budget, key) < 0)
+	if (c.sig < 0 || send_call(&c, request, request_len, session, budget, key) < 0)
 		goto out;
 	st = supervise(&c, deadline, out, errc);
 	if (st == WARM_BROKEN)

@@ -32,10 +32,12 @@ struct warm_key {
 
 /*
  * Run the request (an encoded FRAME_REQUEST) through the server of the
- * store directory dirfd, under deadline.  Returns a warm_status; on
+ * store directory dirfd, under deadline.  The worker gets session's load
+ * and save fds (which stay open here).  Returns a warm_status; on
  * WARM_BROKEN err says what happened.
  */
 enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
+                          const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
                           const struct warm_key *key, struct capture *out,
                           struct capture *errc, struct proc_outcome *o,

@@ -21,8 +21,9 @@
 #define WIRE_MAX_FDS 8
 
 enum wire_type {
-	/* client -> server; fds: client end kept by the server, request memfd,
-	 * result memfd, stdout, stderr; a: budget in ns; payload: the key */
+	/* client -> server; fds: request memfd, result memfd, stdout, stderr,
+	 * the file for the new session and, unless the session is new, the
+	 * session's file; a: budget in ns; payload: the key */
 	WIRE_CALL = 1,
 	/* server -> client: run the cold path; payload: why (for tracing) */
 	WIRE_FALLBACK,
@@ -36,7 +37,8 @@ enum wire_type {
 	/* client -> server: stop; the server replies WIRE_STOPPING, then exits */
 	WIRE_STOP,
 	WIRE_STOPPING,
-	/* server -> zygote: run a call; fds as WIRE_CALL; a: budget in ns */
+	/* server -> zygote: run a call; fds: the client's connection, then those
+	 * of WIRE_CALL; a: budget in ns */
 	WIRE_RUN,
 	/* zygote -> server: ready; payload: "file=PATH\tMTIME_NS\tSIZE" entries */
 	WIRE_READY,

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "dolsotmod.h"
+#include "fdio.h"
 #include "frame.h"
 #include "isolate.h"
 #include "proc.h"
@@ -264,12 +265,15 @@ static PyObject *toolbox_list(const struct request *r)
 	return list;
 }
 
-/* The blob as a memoryview over the request mapping: no copy. */
-static PyObject *blob_view(const struct request *r)
+/* The session file, mapped read-only; absent for a new session. */
+static struct span session_map;
+
+/* The session as a memoryview over its mapping: no copy. */
+static PyObject *blob_view(void)
 {
-	if (!r->blob.present)
+	if (!session_map.present)
 		Py_RETURN_NONE;
-	return PyMemoryView_FromMemory((char *)r->blob.p, (Py_ssize_t)r->blob.len,
+	return PyMemoryView_FromMemory((char *)session_map.p, (Py_ssize_t)session_map.len,
 	                               PyBUF_READ);
 }
 
@@ -314,7 +318,7 @@ static PyObject *limit_dict(const struct request *r)
 static PyObject *call_run(PyObject *mod, const struct request *r)
 {
 	return PyObject_CallMethod(mod, "run", "(NNNNKKNN)", span_bytes(r->code),
-	                           span_unicode(r->session), blob_view(r),
+	                           span_unicode(r->session), blob_view(),
 	                           toolbox_list(r), (unsigned long long)r->max_output,
 	                           (unsigned long long)r->flags, env_dict(r),
 	                           limit_dict(r));
@@ -343,12 +347,9 @@ static int str_span(PyObject *o, struct span *out)
 	return 0;
 }
 
-static int fill_result(PyObject *t, struct worker_result *r)
+/* *parts is the new session's list of parts (borrowed), or None. */
+static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
 {
-	PyObject *blob;
-	char *p;
-	Py_ssize_t n;
-
 	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9)
 		return -1;
 	r->exit_code = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
@@ -362,13 +363,64 @@ static int fill_result(PyObject *t, struct worker_result *r)
 	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0 ||
 	    str_span(PyTuple_GET_ITEM(t, 8), &r->limit) < 0)
 		return -1;
-	blob = PyTuple_GET_ITEM(t, 7);
-	if (blob != Py_None) {
-		if (PyBytes_AsStringAndSize(blob, &p, &n) < 0)
-			return -1;
-		r->blob = (struct span){ (const uint8_t *)p, (size_t)n, true };
+	*parts = PyTuple_GET_ITEM(t, 7);
+	return *parts == Py_None || PyList_Check(*parts) ? 0 : -1;
+}
+
+/* Copy the parts back to back into fd through a mapping: under
+ * --max-file-size, as write_at does.  0 or -1 (errno). */
+static int map_parts(int fd, const Py_buffer *b, size_t n, size_t total)
+{
+	uint8_t *map;
+	size_t off = 0;
+
+	if (ftruncate(fd, (off_t)total) < 0)
+		return -1;
+	if (total == 0)
+		return 0;
+	map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(map + off, b[i].buf, (size_t)b[i].len);
+		off += (size_t)b[i].len;
 	}
-	return 0;
+	return munmap(map, total);
+}
+
+/*
+ * Write the new session, a list of bytes-like parts, into the save fd
+ * straight from the Python objects (no joined copy).  Returns 0 and its
+ * length in *len, -1 on a Python error, or an errno when writing failed.
+ */
+static int write_session(int fd, PyObject *parts, bool mapped, uint64_t *len)
+{
+	Py_ssize_t n = PyList_GET_SIZE(parts), got = 0;
+	Py_buffer *b = PyMem_Calloc((size_t)n + 1, sizeof(*b));
+	int ret = 0;
+
+	*len = 0;
+	if (!b)
+		return -1;
+	for (; got < n; got++) {
+		if (PyObject_GetBuffer(PyList_GET_ITEM(parts, got), &b[got], PyBUF_SIMPLE) < 0) {
+			ret = -1;
+			goto out;
+		}
+		*len += (uint64_t)b[got].len;
+	}
+	if (mapped) {
+		ret = map_parts(fd, b, (size_t)n, (size_t)*len) < 0 ? errno : 0;
+		goto out;
+	}
+	for (Py_ssize_t i = 0; i < n && ret == 0; i++)
+		if (fd_write_all(fd, b[i].buf, (size_t)b[i].len) < 0)
+			ret = errno;
+out:
+	for (Py_ssize_t i = 0; i < got; i++)
+		PyBuffer_Release(&b[i]);
+	PyMem_Free(b);
+	return ret;
 }
 
 /* A Python exception in the worker's own code: report it as a failure. */
@@ -406,22 +458,75 @@ static const uint8_t *read_request(int request_fd, int result_fd, struct request
 	return req;
 }
 
-/* Run the request with Python up, write the answer, and _exit. */
+/* "cannot be loaded" as session.py words it, and exit. */
+static __attribute__((noreturn)) void answer_unloadable(int fd, const struct request *r,
+                                                        const char *why)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "dolsot: session '%.*s' cannot be loaded: %s; run "
+	         "'dolsot --reset %.*s' to start it afresh", (int)r->session.len,
+	         (const char *)r->session.p, why, (int)r->session.len,
+	         (const char *)r->session.p);
+	answer_error(fd, msg);
+}
+
+/*
+ * Map the session the request announces (REQ_SESSION, blob_len bytes) from
+ * fds->load, then close that fd.  The mapping stays: the loaded session's
+ * carried pieces are views into it.  Answers and exits on failure.
+ */
+static void map_session(struct worker_fds *fds, const struct request *r)
+{
+	struct stat st;
+	void *p = (void *)"";
+	char msg[256];
+
+	if (!(r->flags & REQ_SESSION))
+		return;
+	if (fds->load < 0 || fstat(fds->load, &st) < 0)
+		answer_unloadable(fds->result, r, "the worker got no session file");
+	if ((uint64_t)st.st_size != r->blob_len)
+		answer_unloadable(fds->result, r, "its file changed size while it was read");
+	if (st.st_size > 0) {
+		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fds->load, 0);
+		if (p == MAP_FAILED) {
+			snprintf(msg, sizeof(msg), "dolsot: worker: cannot map the session: %s",
+			         strerror(errno));
+			answer_error(fds->result, msg);
+		}
+	}
+	close(fds->load);
+	fds->load = -1;
+	session_map = (struct span){ p, (size_t)st.st_size, true };
+}
+
+/* Run the request with Python up, write the session and the answer, and
+ * _exit. */
 static __attribute__((noreturn)) void serve(PyObject *mod, const struct request *r,
-                                            int result_fd)
+                                            const struct worker_fds *fds)
 {
 	struct worker_result res;
 	struct frame_buf buf = { 0 };
 	char err[1024];
-	PyObject *answer;
+	PyObject *answer, *parts;
+	int result_fd = fds->result, rc;
 
 	answer = call_run(mod, r);
 	leave_unless_worker();
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");
 	memset(&res, 0, sizeof(res));
-	if (fill_result(answer, &res) < 0)
+	if (fill_result(answer, &res, &parts) < 0)
 		answer_python_error(result_fd, "worker answered badly");
+	if (parts != Py_None) {
+		rc = write_session(fds->save, parts, r->max_file_size != 0, &res.blob_len);
+		if (rc < 0)
+			answer_python_error(result_fd, "cannot write the session");
+		res.save_errno = (uint64_t)rc;
+		if (res.blob_len == 0)
+			res.flags &= ~(uint64_t)RES_SAVE;   /* nothing to save: no blob */
+	}
 	if (frame_encode_result(&buf, &res) < 0) {
 		snprintf(err, sizeof(err), "dolsot: cannot encode the result: %s",
 		         strerror(errno));
@@ -440,32 +545,34 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
  * Enter the isolation the request asks for.  With a sandbox, the process
  * that goes on (and answers) is a new one, whichever way it ends.
  */
-static void isolate(const struct request *r, int request_fd, int result_fd)
+static void isolate(const struct request *r, const struct worker_fds *fds)
 {
 	char err[1024];
-	int rc = isolate_worker(r, request_fd, result_fd, err, sizeof(err));
+	int rc = isolate_worker(r, fds, err, sizeof(err));
 
 	worker_pid = getpid();
 	if (rc < 0)
-		answer_error(result_fd, err);
+		answer_error(fds->result, err);
 }
 
-void worker_child(int request_fd, int result_fd, void *arg)
+void worker_child(const struct worker_fds *given, void *arg)
 {
+	struct worker_fds fds = *given;
 	struct request r;
 	char err[1024];
 	PyObject *mod;
 
 	(void)arg;
 	worker_pid = getpid();
-	read_request(request_fd, result_fd, &r);
-	isolate(&r, request_fd, result_fd);
+	read_request(fds.request, fds.result, &r);
+	map_session(&fds, &r);
+	isolate(&r, &fds);
 	if (start_python(err, sizeof(err)) < 0)
-		answer_error(result_fd, err);
+		answer_error(fds.result, err);
 	mod = import_worker_module();
 	if (!mod)
-		answer_python_error(result_fd, "cannot load the worker module");
-	serve(mod, &r, result_fd);
+		answer_python_error(fds.result, "cannot load the worker module");
+	serve(mod, &r, &fds);
 }
 
 /* The worker module of a zygote, kept for the children it forks. */
@@ -545,15 +652,18 @@ int worker_zygote_spare(void)
 	return 0;
 }
 
-void worker_zygote_child(int request_fd, int result_fd)
+void worker_zygote_child(const struct worker_fds *given)
 {
+	struct worker_fds fds = *given;
+	int result_fd = fds.result;
 	struct request r;
 	char err[PATH_MAX + 128];
 
 	/* Up to Python's own after-fork work, only C runs: with a sandbox that
 	 * work is done once, in the sandboxed process (a fork of this one). */
 	worker_pid = getpid();
-	read_request(request_fd, result_fd, &r);
+	read_request(fds.request, fds.result, &r);
+	map_session(&fds, &r);
 	if (r.cwd.present) {
 		char cwd[PATH_MAX];
 
@@ -564,12 +674,12 @@ void worker_zygote_child(int request_fd, int result_fd)
 			answer_error(result_fd, err);
 		}
 	}
-	isolate(&r, request_fd, result_fd);
+	isolate(&r, &fds);
 	/* A sandbox forked again: that process is new to Python too. */
 	if (python_forked && !(r.flags & REQ_SANDBOX))
-		serve(zygote_module, &r, result_fd);
+		serve(zygote_module, &r, &fds);
 	PyOS_AfterFork_Child();
 	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL))
 		answer_python_error(result_fd, "worker failed after fork");
-	serve(zygote_module, &r, result_fd);
+	serve(zygote_module, &r, &fds);
 }

@@ -2,13 +2,16 @@
  * worker.h - the child side of a call: embedded CPython runs one cell.
  *
  * worker_child() is a proc_child_fn: it reads the request frame from
- * request_fd, initializes Python, runs the cell through worker.py, writes one
- * result frame to result_fd and _exits.  It never touches the store.
+ * fds->request and the session from fds->load, initializes Python, runs
+ * the cell through worker.py, writes the new session into fds->save and one
+ * result frame to fds->result, and _exits.  It never touches the store.
  */
 #ifndef DOLSOT_WORKER_H
 #define DOLSOT_WORKER_H
 
-void worker_child(int request_fd, int result_fd, void *arg);
+#include "proc.h"
+
+void worker_child(const struct worker_fds *fds, void *arg);
 
 /*
  * Zygotes (the warm path).  worker_zygote_init() starts Python in this
@@ -29,6 +32,6 @@ void worker_after_fork_parent(void);
 /* In a worker forked ahead of its call: Python's after-fork work, done
  * before the call arrives.  0, or -1 (the process should not be used). */
 int worker_zygote_spare(void);
-void worker_zygote_child(int request_fd, int result_fd) __attribute__((noreturn));
+void worker_zygote_child(const struct worker_fds *fds) __attribute__((noreturn));
 
 #endif

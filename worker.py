@@ -361,9 +361,12 @@ def _unloaded(dropped):
 
 def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None):
     """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
-    warnings, blob, limit): str or None fields; held is names one per line,
-    dropped "name<TAB>reason" lines, limit the name of the limit the cell hit
-    (limits holds those of the call by option name, 0 for unset)."""
+    warnings, blob, limit): str or None fields, but blob, the new session as a
+    list of bytes-like parts that the C side writes back to back into the
+    session's file; held is names one per line, dropped "name<TAB>reason"
+    lines, limit the name of the limit the cell hit (limits holds those of the
+    call by option name, 0 for unset).  blob, the session read, is a
+    memoryview of the session's file mapped read-only, or None."""
     # One function, not a wrapper: pickling deep values must meet the
     # recursion limit at the same depth with or without limits.
     global _limits

@@ -1,12 +1,13 @@
 /*
  * zygote.c - fork a worker per call from a warm interpreter.
  *
- * A call arrives from the server as WIRE_RUN with five fds: the client's
- * connection, the request and result memfds, and the client's stdout and
- * stderr pipes.  The worker tells the client WIRE_STARTED just before the
- * cell can run (before that, the client may safely fall back to the cold
- * path), and the zygote tells it WIRE_STATUS once the worker and everything
- * it started are gone.
+ * A call arrives from the server as WIRE_RUN with six or seven fds: the
+ * client's connection, the request and result memfds, the client's stdout
+ * and stderr pipes, the file for the new session and, unless the session
+ * is new, the session's file.  The worker tells the client WIRE_STARTED
+ * just before the cell can run (before that, the client may safely fall
+ * back to the cold path), and the zygote tells it WIRE_STATUS once the
+ * worker and everything it started are gone.
  *
  * The worker is usually the spare: a process forked, and made ready, after
  * the previous call was handed over, waiting for its call on a socketpair.
@@ -36,8 +37,9 @@
 #include "worker.h"
 
 #define MAX_CALLS 128
-/* fds of a WIRE_RUN, in order */
-enum { FD_CLIENT, FD_REQUEST, FD_RESULT, FD_OUT, FD_ERR, RUN_FDS };
+/* fds of a WIRE_RUN, in order; FD_LOAD only for a session that exists */
+enum { FD_CLIENT, FD_REQUEST, FD_RESULT, FD_OUT, FD_ERR, FD_SAVE, FD_LOAD, RUN_FDS };
+_Static_assert(RUN_FDS <= WIRE_MAX_FDS, "a WIRE_RUN's fds must fit in one message");
 
 struct call {
 	pid_t pid;
@@ -96,19 +98,21 @@ static void prepare(int ctl, const struct zygote_env *env)
 }
 
 /* In the forked worker, prepared: become the call's process, then run it. */
-static void worker_run(const int *fds)
+static void worker_run(const int *fds, size_t nfds)
 {
-	int keep[] = { fds[FD_CLIENT], fds[FD_REQUEST], fds[FD_RESULT] };
+	struct worker_fds w = { fds[FD_REQUEST], fds[FD_RESULT],
+	                        nfds > FD_LOAD ? fds[FD_LOAD] : -1, fds[FD_SAVE] };
+	int keep[] = { fds[FD_CLIENT], w.request, w.result, w.save, w.load };
 
 	if (proc_child_stdio(fds[FD_OUT], fds[FD_ERR]) < 0)
 		_exit(127);
-	proc_close_fds_except(keep, 3);
+	proc_close_fds_except(keep, 5);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_NAME, "dolsot-worker");
 	if (wire_send(fds[FD_CLIENT], WIRE_STARTED, 0, 0, NULL, 0, NULL, 0) < 0)
 		_exit(127);   /* the client is gone: do not run its cell */
 	close(fds[FD_CLIENT]);
-	worker_zygote_child(fds[FD_REQUEST], fds[FD_RESULT]);
+	worker_zygote_child(&w);
 }
 
 /*
@@ -132,10 +136,10 @@ static void spare_main(pid_t zygote, int sock, const sigset_t *mask)
 	do
 		got = wire_recv(sock, &m);
 	while (got < 0 && errno == EINTR);
-	if (got != 1 || m.type != WIRE_RUN || m.nfds != RUN_FDS)
+	if (got != 1 || m.type != WIRE_RUN || m.nfds < RUN_FDS - 1 || m.nfds > RUN_FDS)
 		_exit(0);   /* the zygote is done with us */
 	close(sock);
-	worker_run(m.fds);
+	worker_run(m.fds, m.nfds);
 }
 
 static void drop_spare(void)
@@ -178,7 +182,7 @@ static pid_t worker_for(struct wire_msg *m, const sigset_t *mask)
 	pid_t pid, self = getpid();
 
 	if (spare.pid > 0 &&
-	    wire_send(spare.sock, WIRE_RUN, m->a, 0, NULL, 0, m->fds, RUN_FDS) == 0) {
+	    wire_send(spare.sock, WIRE_RUN, m->a, 0, NULL, 0, m->fds, m->nfds) == 0) {
 		pid = spare.pid;
 		close(spare.sock);
 		spare.pid = -1;
@@ -189,12 +193,9 @@ static pid_t worker_for(struct wire_msg *m, const sigset_t *mask)
 	worker_before_fork();
 	pid = fork();
 	if (pid == 0) {
-		int keep[] = { m->fds[FD_CLIENT], m->fds[FD_REQUEST], m->fds[FD_RESULT],
-		               m->fds[FD_OUT], m->fds[FD_ERR] };
-
-		if (proc_child_detach(self, keep, RUN_FDS, mask) < 0)
+		if (proc_child_detach(self, m->fds, (int)m->nfds, mask) < 0)
 			_exit(127);
-		worker_run(m->fds);
+		worker_run(m->fds, m->nfds);
 	}
 	worker_after_fork_parent();
 	if (pid > 0)
@@ -207,12 +208,12 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	struct call *c;
 	pid_t pid;
 
-	if (m->nfds != RUN_FDS || n_calls == MAX_CALLS) {
+	if (m->nfds < RUN_FDS - 1 || m->nfds > RUN_FDS || n_calls == MAX_CALLS) {
 		wire_close_fds(m);   /* the client sees EOF before STARTED: it falls back */
 		return;
 	}
 	pid = worker_for(m, mask);
-	for (int i = FD_REQUEST; i < RUN_FDS; i++)
+	for (size_t i = FD_REQUEST; i < m->nfds; i++)
 		close(m->fds[i]);
 	if (pid < 0) {
 		close(m->fds[FD_CLIENT]);

@@ -103,33 +103,34 @@ def phases(events, anchors):
 
 
 def client_phases(ev):
+    """The client opens the session's files and hands them to the worker;
+    it never reads or writes the session itself."""
     pkl = first(ev, lambda e: e["name"] == "openat" and ".pkl\"" in e["text"]
                 and "O_RDONLY" in e["text"] and "O_CREAT" not in e["text"])
     pfd = fd_of_open(ev[pkl]) if pkl is not None else None
-    closed = first(ev, lambda e: e["name"] == "close" and e["text"].startswith(f"close({pfd})"),
-                   pkl or 0) if pfd is not None else None
     req = first(ev, lambda e: e["name"] == "memfd_create" and "request" in e["text"])
     rfd = fd_of_open(ev[req]) if req is not None else None
     wreq = first(ev, lambda e: e["name"] in ("write", "pwrite64")
                  and e["text"].startswith(f"{e['name']}({rfd},"), req or 0) if rfd is not None else None
     send = first(ev, lambda e: e["name"] == "sendmsg", wreq or 0)
-    recvs = [i for i, e in enumerate(ev) if e["name"] == "recvmsg"]
-    last_recv = recvs[-1] if recvs else None
     tmp = first(ev, lambda e: e["name"] == "openat" and ".tmp\"" in e["text"] and "O_CREAT" in e["text"])
-    fs = first(ev, lambda e: e["name"] == "fsync", tmp or 0)
+    fs = first(ev, lambda e: e["name"] == "fsync", send or tmp or 0)
     ren = first(ev, lambda e: e["name"] in ("rename", "renameat", "renameat2"), fs or 0)
-    after = ren + 1 if ren is not None and ren + 1 < len(ev) else None
+    dfs = first(ev, lambda e: e["name"] == "fsync", ren or 0) if ren is not None else None
+    # Closing the old session's fd drops the last reference: ext4 frees it.
+    old = first(ev, lambda e: e["name"] == "close" and e["text"].startswith(f"close({pfd})"),
+                dfs or 0) if pfd is not None and dfs is not None else None
+    after = old + 1 if old is not None and old + 1 < len(ev) else None
     return phases(ev, [
         ("client: exec, open store, lock", 0),
-        ("client: read session file", pkl),
-        ("client: copy session into request frame", closed),
+        ("client: open the session file and the temp file", pkl),
         ("client: write request memfd", wreq),
         ("client: hand-off, wait for worker (see worker rows)", send),
-        ("client: map result, free request", last_recv),
-        ("client: write temp session file", tmp),
         ("client: fsync temp file", fs),
         ("client: rename", ren),
-        ("client: fsync dir, unmap, print, exit", after),
+        ("client: fsync dir", dfs),
+        ("client: close the old session (the kernel frees it)", old),
+        ("client: print, exit", after),
     ])
 
 
@@ -152,15 +153,20 @@ def worker_phases(procs):
     mreq = first(ev, lambda e: e["name"] == "mmap" and "PROT_READ," in e["text"]
                  and "MAP_ANONYMOUS" not in e["text"] and big({"ret": e["text"].split(", ")[1]}))
     mark = first(ev, lambda e: e["name"] == "write" and e["text"].startswith('write(2, "@cell'))
-    wres = first(ev, lambda e: e["name"] in ("write", "pwrite64") and big(e), mark or 0)
-    after = wres + 1 if wres is not None and wres + 1 < len(ev) else None
+    # The first write to the save fd after the cell: the session's header.
+    wres = first(ev, lambda e: e["name"] in ("write", "pwrite64")
+                 and not e["text"].startswith(("write(1,", "write(2,")), mark or 0)
+    wfd = ev[wres]["text"].split("(")[1].split(",")[0] if wres is not None else None
+    last = max((i for i, e in enumerate(ev) if e["name"] in ("write", "pwrite64")
+                and e["text"].startswith(f"{e['name']}({wfd},")), default=None)
+    after = last + 1 if last is not None and last + 1 < len(ev) else None
     ex = first(ev, lambda e: e["name"] == "exit_group")
     out = phases(ev, [
         ("worker: start (after fork), reset signals, setup", 0),
-        ("worker: restore = unpickle the session", mreq),
-        ("worker: dump = pickle + encode result", mark),
-        ("worker: write result memfd", wres),
-        ("worker: cleanup", after),
+        ("worker: restore = map + unpickle the session", mreq),
+        ("worker: dump = pickle (into a list of parts)", mark),
+        ("worker: write the session into the temp file", wres),
+        ("worker: answer, cleanup", after),
         ("worker: exit (kernel frees its memory)", ex),
     ])
     if fork_t is not None and ev:
@@ -218,13 +224,12 @@ def strace_mode(paths):
         for _, r in runs:
             out.append(sum(v[1] for lab, v in r.items() if any(k in lab for k in keys)))
         return statistics.median(out) * 1e3
-    print("\nBy kind (medians, ms): read session file "
-          f"{pick('read session'):.1f}; copies and memfd hand-off in the client "
-          f"{pick('copy session', 'write request memfd', 'map result'):.1f}; unpickle "
-          f"{pick('unpickle'):.1f}; pickle+encode {pick('pickle + encode'):.1f}; write result "
-          f"memfd {pick('write result'):.1f}; worker exit {pick('worker: exit'):.1f}; write temp "
-          f"file {pick('write temp'):.1f}; fsync {pick('fsync temp', 'fsync dir'):.1f} "
-          f"(the last includes unmap/print/exit); rename {pick('client: rename'):.1f}.")
+    print("\nBy kind (medians, ms): open files and hand-off in the client "
+          f"{pick('open the session', 'write request memfd'):.1f}; unpickle "
+          f"{pick('unpickle'):.1f}; pickle {pick('dump = pickle'):.1f}; write the session "
+          f"{pick('write the session'):.1f}; worker exit {pick('worker: exit'):.1f}; fsync "
+          f"{pick('fsync temp', 'fsync dir'):.1f}; rename {pick('client: rename'):.1f}; freeing "
+          f"the old session {pick('close the old'):.1f}.")
 
 
 PERF_ROWS = [

@@ -4,6 +4,7 @@
  * files left on disk.  One case per row of the contract.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -347,6 +348,152 @@ START_TEST(large_value_survives)
 	CLI(&r, "--session", "t", "len(blob), hashlib.sha256(blob).hexdigest() == digest");
 	ck_code(&r, 0);
 	ck_out(&r, "(5242880, True)\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- the session's files: read and written by the worker ---- */
+
+/* The bytes of the session file of id (malloc'd), *len its size. */
+static char *session_file(const char *id, size_t *len)
+{
+	char path[4400];
+
+	snprintf(path, sizeof(path), "%s/%s.pkl", store, id);
+	return cli_read_file(path, len);
+}
+
+/* Saves in progress (".ID.XXXXXX.tmp") left in the store. */
+static int temp_files(void)
+{
+	DIR *d = opendir(store);
+	const struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] == '.' && strlen(de->d_name) > 4 &&
+		     strcmp(de->d_name + strlen(de->d_name) - 4, ".tmp") == 0;
+	closedir(d);
+	return n;
+}
+
+static void ck_session_file(const char *id, const char *want, size_t want_len)
+{
+	size_t len;
+	char *got = session_file(id, &len);
+
+	ck_assert_ptr_nonnull(got);
+	ck_assert_uint_eq(len, want_len);
+	ck_assert_msg(memcmp(got, want, len) == 0, "session %s changed", id);
+	free(got);
+}
+
+START_TEST(big_session_survives_calls_byte_for_byte)
+{
+	struct cli_run r;
+	size_t len;
+	char *before;
+
+	ok_call("big", "import hashlib, os\nblob = os.urandom(20_000_000)\n"
+	               "nums = list(range(200_000))\n"
+	               "digest = hashlib.sha256(blob).hexdigest()");
+	before = session_file("big", &len);
+	ck_assert_uint_gt(len, 20000000);
+	for (int i = 0; i < 3; i++) {
+		CLI(&r, "--session", "big", "len(blob) + len(nums), "
+		    "hashlib.sha256(blob).hexdigest() == digest");
+		ck_code(&r, 0);
+		ck_out(&r, "(20200000, True)\n");
+		cli_run_release(&r);
+		ck_session_file("big", before, len);
+	}
+	ck_assert_int_eq(temp_files(), 0);
+	free(before);
+}
+END_TEST
+
+/* A call that ends without saving keeps the old file and drops its own. */
+static void ck_unsaved(const char *code, const char *timeout, int want_code)
+{
+	struct cli_run r;
+	size_t len;
+	char *before;
+
+	ok_call("t", "blob = bytes(10_000_000)\nn = 1");
+	before = session_file("t", &len);
+	CLI(&r, "--session", "t", "--timeout", timeout, code);
+	ck_code(&r, want_code);
+	ck_err_has(&r, "session unchanged");
+	cli_run_release(&r);
+	ck_session_file("t", before, len);
+	ck_assert_int_eq(temp_files(), 0);
+	CLI(&r, "--session", "t", "n, len(blob)");
+	ck_out(&r, "(1, 10000000)\n");
+	cli_run_release(&r);
+	free(before);
+}
+
+START_TEST(timed_out_call_keeps_session_and_leaves_no_temp_file)
+{
+	ck_unsaved("n = 2\nimport time\ntime.sleep(60)", "2", 124);
+}
+END_TEST
+
+START_TEST(killed_worker_keeps_session_and_leaves_no_temp_file)
+{
+	ck_unsaved("n = 2\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "60", 1);
+}
+END_TEST
+
+START_TEST(empty_session_file_names_itself_and_the_reset)
+{
+	struct cli_run r;
+	char path[4400];
+
+	ok_call("t", "n = 1");
+	snprintf(path, sizeof(path), "%s/t.pkl", store);
+	cli_write_file(path, "");
+	CLI(&r, "--session", "t", "n");
+	ck_code(&r, 1);
+	ck_err_has(&r, "dolsot: session 't' cannot be loaded: not a dolsot session "
+	           "(bad magic); run 'dolsot --reset t' to start it afresh");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* The worker saves the session itself: the cell's file size limit must not
+ * stop it. */
+START_TEST(max_file_size_still_saves_a_bigger_session)
+{
+	struct cli_run r;
+
+	CLI(&r, "--max-file-size", "1M", "--session", "t", "y = b'z' * 5_000_000\nlen(y)");
+	ck_code(&r, 0);
+	ck_out(&r, "5000000\n");
+	cli_run_release(&r);
+	CLI(&r, "--max-file-size", "1M", "--session", "t", "len(y)");
+	ck_code(&r, 0);
+	ck_out(&r, "5000000\n");
+	cli_run_release(&r);
+	CLI(&r, "--session", "t", "y == b'z' * 5_000_000");
+	ck_out(&r, "True\n");
+	cli_run_release(&r);
+	ck_assert_int_eq(temp_files(), 0);
+}
+END_TEST
+
+/* What the cell runs sees fds 0-2 only: not the session's files. */
+START_TEST(cell_programs_inherit_no_session_fds)
+{
+	struct cli_run r;
+
+	ok_call("t", "x = b'x' * 1000");
+	CLI(&r, "--session", "t", "import subprocess\n"
+	    "sorted(subprocess.run(['/bin/ls', '/proc/self/fd'], close_fds=False, "
+	    "capture_output=True, text=True).stdout.split())");
+	ck_code(&r, 0);
+	ck_out(&r, "['0', '1', '2', '3']\n");
 	cli_run_release(&r);
 }
 END_TEST
@@ -1104,6 +1251,12 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, unpicklable_values_are_dropped_by_name);
 	tcase_add_test(run, dill_carries_what_pickle_cannot);
 	tcase_add_test(run, large_value_survives);
+	tcase_add_test(st, big_session_survives_calls_byte_for_byte);
+	tcase_add_test(st, timed_out_call_keeps_session_and_leaves_no_temp_file);
+	tcase_add_test(st, killed_worker_keeps_session_and_leaves_no_temp_file);
+	tcase_add_test(st, empty_session_file_names_itself_and_the_reset);
+	tcase_add_test(st, max_file_size_still_saves_a_bigger_session);
+	tcase_add_test(st, cell_programs_inherit_no_session_fds);
 	tcase_add_test(tb, toolbox_next_to_caller_cwd);
 	tcase_add_test(tb, toolbox_exit_code_is_the_exit_status);
 	tcase_add_test(tb, toolbox_import_failure_names_module);

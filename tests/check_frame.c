@@ -17,14 +17,16 @@
 
 /* The tag numbers of frame.c, written out again to pin the wire format. */
 enum {
-	T_CODE = 0x0101, T_SESSION = 0x0102, T_REQ_BLOB = 0x0103,
+	T_CODE = 0x0101, T_SESSION = 0x0102, T_OLD_REQ_BLOB = 0x0103,
 	T_TOOLBOX = 0x0104, T_MAX_OUTPUT = 0x0105, T_BUDGET_NS = 0x0106,
 	T_REQ_FLAGS = 0x0107, T_TY_BIN = 0x0108, T_MEMORY = 0x0109,
 	T_MAX_PROCS = 0x010a, T_MAX_FILE_SIZE = 0x010b, T_CPU_SECONDS = 0x010c,
 	T_RECURSION_LIMIT = 0x010d, T_BINDS = 0x010e, T_PIDS_CGROUP = 0x010f,
+	T_REQ_BLOB_LEN = 0x0122,
 	T_EXIT_CODE = 0x0201, T_RES_FLAGS = 0x0202, T_VALUE = 0x0203,
 	T_ERROR = 0x0204, T_HELD = 0x0205, T_DROPPED = 0x0206,
-	T_WARNINGS = 0x0207, T_RES_BLOB = 0x0208, T_LIMIT = 0x0209,
+	T_WARNINGS = 0x0207, T_OLD_RES_BLOB = 0x0208, T_LIMIT = 0x0209,
+	T_RES_BLOB_LEN = 0x020a, T_SAVE_ERRNO = 0x020b,
 };
 
 /* A hand-built frame, so tests can write what the encoder never would. */
@@ -206,7 +208,7 @@ static void request_round_trip(const struct request *r)
 					   sizeof(err)) == 0, "%s", err);
 	assert_span(out->code, r->code);
 	assert_span(out->session, r->session);
-	assert_span(out->blob, r->blob);
+	ck_assert_uint_eq(out->blob_len, r->blob_len);
 	assert_span(out->env, r->env);
 	assert_span(out->cwd, r->cwd);
 	ck_assert_uint_eq(out->n_toolboxes, r->n_toolboxes);
@@ -246,7 +248,8 @@ static void result_round_trip(const struct worker_result *res)
 	assert_span(out.held, res->held);
 	assert_span(out.dropped, res->dropped);
 	assert_span(out.warnings, res->warnings);
-	assert_span(out.blob, res->blob);
+	ck_assert_uint_eq(out.blob_len, res->blob_len);
+	ck_assert_uint_eq(out.save_errno, res->save_errno);
 	assert_span(out.limit, res->limit);
 	frame_buf_release(&buf);
 }
@@ -257,13 +260,13 @@ START_TEST(request_round_trips_all_fields)
 {
 	struct request *r = new_request("print(1)\n2 + 2", "alpha");
 
-	r->blob = span_str("pickled-state");
+	r->blob_len = 13;
 	r->toolboxes[0].module = span_str("mytools");
 	r->toolboxes[0].alias = span_str("mt");
 	r->n_toolboxes = 1;
 	r->max_output = 4096;
 	r->budget_ns = 30ull * 1000000000ull;
-	r->flags = REQ_TYPECHECK | REQ_CARRY | REQ_SANDBOX;
+	r->flags = REQ_TYPECHECK | REQ_CARRY | REQ_SANDBOX | REQ_SESSION;
 	r->env = span_bytes((const uint8_t *)"A=1\0PATH=/bin\0", 15);
 	r->cwd = span_str("/home/agent/work");
 	r->ty_bin = span_str("/usr/bin/mypy");
@@ -359,27 +362,21 @@ START_TEST(request_round_trips_absent_and_empty_blob)
 {
 	struct request *r = new_request("1", "s");
 
-	r->blob.present = false;
 	request_round_trip(r);
-	r->blob = span_str("");
+	r->flags = REQ_SESSION;   /* a session file of 0 bytes: still a session */
 	request_round_trip(r);
 	free(r);
 }
 END_TEST
 
-START_TEST(request_round_trips_5mb_blob)
+START_TEST(request_round_trips_4gb_blob_length)
 {
-	size_t n = 5u << 20;
-	uint8_t *blob = malloc(n);
 	struct request *r = new_request("1", "s");
 
-	ck_assert_ptr_nonnull(blob);
-	for (size_t i = 0; i < n; i++)
-		blob[i] = (uint8_t)(i * 131u);
-	r->blob = span_bytes(blob, n);
+	r->flags = REQ_SESSION;
+	r->blob_len = (uint64_t)5 << 32;   /* the bytes are not in the frame */
 	request_round_trip(r);
 	free(r);
-	free(blob);
 }
 END_TEST
 
@@ -389,7 +386,7 @@ START_TEST(result_round_trips_all_fields)
 		.exit_code = 3, .flags = RES_OK | RES_SAVE,
 		.value = span_str("[1, 2]"), .error = span_str(""),
 		.held = span_str("a\nb"), .dropped = span_str("f\tfile"),
-		.warnings = span_str("warning: x"), .blob = span_str("state"),
+		.warnings = span_str("warning: x"), .blob_len = 5, .save_errno = 28,
 		.limit = span_str("memory"),
 	};
 
@@ -409,29 +406,19 @@ START_TEST(result_round_trips_negative_exit_codes)
 }
 END_TEST
 
-START_TEST(result_round_trips_absent_and_empty_blob)
+START_TEST(result_round_trips_absent_blob)
 {
 	struct worker_result res = { .exit_code = 1 };
 
 	result_round_trip(&res);
-	res.flags = RES_SAVE;
-	res.blob = span_str("");
-	result_round_trip(&res);
 }
 END_TEST
 
-START_TEST(result_round_trips_5mb_blob)
+START_TEST(result_round_trips_4gb_blob_length)
 {
-	size_t n = 5u << 20;
-	uint8_t *blob = malloc(n);
-	struct worker_result res = { .flags = RES_OK | RES_SAVE };
+	struct worker_result res = { .flags = RES_OK | RES_SAVE, .blob_len = (uint64_t)5 << 32 };
 
-	ck_assert_ptr_nonnull(blob);
-	memset(blob, 0xa5, n);
-	blob[n - 1] = 0;
-	res.blob = span_bytes(blob, n);
 	result_round_trip(&res);
-	free(blob);
 }
 END_TEST
 
@@ -516,7 +503,7 @@ START_TEST(encoder_refuses_save_flag_blob_mismatch)
 	ck_assert_int_eq(frame_encode_result(&buf, &res), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	res.flags = RES_OK;
-	res.blob = span_str("b");
+	res.blob_len = 1;
 	ck_assert_int_eq(frame_encode_result(&buf, &res), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	frame_buf_release(&buf);
@@ -668,11 +655,11 @@ START_TEST(rejects_field_overrunning_body)
 {
 	struct raw r = raw_min_request();
 
-	raw_le(&r, T_REQ_BLOB, 2);
+	raw_le(&r, T_TY_BIN, 2);
 	raw_le(&r, 100, 8);
 	raw_put(&r, "abc", 3);
 	raw_end(&r);
-	reject_req(&r, "truncated field blob at offset 43: says 100 bytes, 3 left");
+	reject_req(&r, "truncated field ty_bin at offset 43: says 100 bytes, 3 left");
 }
 END_TEST
 
@@ -687,11 +674,11 @@ START_TEST(rejects_field_length_that_would_overflow)
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		struct raw r = raw_min_request();
 
-		raw_le(&r, T_REQ_BLOB, 2);
+		raw_le(&r, T_TY_BIN, 2);
 		raw_le(&r, lens[i], 8);
 		raw_put(&r, "abc", 3);
 		raw_end(&r);
-		reject_req(&r, "truncated field blob");
+		reject_req(&r, "truncated field ty_bin");
 	}
 }
 END_TEST
@@ -859,7 +846,7 @@ START_TEST(rejects_save_flag_without_blob)
 	raw_u64(&r, T_EXIT_CODE, 0);
 	raw_u64(&r, T_RES_FLAGS, RES_OK | RES_SAVE);
 	raw_end(&r);
-	reject_res(&r, "result has the save flag but no blob");
+	reject_res(&r, "result has the save flag but no blob length");
 }
 END_TEST
 
@@ -867,9 +854,33 @@ START_TEST(rejects_blob_without_save_flag)
 {
 	struct raw r = raw_min_result();
 
-	raw_str(&r, T_RES_BLOB, "state");
+	raw_u64(&r, T_RES_BLOB_LEN, 5);
 	raw_end(&r);
-	reject_res(&r, "result has a blob but no save flag");
+	reject_res(&r, "result has a blob length but no save flag");
+}
+END_TEST
+
+START_TEST(rejects_blob_length_without_session_flag)
+{
+	struct raw r = raw_min_request();
+
+	raw_u64(&r, T_REQ_BLOB_LEN, 5);
+	raw_end(&r);
+	reject_req(&r, "request has a session length but no session flag");
+}
+END_TEST
+
+/* The inline blob fields are gone; an old frame carrying one is refused. */
+START_TEST(rejects_retired_inline_blob_tags)
+{
+	struct raw r = raw_min_request(), s = raw_min_result();
+
+	raw_str(&r, T_OLD_REQ_BLOB, "state");
+	raw_end(&r);
+	reject_req(&r, "unknown tag 0x0103");
+	raw_str(&s, T_OLD_RES_BLOB, "state");
+	raw_end(&s);
+	reject_res(&s, "unknown tag 0x0208");
 }
 END_TEST
 
@@ -878,7 +889,7 @@ START_TEST(rejects_every_truncation_of_a_valid_frame)
 	struct request *r = new_request("x = 1", "s");
 	struct worker_result res = {
 		.exit_code = 1, .flags = RES_SAVE, .value = span_str("1"),
-		.blob = span_str("b"),
+		.blob_len = 1,
 	};
 	struct frame_buf rb = { 0 }, sb = { 0 };
 	struct request *out = malloc(sizeof(*out));
@@ -1053,14 +1064,14 @@ static Suite *frame_suite(void)
 	tcase_add_test(rt, request_round_trips_binary_code);
 	tcase_add_test(rt, request_round_trips_zero_and_max_toolboxes);
 	tcase_add_test(rt, request_round_trips_absent_and_empty_blob);
-	tcase_add_test(rt, request_round_trips_5mb_blob);
+	tcase_add_test(rt, request_round_trips_4gb_blob_length);
 	tcase_add_test(rt, request_round_trips_empty_binds);
 	tcase_add_test(rt, list_items_are_walked_in_order);
 	tcase_add_test(rt, encoder_refuses_invalid_binds);
 	tcase_add_test(rt, result_round_trips_all_fields);
 	tcase_add_test(rt, result_round_trips_negative_exit_codes);
-	tcase_add_test(rt, result_round_trips_absent_and_empty_blob);
-	tcase_add_test(rt, result_round_trips_5mb_blob);
+	tcase_add_test(rt, result_round_trips_absent_blob);
+	tcase_add_test(rt, result_round_trips_4gb_blob_length);
 	tcase_add_test(rt, encoder_writes_scalars_and_skips_absent_fields);
 	tcase_add_test(rt, decoder_accepts_fields_in_any_order);
 	tcase_add_test(rt, encoder_refuses_invalid_request);
@@ -1095,6 +1106,8 @@ static Suite *frame_suite(void)
 	tcase_add_test(rej, rejects_malformed_binds);
 	tcase_add_test(rej, rejects_save_flag_without_blob);
 	tcase_add_test(rej, rejects_blob_without_save_flag);
+	tcase_add_test(rej, rejects_blob_length_without_session_flag);
+	tcase_add_test(rej, rejects_retired_inline_blob_tags);
 	tcase_add_test(rej, rejects_every_truncation_of_a_valid_frame);
 	tcase_add_test(rej, decoder_tolerates_missing_or_tiny_err_buffer);
 	suite_add_tcase(s, rej);

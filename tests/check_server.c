@@ -769,6 +769,30 @@ START_TEST(memory_store_keeps_sessions_off_disk)
 }
 END_TEST
 
+START_TEST(memory_store_carries_a_big_session)
+{
+	struct cli_run r;
+
+	RUN_IN(&r, NULL, memory_env, "--session", "big", "import hashlib, os\n"
+	       "blob = os.urandom(20_000_000)\ndigest = hashlib.sha256(blob).hexdigest()");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	for (int i = 0; i < 3; i++) {
+		RUN_IN(&r, NULL, memory_env, "--session", "big",
+		       "len(blob), hashlib.sha256(blob).hexdigest() == digest");
+		ck_code(&r, 0);
+		ck_out(&r, "(20000000, True)\n");
+		cli_run_release(&r);
+	}
+	/* Under --max-file-size too (the save goes through a memfd either way). */
+	RUN_IN(&r, NULL, memory_env, "--max-file-size", "1M", "--session", "big",
+	       "len(blob)");
+	ck_code(&r, 0);
+	ck_out(&r, "20000000\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(memory_store_serializes_a_session)
 {
 	pid_t kids[12];
@@ -844,6 +868,7 @@ int main(void)
 	tcase_add_test(tc, other_uid_is_refused);
 	tcase_add_test(tc, garbage_from_the_server_falls_back_to_cold);
 	tcase_add_test(tc, memory_store_keeps_sessions_off_disk);
+	tcase_add_test(tc, memory_store_carries_a_big_session);
 	tcase_add_test(tc, memory_store_serializes_a_session);
 	tcase_add_test(tc, memory_store_needs_the_server);
 	suite_add_tcase(s, tc);

@@ -983,6 +983,208 @@ START_TEST(test_lock_serializes_processes)
 }
 END_TEST
 
+/* ---- sessions as fds (store_blob.c), once per backend and way ---- */
+
+/* _i picks the backend (_i / 2) and whether the save is forced into a
+ * memfd (_i % 2), as under --max-file-size. */
+#define BLOB_WAYS (2 * NBACKENDS)
+
+static void write_str(int fd, const char *v)
+{
+	ck_assert_int_eq(write(fd, v, strlen(v)), (ssize_t)strlen(v));
+}
+
+/* The whole content of fd, NUL-terminated (from offset 0). */
+static char *read_fd(int fd, size_t len)
+{
+	char *buf = calloc(1, len + 1);
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pread(fd, buf, len, 0), (ssize_t)len);
+	return buf;
+}
+
+static void begin(struct store *s, const char *id, bool memfd, struct store_save *sv)
+{
+	ck_assert_msg(store_save_begin(s, id, memfd, sv, err) == 0, "begin: %s", err);
+	ck_assert_int_ge(sv->fd, 0);
+	ck_assert(fcntl(sv->fd, F_GETFD) & FD_CLOEXEC);
+}
+
+START_TEST(test_blob_fd_round_trip)
+{
+	struct store *s = backends[_i / 2].open();
+	struct store_save sv;
+	size_t len;
+	bool found;
+	int fd;
+	char *got;
+
+	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, err), 0);
+	ck_assert(!found);
+	ck_assert_int_eq(fd, -1);
+	begin(s, "a", _i % 2, &sv);
+	write_str(sv.fd, "written by a worker");
+	ck_assert_msg(store_save_commit(s, &sv, 19, err) == 0, "commit: %s", err);
+	ck_assert_int_eq(sv.fd, -1);
+	store_save_abort(s, &sv);   /* after a commit: nothing left to drop */
+	assert_session(s, "a", "written by a worker");
+	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, err), 0);
+	ck_assert(found);
+	ck_assert_uint_eq(len, 19);
+	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	got = read_fd(fd, len);
+	ck_assert_str_eq(got, "written by a worker");
+	free(got);
+	close(fd);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_blob_abort_keeps_old)
+{
+	struct store *s = backends[_i / 2].open();
+	struct store_save sv;
+
+	save_str(s, "a", "old");
+	begin(s, "a", _i % 2, &sv);
+	write_str(sv.fd, "half");
+	store_save_abort(s, &sv);
+	ck_assert_int_eq(sv.fd, -1);
+	assert_session(s, "a", "old");
+	if (_i / 2 == 0)
+		ck_assert_int_eq(count_entries(sess_dir), 1);   /* no temp file */
+	store_close(s);
+}
+END_TEST
+
+/* A writer that stopped short (or wrote on) saves nothing. */
+START_TEST(test_blob_commit_checks_length)
+{
+	struct store *s = backends[_i / 2].open();
+	struct store_save sv;
+
+	save_str(s, "a", "old");
+	begin(s, "a", _i % 2, &sv);
+	write_str(sv.fd, "abc");
+	ck_assert_int_eq(store_save_commit(s, &sv, 5, err), -1);
+	ck_assert_str_eq(err, "cannot save session 'a': write: Input/output error");
+	ck_assert_int_eq(sv.fd, -1);
+	assert_session(s, "a", "old");
+	if (_i / 2 == 0)
+		ck_assert_int_eq(count_entries(sess_dir), 1);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_blob_save_fail_words_it)
+{
+	struct store *s = backends[_i / 2].open();
+	struct store_save sv;
+
+	save_str(s, "a", "old");
+	begin(s, "a", _i % 2, &sv);
+	ck_assert_int_eq(store_save_fail(s, &sv, "write", ENOSPC, err), -1);
+	ck_assert_int_eq(errno, ENOSPC);
+	ck_assert_str_eq(err, "cannot save session 'a': write: No space left on device");
+	assert_session(s, "a", "old");
+	if (_i / 2 == 0)
+		ck_assert_int_eq(count_entries(sess_dir), 1);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_blob_refuses_invalid_id)
+{
+	struct store *s = backends[_i / 2].open();
+	struct store_save sv;
+	size_t len;
+	bool found;
+	int fd;
+
+	ck_assert_int_eq(store_open_blob(s, "../x", &fd, &len, &found, err), -1);
+	ck_assert_int_eq(fd, -1);
+	ck_assert_int_eq(store_save_begin(s, "../x", _i % 2, &sv, err), -1);
+	ck_assert_int_eq(sv.fd, -1);
+	store_close(s);
+}
+END_TEST
+
+/* The FileStore's save fd is its own 0600 temp file, renamed into place. */
+START_TEST(test_blob_file_save_is_a_temp_file)
+{
+	struct store *s = open_file();
+	struct store_save sv;
+	char path[PATH_MAX];
+
+	begin(s, "a", false, &sv);
+	ck_assert(!sv.memfd);
+	ck_assert(sv.tmp[0] == '.');
+	ck_assert_uint_eq(file_mode(path_in(path, sess_dir, sv.tmp)), 0600);
+	ck_assert(!exists(sess_dir, "a.pkl"));
+	write_str(sv.fd, "new");
+	ck_assert_int_eq(store_save_commit(s, &sv, 3, err), 0);
+	ck_assert_uint_eq(file_mode(path_in(path, sess_dir, "a.pkl")), 0600);
+	ck_assert_int_eq(count_entries(sess_dir), 1);
+	assert_session(s, "a", "new");
+	store_close(s);
+}
+END_TEST
+
+/* A session file is handed out as it is, not copied. */
+START_TEST(test_blob_file_open_is_the_session_file)
+{
+	struct store *s = open_file();
+	struct stat a, b;
+	char path[PATH_MAX];
+	size_t len;
+	bool found;
+	int fd;
+
+	save_str(s, "a", "state");
+	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, err), 0);
+	ck_assert(found);
+	ck_assert_int_eq(fstat(fd, &a), 0);
+	ck_assert_int_eq(stat(path_in(path, sess_dir, "a.pkl"), &b), 0);
+	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	close(fd);
+	store_close(s);
+}
+END_TEST
+
+/* A save in progress (the worker writes the temp file at the end of a call)
+ * is kept however long the call runs, as long as its session is locked. */
+START_TEST(test_reap_keeps_a_locked_sessions_old_temp_file)
+{
+	struct store *s = open_file(), *other = open_file();
+	struct store_save sv;
+	struct store_lock lk;
+	char name[200];
+	struct session_info *v;
+	size_t n;
+
+	ck_assert_int_eq(store_lock(s, "slow", -1, &lk, err), 0);
+	begin(s, "slow", false, &sv);
+	snprintf(name, sizeof(name), "%s", sv.tmp);
+	age_file(sess_dir, name, 2 * HOUR);
+	ck_assert_int_eq(store_list(other, &v, &n, err), 0);   /* reaps */
+	free(v);
+	ck_assert(exists(sess_dir, name));
+	write_str(sv.fd, "late");
+	ck_assert_msg(store_save_commit(s, &sv, 4, err) == 0, "commit: %s", err);
+	store_unlock(s, &lk);
+	assert_session(other, "slow", "late");
+	/* Once its session is free, an old temp file is a killed save's. */
+	put_file(sess_dir, ".slow.AbC123.tmp", "killed save");
+	age_file(sess_dir, ".slow.AbC123.tmp", 2 * HOUR);
+	ck_assert_int_eq(store_list(other, &v, &n, err), 0);
+	free(v);
+	ck_assert(!exists(sess_dir, ".slow.AbC123.tmp"));
+	store_close(other);
+	store_close(s);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *su = suite_create("store");
@@ -998,6 +1200,18 @@ static Suite *store_suite(void)
 	tcase_add_loop_test(tc, test_lock_busy_times_out, 0, NBACKENDS);
 	tcase_add_loop_test(tc, test_lock_waits_for_release, 0, NBACKENDS);
 	tcase_add_loop_test(tc, test_invalid_ids_rejected, 0, NBACKENDS);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("blob");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_blob_fd_round_trip, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_blob_abort_keeps_old, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_blob_commit_checks_length, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_blob_save_fail_words_it, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_blob_refuses_invalid_id, 0, BLOB_WAYS);
+	tcase_add_test(tc, test_blob_file_save_is_a_temp_file);
+	tcase_add_test(tc, test_blob_file_open_is_the_session_file);
+	tcase_add_test(tc, test_reap_keeps_a_locked_sessions_old_temp_file);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("id");
