@@ -303,7 +303,11 @@ def flush():
 
 
 def _apply_env(env):
-    """Make the caller's environment the cell's (the warm path only)."""
+    """Make os.environ the environment the request carries.
+
+    isolate.c has already set the process's own environment; os.environ is
+    a copy Python took when it started, which in a warm worker is the
+    zygote's.  On the cold path the two already agree."""
     import os
     for name in [n for n in os.environ if n not in env]:
         try:
