@@ -43,19 +43,11 @@ import sys
 import types
 import warnings
 
+import _dolsot
+
 _EARLY = ("environ", "cwd", "sys.path")
 _OWN = ("__main__", "_dolsot_worker", "_dolsot_session", "_dolsot_state")
-
-
-def _reason(exc):
-    try:
-        text = str(exc)
-    except BaseException as e:   # a module's exception class can make str() fail
-        text = f"<str() failed: {type(e).__name__}>"
-    text = text.splitlines()[0] if text else ""
-    if len(text) > 200:   # a message can be megabytes; the reason is one line
-        text = text[:200] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+_reason = _dolsot.embedded("session").reason
 
 
 def _getcwd():

@@ -24,7 +24,6 @@ RES_SAVE = 2
 REQ_TYPECHECK = 1
 REQ_CARRY = 2
 MAX_ERROR_LINES = 20
-MAX_REASON = 200
 
 
 def _import_pickle():
@@ -54,6 +53,7 @@ _main = sys.modules["__main__"]
 _session = _dolsot.embedded("session")
 _state = _dolsot.embedded("state")
 _Fatal = _session.Fatal
+_reason = _session.reason   # one short line: why a name was dropped, a load failed
 # Version 1 sessions refer to the loader by this name.
 _dill_loads = _session._dill_loads
 _limits = {}          # the limits of this call that are set, by option name
@@ -94,15 +94,6 @@ def _repr(value):
         return repr(value)
     except BaseException as e:
         return f"<unrepresentable {type(value).__name__}: {_reason(e)}>"
-
-
-def _reason(exc):
-    """One short line: why a name was dropped, a load or import failed."""
-    text = _text(exc)
-    text = text.splitlines()[0] if text else ""
-    if len(text) > MAX_REASON:
-        text = text[:MAX_REASON] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class _LimitHit(Exception):
