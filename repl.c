@@ -101,7 +101,8 @@ static int pack_environ(struct span *out, char **buf)
 }
 
 static int encode_request(const struct run_args *a, size_t blob_len, bool found,
-                          double budget, const char *cgroup, struct frame_buf *buf)
+                          double budget, const char *cgroup, bool warm,
+                          struct frame_buf *buf)
 {
 	struct request r;
 	char cwd[PATH_MAX], *env = NULL;
@@ -128,8 +129,9 @@ static int encode_request(const struct run_args *a, size_t blob_len, bool found,
 	if (a->settings->carry)
 		r.flags |= REQ_CARRY;
 	/* A warm worker is forked from a zygote, not from us: tell it where and
-	 * with what environment the caller runs (unless the plan gives one). */
-	if (a->settings->server && getcwd(cwd, sizeof(cwd))) {
+	 * with what environment the caller runs (unless the plan gives one).
+	 * A cold one inherits both. */
+	if (warm && getcwd(cwd, sizeof(cwd))) {
 		r.cwd = span_str(cwd);
 		if (!(a->plan && a->plan->env) && pack_environ(&r.env, &env) < 0)
 			return -1;
@@ -282,6 +284,22 @@ static int open_session(const struct run_args *a, struct store *st,
 	return 0;
 }
 
+/* The request for the warm path (when the server may take it) or the cold
+ * one, in *req (replacing what it held). */
+static int build_request(const struct run_args *a, size_t blob_len, bool found,
+                         const char *cgroup, bool warm, struct frame_buf *req,
+                         char *err, size_t errlen)
+{
+	frame_buf_release(req);
+	if (warm && !a->settings->server)
+		return 0;
+	if (encode_request(a, blob_len, found, a->settings->timeout, cgroup, warm, req) < 0) {
+		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int run_locked(const struct run_args *a, struct store *st,
                       struct result *res, int *sig, bool *no_server,
                       char *err, size_t errlen)
@@ -302,13 +320,12 @@ static int run_locked(const struct run_args *a, struct store *st,
 	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
 		goto out;
 	proc_deadline_in(&deadline, a->settings->timeout);
-	if (encode_request(a, blob_len, found, a->settings->timeout, cgroup, &req) < 0) {
-		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
+	if (build_request(a, blob_len, found, cgroup, true, &req, err, errlen) < 0)
 		goto out;
-	}
 	if (!run_warm(a, st, &req, &fds, &deadline, res, &o, no_server) &&
-	    proc_run(req.data, req.len, &fds, &deadline, worker_child, NULL, &res->out,
-	             &res->err, &o, err, errlen) < 0)
+	    (build_request(a, blob_len, found, cgroup, false, &req, err, errlen) < 0 ||
+	     proc_run(req.data, req.len, &fds, &deadline, worker_child, NULL, &res->out,
+	              &res->err, &o, err, errlen) < 0))
 		goto out;
 	/* Every process of the call is gone by now, on either path. */
 	sandbox_plan_end(cgroup);
