@@ -540,12 +540,34 @@ def cmd_rss(a):
             if e != 3:  # ESRCH: the tracee is gone already
                 raise OSError(e, f"ptrace({req:#x}, {pid})")
 
+    def let_go(pid):
+        """Stop a seized process, then detach it."""
+        ptrace(PTRACE_INTERRUPT, pid)
+        while True:
+            try:
+                _, status = os.waitpid(pid, WALL)
+            except ChildProcessError:
+                return
+            if not os.WIFSTOPPED(status):
+                return
+            sig, ev = os.WSTOPSIG(status), status >> 16
+            ptrace(PTRACE_DETACH, pid, 0 if ev or sig == signal.SIGTRAP else sig)
+            return
+
     opts = O_TRACEFORK | O_TRACEVFORK | O_TRACECLONE | O_TRACEEXEC | O_TRACEEXIT
     # Long-lived processes that fork the call's worker (dolsot's zygotes):
-    # seize them first, so the worker they fork is traced as well.
+    # seize them first, so the worker they fork is traced as well.  A zygote
+    # keeps a worker forked ahead of the call (its spare, which takes the
+    # call): seize that too.  The spare it forks during the call never exits
+    # and is let go once the command has.
     attached = [int(x) for x in a.attach or []]
+    spares = []
     for z in attached:
         ptrace(PTRACE_SEIZE, z, opts)
+        for kid in children(z):
+            if proc_comm(kid) == "dolsot-spare":
+                ptrace(PTRACE_SEIZE, kid, opts)
+                spares.append(kid)
     (argv, env), = parse_unit(shlex.join(a.command))
     outf, errf = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     root = os.fork()
@@ -570,9 +592,15 @@ def cmd_rss(a):
     ptrace(PTRACE_SETOPTIONS, root, opts | O_EXITKILL)
     ptrace(PTRACE_CONT, root)
     procs = {}   # tgid -> record
-    live = {root}   # traced processes other than the attached ones
+    live = {root, *spares}   # traced processes other than the attached ones
     rc = None
     while rc is None or live:
+        if rc is not None:
+            for pid in [p for p in live if proc_comm(p) == "dolsot-spare"]:
+                let_go(pid)
+                live.discard(pid)
+            if not live:
+                break
         try:
             pid, status = os.waitpid(-1, WALL)
         except ChildProcessError:
@@ -607,17 +635,7 @@ def cmd_rss(a):
         else:
             ptrace(PTRACE_CONT, pid, sig)
     for z in attached:   # stop the attached process, then let it go
-        ptrace(PTRACE_INTERRUPT, z)
-        while True:
-            try:
-                pid, status = os.waitpid(z, WALL)
-            except ChildProcessError:
-                break
-            if not os.WIFSTOPPED(status):
-                break
-            sig, ev = os.WSTOPSIG(status), status >> 16
-            ptrace(PTRACE_DETACH, z, 0 if ev or sig == signal.SIGTRAP else sig)
-            break
+        let_go(z)
     outf.seek(0)
     stdout = outf.read().decode("utf-8", "replace")
     errf.seek(0)
