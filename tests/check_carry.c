@@ -19,59 +19,26 @@
 #define PY "/usr/bin/python3.11"
 #define CELL_SEP "#%% cell\n"
 
-static char *tmp;               /* per-test private directory */
-static char store[4200];        /* DOLSOT_CACHE_DIR of this test */
-static char store_env[4300], path_env[4300];
-static const char *test_env[16];
-
-static void stop_server(void)
-{
-	struct cli_run r;
-
-	if (!tmp)
-		return;
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .cwd = tmp },
-	        (const char *const[]){ "dolsot", "--server-stop", NULL });
-	cli_run_release(&r);
-	cli_rmtree(tmp);
-	free(tmp);
-	tmp = NULL;
-}
+static struct cli_test fx;
+static char path_env[4300];
 
 /* In the warm run of the suite (DOLSOT_TEST_WARM), a server is up first. */
 static void setup(void)
 {
-	size_t n = 0;
+	char err[4096];
 
-	tmp = cli_tempdir();
-	snprintf(store, sizeof(store), "%s/store", tmp);
-	snprintf(store_env, sizeof(store_env), "DOLSOT_CACHE_DIR=%s", store);
-	snprintf(path_env, sizeof(path_env), "PYTHONPATH=%s", tmp);
-	test_env[n++] = store_env;
-	test_env[n++] = path_env;
-	test_env[n++] = "MPLBACKEND=Agg";
-	test_env[n++] = "DOLSOT_CARRY";
-	test_env[n++] = "DOLSOT_TIMEOUT=120";
-	test_env[n++] = "DOLSOT_MAX_OUTPUT";
-	test_env[n++] = "DOLSOT_SESSION_TTL_DAYS";
-	test_env[n++] = "DOLSOT_STORE";
-	test_env[n++] = "VIRTUAL_ENV";
-	test_env[n] = NULL;
-	/* A failed check exits the test process: clean up then too. */
-	atexit(stop_server);
-	if (getenv("DOLSOT_TEST_WARM")) {
-		struct cli_run r;
-
-		cli_run(&r, &(struct cli_opts){ .env = test_env, .cwd = tmp },
-		        (const char *const[]){ "dolsot", "--server-start", NULL });
-		ck_assert_msg(r.code == 0, "--server-start: %s", r.err);
-		cli_run_release(&r);
-	}
+	cli_test_begin(&fx, (const char *const[]){ "MPLBACKEND=Agg", "DOLSOT_CARRY",
+	                                           "DOLSOT_TIMEOUT=120", "DOLSOT_MAX_OUTPUT",
+	                                           "DOLSOT_SESSION_TTL_DAYS", "DOLSOT_STORE",
+	                                           "VIRTUAL_ENV", NULL });
+	snprintf(path_env, sizeof(path_env), "PYTHONPATH=%s", fx.tmp);
+	cli_test_add_env(&fx, path_env);
+	ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "--server-start: %s", err);
 }
 
 static void teardown(void)
 {
-	stop_server();
+	cli_test_end(&fx);
 }
 
 /* "calls N warm" from --server-status, or -1 when no server runs. */
@@ -81,7 +48,7 @@ static long warm_calls(void)
 	const char *p;
 	long warm = -1;
 
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .cwd = tmp },
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .cwd = fx.tmp },
 	        (const char *const[]){ "dolsot", "--server-status", NULL });
 	p = strstr(r.out, "calls ");
 	if (r.code == 0 && p)
@@ -102,19 +69,14 @@ static long warm_calls(void)
 /* Run dolsot in tmp with args (after argv[0]) and extra environment entries. */
 static void run_args(struct cli_run *r, const char *const *extra, const char *const *args)
 {
-	const char *env[32], *argv[32];
-	size_t n = 0, a = 0;
+	const char *argv[32];
+	size_t a = 0;
 
-	for (size_t i = 0; test_env[i]; i++)
-		env[n++] = test_env[i];
-	for (size_t i = 0; extra && extra[i]; i++)
-		env[n++] = extra[i];
-	env[n] = NULL;
 	argv[a++] = "dolsot";
 	while (*args)
 		argv[a++] = *args++;
 	argv[a] = NULL;
-	cli_run(r, &(struct cli_opts){ .env = env, .cwd = tmp }, argv);
+	cli_test_run(&fx, r, fx.tmp, extra, argv);
 }
 
 /* Run one cell in session with extra environment entries (NULL-terminated). */
@@ -153,7 +115,7 @@ static void write_module(const char *name, const char *text)
 {
 	char path[4400];
 
-	snprintf(path, sizeof(path), "%s/%s.py", tmp, name);
+	snprintf(path, sizeof(path), "%s/%s.py", fx.tmp, name);
 	cli_write_file(path, text);
 }
 
@@ -161,7 +123,7 @@ static char *file_in_tmp(const char *name)
 {
 	char *p;
 
-	if (asprintf(&p, "%s/%s", tmp, name) < 0)
+	if (asprintf(&p, "%s/%s", fx.tmp, name) < 0)
 		abort();
 	return p;
 }
@@ -200,7 +162,7 @@ static void live(const char *const *cells, size_t n, char **outs)
 	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
 	if (asprintf(&harness, "%s/tests/live_cells.py", cwd) < 0)
 		abort();
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .cwd = tmp, .prog = PY,
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .cwd = fx.tmp, .prog = PY,
 	                                .stdin_data = input },
 	        (const char *const[]){ PY, harness, NULL });
 	ck_assert_msg(r.code == 0, "live python failed: %s", r.err);
@@ -389,7 +351,7 @@ START_TEST(damaged_session_is_an_error_naming_reset)
 	size_t n;
 
 	ok("x = list(range(100))\ny = 'text'");
-	if (asprintf(&path, "%s/t.pkl", store) < 0)
+	if (asprintf(&path, "%s/t.pkl", fx.store) < 0)
 		abort();
 	blob = cli_read_file(path, &n);
 	ck_assert_uint_gt(n, 20);
@@ -425,7 +387,7 @@ START_TEST(version_1_session_still_loads)
 	snprintf(cmd, sizeof(cmd), "mkdir -p -m 700 '%s' && " PY " -c 'import pickle, sys; "
 	         "open(sys.argv[1], \"wb\").write(b\"DLSS\\x01\" + "
 	         "pickle.dumps({\"x\": [5], \"y\": \"old\"}, protocol=5))' '%s/t.pkl'",
-	         store, store);
+	         fx.store, fx.store);
 	ck_assert_int_eq(system(cmd), 0);
 	expect("x, y", "([5], 'old')\n");
 	expect("x", "[5]\n");
@@ -568,7 +530,7 @@ START_TEST(untouched_generators_leave_the_session_alone)
 		ck_code(&r, 0);
 		cli_run_release(&r);
 	}
-	if (asprintf(&pkl, "%s/t.pkl", store) < 0)
+	if (asprintf(&pkl, "%s/t.pkl", fx.store) < 0)
 		abort();
 	ok("x = 1");
 	first = cli_read_file(pkl, &n_first);
@@ -811,7 +773,7 @@ START_TEST(carry_off_is_the_reference_behavior)
 	cli_run_release(&r);
 	run_in(&r, CARRY_OFF, "t", "os.getcwd(), 'ADDED' in os.environ, "
 	       "'/nowhere' in sys.path, random.random() == 0.13436424411240122");
-	snprintf(want, sizeof(want), "('%s', False, False, False)\n", tmp);
+	snprintf(want, sizeof(want), "('%s', False, False, False)\n", fx.tmp);
 	ck_code(&r, 0);
 	ck_out(&r, want);
 	cli_run_release(&r);
@@ -829,7 +791,7 @@ START_TEST(malformed_carry_is_a_usage_error)
 	ck_out(&r, "");
 	ck_assert_str_eq(r.err, "dolsot: DOLSOT_CARRY='yes' is not valid: expected 0 (off) "
 	                        "or 1 (on)\n");
-	if (asprintf(&session, "%s/t.pkl", store) < 0)
+	if (asprintf(&session, "%s/t.pkl", fx.store) < 0)
 		abort();
 	ck_assert_int_ne(access(session, F_OK), 0);   /* nothing ran */
 	free(session);

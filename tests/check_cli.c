@@ -19,80 +19,30 @@
 
 #include "cli_helpers.h"
 
-static char *tmp;               /* per-test private directory */
-static char store[4200];        /* DOLSOT_CACHE_DIR of this test */
-static char store_env[4300];
-static const char *test_env[16];
-
-static void stop_server(void)
-{
-	struct cli_run r;
-
-	if (!tmp)
-		return;
-	CLI(&r, "--server-stop");
-	cli_run_release(&r);
-	cli_rmtree(tmp);
-	free(tmp);
-	tmp = NULL;
-}
+static struct cli_test fx;
 
 /* A test without a server started for it (one may still start on demand). */
 static void setup_plain(void)
 {
-	size_t n = 0;
-
-	tmp = cli_tempdir();
-	snprintf(store, sizeof(store), "%s/store", tmp);
-	snprintf(store_env, sizeof(store_env), "DOLSOT_CACHE_DIR=%s", store);
-	test_env[n++] = store_env;
-	test_env[n++] = "DOLSOT_TIMEOUT";
-	test_env[n++] = "DOLSOT_MAX_OUTPUT";
-	test_env[n++] = "DOLSOT_SESSION_TTL_DAYS";
-	test_env[n++] = "PYTHONPATH";
-	test_env[n++] = "VIRTUAL_ENV";
-	/* The gate has its own suite; here a checker on the machine must not
-	 * change what a cell does. */
-	test_env[n++] = "DOLSOT_TYPECHECK=0";
-	test_env[n] = NULL;
-	/* A failed check exits the test process: clean up then too. */
-	atexit(stop_server);
+	cli_test_begin(&fx, cli_usual_env);
 }
 
 /* In the warm run of the suite (DOLSOT_TEST_WARM), a server is up first. */
 static void setup(void)
 {
-	setup_plain();
-	if (getenv("DOLSOT_TEST_WARM")) {
-		struct cli_run r;
+	char err[4096];
 
-		CLI(&r, "--server-start");
-		ck_assert_msg(r.code == 0, "--server-start: %s", r.err);
-		cli_run_release(&r);
-	}
+	setup_plain();
+	ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "--server-start: %s", err);
 }
 
 static void teardown(void)
 {
-	stop_server();
+	cli_test_end(&fx);
 }
 
 /* Run with extra environment entries on top of the test's own. */
-static void run_env(struct cli_run *r, const char *const *extra,
-                    const char *const *argv)
-{
-	const char *env[32];
-	size_t n = 0;
-
-	for (size_t i = 0; test_env[i]; i++)
-		env[n++] = test_env[i];
-	for (size_t i = 0; extra && extra[i]; i++)
-		env[n++] = extra[i];
-	env[n] = NULL;
-	cli_run(r, &(struct cli_opts){ .env = env }, argv);
-}
-
-#define RUN_ENV(r, extra, ...) run_env((r), (extra), \
+#define RUN_ENV(r, extra, ...) cli_test_run(&fx, (r), NULL, (extra), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
 #define ck_code(r, want) ck_assert_msg((r)->code == (want), \
@@ -116,7 +66,7 @@ static bool store_exists(void)
 {
 	struct stat st;
 
-	return lstat(store, &st) == 0;
+	return lstat(fx.store, &st) == 0;
 }
 
 /* ---- running cells ---- */
@@ -188,7 +138,7 @@ START_TEST(code_from_stdin)
 {
 	struct cli_run r;
 
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .stdin_data = "2 ** 10\n" },
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .stdin_data = "2 ** 10\n" },
 	        (const char *const[]){ "dolsot", "--session", "t", NULL });
 	ck_code(&r, 0);
 	ck_out(&r, "1024\n");
@@ -359,14 +309,14 @@ static char *session_file(const char *id, size_t *len)
 {
 	char path[4400];
 
-	snprintf(path, sizeof(path), "%s/%s.pkl", store, id);
+	snprintf(path, sizeof(path), "%s/%s.pkl", fx.store, id);
 	return cli_read_file(path, len);
 }
 
 /* Saves in progress (".ID.XXXXXX.tmp") left in the store. */
 static int temp_files(void)
 {
-	DIR *d = opendir(store);
+	DIR *d = opendir(fx.store);
 	const struct dirent *de;
 	int n = 0;
 
@@ -452,7 +402,7 @@ START_TEST(empty_session_file_names_itself_and_the_reset)
 	char path[4400];
 
 	ok_call("t", "n = 1");
-	snprintf(path, sizeof(path), "%s/t.pkl", store);
+	snprintf(path, sizeof(path), "%s/t.pkl", fx.store);
 	cli_write_file(path, "");
 	CLI(&r, "--session", "t", "n");
 	ck_code(&r, 1);
@@ -518,8 +468,8 @@ START_TEST(toolbox_next_to_caller_cwd)
 {
 	struct cli_run r;
 
-	write_toolbox(tmp);
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .cwd = tmp },
+	write_toolbox(fx.tmp);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .cwd = fx.tmp },
 	        (const char *const[]){ "dolsot", "--toolbox", "mytools:mt", "--session",
 	                               "t", "mt.add(1, 2)", NULL });
 	ck_code(&r, 0);
@@ -534,8 +484,8 @@ START_TEST(toolbox_exit_code_is_the_exit_status)
 	struct cli_run r;
 	char pp[4300];
 
-	write_toolbox(tmp);
-	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", tmp);
+	write_toolbox(fx.tmp);
+	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", fx.tmp);
 	RUN_ENV(&r, ((const char *[]){ pp, NULL }), "--toolbox", "mytools:mt",
 	        "--session", "t", "a = 1\nmt.fail('no such order')");
 	ck_code(&r, 3);
@@ -585,7 +535,7 @@ START_TEST(virtualenv_toolbox_is_importable)
 	struct cli_run r;
 	char cmd[4400], site[4400], venv[4400], path[4500];
 
-	snprintf(venv, sizeof(venv), "%s/venv", tmp);
+	snprintf(venv, sizeof(venv), "%s/venv", fx.tmp);
 	snprintf(cmd, sizeof(cmd), "/usr/bin/python3.11 -m venv --without-pip '%s'", venv);
 	ck_assert_int_eq(system(cmd), 0);
 	snprintf(site, sizeof(site), "%s/lib/python3.11/site-packages", venv);
@@ -605,9 +555,9 @@ START_TEST(pythonpath_is_honored)
 	struct cli_run r;
 	char pp[4300], path[4300];
 
-	snprintf(path, sizeof(path), "%s/pp_mod.py", tmp);
+	snprintf(path, sizeof(path), "%s/pp_mod.py", fx.tmp);
 	cli_write_file(path, "VALUE = 17\n");
-	snprintf(pp, sizeof(pp), "PYTHONPATH=/nonexistent:%s", tmp);
+	snprintf(pp, sizeof(pp), "PYTHONPATH=/nonexistent:%s", fx.tmp);
 	RUN_ENV(&r, ((const char *[]){ pp, NULL }), "--session", "t",
 	        "import pp_mod\npp_mod.VALUE");
 	ck_code(&r, 0);
@@ -621,9 +571,9 @@ START_TEST(missing_dill_says_how_to_install)
 	struct cli_run r;
 	char pp[4300], path[4300];
 
-	snprintf(path, sizeof(path), "%s/dill.py", tmp);
+	snprintf(path, sizeof(path), "%s/dill.py", fx.tmp);
 	cli_write_file(path, "raise ImportError('dill is broken here')\n");
-	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", tmp);
+	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", fx.tmp);
 	RUN_ENV(&r, ((const char *[]){ pp, NULL }), "--session", "t",
 	        "def f():\n    return 1");
 	ck_code(&r, 1);
@@ -642,7 +592,7 @@ START_TEST(timeout_kills_grandchild_and_keeps_state)
 	pid_t sleeper;
 
 	ok_call("t", "x = 1");
-	snprintf(pidfile, sizeof(pidfile), "%s/sleep.pid", tmp);
+	snprintf(pidfile, sizeof(pidfile), "%s/sleep.pid", fx.tmp);
 	snprintf(code, sizeof(code),
 	         "import subprocess, time\nx = 2\n"
 	         "p = subprocess.Popen(['sleep', '300'])\n"
@@ -673,7 +623,7 @@ START_TEST(escaped_daemon_is_killed_when_call_ends)
 	char *pid_text;
 	pid_t daemon_pid;
 
-	snprintf(pidfile, sizeof(pidfile), "%s/daemon.pid", tmp);
+	snprintf(pidfile, sizeof(pidfile), "%s/daemon.pid", fx.tmp);
 	/* setsid + double fork: the grandchild holds stdout open and lives on. */
 	snprintf(code, sizeof(code),
 	         "import os, time\n"
@@ -813,7 +763,7 @@ START_TEST(busy_session_times_out_clearly)
 	int fd;
 
 	ok_call("t", "x = 1");
-	snprintf(lockpath, sizeof(lockpath), "%s/t.lock", store);
+	snprintf(lockpath, sizeof(lockpath), "%s/t.lock", fx.store);
 	fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(flock(fd, LOCK_EX), 0);
@@ -892,7 +842,7 @@ START_TEST(reset_one_and_all)
 	ok_call("a", "x = 1");
 	ok_call("b", "x = 1");
 	ok_call("c", "x = 1");
-	snprintf(foreign, sizeof(foreign), "%s/notes.txt", store);
+	snprintf(foreign, sizeof(foreign), "%s/notes.txt", fx.store);
 	cli_write_file(foreign, "not ours\n");
 	CLI(&r, "--reset", "a");
 	ck_code(&r, 0);
@@ -918,9 +868,9 @@ START_TEST(store_files_and_modes)
 	char path[4300];
 
 	ok_call("t", "x = 1");
-	ck_assert_int_eq(lstat(store, &st), 0);
+	ck_assert_int_eq(lstat(fx.store, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0700);
-	snprintf(path, sizeof(path), "%s/t.pkl", store);
+	snprintf(path, sizeof(path), "%s/t.pkl", fx.store);
 	ck_assert_int_eq(lstat(path, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0600);
 	ck_assert(S_ISREG(st.st_mode));
@@ -934,8 +884,8 @@ START_TEST(store_refuses_open_permissions)
 {
 	struct cli_run r;
 
-	ck_assert_int_eq(mkdir(store, 0755), 0);
-	ck_assert_int_eq(chmod(store, 0755), 0);
+	ck_assert_int_eq(mkdir(fx.store, 0755), 0);
+	ck_assert_int_eq(chmod(fx.store, 0755), 0);
 	CLI(&r, "--session", "t", "x = 1");
 	ck_code(&r, 1);
 	ck_assert(cli_has(r.err, "dolsot: "));
@@ -944,7 +894,7 @@ START_TEST(store_refuses_open_permissions)
 	{
 		char path[4300];
 
-		snprintf(path, sizeof(path), "%s/t.pkl", store);
+		snprintf(path, sizeof(path), "%s/t.pkl", fx.store);
 		ck_assert_int_ne(access(path, F_OK), 0);
 	}
 }
@@ -955,9 +905,9 @@ START_TEST(store_refuses_symlink)
 	struct cli_run r;
 	char real[4300];
 
-	snprintf(real, sizeof(real), "%s/real", tmp);
+	snprintf(real, sizeof(real), "%s/real", fx.tmp);
 	ck_assert_int_eq(mkdir(real, 0700), 0);
-	ck_assert_int_eq(symlink(real, store), 0);
+	ck_assert_int_eq(symlink(real, fx.store), 0);
 	CLI(&r, "--session", "t", "x = 1");
 	ck_code(&r, 1);
 	ck_err_has(&r, "symbolic link");
@@ -971,7 +921,7 @@ START_TEST(corrupt_session_names_reset)
 	char path[4300];
 
 	ok_call("t", "x = 1");
-	snprintf(path, sizeof(path), "%s/t.pkl", store);
+	snprintf(path, sizeof(path), "%s/t.pkl", fx.store);
 	cli_write_file(path, "DLSS\001garbage");
 	CLI(&r, "--session", "t", "x");
 	ck_code(&r, 1);
@@ -1002,7 +952,7 @@ START_TEST(expired_sessions_are_reaped)
 
 	ok_call("old", "x = 1");
 	ok_call("new", "x = 1");
-	snprintf(path, sizeof(path), "%s/old.pkl", store);
+	snprintf(path, sizeof(path), "%s/old.pkl", fx.store);
 	old[1].tv_sec = time(NULL) - 8 * 86400;
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
 	CLI(&r, "--list-sessions");
@@ -1020,7 +970,7 @@ START_TEST(ttl_zero_never_reaps)
 	struct timespec old[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
 
 	ok_call("old", "x = 1");
-	snprintf(path, sizeof(path), "%s/old.pkl", store);
+	snprintf(path, sizeof(path), "%s/old.pkl", fx.store);
 	old[1].tv_sec = time(NULL) - 800 * 86400;
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
 	RUN_ENV(&r, ((const char *[]){ "DOLSOT_SESSION_TTL_DAYS=0", NULL }), "--list-sessions");
@@ -1036,7 +986,7 @@ static void expect_usage(const char *const *extra_env, const char *const *argv,
 {
 	struct cli_run r;
 
-	run_env(&r, extra_env, argv);
+	cli_test_run(&fx, &r, NULL, extra_env, argv);
 	ck_code(&r, 2);
 	ck_out(&r, "");
 	ck_assert_msg(strncmp(r.err, "dolsot: ", 8) == 0, "stderr: %s", r.err);

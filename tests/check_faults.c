@@ -25,69 +25,45 @@
 
 #include "cli_helpers.h"
 
-static char *tmp;
-static char store[4200];
-static char store_env[4300];
-static const char *test_env[16];
+static struct cli_test fx;
 static char mounted[4300];
 
 static void cleanup(void)
 {
 	struct cli_run r;
 
-	if (tmp) {
-		CLI(&r, "--server-stop");
+	if (fx.tmp && mounted[0]) {
+		CLI(&r, "--server-stop");   /* its store is on the mount */
 		cli_run_release(&r);
 	}
 	if (mounted[0]) {
 		umount2(mounted, MNT_DETACH);
 		mounted[0] = '\0';
 	}
-	if (!tmp)
-		return;
-	cli_rmtree(tmp);
-	free(tmp);
-	tmp = NULL;
+	cli_test_end(&fx);
 }
 
 /* The store is dir, or tmp/store when dir is NULL. */
 static void use_store(const char *dir)
 {
 	if (dir)
-		snprintf(store, sizeof(store), "%s", dir);
+		snprintf(fx.store, sizeof(fx.store), "%s", dir);
 	else
-		snprintf(store, sizeof(store), "%s/store", tmp);
-	snprintf(store_env, sizeof(store_env), "DOLSOT_CACHE_DIR=%s", store);
+		snprintf(fx.store, sizeof(fx.store), "%s/store", fx.tmp);
+	snprintf(fx.store_env, sizeof(fx.store_env), "DOLSOT_CACHE_DIR=%s", fx.store);
 }
 
 static void start_server_if_warm(void)
 {
-	struct cli_run r;
+	char err[4096];
 
-	if (!getenv("DOLSOT_TEST_WARM"))
-		return;
-	CLI(&r, "--server-start");
-	ck_assert_msg(r.code == 0, "--server-start: %s", r.err);
-	cli_run_release(&r);
+	ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "--server-start: %s", err);
 }
 
 static void setup(void)
 {
-	size_t n = 0;
-
-	tmp = cli_tempdir();
-	use_store(NULL);
-	test_env[n++] = store_env;
-	test_env[n++] = "DOLSOT_TIMEOUT";
-	test_env[n++] = "DOLSOT_MAX_OUTPUT";
-	test_env[n++] = "DOLSOT_SESSION_TTL_DAYS";
-	test_env[n++] = "PYTHONPATH";
-	test_env[n++] = "VIRTUAL_ENV";
-	/* The gate has its own suite; here a checker on the machine must not
-	 * change what a cell does. */
-	test_env[n++] = "DOLSOT_TYPECHECK=0";
-	test_env[n] = NULL;
-	atexit(cleanup);
+	cli_test_begin(&fx, cli_usual_env);
+	atexit(cleanup);   /* runs before the helpers' own: unmount first */
 	start_server_if_warm();
 }
 
@@ -134,7 +110,7 @@ static void ck_state(const char *session, const char *expr, const char *want)
 static void ck_no_strays(void)
 {
 	char desc[4096];
-	int n = cli_wait_no_strays(store_env, 5, desc, sizeof(desc));
+	int n = cli_wait_no_strays(fx.store_env, 5, desc, sizeof(desc));
 
 	ck_assert_msg(n == 0, "%d process(es) left behind: %s", n, desc);
 }
@@ -142,7 +118,7 @@ static void ck_no_strays(void)
 /* Names in the store directory that start with prefix. */
 static int count_names(const char *prefix)
 {
-	DIR *d = opendir(store);
+	DIR *d = opendir(fx.store);
 	struct dirent *e;
 	int n = 0;
 
@@ -162,7 +138,7 @@ static pid_t spawn(const char *const *argv)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
-		const char *eq = strchr(store_env, '=');
+		const char *eq = strchr(fx.store_env, '=');
 
 		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 			_exit(125);
@@ -309,7 +285,7 @@ START_TEST(full_filesystem_keeps_the_old_state)
 	struct cli_run r;
 	char mnt[4300], dir[4400], pkl[4500], filler[4500], *before;
 
-	snprintf(mnt, sizeof(mnt), "%s/full", tmp);
+	snprintf(mnt, sizeof(mnt), "%s/full", fx.tmp);
 	if (!mount_tmpfs(mnt, "size=2m,mode=0700"))
 		return;
 	CLI(&r, "--server-stop");   /* the fixture's store: this test uses its own */
@@ -318,7 +294,7 @@ START_TEST(full_filesystem_keeps_the_old_state)
 	use_store(dir);
 	start_server_if_warm();
 	ok_call("t", "x = 1\ny = 'kept'");
-	snprintf(pkl, sizeof(pkl), "%s/t.pkl", store);
+	snprintf(pkl, sizeof(pkl), "%s/t.pkl", fx.store);
 	before = cli_read_file(pkl, NULL);
 	ck_assert_ptr_nonnull(before);
 	/* A save bigger than the filesystem. */
@@ -371,7 +347,7 @@ START_TEST(corrupted_session_names_itself_and_the_reset)
 	ok_call("t", "import collections\ndef f(a):\n    return a + 1\n"
 	             "class K:\n    pass\nk = K()\nd = collections.OrderedDict(a=[1, 2.5, 'x'])\n"
 	             "b = bytes(range(256))\ns = {1, 2}");
-	snprintf(pkl, sizeof(pkl), "%s/t.pkl", store);
+	snprintf(pkl, sizeof(pkl), "%s/t.pkl", fx.store);
 	good = cli_read_file(pkl, &len);
 	ck_assert_ptr_nonnull(good);
 	ck_assert_uint_gt(len, 100);

@@ -26,60 +26,31 @@
 
 #include "cli_helpers.h"
 
-static char *tmp;               /* per-test private directory */
-static char store[4200];        /* DOLSOT_CACHE_DIR of this test */
-static char store_env[4300];
-static const char *test_env[16];
+static struct cli_test fx;
 static char mounted[4300];      /* a tmpfs this test mounted, or "" */
 
 static void cleanup(void)
 {
-	struct cli_run r;
-
 	if (mounted[0]) {
 		umount2(mounted, MNT_DETACH);
 		mounted[0] = '\0';
 	}
-	if (!tmp)
-		return;
-	CLI(&r, "--server-stop");
-	cli_run_release(&r);
-	cli_rmtree(tmp);
-	free(tmp);
-	tmp = NULL;
+	cli_test_end(&fx);
 }
 
 static void setup_plain(void)
 {
-	size_t n = 0;
-
-	tmp = cli_tempdir();
-	snprintf(store, sizeof(store), "%s/store", tmp);
-	snprintf(store_env, sizeof(store_env), "DOLSOT_CACHE_DIR=%s", store);
-	test_env[n++] = store_env;
-	test_env[n++] = "DOLSOT_TIMEOUT";
-	test_env[n++] = "DOLSOT_MAX_OUTPUT";
-	test_env[n++] = "DOLSOT_SESSION_TTL_DAYS";
-	test_env[n++] = "PYTHONPATH";
-	test_env[n++] = "VIRTUAL_ENV";
-	/* The gate has its own suite; here a checker on the machine must not
-	 * change what a cell does. */
-	test_env[n++] = "DOLSOT_TYPECHECK=0";
-	test_env[n] = NULL;
-	atexit(cleanup);
+	cli_test_begin(&fx, cli_usual_env);
+	atexit(cleanup);   /* runs before the helpers' own: unmount first */
 }
 
 /* In the warm run (DOLSOT_TEST_WARM) a server is up before each test. */
 static void setup(void)
 {
-	setup_plain();
-	if (getenv("DOLSOT_TEST_WARM")) {
-		struct cli_run r;
+	char err[4096];
 
-		CLI(&r, "--server-start");
-		ck_assert_msg(r.code == 0, "--server-start: %s", r.err);
-		cli_run_release(&r);
-	}
+	setup_plain();
+	ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "--server-start: %s", err);
 }
 
 static void teardown(void)
@@ -87,20 +58,7 @@ static void teardown(void)
 	cleanup();
 }
 
-static void run_env(struct cli_run *r, const char *const *extra, const char *const *argv)
-{
-	const char *env[64];
-	size_t n = 0;
-
-	for (size_t i = 0; test_env[i]; i++)
-		env[n++] = test_env[i];
-	for (size_t i = 0; extra && extra[i]; i++)
-		env[n++] = extra[i];
-	env[n] = NULL;
-	cli_run(r, &(struct cli_opts){ .env = env }, argv);
-}
-
-#define RUN_ENV(r, extra, ...) run_env((r), (extra), \
+#define RUN_ENV(r, extra, ...) cli_test_run(&fx, (r), NULL, (extra), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
 #define ck_code(r, want) ck_assert_msg((r)->code == (want), \
@@ -134,7 +92,7 @@ static void ck_state(const char *session, const char *expr, const char *want)
 static void ck_no_strays(void)
 {
 	char desc[4096];
-	int n = cli_wait_no_strays(store_env, 5, desc, sizeof(desc));
+	int n = cli_wait_no_strays(fx.store_env, 5, desc, sizeof(desc));
 
 	ck_assert_msg(n == 0, "%d process(es) left behind: %s", n, desc);
 }
@@ -143,7 +101,7 @@ static bool store_exists(void)
 {
 	struct stat st;
 
-	return lstat(store, &st) == 0;
+	return lstat(fx.store, &st) == 0;
 }
 
 /* ---- hostile cells ---- */
@@ -405,7 +363,7 @@ START_TEST(escaped_daemon_is_gone)
 	char pidfile[4300], code[9000], *text;
 	pid_t daemon_pid;
 
-	snprintf(pidfile, sizeof(pidfile), "%s/daemon.pid", tmp);
+	snprintf(pidfile, sizeof(pidfile), "%s/daemon.pid", fx.tmp);
 	snprintf(code, sizeof(code),
 	         "import os, time\nx = 2\n"
 	         "if os.fork() == 0:\n"
@@ -440,7 +398,7 @@ START_TEST(code_with_nul_bytes)
 	struct cli_run r;
 
 	ok_call("t", BEFORE);
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .stdin_data = "x = 2\0\n", .stdin_len = 7 },
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .stdin_data = "x = 2\0\n", .stdin_len = 7 },
 	        (const char *const[]){ "dolsot", "--session", "t", NULL });
 	ck_code(&r, 1);
 	ck_err_has(&r, "SyntaxError: source code cannot contain null bytes\n");
@@ -458,14 +416,14 @@ START_TEST(code_with_invalid_utf8)
 	ck_code(&r, 1);
 	ck_err_has(&r, "SyntaxError: (unicode error) 'utf-8' codec can't decode byte 0xff");
 	cli_run_release(&r);
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .stdin_data = "x = 2\nz = '\xe9'\n" },
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .stdin_data = "x = 2\nz = '\xe9'\n" },
 	        (const char *const[]){ "dolsot", "--session", "t", NULL });
 	ck_code(&r, 1);
 	ck_err_has(&r, "SyntaxError: (unicode error) 'utf-8' codec can't decode byte 0xe9");
 	cli_run_release(&r);
 	ck_state("t", QUERY, OLD);
 	/* Python itself lets undecodable bytes pass in a comment. */
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .stdin_data = "# caf\xe9\nx = 2\n" },
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .stdin_data = "# caf\xe9\nx = 2\n" },
 	        (const char *const[]){ "dolsot", "--session", "t", NULL });
 	ck_code(&r, 0);
 	cli_run_release(&r);
@@ -490,7 +448,7 @@ START_TEST(fifty_megabytes_of_code_on_stdin)
 	struct cli_run r;
 	char *code = padded_code(50u << 20);
 
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .stdin_data = code },
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .stdin_data = code },
 	        (const char *const[]){ "dolsot", "--session", "t", NULL });
 	ck_code(&r, 0);
 	ck_out(&r, "1\n");
@@ -505,7 +463,7 @@ START_TEST(code_past_the_stdin_cap_is_refused)
 	struct cli_run r;
 	char *code = padded_code((256u << 20) + 1);
 
-	cli_run(&r, &(struct cli_opts){ .env = test_env, .stdin_data = code },
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .stdin_data = code },
 	        (const char *const[]){ "dolsot", "--session", "t", NULL });
 	ck_code(&r, 2);
 	ck_assert_str_eq(r.err, "dolsot: the code on stdin is larger than 256 MiB\n");
@@ -692,14 +650,14 @@ START_TEST(raw_environment_entries)
 	int st;
 	char *out;
 
-	env[n++] = store_env;
+	env[n++] = fx.store_env;
 	env[n++] = (char *)"NOEQUALSIGN";
 	env[n++] = (char *)"=startswithequals";
 	if (getenv("DOLSOT_SERVER"))
 		asprintf(&env[n++], "DOLSOT_SERVER=%s", getenv("DOLSOT_SERVER"));
 	for (int i = 0; i < N; i++)
 		asprintf(&env[n++], "JUNK%d=v%d", i, i);
-	snprintf(outpath, sizeof(outpath), "%s/out", tmp);
+	snprintf(outpath, sizeof(outpath), "%s/out", fx.tmp);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -738,7 +696,7 @@ START_TEST(too_many_toolboxes_is_a_usage_error)
 	argv[n++] = "t";
 	argv[n++] = "j0.dumps(1)";
 	argv[n] = NULL;
-	cli_run(&r, &(struct cli_opts){ .env = test_env }, argv);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env }, argv);
 	ck_refused(&r, "too many --toolbox options: at most 256");
 	cli_run_release(&r);
 	/* 256 is fine. */
@@ -746,7 +704,7 @@ START_TEST(too_many_toolboxes_is_a_usage_error)
 	argv[2 + 2 * 256] = "t";
 	argv[3 + 2 * 256] = "j255.dumps(1)";
 	argv[4 + 2 * 256] = NULL;
-	cli_run(&r, &(struct cli_opts){ .env = test_env }, argv);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env }, argv);
 	ck_code(&r, 0);
 	ck_out(&r, "'1'\n");
 	cli_run_release(&r);
@@ -761,7 +719,7 @@ START_TEST(reset_all_does_not_wait_for_a_busy_session)
 	int fd;
 
 	ok_call("t", BEFORE);
-	snprintf(lockpath, sizeof(lockpath), "%s/t.lock", store);
+	snprintf(lockpath, sizeof(lockpath), "%s/t.lock", fx.store);
 	fd = open(lockpath, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(flock(fd, LOCK_EX), 0);
@@ -793,24 +751,24 @@ START_TEST(cache_dir_refusals)
 	struct cli_run r;
 	char target[4300], below[4400], env_below[4500], env_long[8200], longdir[8000];
 
-	cli_write_file(store, "not a directory\n");
+	cli_write_file(fx.store, "not a directory\n");
 	CLI(&r, "--session", "t", "1");
 	ck_one_line_failure(&r, "refusing session directory");
 	ck_err_has(&r, "not a directory");
 	cli_run_release(&r);
-	snprintf(below, sizeof(below), "%s/sub", store);
+	snprintf(below, sizeof(below), "%s/sub", fx.store);
 	snprintf(env_below, sizeof(env_below), "DOLSOT_CACHE_DIR=%s", below);
 	RUN_ENV(&r, ((const char *[]){ env_below, NULL }), "--session", "t", "1");
 	ck_one_line_failure(&r, "Not a directory");
 	cli_run_release(&r);
-	unlink(store);
+	unlink(fx.store);
 	/* A dangling symlink is refused, and nothing is made where it points. */
-	snprintf(target, sizeof(target), "%s/elsewhere", tmp);
-	ck_assert_int_eq(symlink(target, store), 0);
+	snprintf(target, sizeof(target), "%s/elsewhere", fx.tmp);
+	ck_assert_int_eq(symlink(target, fx.store), 0);
 	CLI(&r, "--session", "t", "1");
 	ck_one_line_failure(&r, "it is a symbolic link");
 	cli_run_release(&r);
-	snprintf(env_below, sizeof(env_below), "DOLSOT_CACHE_DIR=%s/", store);
+	snprintf(env_below, sizeof(env_below), "DOLSOT_CACHE_DIR=%s/", fx.store);
 	RUN_ENV(&r, ((const char *[]){ env_below, NULL }), "--session", "t", "1");
 	ck_one_line_failure(&r, "it is a symbolic link");
 	cli_run_release(&r);
@@ -818,7 +776,7 @@ START_TEST(cache_dir_refusals)
 	/* A path too long for the kernel is named, cut, in one line. */
 	memset(longdir, 'd', 6000);
 	longdir[6000] = '\0';
-	snprintf(env_long, sizeof(env_long), "DOLSOT_CACHE_DIR=%s/%s", tmp, longdir);
+	snprintf(env_long, sizeof(env_long), "DOLSOT_CACHE_DIR=%s/%s", fx.tmp, longdir);
 	RUN_ENV(&r, ((const char *[]){ env_long, NULL }), "--session", "t", "1");
 	ck_one_line_failure(&r, "cannot create session directory");
 	ck_assert_uint_lt(r.err_len, 1000);
@@ -850,7 +808,7 @@ START_TEST(cache_dir_on_a_read_only_filesystem)
 	struct cli_run r;
 	char mnt[4300], env_ro[4400], pkl[4400], *before, *after;
 
-	snprintf(mnt, sizeof(mnt), "%s/ro", tmp);
+	snprintf(mnt, sizeof(mnt), "%s/ro", fx.tmp);
 	if (!mount_tmpfs(mnt, "size=4m,mode=0700"))
 		return;
 	snprintf(env_ro, sizeof(env_ro), "DOLSOT_CACHE_DIR=%s/store", mnt);

@@ -19,48 +19,19 @@
 
 #include "cli_helpers.h"
 
-static char *tmp;
-static char store[4200];
-static char store_env[4300];
-static const char *test_env[16];
-
-static void cleanup(void)
-{
-	struct cli_run r;
-
-	if (!tmp)
-		return;
-	CLI(&r, "--server-stop");
-	cli_run_release(&r);
-	cli_rmtree(tmp);
-	free(tmp);
-	tmp = NULL;
-}
+static struct cli_test fx;
 
 static void setup(void)
 {
-	size_t n = 0;
-
-	tmp = cli_tempdir();
-	snprintf(store, sizeof(store), "%s/store", tmp);
-	snprintf(store_env, sizeof(store_env), "DOLSOT_CACHE_DIR=%s", store);
-	test_env[n++] = store_env;
-	test_env[n++] = "DOLSOT_SERVER=auto";
-	test_env[n++] = "DOLSOT_TIMEOUT";
-	test_env[n++] = "DOLSOT_SERVER_IDLE";
-	test_env[n++] = "DOLSOT_STORE";
-	test_env[n++] = "PYTHONPATH";
-	test_env[n++] = "VIRTUAL_ENV";
-	/* The gate has its own suite; here a checker on the machine must not
-	 * change what a cell does. */
-	test_env[n++] = "DOLSOT_TYPECHECK=0";
-	test_env[n] = NULL;
-	atexit(cleanup);
+	cli_test_begin(&fx, cli_usual_env);
+	cli_test_add_env(&fx, "DOLSOT_SERVER=auto");
+	cli_test_add_env(&fx, "DOLSOT_SERVER_IDLE");
+	cli_test_add_env(&fx, "DOLSOT_STORE");
 }
 
 static void teardown(void)
 {
-	cleanup();
+	cli_test_end(&fx);
 }
 
 #define ck_code(r, want) ck_assert_msg((r)->code == (want), \
@@ -68,21 +39,7 @@ static void teardown(void)
 #define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
 	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
 
-static void run_env(struct cli_run *r, const char *const *extra, const char *cwd,
-                    const char *const *argv)
-{
-	const char *env[32];
-	size_t n = 0;
-
-	for (size_t i = 0; test_env[i]; i++)
-		env[n++] = test_env[i];
-	for (size_t i = 0; extra && extra[i]; i++)
-		env[n++] = extra[i];
-	env[n] = NULL;
-	cli_run(r, &(struct cli_opts){ .env = env, .cwd = cwd }, argv);
-}
-
-#define RUN_IN(r, cwd, extra, ...) run_env((r), (extra), (cwd), \
+#define RUN_IN(r, cwd, extra, ...) cli_test_run(&fx, (r), (cwd), (extra), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
 static void server_start(void)
@@ -232,24 +189,24 @@ START_TEST(edited_toolbox_is_reimported)
 	char path[4300];
 	struct timespec later[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
 
-	snprintf(path, sizeof(path), "%s/edtool.py", tmp);
+	snprintf(path, sizeof(path), "%s/edtool.py", fx.tmp);
 	cli_write_file(path, "VALUE = 1\n");
-	RUN_IN(&r, tmp, NULL, "--server-start", "--toolbox", "edtool:et");
+	RUN_IN(&r, fx.tmp, NULL, "--server-start", "--toolbox", "edtool:et");
 	ck_code(&r, 0);
 	cli_run_release(&r);
-	RUN_IN(&r, tmp, NULL, "--toolbox", "edtool:et", "--session", "t", "et.VALUE");
+	RUN_IN(&r, fx.tmp, NULL, "--toolbox", "edtool:et", "--session", "t", "et.VALUE");
 	ck_out(&r, "1\n");
 	cli_run_release(&r);
 	cli_write_file(path, "VALUE = 22\n");
 	later[1].tv_sec = time(NULL) + 5;   /* a different mtime even within one tick */
 	utimensat(AT_FDCWD, path, later, 0);
-	RUN_IN(&r, tmp, NULL, "--toolbox", "edtool:et", "--session", "t", "et.VALUE");
+	RUN_IN(&r, fx.tmp, NULL, "--toolbox", "edtool:et", "--session", "t", "et.VALUE");
 	ck_out(&r, "22\n");
 	cli_run_release(&r);
-	RUN_IN(&r, tmp, NULL, "--server-start", "--toolbox", "edtool:et");
+	RUN_IN(&r, fx.tmp, NULL, "--server-start", "--toolbox", "edtool:et");
 	ck_code(&r, 0);
 	cli_run_release(&r);
-	RUN_IN(&r, tmp, NULL, "--toolbox", "edtool:et", "--session", "t", "et.VALUE");
+	RUN_IN(&r, fx.tmp, NULL, "--toolbox", "edtool:et", "--session", "t", "et.VALUE");
 	ck_out(&r, "22\n");
 	cli_run_release(&r);
 }
@@ -261,18 +218,18 @@ START_TEST(import_time_environment_is_the_callers)
 	struct cli_run r;
 	char path[4300];
 
-	snprintf(path, sizeof(path), "%s/envtool.py", tmp);
+	snprintf(path, sizeof(path), "%s/envtool.py", fx.tmp);
 	cli_write_file(path, "import os, time\nFOO = os.environ.get('FOO')\nTZ = time.tzname[0]\n");
 	for (int round = 0; round < 2; round++) {
-		RUN_IN(&r, tmp, ((const char *[]){ "FOO=first", "TZ=UTC", NULL }), "--server-start",
+		RUN_IN(&r, fx.tmp, ((const char *[]){ "FOO=first", "TZ=UTC", NULL }), "--server-start",
 		       "--toolbox", "envtool:et");
 		ck_code(&r, 0);
 		cli_run_release(&r);
-		RUN_IN(&r, tmp, ((const char *[]){ "FOO=first", "TZ=UTC", NULL }), "--toolbox",
+		RUN_IN(&r, fx.tmp, ((const char *[]){ "FOO=first", "TZ=UTC", NULL }), "--toolbox",
 		       "envtool:et", "--session", "t", "et.FOO, et.TZ");
 		ck_out(&r, "('first', 'UTC')\n");
 		cli_run_release(&r);
-		RUN_IN(&r, tmp, ((const char *[]){ "FOO=second", "TZ=JST-9", NULL }), "--toolbox",
+		RUN_IN(&r, fx.tmp, ((const char *[]){ "FOO=second", "TZ=JST-9", NULL }), "--toolbox",
 		       "envtool:et", "--session", "t", "et.FOO, et.TZ");
 		ck_out(&r, "('second', 'JST')\n");
 		cli_run_release(&r);
@@ -287,14 +244,14 @@ START_TEST(broken_toolbox_stays_cold_and_says_why)
 	struct cli_run r;
 	char path[4300];
 
-	snprintf(path, sizeof(path), "%s/broken.py", tmp);
+	snprintf(path, sizeof(path), "%s/broken.py", fx.tmp);
 	cli_write_file(path, "raise RuntimeError('broken on purpose')\n");
-	RUN_IN(&r, tmp, NULL, "--server-start", "--toolbox", "broken:b");
+	RUN_IN(&r, fx.tmp, NULL, "--server-start", "--toolbox", "broken:b");
 	ck_code(&r, 1);
 	ck_assert_msg(cli_has(r.err, "broken on purpose"), "%s", r.err);
 	ck_assert_msg(r.seconds < 10, "took %.1fs", r.seconds);
 	cli_run_release(&r);
-	RUN_IN(&r, tmp, NULL, "--toolbox", "broken:b", "--session", "t", "1");
+	RUN_IN(&r, fx.tmp, NULL, "--toolbox", "broken:b", "--session", "t", "1");
 	ck_code(&r, 1);
 	ck_assert(cli_has(r.err, "toolbox 'broken' (alias b) cannot be imported: "
 	                         "RuntimeError: broken on purpose"));
@@ -329,16 +286,16 @@ START_TEST(toolbox_threads_do_not_delay_calls)
 	struct cli_run r;
 	char path[4300];
 
-	snprintf(path, sizeof(path), "%s/threadtool.py", tmp);
+	snprintf(path, sizeof(path), "%s/threadtool.py", fx.tmp);
 	cli_write_file(path, "import threading, time\n"
 	                     "for _ in range(4):\n"
 	                     "    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n"
 	                     "def one():\n    return 1\n");
-	RUN_IN(&r, tmp, NULL, "--server-start", "--toolbox", "threadtool:tt");
+	RUN_IN(&r, fx.tmp, NULL, "--server-start", "--toolbox", "threadtool:tt");
 	ck_code(&r, 0);
 	cli_run_release(&r);
 	for (int i = 0; i < 12; i++) {
-		RUN_IN(&r, tmp, NULL, "--toolbox", "threadtool:tt", "--session", "t",
+		RUN_IN(&r, fx.tmp, NULL, "--toolbox", "threadtool:tt", "--session", "t",
 		       "--timeout", "8", "tt.one()");
 		ck_out(&r, "1\n");
 		ck_assert_msg(r.seconds < 6, "call %d waited for its deadline (%.1fs)", i, r.seconds);
@@ -434,7 +391,7 @@ START_TEST(server_killed_mid_cell_loses_nothing)
 	server_start();
 	free(call_out("t", "x = 1"));
 	server = server_pid();
-	snprintf(pidfile, sizeof(pidfile), "%s/cell.pid", tmp);
+	snprintf(pidfile, sizeof(pidfile), "%s/cell.pid", fx.tmp);
 	kid = start_sleeper(pidfile, "t");
 	cell = wait_pidfile(pidfile);
 	ck_assert_int_gt(cell, 0);
@@ -458,7 +415,7 @@ START_TEST(killed_client_kills_its_cell)
 
 	server_start();
 	free(call_out("t", "x = 1"));
-	snprintf(pidfile, sizeof(pidfile), "%s/cell.pid", tmp);
+	snprintf(pidfile, sizeof(pidfile), "%s/cell.pid", fx.tmp);
 	kid = start_sleeper(pidfile, "t");
 	cell = wait_pidfile(pidfile);
 	ck_assert_int_gt(cell, 0);
@@ -506,8 +463,8 @@ START_TEST(removed_store_stops_server)
 	server_start();
 	pid = server_pid();
 	ck_assert_int_gt(pid, 0);
-	snprintf(moved, sizeof(moved), "%s/gone", tmp);
-	cli_rmtree(store);
+	snprintf(moved, sizeof(moved), "%s/gone", fx.tmp);
+	cli_rmtree(fx.store);
 	ck_assert_msg(wait_gone(pid, 6), "server %d outlived its directory", (int)pid);
 	(void)moved;
 }
@@ -659,10 +616,10 @@ START_TEST(other_uid_is_refused)
 		return;
 	}
 	server_start();
-	snprintf(sock, sizeof(sock), "%s/.server.sock", store);
+	snprintf(sock, sizeof(sock), "%s/.server.sock", fx.store);
 	/* Open the way on purpose, so only the server's own check stands. */
-	ck_assert_int_eq(chmod(tmp, 0711), 0);
-	ck_assert_int_eq(chmod(store, 0711), 0);
+	ck_assert_int_eq(chmod(fx.tmp, 0711), 0);
+	ck_assert_int_eq(chmod(fx.store, 0711), 0);
 	ck_assert_int_eq(chmod(sock, 0777), 0);
 	kid = fork();
 	if (kid == 0) {
@@ -682,7 +639,7 @@ START_TEST(other_uid_is_refused)
 		_exit(got == 0 ? 0 : 12);
 	}
 	waitpid(kid, &st, 0);
-	chmod(store, 0700);
+	chmod(fx.store, 0700);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", WEXITSTATUS(st));
 }
 END_TEST
@@ -695,7 +652,7 @@ static pid_t start_squatter(bool junk)
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	pid_t kid;
 
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/.server.sock", store);
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/.server.sock", fx.store);
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
 	ck_assert_int_eq(listen(fd, 8), 0);
 	kid = fork();
@@ -733,7 +690,7 @@ START_TEST(garbage_from_the_server_falls_back_to_cold)
 		cli_run_release(&r);
 		kill(squatter, SIGKILL);
 		waitpid(squatter, NULL, 0);
-		cli_rmtree(store);
+		cli_rmtree(fx.store);
 	}
 }
 END_TEST
@@ -751,7 +708,7 @@ START_TEST(memory_store_keeps_sessions_off_disk)
 	RUN_IN(&r, NULL, memory_env, "--session", "t", "x + 1");
 	ck_out(&r, "42\n");
 	cli_run_release(&r);
-	snprintf(path, sizeof(path), "%s/t.pkl", store);
+	snprintf(path, sizeof(path), "%s/t.pkl", fx.store);
 	ck_assert_int_ne(access(path, F_OK), 0);
 	RUN_IN(&r, NULL, memory_env, "--list-sessions");
 	ck_assert(strncmp(r.out, "t\t", 2) == 0);

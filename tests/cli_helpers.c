@@ -401,3 +401,91 @@ int cli_count_fds(pid_t pid)
 	/* ".", "..", and for ourselves the fd of d */
 	return n - (pid ? 2 : 3);
 }
+
+const char *const cli_usual_env[] = {
+	"DOLSOT_TIMEOUT", "DOLSOT_MAX_OUTPUT", "DOLSOT_SESSION_TTL_DAYS", "PYTHONPATH",
+	"VIRTUAL_ENV", "DOLSOT_TYPECHECK=0", NULL,
+};
+
+/* The test that ends if the process exits first. */
+static struct cli_test *current_test;
+
+static void end_current_test(void)
+{
+	if (current_test)
+		cli_test_end(current_test);
+}
+
+void cli_test_add_env(struct cli_test *t, const char *entry)
+{
+	size_t n = 0;
+
+	while (t->env[n])
+		n++;
+	if (n + 1 >= CLI_TEST_ENV_MAX)
+		fatal("too many environment entries for a test");
+	t->env[n] = entry;
+	t->env[n + 1] = NULL;
+}
+
+void cli_test_begin(struct cli_test *t, const char *const *entries)
+{
+	static bool registered;
+
+	t->tmp = cli_tempdir();
+	snprintf(t->store, sizeof(t->store), "%s/store", t->tmp);
+	snprintf(t->store_env, sizeof(t->store_env), "DOLSOT_CACHE_DIR=%s", t->store);
+	t->env[0] = t->store_env;
+	t->env[1] = NULL;
+	for (size_t i = 0; entries && entries[i]; i++)
+		cli_test_add_env(t, entries[i]);
+	current_test = t;
+	if (!registered && atexit(end_current_test) == 0)
+		registered = true;
+}
+
+int cli_test_warm(const struct cli_test *t, char *err, size_t errlen)
+{
+	struct cli_run r;
+	int code;
+
+	if (!getenv("DOLSOT_TEST_WARM"))
+		return 0;
+	cli_test_run(t, &r, t->tmp, NULL, (const char *const[]){ "dolsot", "--server-start",
+	                                                         NULL });
+	code = r.code;
+	snprintf(err, errlen, "%s", r.err);
+	cli_run_release(&r);
+	return code;
+}
+
+void cli_test_end(struct cli_test *t)
+{
+	struct cli_run r;
+
+	if (!t->tmp)
+		return;
+	cli_test_run(t, &r, t->tmp, NULL, (const char *const[]){ "dolsot", "--server-stop",
+	                                                         NULL });
+	cli_run_release(&r);
+	cli_rmtree(t->tmp);
+	free(t->tmp);
+	t->tmp = NULL;
+}
+
+void cli_test_run(const struct cli_test *t, struct cli_run *r, const char *cwd,
+                  const char *const *extra, const char *const *argv)
+{
+	const char *env[CLI_TEST_ENV_MAX + 40];
+	size_t n = 0;
+
+	for (size_t i = 0; t->env[i]; i++)
+		env[n++] = t->env[i];
+	for (size_t i = 0; extra && extra[i]; i++) {
+		if (n + 1 >= sizeof(env) / sizeof(*env))
+			fatal("too many environment entries for a call");
+		env[n++] = extra[i];
+	}
+	env[n] = NULL;
+	cli_run(r, &(struct cli_opts){ .env = env, .cwd = cwd }, argv);
+}

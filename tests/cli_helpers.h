@@ -49,8 +49,47 @@ char *cli_bin_shared_copy(void);
 void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *argv);
 void cli_run_release(struct cli_run *r);
 
-/* Convenience: run the binary with argv and the per-test environment. */
-#define CLI(r, ...) cli_run((r), &(struct cli_opts){ .env = test_env }, \
+/*
+ * One CLI test's world: a private directory, a store inside it, and the
+ * environment every call of the test gets (DOLSOT_CACHE_DIR first, then the
+ * suite's own entries: "NAME=VALUE" sets, "NAME" unsets).
+ */
+#define CLI_TEST_ENV_MAX 24
+struct cli_test {
+	char *tmp;              /* NULL outside a test */
+	char store[4200];
+	char store_env[4300];   /* "DOLSOT_CACHE_DIR=<store>" */
+	const char *env[CLI_TEST_ENV_MAX];
+};
+
+/* The entries of the usual CLI suite: the settings a caller's environment
+ * could change unset, and no type gate (it has a suite of its own, and a
+ * checker on the machine must not change what a cell does). */
+extern const char *const cli_usual_env[];
+
+/* Make t's directory and store and set its environment to the store and
+ * entries (NULL-terminated).  If the test process exits early (a failed
+ * check), t is ended then. */
+void cli_test_begin(struct cli_test *t, const char *const *entries);
+
+/* Append one entry (kept by the caller) to t's environment. */
+void cli_test_add_env(struct cli_test *t, const char *entry);
+
+/* In the warm run of a suite (DOLSOT_TEST_WARM set), start the store's
+ * server before the test; returns its --server-start run's exit code, 0
+ * when not warm, with its stderr in err. */
+int cli_test_warm(const struct cli_test *t, char *err, size_t errlen);
+
+/* Stop the store's server and remove the directory; again is harmless. */
+void cli_test_end(struct cli_test *t);
+
+/* Run argv in cwd (NULL: ours) with t's environment plus extra. */
+void cli_test_run(const struct cli_test *t, struct cli_run *r, const char *cwd,
+                  const char *const *extra, const char *const *argv);
+
+/* Convenience: run the binary with argv and the test's environment, which
+ * a suite keeps in its struct cli_test named fx. */
+#define CLI(r, ...) cli_run((r), &(struct cli_opts){ .env = fx.env }, \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
 /* A fresh private directory; removed (recursively) by cli_rmtree. */
