@@ -383,10 +383,56 @@ def _remove(tmp, names):
         pass
 
 
+_GATE_DIR = "dolsot-gate-"
+_GATE_FILES = (CELL_FILE, "pyrightconfig.json")
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass   # another user's: alive
+    return True
+
+
+def _pid_namespace():
+    """Which pids a name's pid is one of: a sandboxed worker has its own."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
+def _sweep(base, ns):
+    """Remove the directories of workers killed while their checker ran
+    (the deadline, a host that gave up): their pid, in our pid namespace,
+    is gone."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        parts = name[len(_GATE_DIR):].split("-")
+        if (not name.startswith(_GATE_DIR) or len(parts) != 3 or parts[0] != ns
+                or not parts[1].isdigit() or _alive(int(parts[1]))):
+            continue
+        path = os.path.join(base, name)
+        try:
+            if os.lstat(path).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        _remove(path, _GATE_FILES)
+
+
 def _private_dir():
     base = os.environ.get("TMPDIR") or "/tmp"
+    ns = _pid_namespace()
+    _sweep(base, ns)
     for _ in range(16):
-        path = os.path.join(base, f"dolsot-gate-{os.getpid()}-{os.urandom(6).hex()}")
+        path = os.path.join(base, f"{_GATE_DIR}{ns}-{os.getpid()}-{os.urandom(6).hex()}")
         try:
             os.mkdir(path, 0o700)
             return path
@@ -419,7 +465,7 @@ def _run(code, held, toolboxes):
         status, rc, out, err, took = _dolsot.run_checker(
             argv, _environment(extra), tmp, seconds, OUTPUT_CAP)
     finally:
-        _remove(tmp, (CELL_FILE, "pyrightconfig.json"))
+        _remove(tmp, _GATE_FILES)
     if status == "timeout":
         raise _Skip(f"warning: type gate skipped: {name} did not finish within "
                     f"{took:.1f}s (half the time the call had left)")

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_helpers.h"
@@ -460,12 +461,14 @@ static void teardown(void)
 }
 
 /* Run dolsot in the case's directory with the toolboxes and the checker. */
-static void run(struct cli_run *r, const char *checker, const char *typecheck,
-                const char *session, const char *code, const char *timeout)
+/* As run(), with one more environment entry (or NULL). */
+static void run_with(struct cli_run *r, const char *checker, const char *typecheck,
+                     const char *session, const char *code, const char *timeout,
+                     const char *extra)
 {
 	char bin_env[4300], tc_env[64];
 	const char *env[] = { store_env, cache_env, bin_env, tc_env, server_env, "DOLSOT_TIMEOUT",
-	                      "DOLSOT_MAX_OUTPUT", "PYTHONPATH", "VIRTUAL_ENV", NULL };
+	                      "DOLSOT_MAX_OUTPUT", "PYTHONPATH", "VIRTUAL_ENV", extra, NULL };
 	const char *argv[] = { "dolsot", "--toolbox", "mytools:mt", "--toolbox", "plain:pl",
 	                       "--session", session, "--timeout", timeout ? timeout : "60",
 	                       code, NULL };
@@ -473,6 +476,12 @@ static void run(struct cli_run *r, const char *checker, const char *typecheck,
 	snprintf(bin_env, sizeof(bin_env), "DOLSOT_TY_BIN=%s", checker ? checker : "ty");
 	snprintf(tc_env, sizeof(tc_env), "DOLSOT_TYPECHECK=%s", typecheck);
 	cli_run(r, &(struct cli_opts){ .env = env, .cwd = cwd_path }, argv);
+}
+
+static void run(struct cli_run *r, const char *checker, const char *typecheck,
+                const char *session, const char *code, const char *timeout)
+{
+	run_with(r, checker, typecheck, session, code, timeout, NULL);
 }
 
 #define ck_code(r, want) ck_assert_msg((r)->code == (want), \
@@ -710,6 +719,44 @@ START_TEST(hanging_checker_fails_open_within_the_deadline)
 	pid = (pid_t)atoi(pid_text);
 	free(pid_text);
 	ck_assert(pid > 1 && !cli_pid_alive(pid));
+}
+END_TEST
+
+/* A worker killed while its checker ran (the deadline, a host that gave up)
+ * leaves the checker's directory behind; the next check removes it, as its
+ * pid is gone, and leaves a live worker's alone. */
+START_TEST(stale_checker_directories_are_removed)
+{
+	char path[4300], tmpdir_env[4300], ns[64], stale[4400], live[4400], file[4500];
+	struct cli_run r;
+	struct stat st;
+	pid_t gone = fork();
+
+	if (gone == 0)
+		_exit(0);
+	ck_assert_int_gt(gone, 0);
+	waitpid(gone, NULL, 0);
+	ck_assert_int_eq(stat("/proc/self/ns/pid", &st), 0);
+	snprintf(ns, sizeof(ns), "%lu", (unsigned long)st.st_ino);
+	snprintf(stale, sizeof(stale), "%s/dolsot-gate-%s-%d-0123456789ab", tmp, ns, (int)gone);
+	snprintf(live, sizeof(live), "%s/dolsot-gate-%s-%d-0123456789ab", tmp, ns, (int)getpid());
+	for (int i = 0; i < 2; i++) {
+		const char *dir = i ? live : stale;
+
+		ck_assert_int_eq(mkdir(dir, 0700), 0);
+		snprintf(file, sizeof(file), "%s/_dolsot_cell.py", dir);
+		cli_write_file(file, "x = 1\n");
+		snprintf(file, sizeof(file), "%s/pyrightconfig.json", dir);
+		cli_write_file(file, "{}\n");
+	}
+	write_script("okcheck", "#!/bin/sh\nexit 0\n", path, sizeof(path));
+	snprintf(tmpdir_env, sizeof(tmpdir_env), "TMPDIR=%s", tmp);
+	run_with(&r, path, "1", "s", "1 + 1", NULL, tmpdir_env);
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.out, "2\n");
+	cli_run_release(&r);
+	ck_assert_msg(stat(stale, &st) < 0 && errno == ENOENT, "%s is still there", stale);
+	ck_assert_msg(stat(live, &st) == 0, "%s was removed", live);
 }
 END_TEST
 
@@ -958,6 +1005,7 @@ static Suite *typegate_suite(void)
 	tcase_add_loop_test(gate, valid_cells_pass_the_gate, 0, 2);
 	tcase_add_test(open, missing_checker_runs_the_cell_silently);
 	tcase_add_test(open, hanging_checker_fails_open_within_the_deadline);
+	tcase_add_test(open, stale_checker_directories_are_removed);
 	tcase_add_test(open, crashing_checker_fails_open_with_a_warning);
 	tcase_add_test(open, unreadable_output_fails_open_with_a_warning);
 	tcase_add_test(open, generic_checker_format_blocks);
