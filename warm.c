@@ -25,7 +25,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <spawn.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -334,21 +333,43 @@ out:
 	return st;
 }
 
+/* In the child: become the server, with fds 0-2 on /dev/null (the
+ * caller's pipes must see their end when we exit, not when it does). */
+static __attribute__((noreturn)) void exec_server(int dir_copy, int key_copy,
+                                                  int lock_copy, char *const argv[])
+{
+	struct sigaction dfl;
+	sigset_t none;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &dfl, NULL);   /* EINVAL for KILL/STOP is fine */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+	    setsid() < 0 || dup2(dir_copy, SERVER_DIR_FD) < 0 ||
+	    dup2(key_copy, SERVER_KEY_FD) < 0 || dup2(lock_copy, SERVER_LOCK_FD) < 0)
+		_exit(127);
+	execve("/proc/self/exe", argv, environ);
+	_exit(127);
+}
+
 /*
  * The server is a fresh exec of ourselves as "dolsot-server", in a new
  * session, not waited for: it gets a clean address space and command line
  * (ps would otherwise show the code of the call that started it for as
- * long as it lives), and the call that starts it does not pay for it.
- * The store directory goes on fd 3, a memfd with the environment to warm
- * first on fd 4, and the server lock, already taken, on fd 5, so a second
- * caller never starts a second server and --server-stop never misses one
- * that is still starting.
+ * long as it lives), and the call that starts it does not pay for it: a
+ * plain fork, not posix_spawn, whose vfork would hold us until the exec is
+ * done (about 1 ms of a first call).  The store directory goes on fd 3, a
+ * memfd with the environment to warm first on fd 4, and the server lock,
+ * already taken, on fd 5, so a second caller never starts a second server
+ * and --server-stop never misses one that is still starting.
  */
 int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key)
 {
 	static struct wire_msg prewarm;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
 	char idle[64];
 	char *argv[] = { SERVER_ARGV0, idle, NULL };
 	int lock = -1, memfd = -1, ret = -1;
@@ -378,26 +399,13 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key
 	lock_copy = fcntl(lock, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
 	if (dir_copy < 0 || key_copy < 0 || lock_copy < 0)
 		goto out;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	posix_spawn_file_actions_adddup2(&fa, dir_copy, SERVER_DIR_FD);
-	posix_spawn_file_actions_adddup2(&fa, key_copy, SERVER_KEY_FD);
-	posix_spawn_file_actions_adddup2(&fa, lock_copy, SERVER_LOCK_FD);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-	                         POSIX_SPAWN_SETSIGDEF);
-	{
-		sigset_t none, all;
-
-		sigemptyset(&none);
-		sigfillset(&all);
-		posix_spawnattr_setsigmask(&attr, &none);
-		posix_spawnattr_setsigdefault(&attr, &all);
-	}
-	ret = posix_spawn(&pid, "/proc/self/exe", &fa, &attr, argv, environ) == 0 ? 0 : -1;
-	if (ret == 0)
+	pid = fork();
+	if (pid == 0)
+		exec_server(dir_copy, key_copy, lock_copy, argv);
+	if (pid > 0) {
 		proc_spare(pid);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
+		ret = 0;
+	}
 out:
 	close_fd(&dir_copy);
 	close_fd(&key_copy);
