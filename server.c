@@ -375,6 +375,36 @@ static void memory_of(pid_t pid, long *rss, long *pss, long *priv)
 
 static const char *const state_names[] = { "starting", "ready", "failed" };
 
+/* The zygote's spare (the worker it forked ahead of the next call), or 0. */
+static pid_t spare_of(pid_t zygote)
+{
+	char path[96], text[1024], comm[32];
+	pid_t found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)zygote, (int)zygote);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (!fgets(text, sizeof(text), f))
+		text[0] = '\0';
+	fclose(f);
+	for (char *p = text, *end; !found; p = end) {
+		long kid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", kid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && strcmp(comm, "dolsot-spare\n") == 0)
+			found = (pid_t)kid;
+		fclose(f);
+	}
+	return found;
+}
+
 static void on_info(struct server *s, int client)
 {
 	char text[WIRE_MAX_PAYLOAD];
@@ -393,6 +423,7 @@ static void on_info(struct server *s, int client)
 	for (int i = 0; i < SERVER_MAX_ZYGOTES && n < sizeof(text) - 512; i++) {
 		struct zygote *z = &s->z[i];
 		struct zygote_env env;
+		pid_t spare;
 
 		if (!z->key_len)
 			continue;
@@ -409,6 +440,13 @@ static void on_info(struct server *s, int client)
 			n += (size_t)snprintf(text + n, sizeof(text) - n, " %s", env.modules[j]);
 		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\n",
 		                      env.n_modules ? "" : " -");
+		spare = spare_of(z->pid);
+		if (spare > 0) {
+			memory_of(spare, &rss, &pss, &priv);
+			n += (size_t)snprintf(text + n, sizeof(text) - n,
+			                      "  spare %d: %ld kB rss, %ld kB pss, %ld kB private\n",
+			                      (int)spare, rss, pss, priv);
+		}
 	}
 	wire_send(client, WIRE_INFO, 0, 0, text, n, NULL, 0);
 }

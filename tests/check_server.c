@@ -530,6 +530,16 @@ START_TEST(a_spare_waits_between_calls)
 	ck_assert_uint_eq(children_named(zygote, "dolsot-spare", spare, 4), 1);
 	ck_assert_int_ne(spare[0], atoi(a));
 	ck_assert_int_ne(spare[0], atoi(b));
+	/* --server-status shows it, under its zygote. */
+	{
+		struct cli_run r;
+		char line[64];
+
+		CLI(&r, "--server-status");
+		snprintf(line, sizeof(line), "\n  spare %d: ", (int)spare[0]);
+		ck_assert_msg(cli_has(r.out, line), "no '%s' in:\n%s", line + 1, r.out);
+		cli_run_release(&r);
+	}
 	free(a);
 	free(b);
 }
