@@ -24,6 +24,14 @@ RES_SAVE = 2
 REQ_TYPECHECK = 1
 REQ_CARRY = 2
 MAX_ERROR_LINES = 20
+# The deepest recursion dolsot's own pickling may use, whatever limit a cell
+# set.  Without a bound, a value nested past what the 8 MB C stack holds
+# (between 10,000 and 100,000 levels, by shape) kills the worker and every
+# name of the call with it; with it, a RecursionError drops just that value.
+# A level costs the pickler two or three of these: lists, dicts, tuples and
+# objects with __reduce__ or __getstate__ nested 200,000 deep are dropped,
+# 3,000 deep kept (tests/check_hostile.c).
+DUMP_RECURSION_MAX = 20000
 
 
 def _import_pickle():
@@ -428,6 +436,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     try:
         state = _session_names(ns, loaded)
         pieces, keep = carry.save()
+        sys.setrecursionlimit(min(sys.getrecursionlimit(),
+                                  max(default_recursion, DUMP_RECURSION_MAX)))
         new_blob, held, dropped, lost = _session.dump(state, pieces, keep,
                                                       carry.stored())
         carry.lost(lost)
