@@ -511,13 +511,20 @@ s3trace() {
 	set --
 	while [ "$n" -le "$TRACE_RUNS" ]; do
 		z=$OUT/s3trace-$n-zygote.strace c=$OUT/s3trace-$n-client.strace
-		strace -f -tt -T -o "$z" -p "$zyg" 2>"$WORK/strace-attach.err" &
+		# The zygote's spare (forked before we attach) runs the call.
+		spare=$(spare_of "$zyg")
+		# shellcheck disable=SC2046 # one -p PID pair per spare
+		strace -f -tt -T -o "$z" -p "$zyg" $(for s in $spare; do echo "-p $s"; done) \
+			2>"$WORK/strace-attach.err" &
 		spid=$!
-		# wait until strace has seized the zygote
+		# wait until strace has seized the zygote and its spare
 		i=0
-		while [ "$(awk '/^TracerPid/ {print $2}' "/proc/$zyg/status")" = 0 ] && [ $i -lt 100 ]; do
-			sleep 0.05
-			i=$((i + 1))
+		for p in "$zyg" $spare; do
+			while [ "$(awk '/^TracerPid/ {print $2}' "/proc/$p/status")" = 0 ] &&
+				[ $i -lt 100 ]; do
+				sleep 0.05
+				i=$((i + 1))
+			done
 		done
 		t0=$(date +%s%N)
 		clean DOLSOT_CACHE_DIR="$DC" strace -f -tt -T -o "$c" "$DBIN" --session s3 "$mcell" \
@@ -536,7 +543,9 @@ s3trace() {
 	# the environment (PATH, PERF_*), which would select another zygote:
 	# the client gets the clean one back through env -i.
 	if command -v perf >/dev/null 2>&1; then
-		perf record -q -e cpu-clock -F 4000 -g -p "$zyg" -o "$OUT/s3-worker.perf" \
+		spare=$(spare_of "$zyg")
+		perf record -q -e cpu-clock -F 4000 -g -p "$zyg${spare:+,$spare}" \
+			-o "$OUT/s3-worker.perf" \
 			>/dev/null 2>&1 &
 		ppid=$!
 		sleep 0.5
@@ -550,6 +559,14 @@ s3trace() {
 		$PY "$ROOT/bench/s3phases.py" --perf client "$OUT/s3-client.perf" \
 			--perf worker "$OUT/s3-worker.perf" | tee -a "$OUT/s3trace.md"
 	fi
+}
+
+# The pids of a zygote's spares (the worker it forked ahead of the next call).
+spare_of() {
+	for k in $(cat "/proc/$1/task/$1/children" 2>/dev/null); do
+		[ "$(cat "/proc/$k/comm" 2>/dev/null)" = dolsot-spare ] && echo "$k"
+	done
+	return 0
 }
 
 # --- memory at rest -----------------------------------------------------------

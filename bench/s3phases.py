@@ -161,8 +161,14 @@ def worker_phases(procs):
                 and e["text"].startswith(f"{e['name']}({wfd},")), default=None)
     after = last + 1 if last is not None and last + 1 < len(ev) else None
     ex = first(ev, lambda e: e["name"] == "exit_group")
+    # A spare (forked before the call) starts when it receives the call.
+    start, label = 0, "worker: start (after fork), reset signals, setup"
+    if fork_t is None:
+        got = first(ev, lambda e: e["name"] == "recvmsg")
+        if got is not None and got + 1 < len(ev):
+            start, label = got + 1, "worker (the zygote's spare): takes the call, setup"
     out = phases(ev, [
-        ("worker: start (after fork), reset signals, setup", 0),
+        (label, start),
         ("worker: restore = map + unpickle the session", mreq),
         ("worker: dump = pickle (into a list of parts)", mark),
         ("worker: write the session into the temp file", wres),
