@@ -561,13 +561,12 @@ def cmd_rss(a):
     # call): seize that too.  The spare it forks during the call never exits
     # and is let go once the command has.
     attached = [int(x) for x in a.attach or []]
-    spares = []
+    seized = []
     for z in attached:
         ptrace(PTRACE_SEIZE, z, opts)
-        for kid in children(z):
-            if proc_comm(kid) == "dolsot-spare":
-                ptrace(PTRACE_SEIZE, kid, opts)
-                spares.append(kid)
+        for kid in spares(z):
+            ptrace(PTRACE_SEIZE, kid, opts)
+            seized.append(kid)
     (argv, env), = parse_unit(shlex.join(a.command))
     outf, errf = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     root = os.fork()
@@ -592,11 +591,11 @@ def cmd_rss(a):
     ptrace(PTRACE_SETOPTIONS, root, opts | O_EXITKILL)
     ptrace(PTRACE_CONT, root)
     procs = {}   # tgid -> record
-    live = {root, *spares}   # traced processes other than the attached ones
+    live = {root, *seized}   # traced processes other than the attached ones
     rc = None
     while rc is None or live:
         if rc is not None:
-            for pid in [p for p in live if proc_comm(p) == "dolsot-spare"]:
+            for pid in [p for p in live if proc_name(p) == "dolsot-spare"]:
                 let_go(pid)
                 live.discard(pid)
             if not live:
@@ -693,20 +692,15 @@ def smaps_rollup(pid):
     return out
 
 
-def children(pid):
+def spares(zygote):
+    """The zygote's spares: its children named dolsot-spare (the worker it
+    forked ahead of the next call)."""
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
+        with open(f"/proc/{zygote}/task/{zygote}/children") as f:
+            kids = [int(x) for x in f.read().split()]
     except OSError:
         return []
-
-
-def proc_comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    return [k for k in kids if proc_name(k) == "dolsot-spare"]
 
 
 def cmd_smaps(a):
@@ -737,9 +731,8 @@ def cmd_smaps(a):
     # not in --server-status: it is the zygote's child named dolsot-spare.
     for role, pid, st, env in list(procs):
         if role == "zygote":
-            for kid in children(pid):
-                if proc_comm(kid) == "dolsot-spare":
-                    procs.append(["spare", kid, f"spare of zygote {pid}", env])
+            for kid in spares(pid):
+                procs.append(["spare", kid, f"spare of zygote {pid}", env])
     print(f"| {a.label} process | pid | threads | RSS kB | PSS kB | private kB "
           f"(clean+dirty) | shared kB | anon kB | swap kB | --server-status says |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
