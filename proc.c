@@ -59,28 +59,32 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-size_t proc_list_children(pid_t *pids, size_t max)
+size_t proc_list_children(pid_t pid, pid_t *pids, size_t max)
 {
-	char path[300];
-	DIR *tasks = opendir("/proc/self/task");
+	char path[300], proc[32] = "self";
+	DIR *tasks;
 	struct dirent *t;
 	size_t n = 0;
 
+	if (pid)
+		snprintf(proc, sizeof(proc), "%d", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%s/task", proc);
+	tasks = opendir(path);
 	if (!tasks)
 		return 0;
 	/* Threads a library started may have forked too: read every task. */
 	while ((t = readdir(tasks)) && n < max) {
 		FILE *f;
-		long pid;
+		long kid;
 
 		if (t->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/children", t->d_name);
+		snprintf(path, sizeof(path), "/proc/%s/task/%s/children", proc, t->d_name);
 		f = fopen(path, "re");
 		if (!f)
 			continue;
-		while (n < max && fscanf(f, "%ld", &pid) == 1)
-			pids[n++] = (pid_t)pid;
+		while (n < max && fscanf(f, "%ld", &kid) == 1)
+			pids[n++] = (pid_t)kid;
 		fclose(f);
 	}
 	closedir(tasks);
@@ -100,7 +104,7 @@ void proc_kill_descendants(void)
 	pid_t pids[256];
 
 	for (;;) {
-		size_t n = proc_list_children(pids, sizeof(pids) / sizeof(*pids)), killed = 0;
+		size_t n = proc_list_children(0, pids, sizeof(pids) / sizeof(*pids)), killed = 0;
 		pid_t got;
 
 		for (size_t i = 0; i < n; i++) {
@@ -145,7 +149,7 @@ void proc_close_fds_except(const int *keep, int nkeep)
 	}
 }
 
-static void child_reset_signals(const sigset_t *oldmask)
+void proc_reset_signals(const sigset_t *oldmask)
 {
 	struct sigaction dfl;
 
@@ -158,7 +162,7 @@ static void child_reset_signals(const sigset_t *oldmask)
 
 int proc_child_detach(pid_t parent, const int *keep, int nkeep, const sigset_t *mask)
 {
-	child_reset_signals(mask);
+	proc_reset_signals(mask);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		return -1;
 	setpgid(0, 0);

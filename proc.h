@@ -69,8 +69,12 @@ void proc_kill_descendants(void);
  * proc_kill_descendants: it is our child but belongs to no call. */
 void proc_spare(pid_t pid);
 
-/* pids of this process's children (every thread's), at most max. */
-size_t proc_list_children(pid_t *pids, size_t max);
+/* pids of the children of process pid (0: this one), every thread's, at
+ * most max. */
+size_t proc_list_children(pid_t pid, pid_t *pids, size_t max);
+
+/* Every signal's handler back to the default, and mask as the mask. */
+void proc_reset_signals(const sigset_t *mask);
 
 /* Close every fd >= 3 except keep[0..nkeep). */
 void proc_close_fds_except(const int *keep, int nkeep);

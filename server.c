@@ -378,31 +378,24 @@ static const char *const state_names[] = { "starting", "ready", "failed" };
 /* The zygote's spare (the worker it forked ahead of the next call), or 0. */
 static pid_t spare_of(pid_t zygote)
 {
-	char path[96], text[1024], comm[32];
-	pid_t found = 0;
-	FILE *f;
+	pid_t kids[16];
+	size_t n = proc_list_children(zygote, kids, 16);
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)zygote, (int)zygote);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (!fgets(text, sizeof(text), f))
-		text[0] = '\0';
-	fclose(f);
-	for (char *p = text, *end; !found; p = end) {
-		long kid = strtol(p, &end, 10);
+	for (size_t i = 0; i < n; i++) {
+		char path[64], comm[32] = "";
+		FILE *f;
+		bool spare;
 
-		if (end == p)
-			break;
-		snprintf(path, sizeof(path), "/proc/%ld/comm", kid);
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)kids[i]);
 		f = fopen(path, "re");
 		if (!f)
 			continue;
-		if (fgets(comm, sizeof(comm), f) && strcmp(comm, "dolsot-spare\n") == 0)
-			found = (pid_t)kid;
+		spare = fgets(comm, sizeof(comm), f) && strcmp(comm, "dolsot-spare\n") == 0;
 		fclose(f);
+		if (spare)
+			return kids[i];
 	}
-	return found;
+	return 0;
 }
 
 static void on_info(struct server *s, int client)

@@ -338,16 +338,11 @@ out:
 static __attribute__((noreturn)) void exec_server(int dir_copy, int key_copy,
                                                   int lock_copy, char *const argv[])
 {
-	struct sigaction dfl;
 	sigset_t none;
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &dfl, NULL);   /* EINVAL for KILL/STOP is fine */
 	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	proc_reset_signals(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
 	    setsid() < 0 || dup2(dir_copy, SERVER_DIR_FD) < 0 ||
 	    dup2(key_copy, SERVER_KEY_FD) < 0 || dup2(lock_copy, SERVER_LOCK_FD) < 0)
