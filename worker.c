@@ -641,10 +641,21 @@ void worker_after_fork_parent(void)
 /* Python's after-fork work is done in this process (a spare). */
 static bool python_forked;
 
+/* Python's own after-fork work (its fork hooks, the worker's after_fork):
+ * 0, or -1 with the exception set. */
+static int python_after_fork(void)
+{
+	PyObject *done;
+
+	PyOS_AfterFork_Child();
+	done = PyObject_CallMethod(zygote_module, "after_fork", NULL);
+	Py_XDECREF(done);
+	return done ? 0 : -1;
+}
+
 int worker_zygote_spare(void)
 {
-	PyOS_AfterFork_Child();
-	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL)) {
+	if (python_after_fork() < 0) {
 		PyErr_Clear();
 		return -1;
 	}
@@ -660,7 +671,8 @@ void worker_zygote_child(const struct worker_fds *given)
 	char err[PATH_MAX + 128];
 
 	/* Up to Python's own after-fork work, only C runs: with a sandbox that
-	 * work is done once, in the sandboxed process (a fork of this one). */
+	 * work is done in the sandboxed process (a fork of this one), again if
+	 * this is a spare, which did it before the call. */
 	worker_pid = getpid();
 	read_request(fds.request, fds.result, &r);
 	map_session(&fds, &r);
@@ -675,11 +687,7 @@ void worker_zygote_child(const struct worker_fds *given)
 		}
 	}
 	isolate(&r, &fds);
-	/* A sandbox forked again: that process is new to Python too. */
-	if (python_forked && !(r.flags & REQ_SANDBOX))
-		serve(zygote_module, &r, &fds);
-	PyOS_AfterFork_Child();
-	if (!PyObject_CallMethod(zygote_module, "after_fork", NULL))
+	if ((!python_forked || (r.flags & REQ_SANDBOX)) && python_after_fork() < 0)
 		answer_python_error(result_fd, "worker failed after fork");
 	serve(zygote_module, &r, &fds);
 }

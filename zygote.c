@@ -152,6 +152,22 @@ static void drop_spare(void)
 	spare.sock = -1;
 }
 
+/* fork() between Python's fork hooks; the child gets a process group of
+ * its own (it sets it too, so kill(-pid) works whichever runs first). */
+static pid_t fork_worker(void)
+{
+	pid_t pid;
+
+	worker_before_fork();
+	pid = fork();
+	if (pid == 0)
+		return 0;
+	worker_after_fork_parent();
+	if (pid > 0)
+		setpgid(pid, pid);
+	return pid;
+}
+
 /* Fork a spare unless one waits already (failing quietly: calls then fork
  * as they come). */
 static void make_spare(const sigset_t *mask)
@@ -161,17 +177,14 @@ static void make_spare(const sigset_t *mask)
 
 	if (spare.pid > 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return;
-	worker_before_fork();
-	pid = fork();
+	pid = fork_worker();
 	if (pid == 0)
 		spare_main(self, sv[1], mask);
-	worker_after_fork_parent();
 	close(sv[1]);
 	if (pid < 0) {
 		close(sv[0]);
 		return;
 	}
-	setpgid(pid, pid);
 	spare.pid = pid;
 	spare.sock = sv[0];
 }
@@ -184,22 +197,17 @@ static pid_t worker_for(struct wire_msg *m, const sigset_t *mask)
 	if (spare.pid > 0 &&
 	    wire_send(spare.sock, WIRE_RUN, m->a, 0, NULL, 0, m->fds, m->nfds) == 0) {
 		pid = spare.pid;
-		close(spare.sock);
-		spare.pid = -1;
-		spare.sock = -1;
+		spare.pid = -1;   /* it is the call's now: not to be killed */
+		drop_spare();
 		return pid;
 	}
 	drop_spare();
-	worker_before_fork();
-	pid = fork();
+	pid = fork_worker();
 	if (pid == 0) {
 		if (proc_child_detach(self, m->fds, (int)m->nfds, mask) < 0)
 			_exit(127);
 		worker_run(m->fds, m->nfds);
 	}
-	worker_after_fork_parent();
-	if (pid > 0)
-		setpgid(pid, pid);
 	return pid;
 }
 
@@ -241,7 +249,7 @@ static void sweep_orphans(void)
 	pid_t kids[512];
 
 	for (int rounds = 0; rounds < 1000; rounds++) {
-		size_t n = proc_list_children(kids, 512), killed = 0;
+		size_t n = proc_list_children(0, kids, 512), killed = 0;
 
 		for (size_t i = 0; i < n; i++) {
 			if (is_call(kids[i]) || kids[i] == spare.pid)
