@@ -101,8 +101,7 @@ static int pack_environ(struct span *out, char **buf)
 }
 
 static int encode_request(const struct run_args *a, size_t blob_len, bool found,
-                          double budget, const char *cgroup, bool warm,
-                          struct frame_buf *buf)
+                          const char *cgroup, bool warm, struct frame_buf *buf)
 {
 	struct request r;
 	char cwd[PATH_MAX], *env = NULL;
@@ -125,7 +124,7 @@ static int encode_request(const struct run_args *a, size_t blob_len, bool found,
 	}
 	r.n_toolboxes = a->n_toolboxes;
 	r.max_output = a->settings->max_output;
-	r.budget_ns = (uint64_t)(budget * 1e9);
+	r.budget_ns = (uint64_t)(a->settings->timeout * 1e9);
 	if (a->settings->carry)
 		r.flags |= REQ_CARRY;
 	/* A warm worker is forked from a zygote, not from us: tell it where and
@@ -293,7 +292,7 @@ static int build_request(const struct run_args *a, size_t blob_len, bool found,
 	frame_buf_release(req);
 	if (warm && !a->settings->server)
 		return 0;
-	if (encode_request(a, blob_len, found, a->settings->timeout, cgroup, warm, req) < 0) {
+	if (encode_request(a, blob_len, found, cgroup, warm, req) < 0) {
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		return -1;
 	}
