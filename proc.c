@@ -61,7 +61,7 @@ static void close_fd(int *fd)
 
 size_t proc_list_children(pid_t pid, pid_t *pids, size_t max)
 {
-	char path[300], proc[32] = "self";
+	char proc[32] = "self", path[sizeof(proc) + 256 + sizeof("/proc//task//children")];
 	DIR *tasks;
 	struct dirent *t;
 	size_t n = 0;
