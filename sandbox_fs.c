@@ -36,10 +36,7 @@
 #define STAGE "/tmp"              /* where the new root is built */
 #define OVL_DIR "/.dolsot-overlay" /* upper layers, unmounted before the pivot */
 
-/* Host directories bound whole; links to them are copied as links. */
-static const char *const system_dirs[] = {
-	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-};
+static const char *const system_dirs[] = { SANDBOX_SYSTEM_DIRS };
 
 /* Single host entries made visible read-only when they exist. */
 static const char *const system_files[] = {
@@ -93,8 +90,7 @@ static const char *staged(char *buf, size_t len, const char *path)
 	return buf;
 }
 
-/* True when path is dir or below it. */
-static bool is_under(const char *path, const char *dir)
+bool sandbox_path_under(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 
@@ -230,7 +226,8 @@ static int check_bind_path(struct fs *f, size_t i)
 	const char *p = f->cfg->binds[i].path;
 
 	for (size_t r = 0; r < sizeof(reserved) / sizeof(*reserved); r++) {
-		if (is_under(p, reserved[r]) || is_under(reserved[r], p)) {
+		if (sandbox_path_under(p, reserved[r]) ||
+		    sandbox_path_under(reserved[r], p)) {
 			snprintf(f->err, f->errlen, "cannot bind %s: it overlaps the system path %s",
 			         p, reserved[r]);
 			return -1;
@@ -243,7 +240,7 @@ static int check_bind_path(struct fs *f, size_t i)
 	for (size_t j = 0; j < i; j++) {
 		const char *q = f->cfg->binds[j].path;
 
-		if (is_under(p, q) || is_under(q, p)) {
+		if (sandbox_path_under(p, q) || sandbox_path_under(q, p)) {
 			snprintf(f->err, f->errlen, "cannot bind %s: it overlaps %s", p, q);
 			return -1;
 		}
@@ -372,10 +369,10 @@ static int make_cwd(struct fs *f)
 	if (!cwd || cwd[0] != '/')
 		return 0;
 	for (size_t i = 0; i < f->cfg->n_binds; i++)
-		if (is_under(cwd, f->cfg->binds[i].path))
+		if (sandbox_path_under(cwd, f->cfg->binds[i].path))
 			return 0;
 	for (size_t r = 0; r < sizeof(reserved) / sizeof(*reserved); r++)
-		if (is_under(cwd, reserved[r]))
+		if (sandbox_path_under(cwd, reserved[r]))
 			return 0;
 	return mkdir_p(f, staged(at, sizeof(at), cwd));
 }

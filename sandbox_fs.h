@@ -8,9 +8,17 @@
 #ifndef DOLSOT_SANDBOX_FS_H
 #define DOLSOT_SANDBOX_FS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "sandbox.h"
+
+/* The host directories bound whole, read-only, into every sandbox (links
+ * to them are copied as links); the plan and the build share the list. */
+#define SANDBOX_SYSTEM_DIRS "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"
+
+/* True when path is dir or below it. */
+bool sandbox_path_under(const char *path, const char *dir);
 
 /*
  * Build the tree and pivot into it, in a process that owns a fresh mount

@@ -17,13 +17,12 @@
 #include <unistd.h>
 
 #include "pidcg.h"
+#include "sandbox_fs.h"
 
 #define PY_VERSION_DIR "python3.11"
 
 /* Shown whole in every sandbox: nothing under them needs a bind. */
-static const char *const system_dirs[] = {
-	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-};
+static const char *const system_dirs[] = { SANDBOX_SYSTEM_DIRS };
 
 /* Built by the sandbox itself: no --mount may touch them. */
 static const char *const reserved[] = {
@@ -45,24 +44,15 @@ struct plan {
 	size_t errlen;
 };
 
-static bool is_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (strcmp(dir, "/") == 0)
-		return true;
-	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
 static bool overlaps(const char *a, const char *b)
 {
-	return is_under(a, b) || is_under(b, a);
+	return sandbox_path_under(a, b) || sandbox_path_under(b, a);
 }
 
 static bool under_system(const char *path)
 {
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++)
-		if (is_under(path, system_dirs[i]))
+		if (sandbox_path_under(path, system_dirs[i]))
 			return true;
 	return false;
 }
@@ -240,11 +230,12 @@ static enum plan_status add_toolboxes(struct plan *p, const struct plan_input *i
 		where = find_module(dirs, top);
 		if (!where)
 			continue;   /* the worker reports it cannot be imported */
-		covered = under_system(where) || (venv && is_under(where, venv));
+		covered = under_system(where) || (venv && sandbox_path_under(where, venv));
 		for (size_t b = 0; b < p->n && !covered; b++)
-			covered = is_under(where, p->b[b].path);
+			covered = sandbox_path_under(where, p->b[b].path);
 		for (size_t r = 0; r < sizeof(reserved) / sizeof(*reserved) && !covered; r++) {
-			if (is_under(where, reserved[r]) && strcmp(reserved[r], "/tmp") != 0) {
+			if (sandbox_path_under(where, reserved[r]) &&
+			    strcmp(reserved[r], "/tmp") != 0) {
 				snprintf(p->err, p->errlen, "toolbox '%s' is at %s, which cannot be "
 				         "shown in the sandbox", module, where);
 				free(where);
@@ -292,7 +283,7 @@ static enum plan_status check_mount(struct plan *p, const struct mount_arg *m)
 		bool tmp = strcmp(reserved[r], "/tmp") == 0;
 
 		/* Below /tmp is fine: that is the sandbox's own tmpfs. */
-		if (tmp ? is_under("/tmp", m->virt) : overlaps(m->virt, reserved[r]))
+		if (tmp ? sandbox_path_under("/tmp", m->virt) : overlaps(m->virt, reserved[r]))
 			return mount_error(p, m, "the virtual path would shadow %s, which the "
 			                   "sandbox provides itself", reserved[r]);
 	}
@@ -300,7 +291,7 @@ static enum plan_status check_mount(struct plan *p, const struct mount_arg *m)
 		struct bind *b = &p->b[i];
 
 		/* A toolbox reached through an identical mount needs no bind. */
-		if (is_under(b->path, m->virt) && strcmp(m->host, m->virt) == 0 &&
+		if (sandbox_path_under(b->path, m->virt) && strcmp(m->host, m->virt) == 0 &&
 		    strncmp(b->what, "--mount", 7) != 0) {
 			drop_bind(p, i--);
 			continue;
