@@ -12,7 +12,7 @@
 # under tests/regress/NAME/.
 #
 # Each harness is also a unit test, tests/check_regress_NAME (and its -asan
-# twin): built with the test compiler and tests/check_regress.c as main, it
+# twin; both built under build/tests/, like the fuzzers under build/fuzz/): built with the test compiler and tests/check_regress.c as main, it
 # replays the seeds and tests/regress/NAME/ through the harness's checks.
 #
 # ALL_CFLAGS is not used: it carries the gcc build's -O2 and Python defines,
@@ -29,21 +29,24 @@ FUZZ_HARNESSES :=
 
 define fuzz_harness
 FUZZ_HARNESSES += $(1)
-fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+$(B)/fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+	@mkdir -p $$(@D)
 	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$(filter %.c,$$^)
 
-tests/check_regress_$(1): tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+$(B)/tests/check_regress_$(1): tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
 		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm
 
-tests/check_regress_$(1)-asan: tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+$(B)/tests/check_regress_$(1)-asan: tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $$(SAN_FLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
 		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm
 
-fuzz-$(1): fuzz/fuzz_$(1)
+fuzz-$(1): $(B)/fuzz/fuzz_$(1)
 	mkdir -p fuzz/out/$(1)
 	cp fuzz/corpus/$(1)/* fuzz/out/$(1)/
-	$$(FUZZ_ENV) ./fuzz/fuzz_$(1) -max_total_time=$$(FUZZ_SECONDS) \
+	$$(FUZZ_ENV) ./$(B)/fuzz/fuzz_$(1) -max_total_time=$$(FUZZ_SECONDS) \
 		-print_final_stats=1 -artifact_prefix=fuzz/out/$(1)- \
 		fuzz/out/$(1)
 
