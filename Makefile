@@ -24,7 +24,7 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CF
 LDFLAGS ?=
 VERSION := 0.3.0
 
-CORE_SRCS := frame.c fdio.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
+CORE_SRCS := frame.c fdio.c deadline.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
 	output.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
 	sandbox_plan.c
@@ -78,14 +78,14 @@ $(B)/tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 T_FRAME := tests/check_frame.o frame.o
-T_STORE := tests/check_store.o fdio.o store_id.o store_name.o store_file.o store_mem.o \
+T_STORE := tests/check_store.o fdio.o deadline.o store_id.o store_name.o store_file.o store_mem.o \
 	store_blob.o
 T_OPTS := tests/check_opts.o opts.o store_id.o rlimits.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o
-T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_parse.o
+T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_parse.o deadline.o
 T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
 T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "typegate.h"
 
 /* Made by tools/embed.py: the source, its bytecode and the bytecode magic. */
@@ -41,14 +42,8 @@ static char *ty_bin;
 
 void dolsotmod_begin(const struct request *r)
 {
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline_in_ns(&deadline, r->budget_ns);
 	have_deadline = r->budget_ns > 0;
-	deadline.tv_sec += (time_t)(r->budget_ns / 1000000000u);
-	deadline.tv_nsec += (long)(r->budget_ns % 1000000000u);
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
 	free(ty_bin);
 	ty_bin = NULL;
 	if (r->ty_bin.present && r->ty_bin.len)
@@ -57,13 +52,9 @@ void dolsotmod_begin(const struct request *r)
 
 static double seconds_left(void)
 {
-	struct timespec now;
-
 	if (!have_deadline)
 		return 1e9;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(deadline.tv_sec - now.tv_sec) +
-	       (double)(deadline.tv_nsec - now.tv_nsec) / 1e9;
+	return deadline_left(&deadline);
 }
 
 static PyObject *m_seconds_left(PyObject *self, PyObject *noargs)
@@ -156,19 +147,6 @@ static const char *status_name(enum tg_run_status s)
 	case TG_RUN_CANNOT_START:
 	default:
 		return "cannot-start";
-	}
-}
-
-static void deadline_in(struct timespec *d, double seconds)
-{
-	double whole = (double)(long long)seconds;
-
-	clock_gettime(CLOCK_MONOTONIC, d);
-	d->tv_sec += (time_t)whole;
-	d->tv_nsec += (long)((seconds - whole) * 1e9);
-	if (d->tv_nsec >= 1000000000L) {
-		d->tv_sec++;
-		d->tv_nsec -= 1000000000L;
 	}
 }
 

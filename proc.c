@@ -22,26 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-void proc_deadline_in(struct timespec *d, double seconds)
-{
-	double whole = (double)(long long)seconds;
-
-	clock_gettime(CLOCK_MONOTONIC, d);
-	d->tv_sec += (time_t)whole;
-	d->tv_nsec += (long)((seconds - whole) * 1e9);
-	if (d->tv_nsec >= 1000000000L) {
-		d->tv_sec++;
-		d->tv_nsec -= 1000000000L;
-	}
-}
-
-double proc_seconds_left(const struct timespec *d)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(d->tv_sec - now.tv_sec) + (double)(d->tv_nsec - now.tv_nsec) / 1e9;
-}
+#include "deadline.h"
 
 static int fail(char *err, size_t errlen, const char *what)
 {
@@ -279,7 +260,7 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 	while (!s->reaped) {
 		struct pollfd p[3];
 		int n = 0, ms;
-		double left = proc_seconds_left(deadline);
+		double left = deadline_left(deadline);
 
 		if (left <= 0 && !s->o->timed_out) {
 			s->o->timed_out = true;
@@ -287,7 +268,7 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 			kill(s->pid, SIGKILL);
 		}
 		ms = s->o->timed_out || s->o->signal ? 50 :
-		     left > 3600 ? 3600000 : (int)(left * 1000) + 1;
+		     deadline_poll_ms(left);
 		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
 		if (s->out >= 0)
 			p[n++] = (struct pollfd){ .fd = s->out, .events = POLLIN };
@@ -331,7 +312,7 @@ int proc_run(const uint8_t *request, size_t request_len,
 	sigset_t mask, oldmask;
 	struct supervisor s = { .pid = -1, .out = -1, .err = -1, .sig = -1, .o = o,
 	                        .cout = out, .cerr = errc };
-	struct timespec t0, t1;
+	double t0;
 
 	memset(o, 0, sizeof(*o));
 	sigemptyset(&mask);
@@ -363,7 +344,7 @@ int proc_run(const uint8_t *request, size_t request_len,
 		goto out;
 	}
 	fflush(NULL);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = deadline_now();
 	{
 		pid_t parent = getpid();
 
@@ -387,8 +368,7 @@ int proc_run(const uint8_t *request, size_t request_len,
 	fcntl(s.out, F_SETFL, O_NONBLOCK);
 	fcntl(s.err, F_SETFL, O_NONBLOCK);
 	supervise(&s, deadline);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	o->elapsed = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	o->elapsed = deadline_now() - t0;
 	/* The worker is gone; so must be everything it started. */
 	kill(-s.pid, SIGKILL);
 	proc_kill_descendants();

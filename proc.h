@@ -55,10 +55,6 @@ int proc_run(const uint8_t *request, size_t request_len,
 
 void proc_outcome_release(struct proc_outcome *o);
 
-/* Deadline helpers on CLOCK_MONOTONIC. */
-void proc_deadline_in(struct timespec *d, double seconds);
-double proc_seconds_left(const struct timespec *d);
-
 /*
  * Kill every child of this process (and, transitively, anything that gets
  * reparented to us meanwhile) and reap them all.  Used after the worker ends.

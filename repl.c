@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "deadline.h"
 #include "pidcg.h"
 #include "proc.h"
 #include "warm.h"
@@ -318,7 +319,7 @@ static int run_locked(const struct run_args *a, struct store *st,
 		return -1;
 	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
 		goto out;
-	proc_deadline_in(&deadline, a->settings->timeout);
+	deadline_in(&deadline, a->settings->timeout);
 	if (build_request(a, blob_len, found, cgroup, true, &req, err, errlen) < 0)
 		goto out;
 	if (!run_warm(a, st, &req, &fds, &deadline, res, &o, no_server) &&

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "proc.h"
 #include "server_key.h"
 #include "server_mem.h"
@@ -66,14 +67,6 @@ struct server {
 	uint64_t seen[SEEN_KEYS]; /* hashes of environments called without a zygote */
 	size_t seen_next;
 };
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 int server_exec_main(int argc, char **argv)
 {
@@ -148,7 +141,7 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 	memcpy(z->key, m->payload, m->len);
 	z->key_len = m->len;
 	z->state = Z_STARTING;
-	z->started = z->last_used = now();
+	z->started = z->last_used = deadline_now();
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		goto failed;
 	pid = fork();
@@ -287,7 +280,7 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	struct zygote *z = zygote_find(s, m);
 	int fds[WIRE_MAX_FDS];
 
-	s->last_call = now();
+	s->last_call = deadline_now();
 	if (m->b != s->exe_id) {
 		/* Another build of dolsot: let it start its own server. */
 		fallback(client, "the server belongs to another dolsot binary; it stops");
@@ -302,7 +295,7 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	/* An environment in use whose zygote went stale or failed a while ago
 	 * is rebuilt in its own slot right away. */
 	if (z && ((z->state == Z_READY && zygote_stale(z)) ||
-	          (z->state == Z_FAILED && now() - z->started > RETRY_FAILED_SECONDS))) {
+	          (z->state == Z_FAILED && deadline_now() - z->started > RETRY_FAILED_SECONDS))) {
 		zygote_forget(z);
 		zygote_spawn(s, z, m);
 		fallback(client, "warming up");
@@ -342,7 +335,7 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 		zygote_forget(z);
 		return false;
 	}
-	z->last_used = now();
+	z->last_used = deadline_now();
 	s->calls_served++;
 	return true;
 }
@@ -409,7 +402,7 @@ static void on_info(struct server *s, int client)
 	                      "pid %d\nuptime %.0f s\ncalls %llu warm, %llu cold\n"
 	                      "memory %ld kB rss, %ld kB pss, %ld kB private\n"
 	                      "sessions in memory %u\n",
-	                      (int)getpid(), now() - s->started,
+	                      (int)getpid(), deadline_now() - s->started,
 	                      (unsigned long long)s->calls_served,
 	                      (unsigned long long)s->calls_fallback, rss, pss, priv,
 	                      s->mem ? server_mem_count(s->mem) : 0);
@@ -426,7 +419,7 @@ static void on_info(struct server *s, int client)
 		                      "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "
 		                      "%ld kB private\n  cwd %s\n  pythonpath %s\n  venv %s\n"
 		                      "  toolboxes",
-		                      (int)z->pid, state_names[z->state], now() - z->last_used,
+		                      (int)z->pid, state_names[z->state], deadline_now() - z->last_used,
 		                      rss, pss, priv, env.cwd, *env.pythonpath ? env.pythonpath : "-",
 		                      *env.venv ? env.venv : "-");
 		for (size_t j = 0; j < env.n_modules && n < sizeof(text) - 300; j++)
@@ -491,7 +484,7 @@ static void on_client(struct server *s, size_t i)
 	case WIRE_MEM_DEL:
 	case WIRE_MEM_LIST:
 	case WIRE_MEM_LOCK:
-		s->last_call = now();
+		s->last_call = deadline_now();
 		if (!s->mem && !(s->mem = server_mem_new())) {
 			wire_send(fd, WIRE_MEM_ERR, 0, 0, "out of memory", 13, NULL, 0);
 			break;
@@ -599,7 +592,7 @@ static void evict_idle_zygotes(struct server *s)
 {
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		if (s->z[i].key_len && s->z[i].state != Z_STARTING &&
-		    now() - s->z[i].last_used > SERVER_ZYGOTE_IDLE)
+		    deadline_now() - s->z[i].last_used > SERVER_ZYGOTE_IDLE)
 			zygote_forget(&s->z[i]);
 }
 
@@ -664,7 +657,7 @@ static void server_loop(struct server *s)
 		if (s->stopping)
 			server_exit(s, 0, true);
 		if (dir_gone(s) ||
-		    (now() - s->last_call > s->idle && s->n_clients == 0 && s->n_held == 0))
+		    (deadline_now() - s->last_call > s->idle && s->n_clients == 0 && s->n_held == 0))
 			server_exit(s, 0, false);
 		evict_idle_zygotes(s);
 		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
@@ -690,7 +683,7 @@ static void server_loop(struct server *s)
 				server_mem_closed(s->mem, s->held[i]);
 				close(s->held[i]);
 				s->held[i] = s->held[--s->n_held];
-				s->last_call = now();
+				s->last_call = deadline_now();
 			}
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
@@ -724,7 +717,7 @@ void server_main(int dirfd, int lock_fd, double idle_seconds,
 	memset(&s, 0, sizeof(s));
 	s.dirfd = dirfd;
 	s.idle = idle_seconds;
-	s.started = s.last_call = now();
+	s.started = s.last_call = deadline_now();
 	s.exe_id = server_exe_id();
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		s.z[i].ctl = -1;

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "deadline.h"
 #include "store.h"
 #include "store_name.h"
 
@@ -640,32 +641,6 @@ static int fs_list(struct store *s, struct session_info **out, size_t *n,
 	return 0;
 }
 
-static struct timespec deadline_after(long ms)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
-/* Nanoseconds left until deadline, 0 once it has passed. */
-static long long ns_left(const struct timespec *deadline)
-{
-	struct timespec now;
-	long long left;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	left = (long long)(deadline->tv_sec - now.tv_sec) * 1000000000LL +
-	       (deadline->tv_nsec - now.tv_nsec);
-	return left > 0 ? left : 0;
-}
-
 /*
  * flock LOCK_EX; with a deadline, poll LOCK_NB with growing sleeps, since
  * flock itself has no timeout.  EWOULDBLOCK once the deadline passes.
@@ -683,7 +658,7 @@ static int flock_until(int fd, const struct timespec *deadline)
 			return -1;
 		if (deadline == NULL)
 			continue;
-		left = ns_left(deadline);
+		left = deadline_ns_left(deadline);
 		if (left == 0) {
 			errno = EWOULDBLOCK;
 			return -1;
@@ -729,7 +704,7 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 	lk->priv = NULL;
 	snprintf(name, sizeof(name), "%s.lock", id);
 	if (timeout_ms >= 0)
-		deadline = deadline_after(timeout_ms);
+		deadline_in_ms(&deadline, timeout_ms);
 	for (;;) {
 		fd = open_lock(fs, name, &notreg);
 		if (fd < 0 && notreg)

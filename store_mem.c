@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "store.h"
+#include "deadline.h"
 
 struct ment {
 	char id[STORE_ID_MAX + 1];
@@ -230,20 +231,6 @@ static bool ms_held(const struct mstore *ms, const char *id)
 	return false;
 }
 
-static struct timespec deadline_after(long ms)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
 /* Wait (mutex held) until id is free; EWOULDBLOCK once the deadline passes. */
 static int ms_wait_free(struct mstore *ms, const char *id, long timeout_ms)
 {
@@ -251,7 +238,7 @@ static int ms_wait_free(struct mstore *ms, const char *id, long timeout_ms)
 	int r = 0;
 
 	if (timeout_ms >= 0)
-		deadline = deadline_after(timeout_ms);
+		deadline_in_ms(&deadline, timeout_ms);
 	while (ms_held(ms, id)) {
 		if (r == ETIMEDOUT) {
 			errno = EWOULDBLOCK;

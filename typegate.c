@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "typegate.h"
 
 extern char **environ;
@@ -39,19 +40,6 @@ static void close_fd(int *fd)
 	if (*fd >= 0)
 		close(*fd);
 	*fd = -1;
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static double left_of(const struct timespec *d)
-{
-	return (double)d->tv_sec + (double)d->tv_nsec / 1e9 - now();
 }
 
 static bool is_executable(const char *path)
@@ -168,7 +156,7 @@ static bool reap_by(pid_t pid, const struct timespec *deadline, int *status)
 
 	for (;;) {
 		pid_t got = waitpid(pid, status, WNOHANG);
-		double left = left_of(deadline);
+		double left = deadline_left(deadline);
 
 		if (got == pid || (got < 0 && errno != EINTR)) {
 			close_fd(&pfd);
@@ -181,7 +169,7 @@ static bool reap_by(pid_t pid, const struct timespec *deadline, int *status)
 		if (pfd >= 0) {
 			struct pollfd p = { .fd = pfd, .events = POLLIN };
 
-			poll(&p, 1, left > 60 ? 60000 : (int)(left * 1000) + 1);
+			poll(&p, 1, deadline_poll_ms(left));
 		} else {
 			struct timespec pause = { 0, 2000000 };
 
@@ -196,7 +184,7 @@ static void pump_until(struct tg_run *r, int *out, int *errfd, size_t cap,
 	while (*out >= 0 || *errfd >= 0) {
 		struct pollfd p[2];
 		nfds_t n = 0;
-		double left = left_of(deadline);
+		double left = deadline_left(deadline);
 
 		if (left <= 0) {
 			*timed_out = true;
@@ -240,7 +228,7 @@ static int run_child(const char *path, const char *const *argv, const char *cons
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 };
 	int ret = -1, status = 0, e;
 	bool timed_out = false;
-	double t0 = now();
+	double t0 = deadline_now();
 	pid_t pid, parent = getpid();
 
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
@@ -282,7 +270,7 @@ static int run_child(const char *path, const char *const *argv, const char *cons
 	}
 	/* The checker is gone; so must be anything it left in its group. */
 	kill(-pid, SIGKILL);
-	r->seconds = now() - t0;
+	r->seconds = deadline_now() - t0;
 	ret = 0;
 out:
 	close_fd(&outp[0]);

@@ -28,6 +28,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "server.h"
 #include "wire.h"
 
@@ -231,7 +232,7 @@ static enum warm_status supervise(struct call *c, const struct timespec *deadlin
 			{ c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 },
 			{ c->out, POLLIN, 0 }, { c->err, POLLIN, 0 },
 		};
-		double left = proc_seconds_left(deadline) + GRACE;
+		double left = deadline_left(deadline) + GRACE;
 
 		if (left <= 0) {
 			/* The server did not enforce the deadline: give up on it.
@@ -239,8 +240,7 @@ static enum warm_status supervise(struct call *c, const struct timespec *deadlin
 			c->o->timed_out = true;
 			return WARM_DONE;
 		}
-		/* Wake at least hourly: a timeout of up to a year in ms is no int. */
-		if (poll(p, 4, left > 3600 ? 3600000 : (int)(left * 1000) + 1) < 0 &&
+		if (poll(p, 4, deadline_poll_ms(left)) < 0 &&
 		    errno != EINTR)
 			return WARM_BROKEN;
 		if (c->out >= 0 && p[2].revents)
@@ -478,8 +478,8 @@ static void wait_exited(pid_t pid, double seconds)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	proc_deadline_in(&deadline, seconds);
-	while (proc_seconds_left(&deadline) > 0) {
+	deadline_in(&deadline, seconds);
+	while (deadline_left(&deadline) > 0) {
 		char buf[512], *rp;
 		ssize_t n;
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -520,8 +520,8 @@ int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
 
 	if (key_payload(key, payload, &plen) < 0)
 		return -1;
-	proc_deadline_in(&deadline, seconds);
-	while (proc_seconds_left(&deadline) > 0) {
+	deadline_in(&deadline, seconds);
+	while (deadline_left(&deadline) > 0) {
 		int got = ask(dirfd, WIRE_CALL, payload, plen, WIRE_READY, &m, false);
 
 		if (got == 1)

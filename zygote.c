@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "proc.h"
 #include "wire.h"
 #include "worker.h"
@@ -231,7 +232,7 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	c->pid = pid;
 	c->client = m->fds[FD_CLIENT];
 	c->timed_out = false;
-	proc_deadline_in(&c->deadline, (double)m->a / 1e9);
+	deadline_in(&c->deadline, (double)m->a / 1e9);
 }
 
 static bool is_call(pid_t pid)
@@ -309,7 +310,7 @@ static int check_deadlines(void)
 	int next = -1;
 
 	for (size_t i = 0; i < n_calls; i++) {
-		double left = proc_seconds_left(&calls[i].deadline);
+		double left = deadline_left(&calls[i].deadline);
 		int ms;
 
 		if (left <= 0) {
@@ -319,7 +320,7 @@ static int check_deadlines(void)
 			}
 			ms = 50;
 		} else {
-			ms = left > 3600 ? 3600000 : (int)(left * 1000) + 1;
+			ms = deadline_poll_ms(left);
 		}
 		if (next < 0 || ms < next)
 			next = ms;
