@@ -201,9 +201,9 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 /* What picks the zygote.  One for sandboxed calls is warmed with the
  * sandbox's environment, so that none of ours is in the memory (or the
  * imported modules) a sandboxed cell inherits. */
-static struct warm_key warm_key_of(const struct run_args *a)
+static struct warm_want warm_want_of(const struct run_args *a)
 {
-	struct warm_key key = { a->toolboxes, a->n_toolboxes, NULL, 0 };
+	struct warm_want key = { a->toolboxes, a->n_toolboxes, NULL, 0 };
 
 	if (a->settings->sandbox && a->plan && a->plan->env) {
 		key.env = a->plan->env;
@@ -219,7 +219,7 @@ static bool run_warm(const struct run_args *a, struct store *st,
                      const struct timespec *deadline, struct result *res,
                      struct proc_outcome *o, bool *no_server)
 {
-	struct warm_key key = warm_key_of(a);
+	struct warm_want key = warm_want_of(a);
 	int dirfd = store_dirfd(st);
 	char err[REPL_ERR_MAX];
 
@@ -369,7 +369,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	ret = run_locked(a, st, res, sig, &no_server, err, errlen);
 	store_unlock(st, &lk);
 	if (no_server && !*sig) {
-		struct warm_key key = warm_key_of(a);
+		struct warm_want key = warm_want_of(a);
 
 		/* Cold this time; warm for the calls that follow. */
 		warm_spawn_server(store_dirfd(st), a->settings->server_idle, &key);
@@ -408,7 +408,7 @@ int repl_server_start(const struct settings *s, const struct toolbox_arg *toolbo
 	struct store *st = repl_open_store(s, err, errlen);
 	struct run_args a = { .toolboxes = toolboxes, .n_toolboxes = n, .settings = s,
 	                      .plan = plan };
-	struct warm_key key = warm_key_of(&a);
+	struct warm_want key = warm_want_of(&a);
 	int ret = 0;
 
 	if (!st)

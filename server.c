@@ -28,9 +28,10 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "le.h"
 #include "proc.h"
-#include "server_key.h"
 #include "server_mem.h"
+#include "warm_proto.h"
 #include "zygote.h"
 
 #define MAX_CLIENTS 256
@@ -81,44 +82,12 @@ int server_exec_main(int argc, char **argv)
 	idle = strtod(argv[1], &end);
 	if (*end || !(idle > 0))
 		_exit(2);
-	got = pread(SERVER_KEY_FD, prewarm.payload, sizeof(prewarm.payload), 0);
-	close(SERVER_KEY_FD);
+	got = pread(WARM_KEY_FD, prewarm.payload, sizeof(prewarm.payload), 0);
+	close(WARM_KEY_FD);
 	if (got < 0)
 		_exit(1);
 	prewarm.len = (size_t)got;
-	server_main(SERVER_DIR_FD, SERVER_LOCK_FD, idle, got > 0 ? &prewarm : NULL);
-}
-
-uint64_t server_exe_id(void)
-{
-	struct stat st;
-	uint64_t h = 1469598103934665603ull;
-	uint64_t parts[5];
-	int fd, got;
-
-	/* open+fstat, not stat: tools such as valgrind show the program they
-	 * run through an open of /proc/self/exe, while stat sees the tool. */
-	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	got = fstat(fd, &st);
-	close(fd);
-	if (got < 0)
-		return 0;
-	parts[0] = st.st_dev;
-	parts[1] = st.st_ino;
-	parts[2] = (uint64_t)st.st_size;
-	parts[3] = (uint64_t)st.st_mtim.tv_sec;
-	parts[4] = (uint64_t)st.st_mtim.tv_nsec;
-	for (size_t i = 0; i < 5; i++)
-		for (int b = 0; b < 8; b++)
-			h = (h ^ ((parts[i] >> (8 * b)) & 0xff)) * 1099511628211ull;
-	return h;
-}
-
-void server_socket_path(int dirfd, char *buf, size_t len)
-{
-	snprintf(buf, len, "/proc/self/fd/%d/" SERVER_SOCKET, dirfd);
+	server_main(WARM_DIR_FD, WARM_LOCK_FD, idle, got > 0 ? &prewarm : NULL);
 }
 
 /* ---- zygotes ---- */
@@ -151,14 +120,14 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 		goto failed;
 	}
 	if (pid == 0) {
-		struct zygote_env env;
+		struct warm_key env;
 		int keep[] = { sv[1] };
 		sigset_t none;
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		proc_close_fds_except(keep, 1);
-		server_key_env(m->payload, m->len, &env);
+		warm_key_decode(m->payload, m->len, &env);
 		zygote_main(sv[1], &env);
 	}
 	close(sv[1]);
@@ -182,7 +151,7 @@ static bool zygote_stale(const struct zygote *z)
 		long long mtime, size;
 		struct stat st;
 
-		if (server_key_file(entry, path, sizeof(path), &mtime, &size) < 0)
+		if (warm_key_file(entry, path, sizeof(path), &mtime, &size) < 0)
 			return true;
 		if (stat(path, &st) < 0 || st.st_size != size ||
 		    (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec != mtime)
@@ -255,11 +224,7 @@ static void fallback(int client, const char *why)
 
 static uint64_t key_hash(const struct wire_msg *m)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < m->len; i++)
-		h = (h ^ m->payload[i]) * 1099511628211ull;
-	return h;
+	return le_fnv(LE_FNV_BASIS, m->payload, m->len);
 }
 
 /* Remember m's environment; true when it was already remembered. */
@@ -408,12 +373,12 @@ static void on_info(struct server *s, int client)
 	                      s->mem ? server_mem_count(s->mem) : 0);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES && n < sizeof(text) - 512; i++) {
 		struct zygote *z = &s->z[i];
-		struct zygote_env env;
+		struct warm_key env;
 		pid_t spare;
 
 		if (!z->key_len)
 			continue;
-		server_key_env(z->key, z->key_len, &env);
+		warm_key_decode(z->key, z->key_len, &env);
 		memory_of(z->pid, &rss, &pss, &priv);
 		n += (size_t)snprintf(text + n, sizeof(text) - n,
 		                      "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "
@@ -533,13 +498,13 @@ static int open_listener(struct server *s)
 	int fd;
 
 	if (s->lock_fd < 0) {
-		s->lock_fd = openat(s->dirfd, SERVER_LOCK,
+		s->lock_fd = openat(s->dirfd, WARM_LOCK,
 		                    O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
 			return -1;   /* another server holds the store */
 	}
-	unlinkat(s->dirfd, SERVER_SOCKET, 0);
-	server_socket_path(s->dirfd, addr.sun_path, sizeof(addr.sun_path));
+	unlinkat(s->dirfd, WARM_SOCKET, 0);
+	warm_proto_socket_path(s->dirfd, addr.sun_path, sizeof(addr.sun_path));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
@@ -634,7 +599,7 @@ static void stop_zygotes(struct server *s)
 static void server_exit(struct server *s, int code, bool kill_calls)
 {
 	/* We hold the server lock, so the socket name is still ours. */
-	unlinkat(s->dirfd, SERVER_SOCKET, 0);
+	unlinkat(s->dirfd, WARM_SOCKET, 0);
 	close(s->listen_fd);
 	if (kill_calls) {
 		stop_zygotes(s);
@@ -718,7 +683,7 @@ void server_main(int dirfd, int lock_fd, double idle_seconds,
 	s.dirfd = dirfd;
 	s.idle = idle_seconds;
 	s.started = s.last_call = deadline_now();
-	s.exe_id = server_exe_id();
+	s.exe_id = warm_proto_exe_id();
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		s.z[i].ctl = -1;
 	proc_close_fds_except(keep, lock_fd >= 0 ? 2 : 1);

@@ -20,9 +20,8 @@
 #include <unistd.h>
 
 #include "mem_list.h"
-#include "proc.h"
-#include "server.h"
 #include "store.h"
+#include "warm_proto.h"
 #include "wire.h"
 
 struct rstore {
@@ -33,20 +32,11 @@ struct rstore {
 
 static int rs_connect(struct rstore *rs, char *err)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = warm_proto_connect(rs->dirfd);
 
-	if (fd < 0) {
-		snprintf(err, STORE_ERR_MAX, "socket: %s", strerror(errno));
-		return -1;
-	}
-	server_socket_path(rs->dirfd, addr.sun_path, sizeof(addr.sun_path));
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+	if (fd < 0)
 		snprintf(err, STORE_ERR_MAX, "the memory store is gone: no warm server runs "
 		         "for this store (%s)", strerror(errno));
-		close(fd);
-		return -1;
-	}
 	return fd;
 }
 

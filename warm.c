@@ -29,28 +29,13 @@
 #include <unistd.h>
 
 #include "deadline.h"
-#include "server.h"
+#include "warm_proto.h"
 #include "wire.h"
 
 extern char **environ;
 
 /* Seconds the client waits past its deadline for the server's verdict. */
 #define GRACE 2.0
-
-static int connect_server(int dirfd)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	server_socket_path(dirfd, addr.sun_path, sizeof(addr.sun_path));
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 static bool volatile_var(const char *entry)
 {
@@ -70,13 +55,11 @@ static int compare_entries(const void *a, const void *b)
 }
 
 /* The environment's entries (entries, a NUL-separated block, or ours when
- * NULL), sorted, as "env" items. */
-static int put_environment(uint8_t *buf, size_t *len, const char *entries,
-                           size_t entries_len)
+ * NULL) into k, sorted. */
+static int key_environment(struct warm_key *k, const char *entries, size_t entries_len)
 {
 	size_t n = 0, kept = 0;
 	const char **sorted;
-	int ret = 0;
 
 	if (entries)
 		for (size_t off = 0; off < entries_len; off += strlen(entries + off) + 1)
@@ -96,34 +79,36 @@ static int put_environment(uint8_t *buf, size_t *len, const char *entries,
 			sorted[kept++] = e;
 	}
 	qsort(sorted, kept, sizeof(*sorted), compare_entries);
-	for (size_t i = 0; i < kept && ret == 0; i++)
-		ret = wire_put(buf, len, "env", sorted[i]);
+	k->n_env = kept < WARM_KEY_ENV ? kept : WARM_KEY_ENV;
+	memcpy(k->env, sorted, k->n_env * sizeof(*sorted));
 	free(sorted);
-	return ret;
+	return 0;
 }
 
-/* The WIRE_CALL payload: what selects the zygote. */
-static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
+/* The WIRE_CALL payload for w: the key that selects the zygote. */
+static int key_payload(const struct warm_want *w, uint8_t *buf, size_t *len)
 {
+	static struct warm_key k;
 	char cwd[PATH_MAX];
 	const char *pp = getenv("PYTHONPATH"), *venv = getenv("VIRTUAL_ENV");
 
 	*len = 0;
-	if (!getcwd(cwd, sizeof(cwd)))
+	if (!getcwd(cwd, sizeof(cwd)) || w->n_toolboxes > WARM_KEY_MODULES)
 		return -1;
-	if (wire_put(buf, len, "cwd", cwd) < 0 ||
-	    wire_put(buf, len, "pythonpath", pp ? pp : "") < 0 ||
-	    wire_put(buf, len, "venv", venv ? venv : "") < 0)
-		return -1;
-	for (size_t i = 0; i < key->n_toolboxes; i++)
-		if (wire_put(buf, len, "toolbox", key->toolboxes[i].module) < 0)
-			return -1;
+	memset(&k, 0, sizeof(k));
+	k.cwd = cwd;
+	k.pythonpath = pp ? pp : "";
+	k.venv = venv ? venv : "";
+	for (size_t i = 0; i < w->n_toolboxes; i++)
+		k.modules[k.n_modules++] = w->toolboxes[i].module;
 	/* Modules read the environment when imported (TZ, settings, keys), so a
 	 * zygote is warmed with the caller's own: all of it but dolsot's
 	 * variables and what shells change from one command to the next,
 	 * sorted, since wrappers reorder the same variables.  (A sandboxed
 	 * call's zygote gets the sandbox's environment instead.) */
-	return put_environment(buf, len, key->env, key->env_len);
+	if (key_environment(&k, w->env, w->env_len) < 0)
+		return -1;
+	return warm_key_encode(&k, buf, len);
 }
 
 static void close_fd(int *fd)
@@ -141,7 +126,7 @@ struct call {
 
 static int send_call(struct call *c, const uint8_t *request, size_t len,
                      const struct worker_fds *session, double budget,
-                     const struct warm_key *key)
+                     const struct warm_want *key)
 {
 	static uint8_t payload[WIRE_MAX_PAYLOAD];
 	size_t plen;
@@ -169,7 +154,7 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
 	fds[3] = errp[1];
 	fds[4] = session->save;
 	fds[5] = session->load;
-	if (wire_send(c->sock, WIRE_CALL, (uint64_t)(budget * 1e9), server_exe_id(),
+	if (wire_send(c->sock, WIRE_CALL, (uint64_t)(budget * 1e9), warm_proto_exe_id(),
 	              payload, plen, fds, session->load >= 0 ? 6 : 5) < 0)
 		goto out;
 	c->out = outp[0];
@@ -288,7 +273,7 @@ static int map_result(int fd, struct proc_outcome *o)
 enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
-                          const struct warm_key *key, struct capture *out,
+                          const struct warm_want *key, struct capture *out,
                           struct capture *errc, struct proc_outcome *o,
                           char *err, size_t errlen)
 {
@@ -297,7 +282,7 @@ enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 	sigset_t mask, oldmask;
 
 	memset(o, 0, sizeof(*o));
-	c.sock = connect_server(dirfd);
+	c.sock = warm_proto_connect(dirfd);
 	if (c.sock < 0)
 		return WARM_NO_SERVER;
 	sigemptyset(&mask);
@@ -344,8 +329,8 @@ static __attribute__((noreturn)) void exec_server(int dir_copy, int key_copy,
 	sigemptyset(&none);
 	proc_reset_signals(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-	    setsid() < 0 || dup2(dir_copy, SERVER_DIR_FD) < 0 ||
-	    dup2(key_copy, SERVER_KEY_FD) < 0 || dup2(lock_copy, SERVER_LOCK_FD) < 0)
+	    setsid() < 0 || dup2(dir_copy, WARM_DIR_FD) < 0 ||
+	    dup2(key_copy, WARM_KEY_FD) < 0 || dup2(lock_copy, WARM_LOCK_FD) < 0)
 		_exit(127);
 	execve("/proc/self/exe", argv, environ);
 	_exit(127);
@@ -362,11 +347,11 @@ static __attribute__((noreturn)) void exec_server(int dir_copy, int key_copy,
  * already taken, on fd 5, so a second caller never starts a second server
  * and --server-stop never misses one that is still starting.
  */
-int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key)
+int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *key)
 {
 	static struct wire_msg prewarm;
 	char idle[64];
-	char *argv[] = { SERVER_ARGV0, idle, NULL };
+	char *argv[] = { WARM_ARGV0, idle, NULL };
 	int lock = -1, memfd = -1, ret = -1;
 	int dir_copy = -1, key_copy = -1, lock_copy = -1;
 	pid_t pid;
@@ -374,7 +359,7 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key
 	memset(&prewarm, 0, sizeof(prewarm));
 	if (key_payload(key, prewarm.payload, &prewarm.len) < 0)
 		return -1;
-	lock = openat(dirfd, SERVER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	lock = openat(dirfd, WARM_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lock < 0)
 		return -1;
 	if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
@@ -389,9 +374,9 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 	/* Copies above the fixed numbers, so that placing one on its number
 	 * cannot overwrite another; dup2 also clears close-on-exec. */
-	dir_copy = fcntl(dirfd, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
-	key_copy = fcntl(memfd, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
-	lock_copy = fcntl(lock, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
+	dir_copy = fcntl(dirfd, F_DUPFD_CLOEXEC, WARM_LOCK_FD + 1);
+	key_copy = fcntl(memfd, F_DUPFD_CLOEXEC, WARM_LOCK_FD + 1);
+	lock_copy = fcntl(lock, F_DUPFD_CLOEXEC, WARM_LOCK_FD + 1);
 	if (dir_copy < 0 || key_copy < 0 || lock_copy < 0)
 		goto out;
 	pid = fork();
@@ -412,7 +397,7 @@ out:
 
 static bool server_starting(int dirfd)
 {
-	int fd = openat(dirfd, SERVER_LOCK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = openat(dirfd, WARM_LOCK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	bool held;
 
 	if (fd < 0)
@@ -428,16 +413,16 @@ static bool server_starting(int dirfd)
 static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
                uint16_t want, struct wire_msg *m, bool linger)
 {
-	int fd = connect_server(dirfd), got;
+	int fd = warm_proto_connect(dirfd), got;
 
 	/* A server that holds its lock but does not listen yet is starting. */
 	for (int i = 0; fd < 0 && i < 300 && server_starting(dirfd); i++) {
 		usleep(10000);
-		fd = connect_server(dirfd);
+		fd = warm_proto_connect(dirfd);
 	}
 	if (fd < 0)
 		return 0;
-	if (wire_send(fd, type, 0, server_exe_id(), payload, len, NULL, 0) < 0) {
+	if (wire_send(fd, type, 0, warm_proto_exe_id(), payload, len, NULL, 0) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -510,7 +495,7 @@ int warm_stop(int dirfd, long *pid)
 	return got;
 }
 
-int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
+int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
                     double seconds, char *why, size_t whylen)
 {
 	static uint8_t payload[WIRE_MAX_PAYLOAD];
@@ -542,8 +527,8 @@ int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
 
 int warm_ensure_server(int dirfd, double idle_seconds)
 {
-	struct warm_key none = { NULL, 0, NULL, 0 };
-	int fd = connect_server(dirfd);
+	struct warm_want none = { NULL, 0, NULL, 0 };
+	int fd = warm_proto_connect(dirfd);
 
 	if (fd >= 0) {
 		close(fd);
@@ -552,7 +537,7 @@ int warm_ensure_server(int dirfd, double idle_seconds)
 	if (warm_spawn_server(dirfd, idle_seconds, &none) < 0)
 		return -1;
 	for (int i = 0; i < 500; i++) {
-		fd = connect_server(dirfd);
+		fd = warm_proto_connect(dirfd);
 		if (fd >= 0) {
 			close(fd);
 			return 0;

@@ -20,8 +20,12 @@ enum warm_status {
 	WARM_BROKEN,      /* the server failed after the cell may have run */
 };
 
-/* What picks a zygote: the caller's directory, paths and toolbox modules. */
-struct warm_key {
+/*
+ * What a caller wants warm: its toolboxes and, for a sandboxed call, the
+ * environment to warm them in.  The key sent (struct warm_key, see
+ * warm_proto.h) adds this process's directory, paths and environment.
+ */
+struct warm_want {
 	const struct toolbox_arg *toolboxes;
 	size_t n_toolboxes;
 	/* NAME=VALUE entries, NUL-separated, to warm the zygote with instead of
@@ -39,7 +43,7 @@ struct warm_key {
 enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
-                          const struct warm_key *key, struct capture *out,
+                          const struct warm_want *key, struct capture *out,
                           struct capture *errc, struct proc_outcome *o,
                           char *err, size_t errlen);
 
@@ -47,7 +51,7 @@ enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
  * Start a server for dirfd in the background (detached; it outlives us),
  * warming a zygote for key.  Returns its pid's parent's status: 0 or -1.
  */
-int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key);
+int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *key);
 
 /* Make sure a server listens for dirfd, starting one if needed.  0 or -1. */
 int warm_ensure_server(int dirfd, double idle_seconds);
@@ -65,7 +69,7 @@ int warm_stop(int dirfd, long *pid);
  * ETIMEDOUT when it never got ready, ENOEXEC when the zygote failed (why
  * says how).
  */
-int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
+int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
                     double seconds, char *why, size_t whylen);
 
 #endif

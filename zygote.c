@@ -58,7 +58,7 @@ static void zygote_fail(int ctl, const char *why)
 	_exit(1);
 }
 
-static void prepare(int ctl, const struct zygote_env *env)
+static void prepare(int ctl, const struct warm_key *env)
 {
 	char err[1024], *files = NULL;
 	uint8_t payload[WIRE_MAX_PAYLOAD];
@@ -336,7 +336,7 @@ static void client_gone(struct call *c)
 	kill_call(c);
 }
 
-void zygote_main(int ctl, const struct zygote_env *env)
+void zygote_main(int ctl, const struct warm_key *env)
 {
 	sigset_t mask, old;
 	int sig;

@@ -105,7 +105,7 @@ static void setup(bool user, bool warm_path)
 	         (long)time(NULL), (int)getpid());
 	atexit(cleanup);
 	if (warm) {
-		/* Sandboxed calls have their own zygote (see warm_key_of). */
+		/* Sandboxed calls have their own zygote (see warm_want_of). */
 		server_cmd("--server-start");
 		server_cmd("--server-start --sandbox");
 	}
