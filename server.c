@@ -30,6 +30,7 @@
 #include "deadline.h"
 #include "le.h"
 #include "proc.h"
+#include "server_diag.h"
 #include "server_mem.h"
 #include "warm_proto.h"
 #include "zygote.h"
@@ -305,99 +306,22 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	return true;
 }
 
-/* "Rss: N kB" style fields of /proc/PID/smaps_rollup, in kB. */
-static void memory_of(pid_t pid, long *rss, long *pss, long *priv)
-{
-	char path[64], line[256];
-	FILE *f;
-	long v, clean = 0, dirty = 0;
-
-	*rss = *pss = *priv = -1;
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Rss: %ld", &v) == 1)
-			*rss = v;
-		else if (sscanf(line, "Pss: %ld", &v) == 1)
-			*pss = v;
-		else if (sscanf(line, "Private_Clean: %ld", &v) == 1)
-			clean = v;
-		else if (sscanf(line, "Private_Dirty: %ld", &v) == 1)
-			dirty = v;
-	}
-	fclose(f);
-	*priv = clean + dirty;
-}
-
 static const char *const state_names[] = { "starting", "ready", "failed" };
-
-/* The zygote's spare (the worker it forked ahead of the next call), or 0. */
-static pid_t spare_of(pid_t zygote)
-{
-	pid_t kids[16];
-	size_t n = proc_list_children(zygote, kids, 16);
-
-	for (size_t i = 0; i < n; i++) {
-		char path[64], comm[32] = "";
-		FILE *f;
-		bool spare;
-
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)kids[i]);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		spare = fgets(comm, sizeof(comm), f) && strcmp(comm, "dolsot-spare\n") == 0;
-		fclose(f);
-		if (spare)
-			return kids[i];
-	}
-	return 0;
-}
 
 static void on_info(struct server *s, int client)
 {
 	char text[WIRE_MAX_PAYLOAD];
 	size_t n = 0;
-	long rss, pss, priv;
 
-	memory_of(getpid(), &rss, &pss, &priv);
-	n += (size_t)snprintf(text + n, sizeof(text) - n,
-	                      "pid %d\nuptime %.0f s\ncalls %llu warm, %llu cold\n"
-	                      "memory %ld kB rss, %ld kB pss, %ld kB private\n"
-	                      "sessions in memory %u\n",
-	                      (int)getpid(), deadline_now() - s->started,
-	                      (unsigned long long)s->calls_served,
-	                      (unsigned long long)s->calls_fallback, rss, pss, priv,
-	                      s->mem ? server_mem_count(s->mem) : 0);
+	server_diag_server(text, &n, sizeof(text), deadline_now() - s->started,
+	                   s->calls_served, s->calls_fallback,
+	                   s->mem ? server_mem_count(s->mem) : 0);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES && n < sizeof(text) - 512; i++) {
-		struct zygote *z = &s->z[i];
-		struct warm_key env;
-		pid_t spare;
+		const struct zygote *z = &s->z[i];
 
-		if (!z->key_len)
-			continue;
-		warm_key_decode(z->key, z->key_len, &env);
-		memory_of(z->pid, &rss, &pss, &priv);
-		n += (size_t)snprintf(text + n, sizeof(text) - n,
-		                      "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "
-		                      "%ld kB private\n  cwd %s\n  pythonpath %s\n  venv %s\n"
-		                      "  toolboxes",
-		                      (int)z->pid, state_names[z->state], deadline_now() - z->last_used,
-		                      rss, pss, priv, env.cwd, *env.pythonpath ? env.pythonpath : "-",
-		                      *env.venv ? env.venv : "-");
-		for (size_t j = 0; j < env.n_modules && n < sizeof(text) - 300; j++)
-			n += (size_t)snprintf(text + n, sizeof(text) - n, " %s", env.modules[j]);
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\n",
-		                      env.n_modules ? "" : " -");
-		spare = spare_of(z->pid);
-		if (spare > 0) {
-			memory_of(spare, &rss, &pss, &priv);
-			n += (size_t)snprintf(text + n, sizeof(text) - n,
-			                      "  spare %d: %ld kB rss, %ld kB pss, %ld kB private\n",
-			                      (int)spare, rss, pss, priv);
-		}
+		if (z->key_len)
+			server_diag_zygote(text, &n, sizeof(text), z->pid, state_names[z->state],
+			                   deadline_now() - z->last_used, z->key, z->key_len);
 	}
 	wire_send(client, WIRE_INFO, 0, 0, text, n, NULL, 0);
 }
