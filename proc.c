@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "fdio.h"
 
 static int fail(char *err, size_t errlen, const char *what)
 {
@@ -31,13 +32,6 @@ static int fail(char *err, size_t errlen, const char *what)
 	snprintf(err, errlen, "%s: %s", what, strerror(saved));
 	errno = saved;
 	return -1;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
 }
 
 size_t proc_list_children(pid_t pid, pid_t *pids, size_t max)
@@ -186,21 +180,6 @@ static void child_start(pid_t parent, const int outp[2], const int errp[2],
 	_exit(127);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int proc_pump(int *fd, struct capture *c)
 {
 	char buf[65536];
@@ -217,7 +196,7 @@ int proc_pump(int *fd, struct capture *c)
 			continue;
 		if (r < 0 && errno == EAGAIN)
 			return 1;
-		close_fd(fd);
+		fd_close(fd);
 		return 0;
 	}
 	return 1;
@@ -339,7 +318,7 @@ int proc_run(const uint8_t *request, size_t request_len,
 		fail(err, errlen, "memfd_create");
 		goto out;
 	}
-	if (write_all(req, request, request_len) < 0) {
+	if (fd_write_all(req, request, request_len) < 0) {
 		fail(err, errlen, "cannot write the request");
 		goto out;
 	}
@@ -361,8 +340,8 @@ int proc_run(const uint8_t *request, size_t request_len,
 	}
 	/* Both sides call setpgid, so kill(-pid) works whichever runs first. */
 	setpgid(s.pid, s.pid);
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
+	fd_close(&outp[1]);
+	fd_close(&errp[1]);
 	s.out = outp[0];
 	s.err = errp[0];
 	fcntl(s.out, F_SETFL, O_NONBLOCK);
@@ -388,15 +367,15 @@ int proc_run(const uint8_t *request, size_t request_len,
 	}
 	ret = 0;
 out:
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
-	close_fd(&s.out);
-	close_fd(&s.err);
-	close_fd(&s.sig);
-	close_fd(&req);
-	close_fd(&res);
+	fd_close(&outp[0]);
+	fd_close(&outp[1]);
+	fd_close(&errp[0]);
+	fd_close(&errp[1]);
+	fd_close(&s.out);
+	fd_close(&s.err);
+	fd_close(&s.sig);
+	fd_close(&req);
+	fd_close(&res);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return ret;
 }

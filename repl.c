@@ -19,8 +19,9 @@
 #include <limits.h>
 #include <unistd.h>
 
-#include "frame.h"
 #include "deadline.h"
+#include "fdio.h"
+#include "frame.h"
 #include "pidcg.h"
 #include "proc.h"
 #include "warm.h"
@@ -275,9 +276,7 @@ static int open_session(const struct run_args *a, struct store *st,
 	if (store_open_blob(st, a->session, &fds->load, blob_len, found, serr) < 0 ||
 	    store_save_begin(st, a->session, memfd, sv, serr) < 0) {
 		snprintf(err, errlen, "%s", serr);
-		if (fds->load >= 0)
-			close(fds->load);
-		fds->load = -1;
+		fd_close(&fds->load);
 		return -1;
 	}
 	fds->save = sv->fd;
@@ -341,8 +340,7 @@ static int run_locked(const struct run_args *a, struct store *st,
 out:
 	sandbox_plan_end(cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
-	if (fds.load >= 0)
-		close(fds.load);
+	fd_close(&fds.load);
 	frame_buf_release(&req);
 	return ret;
 }

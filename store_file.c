@@ -110,9 +110,7 @@ static int scan_dir(struct fstore *fs, scan_fn fn, void *arg)
 		return -1;
 	d = fdopendir(fd);
 	if (d == NULL) {
-		errsv = errno;
-		close(fd);
-		errno = errsv;
+		fd_close(&fd);
 		return -1;
 	}
 	for (;;) {
@@ -250,61 +248,13 @@ static void reap(struct fstore *fs)
 	reap_locked(fs, NULL);
 }
 
-static ssize_t read_some(int fd, uint8_t *p, size_t n)
-{
-	ssize_t r;
-
-	do
-		r = read(fd, p, n);
-	while (r < 0 && errno == EINTR);
-	return r;
-}
-
-/* Read fd to EOF into a malloc'd buffer; hint is the expected size. */
-static int read_all(int fd, size_t hint, uint8_t **out, size_t *len)
-{
-	size_t cap = hint + 1, n = 0;
-	uint8_t *buf, *nb;
-	ssize_t r;
-
-	buf = malloc(cap);
-	if (buf == NULL)
-		return -1;
-	for (;;) {
-		if (n == cap) {
-			nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-			if (nb == NULL) {
-				free(buf);
-				errno = ENOMEM;
-				return -1;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = read_some(fd, buf + n, cap - n);
-		if (r < 0) {
-			int errsv = errno;
-
-			free(buf);
-			errno = errsv;
-			return -1;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
 static int fs_open_blob(struct store *s, const char *id, int *fdp, size_t *len,
                         bool *found, char *err)
 {
 	struct fstore *fs = s->priv;
 	char name[NAME_BUF];
 	struct stat st;
-	int fd, errsv;
+	int fd;
 
 	*fdp = -1;
 	*len = 0;
@@ -338,31 +288,27 @@ static int fs_open_blob(struct store *s, const char *id, int *fdp, size_t *len,
 	*found = true;
 	return 0;
 out:
-	errsv = errno;
-	close(fd);
-	errno = errsv;
+	fd_close(&fd);
 	return -1;
 }
 
 static int fs_load(struct store *s, const char *id, uint8_t **blob,
                    size_t *len, bool *found, char *err)
 {
-	int fd, errsv, ret = 0;
+	int fd, ret = 0;
 
 	*blob = NULL;
 	if (fs_open_blob(s, id, &fd, len, found, err) < 0)
 		return -1;
 	if (!*found)
 		return 0;
-	if (read_all(fd, *len, blob, len) < 0) {
+	if (fd_read_all(fd, *len, blob, len) < 0) {
 		fail(err, "cannot load session '%s': read: %s", id,
 		     strerror(errno));
 		*found = false;
 		ret = -1;
 	}
-	errsv = errno;
-	close(fd);
-	errno = errsv;
+	fd_close(&fd);
 	return ret;
 }
 
@@ -698,7 +644,7 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 	struct timespec deadline;
 	char name[NAME_BUF];
 	bool notreg;
-	int fd, errsv;
+	int fd;
 
 	lk->fd = -1;
 	lk->priv = NULL;
@@ -724,9 +670,7 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 	reap_locked(fs, id);
 	return 0;
 bad:
-	errsv = errno;
-	close(fd);
-	errno = errsv;
+	fd_close(&fd);
 	if (errno == EWOULDBLOCK)
 		return fail(err, "session '%s' is busy: another call is using it",
 		            id);
@@ -798,7 +742,7 @@ static int open_private_dir(int atfd, const char *path, const char *shown,
                             char *err)
 {
 	struct stat st;
-	int fd, errsv;
+	int fd;
 
 	fd = openat(atfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -823,9 +767,7 @@ static int open_private_dir(int atfd, const char *path, const char *shown,
 		return fd;
 	}
 bad:
-	errsv = errno;
-	close(fd);
-	errno = errsv;
+	fd_close(&fd);
 	return -1;
 }
 

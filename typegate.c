@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "fdio.h"
 #include "typegate.h"
 
 extern char **environ;
@@ -33,13 +34,6 @@ static int fail(char *err, size_t errlen, const char *what)
 	snprintf(err, errlen, "%s: %s", what, strerror(saved));
 	errno = saved;
 	return -1;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
 }
 
 static bool is_executable(const char *path)
@@ -126,7 +120,7 @@ static int drain(int *fd, char **buf, size_t *len, size_t cap, bool *truncated)
 		if (r < 0 && errno == EAGAIN)
 			return 1;
 		if (r <= 0) {
-			close_fd(fd);
+			fd_close(fd);
 			return 0;
 		}
 		keep = *len < cap ? cap - *len : 0;
@@ -159,11 +153,11 @@ static bool reap_by(pid_t pid, const struct timespec *deadline, int *status)
 		double left = deadline_left(deadline);
 
 		if (got == pid || (got < 0 && errno != EINTR)) {
-			close_fd(&pfd);
+			fd_close(&pfd);
 			return true;    /* reaped, or not ours to wait for */
 		}
 		if (left <= 0) {
-			close_fd(&pfd);
+			fd_close(&pfd);
 			return false;
 		}
 		if (pfd >= 0) {
@@ -244,9 +238,9 @@ static int run_child(const char *path, const char *const *argv, const char *cons
 	if (pid == 0)
 		child_exec(parent, path, argv, envp, cwd, outp[1], errp[1], st[1]);
 	setpgid(pid, pid);
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
-	close_fd(&st[1]);
+	fd_close(&outp[1]);
+	fd_close(&errp[1]);
+	fd_close(&st[1]);
 	if ((e = exec_errno(st[0])) != 0) {
 		waitpid(pid, NULL, 0);
 		set_exec_failure(r, e);
@@ -273,12 +267,12 @@ static int run_child(const char *path, const char *const *argv, const char *cons
 	r->seconds = deadline_now() - t0;
 	ret = 0;
 out:
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
-	close_fd(&st[0]);
-	close_fd(&st[1]);
+	fd_close(&outp[0]);
+	fd_close(&outp[1]);
+	fd_close(&errp[0]);
+	fd_close(&errp[1]);
+	fd_close(&st[0]);
+	fd_close(&st[1]);
 	return ret;
 }
 

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "fdio.h"
 #include "warm_proto.h"
 #include "wire.h"
 
@@ -111,13 +112,6 @@ static int key_payload(const struct warm_want *w, uint8_t *buf, size_t *len)
 	return warm_key_encode(&k, buf, len);
 }
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 struct call {
 	int sock, out, err, res, sig;
 	bool started, done;
@@ -139,15 +133,8 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
 	    (req = memfd_create("dolsot-request", MFD_CLOEXEC)) < 0 ||
 	    (c->res = memfd_create("dolsot-result", MFD_CLOEXEC)) < 0)
 		goto out;
-	for (size_t done = 0; done < len;) {
-		ssize_t w = write(req, request + done, len - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			goto out;
-		done += (size_t)w;
-	}
+	if (fd_write_all(req, request, len) < 0)
+		goto out;
 	fds[0] = req;
 	fds[1] = c->res;
 	fds[2] = outp[1];
@@ -164,11 +151,11 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
 	fcntl(c->err, F_SETFL, O_NONBLOCK);
 	ret = 0;
 out:
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
-	close_fd(&req);
+	fd_close(&outp[0]);
+	fd_close(&outp[1]);
+	fd_close(&errp[0]);
+	fd_close(&errp[1]);
+	fd_close(&req);
 	return ret;
 }
 
@@ -250,7 +237,7 @@ static void drain(int *fd, struct capture *c)
 			break;
 		proc_pump(fd, c);
 	}
-	close_fd(fd);
+	fd_close(fd);
 }
 
 static int map_result(int fd, struct proc_outcome *o)
@@ -300,7 +287,7 @@ enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 		         "avoids the server)");
 	if (st != WARM_DONE)
 		goto out;
-	close_fd(&c.sock);   /* if the cell still runs, this makes the zygote kill it */
+	fd_close(&c.sock);   /* if the cell still runs, this makes the zygote kill it */
 	drain(&c.out, out);
 	drain(&c.err, errc);
 	if (!o->timed_out && !o->signal && map_result(c.res, o) < 0) {
@@ -309,11 +296,11 @@ enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 		st = WARM_BROKEN;
 	}
 out:
-	close_fd(&c.sock);
-	close_fd(&c.out);
-	close_fd(&c.err);
-	close_fd(&c.res);
-	close_fd(&c.sig);
+	fd_close(&c.sock);
+	fd_close(&c.out);
+	fd_close(&c.err);
+	fd_close(&c.res);
+	fd_close(&c.sig);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return st;
 }
@@ -367,7 +354,7 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *ke
 		return errno == EWOULDBLOCK ? 0 : -1;   /* one runs, or is starting */
 	}
 	memfd = memfd_create("dolsot-prewarm", MFD_CLOEXEC);
-	if (memfd < 0 || write(memfd, prewarm.payload, prewarm.len) != (ssize_t)prewarm.len)
+	if (memfd < 0 || fd_write_all(memfd, prewarm.payload, prewarm.len) < 0)
 		goto out;
 	snprintf(idle, sizeof(idle), "%.17g", idle_seconds);
 	/* We must not become the server's reaper, nor kill it as a descendant. */
@@ -387,10 +374,10 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *ke
 		ret = 0;
 	}
 out:
-	close_fd(&dir_copy);
-	close_fd(&key_copy);
-	close_fd(&lock_copy);
-	close_fd(&memfd);
+	fd_close(&dir_copy);
+	fd_close(&key_copy);
+	fd_close(&lock_copy);
+	fd_close(&memfd);
 	close(lock);   /* the server holds the lock through its own copy */
 	return ret;
 }
