@@ -24,7 +24,7 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CF
 LDFLAGS ?=
 VERSION := 0.3.0
 
-CORE_SRCS := frame.c fdio.c deadline.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
+CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
 	output.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c server_mem.c zygote.c \
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
 	sandbox_plan.c

@@ -10,25 +10,16 @@
 #include "repl.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <limits.h>
 #include <unistd.h>
 
 #include "deadline.h"
 #include "fdio.h"
-#include "frame.h"
 #include "pidcg.h"
-#include "proc.h"
 #include "warm.h"
-#include "worker.h"
-
-_Static_assert(OPTS_MAX_TOOLBOXES <= FRAME_MAX_TOOLBOXES,
-               "every --toolbox the CLI accepts must fit in a request");
 
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen)
 {
@@ -51,206 +42,14 @@ struct store *repl_open_store(const struct settings *s, char *err, size_t errlen
 	return st;
 }
 
-static char *dup_span(struct span s)
-{
-	char *p;
-
-	if (!s.present)
-		return NULL;
-	p = malloc(s.len + 1);
-	if (!p)
-		return NULL;
-	memcpy(p, s.p, s.len);
-	p[s.len] = '\0';
-	return p;
-}
-
-static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *dup_printf(const char *fmt, ...)
-{
-	va_list ap;
-	char *p;
-
-	va_start(ap, fmt);
-	if (vasprintf(&p, fmt, ap) < 0)
-		p = NULL;
-	va_end(ap);
-	return p;
-}
-
-extern char **environ;
-
-/* The environment as NUL-separated entries, for a worker that does not
- * inherit it (malloc'd into *out). */
-static int pack_environ(struct span *out, char **buf)
-{
-	size_t n = 0, off = 0;
-
-	for (char **e = environ; *e; e++)
-		n += strlen(*e) + 1;
-	*buf = malloc(n ? n : 1);
-	if (!*buf)
-		return -1;
-	for (char **e = environ; *e; e++) {
-		size_t len = strlen(*e) + 1;
-
-		memcpy(*buf + off, *e, len);
-		off += len;
-	}
-	*out = (struct span){ (const uint8_t *)*buf, n, true };
-	return 0;
-}
-
-static int encode_request(const struct run_args *a, size_t blob_len, bool found,
-                          const char *cgroup, bool warm, struct frame_buf *buf)
-{
-	struct request r;
-	char cwd[PATH_MAX], *env = NULL;
-	int ret;
-
-	memset(&r, 0, sizeof(r));
-	r.code = (struct span){ (const uint8_t *)a->code, a->code_len, true };
-	r.session = span_str(a->session);
-	if (found) {
-		r.flags |= REQ_SESSION;
-		r.blob_len = blob_len;
-	}
-	if (a->n_toolboxes > FRAME_MAX_TOOLBOXES) {
-		errno = E2BIG;
-		return -1;
-	}
-	for (size_t i = 0; i < a->n_toolboxes; i++) {
-		r.toolboxes[i].module = span_str(a->toolboxes[i].module);
-		r.toolboxes[i].alias = span_str(a->toolboxes[i].alias);
-	}
-	r.n_toolboxes = a->n_toolboxes;
-	r.max_output = a->settings->max_output;
-	r.budget_ns = (uint64_t)(a->settings->timeout * 1e9);
-	if (a->settings->carry)
-		r.flags |= REQ_CARRY;
-	/* A warm worker is forked from a zygote, not from us: tell it where and
-	 * with what environment the caller runs (unless the plan gives one).
-	 * A cold one inherits both. */
-	if (warm && getcwd(cwd, sizeof(cwd))) {
-		r.cwd = span_str(cwd);
-		if (!(a->plan && a->plan->env) && pack_environ(&r.env, &env) < 0)
-			return -1;
-	}
-	if (a->settings->typecheck)
-		r.flags |= REQ_TYPECHECK;
-	r.ty_bin = span_str(a->settings->ty_bin);
-	sandbox_plan_fill(a->plan, a->settings, cgroup, &r);
-	ret = frame_encode_request(buf, &r);
-	free(env);
-	return ret;
-}
-
-/* Why the worker ended without an answer, as words; the limits in force
- * are named, as one may be the cause (a C library aborting when malloc
- * fails, SIGKILL at the hard CPU limit). */
-static char *death_message(int status, const struct limits *l)
-{
-	char set[256];
-
-	limits_describe(l, set, sizeof(set));
-	if (WIFSIGNALED(status))
-		return dup_printf("dolsot: the worker was killed by signal %d (%s) before "
-		                  "it finished%s%s%s; session unchanged",
-		                  WTERMSIG(status), strsignal(WTERMSIG(status)),
-		                  set[0] ? " (limits in force: " : "", set, set[0] ? ")" : "");
-	return dup_printf("dolsot: the worker exited with status %d before it finished "
-	                  "(the cell ended the process); session unchanged",
-	                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-}
-
-/* Turn the worker's outcome into *res; returns true when there is a blob to save. */
-static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
-                         struct worker_result *wr, struct result *res)
-{
-	char ferr[256];
-	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
-
-	if (o->timed_out) {
-		res->exit_code = DOLSOT_EXIT_TIMEOUT;
-		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
-		                        "timeout; session unchanged", s->timeout);
-		return false;
-	}
-	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
-	                                      sizeof(ferr)) < 0) {
-		res->exit_code = DOLSOT_EXIT_FAIL;
-		/* A worker that died may have left a partial (or pre-sized) answer. */
-		res->error = o->result && exited_ok
-		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
-		                          "session unchanged", ferr)
-		             : death_message(o->status, &s->limits);
-		return false;
-	}
-	res->exit_code = wr->exit_code >= 0 && wr->exit_code <= 255 ? (int)wr->exit_code : 1;
-	if (wr->value.present) {
-		res->value = dup_span(wr->value);
-		res->value_len = wr->value.len;
-	}
-	res->error = dup_span(wr->error);
-	res->held = dup_span(wr->held);
-	res->dropped = dup_span(wr->dropped);
-	res->warnings = dup_span(wr->warnings);
-	return (wr->flags & RES_SAVE) != 0;
-}
-
-/* What picks the zygote.  One for sandboxed calls is warmed with the
- * sandbox's environment, so that none of ours is in the memory (or the
- * imported modules) a sandboxed cell inherits. */
-static struct warm_want warm_want_of(const struct run_args *a)
-{
-	struct warm_want key = { a->toolboxes, a->n_toolboxes, NULL, 0 };
-
-	if (a->settings->sandbox && a->plan && a->plan->env) {
-		key.env = a->plan->env;
-		key.env_len = a->plan->env_len;
-	}
-	return key;
-}
-
-/* Try the warm server; returns true when *o holds the call's outcome or
- * *res already says why the call failed. */
-static bool run_warm(const struct run_args *a, struct store *st,
-                     const struct frame_buf *req, const struct worker_fds *fds,
-                     const struct timespec *deadline, struct result *res,
-                     struct proc_outcome *o, bool *no_server)
-{
-	struct warm_want key = warm_want_of(a);
-	int dirfd = store_dirfd(st);
-	char err[REPL_ERR_MAX];
-
-	if (!a->settings->server || dirfd < 0)
-		return false;
-	switch (warm_run(dirfd, req->data, req->len, fds, deadline, a->settings->timeout, &key,
-	                 &res->out, &res->err, o, err, sizeof(err))) {
-	case WARM_DONE:
-		return true;
-	case WARM_BROKEN:
-		res->exit_code = DOLSOT_EXIT_FAIL;
-		res->error = strdup(err);
-		return true;
-	case WARM_NO_SERVER:
-		*no_server = true;
-		return false;
-	case WARM_FALLBACK:
-	default:
-		return false;
-	}
-}
-
 /* Make what the worker wrote the session, or say why not. */
 static void save_session(struct store *st, struct store_save *sv,
-                         const struct worker_result *wr, struct result *res)
+                         const struct call_save *want, struct result *res)
 {
 	char serr[STORE_ERR_MAX];
-	int rc = wr->save_errno
-	         ? store_save_fail(st, sv, "write", (int)wr->save_errno, serr)
-	         : store_save_commit(st, sv, (size_t)wr->blob_len, serr);
+	int rc = want->errnum
+	         ? store_save_fail(st, sv, "write", want->errnum, serr)
+	         : store_save_commit(st, sv, want->len, serr);
 
 	if (rc == 0) {
 		res->saved = true;
@@ -283,65 +82,35 @@ static int open_session(const struct run_args *a, struct store *st,
 	return 0;
 }
 
-/* The request for the warm path (when the server may take it) or the cold
- * one, in *req (replacing what it held). */
-static int build_request(const struct run_args *a, size_t blob_len, bool found,
-                         const char *cgroup, bool warm, struct frame_buf *req,
-                         char *err, size_t errlen)
-{
-	frame_buf_release(req);
-	if (warm && !a->settings->server)
-		return 0;
-	if (encode_request(a, blob_len, found, cgroup, warm, req) < 0) {
-		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 static int run_locked(const struct run_args *a, struct store *st,
                       struct result *res, int *sig, bool *no_server,
                       char *err, size_t errlen)
 {
 	struct worker_fds fds = { -1, -1, -1, -1 };
 	struct store_save sv = { .fd = -1 };
-	size_t blob_len = 0;
-	bool found = false;
-	struct frame_buf req = { 0 };
+	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_dirfd(st) };
+	struct call_save want;
 	struct timespec deadline;
-	struct proc_outcome o;
-	struct worker_result wr;
 	char cgroup[PIDCG_PATH_MAX] = "";
 	int ret = -1;
 
-	if (open_session(a, st, &fds, &sv, &blob_len, &found, err, errlen) < 0)
+	if (open_session(a, st, &fds, &sv, &c.blob_len, &c.found, err, errlen) < 0)
 		return -1;
 	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
 		goto out;
 	deadline_in(&deadline, a->settings->timeout);
-	if (build_request(a, blob_len, found, cgroup, true, &req, err, errlen) < 0)
-		goto out;
-	if (!run_warm(a, st, &req, &fds, &deadline, res, &o, no_server) &&
-	    (build_request(a, blob_len, found, cgroup, false, &req, err, errlen) < 0 ||
-	     proc_run(req.data, req.len, &fds, &deadline, worker_child, NULL, &res->out,
-	              &res->err, &o, err, errlen) < 0))
-		goto out;
+	c.deadline = &deadline;
+	c.cgroup = cgroup;
+	ret = call_run(&c, res, &want, sig, no_server, err, errlen);
 	/* Every process of the call is gone by now, on either path. */
 	sandbox_plan_end(cgroup);
 	cgroup[0] = '\0';
-	ret = 0;
-	if (res->error)
-		goto out;   /* the warm path broke after the cell may have run */
-	*sig = o.signal;
-	memset(&wr, 0, sizeof(wr));
-	if (take_outcome(&o, a->settings, &wr, res) && !o.signal)
-		save_session(st, &sv, &wr, res);
-	proc_outcome_release(&o);
+	if (ret == 0 && want.wanted)
+		save_session(st, &sv, &want, res);
 out:
 	sandbox_plan_end(cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
 	fd_close(&fds.load);
-	frame_buf_release(&req);
 	return ret;
 }
 
@@ -367,7 +136,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	ret = run_locked(a, st, res, sig, &no_server, err, errlen);
 	store_unlock(st, &lk);
 	if (no_server && !*sig) {
-		struct warm_want key = warm_want_of(a);
+		struct warm_want key = call_warm_want(a);
 
 		/* Cold this time; warm for the calls that follow. */
 		warm_spawn_server(store_dirfd(st), a->settings->server_idle, &key);
@@ -406,7 +175,7 @@ int repl_server_start(const struct settings *s, const struct toolbox_arg *toolbo
 	struct store *st = repl_open_store(s, err, errlen);
 	struct run_args a = { .toolboxes = toolboxes, .n_toolboxes = n, .settings = s,
 	                      .plan = plan };
-	struct warm_want key = warm_want_of(&a);
+	struct warm_want key = call_warm_want(&a);
 	int ret = 0;
 
 	if (!st)

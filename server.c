@@ -29,7 +29,7 @@
 
 #include "deadline.h"
 #include "le.h"
-#include "proc.h"
+#include "proc_child.h"
 #include "server_diag.h"
 #include "server_mem.h"
 #include "warm_proto.h"
@@ -127,7 +127,7 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		proc_close_fds_except(keep, 1);
+		proc_child_close_fds(keep, 1);
 		warm_key_decode(m->payload, m->len, &env);
 		zygote_main(sv[1], &env);
 	}
@@ -610,7 +610,7 @@ void server_main(int dirfd, int lock_fd, double idle_seconds,
 	s.exe_id = warm_proto_exe_id();
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		s.z[i].ctl = -1;
-	proc_close_fds_except(keep, lock_fd >= 0 ? 2 : 1);
+	proc_child_close_fds(keep, lock_fd >= 0 ? 2 : 1);
 	s.lock_fd = lock_fd;
 	if (lock_fd >= 0)
 		fcntl(lock_fd, F_SETFD, FD_CLOEXEC);

@@ -30,6 +30,8 @@
 
 #include "deadline.h"
 #include "fdio.h"
+#include "proc.h"
+#include "proc_child.h"
 #include "warm_proto.h"
 #include "wire.h"
 
@@ -37,6 +39,8 @@ extern char **environ;
 
 /* Seconds the client waits past its deadline for the server's verdict. */
 #define GRACE 2.0
+/* Once the verdict is in, each read of the cell's pipes waits this long (ms). */
+#define WARM_DRAIN_MS 1000
 
 static bool volatile_var(const char *entry)
 {
@@ -113,9 +117,10 @@ static int key_payload(const struct warm_want *w, uint8_t *buf, size_t *len)
 }
 
 struct call {
-	int sock, out, err, res, sig;
+	int sock, res, sig;
+	struct proc_pipe out, err;
 	bool started, done;
-	struct proc_outcome *o;
+	struct call_outcome *o;
 };
 
 static int send_call(struct call *c, const uint8_t *request, size_t len,
@@ -144,11 +149,11 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
 	if (wire_send(c->sock, WIRE_CALL, (uint64_t)(budget * 1e9), warm_proto_exe_id(),
 	              payload, plen, fds, session->load >= 0 ? 6 : 5) < 0)
 		goto out;
-	c->out = outp[0];
-	c->err = errp[0];
+	c->out.fd = outp[0];
+	c->err.fd = errp[0];
 	outp[0] = errp[0] = -1;
-	fcntl(c->out, F_SETFL, O_NONBLOCK);
-	fcntl(c->err, F_SETFL, O_NONBLOCK);
+	fcntl(c->out.fd, F_SETFL, O_NONBLOCK);
+	fcntl(c->err.fd, F_SETFL, O_NONBLOCK);
 	ret = 0;
 out:
 	fd_close(&outp[0]);
@@ -196,82 +201,47 @@ static void on_signals(struct call *c)
 }
 
 /* Wait for the verdict while reading the cell's output. */
-static enum warm_status supervise(struct call *c, const struct timespec *deadline,
-                                  struct capture *out, struct capture *errc)
+static enum call_status supervise(struct call *c, const struct timespec *deadline)
 {
+	struct proc_pipe *pipes = &c->out;   /* out, err */
+
 	while (!c->done && !c->o->signal) {
-		struct pollfd p[4] = {
-			{ c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 },
-			{ c->out, POLLIN, 0 }, { c->err, POLLIN, 0 },
-		};
+		struct pollfd p[2] = { { c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 } };
 		double left = deadline_left(deadline) + GRACE;
 
 		if (left <= 0) {
 			/* The server did not enforce the deadline: give up on it.
 			 * Closing our end makes the zygote kill the cell. */
 			c->o->timed_out = true;
-			return WARM_DONE;
+			return CALL_DONE;
 		}
-		if (poll(p, 4, deadline_poll_ms(left)) < 0 &&
-		    errno != EINTR)
-			return WARM_BROKEN;
-		if (c->out >= 0 && p[2].revents)
-			proc_pump(&c->out, out);
-		if (c->err >= 0 && p[3].revents)
-			proc_pump(&c->err, errc);
+		if (proc_poll(pipes, 2, p, 2, deadline_poll_ms(left)) < 0)
+			return CALL_BROKEN;
 		if (p[1].revents)
 			on_signals(c);
 		if (p[0].revents && !on_message(c))
-			return c->started ? WARM_BROKEN : WARM_FALLBACK;
+			return c->started ? CALL_BROKEN : CALL_FALLBACK;
 	}
-	return WARM_DONE;
+	return CALL_DONE;
 }
 
-/* After the verdict every writer is gone: read the pipes to the end. */
-static void drain(int *fd, struct capture *c)
-{
-	while (*fd >= 0) {
-		struct pollfd p = { *fd, POLLIN, 0 };
-
-		if (poll(&p, 1, 1000) <= 0)
-			break;
-		proc_pump(fd, c);
-	}
-	fd_close(fd);
-}
-
-static int map_result(int fd, struct proc_outcome *o)
-{
-	struct stat st;
-	void *p;
-
-	if (fstat(fd, &st) < 0)
-		return -1;
-	if (st.st_size <= 0)
-		return 0;
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED)
-		return -1;
-	o->result = p;
-	o->result_len = (size_t)st.st_size;
-	return 0;
-}
-
-enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
+enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
                           const struct warm_want *key, struct capture *out,
-                          struct capture *errc, struct proc_outcome *o,
+                          struct capture *errc, struct call_outcome *o,
                           char *err, size_t errlen)
 {
-	struct call c = { .sock = -1, .out = -1, .err = -1, .res = -1, .sig = -1, .o = o };
-	enum warm_status st = WARM_FALLBACK;
+	struct call c = { .sock = -1, .res = -1, .sig = -1, .o = o,
+	                  .out = { -1, proc_feed_capture, out },
+	                  .err = { -1, proc_feed_capture, errc } };
+	enum call_status st = CALL_FALLBACK;
 	sigset_t mask, oldmask;
 
 	memset(o, 0, sizeof(*o));
 	c.sock = warm_proto_connect(dirfd);
 	if (c.sock < 0)
-		return WARM_NO_SERVER;
+		return CALL_NO_SERVER;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
@@ -280,25 +250,26 @@ enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 	c.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sig < 0 || send_call(&c, request, request_len, session, budget, key) < 0)
 		goto out;
-	st = supervise(&c, deadline, out, errc);
-	if (st == WARM_BROKEN)
+	st = supervise(&c, deadline);
+	if (st == CALL_BROKEN)
 		snprintf(err, errlen, "dolsot: the warm server failed during the call, after "
 		         "the cell may have started; session unchanged (DOLSOT_SERVER=off "
 		         "avoids the server)");
-	if (st != WARM_DONE)
+	if (st != CALL_DONE)
 		goto out;
 	fd_close(&c.sock);   /* if the cell still runs, this makes the zygote kill it */
-	drain(&c.out, out);
-	drain(&c.err, errc);
-	if (!o->timed_out && !o->signal && map_result(c.res, o) < 0) {
+	/* After the verdict every writer is gone: read the pipes to the end. */
+	proc_drain(&c.out, WARM_DRAIN_MS);
+	proc_drain(&c.err, WARM_DRAIN_MS);
+	if (!o->timed_out && !o->signal && proc_map(c.res, &o->result, &o->result_len) < 0) {
 		snprintf(err, errlen, "dolsot: cannot read the worker's result: %s",
 		         strerror(errno));
-		st = WARM_BROKEN;
+		st = CALL_BROKEN;
 	}
 out:
 	fd_close(&c.sock);
-	fd_close(&c.out);
-	fd_close(&c.err);
+	fd_close(&c.out.fd);
+	fd_close(&c.err.fd);
 	fd_close(&c.res);
 	fd_close(&c.sig);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
@@ -314,7 +285,7 @@ static __attribute__((noreturn)) void exec_server(int dir_copy, int key_copy,
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	sigemptyset(&none);
-	proc_reset_signals(&none);
+	proc_child_reset_signals(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
 	    setsid() < 0 || dup2(dir_copy, WARM_DIR_FD) < 0 ||
 	    dup2(key_copy, WARM_KEY_FD) < 0 || dup2(lock_copy, WARM_LOCK_FD) < 0)

@@ -11,14 +11,7 @@
 
 #include "opts.h"
 #include "output.h"
-#include "proc.h"
-
-enum warm_status {
-	WARM_DONE,        /* *o holds the outcome, as proc_run would give it */
-	WARM_NO_SERVER,   /* nobody listens: run cold, then start a server */
-	WARM_FALLBACK,    /* the server declined before the cell ran: run cold */
-	WARM_BROKEN,      /* the server failed after the cell may have run */
-};
+#include "call_path.h"
 
 /*
  * What a caller wants warm: its toolboxes and, for a sandboxed call, the
@@ -35,16 +28,17 @@ struct warm_want {
 };
 
 /*
- * Run the request (an encoded FRAME_REQUEST) through the server of the
- * store directory dirfd, under deadline.  The worker gets session's load
- * and save fds (which stay open here).  Returns a warm_status; on
- * WARM_BROKEN err says what happened.
+ * The warm call path: run the request (an encoded FRAME_REQUEST) through
+ * the server of the store directory dirfd, under deadline.  The worker
+ * gets session's load and save fds (which stay open here).  Returns
+ * CALL_DONE (*o filled, as cold_run would), CALL_NO_SERVER, CALL_FALLBACK
+ * (nothing ran), or CALL_BROKEN with err saying what happened.
  */
-enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
+enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
                           const struct warm_want *key, struct capture *out,
-                          struct capture *errc, struct proc_outcome *o,
+                          struct capture *errc, struct call_outcome *o,
                           char *err, size_t errlen);
 
 /*

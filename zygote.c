@@ -34,6 +34,7 @@
 
 #include "deadline.h"
 #include "proc.h"
+#include "proc_child.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -107,7 +108,7 @@ static void worker_run(const int *fds, size_t nfds)
 
 	if (proc_child_stdio(fds[FD_OUT], fds[FD_ERR]) < 0)
 		_exit(127);
-	proc_close_fds_except(keep, 5);
+	proc_child_close_fds(keep, 5);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_NAME, "dolsot-worker");
 	if (wire_send(fds[FD_CLIENT], WIRE_STARTED, 0, 0, NULL, 0, NULL, 0) < 0)
@@ -298,12 +299,6 @@ static void reap(void)
 	}
 }
 
-static void kill_call(struct call *c)
-{
-	kill(-c->pid, SIGKILL);
-	kill(c->pid, SIGKILL);
-}
-
 /* Deadlines passed; returns the poll timeout in ms until the next one. */
 static int check_deadlines(void)
 {
@@ -316,7 +311,7 @@ static int check_deadlines(void)
 		if (left <= 0) {
 			if (!calls[i].timed_out) {
 				calls[i].timed_out = true;
-				kill_call(&calls[i]);
+				proc_kill_group(calls[i].pid);
 			}
 			ms = 50;
 		} else {
@@ -333,7 +328,7 @@ static void client_gone(struct call *c)
 {
 	close(c->client);
 	c->client = -1;
-	kill_call(c);
+	proc_kill_group(c->pid);
 }
 
 void zygote_main(int ctl, const struct warm_key *env)
