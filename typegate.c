@@ -23,6 +23,7 @@
 
 #include "deadline.h"
 #include "fdio.h"
+#include "proc.h"
 #include "typegate.h"
 
 extern char **environ;
@@ -77,124 +78,76 @@ char *tg_which(const char *name)
 	return NULL;
 }
 
-/* The child: own group, dies with us, fds 0-2 set, then exec. */
-static void child_exec(pid_t parent, const char *path, const char *const *argv,
-                       const char *const *envp, const char *cwd, int out, int err,
-                       int status)
+struct exec_args {
+	pid_t parent;
+	const char *path, *cwd;
+	const char *const *argv, *const *envp;
+	int status;          /* write end of the status pipe: why exec failed */
+};
+
+/* The child (in its own group already): dies with us, fds 0-2 set, then exec. */
+static void child_exec(void *arg, int out, int err)
 {
+	const struct exec_args *x = arg;
 	sigset_t none;
 	int null, e;
 
-	setpgid(0, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* A parent that died before prctl would leave us running unwatched. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != x->parent)
 		goto fail;
 	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		goto fail;
-	if (cwd && chdir(cwd) < 0)
+	if (x->cwd && chdir(x->cwd) < 0)
 		goto fail;
 	/* Whatever the worker holds open stays out of the checker. */
 	syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
-	execve(path, (char *const *)argv, (char *const *)(envp ? envp : (const char *const *)environ));
+	execve(x->path, (char *const *)x->argv,
+	       (char *const *)(x->envp ? x->envp : (const char *const *)environ));
 fail:
 	e = errno;
-	if (write(status, &e, sizeof(e)) < 0)
+	if (write(x->status, &e, sizeof(e)) < 0)
 		_exit(127);
 	_exit(127);
 }
 
-/* Keep up to cap bytes in *buf; returns 0 at EOF, 1 while open. */
-static int drain(int *fd, char **buf, size_t *len, size_t cap, bool *truncated)
+/* Where one of the checker's streams goes: at most cap bytes are kept. */
+struct keep {
+	char *buf;
+	size_t *len, cap;
+	bool *truncated;
+};
+
+static void keep_feed(void *ctx, const char *chunk, size_t r)
 {
-	char chunk[16384];
+	struct keep *k = ctx;
+	size_t room = *k->len < k->cap ? k->cap - *k->len : 0;
 
-	for (int rounds = 0; rounds < 16; rounds++) {
-		ssize_t r = read(*fd, chunk, sizeof(chunk));
-		size_t keep;
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && errno == EAGAIN)
-			return 1;
-		if (r <= 0) {
-			fd_close(fd);
-			return 0;
-		}
-		keep = *len < cap ? cap - *len : 0;
-		if ((size_t)r > keep)
-			*truncated = true;
-		else
-			keep = (size_t)r;
-		if (keep) {
-			memcpy(*buf + *len, chunk, keep);
-			*len += keep;
-			(*buf)[*len] = '\0';
-		}
+	if (r > room)
+		*k->truncated = true;
+	else
+		room = r;
+	if (room) {
+		memcpy(k->buf + *k->len, chunk, room);
+		*k->len += room;
+		k->buf[*k->len] = '\0';
 	}
-	return 1;
 }
 
-static void kill_group(pid_t pid)
+/* Read both streams until they end; false when the deadline came first. */
+static bool pump_until(struct proc_child *c, const struct timespec *deadline)
 {
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
-}
-
-/* Wait for pid without passing the deadline; true when it was reaped. */
-static bool reap_by(pid_t pid, const struct timespec *deadline, int *status)
-{
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	for (;;) {
-		pid_t got = waitpid(pid, status, WNOHANG);
+	while (c->out.fd >= 0 || c->err.fd >= 0) {
 		double left = deadline_left(deadline);
 
-		if (got == pid || (got < 0 && errno != EINTR)) {
-			fd_close(&pfd);
-			return true;    /* reaped, or not ours to wait for */
-		}
-		if (left <= 0) {
-			fd_close(&pfd);
+		if (left <= 0)
 			return false;
-		}
-		if (pfd >= 0) {
-			struct pollfd p = { .fd = pfd, .events = POLLIN };
-
-			poll(&p, 1, deadline_poll_ms(left));
-		} else {
-			struct timespec pause = { 0, 2000000 };
-
-			nanosleep(&pause, NULL);
-		}
+		if (proc_poll(&c->out, 2, NULL, 0, deadline_poll_ms(left)) < 0)
+			break;
 	}
-}
-
-static void pump_until(struct tg_run *r, int *out, int *errfd, size_t cap,
-                       const struct timespec *deadline, bool *timed_out)
-{
-	while (*out >= 0 || *errfd >= 0) {
-		struct pollfd p[2];
-		nfds_t n = 0;
-		double left = deadline_left(deadline);
-
-		if (left <= 0) {
-			*timed_out = true;
-			return;
-		}
-		if (*out >= 0)
-			p[n++] = (struct pollfd){ .fd = *out, .events = POLLIN };
-		if (*errfd >= 0)
-			p[n++] = (struct pollfd){ .fd = *errfd, .events = POLLIN };
-		if (poll(p, n, left > 60 ? 60000 : (int)(left * 1000) + 1) < 0 && errno != EINTR)
-			return;
-		if (*out >= 0)
-			drain(out, &r->out, &r->out_len, cap, &r->out_truncated);
-		if (*errfd >= 0)
-			drain(errfd, &r->err, &r->err_len, cap, &r->err_truncated);
-	}
+	return true;
 }
 
 /* Why exec failed, from the status pipe; 0 when exec succeeded. */
@@ -219,40 +172,34 @@ static int run_child(const char *path, const char *const *argv, const char *cons
                      const char *cwd, const struct timespec *deadline, size_t cap,
                      struct tg_run *r, char *err, size_t errlen)
 {
-	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 };
+	int st[2] = { -1, -1 };
 	int ret = -1, status = 0, e;
-	bool timed_out = false;
 	double t0 = deadline_now();
-	pid_t pid, parent = getpid();
+	struct exec_args x = { getpid(), path, cwd, argv, envp, -1 };
+	struct keep kout = { r->out, &r->out_len, cap, &r->out_truncated };
+	struct keep kerr = { r->err, &r->err_len, cap, &r->err_truncated };
+	struct proc_child c = { .out = { -1, keep_feed, &kout }, .err = { -1, keep_feed, &kerr } };
+	const char *what = "";
 
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(st, O_CLOEXEC) < 0) {
+	if (pipe2(st, O_CLOEXEC) < 0) {
 		fail(err, errlen, "pipe2");
 		goto out;
 	}
-	pid = fork();
-	if (pid < 0) {
-		fail(err, errlen, "fork");
+	x.status = st[1];
+	if (proc_start(&c, child_exec, &x, &what) < 0) {
+		fail(err, errlen, what);
 		goto out;
 	}
-	if (pid == 0)
-		child_exec(parent, path, argv, envp, cwd, outp[1], errp[1], st[1]);
-	setpgid(pid, pid);
-	fd_close(&outp[1]);
-	fd_close(&errp[1]);
 	fd_close(&st[1]);
 	if ((e = exec_errno(st[0])) != 0) {
-		waitpid(pid, NULL, 0);
+		waitpid(c.pid, NULL, 0);
 		set_exec_failure(r, e);
 		ret = 0;
 		goto out;
 	}
-	fcntl(outp[0], F_SETFL, O_NONBLOCK);
-	fcntl(errp[0], F_SETFL, O_NONBLOCK);
-	pump_until(r, &outp[0], &errp[0], cap, deadline, &timed_out);
-	if (timed_out || !reap_by(pid, deadline, &status)) {
-		kill_group(pid);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	if (!pump_until(&c, deadline) || !proc_wait_until(c.pid, deadline, &status)) {
+		proc_kill_group(c.pid);
+		while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR)
 			;
 		r->status = TG_RUN_TIMEOUT;
 	} else if (WIFSIGNALED(status)) {
@@ -263,14 +210,12 @@ static int run_child(const char *path, const char *const *argv, const char *cons
 		r->code = WEXITSTATUS(status);
 	}
 	/* The checker is gone; so must be anything it left in its group. */
-	kill(-pid, SIGKILL);
+	kill(-c.pid, SIGKILL);
 	r->seconds = deadline_now() - t0;
 	ret = 0;
 out:
-	fd_close(&outp[0]);
-	fd_close(&outp[1]);
-	fd_close(&errp[0]);
-	fd_close(&errp[1]);
+	fd_close(&c.out.fd);
+	fd_close(&c.err.fd);
 	fd_close(&st[0]);
 	fd_close(&st[1]);
 	return ret;
