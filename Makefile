@@ -24,9 +24,9 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CF
 LDFLAGS ?=
 VERSION := 0.3.0
 
-CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
-	output.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c server_mem.c zygote.c \
-	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
+CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c mem_store.c \
+	output.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
+	mem_client.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
 	sandbox_plan.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c session_py.c state_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
@@ -78,9 +78,9 @@ $(B)/tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 T_FRAME := tests/check_frame.o frame.o
-T_STORE := tests/check_store.o fdio.o deadline.o store_id.o store_name.o store_file.o store_mem.o \
-	store_blob.o
-T_OPTS := tests/check_opts.o opts.o store_id.o rlimits.o
+T_STORE := tests/check_store.o fdio.o deadline.o store.o store_name.o store_file.o mem_store.o \
+	mem_client.o warm_proto.o wire.o mem_list.o
+T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o

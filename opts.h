@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "rlimits.h"
+#include "store.h"
 
 #define OPTS_ERR_MAX 512
 /* --toolbox options per call: what one request frame can carry. */
@@ -28,7 +29,7 @@ struct settings {
 	const char *cache_dir;   /* NULL = the default directory */
 	bool server;             /* DOLSOT_SERVER=auto: use and start the warm server */
 	double server_idle;      /* seconds an unused server lives */
-	bool memory_store;       /* DOLSOT_STORE=memory: sessions in the server's memory */
+	enum store_kind store;   /* DOLSOT_STORE: file, or memory (in the server's memory) */
 	bool typecheck;          /* run the type gate before a cell */
 	const char *ty_bin;      /* the type checker to run */
 	bool carry;              /* carry interpreter and library state */

@@ -24,21 +24,19 @@
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
-	struct store *st = store_file_open(s->cache_dir, s->ttl_days, serr);
+	struct store *st = store_open(s->store, s->cache_dir, s->ttl_days, serr);
 
-	if (st && s->memory_store) {
-		/* The directory still hosts the server's socket; the sessions
-		 * themselves live in the server. */
-		if (warm_ensure_server(store_dirfd(st), s->server_idle) < 0) {
-			snprintf(err, errlen, "cannot start the warm server for DOLSOT_STORE=memory: %s",
-			         strerror(errno));
-			store_close(st);
-			return NULL;
-		}
-		st = store_remote_open(st, serr);
-	}
-	if (!st)
+	if (!st) {
 		snprintf(err, errlen, "%s", serr);
+		return NULL;
+	}
+	/* Sessions that live in the server need one running. */
+	if (s->store == STORE_KIND_MEMORY && warm_ensure_server(store_home(st), s->server_idle) < 0) {
+		snprintf(err, errlen, "cannot start the warm server for DOLSOT_STORE=memory: %s",
+		         strerror(errno));
+		store_close(st);
+		return NULL;
+	}
 	return st;
 }
 
@@ -88,7 +86,7 @@ static int run_locked(const struct run_args *a, struct store *st,
 {
 	struct worker_fds fds = { -1, -1, -1, -1 };
 	struct store_save sv = { .fd = -1 };
-	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_dirfd(st) };
+	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st) };
 	struct call_save want;
 	struct timespec deadline;
 	char cgroup[PIDCG_PATH_MAX] = "";
@@ -139,7 +137,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		struct warm_want key = call_warm_want(a);
 
 		/* Cold this time; warm for the calls that follow. */
-		warm_spawn_server(store_dirfd(st), a->settings->server_idle, &key);
+		warm_spawn_server(store_home(st), a->settings->server_idle, &key);
 	}
 	store_close(st);
 	return ret;
@@ -182,7 +180,7 @@ int repl_server_start(const struct settings *s, const struct toolbox_arg *toolbo
 		return -1;
 	char why[512] = "";
 
-	if (warm_wait_ready(store_dirfd(st), s->server_idle, &key, s->timeout, why,
+	if (warm_wait_ready(store_home(st), s->server_idle, &key, s->timeout, why,
 	                    sizeof(why)) < 0) {
 		if (errno == ENOEXEC)
 			snprintf(err, errlen, "the server cannot warm this environment: %s", why);
@@ -206,7 +204,7 @@ int repl_server_info(const struct settings *s, char *buf, size_t len, char *err,
 
 	if (!st)
 		return -1;
-	ret = warm_info(store_dirfd(st), buf, len) == 0;
+	ret = warm_info(store_home(st), buf, len) == 0;
 	store_close(st);
 	return ret;
 }
@@ -218,7 +216,7 @@ int repl_server_stop(const struct settings *s, long *pid, char *err, size_t errl
 
 	if (!st)
 		return -1;
-	ret = warm_stop(store_dirfd(st), pid);
+	ret = warm_stop(store_home(st), pid);
 	if (ret < 0)
 		snprintf(err, errlen, "cannot stop the server: %s", strerror(errno));
 	store_close(st);

@@ -31,7 +31,7 @@
 #include "le.h"
 #include "proc_child.h"
 #include "server_diag.h"
-#include "server_mem.h"
+#include "mem_server.h"
 #include "warm_proto.h"
 #include "zygote.h"
 
@@ -63,7 +63,7 @@ struct server {
 	size_t n_clients;
 	bool stopping;
 	uint64_t calls_served, calls_fallback;
-	struct server_mem *mem;   /* DOLSOT_STORE=memory sessions, made on first use */
+	struct mem_server *mem;   /* DOLSOT_STORE=memory sessions, made on first use */
 	int held[MAX_CLIENTS];    /* connections holding or awaiting a session lock */
 	size_t n_held;
 	uint64_t seen[SEEN_KEYS]; /* hashes of environments called without a zygote */
@@ -315,7 +315,7 @@ static void on_info(struct server *s, int client)
 
 	server_diag_server(text, &n, sizeof(text), deadline_now() - s->started,
 	                   s->calls_served, s->calls_fallback,
-	                   s->mem ? server_mem_count(s->mem) : 0);
+	                   s->mem ? mem_server_count(s->mem) : 0);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES && n < sizeof(text) - 512; i++) {
 		const struct zygote *z = &s->z[i];
 
@@ -374,11 +374,11 @@ static void on_client(struct server *s, size_t i)
 	case WIRE_MEM_LIST:
 	case WIRE_MEM_LOCK:
 		s->last_call = deadline_now();
-		if (!s->mem && !(s->mem = server_mem_new())) {
+		if (!s->mem && !(s->mem = mem_server_new())) {
 			wire_send(fd, WIRE_MEM_ERR, 0, 0, "out of memory", 13, NULL, 0);
 			break;
 		}
-		if (server_mem_handle(s->mem, fd, &m) && s->n_held < MAX_CLIENTS) {
+		if (mem_server_handle(s->mem, fd, &m) && s->n_held < MAX_CLIENTS) {
 			wire_close_fds(&m);
 			s->held[s->n_held++] = fd;
 			drop_client(s, i, false);
@@ -569,7 +569,7 @@ static void server_loop(struct server *s)
 		/* A lock connection only ever closes: release what it held. */
 		for (size_t i = nh; i-- > 0;)
 			if (p[n - nc - nh + i].revents) {
-				server_mem_closed(s->mem, s->held[i]);
+				mem_server_closed(s->mem, s->held[i]);
 				close(s->held[i]);
 				s->held[i] = s->held[--s->n_held];
 				s->last_call = deadline_now();

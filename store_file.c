@@ -40,9 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fdio.h"
 #include "deadline.h"
-#include "store.h"
+#include "fdio.h"
+#include "store_file.h"
 #include "store_name.h"
 
 #define TEMP_MAX_AGE 3600.0     /* seconds; a killed save leaves its temp file */
@@ -695,11 +695,6 @@ static void fs_close(struct store *s)
 	free(fs);
 }
 
-static int fs_dirfd(struct store *s)
-{
-	return ((struct fstore *)s->priv)->dirfd;
-}
-
 static const struct store_ops fstore_ops = {
 	.load = fs_load,
 	.save = fs_save,
@@ -712,7 +707,6 @@ static const struct store_ops fstore_ops = {
 	.lock = fs_lock,
 	.unlock = fs_unlock,
 	.close = fs_close,
-	.dirfd = fs_dirfd,
 };
 
 /* Explain why opening path as our directory failed with errno. */
@@ -904,6 +898,7 @@ struct store *store_file_open(const char *dir, double ttl_days, char *err)
 	fs->s.ops = &fstore_ops;
 	fs->s.priv = fs;
 	fs->dirfd = fd;
+	fs->s.home = fd;
 	fs->ttl = ttl_days * 86400.0;
 	return &fs->s;
 }

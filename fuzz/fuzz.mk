@@ -58,8 +58,8 @@ endef
 
 $(eval $(call fuzz_harness,frame,frame.c))
 $(eval $(call fuzz_harness,typegate,typegate_parse.c))
-$(eval $(call fuzz_harness,opts,opts.c store_id.c rlimits.c))
-$(eval $(call fuzz_harness,store,store_name.c store_id.c store_file.c fdio.c deadline.c))
+$(eval $(call fuzz_harness,opts,opts.c store_name.c rlimits.c))
+$(eval $(call fuzz_harness,store,store_name.c store_file.c fdio.c deadline.c))
 $(eval $(call fuzz_harness,warm_key,warm_proto.c wire.c))
-$(eval $(call fuzz_harness,mem_list,mem_list.c store_id.c))
+$(eval $(call fuzz_harness,mem_list,mem_list.c store_name.c))
 $(eval $(call fuzz_harness,output,output.c))

@@ -1,6 +1,6 @@
 /*
  * fuzz_opts.c - libFuzzer harness for what a caller types: toolbox specs,
- * numbers, DOLSOT_* variables (opts.c) and session ids (store_id.c).
+ * numbers, DOLSOT_* variables (opts.c) and session ids (store_name.c).
  *
  * The input, cut at its first NUL as argv and environ would cut it, goes
  * to every parser.  Whatever a parser accepts must satisfy the contract
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "opts.h"
-#include "store.h"
+#include "store_name.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -165,7 +165,7 @@ static void fuzz_env(uint8_t pick, const char *s)
 	CHECK(isfinite(st.timeout) && st.timeout > 0 && st.timeout <= 366.0 * 86400);
 	CHECK(isfinite(st.ttl_days) && st.ttl_days >= 0);
 	CHECK(isfinite(st.server_idle) && st.server_idle > 0);
-	CHECK(!st.memory_store || st.server);
+	CHECK(st.store != STORE_KIND_MEMORY || st.server);
 	CHECK(st.cache_dir == NULL || st.cache_dir[0] != '\0');
 }
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "store_file.h"
 #include "store_name.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

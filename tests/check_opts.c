@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "opts.h"
-#include "store.h"
+#include "store_name.h"
 
 static void toolbox_ok(const char *spec, const char *module, const char *alias)
 {

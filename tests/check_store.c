@@ -24,7 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mem_store.h"
 #include "store.h"
+#include "store_file.h"
 
 #define DAY 86400.0
 #define HOUR 3600.0
@@ -84,7 +86,7 @@ static struct store *open_file(void)
 
 static struct store *open_mem(void)
 {
-	struct store *s = store_mem_open();
+	struct store *s = mem_store_open();
 
 	ck_assert_ptr_nonnull(s);
 	return s;
@@ -983,7 +985,7 @@ START_TEST(test_lock_serializes_processes)
 }
 END_TEST
 
-/* ---- sessions as fds (store_blob.c), once per backend and way ---- */
+/* ---- sessions as fds (store.c), once per backend and way ---- */
 
 /* _i picks the backend (_i / 2) and whether the save is forced into a
  * memfd (_i % 2), as under --max-file-size. */

@@ -1,5 +1,5 @@
 /*
- * store_remote.c - DOLSOT_STORE=memory: the store is the warm server's
+ * mem_client.c - DOLSOT_STORE=memory: the store is the warm server's
  * memory, reached over its socket.  Nothing of a session touches the disk;
  * sessions live as long as the server does.
  *
@@ -7,6 +7,8 @@
  * WIRE_MEM_LOCKED and releases it when the connection closes, so a client
  * that dies while holding it releases it too.
  */
+#include "mem_client.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -20,7 +22,6 @@
 #include <unistd.h>
 
 #include "mem_list.h"
-#include "store.h"
 #include "warm_proto.h"
 #include "wire.h"
 
@@ -236,11 +237,6 @@ static void rs_close(struct store *s)
 	free(rs);
 }
 
-static int rs_dirfd(struct store *s)
-{
-	return ((struct rstore *)s->priv)->dirfd;
-}
-
 static const struct store_ops rstore_ops = {
 	.load = rs_load,
 	.save = rs_save,
@@ -249,13 +245,11 @@ static const struct store_ops rstore_ops = {
 	.lock = rs_lock,
 	.unlock = rs_unlock,
 	.close = rs_close,
-	.dirfd = rs_dirfd,
 };
 
-struct store *store_remote_open(struct store *dir, char *err)
+struct store *mem_client_open(struct store *dir, char *err)
 {
 	struct rstore *rs = calloc(1, sizeof(*rs));
-	int fd;
 
 	if (!rs) {
 		snprintf(err, STORE_ERR_MAX, "out of memory");
@@ -263,14 +257,9 @@ struct store *store_remote_open(struct store *dir, char *err)
 		return NULL;
 	}
 	rs->dir = dir;
-	rs->dirfd = store_dirfd(dir);
+	rs->dirfd = dir->home;
 	rs->s.ops = &rstore_ops;
 	rs->s.priv = rs;
-	fd = rs_connect(rs, err);
-	if (fd < 0) {
-		rs_close(&rs->s);
-		return NULL;
-	}
-	close(fd);
+	rs->s.home = dir->home;
 	return &rs->s;
 }

@@ -1,11 +1,13 @@
 /*
- * store_mem.c - MemoryStore: sessions in a table in this process.
+ * mem_store.c - MemoryStore: sessions in a table in this process.
  *
  * The table is an array sorted by id.  One mutex guards it and the list of
  * held session locks; a condition variable on CLOCK_MONOTONIC wakes lockers
  * when a lock is released.  There is no TTL: sessions live until deleted or
  * until the store is closed.
  */
+#include "mem_store.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,7 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "store.h"
 #include "deadline.h"
 
 struct ment {
@@ -336,7 +337,7 @@ static const struct store_ops mstore_ops = {
  * See store.h.  Returns NULL with errno on failure (out of memory).  The
  * store is safe to use from several threads; store_close() frees it all.
  */
-struct store *store_mem_open(void)
+struct store *mem_store_open(void)
 {
 	pthread_condattr_t ca;
 	struct mstore *ms;
@@ -361,6 +362,7 @@ struct store *store_mem_open(void)
 	}
 	ms->s.ops = &mstore_ops;
 	ms->s.priv = ms;
+	ms->s.home = -1;
 	return &ms->s;
 out:
 	free(ms);
