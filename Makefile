@@ -139,7 +139,7 @@ REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
 
 # The CLI suites run twice, with identical expectations: cold, and with the
 # warm server already up for every test.
-check:
+check: layers
 	@sh tools/deps.sh check
 	@sh tools/npm-deps.sh
 	$(MAKE) dolsot $(TESTS:%=$(B)/%) $(REGRESS_TESTS:%=$(B)/%)
@@ -203,7 +203,11 @@ demo:
 	../dolsot --toolbox mytools:mt --session demo "orders = mt.load('orders'); len(orders)" && \
 	../dolsot --toolbox mytools:mt --session demo "mt.add(sum(orders), 1)"
 
-lint:
+# No file includes a header from its own layer or one above (tools/layers.txt).
+layers:
+	$(PYTHON) tools/layers.py
+
+lint: layers
 	@sh tools/deps.sh lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out %_py.c,$(SRCS))
@@ -230,7 +234,7 @@ clean:
 	rm -rf $(B)
 	rm -f dolsot
 
-.PHONY: all deps check asan valgrind demo lint install clean
+.PHONY: all deps check asan valgrind demo layers lint install clean
 
 # The sanitizer objects track their headers too, or a changed struct would
 # leave them stale.

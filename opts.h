@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "rlimits.h"
+#include "sandbox_cfg.h"
 #include "store.h"
 
 #define OPTS_ERR_MAX 512
@@ -36,9 +37,6 @@ struct settings {
 	bool sandbox;            /* --sandbox, DOLSOT_SANDBOX=1, or any --mount */
 	struct limits limits;    /* 0 = not set */
 };
-
-/* How a --mount shows its host path inside the sandbox. */
-enum mount_mode { MOUNT_RO, MOUNT_RW, MOUNT_OVERLAY };
 
 /* A --mount HOST:VIRTUAL[:MODE], both paths absolute and normalized. */
 struct mount_arg {
