@@ -79,7 +79,7 @@ static PyObject *m_which(PyObject *self, PyObject *arg)
 	(void)self;
 	if (!PyUnicode_FSConverter(arg, &bytes))
 		return NULL;
-	path = tg_which(PyBytes_AS_STRING(bytes));
+	path = typegate_which(PyBytes_AS_STRING(bytes));
 	Py_DECREF(bytes);
 	if (!path)
 		Py_RETURN_NONE;
@@ -95,7 +95,7 @@ static PyObject *m_checker_kind(PyObject *self, PyObject *arg)
 	(void)self;
 	if (!PyUnicode_FSConverter(arg, &bytes))
 		return NULL;
-	res = PyUnicode_FromString(tg_checker_name(tg_checker_of(PyBytes_AS_STRING(bytes))));
+	res = PyUnicode_FromString(typegate_checker_name(typegate_checker_of(PyBytes_AS_STRING(bytes))));
 	Py_DECREF(bytes);
 	return res;
 }
@@ -133,18 +133,18 @@ static const char **str_array(PyObject *list, PyObject **keep)
 	return v;
 }
 
-static const char *status_name(enum tg_run_status s)
+static const char *status_name(enum typegate_run_status s)
 {
 	switch (s) {
-	case TG_RUN_EXITED:
+	case TYPEGATE_RUN_EXITED:
 		return "exited";
-	case TG_RUN_SIGNALED:
+	case TYPEGATE_RUN_SIGNALED:
 		return "signaled";
-	case TG_RUN_TIMEOUT:
+	case TYPEGATE_RUN_TIMEOUT:
 		return "timeout";
-	case TG_RUN_NOT_FOUND:
+	case TYPEGATE_RUN_NOT_FOUND:
 		return "not-found";
-	case TG_RUN_CANNOT_START:
+	case TYPEGATE_RUN_CANNOT_START:
 	default:
 		return "cannot-start";
 	}
@@ -163,7 +163,7 @@ static PyObject *m_run_checker(PyObject *self, PyObject *args)
 	double seconds;
 	Py_ssize_t cap;
 	struct timespec d;
-	struct tg_run r;
+	struct typegate_run r;
 	char err[512];
 	int rc;
 
@@ -182,7 +182,7 @@ static PyObject *m_run_checker(PyObject *self, PyObject *args)
 		goto out;
 	deadline_in(&d, seconds);
 	Py_BEGIN_ALLOW_THREADS
-	rc = tg_run(argv, envp, cwd_bytes ? PyBytes_AS_STRING(cwd_bytes) : NULL, &d,
+	rc = typegate_run(argv, envp, cwd_bytes ? PyBytes_AS_STRING(cwd_bytes) : NULL, &d,
 	            (size_t)cap, &r, err, sizeof(err));
 	Py_END_ALLOW_THREADS
 	if (rc < 0) {
@@ -191,7 +191,7 @@ static PyObject *m_run_checker(PyObject *self, PyObject *args)
 	}
 	res = Py_BuildValue("(siy#y#d)", status_name(r.status), r.code, r.out,
 	                    (Py_ssize_t)r.out_len, r.err, (Py_ssize_t)r.err_len, r.seconds);
-	tg_run_release(&r);
+	typegate_run_release(&r);
 out:
 	if (argv && !argv[0] && !PyErr_Occurred())
 		PyErr_SetString(PyExc_ValueError, "empty argv");
@@ -203,20 +203,20 @@ out:
 	return res;
 }
 
-static const char *severity_name(enum tg_severity s)
+static const char *severity_name(enum typegate_severity s)
 {
 	switch (s) {
-	case TG_SEV_ERROR:
+	case TYPEGATE_SEV_ERROR:
 		return "error";
-	case TG_SEV_WARNING:
+	case TYPEGATE_SEV_WARNING:
 		return "warning";
-	case TG_SEV_NOTE:
+	case TYPEGATE_SEV_NOTE:
 	default:
 		return "note";
 	}
 }
 
-static PyObject *diag_tuple(const struct tg_diag *g)
+static PyObject *diag_tuple(const struct typegate_diag *g)
 {
 	return Py_BuildValue("(NkksNN)",
 	                     PyUnicode_DecodeUTF8(g->path, (Py_ssize_t)strlen(g->path), "replace"),
@@ -228,15 +228,15 @@ static PyObject *diag_tuple(const struct tg_diag *g)
 	                                          "replace"));
 }
 
-static enum tg_checker kind_named(const char *name)
+static enum typegate_checker kind_named(const char *name)
 {
 	if (strcmp(name, "ty") == 0)
-		return TG_TY;
+		return TYPEGATE_TY;
 	if (strcmp(name, "mypy") == 0)
-		return TG_MYPY;
+		return TYPEGATE_MYPY;
 	if (strcmp(name, "pyright") == 0)
-		return TG_PYRIGHT;
-	return TG_GENERIC;
+		return TYPEGATE_PYRIGHT;
+	return TYPEGATE_GENERIC;
 }
 
 /*
@@ -247,14 +247,14 @@ static PyObject *m_parse(PyObject *self, PyObject *args)
 {
 	const char *kind;
 	Py_buffer out;
-	struct tg_diags d;
+	struct typegate_diags d;
 	PyObject *list = NULL;
 
 	(void)self;
 	if (!PyArg_ParseTuple(args, "sy*", &kind, &out))
 		return NULL;
-	if (tg_parse(kind_named(kind), out.buf, (size_t)out.len, &d) < 0) {
-		tg_diags_release(&d);
+	if (typegate_parse(kind_named(kind), out.buf, (size_t)out.len, &d) < 0) {
+		typegate_diags_release(&d);
 		PyBuffer_Release(&out);
 		Py_RETURN_NONE;
 	}
@@ -268,7 +268,7 @@ static PyObject *m_parse(PyObject *self, PyObject *args)
 		}
 		PyList_SET_ITEM(list, (Py_ssize_t)i, t);
 	}
-	tg_diags_release(&d);
+	typegate_diags_release(&d);
 	PyBuffer_Release(&out);
 	return list;
 }

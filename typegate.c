@@ -44,7 +44,7 @@ static bool is_executable(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-char *tg_which(const char *name)
+char *typegate_which(const char *name)
 {
 	const char *path = getenv("PATH");
 	char buf[PATH_MAX];
@@ -162,15 +162,15 @@ static int exec_errno(int fd)
 	return n == (ssize_t)sizeof(e) ? (e ? e : EIO) : 0;
 }
 
-static void set_exec_failure(struct tg_run *r, int e)
+static void set_exec_failure(struct typegate_run *r, int e)
 {
-	r->status = e == ENOENT || e == ENOTDIR ? TG_RUN_NOT_FOUND : TG_RUN_CANNOT_START;
+	r->status = e == ENOENT || e == ENOTDIR ? TYPEGATE_RUN_NOT_FOUND : TYPEGATE_RUN_CANNOT_START;
 	r->code = e;
 }
 
 static int run_child(const char *path, const char *const *argv, const char *const *envp,
                      const char *cwd, const struct timespec *deadline, size_t cap,
-                     struct tg_run *r, char *err, size_t errlen)
+                     struct typegate_run *r, char *err, size_t errlen)
 {
 	int st[2] = { -1, -1 };
 	int ret = -1, status = 0, e;
@@ -201,12 +201,12 @@ static int run_child(const char *path, const char *const *argv, const char *cons
 		proc_kill_group(c.pid);
 		while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR)
 			;
-		r->status = TG_RUN_TIMEOUT;
+		r->status = TYPEGATE_RUN_TIMEOUT;
 	} else if (WIFSIGNALED(status)) {
-		r->status = TG_RUN_SIGNALED;
+		r->status = TYPEGATE_RUN_SIGNALED;
 		r->code = WTERMSIG(status);
 	} else {
-		r->status = TG_RUN_EXITED;
+		r->status = TYPEGATE_RUN_EXITED;
 		r->code = WEXITSTATUS(status);
 	}
 	/* The checker is gone; so must be anything it left in its group. */
@@ -221,8 +221,8 @@ out:
 	return ret;
 }
 
-int tg_run(const char *const *argv, const char *const *envp, const char *cwd,
-           const struct timespec *deadline, size_t cap, struct tg_run *r,
+int typegate_run(const char *const *argv, const char *const *envp, const char *cwd,
+           const struct timespec *deadline, size_t cap, struct typegate_run *r,
            char *err, size_t errlen)
 {
 	char *path;
@@ -232,11 +232,11 @@ int tg_run(const char *const *argv, const char *const *envp, const char *cwd,
 	r->out = calloc(1, cap + 1);
 	r->err = calloc(1, cap + 1);
 	if (!r->out || !r->err) {
-		tg_run_release(r);
+		typegate_run_release(r);
 		errno = ENOMEM;
 		return fail(err, errlen, "cannot run the type checker");
 	}
-	path = argv[0] ? tg_which(argv[0]) : NULL;
+	path = argv[0] ? typegate_which(argv[0]) : NULL;
 	if (!path) {
 		set_exec_failure(r, ENOENT);
 		return 0;
@@ -244,11 +244,11 @@ int tg_run(const char *const *argv, const char *const *envp, const char *cwd,
 	ret = run_child(path, argv, envp, cwd, deadline, cap, r, err, errlen);
 	free(path);
 	if (ret < 0)
-		tg_run_release(r);
+		typegate_run_release(r);
 	return ret;
 }
 
-void tg_run_release(struct tg_run *r)
+void typegate_run_release(struct typegate_run *r)
 {
 	free(r->out);
 	free(r->err);
