@@ -180,17 +180,25 @@ int repl_server_start(const struct settings *s, const struct toolbox_arg *toolbo
 		return -1;
 	char why[512] = "";
 
-	if (warm_wait_ready(store_home(st), s->server_idle, &key, s->timeout, why,
-	                    sizeof(why)) < 0) {
-		if (errno == ENOEXEC)
-			snprintf(err, errlen, "the server cannot warm this environment: %s", why);
-		else if (errno == ETIMEDOUT)
-			snprintf(err, errlen, "the server did not get ready within %gs (a "
-			         "toolbox that fails to import keeps calls on the cold path)",
-			         s->timeout);
-		else
-			snprintf(err, errlen, "cannot start the server: %s", strerror(errno));
+	switch (warm_wait_ready(store_home(st), s->server_idle, &key, s->timeout, why,
+	                        sizeof(why))) {
+	case WARM_READY:
+		break;
+	case WARM_READY_FAILED:
+		snprintf(err, errlen, "the server cannot warm this environment: %s", why);
 		ret = -1;
+		break;
+	case WARM_READY_TIMEOUT:
+		snprintf(err, errlen, "the server did not get ready within %gs (a "
+		         "toolbox that fails to import keeps calls on the cold path)",
+		         s->timeout);
+		ret = -1;
+		break;
+	case WARM_READY_ERROR:
+	default:
+		snprintf(err, errlen, "cannot start the server: %s", why);
+		ret = -1;
+		break;
 	}
 	store_close(st);
 	return ret;
@@ -204,7 +212,7 @@ int repl_server_info(const struct settings *s, char *buf, size_t len, char *err,
 
 	if (!st)
 		return -1;
-	ret = warm_info(store_home(st), buf, len) == 0;
+	ret = warm_info(store_home(st), buf, len);
 	store_close(st);
 	return ret;
 }

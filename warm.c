@@ -41,6 +41,19 @@ extern char **environ;
 #define GRACE 2.0
 /* Once the verdict is in, each read of the cell's pipes waits this long (ms). */
 #define WARM_DRAIN_MS 1000
+/* A server that holds its lock but does not listen yet is starting: try
+ * to connect this often, this many times. */
+#define WARM_CONNECT_RETRY_US 10000
+#define WARM_CONNECT_RETRIES 300
+/* warm_ensure_server: how long a server just started gets to listen. */
+#define WARM_LISTEN_RETRIES 500
+/* warm_wait_ready: the pause between asking whether the zygote is ready. */
+#define WARM_READY_POLL_US 20000
+/* warm_stop: how long to wait for the server's answer to end, and for its
+ * process to be gone (it closes its connection as its exit begins). */
+#define WARM_LINGER_MS 10000
+#define WARM_STOP_WAIT 5.0
+#define WARM_EXIT_POLL_NS 2000000
 
 static bool volatile_var(const char *entry)
 {
@@ -374,8 +387,8 @@ static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
 	int fd = warm_proto_connect(dirfd), got;
 
 	/* A server that holds its lock but does not listen yet is starting. */
-	for (int i = 0; fd < 0 && i < 300 && server_starting(dirfd); i++) {
-		usleep(10000);
+	for (int i = 0; fd < 0 && i < WARM_CONNECT_RETRIES && server_starting(dirfd); i++) {
+		usleep(WARM_CONNECT_RETRY_US);
 		fd = warm_proto_connect(dirfd);
 	}
 	if (fd < 0)
@@ -392,22 +405,22 @@ static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
 		struct pollfd p = { fd, POLLIN, 0 };
 		static struct wire_msg rest;
 
-		while (poll(&p, 1, 10000) > 0 && wire_recv(fd, &rest) > 0)
+		while (poll(&p, 1, WARM_LINGER_MS) > 0 && wire_recv(fd, &rest) > 0)
 			wire_close_fds(&rest);
 	}
 	close(fd);
 	return got == 1 && m->type == want ? 1 : -1;
 }
 
-int warm_info(int dirfd, char *buf, size_t len)
+bool warm_info(int dirfd, char *buf, size_t len)
 {
 	static struct wire_msg m;
 	int got = ask(dirfd, WIRE_INFO_REQ, NULL, 0, WIRE_INFO, &m, false);
 
 	if (got <= 0)
-		return -1;
+		return false;
 	snprintf(buf, len, "%.*s", (int)m.len, (const char *)m.payload);
-	return 0;
+	return true;
 }
 
 /*
@@ -417,7 +430,7 @@ int warm_info(int dirfd, char *buf, size_t len)
  */
 static void wait_exited(pid_t pid, double seconds)
 {
-	struct timespec deadline, pause = { 0, 2000000 };
+	struct timespec deadline, pause = { 0, WARM_EXIT_POLL_NS };
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -448,13 +461,13 @@ int warm_stop(int dirfd, long *pid)
 
 	if (got > 0) {
 		*pid = (long)m.a;
-		wait_exited((pid_t)m.a, 5);
+		wait_exited((pid_t)m.a, WARM_STOP_WAIT);
 	}
 	return got;
 }
 
-int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
-                    double seconds, char *why, size_t whylen)
+enum warm_ready warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
+                                double seconds, char *err, size_t errlen)
 {
 	static uint8_t payload[WIRE_MAX_PAYLOAD];
 	static struct wire_msg m;
@@ -462,25 +475,26 @@ int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
 	struct timespec deadline;
 
 	if (key_payload(key, payload, &plen) < 0)
-		return -1;
+		goto error;
 	deadline_in(&deadline, seconds);
 	while (deadline_left(&deadline) > 0) {
 		int got = ask(dirfd, WIRE_CALL, payload, plen, WIRE_READY, &m, false);
 
 		if (got == 1)
-			return 0;
+			return WARM_READY;
 		if (got < 0 && m.type == WIRE_FAILED) {
-			snprintf(why, whylen, "%.*s", (int)m.len, (const char *)m.payload);
-			errno = ENOEXEC;
-			return -1;
+			snprintf(err, errlen, "%.*s", (int)m.len, (const char *)m.payload);
+			return WARM_READY_FAILED;
 		}
 		/* None runs (or one of another build just stopped): start ours. */
 		if (got == 0 && warm_spawn_server(dirfd, idle_seconds, key) < 0)
-			return -1;
-		usleep(20000);
+			goto error;
+		usleep(WARM_READY_POLL_US);
 	}
-	errno = ETIMEDOUT;
-	return -1;
+	return WARM_READY_TIMEOUT;
+error:
+	snprintf(err, errlen, "%s", strerror(errno));
+	return WARM_READY_ERROR;
 }
 
 int warm_ensure_server(int dirfd, double idle_seconds)
@@ -494,13 +508,13 @@ int warm_ensure_server(int dirfd, double idle_seconds)
 	}
 	if (warm_spawn_server(dirfd, idle_seconds, &none) < 0)
 		return -1;
-	for (int i = 0; i < 500; i++) {
+	for (int i = 0; i < WARM_LISTEN_RETRIES; i++) {
 		fd = warm_proto_connect(dirfd);
 		if (fd >= 0) {
 			close(fd);
 			return 0;
 		}
-		usleep(10000);
+		usleep(WARM_CONNECT_RETRY_US);
 	}
 	errno = ETIMEDOUT;
 	return -1;

@@ -5,6 +5,7 @@
 #ifndef DOLSOT_WARM_H
 #define DOLSOT_WARM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -50,20 +51,25 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *ke
 /* Make sure a server listens for dirfd, starting one if needed.  0 or -1. */
 int warm_ensure_server(int dirfd, double idle_seconds);
 
-/* Text from the server about itself into buf; 0, or -1 when none runs. */
-int warm_info(int dirfd, char *buf, size_t len);
+/* Text from the server about itself into buf; false when none answers. */
+bool warm_info(int dirfd, char *buf, size_t len);
 
 /* Ask the server to stop and wait until it is gone; *pid gets its pid.
  * Returns 1 when one was stopped, 0 when none ran, -1 on error. */
 int warm_stop(int dirfd, long *pid);
 
+enum warm_ready {
+	WARM_READY,            /* the zygote for the key is ready */
+	WARM_READY_TIMEOUT,    /* it did not get ready in time */
+	WARM_READY_FAILED,     /* the zygote failed; err says how */
+	WARM_READY_ERROR,      /* no server could be started; err says why */
+};
+
 /*
  * Make sure a server runs (starting one, with idle_seconds, if needed) and
- * wait up to seconds until its zygote for key is ready.  0, or -1: errno
- * ETIMEDOUT when it never got ready, ENOEXEC when the zygote failed (why
- * says how).
+ * wait up to seconds until its zygote for key is ready.
  */
-int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
-                    double seconds, char *why, size_t whylen);
+enum warm_ready warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
+                                double seconds, char *err, size_t errlen);
 
 #endif
