@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "mem_store.h"
 #include "store.h"
 #include "store_file.h"
@@ -1249,7 +1250,6 @@ static Suite *store_suite(void)
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
-	SRunner *sr;
 	int failed;
 
 	umask(022);
@@ -1259,10 +1259,7 @@ int main(void)
 		perror("check_store: mkdtemp");
 		return 1;
 	}
-	sr = srunner_create(store_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = ck_run(store_suite());
 	rm_rf(base_dir);
 	return failed != 0 ? 1 : 0;
 }

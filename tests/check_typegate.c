@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 #include "typegate.h"
 
@@ -1022,15 +1023,11 @@ static Suite *typegate_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
 	int failed;
 
 	suite_tmp = cli_tempdir();
 	find_checkers();
-	sr = srunner_create(typegate_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = ck_run(typegate_suite());
 	cli_rmtree(suite_tmp);
 	free(suite_tmp);
 	free((char *)checkers[0].bin);
