@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "deadline.h"
+#include "rlimits.h"
 #include "typegate.h"
 
 /* Made by tools/embed.py: the source, its bytecode and the bytecode magic. */
@@ -345,7 +346,40 @@ static struct PyModuleDef module = {
 	NULL, NULL, NULL, NULL,
 };
 
+/* The request and result flags (frame.h) and the limits' option names
+ * (rlimits.c), defined once in C and read from here by worker.py. */
+static int add_contract(PyObject *m)
+{
+	static const struct { const char *name; long v; } flags[] = {
+		{ "REQ_TYPECHECK", REQ_TYPECHECK }, { "REQ_CARRY", REQ_CARRY },
+		{ "REQ_SANDBOX", REQ_SANDBOX }, { "REQ_SESSION", REQ_SESSION },
+		{ "RES_OK", RES_OK }, { "RES_SAVE", RES_SAVE },
+	};
+	PyObject *names = PyTuple_New(LIMIT_COUNT);
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++)
+		if (PyModule_AddIntConstant(m, flags[i].name, flags[i].v) < 0)
+			goto fail;
+	if (!names)
+		return -1;
+	for (int k = 0; k < LIMIT_COUNT; k++) {
+		PyObject *s = PyUnicode_FromString(limit_name((enum limit_kind)k));
+
+		if (!s)
+			goto fail;
+		PyTuple_SET_ITEM(names, k, s);
+	}
+	return PyModule_AddObject(m, "LIMITS", names) < 0 ? -1 : 0;
+fail:
+	Py_XDECREF(names);
+	return -1;
+}
+
 PyObject *dolsotmod_init(void)
 {
-	return PyModule_Create(&module);
+	PyObject *m = PyModule_Create(&module);
+
+	if (m && add_contract(m) < 0)
+		Py_CLEAR(m);
+	return m;
 }

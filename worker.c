@@ -27,6 +27,7 @@
 #include "frame.h"
 #include "isolate.h"
 #include "proc.h"
+#include "rlimits.h"
 
 extern const unsigned char worker_py[];
 extern const unsigned char worker_code[];
@@ -304,15 +305,25 @@ static PyObject *env_dict(const struct request *r)
 	return d;
 }
 
-/* The limits worker.py enforces or reports, by option name (0: unset). */
+/* The limits worker.py enforces or reports, by option name (rlimits.c's
+ * limit_name, 0: unset). */
 static PyObject *limit_dict(const struct request *r)
 {
-	return Py_BuildValue("{sKsKsKsKsK}",
-	                     "memory", (unsigned long long)r->memory,
-	                     "max-procs", (unsigned long long)r->max_procs,
-	                     "max-file-size", (unsigned long long)r->max_file_size,
-	                     "cpu-seconds", (unsigned long long)r->cpu_seconds,
-	                     "recursion-limit", (unsigned long long)r->recursion_limit);
+	uint64_t v[LIMIT_COUNT] = {
+		[LIMIT_MEMORY] = r->memory, [LIMIT_MAX_PROCS] = r->max_procs,
+		[LIMIT_MAX_FILE_SIZE] = r->max_file_size, [LIMIT_CPU_SECONDS] = r->cpu_seconds,
+		[LIMIT_RECURSION] = r->recursion_limit,
+	};
+	PyObject *d = PyDict_New();
+
+	for (int k = 0; d && k < LIMIT_COUNT; k++) {
+		PyObject *n = PyLong_FromUnsignedLongLong(v[k]);
+
+		if (!n || PyDict_SetItemString(d, limit_name((enum limit_kind)k), n) < 0)
+			Py_CLEAR(d);
+		Py_XDECREF(n);
+	}
+	return d;
 }
 
 static PyObject *call_run(PyObject *mod, const struct request *r)

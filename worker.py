@@ -19,10 +19,11 @@ import sys
 
 import _dolsot
 
-RES_OK = 1
-RES_SAVE = 2
-REQ_TYPECHECK = 1
-REQ_CARRY = 2
+# The flags, as frame.h defines them.
+RES_OK = _dolsot.RES_OK
+RES_SAVE = _dolsot.RES_SAVE
+REQ_TYPECHECK = _dolsot.REQ_TYPECHECK
+REQ_CARRY = _dolsot.REQ_CARRY
 MAX_ERROR_LINES = 20
 # The deepest recursion dolsot's own pickling may use, whatever limit a cell
 # set.  Without a bound, a value nested past what the 8 MB C stack holds
@@ -71,6 +72,8 @@ _SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn"
 _LIMIT_WORDS = {"memory": "memory limit", "max-procs": "process limit",
                 "max-file-size": "file size limit", "cpu-seconds": "CPU time limit",
                 "recursion-limit": "recursion limit"}
+# One word for each limit rlimits.c names, and for nothing else.
+assert set(_LIMIT_WORDS) == set(_dolsot.LIMITS)
 
 
 def _add_site_builtins():
