@@ -142,6 +142,17 @@ static const struct field_desc result_fields[] = {
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
+struct span *frame_result_text(struct worker_result *r, size_t i, const char **name)
+{
+	for (size_t f = 0; f < N_ELEMS(result_fields); f++) {
+		if (result_fields[f].type != FIELD_BYTES || i-- > 0)
+			continue;
+		*name = result_fields[f].name;
+		return (struct span *)((char *)r + result_fields[f].off);
+	}
+	return NULL;
+}
+
 static const struct kind_desc request_kind = {
 	FRAME_REQUEST, "request", request_fields, N_ELEMS(request_fields),
 };

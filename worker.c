@@ -359,22 +359,30 @@ static int str_span(PyObject *o, struct span *out)
 }
 
 /* *parts is the new session's list of parts (borrowed), or None. */
+/* A field of worker.py's answer (a dict built by answer()); None when absent. */
+static PyObject *field(PyObject *answer, const char *name)
+{
+	PyObject *v = PyDict_GetItemString(answer, name);   /* borrowed */
+
+	return v ? v : Py_None;
+}
+
+/* Fill r from the answer, field by field under frame.c's names. */
 static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
 {
-	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9)
+	struct span *text;
+	const char *name;
+
+	if (!PyDict_Check(t))
 		return -1;
-	r->exit_code = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
-	r->flags = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
+	r->exit_code = PyLong_AsLongLong(field(t, "exit_code"));
+	r->flags = PyLong_AsUnsignedLongLong(field(t, "flags"));
 	if (PyErr_Occurred())
 		return -1;
-	if (str_span(PyTuple_GET_ITEM(t, 2), &r->value) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 3), &r->error) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 4), &r->held) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 5), &r->dropped) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 8), &r->limit) < 0)
-		return -1;
-	*parts = PyTuple_GET_ITEM(t, 7);
+	for (size_t i = 0; (text = frame_result_text(r, i, &name)); i++)
+		if (str_span(field(t, name), text) < 0)
+			return -1;
+	*parts = field(t, "blob");
 	return *parts == Py_None || PyList_Check(*parts) ? 0 : -1;
 }
 

@@ -153,6 +153,18 @@ def _format_limit(name, value):
     return str(value)
 
 
+def answer(exit_code, flags=0, *, value=None, error=None, held=None, dropped=None,
+           warnings=None, blob=None, limit=None):
+    """The worker's answer, by field name: the one place it is built.
+    worker.c reads it by the names of frame.c's result table (exit_code,
+    flags and the str or None fields), and blob, the new session as a list
+    of bytes-like parts, which it writes back to back into the session's
+    file."""
+    return {"exit_code": exit_code, "flags": flags, "value": value, "error": error,
+            "held": held, "dropped": dropped, "warnings": warnings, "blob": blob,
+            "limit": limit}
+
+
 def _limit_answer(name, exc, max_output):
     """Drop the cell's state (it may hold the memory that ran out), then say
     which limit was hit."""
@@ -164,7 +176,7 @@ def _limit_answer(name, exc, max_output):
     gc.collect()
     error += (f"\ndolsot: the cell hit the {_LIMIT_WORDS[name]} "
               f"(--{name} {_format_limit(name, _limits[name])}); session unchanged")
-    return 1, 0, None, error, None, None, None, None, name
+    return answer(1, error=error, limit=name)
 
 
 def import_toolboxes(toolboxes):
@@ -366,13 +378,11 @@ def _unloaded(dropped):
 
 
 def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None):
-    """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
-    warnings, blob, limit): str or None fields, but blob, the new session as a
-    list of bytes-like parts that the C side writes back to back into the
-    session's file; held is names one per line, dropped "name<TAB>reason"
-    lines, limit the name of the limit the cell hit (limits holds those of the
-    call by option name, 0 for unset).  blob, the session read, is a
-    memoryview of the session's file mapped read-only, or None."""
+    """Run one cell.  Returns its answer(): held is names one per line,
+    dropped "name<TAB>reason" lines, limit the name of the limit the cell
+    hit (limits holds those of the call by option name, 0 for unset).
+    blob, the session read, is a memoryview of the session's file mapped
+    read-only, or None."""
     # One function, not a wrapper: pickling deep values must meet the
     # recursion limit at the same depth with or without limits.
     global _limits
@@ -390,7 +400,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, None, None, None
+        return answer(1, error=str(e))
     except _LimitHit as e:
         return _limit_answer(e.name, e.exc, max_output)
     except MemoryError as e:
@@ -404,13 +414,13 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             notes.append(_unloaded(stored.load_into(ns)))
         carry.restore_late()
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None, None
+        return answer(1, error=str(e), warnings=_lines(notes, carry.warnings))
     ns.update(loaded)
 
     blocked, gate_warning = _gate(code, ns, loaded) if flags & REQ_TYPECHECK else (None, None)
     if blocked is not None:
-        return (1, 0, None, blocked, None, None, _lines(notes, carry.warnings, [gate_warning]),
-                None, None)
+        return answer(1, error=blocked,
+                      warnings=_lines(notes, carry.warnings, [gate_warning]))
 
     exit_code, res_flags, value, error = 0, RES_OK, None, None
     try:
@@ -419,10 +429,10 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             value = stringify(result, max_output)
     except SystemExit as e:
         flush()
-        return (1, 0, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
-                ": the cell ended the interpreter, so it did not complete; "
-                "session unchanged", None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None, None)
+        return answer(1, error=_cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
+                      ": the cell ended the interpreter, so it did not complete; "
+                      "session unchanged",
+                      warnings=_lines(notes, carry.warnings, [gate_warning]))
     except BaseException as e:
         if "recursion-limit" in _limits:
             sys.setrecursionlimit(default_recursion)
@@ -445,15 +455,15 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                                                       carry.stored())
         carry.lost(lost)
     except _Fatal as e:
-        return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None, None)
+        return answer(1, value=value, error="\n".join(filter(None, [error, str(e)])),
+                      warnings=_lines(notes, carry.warnings, [gate_warning]))
     except BaseException as e:
         if isinstance(e, MemoryError) and "memory" in _limits:
             return _limit_answer("memory", e, max_output)
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
-        return (max(exit_code, 1), res_flags, value, error, None, None,
-                _lines(notes, carry.warnings, [gate_warning, warning]), None, None)
+        return answer(max(exit_code, 1), res_flags, value=value, error=error,
+                      warnings=_lines(notes, carry.warnings, [gate_warning, warning]))
     dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
-    return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            dropped_lines or None, _lines(notes, carry.warnings, [gate_warning]), new_blob,
-            None)
+    return answer(exit_code, res_flags | RES_SAVE, value=value, error=error,
+                  held="\n".join(held), dropped=dropped_lines or None,
+                  warnings=_lines(notes, carry.warnings, [gate_warning]), blob=new_blob)
