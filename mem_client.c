@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "mem_list.h"
 #include "warm_proto.h"
 #include "wire.h"
@@ -131,25 +132,17 @@ static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 {
 	static struct wire_msg m;
 	int fd = memfd_create("dolsot-session", MFD_CLOEXEC), ret;
-	size_t done = 0;
 
 	if (fd < 0) {
 		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': memfd_create: %s", id,
 		         strerror(errno));
 		return -1;
 	}
-	while (done < len) {
-		ssize_t w = write(fd, blob + done, len - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			snprintf(err, STORE_ERR_MAX, "cannot save session '%s': write: %s", id,
-			         strerror(errno));
-			close(fd);
-			return -1;
-		}
-		done += (size_t)w;
+	if (fd_write_all(fd, blob, len) < 0) {
+		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': write: %s", id,
+		         strerror(errno));
+		close(fd);
+		return -1;
 	}
 	ret = rs_ask(s->priv, WIRE_MEM_SAVE, id, &fd, 1, &m, err);
 	close(fd);

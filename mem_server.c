@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "mem_list.h"
 #include "mem_store.h"
 #include "store.h"
@@ -56,18 +57,8 @@ static int to_memfd(const uint8_t *p, size_t n)
 
 	if (fd < 0)
 		return -1;
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			close(fd);
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
+	if (fd_write_all(fd, p, n) < 0)
+		fd_close(&fd);
 	return fd;
 }
 
