@@ -53,8 +53,8 @@ long long deadline_ns_left(const struct timespec *d)
 
 int deadline_poll_ms(double left)
 {
-	return left > DEADLINE_POLL_MAX_MS / 1000 ? DEADLINE_POLL_MAX_MS
-	                                          : (int)(left * 1000) + 1;
+	return left > DEADLINE_POLL_MAX_MS / 1000.0 ? DEADLINE_POLL_MAX_MS
+	                                            : (int)(left * 1000) + 1;
 }
 
 double deadline_now(void)

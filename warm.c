@@ -106,8 +106,9 @@ static int key_environment(struct warm_key *k, const char *entries, size_t entri
 /* The WIRE_CALL payload for w: the key that selects the zygote. */
 static int key_payload(const struct warm_want *w, uint8_t *buf, size_t *len)
 {
+	/* Static: the key is 34 KB of pointers, and cwd outlives it here. */
 	static struct warm_key k;
-	char cwd[PATH_MAX];
+	static char cwd[PATH_MAX];
 	const char *pp = getenv("PYTHONPATH"), *venv = getenv("VIRTUAL_ENV");
 
 	*len = 0;
