@@ -28,7 +28,7 @@ CORE_SRCS := frame.c fdio.c store_id.c store_name.c store_file.c store_mem.c sto
 	output.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
 	sandbox_plan.c
-WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c session_py.c state_py.c \
+WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
@@ -50,7 +50,7 @@ dolsot: $(OBJS)
 worker.o dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 
-# The worker's Python half (worker.py, and gate.py, hints.py, session.py and
+# The worker's Python half (worker.py, and files.py, gate.py, hints.py, session.py and
 # state.py it imports through _dolsot) is compiled into the binary, as source
 # and as bytecode made by the same Python version: NAME.py becomes NAME_py.c.
 PYTHON ?= /usr/bin/python3.11
