@@ -156,12 +156,12 @@ static void render_names(const char *lines, FILE *f)
 static void render_held(const char *held, const char *kept, FILE *f)
 {
 	fputs("session now holds: ", f);
-	if ((!held || !*held) && !(kept && *kept))
+	if (!held || !*held)
 		fputs("(nothing)", f);
-	else if (held)
+	else
 		render_names(held, f);
 	if (kept && *kept) {
-		fputs(held && *held ? "; kept unloaded: " : "kept unloaded: ", f);
+		fputs("; kept unloaded: ", f);
 		render_names(kept, f);
 	}
 	fputc('\n', f);

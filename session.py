@@ -379,30 +379,19 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=()):
         except BaseException as e:
             dropped.append((name, reason(e)))
     units = _units(d, state, kept)
-    keep, still = _keep(unloaded, set(state) | set(ended), dropped)
-    dropped.sort()
+    keep, still = _keep(unloaded, set(state) | set(ended))
     return _assemble(units, carry, keep), sorted(kept), dropped, lost, still
 
 
-def _keep(unloaded, ended, dropped):
-    """The unloaded units to save again, as (names, [body], members), within
-    KEPT_MAX (the largest dropped first, into dropped), and [(name, reason)]
-    for the names kept."""
-    live = []
+def _keep(unloaded, ended):
+    """The unloaded units to save again, as (names, [body], members), less
+    the names ended, and [(name, reason)] for the names kept."""
+    keep, still = [], []
     for names, members, body, why in unloaded:
         names = tuple(n for n in names if n not in ended)
         if names:
-            live.append((names, members, body, why))
-    keep, still, total = [], [], 0
-    for names, members, body, why in sorted(live, key=lambda u: (len(u[2]), u[0])):
-        if total + len(body) > KEPT_MAX:
-            dropped.extend((n, f"{why}; not kept: the values kept unloaded "
-                               f"would pass {KEPT_MAX >> 20} MiB") for n in names)
-            continue
-        total += len(body)
-        keep.append((names, [body], members))
-        still.extend((n, why) for n in names)
-    keep.sort(key=lambda u: u[0])
+            keep.append((names, [body], members))
+            still.extend((n, why) for n in names)
     return keep, sorted(still)
 
 
@@ -484,6 +473,7 @@ class Stored:
                     self.unloaded.append((names, members, body, reason(e)))
                 else:
                     dropped.extend((n, reason(e)) for n in names)
+        self.unloaded = _bounded(self.unloaded, dropped)
         return dropped
 
 
@@ -493,6 +483,20 @@ class Stored:
 # it), a file or directory this call cannot reach, memory this call's
 # --memory does not give.  Any other failure is the value's own: dropped.
 _THIS_CALL = (ImportError, AttributeError, OSError, MemoryError)
+
+
+def _bounded(unloaded, dropped):
+    """unloaded within KEPT_MAX bytes: the smallest units first; the names
+    of those past the bound go to dropped, with their reason."""
+    fit, total = [], 0
+    for unit in sorted(unloaded, key=lambda u: (len(u[2]), u[0])):
+        if total + len(unit[2]) > KEPT_MAX:
+            dropped.extend((n, f"{unit[3]}; not kept: the values kept unloaded "
+                               f"would pass {KEPT_MAX >> 20} MiB") for n in unit[0])
+        else:
+            total += len(unit[2])
+            fit.append(unit)
+    return sorted(fit, key=lambda u: u[0])
 
 
 def _is_dropped_file(exc):
