@@ -326,7 +326,12 @@ def _session_names(ns, toolboxes):
             and not (k in toolboxes and v is toolboxes[k])}
 
 
-def _gate(code, ns, toolboxes):
+class _KeptUnloaded:
+    """What the gate is shown for a name kept unloaded: a value of no known
+    type, so the name is declared and typed Any."""
+
+
+def _gate(code, ns, toolboxes, kept=()):
     """The type gate (gate.py): (error text of a blocked cell, warning)."""
     try:
         import _dolsot
@@ -334,7 +339,9 @@ def _gate(code, ns, toolboxes):
         # it up before compiling the gate.
         if _dolsot.which(_dolsot.ty_bin()) is None:
             return None, None
-        return _dolsot.embedded("gate").check(code, _session_names(ns, toolboxes), toolboxes)
+        held = _session_names(ns, toolboxes)
+        held.update((n, _KeptUnloaded()) for n in kept if n not in held)
+        return _dolsot.embedded("gate").check(code, held, toolboxes)
     except BaseException as e:
         return None, f"warning: type gate skipped: {_reason(e)}"
 
@@ -499,7 +506,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     kept_names = {n: why for names, _, _, why in unloaded for n in names}
     ended = set()
 
-    blocked, gate_warning = _gate(code, ns, loaded) if flags & REQ_TYPECHECK else (None, None)
+    blocked, gate_warning = (_gate(code, ns, loaded, kept_names) if flags & REQ_TYPECHECK
+                             else (None, None))
     if blocked is not None:
         return (1, 0, None, blocked, None, None, _lines(notes, carry.warnings, [gate_warning]),
                 None, None, None)
