@@ -26,7 +26,8 @@ terminal, a device: reopening it could block or take another reader's
 data), and a text file being read by iteration (for line in f), whose
 position Python cannot tell.  Dropped at load time: a file whose path no
 longer exists (deleted, or not visible in a sandboxed call) or cannot be
-opened now.  In every case the reason says what the cell should do instead:
+opened now; a value that only holds such a file loads with it closed
+(closing_gone, used by session.py).  In every case the reason says what the cell should do instead:
 re-open the file in the cell that uses it.
 """
 
@@ -161,6 +162,11 @@ def _reopen(path, name, mode, kind, text, position):
     return f
 
 
+# While set (see closing_gone), a file that cannot be reopened comes back
+# closed instead of raising, and is noted here: {id(file): (file, reason)}.
+_gone = None
+
+
 def reopen(saved):
     """The file object saved by state(); raises Dropped."""
     how = saved[0]
@@ -169,4 +175,26 @@ def reopen(saved):
         return getattr(sys, "__" + saved[1] + "__")
     if how == "closed":
         return _closed(*saved[1:])
-    return _reopen(*saved[1:])
+    try:
+        return _reopen(*saved[1:])
+    except Dropped as e:
+        if _gone is None:
+            raise
+        _, _, name, mode, kind, text, _ = saved
+        f = _closed(name, mode, kind, text)
+        _gone[id(f)] = (f, str(e))
+        return f
+
+
+class closing_gone:
+    """Within it, files that cannot be reopened come back closed; the
+    context's value is the {id: (file, reason)} of those."""
+
+    def __enter__(self):
+        global _gone
+        _gone = {}
+        return _gone
+
+    def __exit__(self, *exc):
+        global _gone
+        _gone = None

@@ -449,6 +449,8 @@ class Stored:
         self.carry = carry      # {piece: memoryview}
         self._whole = whole     # a version 1 session, already unpickled
         self.unloaded = []      # [(names, members, memoryview, reason)]
+        self.closed = []        # [(name, reason)]: loaded holding a file,
+                                # closed as it could not be reopened
 
     def load_into(self, ns):
         """Load every unit into ns; returns [(name, reason)] for those
@@ -468,13 +470,36 @@ class Stored:
                 raise
             except BaseException as e:  # one value never sinks the session
                 if _is_dropped_file(e):
-                    dropped.extend((n, str(e)) for n in names)
+                    self._load_closing_gone(ns, names, members, body, dropped)
                 elif isinstance(e, _THIS_CALL):
                     self.unloaded.append((names, members, body, reason(e)))
                 else:
                     dropped.extend((n, reason(e)) for n in names)
         self.unloaded = _bounded(self.unloaded, dropped)
         return dropped
+
+    def _load_closing_gone(self, ns, names, members, body, dropped):
+        """A unit holding a file that cannot be reopened: a name whose value is
+        such a file is dropped with the reason; a value that only holds one
+        (in a list, an attribute) loads with it closed, and says so."""
+        try:
+            with _files().closing_gone() as gone:
+                value = _pickle.loads(body)
+            values = {names[0]: value} if len(members) == 1 else {n: value[n] for n in names}
+        except Fatal:
+            raise
+        except BaseException as e:
+            dropped.extend((n, reason(e)) for n in names)
+            return
+        loaded = []
+        for n, v in values.items():
+            if id(v) in gone and gone[id(v)][0] is v:
+                dropped.append((n, gone[id(v)][1]))
+            else:
+                ns[n] = v
+                loaded.append(n)
+        why = next(iter(gone.values()))[1] if gone else None
+        self.closed.extend((n, why) for n in loaded if why)
 
 
 # Failures of loading that another call may not have, so the unit is kept

@@ -426,6 +426,13 @@ def _unloaded(dropped):
             + ", ".join(f"{name} ({why})" for name, why in dropped))
 
 
+def _closed_note(closed):
+    if not closed:
+        return None
+    return ("warning: names that hold a file that could not be reopened loaded "
+            "with that file closed: " + ", ".join(f"{n} ({why})" for n, why in closed))
+
+
 def _kept_note(unloaded):
     """One line naming each value this call could not load, and why."""
     if not unloaded:
@@ -494,6 +501,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         if stored is not None:
             carry.restore_early(stored.carry, _session.loads_piece)
             notes.append(_unloaded(stored.load_into(ns)))
+            notes.append(_closed_note(stored.closed))
             unloaded = stored.unloaded
             notes.append(_kept_note(unloaded))
         carry.restore_late()

@@ -177,18 +177,22 @@ START_TEST(a_held_file_whose_path_is_gone_is_dropped_with_the_true_reason)
 	struct cli_run r;
 	char *path = in_tmp("gone.txt"), want[5000];
 
-	exact("g", false, "f = open('gone.txt', 'w')\nx = 5", "", "session now holds: f, x\n");
+	exact("g", false, "f = open('gone.txt', 'w')\nx = 5\nbox = {'data': [1, 2], 'log': f}",
+	      "", "session now holds: box, f, x\n");
 	ck_assert_int_eq(unlink(path), 0);
-	cell(&r, "g", false, "x");
+	/* The file itself is dropped; a value that only holds it keeps its data. */
+	cell(&r, "g", false, "x, box['data'], box['log'].closed");
 	ck_code(&r, 0);
-	ck_out(&r, "5\n");
+	ck_out(&r, "(5, [1, 2], True)\n");
 	snprintf(want, sizeof(want), "warning: dropped names that could not be loaded: "
 	         "f (the file %s no longer exists: re-open it in the cell that uses it)\n"
-	         "session now holds: x\n", path);
+	         "warning: names that hold a file that could not be reopened loaded with that "
+	         "file closed: box (the file %s no longer exists: re-open it in the cell that "
+	         "uses it)\nsession now holds: box, x\n", path, path);
 	ck_err(&r, want);
 	cli_run_release(&r);
 	ck_assert_int_eq(access(path, F_OK), -1);   /* and not made again */
-	exact("g", false, "x", "5\n", "session now holds: x\n");
+	exact("g", false, "x", "5\n", "session now holds: box, x\n");
 	free(path);
 }
 END_TEST
