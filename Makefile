@@ -28,7 +28,7 @@ CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_
 	output.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
 	sandbox_plan.c
-WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c session_py.c state_py.c \
+WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 # Everything the build makes goes under build/ (objects, dependency files,
@@ -42,7 +42,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
-	tests/check_carry tests/check_sandbox tests/check_sandbox_enter
+	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter
 
 all: dolsot
 
@@ -54,7 +54,7 @@ dolsot: $(OBJS)
 $(B)/worker.o $(B)/dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 
-# The worker's Python half (worker.py, and gate.py, hints.py, session.py and
+# The worker's Python half (worker.py, and files.py, gate.py, hints.py, session.py and
 # state.py it imports through _dolsot) is compiled into the binary, as source
 # and as bytecode made by the same Python version: NAME.py becomes
 # build/NAME_py.c.
@@ -89,6 +89,7 @@ T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_par
 T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
 T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o
+T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
 
@@ -103,6 +104,7 @@ $(B)/tests/check_typegate: $(addprefix $(B)/,$(T_TYPEGATE))
 $(B)/tests/check_hostile: $(addprefix $(B)/,$(T_HOSTILE))
 $(B)/tests/check_faults: $(addprefix $(B)/,$(T_FAULTS))
 $(B)/tests/check_carry: $(addprefix $(B)/,$(T_CARRY))
+$(B)/tests/check_kept: $(addprefix $(B)/,$(T_KEPT))
 $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
@@ -116,6 +118,7 @@ $(B)/tests/check_typegate-asan: $(addprefix $(B)/,$(T_TYPEGATE:.o=.asan.o))
 $(B)/tests/check_hostile-asan: $(addprefix $(B)/,$(T_HOSTILE:.o=.asan.o))
 $(B)/tests/check_faults-asan: $(addprefix $(B)/,$(T_FAULTS:.o=.asan.o))
 $(B)/tests/check_carry-asan: $(addprefix $(B)/,$(T_CARRY:.o=.asan.o))
+$(B)/tests/check_kept-asan: $(addprefix $(B)/,$(T_KEPT:.o=.asan.o))
 $(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
 $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o))
 
@@ -132,7 +135,8 @@ $(TESTS:%=$(B)/%):
 deps:
 	@sh tools/deps.sh build
 
-CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry
+CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry \
+	tests/check_kept
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
