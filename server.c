@@ -491,6 +491,7 @@ static void on_client(struct server *s, size_t i)
 	case WIRE_MEM_DEL:
 	case WIRE_MEM_LIST:
 	case WIRE_MEM_LOCK:
+	case WIRE_MEM_ORIGIN:
 		s->last_call = now();
 		if (!s->mem && !(s->mem = server_mem_new())) {
 			wire_send(fd, WIRE_MEM_ERR, 0, 0, "out of memory", 13, NULL, 0);

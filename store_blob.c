@@ -9,6 +9,8 @@
  * written into one, and a saved memfd is mapped and passed to ops->save.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +51,7 @@ static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
 	return 0;
 }
 
-int store_open_blob(struct store *s, const char *id, int *fd, size_t *len,
+int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t *len,
                     bool *found, char *err)
 {
 	*fd = -1;
@@ -57,16 +59,39 @@ int store_open_blob(struct store *s, const char *id, int *fd, size_t *len,
 	*found = false;
 	if (!store_id_valid(id, err, STORE_ERR_MAX))
 		return -1;
-	if (s->ops->open_blob)
+	if (s->ops->open_blob && !copy)
 		return s->ops->open_blob(s, id, fd, len, found, err);
 	return memfd_blob(s, id, fd, len, found, err);
 }
 
-int store_save_begin(struct store *s, const char *id, bool memfd,
+/*
+ * A memfd that cannot grow past max bytes: sized to max (sparse: nothing
+ * is allocated until written) and sealed against growing.  Its writer
+ * shrinks it to what it wrote (worker.c maps such an fd).
+ */
+static int bounded_memfd(uint64_t max)
+{
+	int fd = memfd_create("dolsot-save", MFD_CLOEXEC | (max ? MFD_ALLOW_SEALING : 0));
+
+	if (fd < 0 || !max)
+		return fd;
+	if (max > (uint64_t)INT64_MAX || ftruncate(fd, (off_t)max) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int errsv = max > (uint64_t)INT64_MAX ? EFBIG : errno;
+
+		close(fd);
+		errno = errsv;
+		return -1;
+	}
+	return fd;
+}
+
+int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
                      struct store_save *sv, char *err)
 {
 	memset(sv, 0, sizeof(*sv));
 	sv->fd = -1;
+	sv->max = max;
 	if (!store_id_valid(id, err, STORE_ERR_MAX))
 		return -1;
 	snprintf(sv->id, sizeof(sv->id), "%s", id);
@@ -76,11 +101,11 @@ int store_save_begin(struct store *s, const char *id, bool memfd,
 		return 0;
 	sv->memfd = true;
 	sv->tmp[0] = '\0';
-	sv->fd = memfd_create("dolsot-save", MFD_CLOEXEC);
+	sv->fd = bounded_memfd(max);
 	if (sv->fd < 0) {
 		int errsv = errno;
 
-		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': memfd_create: %s",
+		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': memfd: %s",
 		         id, strerror(errsv));
 		errno = errsv;
 		return -1;
@@ -104,7 +129,7 @@ static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char
 		if (p == MAP_FAILED)
 			return store_save_fail(s, sv, "mmap", errno, err);
 	}
-	ret = s->ops->save(s, sv->id, p ? p : (const uint8_t *)"", len, err);
+	ret = s->ops->save(s, sv->id, p ? p : (const uint8_t *)"", len, sv->sandboxed, err);
 	errsv = errno;
 	if (p)
 		munmap(p, len);
@@ -113,8 +138,21 @@ static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char
 	return ret;
 }
 
+int store_save_too_big(const struct store_save *sv, uint64_t len, char *err)
+{
+	snprintf(err, STORE_ERR_MAX, "cannot save session '%s': it is %" PRIu64
+	         " bytes, over the maximum session size of %" PRIu64 " bytes "
+	         "(DOLSOT_MAX_SESSION_SIZE); the previous session is kept", sv->id, len, sv->max);
+	errno = EFBIG;
+	return -1;
+}
+
 int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err)
 {
+	if (sv->max && (uint64_t)len > sv->max) {
+		store_save_abort(s, sv);
+		return store_save_too_big(sv, len, err);
+	}
 	if (sv->memfd)
 		return commit_memfd(s, sv, len, err);
 	return s->ops->save_commit(s, sv, len, err);
