@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "peer.h"
 #include "proc.h"
 #include "server_key.h"
 #include "server_mem.h"
@@ -444,16 +445,6 @@ static void on_info(struct server *s, int client)
 	wire_send(client, WIRE_INFO, 0, 0, text, n, NULL, 0);
 }
 
-/* Only our own uid may talk to us. */
-static bool peer_is_us(int fd)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-
-	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-	       cred.uid == geteuid();
-}
-
 static void drop_client(struct server *s, size_t i, bool close_it)
 {
 	if (close_it)
@@ -525,7 +516,7 @@ static void on_accept(struct server *s)
 
 		if (fd < 0)
 			return;
-		if (!peer_is_us(fd) || s->n_clients == MAX_CLIENTS) {
+		if (!peer_is_ours(fd) || s->n_clients == MAX_CLIENTS) {
 			close(fd);
 			continue;
 		}
