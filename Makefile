@@ -27,7 +27,7 @@ VERSION := 0.3.0
 CORE_SRCS := frame.c fdio.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
 	output.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c peer.c \
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
-	sandbox_plan.c
+	sandbox_plan.c mount_guard.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c session_py.c state_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)

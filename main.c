@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -395,11 +396,14 @@ static int cmd_reset(const struct settings *s, const char *target)
 static void build_plan(const struct cli *c, const struct settings *s,
                        struct sandbox_plan *plan)
 {
+	char err[REPL_ERR_MAX], store_dir[PATH_MAX];
 	struct plan_input in = { .sandbox = s->sandbox, .toolboxes = c->toolboxes,
 	                         .n_toolboxes = c->n_toolboxes, .mounts = c->mounts,
 	                         .n_mounts = c->n_mounts, .env_args = c->env,
-	                         .n_env = c->n_env };
-	char err[REPL_ERR_MAX];
+	                         .n_env = c->n_env, .store_dir = store_dir,
+	                         .rw_code_mounts = s->rw_code_mounts };
+
+	store_file_path(s->cache_dir, store_dir, sizeof(store_dir));
 
 	switch (sandbox_plan_build(&in, plan, err, sizeof(err))) {
 	case PLAN_OK:

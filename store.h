@@ -115,6 +115,10 @@ struct store {
  */
 struct store *store_file_open(const char *dir, double ttl_days, char *err);
 
+/* The directory store_file_open(dir, ...) uses, as a path, into buf
+ * (nothing is checked or made). */
+void store_file_path(const char *dir, char *buf, size_t len);
+
 /*
  * The warm server's memory as a store (DOLSOT_STORE=memory), reached through
  * the socket in dir's directory.  Takes ownership of dir (a FileStore).

@@ -1016,6 +1016,19 @@ out:
 	return fd;
 }
 
+void store_file_path(const char *dir, char *buf, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (dir) {
+		snprintf(buf, len, "%s", dir);
+		return;
+	}
+	if (tmp == NULL || tmp[0] == '\0')
+		tmp = "/tmp";
+	snprintf(buf, len, "%s/dolsot-%u/sessions", tmp, (unsigned)geteuid());
+}
+
 /* {TMPDIR or /tmp}/dolsot-{euid}/sessions; both levels made 0700 and checked. */
 static int open_default_dir(char *err)
 {
