@@ -20,6 +20,7 @@
 #include "repl.h"
 #include "server.h"
 #include "store.h"
+#include "zygote.h"
 
 #define MAX_CODE_BYTES ((size_t)256 << 20)
 
@@ -519,6 +520,8 @@ int main(int argc, char **argv)
 	/* A fresh exec of ourselves as the warm server (see warm.c). */
 	if (argc > 0 && strcmp(argv[0], SERVER_ARGV0) == 0)
 		server_exec_main(argc, argv);
+	if (argc > 0 && strcmp(argv[0], ZYGOTE_ARGV0) == 0)
+		zygote_exec_main();
 	check_fds();
 	/* Our stderr lines are written once, at the end: buffer them rather
 	 * than make a write per character (exit and output_render flush). */

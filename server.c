@@ -159,15 +159,13 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 		goto failed;
 	}
 	if (pid == 0) {
-		struct zygote_env env;
 		int keep[] = { sv[1] };
 		sigset_t none;
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		proc_close_fds_except(keep, 1);
-		server_key_env(m->payload, m->len, &env);
-		zygote_main(sv[1], &env);
+		zygote_exec(sv[1], m->payload, m->len);
 	}
 	close(sv[1]);
 	z->ctl = sv[0];
