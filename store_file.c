@@ -207,7 +207,9 @@ static void drop_orphan_mark(struct fstore *fs, const char *id, bool locked)
 	int fd = -1, errsv = errno;
 
 	snprintf(pkl, sizeof(pkl), "%s.pkl", id);
-	if (fstatat(fs->dirfd, pkl, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+	snprintf(name, sizeof(name), "%s.sandboxed", id);
+	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fstatat(fs->dirfd, pkl, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
 		goto out;
 	if (!locked) {
 		snprintf(name, sizeof(name), "%s.lock", id);

@@ -1185,6 +1185,75 @@ START_TEST(test_reap_keeps_a_locked_sessions_old_temp_file)
 }
 END_TEST
 
+
+/* The origin the client records: sandboxed through save and through a
+ * commit, cleared by an unsandboxed one, gone with the session. */
+START_TEST(test_origin_follows_the_last_writer)
+{
+	struct store *s = backends[_i / 2].open();
+	struct store_save sv;
+	unsigned removed;
+	bool sb;
+
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(!sb);
+	ck_assert_int_eq(store_save(s, "a", (const uint8_t *)"x", 1, true, err), 0);
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(sb);
+	begin(s, "a", _i % 2, &sv);
+	write_str(sv.fd, "yy");
+	sv.sandboxed = false;
+	ck_assert_msg(store_save_commit(s, &sv, 2, err) == 0, "commit: %s", err);
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(!sb);
+	begin(s, "a", _i % 2, &sv);
+	write_str(sv.fd, "zzz");
+	sv.sandboxed = true;
+	ck_assert_msg(store_save_commit(s, &sv, 3, err) == 0, "commit: %s", err);
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(sb);
+	assert_session(s, "a", "zzz");
+	ck_assert_int_eq(store_del(s, "a", &removed, err), 0);
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(!sb);
+	ck_assert_int_eq(store_save(s, "b", (const uint8_t *)"x", 1, true, err), 0);
+	ck_assert_int_eq(store_del(s, "all", &removed, err), 0);
+	ck_assert_int_eq(store_origin(s, "b", &sb, err), 0);
+	ck_assert(!sb);
+	if (_i / 2 == 0)
+		ck_assert(!exists(sess_dir, "b.sandboxed"));
+	store_close(s);
+}
+END_TEST
+
+/* A bounded save: the memfd cannot grow past the bound, and a commit over
+ * it is refused with the old session kept and no temp file left. */
+START_TEST(test_bounded_save_refuses_more)
+{
+	struct store *s = backends[_i / 2].open();
+	struct store_save sv;
+	char big[64];
+
+	memset(big, 'b', sizeof(big));
+	save_str(s, "a", "old");
+	ck_assert_int_eq(store_save_begin(s, "a", _i % 2, 16, &sv, err), 0);
+	if (_i % 2) {
+		ck_assert_int_eq(pwrite(sv.fd, big, sizeof(big), 0), -1);
+		ck_assert_int_eq(errno, EPERM);
+	}
+	ck_assert_int_eq(pwrite(sv.fd, big, 10, 0), 10);
+	if (_i % 2)
+		ck_assert_int_eq(ftruncate(sv.fd, 17), -1);
+	ck_assert_int_eq(store_save_commit(s, &sv, 17, err), -1);
+	ck_assert_int_eq(errno, EFBIG);
+	ck_assert_msg(strstr(err, "over the maximum session size of 16 bytes"), "%s", err);
+	assert_session(s, "a", "old");
+	if (_i / 2 == 0)
+		ck_assert_int_eq(count_entries(sess_dir), 1);   /* a.pkl alone */
+	store_close(s);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *su = suite_create("store");
@@ -1209,6 +1278,8 @@ static Suite *store_suite(void)
 	tcase_add_loop_test(tc, test_blob_commit_checks_length, 0, BLOB_WAYS);
 	tcase_add_loop_test(tc, test_blob_save_fail_words_it, 0, BLOB_WAYS);
 	tcase_add_loop_test(tc, test_blob_refuses_invalid_id, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_origin_follows_the_last_writer, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_bounded_save_refuses_more, 0, BLOB_WAYS);
 	tcase_add_test(tc, test_blob_file_save_is_a_temp_file);
 	tcase_add_test(tc, test_blob_file_open_is_the_session_file);
 	tcase_add_test(tc, test_reap_keeps_a_locked_sessions_old_temp_file);
