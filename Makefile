@@ -38,7 +38,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
-	tests/check_carry tests/check_sandbox tests/check_sandbox_enter
+	tests/check_carry tests/check_sandbox tests/check_sandbox_enter tests/check_trust
 
 all: dolsot
 
@@ -78,6 +78,7 @@ T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
 T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
+T_TRUST := tests/check_trust.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
 
 tests/check_frame: $(T_FRAME)
@@ -92,6 +93,7 @@ tests/check_hostile: $(T_HOSTILE)
 tests/check_faults: $(T_FAULTS)
 tests/check_carry: $(T_CARRY)
 tests/check_sandbox: $(T_SANDBOX)
+tests/check_trust: $(T_TRUST)
 tests/check_sandbox_enter: $(T_SBX_ENTER)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
@@ -105,6 +107,7 @@ tests/check_hostile-asan: $(T_HOSTILE:.o=.asan.o)
 tests/check_faults-asan: $(T_FAULTS:.o=.asan.o)
 tests/check_carry-asan: $(T_CARRY:.o=.asan.o)
 tests/check_sandbox-asan: $(T_SANDBOX:.o=.asan.o)
+tests/check_trust-asan: $(T_TRUST:.o=.asan.o)
 tests/check_sandbox_enter-asan: $(T_SBX_ENTER:.o=.asan.o)
 
 # check_sandbox_enter embeds Python, as a warm zygote does.

@@ -40,7 +40,6 @@ int mount_guard_add_code(struct mount_guard *g)
 		"/usr/local/lib/" PY_VERSION_DIR "/dist-packages",
 		PY_PREFIX "/lib/python3/dist-packages",
 		PY_PREFIX "/lib/" PY_VERSION_DIR "/dist-packages",
-		PY_PREFIX "/lib/" PY_VERSION_DIR,
 	};
 	int ret = 0;
 
@@ -63,6 +62,7 @@ int mount_guard_add_code(struct mount_guard *g)
 	}
 	for (size_t i = 0; i < sizeof(site) / sizeof(*site); i++)
 		ret |= mount_guard_add(g, site[i], "site-packages", false);
+	ret |= mount_guard_add(g, PY_PREFIX "/lib/" PY_VERSION_DIR, "the standard library", false);
 	return ret ? -1 : 0;
 }
 

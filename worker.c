@@ -424,16 +424,6 @@ out:
 	return ret;
 }
 
-/* A save fd sealed against growing was sized to its bound beforehand
- * (store_save_begin): it must be mapped, shrunk to the session, not
- * appended to. */
-static bool grow_sealed(int fd)
-{
-	int seals = fcntl(fd, F_GET_SEALS);
-
-	return seals >= 0 && (seals & F_SEAL_GROW);
-}
-
 /* A Python exception in the worker's own code: report it as a failure. */
 static __attribute__((noreturn)) void answer_python_error(int fd, const char *what)
 {
@@ -531,7 +521,7 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	if (fill_result(answer, &res, &parts) < 0)
 		answer_python_error(result_fd, "worker answered badly");
 	if (parts != Py_None) {
-		rc = write_session(fds->save, parts, r->max_file_size != 0 || grow_sealed(fds->save),
+		rc = write_session(fds->save, parts, r->max_file_size != 0 || fd_grow_sealed(fds->save),
 		                   &res.blob_len);
 		if (rc < 0)
 			answer_python_error(result_fd, "cannot write the session");

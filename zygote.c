@@ -41,6 +41,7 @@
 #include "worker.h"
 
 #define MAX_CALLS 128
+#define ZYGOTE_ENV_MAX 64
 /* fds of a WIRE_RUN, in order; FD_LOAD only for a session that exists */
 enum { FD_CLIENT, FD_REQUEST, FD_RESULT, FD_OUT, FD_ERR, FD_SAVE, FD_LOAD, RUN_FDS };
 _Static_assert(RUN_FDS <= WIRE_MAX_FDS, "a WIRE_RUN's fds must fit in one message");
@@ -402,10 +403,20 @@ void zygote_main(int ctl, const struct zygote_env *env)
 	_exit(0);
 }
 
+extern char **environ;
+
 void zygote_exec(int ctl, const uint8_t *key, size_t len)
 {
-	char *argv[] = { ZYGOTE_ARGV0, NULL }, *envp[] = { NULL }, why[256];
+	char *argv[] = { ZYGOTE_ARGV0, NULL }, *envp[ZYGOTE_ENV_MAX + 1], why[256];
 	int mfd = memfd_create("dolsot-zygote-key", MFD_CLOEXEC), c, k;
+	size_t n = 0;
+
+	/* dolsot's own settings only, none of the caller's variables (the
+	 * zygote sets the key's environment itself, before Python starts). */
+	for (char **e = environ; *e && n < ZYGOTE_ENV_MAX; e++)
+		if (strncmp(*e, "DOLSOT_", 7) == 0)
+			envp[n++] = *e;
+	envp[n] = NULL;
 
 	if (mfd < 0 || fd_write_all(mfd, key, len) < 0) {
 		snprintf(why, sizeof(why), "cannot pass the zygote its key: %s", strerror(errno));

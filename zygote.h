@@ -36,8 +36,8 @@ void zygote_main(int ctl, const struct zygote_env *env) __attribute__((noreturn)
  * server's memory holds what earlier calls sent it (their environments,
  * DOLSOT_STORE=memory sessions), and every worker is a fork of its zygote,
  * a sandboxed one too.  zygote_exec, in a child of the server whose other
- * fds are closed, execs /proc/self/exe as ZYGOTE_ARGV0 with an empty
- * environment, ctl on ZYGOTE_CTL_FD and key (a WIRE_CALL key) in a memfd
+ * fds are closed, execs /proc/self/exe as ZYGOTE_ARGV0 with only dolsot's
+ * own DOLSOT_* variables in its environment, ctl on ZYGOTE_CTL_FD and key (a WIRE_CALL key) in a memfd
  * on ZYGOTE_KEY_FD; it reports WIRE_FAILED on ctl if that fails.
  * zygote_exec_main, called by main() for ZYGOTE_ARGV0, becomes the zygote.
  */
