@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +52,34 @@ static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
 	return 0;
 }
 
+/* Replace *fd (len bytes) by a memfd holding a copy, copied in the kernel. */
+static int copy_to_memfd(const char *id, int *fd, size_t len, char *err)
+{
+	int mfd = memfd_create("dolsot-session", MFD_CLOEXEC), errsv;
+	off_t off = 0;
+
+	while (mfd >= 0 && (size_t)off < len) {
+		ssize_t n = sendfile(mfd, *fd, &off, len - (size_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			errsv = n < 0 ? errno : EIO;   /* 0: the file got shorter */
+			close(mfd);
+			mfd = -1;
+			errno = errsv;
+		}
+	}
+	errsv = errno;
+	close(*fd);
+	*fd = mfd;
+	if (mfd >= 0)
+		return 0;
+	snprintf(err, STORE_ERR_MAX, "cannot load session '%s': copy: %s", id, strerror(errsv));
+	errno = errsv;
+	return -1;
+}
+
 int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t *len,
                     bool *found, char *err)
 {
@@ -59,9 +88,15 @@ int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t 
 	*found = false;
 	if (!store_id_valid(id, err, STORE_ERR_MAX))
 		return -1;
-	if (s->ops->open_blob && !copy)
-		return s->ops->open_blob(s, id, fd, len, found, err);
-	return memfd_blob(s, id, fd, len, found, err);
+	if (!s->ops->open_blob)
+		return memfd_blob(s, id, fd, len, found, err);   /* a copy already */
+	if (s->ops->open_blob(s, id, fd, len, found, err) < 0)
+		return -1;
+	if (copy && *found && copy_to_memfd(id, fd, *len, err) < 0) {
+		*found = false;
+		return -1;
+	}
+	return 0;
 }
 
 /*

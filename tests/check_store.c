@@ -1148,6 +1148,17 @@ START_TEST(test_blob_file_open_is_the_session_file)
 	ck_assert_int_eq(stat(path_in(path, sess_dir, "a.pkl"), &b), 0);
 	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
 	close(fd);
+	/* A copy (for a sandboxed worker) is a memfd of its own: writing to it,
+	 * or reopening it, cannot reach the store. */
+	ck_assert_int_eq(store_open_blob(s, "a", true, &fd, &len, &found, err), 0);
+	ck_assert(found);
+	ck_assert_uint_eq(len, 5);
+	ck_assert_int_eq(fstat(fd, &a), 0);
+	ck_assert(a.st_ino != b.st_ino || a.st_dev != b.st_dev);
+	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	ck_assert_int_eq(pwrite(fd, "XXXXX", 5, 0), 5);
+	close(fd);
+	assert_session(s, "a", "state");
 	store_close(s);
 }
 END_TEST
