@@ -5,8 +5,8 @@
  * gives.  That pid could be reused if the peer died before we looked, so
  * the peer is pinned first with SO_PEERPIDFD (Linux 6.5) and must still be
  * alive after the check: a process alive afterwards was the one /proc/PID
- * showed during it.  Without SO_PEERPIDFD the check stands on the pid
- * alone.
+ * showed during it.  On a kernel without SO_PEERPIDFD the check stands on
+ * the pid alone.
  */
 #include "peer.h"
 
@@ -55,8 +55,13 @@ bool peer_is_ours(int sock)
 	    cred.uid != geteuid() || cred.pid <= 0)
 		return false;
 	len = sizeof(pidfd);
-	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
+		/* Only a kernel without it falls back to the pid alone; a peer
+		 * already gone (ESRCH) may have left its pid to another. */
+		if (errno != ENOPROTOOPT && errno != EINVAL && errno != EOPNOTSUPP)
+			return false;
 		pidfd = -1;
+	}
 	snprintf(path, sizeof(path), "/proc/%d", (int)cred.pid);
 	pid_dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	self_dir = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
