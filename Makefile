@@ -25,9 +25,9 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c fdio.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
-	output.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
+	output.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c peer.c \
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
-	sandbox_plan.c
+	sandbox_plan.c mount_guard.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
@@ -38,7 +38,8 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
-	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter
+	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
+	tests/check_trust
 
 all: dolsot
 
@@ -79,6 +80,7 @@ T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o
 T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
+T_TRUST := tests/check_trust.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
 
 tests/check_frame: $(T_FRAME)
@@ -94,6 +96,7 @@ tests/check_faults: $(T_FAULTS)
 tests/check_carry: $(T_CARRY)
 tests/check_kept: $(T_KEPT)
 tests/check_sandbox: $(T_SANDBOX)
+tests/check_trust: $(T_TRUST)
 tests/check_sandbox_enter: $(T_SBX_ENTER)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
@@ -108,6 +111,7 @@ tests/check_faults-asan: $(T_FAULTS:.o=.asan.o)
 tests/check_carry-asan: $(T_CARRY:.o=.asan.o)
 tests/check_kept-asan: $(T_KEPT:.o=.asan.o)
 tests/check_sandbox-asan: $(T_SANDBOX:.o=.asan.o)
+tests/check_trust-asan: $(T_TRUST:.o=.asan.o)
 tests/check_sandbox_enter-asan: $(T_SBX_ENTER:.o=.asan.o)
 
 # check_sandbox_enter embeds Python, as a warm zygote does.

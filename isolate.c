@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "rlimits.h"
 #include "pidcg.h"
 #include "sandbox.h"
@@ -213,6 +214,8 @@ fail:
  * The save file is then a memfd (the client's choice), never the store's. */
 static int presize(int fd, const char *what, char *err, size_t errlen)
 {
+	if (fd_grow_sealed(fd))
+		return 0;   /* sized to the session's bound already */
 	if (ftruncate(fd, (off_t)FRAME_MAX) < 0) {
 		snprintf(err, errlen, "dolsot: cannot size the %s file: %s", what,
 		         strerror(errno));

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mount_guard.h"
 #include "pidcg.h"
 #include "sandbox_fs.h"
 
@@ -40,6 +41,7 @@ struct bind {
 struct plan {
 	struct bind *b;
 	size_t n, cap;
+	struct mount_guard *guard;       /* what no --mount may overlap */
 	char *err;
 	size_t errlen;
 };
@@ -243,6 +245,10 @@ static enum plan_status add_toolboxes(struct plan *p, const struct plan_input *i
 			}
 		}
 		snprintf(what, sizeof(what), "the toolbox '%s'", module);
+		if (mount_guard_add(p->guard, where, what, false) < 0) {
+			free(where);
+			return oom(p);
+		}
 		st = covered ? PLAN_OK : add_bind(p, where, where, MOUNT_RO, what);
 		free(where);
 		if (st != PLAN_OK)
@@ -272,6 +278,7 @@ static enum plan_status mount_error(struct plan *p, const struct mount_arg *m,
 static enum plan_status check_mount(struct plan *p, const struct mount_arg *m)
 {
 	struct stat st;
+	char why[700];
 
 	if (stat(m->host, &st) < 0)
 		return mount_error(p, m, "the host path cannot be used: %s", strerror(errno));
@@ -279,6 +286,8 @@ static enum plan_status check_mount(struct plan *p, const struct mount_arg *m)
 		return mount_error(p, m, "%s", "an overlay needs a directory as the host path");
 	if (strcmp(m->virt, "/") == 0)
 		return mount_error(p, m, "%s", "the virtual path cannot be the sandbox's root");
+	if (mount_guard_check(p->guard, m, why, sizeof(why)))
+		return mount_error(p, m, "%s", why);
 	for (size_t r = 0; r < sizeof(reserved) / sizeof(*reserved); r++) {
 		bool tmp = strcmp(reserved[r], "/tmp") == 0;
 
@@ -420,8 +429,15 @@ enum plan_status sandbox_plan_build(const struct plan_input *in,
 		if (opts_check_env(in->env_args[i], err, errlen) < 0)
 			return PLAN_USAGE;
 	if (in->sandbox) {
+		p.guard = calloc(1, sizeof(*p.guard));
+		if (!p.guard)
+			return oom(&p);
+		p.guard->rw_code_ok = in->rw_code_mounts;
+		if (mount_guard_add(p.guard, in->store_dir, "the session store", true) < 0 ||
+		    mount_guard_add_code(p.guard) < 0)
+			st = oom(&p);
 		venv = venv_path();
-		if (venv && !under_system(venv))
+		if (st == PLAN_OK && venv && !under_system(venv))
 			st = add_bind(&p, venv, venv, MOUNT_RO, "the virtualenv");
 		if (st == PLAN_OK && !(dirs = search_dirs(venv)))
 			st = oom(&p);
@@ -439,6 +455,9 @@ enum plan_status sandbox_plan_build(const struct plan_input *in,
 	free(p.b);
 	free(venv);
 	free_list(dirs);
+	if (p.guard)
+		mount_guard_release(p.guard);
+	free(p.guard);
 	return st;
 }
 

@@ -26,6 +26,8 @@ struct plan_input {
 	size_t n_mounts;
 	const char *const *env_args;    /* --env specs: NAME or NAME=VALUE */
 	size_t n_env;
+	const char *store_dir;          /* no --mount may overlap it (mount_guard.h) */
+	bool rw_code_mounts;            /* DOLSOT_ALLOW_RW_CODE_MOUNTS=1 */
 };
 
 /* Wire-form fields of the request; each NULL when empty. */
