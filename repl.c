@@ -101,7 +101,8 @@ static int pack_environ(struct span *out, char **buf)
 }
 
 static int encode_request(const struct run_args *a, size_t blob_len, bool found,
-                          const char *cgroup, bool warm, struct frame_buf *buf)
+                          const struct plan_cgroups *cgroup, bool warm,
+                          struct frame_buf *buf)
 {
 	struct request r;
 	char cwd[PATH_MAX], *env = NULL;
@@ -286,7 +287,8 @@ static int open_session(const struct run_args *a, struct store *st,
 /* The request for the warm path (when the server may take it) or the cold
  * one, in *req (replacing what it held). */
 static int build_request(const struct run_args *a, size_t blob_len, bool found,
-                         const char *cgroup, bool warm, struct frame_buf *req,
+                         const struct plan_cgroups *cgroup, bool warm,
+                         struct frame_buf *req,
                          char *err, size_t errlen)
 {
 	frame_buf_release(req);
@@ -311,24 +313,23 @@ static int run_locked(const struct run_args *a, struct store *st,
 	struct timespec deadline;
 	struct proc_outcome o;
 	struct worker_result wr;
-	char cgroup[PIDCG_PATH_MAX] = "";
+	struct plan_cgroups cgroup = { "", "" };
 	int ret = -1;
 
 	if (open_session(a, st, &fds, &sv, &blob_len, &found, err, errlen) < 0)
 		return -1;
-	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
+	if (sandbox_plan_begin(a->settings, &cgroup, err, errlen) < 0)
 		goto out;
 	proc_deadline_in(&deadline, a->settings->timeout);
-	if (build_request(a, blob_len, found, cgroup, true, &req, err, errlen) < 0)
+	if (build_request(a, blob_len, found, &cgroup, true, &req, err, errlen) < 0)
 		goto out;
 	if (!run_warm(a, st, &req, &fds, &deadline, res, &o, no_server) &&
-	    (build_request(a, blob_len, found, cgroup, false, &req, err, errlen) < 0 ||
+	    (build_request(a, blob_len, found, &cgroup, false, &req, err, errlen) < 0 ||
 	     proc_run(req.data, req.len, &fds, &deadline, worker_child, NULL, &res->out,
 	              &res->err, &o, err, errlen) < 0))
 		goto out;
 	/* Every process of the call is gone by now, on either path. */
-	sandbox_plan_end(cgroup);
-	cgroup[0] = '\0';
+	sandbox_plan_end(&cgroup);
 	ret = 0;
 	if (res->error)
 		goto out;   /* the warm path broke after the cell may have run */
@@ -338,7 +339,7 @@ static int run_locked(const struct run_args *a, struct store *st,
 		save_session(st, &sv, &wr, res);
 	proc_outcome_release(&o);
 out:
-	sandbox_plan_end(cgroup);
+	sandbox_plan_end(&cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
 	if (fds.load >= 0)
 		close(fds.load);
