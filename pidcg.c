@@ -236,6 +236,29 @@ int pidcg_join(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+bool pidcg_oom_killed(const char *path)
+{
+	static const char *const files[] = { "memory.oom_control", "memory.events" };
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+		char p[PIDCG_PATH_MAX + 32], line[128];
+		unsigned long long n;
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/%s", path, files[i]);
+		if (!(f = fopen(p, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "oom_kill %llu", &n) == 1) {
+				fclose(f);
+				return n > 0;
+			}
+		}
+		fclose(f);
+	}
+	return false;
+}
+
 void pidcg_remove(const char *path)
 {
 	/* The last tasks may still be on their way out of the cgroup. */

@@ -11,6 +11,7 @@
 #ifndef DOLSOT_PIDCG_H
 #define DOLSOT_PIDCG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,10 @@ int pidcg_create_memory(uint64_t bytes, const char *pids_path, char *path,
 
 /* Move the calling process into the cgroup at path.  0 or -1 with err. */
 int pidcg_join(const char *path, char *err, size_t errlen);
+
+/* True when the kernel's OOM killer killed a process of the memory cgroup
+ * at path (it hit its limit). */
+bool pidcg_oom_killed(const char *path);
 
 /* Remove the cgroup (empty by now); errors are ignored. */
 void pidcg_remove(const char *path);

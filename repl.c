@@ -148,10 +148,15 @@ static int encode_request(const struct run_args *a, size_t blob_len, bool found,
 /* Why the worker ended without an answer, as words; the limits in force
  * are named, as one may be the cause (a C library aborting when malloc
  * fails, SIGKILL at the hard CPU limit). */
-static char *death_message(int status, const struct limits *l)
+static char *death_message(int status, const struct limits *l, bool oom)
 {
 	char set[256];
 
+	if (oom && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+		limit_format(LIMIT_MEMORY, l->v[LIMIT_MEMORY], set, sizeof(set));
+		return dup_printf("dolsot: the cell hit the memory limit (--memory %s); "
+		                  "session unchanged", set);
+	}
 	limits_describe(l, set, sizeof(set));
 	if (WIFSIGNALED(status))
 		return dup_printf("dolsot: the worker was killed by signal %d (%s) before "
@@ -165,7 +170,7 @@ static char *death_message(int status, const struct limits *l)
 
 /* Turn the worker's outcome into *res; returns true when there is a blob to save. */
 static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
-                         struct worker_result *wr, struct result *res)
+                         bool oom, struct worker_result *wr, struct result *res)
 {
 	char ferr[256];
 	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
@@ -183,7 +188,7 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 		res->error = o->result && exited_ok
 		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
 		                          "session unchanged", ferr)
-		             : death_message(o->status, &s->limits);
+		             : death_message(o->status, &s->limits, oom);
 		return false;
 	}
 	res->exit_code = wr->exit_code >= 0 && wr->exit_code <= 255 ? (int)wr->exit_code : 1;
@@ -314,6 +319,7 @@ static int run_locked(const struct run_args *a, struct store *st,
 	struct proc_outcome o;
 	struct worker_result wr;
 	struct plan_cgroups cgroup = { "", "" };
+	bool oom;
 	int ret = -1;
 
 	if (open_session(a, st, &fds, &sv, &blob_len, &found, err, errlen) < 0)
@@ -329,13 +335,14 @@ static int run_locked(const struct run_args *a, struct store *st,
 	              &res->err, &o, err, errlen) < 0))
 		goto out;
 	/* Every process of the call is gone by now, on either path. */
+	oom = cgroup.memory[0] && pidcg_oom_killed(cgroup.memory);
 	sandbox_plan_end(&cgroup);
 	ret = 0;
 	if (res->error)
 		goto out;   /* the warm path broke after the cell may have run */
 	*sig = o.signal;
 	memset(&wr, 0, sizeof(wr));
-	if (take_outcome(&o, a->settings, &wr, res) && !o.signal)
+	if (take_outcome(&o, a->settings, oom, &wr, res) && !o.signal)
 		save_session(st, &sv, &wr, res);
 	proc_outcome_release(&o);
 out:

@@ -245,6 +245,10 @@ int sandbox_ids_become(const struct sandbox_ids *ids, char *err, size_t errlen)
 		return fail(err, errlen, "setresgid", errno);
 	if (setresuid(0, 0, 0) < 0)
 		return fail(err, errlen, "setresuid", errno);
+	/* Changing ids made the process undumpable: its /proc files would
+	 * belong to host root, out of the sandbox's reach. */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		return fail(err, errlen, "prctl(PR_SET_DUMPABLE)", errno);
 	return 0;
 }
 

@@ -8,7 +8,9 @@
 #include "sandbox_plan.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 
 #include "pidcg.h"
 #include "sandbox_fs.h"
+#include "sandbox_ids.h"
 
 #define PY_VERSION_DIR "python3.11"
 
@@ -419,6 +422,15 @@ enum plan_status sandbox_plan_build(const struct plan_input *in,
 	for (size_t i = 0; i < in->n_env; i++)
 		if (opts_check_env(in->env_args[i], err, errlen) < 0)
 			return PLAN_USAGE;
+	/* A root caller's sandbox is SANDBOX_ROOT_ID on the host: it must be
+	 * nobody's. */
+	if (in->sandbox && geteuid() == 0 &&
+	    (getpwuid(SANDBOX_ROOT_ID) || getgrgid(SANDBOX_ROOT_ID))) {
+		snprintf(err, errlen, "cannot create the sandbox: the id %u it runs as for "
+		         "root is in use on this host (/etc/passwd or /etc/group)",
+		         SANDBOX_ROOT_ID);
+		return PLAN_FAIL;
+	}
 	if (in->sandbox) {
 		venv = venv_path();
 		if (venv && !under_system(venv))
