@@ -37,6 +37,7 @@
 
 #define STAGE "/tmp"              /* where the new root is built */
 #define OVL_DIR "/.dolsot-overlay" /* upper layers, unmounted before the pivot */
+#define MASK_DIR "/.dolsot-mask"   /* the empty file masks are bound from, likewise */
 
 static const char *const system_dirs[] = { SANDBOX_SYSTEM_DIRS };
 
@@ -57,8 +58,8 @@ static const char *const proc_ro[] = {
 };
 
 /* Files that tell about the host or its kernel, or are of no use to a cell:
- * /dev/null over them (runc's masked paths, plus the boot's command line
- * and id). */
+ * an empty read-only file over them (runc's masked paths, plus the boot's
+ * command line and id). */
 static const char *const proc_masked[] = {
 	"/proc/cmdline", "/proc/sys/kernel/random/boot_id", "/proc/kcore",
 	"/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/latency_stats",
@@ -421,18 +422,27 @@ static int remount_clone(struct sandbox_fs *f, const char *at, unsigned attrs)
  * proc_masked); entries this kernel lacks are skipped. */
 static int mask_proc(struct sandbox_fs *f)
 {
-	/* Not nodev: /dev/null is bound over boot_id, below /proc/sys. */
-	const unsigned ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	const unsigned ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+	                    MOUNT_ATTR_NOEXEC;
+	const char *empty = STAGE MASK_DIR "/empty";
 	char at[PATH_MAX];
 	struct stat st;
 
+	/* The binds keep the tmpfs alive once it is detached. */
+	if (mount_tmpfs(f, STAGE MASK_DIR, "size=4k,mode=0555") < 0 ||
+	    make_file(f, empty) < 0 || chmod(empty, 0444) < 0)
+		return -1;
 	for (size_t i = 0; i < sizeof(proc_masked) / sizeof(*proc_masked); i++) {
 		staged(at, sizeof(at), proc_masked[i]);
 		if (lstat(at, &st) < 0 || S_ISDIR(st.st_mode))
 			continue;
-		if (mount(STAGE "/dev/null", at, NULL, MS_BIND, NULL) < 0)
+		if (mount(empty, at, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+		          MS_NODEV | MS_NOEXEC, NULL) < 0)
 			return fail(f, "cannot hide", proc_masked[i]);
 	}
+	if (umount2(STAGE MASK_DIR, MNT_DETACH) < 0 || rmdir(STAGE MASK_DIR) < 0)
+		return fail(f, "cannot remove", MASK_DIR);
 	for (size_t i = 0; i < sizeof(proc_masked_dirs) / sizeof(*proc_masked_dirs); i++) {
 		staged(at, sizeof(at), proc_masked_dirs[i]);
 		if (lstat(at, &st) < 0 || !S_ISDIR(st.st_mode))
