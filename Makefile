@@ -29,7 +29,7 @@ CORE_SRCS := frame.c fdio.c store_id.c store_name.c store_file.c store_mem.c sto
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
 	sandbox_plan.c mount_guard.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
-	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
+	isolate.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
 
@@ -81,7 +81,7 @@ T_CARRY := tests/check_carry.o tests/cli_helpers.o
 T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
 T_TRUST := tests/check_trust.o tests/cli_helpers.o
-T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
+T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)

@@ -101,7 +101,8 @@ static int pack_environ(struct span *out, char **buf)
 }
 
 static int encode_request(const struct run_args *a, size_t blob_len, bool found,
-                          const char *cgroup, bool warm, struct frame_buf *buf)
+                          const struct plan_cgroups *cgroup, bool warm,
+                          struct frame_buf *buf)
 {
 	struct request r;
 	char cwd[PATH_MAX], *env = NULL;
@@ -147,10 +148,15 @@ static int encode_request(const struct run_args *a, size_t blob_len, bool found,
 /* Why the worker ended without an answer, as words; the limits in force
  * are named, as one may be the cause (a C library aborting when malloc
  * fails, SIGKILL at the hard CPU limit). */
-static char *death_message(int status, const struct limits *l)
+static char *death_message(int status, const struct limits *l, bool oom)
 {
 	char set[256];
 
+	if (oom && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+		limit_format(LIMIT_MEMORY, l->v[LIMIT_MEMORY], set, sizeof(set));
+		return dup_printf("dolsot: the cell hit the memory limit (--memory %s); "
+		                  "session unchanged", set);
+	}
 	limits_describe(l, set, sizeof(set));
 	if (WIFSIGNALED(status))
 		return dup_printf("dolsot: the worker was killed by signal %d (%s) before "
@@ -164,7 +170,7 @@ static char *death_message(int status, const struct limits *l)
 
 /* Turn the worker's outcome into *res; returns true when there is a blob to save. */
 static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
-                         struct worker_result *wr, struct result *res)
+                         bool oom, struct worker_result *wr, struct result *res)
 {
 	char ferr[256];
 	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
@@ -182,7 +188,7 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 		res->error = o->result && exited_ok
 		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
 		                          "session unchanged", ferr)
-		             : death_message(o->status, &s->limits);
+		             : death_message(o->status, &s->limits, oom);
 		return false;
 	}
 	res->exit_code = wr->exit_code >= 0 && wr->exit_code <= 255 ? (int)wr->exit_code : 1;
@@ -324,7 +330,8 @@ static int open_session(const struct run_args *a, struct store *st,
 /* The request for the warm path (when the server may take it) or the cold
  * one, in *req (replacing what it held). */
 static int build_request(const struct run_args *a, size_t blob_len, bool found,
-                         const char *cgroup, bool warm, struct frame_buf *req,
+                         const struct plan_cgroups *cgroup, bool warm,
+                         struct frame_buf *req,
                          char *err, size_t errlen)
 {
 	frame_buf_release(req);
@@ -349,34 +356,35 @@ static int run_locked(const struct run_args *a, struct store *st,
 	struct timespec deadline;
 	struct proc_outcome o;
 	struct worker_result wr;
-	char cgroup[PIDCG_PATH_MAX] = "";
+	struct plan_cgroups cgroup = { "", "" };
+	bool oom;
 	int ret = -1;
 
 	if (open_session(a, st, &fds, &sv, &blob_len, &found, err, errlen) < 0)
 		return -1;
-	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
+	if (sandbox_plan_begin(a->settings, &cgroup, err, errlen) < 0)
 		goto out;
 	proc_deadline_in(&deadline, a->settings->timeout);
-	if (build_request(a, blob_len, found, cgroup, true, &req, err, errlen) < 0)
+	if (build_request(a, blob_len, found, &cgroup, true, &req, err, errlen) < 0)
 		goto out;
 	if (!run_warm(a, st, &req, &fds, &deadline, res, &o, no_server) &&
-	    (build_request(a, blob_len, found, cgroup, false, &req, err, errlen) < 0 ||
+	    (build_request(a, blob_len, found, &cgroup, false, &req, err, errlen) < 0 ||
 	     proc_run(req.data, req.len, &fds, &deadline, worker_child, NULL, &res->out,
 	              &res->err, &o, err, errlen) < 0))
 		goto out;
 	/* Every process of the call is gone by now, on either path. */
-	sandbox_plan_end(cgroup);
-	cgroup[0] = '\0';
+	oom = cgroup.memory[0] && pidcg_oom_killed(cgroup.memory);
+	sandbox_plan_end(&cgroup);
 	ret = 0;
 	if (res->error)
 		goto out;   /* the warm path broke after the cell may have run */
 	*sig = o.signal;
 	memset(&wr, 0, sizeof(wr));
-	if (take_outcome(&o, a->settings, &wr, res) && !o.signal)
+	if (take_outcome(&o, a->settings, oom, &wr, res) && !o.signal)
 		save_session(st, &sv, &wr, res);
 	proc_outcome_release(&o);
 out:
-	sandbox_plan_end(cgroup);
+	sandbox_plan_end(&cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
 	if (fds.load >= 0)
 		close(fds.load);

@@ -8,7 +8,9 @@
 #include "sandbox_plan.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include "mount_guard.h"
 #include "pidcg.h"
 #include "sandbox_fs.h"
+#include "sandbox_ids.h"
 
 #define PY_VERSION_DIR "python3.11"
 
@@ -428,6 +431,15 @@ enum plan_status sandbox_plan_build(const struct plan_input *in,
 	for (size_t i = 0; i < in->n_env; i++)
 		if (opts_check_env(in->env_args[i], err, errlen) < 0)
 			return PLAN_USAGE;
+	/* A root caller's sandbox is SANDBOX_ROOT_ID on the host: it must be
+	 * nobody's. */
+	if (in->sandbox && geteuid() == 0 &&
+	    (getpwuid(SANDBOX_ROOT_ID) || getgrgid(SANDBOX_ROOT_ID))) {
+		snprintf(err, errlen, "cannot create the sandbox: the id %u it runs as for "
+		         "root is in use on this host (/etc/passwd or /etc/group)",
+		         SANDBOX_ROOT_ID);
+		return PLAN_FAIL;
+	}
 	if (in->sandbox) {
 		p.guard = calloc(1, sizeof(*p.guard));
 		if (!p.guard)
@@ -468,30 +480,38 @@ void sandbox_plan_release(struct sandbox_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-int sandbox_plan_begin(const struct settings *s, char *cgroup, size_t len,
+int sandbox_plan_begin(const struct settings *s, struct plan_cgroups *cg,
                        char *err, size_t errlen)
 {
-	uint64_t max = s->limits.v[LIMIT_MAX_PROCS];
+	uint64_t max = s->limits.v[LIMIT_MAX_PROCS], mem = s->limits.v[LIMIT_MEMORY];
 	char why[PIDCG_PATH_MAX + 128];
 
-	cgroup[0] = '\0';
+	cg->pids[0] = cg->memory[0] = '\0';
 	/* RLIMIT_NPROC does not hold uid 0 back: count in a cgroup instead.
 	 * In a sandbox the outer waiting process is in it too. */
-	if (!max || geteuid() != 0)
-		return 0;
-	if (pidcg_create(max + (s->sandbox ? 1 : 0), cgroup, len, why, sizeof(why)) < 0) {
-		cgroup[0] = '\0';
+	if (max && geteuid() == 0 &&
+	    pidcg_create(max + (s->sandbox ? 1 : 0), cg->pids, sizeof(cg->pids), why,
+	                 sizeof(why)) < 0) {
+		cg->pids[0] = '\0';
 		snprintf(err, errlen, "cannot enforce --max-procs for root, which process "
 		         "rlimits do not hold back: %s", why);
 		return -1;
 	}
+	/* Where no memory cgroup can be made, rlimits and the tmpfs sizes are
+	 * what holds --memory (see the README). */
+	if (mem)
+		pidcg_create_memory(mem + PLAN_MEMORY_SLACK, cg->pids, cg->memory,
+		                    sizeof(cg->memory), why, sizeof(why));
 	return 0;
 }
 
-void sandbox_plan_end(const char *cgroup)
+void sandbox_plan_end(struct plan_cgroups *cg)
 {
-	if (cgroup[0])
-		pidcg_remove(cgroup);
+	if (cg->memory[0] && strcmp(cg->memory, cg->pids) != 0)
+		pidcg_remove(cg->memory);
+	if (cg->pids[0])
+		pidcg_remove(cg->pids);
+	cg->pids[0] = cg->memory[0] = '\0';
 }
 
 static struct span wire_span(const char *p, size_t len)
@@ -502,7 +522,7 @@ static struct span wire_span(const char *p, size_t len)
 }
 
 void sandbox_plan_fill(const struct sandbox_plan *p, const struct settings *s,
-                       const char *cgroup, struct request *r)
+                       const struct plan_cgroups *cg, struct request *r)
 {
 	if (s->sandbox)
 		r->flags |= REQ_SANDBOX;
@@ -516,6 +536,8 @@ void sandbox_plan_fill(const struct sandbox_plan *p, const struct settings *s,
 		if (p->env)
 			r->env = wire_span(p->env, p->env_len);
 	}
-	if (cgroup && cgroup[0])
-		r->pids_cgroup = span_str(cgroup);
+	if (cg && cg->pids[0])
+		r->pids_cgroup = span_str(cg->pids);
+	if (cg && cg->memory[0])
+		r->mem_cgroup = span_str(cg->memory);
 }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli_helpers.h"
+#include "sandbox_ids.h"
 
 #define TEST_USER "dolsot-test"
 
@@ -150,6 +151,16 @@ static void make_dir(const char *rel)
 {
 	ck_assert_int_eq(mkdir(path_in(rel), 0755), 0);
 	own(path_in(rel));
+}
+
+/* A directory an rw mount writes to: a root caller's sandbox writes as
+ * SANDBOX_ROOT_ID on the host, so root hands it over (the test user owns
+ * its own already). */
+static void make_rw_dir(const char *rel)
+{
+	make_dir(rel);
+	if (!as_user)
+		ck_assert(chown(path_in(rel), SANDBOX_ROOT_ID, SANDBOX_ROOT_ID) == 0);
 }
 
 static void make_file(const char *rel, const char *text)
@@ -567,6 +578,8 @@ START_TEST(rw_mount_writes_to_the_host)
 	snprintf(out, sizeof(out), "%s-out", tmp);
 	ck_assert_int_eq(mkdir(out, 0755), 0);
 	own(out);
+	if (!as_user)
+		ck_assert(chown(out, SANDBOX_ROOT_ID, SANDBOX_ROOT_ID) == 0);
 	snprintf(spec, sizeof(spec), "%s:/out:rw", out);
 	expect_out(true, more, "open('/out/r.txt', 'w').write('result')", "6\n");
 	snprintf(file, sizeof(file), "%s/r.txt", out);
@@ -1146,6 +1159,262 @@ static bool find_test_user(void)
 	return true;
 }
 
+/* ---- what a cell cannot change or learn (issue 20) ---- */
+
+/* The host's core_pattern, to check it did not change. */
+static char *core_pattern(void)
+{
+	return cli_read_file("/proc/sys/kernel/core_pattern", NULL);
+}
+
+START_TEST(proc_sys_and_kernel_controls_are_read_only)
+{
+	char *before = core_pattern(), *after;
+
+	NEED_USERNS();
+	/*
+	 * Every file under /proc/sys, and the machine-wide controls: opening
+	 * one for writing must fail.  Nothing is ever written to them but
+	 * core_pattern's own value, so a sandbox that lets writes through
+	 * (as one did, run by root) fails this test without changing the
+	 * host.
+	 */
+	expect_out(true, NULL,
+	           "import os\nwritable, tried = [], 0\n"
+	           "paths = ['/proc/sysrq-trigger']\n"
+	           "for d, _, fs in os.walk('/proc/sys'):\n"
+	           "    paths += [os.path.join(d, f) for f in fs]\n"
+	           "for p in paths:\n"
+	           "    tried += 1\n"
+	           "    try:\n"
+	           "        os.close(os.open(p, os.O_WRONLY))\n"
+	           "        writable.append(p)\n"
+	           "    except OSError:\n"
+	           "        pass\n"
+	           "core = open('/proc/sys/kernel/core_pattern', 'rb').read()\n"
+	           "try:\n"
+	           "    with open('/proc/sys/kernel/core_pattern', 'wb') as f:\n"
+	           "        f.write(core)\n"
+	           "    rewrote = True\n"
+	           "except OSError:\n"
+	           "    rewrote = False\n"
+	           "writable, rewrote, tried > 100",
+	           "([], False, True)\n");
+	after = core_pattern();
+	ck_assert_str_eq(after, before);
+	free(before);
+	free(after);
+}
+END_TEST
+
+START_TEST(sandbox_is_not_host_root)
+{
+	char spec[4500];
+	const char *more[] = { "--mount", spec, NULL };
+	struct stat st;
+
+	NEED_USERNS();
+	make_rw_dir("out");
+	snprintf(spec, sizeof(spec), "%s:/out:rw", path_in("out"));
+	expect_out(true, more, "open('/out/f', 'w').write('x')", "1\n");
+	ck_assert_int_eq(lstat(path_in("out/f"), &st), 0);
+	ck_assert_uint_ne(st.st_uid, 0);
+	ck_assert_uint_ne(st.st_gid, 0);
+	ck_assert_uint_eq(st.st_uid, as_user ? user_uid : SANDBOX_ROOT_ID);
+	ck_assert_uint_eq(st.st_gid, as_user ? user_gid : SANDBOX_ROOT_ID);
+	/* And what the kernel says the sandbox is on the outside. */
+	if (as_user)
+		expect_out(true, NULL, "open('/proc/self/uid_map').read().split()[1] == "
+		           "str(__import__('os').getuid())", "True\n");
+	else
+		expect_out(true, NULL, "open('/proc/self/uid_map').read().split(), "
+		           "open('/proc/self/gid_map').read().split()",
+		           "(['0', '2000000000', '1'], ['0', '2000000000', '1'])\n");
+}
+END_TEST
+
+START_TEST(root_caller_reads_its_private_files)
+{
+	char spec[4500];
+	const char *more[] = { "--mount", spec, NULL };
+
+	NEED_USERNS();
+	/* Owned by the caller, readable by it alone: idmapped for root. */
+	make_dir("secret");
+	make_file("secret/key", "k1");
+	ck_assert_int_eq(chmod(path_in("secret/key"), 0600), 0);
+	ck_assert_int_eq(chmod(path_in("secret"), 0700), 0);
+	snprintf(spec, sizeof(spec), "%s:/secret", path_in("secret"));
+	expect_out(true, more, "open('/secret/key').read()", "'k1'\n");
+	snprintf(spec, sizeof(spec), "%s:/secret:overlay", path_in("secret"));
+	expect_out(true, more, "open('/secret/key', 'a').write('+')\nopen('/secret/key').read()",
+	           "'k1+'\n");
+}
+END_TEST
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	ck_assert_int_ge(in, 0);
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	ck_assert_int_ge(out, 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+START_TEST(setuid_files_and_devices_have_no_effect)
+{
+	char spec[4500];
+	const char *more[] = { "--mount", spec, NULL };
+	struct stat st;
+
+	NEED_USERNS();
+	make_rw_dir("out");
+	/* A setuid copy of id, owned by someone the sandbox is not.  The
+	 * device is chmod-ed to its own mode: a sandbox that allows it fails
+	 * the test without changing the host. */
+	copy_file("/usr/bin/id", path_in("out/id"));
+	ck_assert_int_eq(chown(path_in("out/id"), as_user ? 0 : user_uid, 0), 0);
+	ck_assert_int_eq(chmod(path_in("out/id"), 04755), 0);
+	snprintf(spec, sizeof(spec), "%s:/out:rw", path_in("out"));
+	expect_out(true, more,
+	           "import errno, os, shutil, stat, subprocess\n"
+	           "euid = subprocess.run(['/out/id', '-u'], capture_output=True, text=True).stdout\n"
+	           "shutil.copy('/usr/bin/id', '/out/mine')\n"
+	           "def err(f, *a):\n"
+	           "    try:\n        f(*a)\n        return 'ok'\n"
+	           "    except OSError as e:\n        return e.errno\n"
+	           "made = (err(os.chmod, '/out/mine', 0o4755),\n"
+	           "        err(os.open, '/out/new', os.O_CREAT | os.O_WRONLY, 0o4755),\n"
+	           "        err(os.mknod, '/tmp/null', stat.S_IFCHR | 0o666, os.makedev(1, 3)),\n"
+	           "        err(os.chmod, '/dev/null', os.stat('/dev/null').st_mode & 0o7777),\n"
+	           "        err(os.chown, '/dev/null', 0, 0))\n"
+	           "made = tuple(e in (errno.EPERM, errno.EINVAL) for e in made)\n"
+	           "opts = [l.split()[5].split(',') + l.split(' - ')[1].split()[2].split(',')\n"
+	           "        for l in open('/proc/self/mountinfo')]\n"
+	           "points = [l.split()[4] for l in open('/proc/self/mountinfo')]\n"
+	           "devs = {'/dev/null', '/dev/zero', '/dev/urandom'}\n"
+	           "bad = [p for p, o in zip(points, opts) if 'nosuid' not in o or\n"
+	           "       ('nodev' not in o and p not in devs and not p.startswith('/proc'))]\n"
+	           "int(euid) == os.geteuid(), made, bad",
+	           "(True, (True, True, True, True, True), [])\n");
+	ck_assert_int_eq(lstat(path_in("out/mine"), &st), 0);
+	ck_assert(!(st.st_mode & S_ISUID));
+	ck_assert(!file_exists(path_in("out/new")) || lstat(path_in("out/new"), &st) != 0 ||
+	          !(st.st_mode & S_ISUID));
+	ck_assert_int_eq(lstat("/dev/null", &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0666);
+}
+END_TEST
+
+/* Whether this mode's calls get a memory cgroup: shown by an unsandboxed
+ * call's own cgroup path.  Root with a v1 memory hierarchy must get one. */
+static bool memory_cgroup_used(void)
+{
+	struct cli_run r;
+	bool used;
+
+	run_cell(&r, false, (const char *const[]){ "--memory", "64M", NULL },
+	         "print('dolsot-m' in open('/proc/self/cgroup').read())");
+	ck_code(&r, 0);
+	used = strcmp(r.out, "True\n") == 0;
+	cli_run_release(&r);
+	if (!as_user && geteuid() == 0 && access("/sys/fs/cgroup/memory/tasks", F_OK) == 0)
+		ck_assert_msg(used, "root with a memory hierarchy got no memory cgroup");
+	return used;
+}
+
+START_TEST(memory_limit_holds_shared_memory_and_tmpfs)
+{
+	const char *more[] = { "--memory", "64M", NULL };
+	struct cli_run r;
+	bool cgroup;
+
+	NEED_USERNS();
+	if (SANITIZED) {
+		printf("SKIP: %s: --memory cannot work under AddressSanitizer\n", __func__);
+		return;
+	}
+	/* The tmpfs mounts are bounded, by default and by --memory. */
+	expect_out(true, NULL, "import os\n[os.statvfs(p).f_blocks * os.statvfs(p).f_frsize >> 20 "
+	           "for p in ('/tmp', '/dev/shm')]", "[512, 64]\n");
+	expect_out(true, more,
+	           "import os\nsizes = [os.statvfs(p).f_blocks * os.statvfs(p).f_frsize >> 20 "
+	           "for p in ('/tmp', '/dev/shm')]\n"
+	           "def fill(path):\n"
+	           "    try:\n"
+	           "        with open(path, 'wb') as f:\n"
+	           "            for _ in range(100):\n"
+	           "                f.write(bytes(1 << 20))\n"
+	           "    except OSError as e:\n"
+	           "        os.remove(path)\n"
+	           "        return e.errno\n"
+	           "sizes, fill('/dev/shm/big'), fill('/tmp/big')",
+	           "([64, 64], 28, 28)\n");
+	cgroup = memory_cgroup_used();
+	if (!cgroup) {
+		printf("SKIP: %s: no memory cgroup here: rlimits and tmpfs sizes only\n", __func__);
+		return;
+	}
+	for (int sandbox = 0; sandbox < 2; sandbox++) {
+		ok_cell(sandbox, "x = 1");
+		run_cell(&r, sandbox, more, "import mmap\nx = 2\n"
+		         "m = mmap.mmap(-1, 256 << 20, flags=mmap.MAP_SHARED)\n"
+		         "for i in range(0, 256 << 20, 4096):\n    m[i] = 1");
+		ck_code(&r, 1);
+		ck_err_has(&r, "the cell hit the memory limit (--memory 64M); session unchanged");
+		cli_run_release(&r);
+		run_cell(&r, sandbox, more, "import mmap, os\nx = 3\n"
+		         "fd = os.memfd_create('m')\nos.ftruncate(fd, 256 << 20)\n"
+		         "m = mmap.mmap(fd, 256 << 20)\n"
+		         "for i in range(0, 256 << 20, 4096):\n    m[i] = 1");
+		ck_code(&r, 1);
+		ck_err_has(&r, "the cell hit the memory limit (--memory 64M); session unchanged");
+		cli_run_release(&r);
+		expect_out(sandbox, NULL, "x", "1\n");
+	}
+}
+END_TEST
+
+START_TEST(only_inet_and_unix_sockets)
+{
+	NEED_USERNS();
+	expect_out(true, NULL,
+	           "import socket\n"
+	           "def make(fam, kind=socket.SOCK_STREAM):\n"
+	           "    try:\n        socket.socket(fam, kind).close()\n        return 'ok'\n"
+	           "    except OSError as e:\n        return e.errno\n"
+	           "(make(socket.AF_VSOCK), make(socket.AF_NETLINK, socket.SOCK_RAW),\n"
+	           " make(socket.AF_PACKET, socket.SOCK_RAW), make(socket.AF_INET),\n"
+	           " make(socket.AF_INET6), make(socket.AF_UNIX))",
+	           "(97, 97, 97, 'ok', 'ok', 'ok')\n");
+}
+END_TEST
+
+START_TEST(host_cmdline_boot_id_cgroup_and_code_are_hidden)
+{
+	char *host = cli_read_file("/proc/cmdline", NULL);
+
+	NEED_USERNS();
+	ck_assert_int_gt(strlen(host), 0);
+	free(host);
+	/* The code is in the call's argv: PID 1 (the worker) must not show it. */
+	expect_out(true, NULL,
+	           "import os\n"
+	           "pid1 = open('/proc/1/cmdline', 'rb').read()\n"
+	           "me = open('/proc/self/cmdline', 'rb').read()\n"
+	           "cg = {l.rsplit(':', 1)[1] for l in open('/proc/self/cgroup').read().splitlines()}\n"
+	           "(open('/proc/cmdline').read(), open('/proc/sys/kernel/random/boot_id').read(),\n"
+	           " b'pid1' in pid1 + me, pid1.rstrip(b'\\0'), cg)",
+	           "('', '', False, b'dolsot', {'/'})\n");
+}
+END_TEST
+
 static void add_cases(TCase *tc)
 {
 	tcase_add_test(tc, cannot_read_home_or_shadow);
@@ -1178,6 +1447,13 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, cpu_limit_ends_a_busy_loop);
 	tcase_add_test(tc, limits_from_the_environment);
 	tcase_add_test(tc, malformed_limits_are_usage_errors);
+	tcase_add_test(tc, proc_sys_and_kernel_controls_are_read_only);
+	tcase_add_test(tc, sandbox_is_not_host_root);
+	tcase_add_test(tc, root_caller_reads_its_private_files);
+	tcase_add_test(tc, setuid_files_and_devices_have_no_effect);
+	tcase_add_test(tc, memory_limit_holds_shared_memory_and_tmpfs);
+	tcase_add_test(tc, only_inet_and_unix_sockets);
+	tcase_add_test(tc, host_cmdline_boot_id_cgroup_and_code_are_hidden);
 }
 
 static void add_tcase(Suite *s, const char *name, void (*setup_fn)(void))
