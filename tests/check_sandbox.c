@@ -75,6 +75,8 @@ static void server_cmd(const char *what)
 	cli_run_release(&r);
 }
 
+static char *rw_in(const char *rel);
+
 static void cleanup(void)
 {
 	if (!tmp)
@@ -86,6 +88,7 @@ static void cleanup(void)
 		struct stat st;
 
 		server_cmd("--server-stop");
+		cli_rmtree(rw_in(""));
 		cli_rmtree(tmp);
 		if (lstat(tmp, &st) < 0)
 			break;
@@ -147,6 +150,18 @@ static char *path_in(const char *rel)
 	return p;
 }
 
+/* Beside the test's directory, not in it: the calls run there, and an rw
+ * mount over the cwd is refused (see check_trust). */
+static char *rw_in(const char *rel)
+{
+	static char buf[4][4400];
+	static int next;
+	char *p = buf[next++ % 4];
+
+	snprintf(p, sizeof(buf[0]), "%s-rw/%s", tmp, rel);
+	return p;
+}
+
 static void make_dir(const char *rel)
 {
 	ck_assert_int_eq(mkdir(path_in(rel), 0755), 0);
@@ -158,9 +173,12 @@ static void make_dir(const char *rel)
  * its own already). */
 static void make_rw_dir(const char *rel)
 {
-	make_dir(rel);
+	if (mkdir(rw_in(""), 0755) < 0)
+		ck_assert_int_eq(errno, EEXIST);
+	ck_assert_int_eq(mkdir(rw_in(rel), 0755), 0);
+	own(rw_in(rel));
 	if (!as_user)
-		ck_assert(chown(path_in(rel), SANDBOX_ROOT_ID, SANDBOX_ROOT_ID) == 0);
+		ck_assert(chown(rw_in(rel), SANDBOX_ROOT_ID, SANDBOX_ROOT_ID) == 0);
 }
 
 static void make_file(const char *rel, const char *text)
@@ -1215,9 +1233,9 @@ START_TEST(sandbox_is_not_host_root)
 
 	NEED_USERNS();
 	make_rw_dir("out");
-	snprintf(spec, sizeof(spec), "%s:/out:rw", path_in("out"));
+	snprintf(spec, sizeof(spec), "%s:/out:rw", rw_in("out"));
 	expect_out(true, more, "open('/out/f', 'w').write('x')", "1\n");
-	ck_assert_int_eq(lstat(path_in("out/f"), &st), 0);
+	ck_assert_int_eq(lstat(rw_in("out/f"), &st), 0);
 	ck_assert_uint_ne(st.st_uid, 0);
 	ck_assert_uint_ne(st.st_gid, 0);
 	ck_assert_uint_eq(st.st_uid, as_user ? user_uid : SANDBOX_ROOT_ID);
@@ -1278,10 +1296,10 @@ START_TEST(setuid_files_and_devices_have_no_effect)
 	/* A setuid copy of id, owned by someone the sandbox is not.  The
 	 * device is chmod-ed to its own mode: a sandbox that allows it fails
 	 * the test without changing the host. */
-	copy_file("/usr/bin/id", path_in("out/id"));
-	ck_assert_int_eq(chown(path_in("out/id"), as_user ? 0 : user_uid, 0), 0);
-	ck_assert_int_eq(chmod(path_in("out/id"), 04755), 0);
-	snprintf(spec, sizeof(spec), "%s:/out:rw", path_in("out"));
+	copy_file("/usr/bin/id", rw_in("out/id"));
+	ck_assert_int_eq(chown(rw_in("out/id"), as_user ? 0 : user_uid, 0), 0);
+	ck_assert_int_eq(chmod(rw_in("out/id"), 04755), 0);
+	snprintf(spec, sizeof(spec), "%s:/out:rw", rw_in("out"));
 	expect_out(true, more,
 	           "import errno, os, shutil, stat, subprocess\n"
 	           "euid = subprocess.run(['/out/id', '-u'], capture_output=True, text=True).stdout\n"
@@ -1303,9 +1321,9 @@ START_TEST(setuid_files_and_devices_have_no_effect)
 	           "       ('nodev' not in o and p not in devs and not p.startswith('/proc'))]\n"
 	           "int(euid) == os.geteuid(), made, bad",
 	           "(True, (True, True, True, True, True), [])\n");
-	ck_assert_int_eq(lstat(path_in("out/mine"), &st), 0);
+	ck_assert_int_eq(lstat(rw_in("out/mine"), &st), 0);
 	ck_assert(!(st.st_mode & S_ISUID));
-	ck_assert(!file_exists(path_in("out/new")) || lstat(path_in("out/new"), &st) != 0 ||
+	ck_assert(!file_exists(rw_in("out/new")) || lstat(rw_in("out/new"), &st) != 0 ||
 	          !(st.st_mode & S_ISUID));
 	ck_assert_int_eq(lstat("/dev/null", &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0666);
