@@ -5,7 +5,8 @@ A blob (version 2) is
     MAGIC     b"DLSS\\x02"
     u64 LE    length of the index
     index     a pickle of plain data only:
-              {"units": [(names, length), ...], "carry": [(piece, length), ...]}
+              {"units": [(names, length), ...], "carry": [(piece, length), ...],
+               "memory": {...}}
     bodies    back to back, in index order: every unit, then every piece
 
 A unit holds one name (a pickle of its value) or a group of names whose
@@ -14,6 +15,18 @@ two names still load as one object.  Each unit and each carried piece is
 unpickled on its own: one that fails is dropped with its reason and the rest
 loads.  Only damage to the frame itself (magic, index, lengths) makes the
 whole session unloadable.
+
+The index's "memory" is what the hints need to know about earlier calls
+(absent in older blobs: then it is empty); see remember():
+
+    {"calls": n,                              calls that saved the session
+     "dropped": [(name, call, type, why)],    names dropped because they
+                                              could not be pickled
+     "failed": [(name, call)]}                names a failed cell's code
+                                              assigns that never got bound
+
+Each list keeps the newest MEMORY_MAX entries, and forgets a name as soon
+as the session holds it again.
 
 The C pickler does the work.  dill is handed only what the C pickler cannot
 carry (see _Pickler.reducer_override), so a session of plain data never pays
@@ -41,6 +54,8 @@ _HEAD = 8   # bytes of the index length, little-endian
 _BIG = 256
 
 _dill = None
+
+MEMORY_MAX = 32
 
 
 class Fatal(Exception):
@@ -318,12 +333,50 @@ def _units(d, state, kept):
     return units
 
 
-def dump(state, pieces, raw_pieces, previous=None):
+def remember(memory, held, dropped, failed):
+    """The memory for the index of the blob a call saves: memory the loaded
+    one (a dict from Stored.memory), held the names the new blob keeps,
+    dropped [(name, type, why)] and failed [names] as this call found them."""
+    call = int(memory.get("calls", 0)) + 1
+    held, now = set(held), {n for n, _, _ in dropped} | set(failed)
+    old_dropped = [d for d in memory.get("dropped", ()) if d[0] not in held | now]
+    old_failed = [f for f in memory.get("failed", ()) if f[0] not in held | now]
+    new_dropped = old_dropped + [(n, call, t, w) for n, t, w in dropped]
+    new_failed = old_failed + [(n, call) for n in sorted(set(failed) - held)]
+    return {"calls": call, "dropped": new_dropped[-MEMORY_MAX:],
+            "failed": new_failed[-MEMORY_MAX:]}
+
+
+def _plain_memory(raw):
+    """The memory from an index, checked to be the shape remember() makes."""
+    if not isinstance(raw, dict):
+        return {}
+    out = {"calls": raw.get("calls", 0) if isinstance(raw.get("calls"), int) else 0}
+    out["dropped"] = [tuple(d) for d in raw.get("dropped", ())
+                      if isinstance(d, (tuple, list)) and len(d) == 4
+                      and all(isinstance(x, str) for x in (d[0], d[2], d[3]))
+                      and isinstance(d[1], int)][-MEMORY_MAX:]
+    out["failed"] = [tuple(f) for f in raw.get("failed", ())
+                     if isinstance(f, (tuple, list)) and len(f) == 2
+                     and isinstance(f[0], str) and isinstance(f[1], int)][-MEMORY_MAX:]
+    return out
+
+
+def _type_name(value):
+    t = type(value)
+    module = getattr(t, "__module__", "") or ""
+    name = getattr(t, "__qualname__", None) or t.__name__
+    return name if module in ("builtins", "__main__") else f"{module}.{name}"
+
+
+def dump(state, pieces, raw_pieces, previous=None, memory=None, failed=()):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
     {piece: bytes} already pickled (kept from the loaded blob), previous
-    {piece: bytes} what to keep for a piece that cannot be pickled.  Returns
+    {piece: bytes} what to keep for a piece that cannot be pickled; memory
+    the loaded index's memory and failed the names a failed cell did not
+    bind, for remember().  Returns
     (parts, held names, [(name, reason)] dropped, [(piece, reason)] pieces
     that could not be pickled).
     """
@@ -352,14 +405,19 @@ def dump(state, pieces, raw_pieces, previous=None):
         except BaseException as e:
             dropped.append((name, reason(e)))
     units = _units(d, state, kept)
-    return _assemble(units, carry), sorted(kept), dropped, lost
+    memory = remember(memory or {}, kept,
+                      [(n, _type_name(state[n]), why) for n, why in dropped], failed)
+    return _assemble(units, carry, memory), sorted(kept), dropped, lost
 
 
-def _assemble(units, carry):
+def _assemble(units, carry, memory=None):
     """The blob as a list of bytes-like parts, to be written back to back
     (the worker writes them straight into the session file: no join)."""
-    index = _pickle.dumps({"units": [(n, _size(b)) for n, b in units],
-                          "carry": [(p, _size(b)) for p, b in carry]}, protocol=5)
+    index = {"units": [(n, _size(b)) for n, b in units],
+             "carry": [(p, _size(b)) for p, b in carry]}
+    if memory:
+        index["memory"] = memory
+    index = _pickle.dumps(index, protocol=5)
     return _coalesce([MAGIC, len(index).to_bytes(_HEAD, "little"), index]
                      + [c for _, b in units for c in b] + [c for _, b in carry for c in b])
 
@@ -400,10 +458,11 @@ def load_error(session, why):
 class Stored:
     """A parsed blob: units to load into a namespace, carried pieces as bytes."""
 
-    def __init__(self, units, carry, whole=None):
+    def __init__(self, units, carry, whole=None, memory=None):
         self.units = units      # [(names, memoryview)]
         self.carry = carry      # {piece: memoryview}
         self._whole = whole     # a version 1 session, already unpickled
+        self.memory = memory or {}   # the index's memory, see remember()
 
     def load_into(self, ns):
         """Load every unit into ns; returns [(name, reason)] for those dropped."""
@@ -442,9 +501,10 @@ def _index(session, blob):
         units = [(tuple(str(x) for x in names), int(size))
                  for names, size in index["units"]]
         carry = [(str(p), int(size)) for p, size in index["carry"]]
+        memory = _plain_memory(index.get("memory"))
     except BaseException as e:
         raise load_error(session, f"bad index ({reason(e)})") from None
-    return start + n, units, carry
+    return start + n, units, carry, memory
 
 
 def load(session, blob):
@@ -456,7 +516,7 @@ def load(session, blob):
         return _load_v1(session, view)
     if magic != MAGIC:
         raise load_error(session, "not a dolsot session (bad magic)")
-    pos, units, carry = _index(session, view)
+    pos, units, carry, memory = _index(session, view)
     if any(size < 0 for _, size in units + carry) or \
             pos + sum(size for _, size in units + carry) != len(view):
         raise load_error(session, "truncated or has trailing bytes")
@@ -467,7 +527,7 @@ def load(session, blob):
     for piece, size in carry:
         out_carry[piece] = view[pos:pos + size]
         pos += size
-    return Stored(out_units, out_carry)
+    return Stored(out_units, out_carry, memory=memory)
 
 
 def _load_v1(session, view):

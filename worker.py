@@ -282,13 +282,20 @@ def _gate(code, ns, toolboxes):
         return None, f"warning: type gate skipped: {_reason(e)}"
 
 
-def _hints(exc, code, ns, toolboxes):
+def _hints(exc, code, ns, toolboxes, memory):
     """Hint lines for a failed cell (hints.py); never raises."""
-    if not isinstance(exc, (TypeError, AttributeError, NameError)):
+    if not isinstance(exc, (TypeError, AttributeError, NameError, KeyError)):
         return []
     try:
-        import _dolsot
-        return _dolsot.embedded("hints").runtime_hints(exc, code, ns, toolboxes)
+        return _dolsot.embedded("hints").runtime_hints(exc, code, ns, toolboxes, memory)
+    except BaseException:
+        return []
+
+
+def _unbound(code, ns):
+    """The names a failed cell would have bound but did not (hints.py)."""
+    try:
+        return _dolsot.embedded("hints").unbound_after_failure(code, ns)
     except BaseException:
         return []
 
@@ -410,6 +417,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                 None, None)
 
     exit_code, res_flags, value, error = 0, RES_OK, None, None
+    memory, failed = stored.memory if stored is not None else {}, ()
     try:
         result = run_cell(code, ns)
         if result is not None:
@@ -428,7 +436,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             return _limit_answer(_limit_of(e), e, max_output)
         exit_code, res_flags = exit_code_of(e), 0
         error = _cap(describe(e), max_output, "error")
-        error = "\n".join([error] + _hints(e, code, ns, loaded))
+        error = "\n".join([error] + _hints(e, code, ns, loaded, memory))
+        failed = _unbound(code, ns)
     if "recursion-limit" in _limits:
         sys.setrecursionlimit(default_recursion)
     flush()
@@ -439,7 +448,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         sys.setrecursionlimit(min(sys.getrecursionlimit(),
                                   max(default_recursion, DUMP_RECURSION_MAX)))
         new_blob, held, dropped, lost = _session.dump(state, pieces, keep,
-                                                      carry.stored())
+                                                      carry.stored(), memory, failed)
         carry.lost(lost)
     except _Fatal as e:
         return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,
