@@ -18,6 +18,7 @@ import re
 MAX_LISTED = 12
 MAX_HINT = 300
 MAX_REPR = 40
+MAX_STATEMENT = 80
 
 _BINDING = re.compile(r"^(?P<qual>[\w.<>]+)\(\) (?:takes |missing |got an unexpected "
                       r"keyword argument|got multiple values for argument|got some "
@@ -234,6 +235,25 @@ def unbound_after_failure(code, ns):
         return []
     return sorted(n for n in bound_names(tree)[0]
                   if n not in ns and not n.startswith("_") and n.isidentifier())
+
+
+def statements(code, names):
+    """{name: the first line of the cell's top-level statement that binds
+    it}, cut to MAX_STATEMENT characters, for the names the cell binds."""
+    tree = _tree(code)
+    if tree is None:
+        return {}
+    if isinstance(code, bytes):
+        code = code.decode("utf-8", "replace")
+    lines, out = code.split("\n"), {}
+    for node in tree.body:
+        bound = bound_names(ast.Module(body=[node], type_ignores=[]))[0]
+        for name in names:
+            if name in bound and name not in out:
+                text = lines[node.lineno - 1].strip() if node.lineno <= len(lines) else ""
+                out[name] = text if len(text) <= MAX_STATEMENT else (
+                    text[:MAX_STATEMENT - 3] + "...")
+    return out
 
 
 def _alias_of(module, toolboxes):
@@ -468,16 +488,17 @@ def _attribute_error_hint(exc, toolboxes):
 
 
 def _memory_hint(name, memory):
-    for n, call, kind, why in reversed((memory or {}).get("dropped", ())):
+    for n, kind, why, where in reversed((memory or {}).get("dropped", ())):
         if n == name:
-            return _line(f"hint: {name} was dropped at the end of call {call} of this session "
-                         f"because its value, {_a(kind)}, could not be pickled ({why}); "
-                         f"re-create it in the cell that uses it")
-    for n, call in reversed((memory or {}).get("failed", ())):
+            call = f"the call that ran `{where}`" if where else "an earlier call"
+            return _line(f"hint: {name} was dropped at the end of {call}: its value, "
+                         f"{_a(kind)}, could not be pickled ({why}); re-create it in the "
+                         f"cell that uses it")
+    for n, where, error in reversed((memory or {}).get("failed", ())):
         if n == name:
-            return _line(f"hint: {name} was never assigned: call {call} of this session, "
-                         f"whose cell assigns it, failed before that line; run that "
-                         f"assignment again")
+            line = f"`{where}`" if where else "the line that binds it"
+            return _line(f"hint: {name} was never assigned: an earlier cell raised {error} "
+                         f"before reaching {line}; run that line again")
     return None
 
 

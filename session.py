@@ -16,17 +16,18 @@ unpickled on its own: one that fails is dropped with its reason and the rest
 loads.  Only damage to the frame itself (magic, index, lengths) makes the
 whole session unloadable.
 
-The index's "memory" is what the hints need to know about earlier calls
-(absent in older blobs: then it is empty); see remember():
+The index's "memory" is what the hints need to know about earlier calls;
+it is left out while it is empty (so are older blobs); see remember():
 
-    {"calls": n,                              calls that saved the session
-     "dropped": [(name, call, type, why)],    names dropped because they
-                                              could not be pickled
-     "failed": [(name, call)]}                names a failed cell's code
-                                              assigns that never got bound
+    {"dropped": [(name, type, why, statement)],  names dropped because
+                                                 they could not be pickled
+     "failed": [(name, statement, error)]}       names a failed cell's code
+                                                 binds that never got bound
 
-Each list keeps the newest MEMORY_MAX entries, and forgets a name as soon
-as the session holds it again.
+statement is the first line of the cell's statement that binds the name
+("" when the cell has none), error the failed cell's exception type.  Each
+list keeps the newest MEMORY_MAX entries, and forgets a name as soon as the
+session holds it again.
 
 The C pickler does the work.  dill is handed only what the C pickler cannot
 carry (see _Pickler.reducer_override), so a session of plain data never pays
@@ -336,29 +337,26 @@ def _units(d, state, kept):
 def remember(memory, held, dropped, failed):
     """The memory for the index of the blob a call saves: memory the loaded
     one (a dict from Stored.memory), held the names the new blob keeps,
-    dropped [(name, type, why)] and failed [names] as this call found them."""
-    call = int(memory.get("calls", 0)) + 1
-    held, now = set(held), {n for n, _, _ in dropped} | set(failed)
-    old_dropped = [d for d in memory.get("dropped", ()) if d[0] not in held | now]
-    old_failed = [f for f in memory.get("failed", ()) if f[0] not in held | now]
-    new_dropped = old_dropped + [(n, call, t, w) for n, t, w in dropped]
-    new_failed = old_failed + [(n, call) for n in sorted(set(failed) - held)]
-    return {"calls": call, "dropped": new_dropped[-MEMORY_MAX:],
-            "failed": new_failed[-MEMORY_MAX:]}
+    dropped [(name, type, why, statement)] and failed [(name, statement,
+    error)] as this call found them."""
+    gone = set(held) | {d[0] for d in dropped} | {f[0] for f in failed}
+    keep = {key: [r for r in memory.get(key, ()) if r[0] not in gone]
+            for key in ("dropped", "failed")}
+    out = {"dropped": (keep["dropped"] + [tuple(d) for d in dropped])[-MEMORY_MAX:],
+           "failed": (keep["failed"] + [tuple(f) for f in failed
+                                        if f[0] not in held])[-MEMORY_MAX:]}
+    return out if out["dropped"] or out["failed"] else {}
 
 
 def _plain_memory(raw):
     """The memory from an index, checked to be the shape remember() makes."""
     if not isinstance(raw, dict):
         return {}
-    out = {"calls": raw.get("calls", 0) if isinstance(raw.get("calls"), int) else 0}
-    out["dropped"] = [tuple(d) for d in raw.get("dropped", ())
-                      if isinstance(d, (tuple, list)) and len(d) == 4
-                      and all(isinstance(x, str) for x in (d[0], d[2], d[3]))
-                      and isinstance(d[1], int)][-MEMORY_MAX:]
-    out["failed"] = [tuple(f) for f in raw.get("failed", ())
-                     if isinstance(f, (tuple, list)) and len(f) == 2
-                     and isinstance(f[0], str) and isinstance(f[1], int)][-MEMORY_MAX:]
+    out = {}
+    for key, width in (("dropped", 4), ("failed", 3)):
+        out[key] = [tuple(r) for r in raw.get(key, ())
+                    if isinstance(r, (tuple, list)) and len(r) == width
+                    and all(isinstance(x, str) for x in r)][-MEMORY_MAX:]
     return out
 
 
@@ -369,14 +367,16 @@ def _type_name(value):
     return name if module in ("builtins", "__main__") else f"{module}.{name}"
 
 
-def dump(state, pieces, raw_pieces, previous=None, memory=None, failed=()):
+def dump(state, pieces, raw_pieces, previous=None, memory=None, failed=(), statements=None):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
     {piece: bytes} already pickled (kept from the loaded blob), previous
     {piece: bytes} what to keep for a piece that cannot be pickled; memory
-    the loaded index's memory and failed the names a failed cell did not
-    bind, for remember().  Returns
+    the loaded index's memory, failed [(name, statement, error)] the names
+    a failed cell did not bind, and statements a function from names to
+    {name: statement} (called only when a name is dropped), for remember().
+    Returns
     (parts, held names, [(name, reason)] dropped, [(piece, reason)] pieces
     that could not be pickled).
     """
@@ -405,8 +405,10 @@ def dump(state, pieces, raw_pieces, previous=None, memory=None, failed=()):
         except BaseException as e:
             dropped.append((name, reason(e)))
     units = _units(d, state, kept)
+    where = statements(n for n, _ in dropped) if dropped and statements else {}
     memory = remember(memory or {}, kept,
-                      [(n, _type_name(state[n]), why) for n, why in dropped], failed)
+                      [(n, _type_name(state[n]), why, where.get(n, "")) for n, why in dropped],
+                      failed)
     return _assemble(units, carry, memory), sorted(kept), dropped, lost
 
 

@@ -292,12 +292,38 @@ def _hints(exc, code, ns, toolboxes, memory):
         return []
 
 
-def _unbound(code, ns):
-    """The names a failed cell would have bound but did not (hints.py)."""
+def _unbound(code, ns, exc):
+    """[(name, statement, error)] for the names a failed cell would have
+    bound but did not (hints.py)."""
     try:
-        return _dolsot.embedded("hints").unbound_after_failure(code, ns)
+        hints = _dolsot.embedded("hints")
+        names = hints.unbound_after_failure(code, ns)
+        where = hints.statements(code, names)
+        return [(n, where.get(n, ""), type(exc).__name__) for n in names]
     except BaseException:
         return []
+
+
+def _statements(code):
+    """For the session's memory: the line of the cell that assigns each
+    dropped name ("name = ...", "name: T = ...", "name, other = ..."), found
+    by a plain scan: a call that raised nothing must not import the hints."""
+    def find(names):
+        try:
+            lines = code.decode("utf-8", "replace").split("\n")
+        except BaseException:
+            return {}
+        out = {}
+        parts = [part for line in lines for part in line.split(";")]
+        for name in names:
+            for part in parts:
+                text = part.strip()
+                rest = text[len(name):].lstrip()
+                if text.startswith(name) and rest[:1] in ("=", ":", ",") and rest[:2] != "==":
+                    out[name] = text if len(text) <= 80 else text[:77] + "..."
+                    break
+        return out
+    return find
 
 
 def flush():
@@ -437,7 +463,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         exit_code, res_flags = exit_code_of(e), 0
         error = _cap(describe(e), max_output, "error")
         error = "\n".join([error] + _hints(e, code, ns, loaded, memory))
-        failed = _unbound(code, ns)
+        failed = _unbound(code, ns, e)
     if "recursion-limit" in _limits:
         sys.setrecursionlimit(default_recursion)
     flush()
@@ -448,7 +474,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         sys.setrecursionlimit(min(sys.getrecursionlimit(),
                                   max(default_recursion, DUMP_RECURSION_MAX)))
         new_blob, held, dropped, lost = _session.dump(state, pieces, keep,
-                                                      carry.stored(), memory, failed)
+                                                      carry.stored(), memory, failed,
+                                                      _statements(code))
         carry.lost(lost)
     except _Fatal as e:
         return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,

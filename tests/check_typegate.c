@@ -1052,9 +1052,10 @@ START_TEST(dropped_name_says_which_call_and_why)
 	crm_ok("import sqlite3\nconn = sqlite3.connect(':memory:')");
 	crm_hint("conn.execute('select 1')", 1,
 	         "NameError: name 'conn' is not defined (line 1)\n"
-	         "hint: conn was dropped at the end of call 2 of this session because its "
-	         "value, a sqlite3.Connection, could not be pickled (TypeError: cannot pickle "
-	         "'sqlite3.Connection' object); re-create it in the cell that uses it\n");
+	         "hint: conn was dropped at the end of the call that ran `conn = "
+	         "sqlite3.connect(':memory:')`: its value, a sqlite3.Connection, could not be "
+	         "pickled (TypeError: cannot pickle 'sqlite3.Connection' object); re-create it "
+	         "in the cell that uses it\n");
 	/* Held again, then deleted: the old drop no longer explains it. */
 	crm_ok("conn = 5");
 	crm_ok("del conn");
@@ -1067,8 +1068,8 @@ START_TEST(dropped_names_are_remembered_bounded)
 {
 	crm_ok("gens = {}\nfor i in range(40):\n    globals()[f'g{i:02}'] = (j for j in range(1))\n"
 	       "del gens, i");
-	crm_hint("next(g39)", 1, "hint: g39 was dropped at the end of call 1 of this session "
-	         "because its value, a generator, could not be pickled");
+	crm_hint("next(g39)", 1, "hint: g39 was dropped at the end of an earlier call: its "
+	         "value, a generator, could not be pickled");
 	crm_hint("next(g08)", 1, "hint: g08 was dropped");
 	crm_no_hint("next(g07)");
 }
@@ -1080,9 +1081,10 @@ START_TEST(failed_cell_names_are_explained)
 	crm_hint("b = 2\nratio = a / 0\ntotal = ratio * 2\ndef report():\n    return total", 1,
 	         "ZeroDivisionError: division by zero (line 2)\n");
 	crm_hint("total + 1", 1, "NameError: name 'total' is not defined (line 1)\n"
-	         "hint: total was never assigned: call 2 of this session, whose cell assigns it, "
-	         "failed before that line; run that assignment again\n");
-	crm_hint("report()", 1, "hint: report was never assigned: call 2 of this session");
+	         "hint: total was never assigned: an earlier cell raised ZeroDivisionError "
+	         "before reaching `total = ratio * 2`; run that line again\n");
+	crm_hint("report()", 1, "hint: report was never assigned: an earlier cell raised "
+	         "ZeroDivisionError before reaching `def report():`; run that line again\n");
 	/* b was bound before the failure: it is held, with no record. */
 	crm_ok("b");
 	/* Assigned since: the record is gone. */
