@@ -8,7 +8,8 @@ whether the hints module was imported by then (it must not be: nothing has
 failed yet), raises the failure for real, and times inside the worker what
 worker.py does after a failed cell: importing the embedded hints module
 and calling runtime_hints() on the exception.  Prints the median and the
-90th percentile per kind in milliseconds.
+90th percentile per kind in milliseconds, of wall time and of the worker
+thread's CPU time (which a loaded machine's preemption does not inflate).
 """
 import os
 import shutil
@@ -44,10 +45,12 @@ try:
     exec(compile(code, "<cell>", "exec"), ns)
 except Exception as e:
     exc = e
-memory = {"dropped": [("conn", 1, "sqlite3.Connection", "TypeError: cannot pickle")]}
-t0 = time.perf_counter()
+memory = {"dropped": [("conn", "sqlite3.Connection", "TypeError: cannot pickle",
+                        "conn = sqlite3.connect(':memory:')")], "failed": []}
+t0, c0 = time.perf_counter(), time.thread_time()
 hints = _dolsot.embedded("hints").runtime_hints(exc, code, ns, {"crm": crm}, memory)
-print(repr((before, (time.perf_counter() - t0) * 1000, hints)))
+c1, t1 = time.thread_time(), time.perf_counter()
+print(repr((before, (t1 - t0) * 1000, (c1 - c0) * 1000, hints)))
 '''
 
 
@@ -61,26 +64,31 @@ def main():
         shutil.copy(os.path.join(root, "tests", "toolbox", "crm.py"), work)
         env = dict(os.environ, DOLSOT_SERVER="off", DOLSOT_TYPECHECK="0",
                    DOLSOT_CACHE_DIR=os.path.join(work, "store"))
-        times, imported, shown = {}, 0, {}
+        times, cpus, imported, shown = {}, {}, 0, {}
         for _ in range(rounds):
             for label, setup, code in CASES:
                 r = subprocess.run([binary, "--toolbox", "crm:crm", "--session", "b",
                                     "--timeout", "60", CELL % (setup, code)], cwd=work,
                                    env=env, capture_output=True, text=True, check=True)
-                before, ms, hints = eval(r.stdout.strip().splitlines()[-1])
+                before, ms, cpu, hints = eval(r.stdout.strip().splitlines()[-1])
                 imported += before
                 times.setdefault(label, []).append(ms)
+                cpus.setdefault(label, []).append(cpu)
                 shown[label] = hints
                 subprocess.run([binary, "--reset", "b"], cwd=work, env=env, check=True,
                                capture_output=True)
         print(f"rounds {rounds}; hints imported before any failure: {imported} of "
               f"{rounds * len(CASES)} calls")
-        print(f"{'failure':32} {'median ms':>9} {'p90 ms':>7}  hint")
+        print(f"{'failure':32} {'wall median':>11} {'p90':>6} {'CPU median':>10} {'p90':>6}"
+              "  (ms)  hint")
         for label, ms in times.items():
             ms.sort()
+            cpu = sorted(cpus[label])
             p90 = ms[min(len(ms) - 1, int(len(ms) * 0.9))]
+            cpu90 = cpu[min(len(cpu) - 1, int(len(cpu) * 0.9))]
             hint = (shown[label] or ["(none)"])[0]
-            print(f"{label:32} {statistics.median(ms):9.2f} {p90:7.2f}  {hint[:70]}")
+            print(f"{label:32} {statistics.median(ms):11.2f} {p90:6.2f} "
+                  f"{statistics.median(cpu):10.2f} {cpu90:6.2f}        {hint[:60]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
