@@ -531,9 +531,34 @@ START_TEST(wrong_argument_count_is_blocked)
 	ck_err_has(&r, "\nline 2: ");
 	ck_err_lacks(&r, "line 1:");
 	ck_err_has(&r, "hint: mt.add(a: int, b: int) -> int; see mt.help(\"add\")");
+	/* The checker's rule code, to look up in its documentation. */
+	ck_err_has(&r, _i == 0 ? "  [call-arg]\n" : "  [reportCallIssue]\n");
 	ck_err_lacks(&r, "session now holds");
 	cli_run_release(&r);
 	ck_untouched("s", "1\n");
+}
+END_TEST
+
+/* Only diagnostics about a toolbox block: the checker's complaints about
+ * the cell's own code, even inside a toolbox call's arguments, let it run
+ * (and Python report what is really wrong). */
+START_TEST(diagnostics_not_about_a_toolbox_do_not_block)
+{
+	struct cli_run r;
+
+	if (!have(_i))
+		return;
+	run(&r, checkers[_i].bin, "1", "s", "x = 1\ny = mt.add(len(1, 2), 1)", NULL);
+	ck_code(&r, 1);
+	ck_err_lacks(&r, "TypeCheckError");
+	ck_err_has(&r, "TypeError: len() takes exactly one argument (2 given) (line 2)\n");
+	cli_run_release(&r);
+	run(&r, checkers[_i].bin, "1", "s",
+	    "class C:\n    pass\nc = C()\nc.extra = 5\nz = mt.add(c.extra, 1)\nz", NULL);
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.out, "6\n");
+	ck_err_lacks(&r, "TypeCheckError");
+	cli_run_release(&r);
 }
 END_TEST
 
@@ -583,6 +608,7 @@ START_TEST(unknown_toolbox_attribute_is_blocked)
 	run(&r, checkers[_i].bin, "1", "s", "total = 0\n\ntotal = mt.ad(1, 2)", NULL);
 	ck_code(&r, 1);
 	ck_err_has(&r, "\nline 3: ");
+	ck_err_has(&r, _i == 0 ? "  [attr-defined]\n" : "  [reportAttributeAccessIssue]\n");
 	ck_err_has(&r, "  hint: did you mean mt.add?");
 	cli_run_release(&r);
 }
@@ -1257,6 +1283,7 @@ static Suite *typegate_suite(void)
 	tcase_add_test(runner, runner_kills_a_hanging_group_at_the_deadline);
 	/* One loop index per checker: 0 mypy, 1 pyright. */
 	tcase_add_loop_test(gate, wrong_argument_count_is_blocked, 0, 2);
+	tcase_add_loop_test(gate, diagnostics_not_about_a_toolbox_do_not_block, 0, 2);
 	tcase_add_loop_test(gate, gate_blocks_on_the_cold_path_too, 0, 2);
 	tcase_add_loop_test(gate, wrong_argument_type_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, unknown_toolbox_attribute_is_blocked, 0, 2);
