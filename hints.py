@@ -227,13 +227,21 @@ def _tree(code):
         return None
 
 
-def unbound_after_failure(code, ns):
-    """The names a failed cell binds at top level that ns does not hold:
-    the lines that would have bound them never ran."""
+def unbound_after_failure(code, ns, exc):
+    """The names a failed cell binds at top level, in the statement that
+    raised or after it, that ns does not hold: the lines that would have
+    bound them never ran.  (A name bound only before that statement was
+    skipped by the cell's own logic, or deleted: no record.)"""
     tree = _tree(code)
-    if tree is None:
+    frames = [f for f in _frames(exc) if f.tb_frame.f_code.co_filename == "<cell>"]
+    if tree is None or not frames:
         return []
-    return sorted(n for n in bound_names(tree)[0]
+    failed_at = frames[0].tb_lineno
+    names = set()
+    for node in tree.body:
+        if (getattr(node, "end_lineno", None) or node.lineno) >= failed_at:
+            names |= bound_names(ast.Module(body=[node], type_ignores=[]))[0]
+    return sorted(n for n in names
                   if n not in ns and not n.startswith("_") and n.isidentifier())
 
 
@@ -498,7 +506,7 @@ def _memory_hint(name, memory):
         if n == name:
             line = f"`{where}`" if where else "the line that binds it"
             return _line(f"hint: {name} was never assigned: an earlier cell raised {error} "
-                         f"before reaching {line}; run that line again")
+                         f"before {line} completed; run that line again")
     return None
 
 

@@ -297,7 +297,7 @@ def _unbound(code, ns, exc):
     bound but did not (hints.py)."""
     try:
         hints = _dolsot.embedded("hints")
-        names = hints.unbound_after_failure(code, ns)
+        names = hints.unbound_after_failure(code, ns, exc)
         where = hints.statements(code, names)
         return [(n, where.get(n, ""), type(exc).__name__) for n in names]
     except BaseException:

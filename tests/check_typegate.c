@@ -1108,11 +1108,16 @@ START_TEST(failed_cell_names_are_explained)
 	         "ZeroDivisionError: division by zero (line 2)\n");
 	crm_hint("total + 1", 1, "NameError: name 'total' is not defined (line 1)\n"
 	         "hint: total was never assigned: an earlier cell raised ZeroDivisionError "
-	         "before reaching `total = ratio * 2`; run that line again\n");
+	         "before `total = ratio * 2` completed; run that line again\n");
 	crm_hint("report()", 1, "hint: report was never assigned: an earlier cell raised "
-	         "ZeroDivisionError before reaching `def report():`; run that line again\n");
+	         "ZeroDivisionError before `def report():` completed; run that line again\n");
 	/* b was bound before the failure: it is held, with no record. */
 	crm_ok("b");
+	/* skipped was passed over by the cell's own if, before the failure. */
+	crm_hint("if a > 5:\n    skipped = 1\nboom = 1 / 0", 1, "ZeroDivisionError");
+	crm_no_hint("skipped");
+	crm_hint("boom", 1, "hint: boom was never assigned: an earlier cell raised "
+	         "ZeroDivisionError before `boom = 1 / 0` completed; run that line again\n");
 	/* Assigned since: the record is gone. */
 	crm_ok("total = 3");
 	crm_ok("del total");
