@@ -684,12 +684,13 @@ static size_t read_valid_cells(struct valid_cell **out)
 }
 
 /*
- * A cold checker costs about a second a cell (pyright), so the whole corpus
- * runs once per checker in the cold run of the suite, and every
- * CORPUS_STRIDE-th cell in the warm run (DOLSOT_TEST_WARM), which forks the
- * same worker code from a zygote; DOLSOT_TEST_CORPUS=full runs all of it in
- * both.  The generous timeout keeps a loaded machine from turning a slow
- * checker into a skipped gate.
+ * Loop index: checker (0 mypy, 1 pyright) + 2 * path (0 the warm server, as
+ * calls run by default, 1 DOLSOT_SERVER=off).  A cold checker costs about a
+ * second a cell (pyright), so the whole corpus runs on the warm path and
+ * every CORPUS_STRIDE-th cell on the cold one, which runs the same gate code
+ * in a worker that started Python itself; DOLSOT_TEST_CORPUS=full runs all
+ * of it on both.  The generous timeout keeps a loaded machine from turning a
+ * slow checker into a skipped gate.
  */
 #define CORPUS_STRIDE 7
 
@@ -698,12 +699,15 @@ START_TEST(valid_cells_pass_the_gate)
 	struct valid_cell *v;
 	size_t n, stride = 1;
 	const char *full = getenv("DOLSOT_TEST_CORPUS");
+	int k = _i % 2;
+	bool cold = _i >= 2;
 
-	if (!have(_i))
+	if (!have(k))
 		return;
 	n = read_valid_cells(&v);
 	ck_assert_uint_ge(n, 150);
-	if (getenv("DOLSOT_TEST_WARM") && !(full && strcmp(full, "full") == 0))
+	server_env = cold ? "DOLSOT_SERVER=off" : "DOLSOT_SERVER=auto";
+	if (cold && !(full && strcmp(full, "full") == 0))
 		stride = CORPUS_STRIDE;
 	for (size_t i = 0; i < n; i++) {
 		struct cli_run r;
@@ -719,11 +723,12 @@ START_TEST(valid_cells_pass_the_gate)
 		snprintf(session, sizeof(session), "c%zu", i);
 		if (v[i].earlier)
 			prepare(session, v[i].earlier);
-		run(&r, checkers[_i].bin, "1", session, v[i].cell, "240");
+		run(&r, checkers[k].bin, "1", session, v[i].cell, "240");
 		ck_assert_msg(r.code == 0 && !cli_has(r.err, "type gate") &&
 		              !cli_has(r.err, "TypeCheckError"),
-		              "%s blocked or warned on valid cell '%s':\n%s\n--- exit %d, stderr:\n%s",
-		              checkers[_i].name, v[i].title, v[i].cell, r.code, r.err);
+		              "%s (%s path) blocked or warned on valid cell '%s':\n%s\n--- exit %d, "
+		              "stderr:\n%s", checkers[k].name, cold ? "cold" : "warm", v[i].title,
+		              v[i].cell, r.code, r.err);
 		cli_run_release(&r);
 		free(v[i].title);
 		free(v[i].earlier);
@@ -1293,7 +1298,7 @@ static Suite *typegate_suite(void)
 	tcase_add_loop_test(gate, wrong_argument_type_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, unknown_toolbox_attribute_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, toolbox_without_help_gets_the_signature_only, 0, 2);
-	tcase_add_loop_test(gate, valid_cells_pass_the_gate, 0, 2);
+	tcase_add_loop_test(gate, valid_cells_pass_the_gate, 0, 4);
 	tcase_add_test(open, missing_checker_runs_the_cell_silently);
 	tcase_add_test(open, hanging_checker_fails_open_within_the_deadline);
 	tcase_add_test(open, stale_checker_directories_are_removed);
