@@ -55,6 +55,7 @@ enum frame_tag {
 	FT_RES_LIMIT = 0x0209,
 	FT_RES_BLOB_LEN = 0x020a,
 	FT_RES_SAVE_ERRNO = 0x020b,
+	FT_RES_KEPT = 0x020c,
 };
 
 enum field_type {
@@ -137,6 +138,8 @@ static const struct field_desc result_fields[] = {
 	  offsetof(struct worker_result, save_errno), "save_errno" },
 	{ FT_RES_LIMIT, FIELD_BYTES, false,
 	  offsetof(struct worker_result, limit), "limit" },
+	{ FT_RES_KEPT, FIELD_BYTES, false,
+	  offsetof(struct worker_result, kept), "kept" },
 };
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))

@@ -105,6 +105,8 @@ struct worker_result {
 	                                  * the save fd; non-zero iff RES_SAVE */
 	uint64_t save_errno;             /* non-zero: writing it failed with this */
 	struct span limit;               /* the limit the cell hit ("memory", ...) */
+	struct span kept;                /* "name\treason" lines: names the
+	                                  * call could not load, kept unloaded */
 };
 
 #define RES_OK   (1u << 0)           /* the cell ran without raising */
