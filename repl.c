@@ -168,6 +168,11 @@ static char *death_message(int status, const struct limits *l, bool oom)
 	                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+/* What a timed-out cell can do next (see "Hints at run time" in README). */
+#define TIMEOUT_HINT "hint: the call ran for its whole %gs and was killed; the session " \
+	"was rolled back to before it, so every name it held is unaffected and nothing " \
+	"this cell assigned was kept: do less per cell, or pass a larger --timeout"
+
 /* Turn the worker's outcome into *res; returns true when there is a blob to save. */
 static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
                          bool oom, struct worker_result *wr, struct result *res)
@@ -178,7 +183,8 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 	if (o->timed_out) {
 		res->exit_code = DOLSOT_EXIT_TIMEOUT;
 		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
-		                        "timeout; session unchanged", s->timeout);
+		                        "timeout; session unchanged\n" TIMEOUT_HINT,
+		                        s->timeout, s->timeout);
 		return false;
 	}
 	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
