@@ -27,9 +27,9 @@ VERSION := 0.3.0
 CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c mem_store.c \
 	output.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
-	sandbox_plan.c
+	sandbox_plan.c peer.c mount_guard.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
-	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
+	isolate.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 # Everything the build makes goes under build/ (objects, dependency files,
 # the generated *_py.c, test programs, sanitizer and fuzz builds); only the
@@ -42,7 +42,8 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
-	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter
+	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
+	tests/check_trust
 
 all: dolsot
 
@@ -91,7 +92,8 @@ T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o
 T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
-T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
+T_TRUST := tests/check_trust.o tests/cli_helpers.o
+T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
 $(B)/tests/check_store: $(addprefix $(B)/,$(T_STORE))
@@ -106,6 +108,7 @@ $(B)/tests/check_faults: $(addprefix $(B)/,$(T_FAULTS))
 $(B)/tests/check_carry: $(addprefix $(B)/,$(T_CARRY))
 $(B)/tests/check_kept: $(addprefix $(B)/,$(T_KEPT))
 $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
+$(B)/tests/check_trust: $(addprefix $(B)/,$(T_TRUST))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
 $(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
@@ -120,6 +123,7 @@ $(B)/tests/check_faults-asan: $(addprefix $(B)/,$(T_FAULTS:.o=.asan.o))
 $(B)/tests/check_carry-asan: $(addprefix $(B)/,$(T_CARRY:.o=.asan.o))
 $(B)/tests/check_kept-asan: $(addprefix $(B)/,$(T_KEPT:.o=.asan.o))
 $(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
+$(B)/tests/check_trust-asan: $(addprefix $(B)/,$(T_TRUST:.o=.asan.o))
 $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o))
 
 # check_sandbox_enter embeds Python, as a warm zygote does.

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #include "cold.h"
 #include "frame.h"
+#include "pidcg.h"
 #include "warm.h"
 #include "worker.h"
 
@@ -135,10 +137,15 @@ static int request_encode(const struct call_args *c, const struct request *r, bo
 /* Why the worker ended without an answer, as words; the limits in force
  * are named, as one may be the cause (a C library aborting when malloc
  * fails, SIGKILL at the hard CPU limit). */
-static char *death_message(int status, const struct limits *l)
+static char *death_message(int status, const struct limits *l, bool oom)
 {
 	char set[256];
 
+	if (oom && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+		limit_format(LIMIT_MEMORY, l->v[LIMIT_MEMORY], set, sizeof(set));
+		return dup_printf("dolsot: the cell hit the memory limit (--memory %s); "
+		                  "session unchanged", set);
+	}
 	limits_describe(l, set, sizeof(set));
 	if (WIFSIGNALED(status))
 		return dup_printf("dolsot: the worker was killed by signal %d (%s) before "
@@ -150,9 +157,15 @@ static char *death_message(int status, const struct limits *l)
 	                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
-/* Turn the worker's outcome into *res; returns true when there is a blob to save. */
+/* What a timed-out cell can do next (see "Hints at run time" in README). */
+#define TIMEOUT_HINT "hint: the call ran for its whole %gs and was killed; the session " \
+	"was rolled back to before it, so every name it held is unaffected and nothing " \
+	"this cell assigned was kept: do less per cell, or pass a larger --timeout"
+
+/* Turn the worker's outcome into *res; returns true when there is a blob to
+ * save.  oom: the call's memory cgroup killed a process. */
 static bool take_outcome(const struct call_outcome *o, const struct settings *s,
-                         struct worker_result *wr, struct result *res)
+                         bool oom, struct worker_result *wr, struct result *res)
 {
 	char ferr[256];
 	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
@@ -160,7 +173,8 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
 	if (o->timed_out) {
 		res->exit_code = DOLSOT_EXIT_TIMEOUT;
 		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
-		                        "timeout; session unchanged", s->timeout);
+		                        "timeout; session unchanged\n" TIMEOUT_HINT,
+		                        s->timeout, s->timeout);
 		return false;
 	}
 	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
@@ -170,7 +184,7 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
 		res->error = o->result && exited_ok
 		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
 		                          "session unchanged", ferr)
-		             : death_message(o->status, &s->limits);
+		             : death_message(o->status, &s->limits, oom);
 		return false;
 	}
 	res->exit_code = wr->exit_code >= 0 && wr->exit_code <= 255 ? (int)wr->exit_code : 1;
@@ -239,6 +253,7 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	struct call_outcome o;
 	struct worker_result wr;
 	enum call_status st;
+	bool oom;
 
 	memset(sv, 0, sizeof(*sv));
 	if (request_build(c, &r) < 0) {
@@ -262,8 +277,9 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	if (res->error)
 		return 0;   /* the warm path broke after the cell may have run */
 	*sig = o.signal;
+	oom = c->cgroup->memory[0] && pidcg_oom_killed(c->cgroup->memory);
 	memset(&wr, 0, sizeof(wr));
-	if (take_outcome(&o, c->run->settings, &wr, res) && !o.signal) {
+	if (take_outcome(&o, c->run->settings, oom, &wr, res) && !o.signal) {
 		sv->wanted = true;
 		sv->errnum = (int)wr.save_errno;
 		sv->len = (size_t)wr.blob_len;

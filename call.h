@@ -34,7 +34,7 @@ struct call_args {
 	const struct worker_fds *fds;      /* load (-1: new session) and save */
 	size_t blob_len;                   /* bytes of the session to load */
 	bool found;                        /* the session exists */
-	const char *cgroup;                /* the call's pids cgroup, or "" */
+	const struct plan_cgroups *cgroup; /* the call's cgroups ("" when none) */
 	const struct timespec *deadline;   /* CLOCK_MONOTONIC */
 	int dirfd;                         /* the warm server's directory; -1: cold only */
 };

@@ -5,6 +5,8 @@
 #include "fdio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -76,4 +78,11 @@ void fd_close(int *fd)
 		close(*fd);
 	*fd = -1;
 	errno = errsv;
+}
+
+bool fd_grow_sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	return seals >= 0 && (seals & F_SEAL_GROW);
 }

@@ -1,10 +1,11 @@
 /*
- * fdio.h - whole reads and writes on a file descriptor, and closing one
- * without losing errno.  The one home of these loops.
+ * fdio.h - whole reads and writes on a file descriptor, closing one
+ * without losing errno, and what its seals say.  The one home of these.
  */
 #ifndef DOLSOT_FDIO_H
 #define DOLSOT_FDIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,5 +25,12 @@ int fd_read_all(int fd, size_t hint, uint8_t **out, size_t *len);
 /* Close *fd unless it is -1, then set it to -1; errno is kept, so this
  * fits on an error path. */
 void fd_close(int *fd);
+
+/*
+ * True when fd is sealed against growing (F_SEAL_GROW): a save memfd that
+ * store_save_begin sized to the session's bound beforehand.  Its writer
+ * shrinks it to what it writes rather than appending to it.
+ */
+bool fd_grow_sealed(int fd);
 
 #endif

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "server.h"
 #include "store.h"
 #include "warm_proto.h"
+#include "zygote.h"
 
 #define MAX_CODE_BYTES ((size_t)256 << 20)
 
@@ -396,11 +398,14 @@ static int cmd_reset(const struct settings *s, const char *target)
 static void build_plan(const struct cli *c, const struct settings *s,
                        struct sandbox_plan *plan)
 {
+	char err[REPL_ERR_MAX], store_dir[PATH_MAX];
 	struct plan_input in = { .sandbox = s->sandbox, .toolboxes = c->toolboxes,
 	                         .n_toolboxes = c->n_toolboxes, .mounts = c->mounts,
 	                         .n_mounts = c->n_mounts, .env_args = c->env,
-	                         .n_env = c->n_env };
-	char err[REPL_ERR_MAX];
+	                         .n_env = c->n_env, .store_dir = store_dir,
+	                         .rw_code_mounts = s->rw_code_mounts };
+
+	store_dir_path(s->cache_dir, store_dir, sizeof(store_dir));
 
 	switch (sandbox_plan_build(&in, plan, err, sizeof(err))) {
 	case PLAN_OK:
@@ -516,6 +521,8 @@ int main(int argc, char **argv)
 	/* A fresh exec of ourselves as the warm server (see warm.c). */
 	if (argc > 0 && strcmp(argv[0], WARM_ARGV0) == 0)
 		server_exec_main(argc, argv);
+	if (argc > 0 && strcmp(argv[0], ZYGOTE_ARGV0) == 0)
+		zygote_exec_main();
 	check_fds();
 	/* Our stderr lines are written once, at the end: buffer them rather
 	 * than make a write per character (exit and output_render flush). */

@@ -45,7 +45,9 @@ static void save_session(struct store *st, struct store_save *sv,
                          const struct call_save *want, struct result *res)
 {
 	char serr[STORE_ERR_MAX];
-	int rc = want->errnum
+	/* A bounded writer fails at the bound: say so, not how it failed. */
+	bool too_big = sv->max && want->len > sv->max;
+	int rc = want->errnum && !too_big
 	         ? store_save_fail(st, sv, "write", want->errnum, serr)
 	         : store_save_commit(st, sv, want->len, serr);
 
@@ -59,24 +61,59 @@ static void save_session(struct store *st, struct store_save *sv,
 }
 
 /*
+ * A session a sandboxed call wrote holds the cell's bytes: loading it
+ * outside the sandbox would run the cell's code (an object's __reduce__,
+ * the carried environment) on the host.  Refuse that, before anything of
+ * it is read, unless the caller opted in.
+ */
+static int check_origin(const struct run_args *a, struct store *st, char *err,
+                        size_t errlen)
+{
+	char serr[STORE_ERR_MAX];
+	bool sandboxed;
+
+	if (a->settings->sandbox || a->settings->trust_sandboxed)
+		return 0;
+	if (store_origin(st, a->session, &sandboxed, serr) < 0) {
+		snprintf(err, errlen, "%s", serr);
+		return -1;
+	}
+	if (!sandboxed)
+		return 0;
+	snprintf(err, errlen, "session '%s' was last written by a sandboxed call, and "
+	         "loading it outside the sandbox could run that cell's code on the host: "
+	         "run it with --sandbox, start it afresh with 'dolsot --reset %s', or set "
+	         "DOLSOT_TRUST_SANDBOXED=1 to load it anyway", a->session, a->session);
+	errno = EPERM;
+	return -1;
+}
+
+/*
  * The session's files for the worker: its file to read (none when new) and
  * an empty one to write the next state into.  Under --max-file-size that
  * one is a memfd: the worker's own save must not trip the cell's limit.
+ * A sandboxed worker gets memfds only, never a file of the store: a copy
+ * of the session, and a memfd that cannot grow past the maximum session
+ * size, so the cell cannot fill the host's disk or rewrite the store.
  */
 static int open_session(const struct run_args *a, struct store *st,
                         struct worker_fds *fds, struct store_save *sv,
                         size_t *blob_len, bool *found, char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
-	bool memfd = a->settings->limits.v[LIMIT_MAX_FILE_SIZE] != 0;
+	bool sandbox = a->settings->sandbox;
+	bool memfd = a->settings->limits.v[LIMIT_MAX_FILE_SIZE] != 0 || sandbox;
 
-	if (store_open_blob(st, a->session, &fds->load, blob_len, found, serr) < 0 ||
-	    store_save_begin(st, a->session, memfd, sv, serr) < 0) {
+	if (check_origin(a, st, err, errlen) < 0)
+		return -1;
+	if (store_open_blob(st, a->session, sandbox, &fds->load, blob_len, found, serr) < 0 ||
+	    store_save_begin(st, a->session, memfd, a->settings->max_session, sv, serr) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		fd_close(&fds->load);
 		return -1;
 	}
 	fds->save = sv->fd;
+	sv->sandboxed = sandbox;
 	return 0;
 }
 
@@ -89,24 +126,23 @@ static int run_locked(const struct run_args *a, struct store *st,
 	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st) };
 	struct call_save want;
 	struct timespec deadline;
-	char cgroup[PIDCG_PATH_MAX] = "";
+	struct plan_cgroups cgroup = { "", "" };
 	int ret = -1;
 
 	if (open_session(a, st, &fds, &sv, &c.blob_len, &c.found, err, errlen) < 0)
 		return -1;
-	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
+	if (sandbox_plan_begin(a->settings, &cgroup, err, errlen) < 0)
 		goto out;
 	deadline_in(&deadline, a->settings->timeout);
 	c.deadline = &deadline;
-	c.cgroup = cgroup;
+	c.cgroup = &cgroup;
 	ret = call_run(&c, res, &want, sig, no_server, err, errlen);
 	/* Every process of the call is gone by now, on either path. */
-	sandbox_plan_end(cgroup);
-	cgroup[0] = '\0';
+	sandbox_plan_end(&cgroup);
 	if (ret == 0 && want.wanted)
 		save_session(st, &sv, &want, res);
 out:
-	sandbox_plan_end(cgroup);
+	sandbox_plan_end(&cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
 	fd_close(&fds.load);
 	return ret;

@@ -3,8 +3,9 @@
  *
  * sandbox_enter() turns the calling process into the supervisor of a new
  * sandbox and returns in a child of it that lives in new user, mount, PID,
- * network, IPC and UTS namespaces, on a fresh read-only root, with all
- * capabilities dropped, no_new_privs set and a seccomp filter loaded.  It
+ * network, IPC, UTS and cgroup namespaces, on a fresh read-only root, with
+ * all capabilities dropped, no_new_privs set and a seccomp filter loaded;
+ * for a root caller it is not root on the host (see sandbox_ids.h).  It
  * knows nothing of Python or of how the caller was started: it works the
  * same in a worker forked by the dolsot command and in one forked from a
  * long-lived server whose Python is already initialized, as long as the

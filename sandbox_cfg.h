@@ -36,8 +36,15 @@ struct sandbox_cfg {
 	const int *keep_fds;       /* fds >= 3 to keep; every other open fd is
 	                            * pointed at /dev/null (the number stays valid) */
 	size_t n_keep_fds;
-	uint64_t tmpfs_size;       /* bytes for /tmp, /dev/shm and overlay upper
-	                            * layers, each; 0 = the kernel's default */
+	uint64_t tmpfs_size;       /* when not 0, caps each of the sizes below
+	                            * (dolsot passes --memory) */
 };
+
+/* The sizes of the sandbox's tmpfs mounts: /tmp, /dev/shm, and the one that
+ * holds every overlay's upper layer.  Their pages count as the writer's
+ * memory, so a memory cgroup holds them too. */
+#define SANDBOX_TMP_SIZE (512ull << 20)
+#define SANDBOX_SHM_SIZE (64ull << 20)
+#define SANDBOX_OVERLAY_SIZE (512ull << 20)
 
 #endif

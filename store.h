@@ -32,6 +32,11 @@ enum store_kind {
 struct store *store_open(enum store_kind kind, const char *dir, double ttl_days,
                          char *err);
 
+/* The directory a store opened with dir keeps its files in (sessions, or
+ * the warm server's socket), as a path into buf; nothing is checked or
+ * made.  --mount refuses host paths that contain it. */
+void store_dir_path(const char *dir, char *buf, size_t len);
+
 /* The directory fd (owned by the store) where the warm server keeps its
  * socket, or -1 for a store without one. */
 static inline int store_home(const struct store *s)
@@ -48,11 +53,22 @@ static inline int store_load(struct store *s, const char *id, uint8_t **blob,
 }
 
 static inline int store_save(struct store *s, const char *id,
-                             const uint8_t *blob, size_t len, char *err)
+                             const uint8_t *blob, size_t len, bool sandboxed,
+                             char *err)
 {
 	if (!store_id_valid(id, err, STORE_ERR_MAX))
 		return -1;
-	return s->ops->save(s, id, blob, len, err);
+	return s->ops->save(s, id, blob, len, sandboxed, err);
+}
+
+/* See store_ops.origin. */
+static inline int store_origin(struct store *s, const char *id, bool *sandboxed,
+                               char *err)
+{
+	*sandboxed = true;
+	if (!store_id_valid(id, err, STORE_ERR_MAX))
+		return -1;
+	return s->ops->origin(s, id, sandboxed, err);
 }
 
 static inline int store_del(struct store *s, const char *id,
@@ -88,21 +104,30 @@ static inline void store_unlock(struct store *s, struct store_lock *lk)
  * memfd and its load/save.
  *
  * store_open_blob: like store_load, but *fd (caller closes) holds the
- * session; *fd is -1 when it is absent.
+ * session; *fd is -1 when it is absent.  With copy, *fd is a memfd of its
+ * own holding a copy, never a file of the store (a sandboxed worker could
+ * reopen that one for writing through /proc/self/fd).
  */
-int store_open_blob(struct store *s, const char *id, int *fd, size_t *len,
+int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t *len,
                     bool *found, char *err);
 
 /*
  * Begin a save of id: sv->fd is an empty file to write the session into.
- * With memfd (RLIMIT_FSIZE in the writer), it is a memfd whatever the store.
+ * With memfd (RLIMIT_FSIZE in the writer, or a sandboxed writer), it is a
+ * memfd whatever the store.  max (0: none) bounds the session: the memfd
+ * is then sealed against growing past max bytes, so its writer cannot take
+ * more, and commit refuses a longer session whatever the fd.
  * Returns 0, or -1 with err.  Then exactly one of commit or abort follows.
  */
-int store_save_begin(struct store *s, const char *id, bool memfd,
+int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
                      struct store_save *sv, char *err);
 
-/* Make sv->fd's len bytes the session (fstat must agree); -1 with err,
- * the old session kept, and no temp file left. */
+/* The message for a session of len bytes over sv's bound, into err
+ * ("cannot save session ..."); returns -1 with errno EFBIG. */
+int store_save_too_big(const struct store_save *sv, uint64_t len, char *err);
+
+/* Make sv->fd's len bytes the session (fstat must agree; len at most
+ * sv->max); -1 with err, the old session kept, and no temp file left. */
 int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err);
 
 /* Drop the save; the old session stays. */

@@ -16,4 +16,8 @@
  */
 struct store *store_file_open(const char *dir, double ttl_days, char *err);
 
+/* The directory store_file_open(dir, ...) uses, as a path, into buf
+ * (nothing is checked or made). */
+void store_file_path(const char *dir, char *buf, size_t len);
+
 #endif

@@ -47,6 +47,8 @@ struct store;
 struct store_save {
 	int fd;                 /* where the new session goes; -1 when none */
 	bool memfd;             /* the generic fallback: committed via ops->save */
+	bool sandboxed;         /* record that a sandboxed call wrote it (see origin) */
+	uint64_t max;           /* the most bytes it may hold; 0: no bound */
 	char id[STORE_ID_MAX + 1];
 	char tmp[STORE_ID_MAX + 32];   /* the backend's temp file, "" if none */
 };
@@ -55,9 +57,18 @@ struct store_ops {
 	/* *blob is malloc'd (caller frees); *found=false and *blob=NULL when absent. */
 	int (*load)(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	            bool *found, char *err);
-	/* Atomic and durable: afterwards the session is the new bytes, or the old ones on failure. */
+	/* Atomic and durable: afterwards the session is the new bytes, or the old
+	 * ones on failure.  sandboxed is its origin, as origin reports it. */
 	int (*save)(struct store *s, const char *id, const uint8_t *blob, size_t len,
-	            char *err);
+	            bool sandboxed, char *err);
+	/*
+	 * *sandboxed: the session was last written by a sandboxed call, so its
+	 * bytes are the cell's and loading them outside the sandbox would run
+	 * the cell's code there.  Only the client records it, in the store's own
+	 * metadata, never in anything a worker is handed; a store that cannot
+	 * tell says true.  False for a session that does not exist.
+	 */
+	int (*origin)(struct store *s, const char *id, bool *sandboxed, char *err);
 	/* id "all" removes every session of this store; *removed counts them. */
 	int (*del)(struct store *s, const char *id, unsigned *removed, char *err);
 	/* *out is malloc'd, sorted by id; caller frees. */
@@ -78,7 +89,10 @@ struct store_ops {
 	 * (fstat'ed); *found=false and *fd=-1 when absent.
 	 * save_begin: sv->fd is an empty file the session is written into.
 	 * save_commit: sv->fd holds exactly len bytes: make it the session,
-	 * atomically and durably, like save.  save_abort: leave no trace.
+	 * atomically and durably, like save, with sv->sandboxed as its origin;
+	 * where the origin is a separate record, a sandboxed one is in place
+	 * before the bytes, and an unsandboxed one only after them, so a crash
+	 * between errs towards refusing.  save_abort: leave no trace.
 	 */
 	int (*open_blob)(struct store *s, const char *id, int *fd, size_t *len,
 	                 bool *found, char *err);

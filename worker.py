@@ -361,15 +361,48 @@ def _gate(code, ns, toolboxes, kept=()):
         return None, f"warning: type gate skipped: {_reason(e)}"
 
 
-def _hints(exc, code, ns, toolboxes):
+def _hints(exc, code, ns, toolboxes, memory):
     """Hint lines for a failed cell (hints.py); never raises."""
-    if not isinstance(exc, (TypeError, AttributeError, NameError)):
+    if not isinstance(exc, (TypeError, AttributeError, NameError, KeyError)):
         return []
     try:
-        import _dolsot
-        return _dolsot.embedded("hints").runtime_hints(exc, code, ns, toolboxes)
+        return _dolsot.embedded("hints").runtime_hints(exc, code, ns, toolboxes, memory)
     except BaseException:
         return []
+
+
+def _unbound(code, ns, exc):
+    """[(name, statement, error)] for the names a failed cell would have
+    bound but did not (hints.py)."""
+    try:
+        hints = _dolsot.embedded("hints")
+        names = hints.unbound_after_failure(code, ns, exc)
+        where = hints.statements(code, names)
+        return [(n, where.get(n, ""), type(exc).__name__) for n in names]
+    except BaseException:
+        return []
+
+
+def _statements(code):
+    """For the session's memory: the line of the cell that assigns each
+    dropped name ("name = ...", "name: T = ...", "name, other = ..."), found
+    by a plain scan: a call that raised nothing must not import the hints."""
+    def find(names):
+        try:
+            lines = code.decode("utf-8", "replace").split("\n")
+        except BaseException:
+            return {}
+        out = {}
+        parts = [part for line in lines for part in line.split(";")]
+        for name in names:
+            for part in parts:
+                text = part.strip()
+                rest = text[len(name):].lstrip()
+                if text.startswith(name) and rest[:1] in ("=", ":", ",") and rest[:2] != "==":
+                    out[name] = text if len(text) <= 80 else text[:77] + "..."
+                    break
+        return out
+    return find
 
 
 def flush():
@@ -533,6 +566,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                       warnings=_lines(notes, carry.warnings, [gate_warning]))
 
     exit_code, res_flags, value, error = 0, RES_OK, None, None
+    memory, failed = stored.memory if stored is not None else {}, ()
     try:
         result = run_cell(code, ns, _Forget(kept_names, ended, ns))
         if result is not None:
@@ -552,7 +586,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         exit_code, res_flags = exit_code_of(e), 0
         error = _cap(describe(e), max_output, "error")
         unloaded_use = _kept_use(e, kept_names)
-        error = "\n".join([error] + (unloaded_use or _hints(e, code, ns, loaded)))
+        error = "\n".join([error] + (unloaded_use or _hints(e, code, ns, loaded, memory)))
+        failed = _unbound(code, ns, e)
     if "recursion-limit" in _limits:
         sys.setrecursionlimit(default_recursion)
     flush()
@@ -566,7 +601,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         sys.setrecursionlimit(min(sys.getrecursionlimit(),
                                   max(default_recursion, DUMP_RECURSION_MAX)))
         new_blob, held, dropped, lost, still = _session.dump(
-            state, pieces, keep, carry.stored(), unloaded, ended)
+            state, pieces, keep, carry.stored(), unloaded, ended, memory, failed,
+            _statements(code))
         carry.lost(lost)
     except _Fatal as e:
         return answer(1, value=value, error="\n".join(filter(None, [error, str(e)])),

@@ -124,4 +124,9 @@ int cli_count_fds(pid_t pid);
 /* True when haystack contains needle. */
 bool cli_has(const char *haystack, const char *needle);
 
+/* The hint line after a TimeoutError (repl.c) of a call of SECS seconds. */
+#define TIMEOUT_HINT_LINE(secs) "hint: the call ran for its whole " secs " and was killed; the " \
+	"session was rolled back to before it, so every name it held is unaffected and " \
+	"nothing this cell assigned was kept: do less per cell, or pass a larger --timeout\n"
+
 #endif
