@@ -15,6 +15,8 @@ PY_LDLIBS := -Wl,--whole-archive $(PY_STATIC) -Wl,--no-whole-archive \
 	-ldl -lm -Wl,-Bstatic -lz -lexpat -Wl,-Bdynamic -lpthread -lutil
 # libseccomp (the sandbox's system call filter) is linked in too.
 SECCOMP_LIBS := -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
+# jansson (the warm type checker's LSP and dmypy messages) is linked in too.
+JANSSON_LIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -26,7 +28,7 @@ VERSION := 0.3.0
 
 CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c mem_store.c \
 	output.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
-	mem_client.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
+	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c lsp.c rlimits.c pidcg.c \
 	sandbox_plan.c peer.c mount_guard.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
@@ -50,7 +52,7 @@ all: dolsot
 # Not a PIE: libpython's tables of pointers would need ~39,000 relocations
 # at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
 
 $(B)/worker.o $(B)/dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
@@ -130,7 +132,7 @@ $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o)
 $(B)/tests/check_sandbox_enter.o $(B)/tests/check_sandbox_enter.asan.o: \
 	ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/tests/check_sandbox_enter $(B)/tests/check_sandbox_enter-asan: \
-	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS)
+	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
 
 $(TESTS:%=$(B)/%):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -180,7 +182,7 @@ $(B)/tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 $(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
 
 $(ASAN_TESTS:%=$(B)/%):
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "checkd.h"
 #include "cold.h"
 #include "frame.h"
 #include "pidcg.h"
@@ -112,6 +113,39 @@ static int request_build(const struct call_args *c, struct request *r)
 	return 0;
 }
 
+/*
+ * With the gate on, a warm call's checker runs warm too (checkd.h): name
+ * the environment's daemon, make sure one runs, and tell the worker where
+ * (DIR/NAME into path).  Not for a sandboxed call: its checker runs in
+ * its sandbox.  false when the worker should run the checker cold.
+ */
+static bool warm_checker(const struct call_args *c, const struct request *r,
+                         const char *cwd, char *path, size_t len)
+{
+	const char *parts[4 + 2 * FRAME_MAX_TOOLBOXES] = { c->run->settings->ty_bin, cwd,
+	                                                   getenv("PYTHONPATH"),
+	                                                   getenv("VIRTUAL_ENV") };
+	char proc[64], dir[PATH_MAX], name[CHECKD_NAME_MAX];
+	size_t n = 4;
+	ssize_t got;
+	int w;
+
+	if (!(r->flags & REQ_TYPECHECK) || (r->flags & REQ_SANDBOX) || c->dirfd < 0)
+		return false;
+	for (size_t i = 0; i < c->run->n_toolboxes; i++) {
+		parts[n++] = c->run->toolboxes[i].module;
+		parts[n++] = c->run->toolboxes[i].alias;
+	}
+	checkd_name(parts, n, name, sizeof(name));
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", c->dirfd);
+	got = readlink(proc, dir, sizeof(dir) - 1);
+	if (got <= 0 || checkd_ensure(c->dirfd, name) < 0)
+		return false;
+	dir[got] = '\0';
+	w = snprintf(path, len, "%s/%s", dir, name);
+	return w > 0 && (size_t)w < len;
+}
+
 /* r as a frame into buf for the warm path (warm) or the cold one.  A warm
  * worker is forked from a zygote, not from us: it is told where and with
  * what environment the caller runs (unless the plan gives one).  A cold
@@ -120,12 +154,14 @@ static int request_encode(const struct call_args *c, const struct request *r, bo
                           struct frame_buf *buf)
 {
 	struct request w = *r;
-	char cwd[PATH_MAX], *env = NULL;
+	char cwd[PATH_MAX], checker[PATH_MAX], *env = NULL;
 	int ret;
 
 	frame_buf_release(buf);
 	if (warm && getcwd(cwd, sizeof(cwd))) {
 		w.cwd = span_str(cwd);
+		if (warm_checker(c, r, cwd, checker, sizeof(checker)))
+			w.checkd = span_str(checker);
 		if (!(c->run->plan && c->run->plan->env) && pack_environ(&w.env, &env) < 0)
 			return -1;
 	}

@@ -15,6 +15,7 @@
 
 #include "deadline.h"
 #include "rlimits.h"
+#include "checkd.h"
 #include "typegate.h"
 
 /* Made by tools/embed.py: the source, its bytecode and the bytecode magic. */
@@ -41,6 +42,7 @@ struct embedded {
 static struct timespec deadline;
 static bool have_deadline;
 static char *ty_bin;
+static char *checker_path;   /* the warm checker's DIR/NAME, or NULL */
 
 void dolsotmod_begin(const struct request *r)
 {
@@ -50,6 +52,10 @@ void dolsotmod_begin(const struct request *r)
 	ty_bin = NULL;
 	if (r->ty_bin.present && r->ty_bin.len)
 		ty_bin = strndup((const char *)r->ty_bin.p, r->ty_bin.len);
+	free(checker_path);
+	checker_path = NULL;
+	if (r->checkd.present && r->checkd.len && !(r->flags & REQ_SANDBOX))
+		checker_path = strndup((const char *)r->checkd.p, r->checkd.len);
 }
 
 static double seconds_left(void)
@@ -205,6 +211,63 @@ out:
 	return res;
 }
 
+static PyObject *m_warm_checker(PyObject *self, PyObject *noargs)
+{
+	(void)self;
+	(void)noargs;
+	if (!checker_path)
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(checker_path);
+}
+
+/*
+ * check_warm(path, kind, bin, python, config, args, env, text, seconds)
+ * -> what run_checker returns, from the warm checker at path (checkd.h),
+ * or None when it could not check (run the checker cold).
+ */
+static PyObject *m_check_warm(PyObject *self, PyObject *args)
+{
+	const char *path, *kind, *bin, *python, *config;
+	PyObject *args_list, *env_list, *keep_args = NULL, *keep_env = NULL, *res = NULL;
+	const char **argv = NULL, **envp = NULL;
+	Py_buffer text;
+	double seconds;
+	struct timespec d;
+	struct typegate_run r;
+	struct checkd_spec spec;
+	int got;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "sssssOOy*d", &path, &kind, &bin, &python, &config,
+	                      &args_list, &env_list, &text, &seconds))
+		return NULL;
+	if (!(seconds > 0) || seconds > 1e7) {
+		PyErr_SetString(PyExc_ValueError, "seconds must be positive");
+		goto out;
+	}
+	if (!(argv = str_array(args_list, &keep_args)) || !(envp = str_array(env_list, &keep_env)))
+		goto out;
+	spec = (struct checkd_spec){ kind, bin, python, config, argv, envp };
+	deadline_in(&d, seconds);
+	Py_BEGIN_ALLOW_THREADS
+	got = checkd_ask(path, &spec, text.buf, (size_t)text.len, &d, &r);
+	Py_END_ALLOW_THREADS
+	if (!got) {
+		res = Py_NewRef(Py_None);
+		goto out;
+	}
+	res = Py_BuildValue("(siy#y#d)", status_name(r.status), r.code, r.out ? r.out : "",
+	                    (Py_ssize_t)r.out_len, "", (Py_ssize_t)0, r.seconds);
+	typegate_run_release(&r);
+out:
+	PyBuffer_Release(&text);
+	PyMem_Free(argv);
+	PyMem_Free(envp);
+	Py_XDECREF(keep_args);
+	Py_XDECREF(keep_env);
+	return res;
+}
+
 static const char *severity_name(enum typegate_severity s)
 {
 	switch (s) {
@@ -337,6 +400,10 @@ static PyMethodDef methods[] = {
 	  "The output format of a checker binary: ty, mypy, pyright or generic." },
 	{ "run_checker", m_run_checker, METH_VARARGS,
 	  "Run a checker under a deadline; see dolsotmod.c." },
+	{ "warm_checker", m_warm_checker, METH_NOARGS,
+	  "The warm type checker's socket for this call, or None." },
+	{ "check_warm", m_check_warm, METH_VARARGS,
+	  "Check a cell with the warm type checker; see dolsotmod.c." },
 	{ "parse", m_parse, METH_VARARGS, "Parse a checker's output." },
 	{ "embedded", m_embedded, METH_O, "Import a Python module compiled in." },
 	{ NULL, NULL, 0, NULL },

@@ -86,6 +86,8 @@ struct request {
 	                                  * repeated; mode "ro", "rw" or "overlay" */
 	struct span pids_cgroup;         /* a cgroup directory the worker joins */
 	struct span mem_cgroup;          /* another (memory), joined after it */
+	struct span checkd;              /* the warm type checker's socket,
+	                                  * DIR/NAME (checkd.h); absent: none */
 };
 
 #define REQ_TYPECHECK  (1u << 0)

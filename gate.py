@@ -177,13 +177,17 @@ def _json(value):
     return "{" + ", ".join(f"{_json(k)}: {_json(v)}" for k, v in value.items()) + "}"
 
 
-def _pyright_config(tmp):
+def _pyright_config_text():
     conf = {"typeCheckingMode": "basic", "pythonVersion": "3.11",
             "extraPaths": _search_paths(), "enableTypeIgnoreComments": True}
     conf.update({rule: "none" for rule in _PYRIGHT_OFF})
+    return _json(conf)
+
+
+def _pyright_config(tmp):
     path = os.path.join(tmp, "pyrightconfig.json")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(_json(conf))
+        f.write(_pyright_config_text())
     return path
 
 
@@ -211,6 +215,29 @@ def command(kind, binary, path, tmp):
             argv += ["--ignore", rule]
         return argv + [path], {}
     return [binary, path], {}
+
+
+def _check_warm(kind, binary, source, seconds):
+    """What run_checker returns, from the warm checker beside the warm
+    server (checkd.c), or None when there is none for this call or it
+    could not check: then the checker runs cold.  Same checker, same
+    configuration, same output format as the cold run: pyright's language
+    server, or mypy's daemon with the same flags (it follows imports
+    normally, as it cannot silently: what it says about the toolboxes'
+    own files is not the cell's, and the gate drops it)."""
+    path = _dolsot.warm_checker()
+    if path is None or kind not in ("pyright", "mypy"):
+        return None
+    if kind == "pyright":
+        config, args, env = _pyright_config_text(), [], []
+    else:
+        argv, extra = command(kind, binary, CELL_FILE, "")
+        config = ""
+        args = ["--follow-imports=normal" if a == "--follow-imports=silent" else a
+                for a in argv[1:-1]]
+        env = [f"{k}={v}" for k, v in extra.items()]
+    return _dolsot.check_warm(path, kind, binary, sys.executable, config, args, env,
+                              source.encode("utf-8"), seconds)
 
 
 def _environment(extra):
@@ -433,16 +460,20 @@ def _run(code, held, toolboxes):
     seconds = _dolsot.seconds_left() / 2
     if seconds < MIN_SECONDS:
         raise _Skip(f"warning: type gate skipped: no time left to run {name}")
-    tmp = _private_dir()
-    try:
-        cell = os.path.join(tmp, CELL_FILE)
-        with open(cell, "w", encoding="utf-8") as f:
-            f.write(source)
-        argv, extra = command(kind, path, cell, tmp)
-        status, rc, out, err, took = _dolsot.run_checker(
-            argv, _environment(extra), tmp, seconds, OUTPUT_CAP)
-    finally:
-        _remove(tmp, _GATE_FILES)
+    warm = _check_warm(kind, path, source, seconds)
+    if warm is not None:
+        status, rc, out, err, took = warm
+    else:
+        tmp = _private_dir()
+        try:
+            cell = os.path.join(tmp, CELL_FILE)
+            with open(cell, "w", encoding="utf-8") as f:
+                f.write(source)
+            argv, extra = command(kind, path, cell, tmp)
+            status, rc, out, err, took = _dolsot.run_checker(
+                argv, _environment(extra), tmp, seconds, OUTPUT_CAP)
+        finally:
+            _remove(tmp, _GATE_FILES)
     if status == "timeout":
         raise _Skip(f"warning: type gate skipped: {name} did not finish within "
                     f"{took:.1f}s (half the time the call had left)")

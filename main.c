@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkd.h"
 #include "opts.h"
 #include "output.h"
 #include "repl.h"
@@ -523,6 +524,8 @@ int main(int argc, char **argv)
 		server_exec_main(argc, argv);
 	if (argc > 0 && strcmp(argv[0], ZYGOTE_ARGV0) == 0)
 		zygote_exec_main();
+	if (argc > 0 && strcmp(argv[0], CHECKD_ARGV0) == 0)
+		checkd_main(argc, argv);
 	check_fds();
 	/* Our stderr lines are written once, at the end: buffer them rather
 	 * than make a write per character (exit and output_render flush). */

@@ -61,6 +61,16 @@ enum wire_type {
 	WIRE_MEM_LOCKED,
 	WIRE_MEM_ERR,
 	WIRE_MEM_ORIGIN,
+	/* worker -> warm checker daemon (checkd.c): check a cell; a: budget in
+	 * ns; fds: a memfd with the file's text; payload: the checker's spec
+	 * ("kind", "bin", "python", "config", "arg" and "env" entries) */
+	WIRE_CHECK,
+	/* checker daemon -> worker: a: a checkd_status, b: the exit status
+	 * the checker's command line would have had; fds: a memfd with its
+	 * output (CHECKD_ANSWERED only) */
+	WIRE_CHECKED,
+	/* client -> checker daemon: exit (it is evicted) */
+	WIRE_CHECKD_QUIT,
 	WIRE_TYPE_MAX,
 };
 

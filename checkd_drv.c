@@ -1,0 +1,712 @@
+/*
+ * checkd_drv.c - keep one type checker running and ask it about a file.
+ *
+ * pyright: its language server (the checker's name + "-langserver",
+ * beside it) over stdio.  The cell is one open document: each check sends
+ * its whole text as a new version and waits for the diagnostics published
+ * for that version.  Writes to the server are non-blocking and interleaved
+ * with reads, so a server that talks while we talk cannot deadlock us.
+ *
+ * mypy: its daemon, `dmypy daemon` (beside mypy), in the foreground as our
+ * child.  Each check writes the cell file and asks the daemon's socket
+ * for "check", whose "out" is what mypy prints.  The daemon only follows
+ * imports normally (it refuses --follow-imports=silent), so it also
+ * reports errors in the toolboxes' own files: the gate keeps only the
+ * cell's.  dmypy notices a changed file by its mtime and size, which
+ * two quick writes of the same length can share: each write is given a
+ * strictly later mtime.
+ *
+ * The checker runs in its own process group (proc.c) and dies with us.
+ */
+#include "checkd_drv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "deadline.h"
+#include "fdio.h"
+#include "lsp.h"
+#include "proc.h"
+#include "proc_child.h"
+
+extern char **environ;
+
+#define MAX_ENV 4096
+#define ERR_KEEP 4096
+#define INIT_ID 1
+
+enum kind { PYRIGHT, MYPY };
+
+struct buf {
+	char *p;
+	size_t len, cap;
+	bool over;              /* more than the cap came: the stream is lost */
+};
+
+struct checkd_drv {
+	enum kind kind;
+	struct proc_child c;
+	int in;                 /* the checker's stdin (pyright) */
+	struct buf rx, tx, junk;
+	char cell[PATH_MAX];
+	char uri[PATH_MAX + 16];
+	char status[PATH_MAX];  /* dmypy's status file */
+	char python[PATH_MAX];
+	char tmpdir[PATH_MAX + 8];
+	long version;           /* pyright: the document's; 0 until opened */
+	long asked;             /* the id of the diagnostics we wait for; 0: none */
+	bool initialized;
+	struct timespec mtime;  /* mypy: the cell file's last */
+};
+
+static void buf_feed(void *ctx, const char *p, size_t n)
+{
+	struct buf *b = ctx;
+	size_t cap = (size_t)LSP_MAX_BODY + LSP_MAX_HEADER;
+
+	if (b->over || n > cap - b->len) {
+		b->over = true;
+		return;
+	}
+	if (b->len + n > b->cap) {
+		size_t want = b->cap ? b->cap : 65536;
+		char *q;
+
+		while (want < b->len + n)
+			want *= 2;
+		q = realloc(b->p, want);
+		if (!q) {
+			b->over = true;
+			return;
+		}
+		b->p = q;
+		b->cap = want;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+/* Keep only the last ERR_KEEP bytes of stderr: it is read, never used. */
+static void junk_feed(void *ctx, const char *p, size_t n)
+{
+	struct buf *b = ctx;
+
+	if (b->len + n > ERR_KEEP)
+		b->len = 0;
+	if (n <= ERR_KEEP)
+		buf_feed(b, p, n);
+}
+
+static void buf_drop(struct buf *b, size_t n)
+{
+	memmove(b->p, b->p + n, b->len - n);
+	b->len -= n;
+}
+
+struct start {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	const char *cwd;
+	int in;                 /* -1: /dev/null */
+	pid_t parent;
+};
+
+static void child_exec(void *arg, int out, int err)
+{
+	const struct start *s = arg;
+	sigset_t none;
+	int in = s->in >= 0 ? s->in : open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	sigemptyset(&none);
+	proc_child_reset_signals(&none);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != s->parent)
+		_exit(127);
+	if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
+	    chdir(s->cwd) < 0)
+		_exit(127);
+	proc_child_close_fds(NULL, 0);
+	execve(s->path, s->argv, s->envp);
+	_exit(127);
+}
+
+static bool same_name(const char *a, const char *b)
+{
+	const char *eq = b ? strchr(b, '=') : NULL;
+
+	return eq && strncmp(a, b, (size_t)(eq - b) + 1) == 0;
+}
+
+/* environ with extra's NAME=VALUE entries and then more in place of ours. */
+static void build_env(const char *const *extra, const char *more, const char **envp,
+                      size_t max)
+{
+	size_t n = 0;
+
+	for (char **e = environ; *e; e++) {
+		bool replaced = same_name(*e, more);
+
+		for (const char *const *x = extra; x && *x; x++)
+			replaced = replaced || same_name(*e, *x);
+		if (!replaced && n + 1 < max)
+			envp[n++] = *e;
+	}
+	for (const char *const *x = extra; x && *x; x++)
+		if (strchr(*x, '=') && !same_name(*x, more) && n + 1 < max)
+			envp[n++] = *x;
+	if (more && n + 1 < max)
+		envp[n++] = more;
+	envp[n] = NULL;
+}
+
+static int spawn(struct checkd_drv *d, const char *path, char *const *argv,
+                 const struct checkd_spec *s, const char *cwd, const char *more,
+                 char *err, size_t errlen)
+{
+	bool with_stdin = d->kind == PYRIGHT;
+	static const char *envp[MAX_ENV];
+	int inp[2] = { -1, -1 };
+	struct start st = { path, argv, (char *const *)envp, cwd, -1, getpid() };
+	const char *what = "pipe2";
+
+	build_env(s->env, more, envp, MAX_ENV);
+	if (with_stdin && pipe2(inp, O_CLOEXEC) < 0)
+		goto fail;
+	st.in = inp[0];
+	d->c.out = (struct proc_pipe){ -1, buf_feed, with_stdin ? &d->rx : &d->junk };
+	d->c.err = (struct proc_pipe){ -1, junk_feed, &d->junk };
+	if (proc_start(&d->c, child_exec, &st, &what) < 0)
+		goto fail;
+	fd_close(&inp[0]);
+	d->in = inp[1];
+	if (d->in >= 0)
+		fcntl(d->in, F_SETFL, O_NONBLOCK);
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot start %s: %s: %s", path, what, strerror(errno));
+	fd_close(&inp[0]);
+	fd_close(&inp[1]);
+	return -1;
+}
+
+/* The program named base beside bin ("/x/pyright" + "-langserver"). */
+static int beside(const char *bin, const char *name, const char *suffix, char *buf,
+                  size_t len)
+{
+	const char *slash = strrchr(bin, '/');
+	int w;
+
+	if (!slash)
+		return -1;
+	if (name)
+		w = snprintf(buf, len, "%.*s/%s", (int)(slash - bin), bin, name);
+	else
+		w = snprintf(buf, len, "%s%s", bin, suffix);
+	return w > 0 && (size_t)w < len && access(buf, X_OK) == 0 ? 0 : -1;
+}
+
+/* ---- pyright: LSP ---- */
+
+static int send_msg(struct checkd_drv *d, json_t *msg)
+{
+	size_t n;
+	char *f = msg ? lsp_frame_encode(msg, &n) : NULL;
+
+	json_decref(msg);
+	if (!f)
+		return -1;
+	buf_feed(&d->tx, f, n);
+	free(f);
+	return d->tx.over ? -1 : 0;
+}
+
+static json_t *configuration(const struct checkd_drv *d, const json_t *params)
+{
+	json_t *items = json_object_get(params, "items"), *res = json_array(), *it;
+	size_t i;
+
+	if (!res)
+		return NULL;
+	json_array_foreach(items, i, it) {
+		const char *sec = json_string_value(json_object_get(it, "section"));
+		json_t *v = sec && strcmp(sec, "python") == 0
+		            ? json_pack("{s:s}", "pythonPath", d->python) : json_object();
+
+		if (!v || json_array_append_new(res, v) < 0) {
+			json_decref(res);
+			return NULL;
+		}
+	}
+	return res;
+}
+
+/* Ask for the document's diagnostics now: pulled, they come at once, where
+ * published ones wait for the server's backoff after a change. */
+static int ask_diagnostics(struct checkd_drv *d)
+{
+	d->asked = d->version + INIT_ID;
+	return send_msg(d, json_pack("{s:s, s:i, s:s, s:{s:{s:s}}}", "jsonrpc", "2.0", "id",
+	                             (int)d->asked, "method", "textDocument/diagnostic",
+	                             "params", "textDocument", "uri", d->uri));
+}
+
+static int open_document(struct checkd_drv *d, const char *text, size_t len)
+{
+	d->version = 1;
+	if (send_msg(d, json_pack("{s:s, s:s, s:{s:{s:s, s:s, s:i, s:s%}}}", "jsonrpc",
+	                          "2.0", "method", "textDocument/didOpen", "params",
+	                          "textDocument", "uri", d->uri, "languageId", "python",
+	                          "version", 1, "text", text, len)) < 0)
+		return -1;
+	return ask_diagnostics(d);
+}
+
+/*
+ * One message from the server.  Returns 1 when it is the diagnostics of
+ * the current version (*out, *code set), 0 to go on, -1 when broken.
+ * text is the document to open once the server is initialized.
+ */
+static int handle(struct checkd_drv *d, const char *body, size_t n, const char *text,
+                  size_t len, char **out, int *code)
+{
+	json_t *root;
+	struct lsp_msg m;
+	int ret = 0;
+
+	if (lsp_msg_decode(body, n, &root, &m) < 0)
+		return -1;
+	if (m.kind == LSP_REQUEST) {
+		json_t *res = strcmp(m.method, "workspace/configuration") == 0
+		              ? configuration(d, m.params) : json_null();
+
+		ret = res ? send_msg(d, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id",
+		                                  m.id, "result", res)) : -1;
+	} else if (m.kind == LSP_RESPONSE && json_integer_value(m.id) == INIT_ID &&
+	           !d->initialized) {
+		d->initialized = true;
+		ret = m.error ? -1 : send_msg(d, json_pack("{s:s, s:s, s:{}}", "jsonrpc", "2.0",
+		                                          "method", "initialized", "params"));
+		if (ret == 0 && text)
+			ret = open_document(d, text, len);
+	} else if (m.kind == LSP_RESPONSE && d->asked &&
+	           json_integer_value(m.id) == d->asked) {
+		size_t errors;
+
+		d->asked = 0;
+		ret = m.error || !m.result ? -1 : lsp_diagnostics(m.result, d->cell, out, &errors);
+		if (ret == 0) {
+			*code = errors ? 1 : 0;
+			ret = 1;
+		}
+	}
+	json_decref(root);
+	return ret;
+}
+
+/* Handle every whole frame received; as handle(). */
+static int handle_all(struct checkd_drv *d, const char *text, size_t len, char **out,
+                      int *code)
+{
+	for (;;) {
+		size_t off, n, used;
+		enum lsp_frame f = lsp_frame_find(d->rx.p, d->rx.len, &off, &n, &used);
+		int got;
+
+		if (f == LSP_FRAME_MORE)
+			return d->rx.over ? -1 : 0;
+		if (f == LSP_FRAME_BAD)
+			return -1;
+		got = handle(d, d->rx.p + off, n, text, len, out, code);
+		buf_drop(&d->rx, used);
+		if (got != 0)
+			return got;
+	}
+}
+
+static void flush_tx(struct checkd_drv *d)
+{
+	while (d->tx.len && d->in >= 0) {
+		ssize_t w = write(d->in, d->tx.p, d->tx.len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return;
+		if (w <= 0) {
+			fd_close(&d->in);
+			return;
+		}
+		buf_drop(&d->tx, (size_t)w);
+	}
+}
+
+/* Talk until the diagnostics come (or, with no deadline, until nothing is
+ * left to read now). */
+static enum checkd_result lsp_talk(struct checkd_drv *d, const char *text, size_t len,
+                                   const struct timespec *deadline, char **out, int *code)
+{
+	for (;;) {
+		struct pollfd w = { d->tx.len ? d->in : -1, POLLOUT, 0 };
+		double left = deadline ? deadline_left(deadline) : 0;
+		int got;
+
+		flush_tx(d);
+		if (d->in < 0 || d->tx.over)
+			return CHECKD_BROKEN;
+		got = handle_all(d, text, len, out, code);
+		if (got < 0)
+			return CHECKD_BROKEN;
+		if (got == 1)
+			return CHECKD_OK;
+		if (d->c.out.fd < 0)
+			return CHECKD_BROKEN;
+		if (deadline && left <= 0)
+			return CHECKD_TIMEOUT;
+		w.fd = d->tx.len ? d->in : -1;
+		got = proc_poll(&d->c.out, 2, &w, 1, deadline ? deadline_poll_ms(left) : 0);
+		if (got < 0)
+			return CHECKD_BROKEN;
+		if (!deadline && got == 0) {
+			flush_tx(d);
+			return handle_all(d, NULL, 0, out, code) < 0 ? CHECKD_BROKEN : CHECKD_OK;
+		}
+	}
+}
+
+static int pyright_start(struct checkd_drv *d, const struct checkd_spec *s,
+                         const char *workdir, char *err, size_t errlen)
+{
+	char path[PATH_MAX], conf[PATH_MAX], root[PATH_MAX + 16];
+	char *argv[] = { path, "--stdio", NULL };
+	int fd;
+
+	if (beside(s->bin, NULL, "-langserver", path, sizeof(path)) < 0) {
+		snprintf(err, errlen, "no %s-langserver beside %s", strrchr(s->bin, '/') + 1, s->bin);
+		return -1;
+	}
+	snprintf(conf, sizeof(conf), "%s/pyrightconfig.json", workdir);
+	fd = open(conf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fd_write_all(fd, s->config ? s->config : "{}",
+	                           strlen(s->config ? s->config : "{}")) < 0) {
+		snprintf(err, errlen, "cannot write %s: %s", conf, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	snprintf(root, sizeof(root), "file://%s", workdir);
+	if (spawn(d, path, argv, s, workdir, NULL, err, errlen) < 0)
+		return -1;
+	/* Without workspaceFolders, the server ignores the root's config file. */
+	return send_msg(d, json_pack("{s:s, s:i, s:s, s:{s:i, s:s, s:[{s:s, s:s}], "
+	                             "s:{s:{s:b}, s:{s:{}}}}}",
+	                             "jsonrpc", "2.0", "id", INIT_ID, "method", "initialize",
+	                             "params", "processId", (int)getpid(), "rootUri", root,
+	                             "workspaceFolders", "uri", root, "name", "dolsot",
+	                             "capabilities", "workspace", "configuration", 1,
+	                             "textDocument", "diagnostic"));
+}
+
+static enum checkd_result pyright_check(struct checkd_drv *d, const char *text, size_t len,
+                                        const struct timespec *deadline, int *code,
+                                        char **out)
+{
+	if (d->initialized && !d->version) {
+		if (open_document(d, text, len) < 0)
+			return CHECKD_BROKEN;
+	} else if (d->version) {
+		d->version++;
+		if (send_msg(d, json_pack("{s:s, s:s, s:{s:{s:s, s:i}, s:[{s:s%}]}}", "jsonrpc",
+		                          "2.0", "method", "textDocument/didChange", "params",
+		                          "textDocument", "uri", d->uri, "version",
+		                          (int)d->version, "contentChanges", "text", text,
+		                          len)) < 0 || ask_diagnostics(d) < 0)
+			return CHECKD_BROKEN;
+	}
+	return lsp_talk(d, text, len, deadline, out, code);
+}
+
+/* ---- mypy: dmypy ---- */
+
+static int mypy_start(struct checkd_drv *d, const struct checkd_spec *s,
+                      const char *workdir, char *err, size_t errlen)
+{
+	static char *argv[512];
+	char path[PATH_MAX];
+	size_t n = 0;
+
+	if (beside(s->bin, "dmypy", NULL, path, sizeof(path)) < 0) {
+		snprintf(err, errlen, "no dmypy beside %s", s->bin);
+		return -1;
+	}
+	snprintf(d->status, sizeof(d->status), "%s/dmypy.json", workdir);
+	argv[n++] = path;
+	argv[n++] = "--status-file";
+	argv[n++] = d->status;
+	argv[n++] = "daemon";
+	argv[n++] = "--";
+	for (const char *const *a = s->args; a && *a && n + 1 < 512; a++)
+		argv[n++] = (char *)*a;
+	argv[n] = NULL;
+	/* Its socket's directory goes in our work directory, which checkd.c
+	 * removes, however the daemon ends. */
+	snprintf(d->tmpdir, sizeof(d->tmpdir), "TMPDIR=%s", workdir);
+	return spawn(d, path, argv, s, workdir, d->tmpdir, err, errlen);
+}
+
+/* The daemon's socket path from its status file; -1 while there is none. */
+static int mypy_socket(const struct checkd_drv *d, char *buf, size_t len)
+{
+	uint8_t *text = NULL;
+	size_t n = 0;
+	int fd = open(d->status, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), ret = -1;
+	json_t *j = NULL;
+	const char *name;
+
+	if (fd < 0)
+		return -1;
+	if (fd_read_all(fd, 256, &text, &n) == 0 && n < 65536)
+		j = json_loadb((const char *)text, n, 0, NULL);
+	close(fd);
+	free(text);
+	name = json_string_value(json_object_get(j, "connection_name"));
+	if (name && strlen(name) < len) {
+		snprintf(buf, len, "%s", name);
+		ret = 0;
+	}
+	json_decref(j);
+	return ret;
+}
+
+static int write_cell(struct checkd_drv *d, const char *text, size_t len)
+{
+	struct timespec now, times[2];
+	int fd = open(d->cell, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &now);
+	/* Strictly later than the last write, whatever the clock's grain. */
+	if (now.tv_sec < d->mtime.tv_sec ||
+	    (now.tv_sec == d->mtime.tv_sec && now.tv_nsec <= d->mtime.tv_nsec + 1000)) {
+		now = d->mtime;
+		now.tv_nsec += 1000000;
+		if (now.tv_nsec >= 1000000000L) {
+			now.tv_sec++;
+			now.tv_nsec -= 1000000000L;
+		}
+	}
+	d->mtime = now;
+	times[0] = times[1] = now;
+	if (fd_write_all(fd, text, len) < 0 || futimens(fd, times) < 0) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+static enum checkd_result mypy_ask(const char *sock, const struct timespec *deadline,
+                                   struct buf *reply)
+{
+	static const char req[] = "{\"command\": \"check\", \"files\": [\"" CHECKD_CELL_FILE
+	                          "\"], \"export_types\": false, \"is_tty\": false, "
+	                          "\"terminal_width\": 80}";
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct proc_pipe p = { -1, buf_feed, reply };
+	int fd;
+
+	if (strlen(sock) >= sizeof(a.sun_path))
+		return CHECKD_BROKEN;
+	memcpy(a.sun_path, sock, strlen(sock) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    fd_write_all(fd, req, sizeof(req) - 1) < 0 || shutdown(fd, SHUT_WR) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return CHECKD_BROKEN;
+	}
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	p.fd = fd;
+	while (p.fd >= 0) {
+		double left = deadline_left(deadline);
+
+		if (left <= 0) {
+			fd_close(&p.fd);
+			return CHECKD_TIMEOUT;
+		}
+		proc_poll(&p, 1, NULL, 0, deadline_poll_ms(left));
+	}
+	return reply->over ? CHECKD_BROKEN : CHECKD_OK;
+}
+
+static enum checkd_result mypy_check(struct checkd_drv *d, const char *text, size_t len,
+                                     const struct timespec *deadline, int *code, char **out)
+{
+	char sock[PATH_MAX];
+	struct buf reply = { 0 };
+	enum checkd_result r;
+	json_t *j, *o, *st;
+
+	/* The daemon is ready once its status file names its socket. */
+	while (mypy_socket(d, sock, sizeof(sock)) < 0) {
+		double left = deadline_left(deadline);
+
+		if (d->c.out.fd < 0 && d->c.err.fd < 0)
+			return CHECKD_BROKEN;
+		if (left <= 0)
+			return CHECKD_TIMEOUT;
+		proc_poll(&d->c.out, 2, NULL, 0, left > 0.01 ? 10 : deadline_poll_ms(left));
+	}
+	if (write_cell(d, text, len) < 0)
+		return CHECKD_BROKEN;
+	r = mypy_ask(sock, deadline, &reply);
+	if (r != CHECKD_OK) {
+		free(reply.p);
+		return r;
+	}
+	j = json_loadb(reply.p ? reply.p : "", reply.len, 0, NULL);
+	free(reply.p);
+	o = json_object_get(j, "out");
+	st = json_object_get(j, "status");
+	if (!json_is_string(o) || !json_is_integer(st) || json_object_get(j, "error")) {
+		json_decref(j);
+		return CHECKD_BROKEN;
+	}
+	*code = (int)json_integer_value(st);
+	*out = strdup(json_string_value(o));
+	json_decref(j);
+	return *out ? CHECKD_OK : CHECKD_BROKEN;
+}
+
+/* ---- the door ---- */
+
+struct checkd_drv *checkd_drv_start(const struct checkd_spec *s, const char *workdir,
+                                    char *err, size_t errlen)
+{
+	struct checkd_drv *d = calloc(1, sizeof(*d));
+	int rc;
+
+	if (!d) {
+		snprintf(err, errlen, "cannot start a checker: %s", strerror(ENOMEM));
+		return NULL;
+	}
+	d->c.pid = -1;
+	d->c.out.fd = d->c.err.fd = d->in = -1;
+	d->kind = strcmp(s->kind, "mypy") == 0 ? MYPY : PYRIGHT;
+	snprintf(d->cell, sizeof(d->cell), "%s/%s", workdir, CHECKD_CELL_FILE);
+	snprintf(d->uri, sizeof(d->uri), "file://%s", d->cell);
+	snprintf(d->python, sizeof(d->python), "%s", s->python ? s->python : "");
+	if (!s->bin || s->bin[0] != '/' ||
+	    (strcmp(s->kind, "mypy") != 0 && strcmp(s->kind, "pyright") != 0)) {
+		snprintf(err, errlen, "no warm %s checker", s->kind);
+		free(d);
+		return NULL;
+	}
+	rc = d->kind == MYPY ? mypy_start(d, s, workdir, err, errlen)
+	                     : pyright_start(d, s, workdir, err, errlen);
+	if (rc < 0) {
+		checkd_drv_stop(d);
+		return NULL;
+	}
+	return d;
+}
+
+enum checkd_result checkd_drv_check(struct checkd_drv *d, const char *text, size_t len,
+                                    const struct timespec *deadline, int *code,
+                                    char **out, size_t *out_len)
+{
+	enum checkd_result r;
+
+	*out = NULL;
+	*code = 0;
+	r = d->kind == MYPY ? mypy_check(d, text, len, deadline, code, out)
+	                    : pyright_check(d, text, len, deadline, code, out);
+	if (r != CHECKD_OK) {
+		free(*out);
+		*out = NULL;
+	}
+	*out_len = *out ? strlen(*out) : 0;
+	return r;
+}
+
+int checkd_drv_fds(const struct checkd_drv *d, struct pollfd *p)
+{
+	int n = 0;
+
+	if (d->c.out.fd >= 0)
+		p[n++] = (struct pollfd){ .fd = d->c.out.fd, .events = POLLIN };
+	if (d->c.err.fd >= 0)
+		p[n++] = (struct pollfd){ .fd = d->c.err.fd, .events = POLLIN };
+	return n;
+}
+
+bool checkd_drv_idle(struct checkd_drv *d)
+{
+	char *out = NULL;
+	int code;
+
+	if (d->kind == MYPY) {
+		proc_poll(&d->c.out, 2, NULL, 0, 0);
+		return d->c.out.fd >= 0 || d->c.err.fd >= 0;
+	}
+	if (lsp_talk(d, NULL, 0, NULL, &out, &code) != CHECKD_OK) {
+		free(out);
+		return false;
+	}
+	free(out);
+	return d->c.out.fd >= 0;
+}
+
+long checkd_drv_rss_kib(const struct checkd_drv *d)
+{
+	char path[64], line[256];
+	long kib = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)d->c.pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+int checkd_drv_pid(const struct checkd_drv *d)
+{
+	return (int)d->c.pid;
+}
+
+void checkd_drv_stop(struct checkd_drv *d)
+{
+	if (!d)
+		return;
+	if (d->c.pid > 0) {
+		proc_kill_group(d->c.pid);
+		while (waitpid(d->c.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	fd_close(&d->in);
+	fd_close(&d->c.out.fd);
+	fd_close(&d->c.err.fd);
+	if (d->kind == MYPY && d->status[0])
+		unlink(d->status);
+	free(d->rx.p);
+	free(d->tx.p);
+	free(d->junk.p);
+	free(d);
+}
