@@ -1,21 +1,21 @@
-"""Where a warm type checker would put the gate (issue 18, item 3).
+"""The warm type checker against the cold one (issue 18, "the gate at warm speed").
 
-usage: /usr/bin/python3.11 bench/typegate_warm.py [ROUNDS]   (from the repo root)
+usage: /usr/bin/python3.11 bench/typegate_warm.py [ROUNDS]   (from the repo root,
+       after `make dolsot`; needs mypy and tools/node's pyright)
 
-Checks the same gate-shaped file (the prelude gate.py writes, a toolbox
-import, one wrong call) side by side, interleaved round by round:
+Two measurements, each interleaved round by round, for mypy and pyright:
 
-  pyright cold   tools/node/.../pyright --outputjson FILE (what the gate runs)
-  pyright warm   one pyright-langserver over stdio, kept running: the time
-                 from textDocument/didChange to its publishDiagnostics
-  mypy cold      mypy FILE with a warm cache (what the gate runs)
-  mypy warm      one dmypy daemon, kept running: `dmypy check FILE` (the
-                 client's own start is part of it)
+  checker   inside one warm dolsot call, the gate's own two ways of checking
+            the same gate-shaped file (a trivial cell under the prelude
+            gate.py writes): the warm checker (_dolsot.check_warm, the round
+            trip to dolsot-checkd) and the cold one (_dolsot.run_checker with
+            the argv the gate runs cold); medians, p90, paired cold/warm.
+  per cell  whole warm-path dolsot calls of a trivial cell (`x + 1`) with a
+            toolbox: the gate off, and the gate on with its checker warm;
+            the paired difference is what the gate adds to a cell.
 
-and prints medians, 90th percentiles and the paired cold/warm ratios.  It
-measures only: dolsot does not keep a checker warm yet.
+It prints `uptime` first and last.  Nothing is asserted: see bench/RESULTS.md.
 """
-import json
 import os
 import shutil
 import statistics
@@ -25,122 +25,91 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOLSOT = os.path.join(ROOT, "dolsot")
 PYRIGHT = os.path.join(ROOT, "tools/node/node_modules/.bin/pyright")
-LANGSERVER = PYRIGHT + "-langserver"
-MYPY_FLAGS = ["--show-column-numbers", "--show-error-codes", "--no-error-summary",
-              "--follow-imports=error", "--ignore-missing-imports", "--allow-redefinition",
-              "--no-strict-optional", "--allow-untyped-globals", "--python-version", "3.11"]
 TOOLBOX = "def add(a: int, b: int) -> int:\n    return a + b\n"
-PRELUDE = ("import builtins as _dolsot_b\nfrom typing import Any as _dolsot_Any\n"
-           "def _dolsot_v() -> _dolsot_Any: return None\nimport mytools as mt\n"
-           "x: _dolsot_b.int = _dolsot_v()\n")
 
-
-def cell(i):
-    return PRELUDE + f"y = mt.add(x, {i}, 3)\n"
-
-
-class LangServer:
-    def __init__(self, root, path):
-        self.p = subprocess.Popen([LANGSERVER, "--stdio"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root)
-        self.uri = "file://" + path
-        self.version = 1
-        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                   "params": {"processId": os.getpid(), "rootUri": "file://" + root,
-                              "capabilities": {}}})
-        while self.recv().get("id") != 1:
-            pass
-        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        self.send({"jsonrpc": "2.0", "method": "textDocument/didOpen",
-                   "params": {"textDocument": {"uri": self.uri, "languageId": "python",
-                                               "version": 1, "text": cell(0)}}})
-        self.wait(1)
-
-    def send(self, msg):
-        data = json.dumps(msg).encode()
-        self.p.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
-        self.p.stdin.flush()
-
-    def recv(self):
-        n = 0
-        while True:
-            line = self.p.stdout.readline()
-            if line in (b"\r\n", b""):
-                break
-            if line.lower().startswith(b"content-length:"):
-                n = int(line.split(b":")[1])
-        return json.loads(self.p.stdout.read(n))
-
-    def wait(self, version):
-        while True:
-            m = self.recv()
-            if m.get("method") == "workspace/configuration":
-                self.send({"jsonrpc": "2.0", "id": m["id"],
-                           "result": [{} for _ in m["params"]["items"]]})
-            elif m.get("id") is not None and m.get("method"):
-                self.send({"jsonrpc": "2.0", "id": m["id"], "result": None})
-            elif (m.get("method") == "textDocument/publishDiagnostics"
-                  and m["params"].get("version") == version):
-                return m["params"]["diagnostics"]
-
-    def check(self, text):
-        self.version += 1
-        self.send({"jsonrpc": "2.0", "method": "textDocument/didChange",
-                   "params": {"textDocument": {"uri": self.uri, "version": self.version},
-                              "contentChanges": [{"text": text}]}})
-        return self.wait(self.version)
-
-    def close(self):
-        self.p.kill()
-        self.p.wait()
-
-
-def timed(fn):
+# Runs inside a gated warm call: times both ways on the same source.
+PROBE = r'''
+import _dolsot, time, os
+g = _dolsot.embedded("gate")
+kind, binary = _dolsot.checker_kind(BIN), BIN
+src, off, col = g.build_source(kind, "y = x + 1\n", {"x": 1}, {"mt": __import__("mytools")})
+warm, cold = [], []
+for i in range(ROUNDS):
     t = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t) * 1000
+    res = g._check_warm(kind, binary, src + f"# {i}\n", 60)
+    warm.append((time.perf_counter() - t) * 1000 if res and res[0] == "exited" else -1)
+    tmp = g._private_dir()
+    cell = os.path.join(tmp, g.CELL_FILE)
+    with open(cell, "w") as f:
+        f.write(src + f"# {i}\n")
+    argv, extra = g.command(kind, binary, cell, tmp)
+    t = time.perf_counter()
+    st = _dolsot.run_checker(argv, g._environment(extra), tmp, 60, 1 << 20)
+    cold.append((time.perf_counter() - t) * 1000 if st[0] == "exited" else -1)
+    g._remove(tmp, g._GATE_FILES)
+print(" ".join(f"{w:.2f}" for w in warm))
+print(" ".join(f"{c:.2f}" for c in cold))
+'''
+
+
+def stats(v):
+    s = sorted(v)
+    return statistics.median(s), s[min(len(s) - 1, int(len(s) * 0.9))]
 
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     work = tempfile.mkdtemp(prefix="dolsot-bench-tgwarm-")
-    status = os.path.join(work, "dmypy.json")
-    mypy = MYPY_FLAGS + ["--cache-dir", os.path.join(work, "cache")]
-    ls = None
+    print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    env = dict(os.environ, DOLSOT_CACHE_DIR=os.path.join(work, "store"), DOLSOT_SERVER="auto",
+               XDG_CACHE_HOME=os.path.join(work, "cache"))
     try:
         with open(os.path.join(work, "mytools.py"), "w") as f:
             f.write(TOOLBOX)
-        path = os.path.join(work, "cell.py")
-        with open(path, "w") as f:
-            f.write(cell(0))
-        ls = LangServer(work, path)
-        run = lambda argv: subprocess.run(argv, cwd=work, capture_output=True)  # noqa: E731
-        run(["dmypy", "--status-file", status, "start", "--"] + mypy)
-        run(["dmypy", "--status-file", status, "check", "cell.py", "mytools.py"])
-        run(["mypy"] + mypy + ["cell.py"])
-        t = {"pyright cold": [], "pyright warm": [], "mypy cold": [], "mypy warm": []}
-        for i in range(1, rounds + 1):
-            with open(path, "w") as f:
-                f.write(cell(i))
-            t["pyright cold"].append(timed(lambda: run([PYRIGHT, "--outputjson", "cell.py"])))
-            t["pyright warm"].append(timed(lambda: ls.check(cell(i))))
-            t["mypy cold"].append(timed(lambda: run(["mypy"] + mypy + ["cell.py"])))
-            t["mypy warm"].append(timed(lambda: run(["dmypy", "--status-file", status,
-                                                     "check", "cell.py", "mytools.py"])))
-        print(f"rounds {rounds}")
-        for name, v in t.items():
-            s = sorted(v)
-            print(f"{name:14} median {statistics.median(s):8.1f} ms  p90 "
-                  f"{s[min(len(s) - 1, int(len(s) * 0.9))]:8.1f} ms")
-        for k in ("pyright", "mypy"):
-            ratios = [c / w for c, w in zip(t[k + " cold"], t[k + " warm"])]
-            print(f"{k:14} cold/warm paired ratio median {statistics.median(ratios):.1f}")
+
+        def call(binary, gate, code, session="s"):
+            e = dict(env, DOLSOT_TY_BIN=binary, DOLSOT_TYPECHECK=gate)
+            return subprocess.run([DOLSOT, "--toolbox", "mytools:mt", "--session", session,
+                                   "--timeout", "300", code], cwd=work, env=e,
+                                  capture_output=True, text=True)
+
+        for name, binary in (("mypy", shutil.which("mypy")), ("pyright", PYRIGHT)):
+            call(binary, "0", "x = 1")
+            for _ in range(3):          # server, daemon, checker, warm
+                call(binary, "1", "x + 1")
+            probe = PROBE.replace("BIN", repr(binary)).replace("ROUNDS", str(rounds))
+            r = call(binary, "1", probe, "probe")
+            lines = r.stdout.split("\n")
+            warm = [float(x) for x in lines[0].split()]
+            cold = [float(x) for x in lines[1].split()]
+            if min(warm + cold) < 0:
+                print(name, "checker: some runs failed", warm, cold)
+            wm, wp = stats(warm)
+            cm, cp = stats(cold)
+            ratios = [c / w for c, w in zip(cold, warm) if w > 0]
+            print(f"{name:8} checker  warm median {wm:7.1f} ms p90 {wp:7.1f} | cold median "
+                  f"{cm:7.1f} ms p90 {cp:7.1f} | paired cold/warm {statistics.median(ratios):.1f}")
+            off, on = [], []
+            for _ in range(rounds):
+                for gate, into in (("0", off), ("1", on)):
+                    t = time.perf_counter()
+                    r = call(binary, gate, "x + 1")
+                    into.append((time.perf_counter() - t) * 1000)
+                    if r.returncode != 0 or "type gate" in r.stderr:
+                        print(name, "call failed:", r.returncode, r.stderr.strip())
+            om, _ = stats(off)
+            gm, gp = stats(on)
+            added = [b - a for a, b in zip(off, on)]
+            print(f"{name:8} per cell gate off median {om:7.1f} ms | gate on (warm) median "
+                  f"{gm:7.1f} ms p90 {gp:7.1f} | added: paired median "
+                  f"{statistics.median(added):6.1f} ms")
     finally:
-        if ls is not None:
-            ls.close()
-        subprocess.run(["dmypy", "--status-file", status, "kill"], capture_output=True)
+        subprocess.run([DOLSOT, "--server-stop"], env=env, capture_output=True)
+        time.sleep(1.5)     # the daemons leave with the server
         shutil.rmtree(work, ignore_errors=True)
+    print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
 
 
 if __name__ == "__main__":

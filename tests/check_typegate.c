@@ -9,6 +9,7 @@
  * prints SKIP with the reason.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -739,6 +740,260 @@ START_TEST(valid_cells_pass_the_gate)
 }
 END_TEST
 
+/* ---- the warm checker (checkd.c) ---- */
+
+/* The case's warm checker daemon (the only one, or the first), or 0. */
+static pid_t checkd_pid(void)
+{
+	pid_t pids[8];
+
+	return cli_find_procs("dolsot-checkd", store_env, pids, 8) > 0 ? pids[0] : 0;
+}
+
+/* The daemon's checker, waiting up to seconds for one to be running. */
+static pid_t checker_pid(double seconds)
+{
+	for (int i = 0; i < (int)(seconds * 50); i++) {
+		pid_t d = checkd_pid(), c = d ? cli_first_child(d) : 0;
+
+		if (c > 0 && cli_pid_alive(c))
+			return c;
+		usleep(20000);
+	}
+	return 0;
+}
+
+/* Warm path, server up, the environment's daemon started and its checker
+ * running: a session s with x = 1, and two gated calls (the first starts
+ * the daemon and runs cold, the second starts the checker). */
+static pid_t warm_up(int k, const char *extra)
+{
+	struct cli_run r;
+	pid_t c;
+
+	server_env = "DOLSOT_SERVER=auto";
+	prepare("s", "x = 1");
+	for (int i = 0; i < 2; i++) {
+		run_with(&r, checkers[k].bin, "1", "s", "x", NULL, extra);
+		ck_code(&r, 0);
+		cli_run_release(&r);
+	}
+	c = checker_pid(10);
+	ck_assert_msg(c > 0, "no warm %s checker runs", checkers[k].name);
+	return c;
+}
+
+static void ck_blocked(int k, const char *extra, const char *timeout)
+{
+	struct cli_run r;
+
+	run_with(&r, checkers[k].bin, "1", "s", "y = mt.add(1, 2, 3)\n", timeout, extra);
+	ck_code(&r, 1);
+	ck_err_has(&r, "TypeCheckError: ");
+	ck_err_has(&r, k == 0 ? "  [call-arg]\n" : "  [reportCallIssue]\n");
+	cli_run_release(&r);
+}
+
+/* The warm checker's verdicts are the cold one's, byte for byte: blocked
+ * cells (wrong count, wrong type, unknown attribute) and cells that run. */
+START_TEST(warm_checker_answers_as_the_cold_one)
+{
+	static const char *const cells[] = {
+		"y = mt.add(1, 2, 3)\n", "y = mt.add(1, 'a')\n", "mt.nosuch(1)\n",
+		"z = mt.add(x, 2)\nz\n", "n = pl.scale(2.0)\nn\n", "import os\nos.getpid() > 0\n",
+		"y = pl.scale('x', factor=[1])\n",
+	};
+	enum { N = sizeof(cells) / sizeof(*cells) };
+	struct cli_run warm[N], cold;
+
+	if (!have(_i))
+		return;
+	warm_up(_i, NULL);
+	for (size_t i = 0; i < N; i++)
+		run(&warm[i], checkers[_i].bin, "1", "s", cells[i], NULL);
+	ck_assert_msg(checker_pid(1) > 0, "the warm checker is gone");
+	server_env = "DOLSOT_SERVER=off";
+	prepare("c", "x = 1");
+	for (size_t i = 0; i < N; i++) {
+		run(&cold, checkers[_i].bin, "1", "c", cells[i], NULL);
+		ck_assert_msg(warm[i].code == cold.code && strcmp(warm[i].out, cold.out) == 0 &&
+		              strcmp(warm[i].err, cold.err) == 0,
+		              "%s: warm and cold differ on %s\nwarm %d: %s%s\ncold %d: %s%s",
+		              checkers[_i].name, cells[i], warm[i].code, warm[i].out, warm[i].err,
+		              cold.code, cold.out, cold.err);
+		ck_assert_int_eq(cold.code, i < 3 || i == 6 ? 1 : 0);
+		cli_run_release(&cold);
+		cli_run_release(&warm[i]);
+	}
+}
+END_TEST
+
+/* A checker killed between cells is replaced; the cell in between is
+ * still checked (warm after the restart, or cold). */
+START_TEST(killed_warm_checker_is_replaced)
+{
+	pid_t c1, c2;
+
+	if (!have(_i))
+		return;
+	c1 = warm_up(_i, NULL);
+	ck_assert_int_eq(kill(c1, SIGKILL), 0);
+	ck_blocked(_i, NULL, NULL);
+	ck_blocked(_i, NULL, NULL);
+	c2 = checker_pid(10);
+	ck_assert_msg(c2 > 0 && c2 != c1, "checker %d not replaced (now %d)", (int)c1, (int)c2);
+}
+END_TEST
+
+/* A checker that stops answering costs the call what a hanging cold
+ * checker costs: half the time left, then the cell runs with the warning;
+ * the daemon replaces it. */
+START_TEST(hung_warm_checker_fails_open_within_the_deadline)
+{
+	struct cli_run r;
+	char want[128];
+	pid_t c1, c2;
+
+	if (!have(_i))
+		return;
+	c1 = warm_up(_i, NULL);
+	ck_assert_int_eq(kill(c1, SIGSTOP), 0);
+	run(&r, checkers[_i].bin, "1", "s", "x = 41\nx + 1", "4");
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.out, "42\n");
+	snprintf(want, sizeof(want), "warning: type gate skipped: %s did not finish within ",
+	         checkers[_i].name);
+	ck_err_has(&r, want);
+	ck_assert_msg(r.seconds < 4.0, "took %.2fs with --timeout 4", r.seconds);
+	cli_run_release(&r);
+	for (int i = 0; i < 250 && cli_pid_alive(c1); i++)
+		usleep(20000);
+	ck_assert_msg(!cli_pid_alive(c1), "the hung checker %d still runs", (int)c1);
+	ck_blocked(_i, NULL, NULL);
+	c2 = checker_pid(10);
+	ck_assert_msg(c2 > 0 && c2 != c1, "checker %d not replaced (now %d)", (int)c1, (int)c2);
+}
+END_TEST
+
+/* A checker past DOLSOT_CHECKER_MAX_MB is replaced after its answer. */
+START_TEST(oversized_warm_checker_is_replaced)
+{
+	const char *limit = "DOLSOT_CHECKER_MAX_MB=1";
+	pid_t c1, c2;
+
+	if (!have(0))
+		return;
+	c1 = warm_up(0, limit);
+	ck_blocked(0, limit, NULL);
+	for (int i = 0; i < 250 && cli_pid_alive(c1); i++)
+		usleep(20000);
+	c2 = checker_pid(10);
+	ck_assert_msg(!cli_pid_alive(c1) && c2 > 0 && c2 != c1,
+	              "checker %d not replaced (now %d)", (int)c1, (int)c2);
+}
+END_TEST
+
+static int count_sockets(const char *prefix, char *first, size_t len)
+{
+	char dir[4400];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/store", tmp);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && l > 5 &&
+		    strcmp(e->d_name + l - 5, ".sock") == 0) {
+			if (first && !n)
+				snprintf(first, len, "%s", e->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* One daemon per environment (here: per working directory), at most
+ * CHECKD_MAX (4) per store: a fifth evicts the least recently used. */
+START_TEST(warm_checkers_are_evicted_beyond_the_bound)
+{
+	char first[256] = "", dir[4300], file[4400];
+	pid_t pids[16];
+	struct cli_run r;
+	int n;
+
+	if (!have(0))
+		return;
+	server_env = "DOLSOT_SERVER=auto";
+	prepare("s", "x = 1");
+	for (int i = 0; i < 5; i++) {
+		snprintf(dir, sizeof(dir), "%s/env%d", tmp, i);
+		ck_assert_int_eq(mkdir(dir, 0700), 0);
+		snprintf(file, sizeof(file), "%s/mytools.py", dir);
+		cli_write_file(file, mytools_py);
+		snprintf(file, sizeof(file), "%s/plain.py", dir);
+		cli_write_file(file, plain_py);
+		snprintf(cwd_path, sizeof(cwd_path), "%s", dir);
+		run(&r, checkers[0].bin, "1", "s", "x", NULL);
+		ck_code(&r, 0);
+		cli_run_release(&r);
+		/* the daemon binds its socket as it starts */
+		for (int t = 0; t < 250 && count_sockets(".checkd-", NULL, 0) < (i < 4 ? i + 1 : 4);
+		     t++)
+			usleep(20000);
+		if (i == 0)
+			ck_assert_int_eq(count_sockets(".checkd-", first, sizeof(first)), 1);
+		usleep(50000);      /* distinct last-use times */
+	}
+	first[strlen(first) - 5] = '\0';
+	for (int t = 0; t < 250 && count_sockets(first, NULL, 0) > 0; t++)
+		usleep(20000);
+	ck_assert_msg(count_sockets(first, NULL, 0) == 0, "%s was not evicted", first);
+	for (int t = 0; t < 250 && cli_find_procs("dolsot-checkd", store_env, pids, 16) > 4; t++)
+		usleep(20000);
+	n = cli_find_procs("dolsot-checkd", store_env, pids, 16);
+	ck_assert_msg(n == 4, "%d warm checkers run, want 4", n);
+	ck_assert_int_eq(count_sockets(".checkd-", NULL, 0), 4);
+}
+END_TEST
+
+/* The daemon never outlives the warm server: stopping it ends the daemon
+ * and its checker, and removes the daemon's work directory. */
+START_TEST(warm_checker_ends_with_the_server)
+{
+	char link[64], work[4200];
+	const char *env[] = { store_env, NULL };
+	struct cli_run r;
+	pid_t d, c;
+	ssize_t got;
+	struct stat st;
+
+	if (!have(_i))
+		return;
+	c = warm_up(_i, NULL);
+	d = checkd_pid();
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)c);
+	got = readlink(link, work, sizeof(work) - 1);
+	ck_assert_int_gt(got, 0);
+	work[got] = '\0';
+	ck_assert_msg(strstr(work, "dolsot-checkd-") != NULL, "checker runs in %s", work);
+	cli_run(&r, &(struct cli_opts){ .env = env },
+	        (const char *const[]){ "dolsot", "--server-stop", NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	for (int i = 0; i < 500 && (cli_pid_alive(d) || cli_pid_alive(c)); i++)
+		usleep(20000);
+	ck_assert_msg(!cli_pid_alive(d) && !cli_pid_alive(c), "daemon %d or checker %d lives on",
+	              (int)d, (int)c);
+	ck_assert_msg(stat(work, &st) < 0 && errno == ENOENT, "%s is still there", work);
+	ck_assert_int_eq(count_sockets(".checkd-", NULL, 0), 0);
+}
+END_TEST
+
 /* ---- fail open, and the switch ---- */
 
 static void write_script(const char *name, const char *body, char *path, size_t len)
@@ -1269,8 +1524,8 @@ static Suite *typegate_suite(void)
 	Suite *s = suite_create("typegate");
 	TCase *parse = tcase_create("parse"), *runner = tcase_create("runner"),
 	      *gate = tcase_create("gate"), *open = tcase_create("fail-open"),
-	      *hint = tcase_create("hints");
-	TCase *all[] = { parse, runner, gate, open, hint };
+	      *hint = tcase_create("hints"), *warm = tcase_create("warm-checker");
+	TCase *all[] = { parse, runner, gate, open, hint, warm };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
 		tcase_add_checked_fixture(all[i], setup, teardown);
@@ -1300,6 +1555,12 @@ static Suite *typegate_suite(void)
 	tcase_add_loop_test(gate, unknown_toolbox_attribute_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, toolbox_without_help_gets_the_signature_only, 0, 2);
 	tcase_add_loop_test(gate, valid_cells_pass_the_gate, 0, 4);
+	tcase_add_loop_test(warm, warm_checker_answers_as_the_cold_one, 0, 2);
+	tcase_add_loop_test(warm, killed_warm_checker_is_replaced, 0, 2);
+	tcase_add_loop_test(warm, hung_warm_checker_fails_open_within_the_deadline, 0, 2);
+	tcase_add_test(warm, oversized_warm_checker_is_replaced);
+	tcase_add_test(warm, warm_checkers_are_evicted_beyond_the_bound);
+	tcase_add_loop_test(warm, warm_checker_ends_with_the_server, 0, 2);
 	tcase_add_test(open, missing_checker_runs_the_cell_silently);
 	tcase_add_test(open, hanging_checker_fails_open_within_the_deadline);
 	tcase_add_test(open, stale_checker_directories_are_removed);

@@ -352,6 +352,51 @@ static bool env_has(pid_t pid, const char *entry)
 	return found;
 }
 
+/* pid is a warm type checker's daemon (checkd.c). */
+static bool is_checker(pid_t pid)
+{
+	char state, comm[64];
+	pid_t ppid;
+
+	return pid > 0 && proc_stat(pid, &state, &ppid, comm, sizeof(comm)) &&
+	       strcmp(comm, "dolsot-checkd") == 0;
+}
+
+int cli_find_procs(const char *comm, const char *env_entry, pid_t *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		fatal("opendir /proc");
+	while ((e = readdir(d))) {
+		pid_t pid = (pid_t)atoi(e->d_name), ppid;
+		char state, c[64];
+
+		if (pid <= 0 || !proc_stat(pid, &state, &ppid, c, sizeof(c)) || state == 'Z' ||
+		    state == 'X' || strcmp(c, comm) != 0 || !env_has(pid, env_entry))
+			continue;
+		if (n < max)
+			pids[n] = pid;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+pid_t cli_first_child(pid_t pid)
+{
+	char path[64], *text;
+	pid_t child;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	text = cli_read_file(path, NULL);
+	child = text ? (pid_t)atoi(text) : 0;
+	free(text);
+	return child;
+}
+
 int cli_strays(const char *env_entry, char *desc, size_t desclen)
 {
 	DIR *d = opendir("/proc");
@@ -370,9 +415,11 @@ int cli_strays(const char *env_entry, char *desc, size_t desclen)
 		if (pid <= 0 || pid == getpid() || !proc_stat(pid, &state, &ppid, comm, sizeof(comm)))
 			continue;
 		/* The warm server's processes are not the call's: the server, its
-		 * zygotes and their spares (workers forked ahead of a call). */
+		 * zygotes and their spares (workers forked ahead of a call), and
+		 * the warm type checkers beside it with their checkers. */
 		if (state == 'Z' || state == 'X' || strcmp(comm, "dolsot-server") == 0 ||
-		    strcmp(comm, "dolsot-zygote") == 0 || strcmp(comm, "dolsot-spare") == 0)
+		    strcmp(comm, "dolsot-zygote") == 0 || strcmp(comm, "dolsot-spare") == 0 ||
+		    strcmp(comm, "dolsot-checkd") == 0 || is_checker(ppid))
 			continue;
 		if (ppid != getpid() && !env_has(pid, env_entry))
 			continue;

@@ -115,6 +115,13 @@ bool cli_pid_alive(pid_t pid);
  */
 int cli_strays(const char *env_entry, char *desc, size_t desclen);
 
+/* Live processes named comm with env_entry in their initial environment:
+ * up to max pids into pids; returns how many there are. */
+int cli_find_procs(const char *comm, const char *env_entry, pid_t *pids, int max);
+
+/* The first child of pid (from /proc), or 0. */
+pid_t cli_first_child(pid_t pid);
+
 /* cli_strays() until it is 0 or seconds pass; returns the last count. */
 int cli_wait_no_strays(const char *env_entry, double seconds, char *desc, size_t desclen);
 
