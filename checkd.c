@@ -561,7 +561,7 @@ void checkd_main(int argc, char **argv)
 {
 	double last = deadline_now(), checked = 0;
 
-	if (argc < 2 || strlen(argv[1]) >= sizeof(D.name) || strncmp(argv[1], ".checkd-", 8))
+	if (argc < 2 || strlen(argv[1]) >= sizeof(D.name) || strncmp(argv[1], ".checkd-", 8) != 0)
 		_exit(2);
 	snprintf(D.name, sizeof(D.name), "%s", argv[1]);
 	setup();

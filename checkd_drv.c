@@ -444,7 +444,7 @@ static int mypy_start(struct checkd_drv *d, const struct checkd_spec *s,
                       const char *workdir, char *err, size_t errlen)
 {
 	static char *argv[512];
-	char path[PATH_MAX];
+	static char path[PATH_MAX];
 	size_t n = 0;
 
 	if (beside(s->bin, "dmypy", NULL, path, sizeof(path)) < 0) {
