@@ -15,6 +15,8 @@ PY_LDLIBS := -Wl,--whole-archive $(PY_STATIC) -Wl,--no-whole-archive \
 	-ldl -lm -Wl,-Bstatic -lz -lexpat -Wl,-Bdynamic -lpthread -lutil
 # libseccomp (the sandbox's system call filter) is linked in too.
 SECCOMP_LIBS := -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
+# jansson (the --json output) is linked in too.
+JANSSON_LIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -25,10 +27,11 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c fdio.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
-	output.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
+	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
 	sandbox_plan.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c session_py.c state_py.c \
+	rich_py.c describe_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
@@ -45,7 +48,7 @@ all: dolsot
 # Not a PIE: libpython's tables of pointers would need ~39,000 relocations
 # at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
 
 worker.o dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
@@ -153,7 +156,7 @@ tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 dolsot-asan: $(SRCS:.c=.asan.o)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
 
 $(ASAN_TESTS):
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)

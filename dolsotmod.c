@@ -24,6 +24,8 @@ EMBEDDED(gate);
 EMBEDDED(hints);
 EMBEDDED(session);
 EMBEDDED(state);
+EMBEDDED(rich);
+EMBEDDED(describe);
 
 struct embedded {
 	const char *name;
@@ -317,7 +319,8 @@ static PyObject *code_of(const struct embedded *e)
 static PyObject *m_embedded(PyObject *self, PyObject *arg)
 {
 	static const struct embedded modules[] = {
-		EMBED(gate), EMBED(hints), EMBED(session), EMBED(state),
+		EMBED(gate), EMBED(hints), EMBED(session), EMBED(state), EMBED(rich),
+		EMBED(describe),
 	};
 	const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
 	struct embedded e = { NULL, NULL, NULL, NULL, NULL };

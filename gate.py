@@ -59,6 +59,10 @@ _PYRIGHT_OFF = ("reportRedeclaration", "reportMissingImports", "reportMissingMod
 _TY_OFF = ("unresolved-import", "invalid-type-form")
 
 
+# The diagnostics that blocked the last cell: (line, column, message, code).
+blocking = []
+
+
 class _Skip(Exception):
     """The gate cannot check this cell; run it.  args[0] is a warning or None."""
 
@@ -476,6 +480,8 @@ def _run(code, held, toolboxes):
         errors = [e for e in errors if not _undefined_name(e[3], e[2])]
     if not errors:
         return None
+    global blocking
+    blocking = errors
     return format_block(name, errors, text, toolboxes)
 
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <limits.h>
 #include <unistd.h>
 
@@ -61,6 +62,54 @@ static char *dup_span(struct span s)
 	memcpy(p, s.p, s.len);
 	p[s.len] = '\0';
 	return p;
+}
+
+static struct owned dup_owned(struct span s)
+{
+	struct owned o = { dup_span(s), s.len };
+
+	if (!o.p)
+		o.len = 0;
+	return o;
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* The worker's "phase\tns" lines into res's timings; its "start" (a
+ * CLOCK_MONOTONIC time) against the call's t0 gives the start-up. */
+static void take_timings(struct span lines, double t0_ms, struct result *res)
+{
+	static const char *const phases[] = { "load", "gate", "cell", "dump" };
+	char buf[512], *save = NULL;
+	size_t n = lines.len < sizeof(buf) - 1 ? lines.len : sizeof(buf) - 1;
+
+	if (!lines.present)
+		return;
+	memcpy(buf, lines.p, n);
+	buf[n] = '\0';
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *tab = strchr(line, '\t'), *end;
+		unsigned long long ns;
+
+		if (!tab)
+			continue;
+		*tab = '\0';
+		errno = 0;
+		ns = strtoull(tab + 1, &end, 10);
+		if (errno || *end)
+			continue;
+		if (strcmp(line, "start") == 0 && (double)ns / 1e6 >= t0_ms)
+			res->timings_ms[TIMING_STARTUP] = (double)ns / 1e6 - t0_ms;
+		for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++)
+			if (strcmp(line, phases[i]) == 0)
+				res->timings_ms[TIMING_LOAD + i] = (double)ns / 1e6;
+	}
 }
 
 static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -137,6 +186,13 @@ static int encode_request(const struct run_args *a, size_t blob_len, bool found,
 	}
 	if (a->settings->typecheck)
 		r.flags |= REQ_TYPECHECK;
+	if (a->json)
+		r.flags |= REQ_JSON;
+	if (a->describe) {
+		r.flags |= REQ_DESCRIBE;
+		r.describe = (struct span){ (const uint8_t *)a->describe_mounts,
+		                            a->describe_mounts_len, true };
+	}
 	r.ty_bin = span_str(a->settings->ty_bin);
 	sandbox_plan_fill(a->plan, a->settings, cgroup, &r);
 	ret = frame_encode_request(buf, &r);
@@ -170,6 +226,8 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
 
 	if (o->timed_out) {
+		res->status = STATUS_TIMEOUT;
+		res->ran = true;
 		res->exit_code = DOLSOT_EXIT_TIMEOUT;
 		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
 		                        "timeout; session unchanged", s->timeout);
@@ -178,6 +236,8 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
 	                                      sizeof(ferr)) < 0) {
 		res->exit_code = DOLSOT_EXIT_FAIL;
+		res->status = STATUS_KILLED;
+		res->ran = true;
 		/* A worker that died may have left a partial (or pre-sized) answer. */
 		res->error = o->result && exited_ok
 		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
@@ -194,6 +254,19 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 	res->held = dup_span(wr->held);
 	res->dropped = dup_span(wr->dropped);
 	res->warnings = dup_span(wr->warnings);
+	res->count = wr->count;
+	res->limit = dup_span(wr->limit);
+	res->ran = (wr->flags & RES_RAN) || wr->limit.present;
+	res->status = wr->limit.present ? STATUS_KILLED
+	              : wr->flags & RES_REJECTED ? STATUS_REJECTED
+	              : res->exit_code == 0 ? STATUS_OK : STATUS_ERROR;
+	res->error_info = dup_owned(wr->error_info);
+	res->hints = dup_owned(wr->hints);
+	res->diagnostics = dup_owned(wr->diagnostics);
+	res->displays = dup_owned(wr->displays);
+	res->truncated = dup_owned(wr->truncated);
+	res->describe = dup_owned(wr->describe);
+	res->describe_json = dup_owned(wr->describe_json);
 	return (wr->flags & RES_SAVE) != 0;
 }
 
@@ -299,7 +372,7 @@ static int build_request(const struct run_args *a, size_t blob_len, bool found,
 	return 0;
 }
 
-static int run_locked(const struct run_args *a, struct store *st,
+static int run_locked(const struct run_args *a, struct store *st, double t0_ms,
                       struct result *res, int *sig, bool *no_server,
                       char *err, size_t errlen)
 {
@@ -334,14 +407,52 @@ static int run_locked(const struct run_args *a, struct store *st,
 		goto out;   /* the warm path broke after the cell may have run */
 	*sig = o.signal;
 	memset(&wr, 0, sizeof(wr));
-	if (take_outcome(&o, a->settings, &wr, res) && !o.signal)
+	res->found = found;
+	if (take_outcome(&o, a->settings, &wr, res) && !o.signal) {
+		double t = now_ms();
+
 		save_session(st, &sv, &wr, res);
+		res->timings_ms[TIMING_SAVE] = now_ms() - t;
+	}
+	take_timings(wr.timings, t0_ms, res);
 	proc_outcome_release(&o);
 out:
 	sandbox_plan_end(cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
 	if (fds.load >= 0)
 		close(fds.load);
+	frame_buf_release(&req);
+	return ret;
+}
+
+/* --describe without a session: no store, no lock, a cold worker. */
+static int describe_alone(const struct run_args *a, struct result *res, int *sig,
+                          char *err, size_t errlen)
+{
+	struct worker_fds fds = { -1, -1, -1, -1 };
+	struct run_args one = *a;
+	struct frame_buf req = { 0 };
+	struct worker_result wr;
+	struct proc_outcome o;
+	struct timespec deadline;
+	char cgroup[PIDCG_PATH_MAX] = "";
+	int ret = -1;
+
+	one.session = "";
+	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
+		return -1;
+	proc_deadline_in(&deadline, a->settings->timeout);
+	if (build_request(&one, 0, false, cgroup, false, &req, err, errlen) < 0 ||
+	    proc_run(req.data, req.len, &fds, &deadline, worker_child, NULL, &res->out,
+	             &res->err, &o, err, errlen) < 0)
+		goto out;
+	ret = 0;
+	*sig = o.signal;
+	memset(&wr, 0, sizeof(wr));
+	take_outcome(&o, a->settings, &wr, res);
+	proc_outcome_release(&o);
+out:
+	sandbox_plan_end(cgroup);
 	frame_buf_release(&req);
 	return ret;
 }
@@ -353,10 +464,13 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	struct store *st;
 	struct store_lock lk;
 	bool no_server = false;
+	double t0_ms = now_ms();
 	int ret;
 
 	*sig = 0;
 	res->session = a->session;
+	if (!a->session)
+		return describe_alone(a, res, sig, err, errlen);
 	st = repl_open_store(a->settings, err, errlen);
 	if (!st)
 		return -1;
@@ -365,7 +479,9 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		store_close(st);
 		return -1;
 	}
-	ret = run_locked(a, st, res, sig, &no_server, err, errlen);
+	ret = run_locked(a, st, t0_ms, res, sig, &no_server, err, errlen);
+	if (ret == 0)
+		res->timings_ms[TIMING_TOTAL] = now_ms() - t0_ms;
 	store_unlock(st, &lk);
 	if (no_server && !*sig) {
 		struct warm_key key = warm_key_of(a);

@@ -25,6 +25,12 @@ struct run_args {
 	size_t n_toolboxes;
 	const struct settings *settings;
 	const struct sandbox_plan *plan;   /* sandbox binds, environment; may be NULL */
+	bool json;                         /* fill the structured fields (--json) */
+	/* --describe: run no cell, save nothing; the --mount paths to list as
+	 * path NUL mode NUL, repeated.  Without a session (NULL), no store. */
+	bool describe;
+	const char *describe_mounts;
+	size_t describe_mounts_len;
 };
 
 /*

@@ -318,12 +318,13 @@ def _units(d, state, kept):
     return units
 
 
-def dump(state, pieces, raw_pieces, previous=None):
+def dump(state, pieces, raw_pieces, previous=None, count=0):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
     {piece: bytes} already pickled (kept from the loaded blob), previous
-    {piece: bytes} what to keep for a piece that cannot be pickled.  Returns
+    {piece: bytes} what to keep for a piece that cannot be pickled; count
+    the session's cell counter.  Returns
     (parts, held names, [(name, reason)] dropped, [(piece, reason)] pieces
     that could not be pickled).
     """
@@ -352,14 +353,15 @@ def dump(state, pieces, raw_pieces, previous=None):
         except BaseException as e:
             dropped.append((name, reason(e)))
     units = _units(d, state, kept)
-    return _assemble(units, carry), sorted(kept), dropped, lost
+    return _assemble(units, carry, count), sorted(kept), dropped, lost
 
 
-def _assemble(units, carry):
+def _assemble(units, carry, count=0):
     """The blob as a list of bytes-like parts, to be written back to back
     (the worker writes them straight into the session file: no join)."""
     index = _pickle.dumps({"units": [(n, _size(b)) for n, b in units],
-                          "carry": [(p, _size(b)) for p, b in carry]}, protocol=5)
+                          "carry": [(p, _size(b)) for p, b in carry],
+                          "count": count}, protocol=5)
     return _coalesce([MAGIC, len(index).to_bytes(_HEAD, "little"), index]
                      + [c for _, b in units for c in b] + [c for _, b in carry for c in b])
 
@@ -400,7 +402,8 @@ def load_error(session, why):
 class Stored:
     """A parsed blob: units to load into a namespace, carried pieces as bytes."""
 
-    def __init__(self, units, carry, whole=None):
+    def __init__(self, units, carry, whole=None, count=0):
+        self.count = count      # cells the session has run (execution_count)
         self.units = units      # [(names, memoryview)]
         self.carry = carry      # {piece: memoryview}
         self._whole = whole     # a version 1 session, already unpickled
@@ -442,9 +445,10 @@ def _index(session, blob):
         units = [(tuple(str(x) for x in names), int(size))
                  for names, size in index["units"]]
         carry = [(str(p), int(size)) for p, size in index["carry"]]
+        count = int(index.get("count", 0))
     except BaseException as e:
         raise load_error(session, f"bad index ({reason(e)})") from None
-    return start + n, units, carry
+    return start + n, units, carry, count
 
 
 def load(session, blob):
@@ -456,7 +460,7 @@ def load(session, blob):
         return _load_v1(session, view)
     if magic != MAGIC:
         raise load_error(session, "not a dolsot session (bad magic)")
-    pos, units, carry = _index(session, view)
+    pos, units, carry, count = _index(session, view)
     if any(size < 0 for _, size in units + carry) or \
             pos + sum(size for _, size in units + carry) != len(view):
         raise load_error(session, "truncated or has trailing bytes")
@@ -467,7 +471,7 @@ def load(session, blob):
     for piece, size in carry:
         out_carry[piece] = view[pos:pos + size]
         pos += size
-    return Stored(out_units, out_carry)
+    return Stored(out_units, out_carry, count=count)
 
 
 def _load_v1(session, view):

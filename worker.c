@@ -315,13 +315,32 @@ static PyObject *limit_dict(const struct request *r)
 	                     "recursion-limit", (unsigned long long)r->recursion_limit);
 }
 
+/* --describe's mounts as [(path, mode)], or None. */
+static PyObject *describe_list(const struct request *r)
+{
+	struct span rest = r->describe, path, mode;
+	PyObject *list;
+
+	if (!(r->flags & REQ_DESCRIBE))
+		Py_RETURN_NONE;
+	list = PyList_New(0);
+	while (list && span_next_item(&rest, &path) && span_next_item(&rest, &mode)) {
+		PyObject *t = Py_BuildValue("(NN)", span_unicode(path), span_unicode(mode));
+
+		if (!t || PyList_Append(list, t) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(t);
+	}
+	return list;
+}
+
 static PyObject *call_run(PyObject *mod, const struct request *r)
 {
-	return PyObject_CallMethod(mod, "run", "(NNNNKKNN)", span_bytes(r->code),
+	return PyObject_CallMethod(mod, "run", "(NNNNKKNNN)", span_bytes(r->code),
 	                           span_unicode(r->session), blob_view(),
 	                           toolbox_list(r), (unsigned long long)r->max_output,
 	                           (unsigned long long)r->flags, env_dict(r),
-	                           limit_dict(r));
+	                           limit_dict(r), describe_list(r));
 }
 
 /* A str field of the answer as a span; None gives an absent span. */
@@ -345,6 +364,40 @@ static int str_span(PyObject *o, struct span *out)
 	}
 	*out = (struct span){ (const uint8_t *)s, (size_t)n, true };
 	return 0;
+}
+
+/* The answer's named fields (worker.py's fields()), by name. */
+static const struct {
+	const char *name;
+	size_t off;
+} answer_fields[] = {
+	{ "error_info", offsetof(struct worker_result, error_info) },
+	{ "hints", offsetof(struct worker_result, hints) },
+	{ "diagnostics", offsetof(struct worker_result, diagnostics) },
+	{ "displays", offsetof(struct worker_result, displays) },
+	{ "timings", offsetof(struct worker_result, timings) },
+	{ "truncated", offsetof(struct worker_result, truncated) },
+	{ "describe", offsetof(struct worker_result, describe) },
+	{ "describe_json", offsetof(struct worker_result, describe_json) },
+};
+
+static int fill_fields(PyObject *mod, struct worker_result *r)
+{
+	PyObject *d = PyObject_CallMethod(mod, "fields", NULL), *count;
+
+	/* Leaked on purpose, as str_span's: the spans point into it. */
+	if (!d || !PyDict_Check(d))
+		return -1;
+	for (size_t i = 0; i < sizeof(answer_fields) / sizeof(answer_fields[0]); i++) {
+		PyObject *v = PyDict_GetItemString(d, answer_fields[i].name);
+
+		if (v && str_span(v, (struct span *)((char *)r + answer_fields[i].off)) < 0)
+			return -1;
+	}
+	count = PyDict_GetItemString(d, "count");
+	if (count)
+		r->count = PyLong_AsUnsignedLongLong(count);
+	return PyErr_Occurred() ? -1 : 0;
 }
 
 /* *parts is the new session's list of parts (borrowed), or None. */
@@ -517,7 +570,7 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");
 	memset(&res, 0, sizeof(res));
-	if (fill_result(answer, &res, &parts) < 0)
+	if (fill_result(answer, &res, &parts) < 0 || fill_fields(mod, &res) < 0)
 		answer_python_error(result_fd, "worker answered badly");
 	if (parts != Py_None) {
 		rc = write_session(fds->save, parts, r->max_file_size != 0, &res.blob_len);

@@ -16,6 +16,7 @@ import _ast
 import errno
 import importlib
 import sys
+import time
 
 import _dolsot
 
@@ -23,6 +24,11 @@ RES_OK = 1
 RES_SAVE = 2
 REQ_TYPECHECK = 1
 REQ_CARRY = 2
+REQ_SANDBOX = 4
+REQ_JSON = 16
+REQ_DESCRIBE = 32
+RES_RAN = 4
+RES_REJECTED = 8
 MAX_ERROR_LINES = 20
 # The deepest recursion dolsot's own pickling may use, whatever limit a cell
 # set.  Without a bound, a value nested past what the 8 MB C stack holds
@@ -65,6 +71,11 @@ _reason = _session.reason   # one short line: why a name was dropped, a load fai
 # Version 1 sessions refer to the loader by this name.
 _dill_loads = _session._dill_loads
 _limits = {}          # the limits of this call that are set, by option name
+_flags = 0            # the request's REQ_* bits
+# The answer's named fields beside run()'s tuple; worker.c reads each by
+# name (see answer_fields in worker.c): every value a str, or an int for
+# "count".  Lists travel as NUL-separated items, built by _items().
+answer = {}
 _last_event = None    # the last audit event, to tell a failed fork (max-procs)
 _SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn",
                            "os.system", "os.exec", "subprocess.Popen"))
@@ -255,8 +266,55 @@ def run_cell(code, ns):
 
 def _cap(text, cap, what):
     if cap and len(text) > cap:
+        answer.setdefault("truncated", []).append(f"{what}\t{cap}\t{len(text) - cap}")
         text = text[:cap] + f"\n[{what} truncated: kept {cap} of {len(text)} chars]"
     return text
+
+
+def _items(values):
+    """A list of strs as NUL-terminated items (a NUL inside one becomes
+    U+FFFD)."""
+    return "".join(str(v).replace("\0", "\ufffd") + "\0" for v in values)
+
+
+def _traceback(exc, code):
+    """The traceback from the cell's first frame on, as lines (--json)."""
+    import traceback
+    try:
+        frames = traceback.extract_tb(exc.__traceback__)
+    except BaseException:
+        frames = []
+    while frames and frames[0].filename != "<cell>":
+        frames.pop(0)
+    lines = ["Traceback (most recent call last):"] if frames else []
+    try:
+        source = code.decode("utf-8", "replace").split("\n")
+    except BaseException:
+        source = []
+    for fs in frames[:MAX_ERROR_LINES * 5]:
+        lines.append(f'  File "{fs.filename}", line {fs.lineno}, in {fs.name}')
+        text = (source[fs.lineno - 1] if fs.filename == "<cell>" and fs.lineno
+                and fs.lineno <= len(source) else fs.line)
+        if text and text.strip():
+            lines.append("    " + text.strip())
+    if isinstance(exc, SyntaxError) and exc.filename == "<cell>" and exc.text:
+        lines.append(f'  File "<cell>", line {exc.lineno}')
+        lines.append("    " + exc.text.strip())
+    msg = _text(exc) if not isinstance(exc, SyntaxError) else (exc.msg or "")
+    lines.append(f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__)
+    return lines
+
+
+def _error_info(exc, code, hints=()):
+    """ename, evalue, cell line ("" when none), then the traceback lines
+    (--json only), as items; the hints apart."""
+    msg = (exc.msg or "") if isinstance(exc, SyntaxError) else _text(exc)
+    line = _cell_line(exc)
+    tb = _traceback(exc, code) if _flags & REQ_JSON else []
+    answer["error_info"] = _items([type(exc).__name__, msg,
+                                   "" if line is None else line] + tb)
+    if hints:
+        answer["hints"] = _items(hints)
 
 
 def stringify(value, cap):
@@ -277,7 +335,13 @@ def _gate(code, ns, toolboxes):
         # it up before compiling the gate.
         if _dolsot.which(_dolsot.ty_bin()) is None:
             return None, None
-        return _dolsot.embedded("gate").check(code, _session_names(ns, toolboxes), toolboxes)
+        gate = _dolsot.embedded("gate")
+        blocked, warning = gate.check(code, _session_names(ns, toolboxes), toolboxes)
+        if blocked is not None:
+            answer["diagnostics"] = _items(str(x if x is not None else "")
+                                           for d in gate.blocking
+                                           for x in (d[0], d[1], d[3], d[2]))
+        return blocked, warning
     except BaseException as e:
         return None, f"warning: type gate skipped: {_reason(e)}"
 
@@ -362,7 +426,68 @@ def _unloaded(dropped):
             + ", ".join(f"{name} ({why})" for name, why in dropped))
 
 
-def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None):
+def _tick(phase):
+    """Note how long the phase that ends now took, in ns."""
+    t = answer["timings"]
+    now = time.monotonic_ns()
+    t[phase] = now - t.get("_last", t["start"])
+    t["_last"] = now
+
+
+def _rich_value(value):
+    """The trailing value has forms beyond its repr (rich.py shows them)."""
+    t = type(value)
+    if any(getattr(t, m, None) is not None
+           for m in ("_repr_html_", "_repr_markdown_", "_repr_png_")):
+        return True
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(value, pd.DataFrame)
+
+
+def _display(*objs):
+    """display(obj, ...): show values as the cell's displays; a matplotlib
+    figure becomes a PNG image and is closed (dolsot(1))."""
+    _dolsot.embedded("rich").display(objs, bool(_flags & REQ_JSON))
+
+
+def _shown():
+    """Render the figures the cell left open, and put this call's displays
+    in the answer; returns the warning lines.  Costs nothing when the cell
+    used neither pyplot nor display()."""
+    if "_dolsot_rich" not in sys.modules:
+        if "matplotlib.pyplot" not in sys.modules:
+            return []
+    rich = _dolsot.embedded("rich")
+    try:
+        rich.open_figures()
+        displays, notes = rich.collect()
+    except BaseException as e:
+        return [f"warning: displays not shown: {_reason(e)}"]
+    items = []
+    for d in displays:
+        data = d["data"]
+        meta = d["metadata"]
+        items.append(f"{meta.get('width', 0)}\t{meta.get('height', 0)}\t{len(data)}")
+        for mime, payload in data.items():
+            items += [mime, payload]
+    if items:
+        answer["displays"] = _items(items)
+    return notes
+
+
+def _describe(session, ns, loaded, mounts, flags, notes):
+    """The --describe answer: the description, no cell, nothing saved."""
+    d = _dolsot.embedded("describe")
+    held = _session_names(ns, loaded)
+    text, data = d.describe(loaded, session, held, bool(flags & REQ_SANDBOX),
+                            mounts or [])
+    answer["describe"] = text
+    answer["describe_json"] = d.dump(data)
+    return 0, RES_OK, None, None, None, None, notes, None, None
+
+
+def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None,
+        describe_mounts=None):
     """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
     warnings, blob, limit): str or None fields, but blob, the new session as a
     list of bytes-like parts that the C side writes back to back into the
@@ -372,7 +497,11 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     memoryview of the session's file mapped read-only, or None."""
     # One function, not a wrapper: pickling deep values must meet the
     # recursion limit at the same depth with or without limits.
-    global _limits
+    global _limits, _flags
+    t0 = time.monotonic_ns()
+    answer.clear()
+    answer["timings"] = {"start": t0}
+    _flags = flags
     _limits = {name: value for name, value in (limits or {}).items() if value}
     if "max-procs" in _limits:
         sys.addaudithook(_audit)
@@ -403,35 +532,51 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     except _Fatal as e:
         return 1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None, None
     ns.update(loaded)
+    count = (stored.count if stored is not None else 0) + 1
+    answer["count"] = count
+    _tick("load")
+    if flags & REQ_DESCRIBE:
+        return _describe(session or None, ns, loaded,
+                         describe_mounts, flags, _lines(notes, carry.warnings))
 
     blocked, gate_warning = _gate(code, ns, loaded) if flags & REQ_TYPECHECK else (None, None)
+    _tick("gate")
     if blocked is not None:
-        return (1, 0, None, blocked, None, None, _lines(notes, carry.warnings, [gate_warning]),
-                None, None)
+        return (1, RES_REJECTED, None, blocked, None, None,
+                _lines(notes, carry.warnings, [gate_warning]), None, None)
 
-    exit_code, res_flags, value, error = 0, RES_OK, None, None
+    exit_code, res_flags, value, error = 0, RES_OK | RES_RAN, None, None
     try:
         result = run_cell(code, ns)
         if result is not None:
             value = stringify(result, max_output)
+            if _rich_value(result):
+                _dolsot.embedded("rich").show_value(result, value, bool(flags & REQ_JSON))
     except SystemExit as e:
         flush()
-        return (1, 0, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
+        _tick("cell")
+        answer["error_info"] = _items(["SystemExit", _repr(e.code), ""])
+        return (1, RES_RAN, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                 ": the cell ended the interpreter, so it did not complete; "
                 "session unchanged", None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None, None)
+                _lines(notes, carry.warnings, [gate_warning], _shown()), None, None)
     except BaseException as e:
         if "recursion-limit" in _limits:
             sys.setrecursionlimit(default_recursion)
         if _limit_of(e):
             flush()
+            _error_info(e, code)
             return _limit_answer(_limit_of(e), e, max_output)
-        exit_code, res_flags = exit_code_of(e), 0
+        exit_code, res_flags = exit_code_of(e), RES_RAN
         error = _cap(describe(e), max_output, "error")
-        error = "\n".join([error] + _hints(e, code, ns, loaded))
+        hints = _hints(e, code, ns, loaded)
+        _error_info(e, code, hints)
+        error = "\n".join([error] + hints)
     if "recursion-limit" in _limits:
         sys.setrecursionlimit(default_recursion)
     flush()
+    shown = _shown()
+    _tick("cell")
 
     try:
         state = _session_names(ns, loaded)
@@ -439,18 +584,35 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         sys.setrecursionlimit(min(sys.getrecursionlimit(),
                                   max(default_recursion, DUMP_RECURSION_MAX)))
         new_blob, held, dropped, lost = _session.dump(state, pieces, keep,
-                                                      carry.stored())
+                                                      carry.stored(), count)
         carry.lost(lost)
     except _Fatal as e:
-        return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None, None)
+        return (1, res_flags & RES_RAN, value, "\n".join(filter(None, [error, str(e)])),
+                None, None, _lines(notes, carry.warnings, [gate_warning], shown), None, None)
     except BaseException as e:
         if isinstance(e, MemoryError) and "memory" in _limits:
             return _limit_answer("memory", e, max_output)
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
         return (max(exit_code, 1), res_flags, value, error, None, None,
-                _lines(notes, carry.warnings, [gate_warning, warning]), None, None)
+                _lines(notes, carry.warnings, [gate_warning, warning], shown), None, None)
+    _tick("dump")
     dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
     return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            dropped_lines or None, _lines(notes, carry.warnings, [gate_warning]), new_blob,
-            None)
+            dropped_lines or None, _lines(notes, carry.warnings, [gate_warning], shown),
+            new_blob, None)
+
+
+def fields():
+    """The answer's named fields, for worker.c (after run()): str values
+    but "count", an int.  timings are "phase<TAB>ns" lines, "start" being
+    the CLOCK_MONOTONIC time run() began."""
+    out = {k: v for k, v in answer.items() if k not in ("timings", "truncated")}
+    timings = answer.get("timings", {})
+    out["timings"] = "\n".join(f"{k}\t{v}" for k, v in timings.items() if k != "_last")
+    if answer.get("truncated"):
+        out["truncated"] = "\n".join(answer["truncated"])
+    return out
+
+
+if not hasattr(sys.modules["builtins"], "display"):
+    sys.modules["builtins"].display = _display
