@@ -41,7 +41,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
-	tests/check_carry tests/check_sandbox tests/check_sandbox_enter
+	tests/check_carry tests/check_sandbox tests/check_sandbox_enter tests/check_json
 
 all: dolsot
 
@@ -81,6 +81,7 @@ T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
 T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
+T_JSON := tests/check_json.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
 
 tests/check_frame: $(T_FRAME)
@@ -95,6 +96,7 @@ tests/check_hostile: $(T_HOSTILE)
 tests/check_faults: $(T_FAULTS)
 tests/check_carry: $(T_CARRY)
 tests/check_sandbox: $(T_SANDBOX)
+tests/check_json: $(T_JSON)
 tests/check_sandbox_enter: $(T_SBX_ENTER)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
 tests/check_store-asan: $(T_STORE:.o=.asan.o)
@@ -108,6 +110,8 @@ tests/check_hostile-asan: $(T_HOSTILE:.o=.asan.o)
 tests/check_faults-asan: $(T_FAULTS:.o=.asan.o)
 tests/check_carry-asan: $(T_CARRY:.o=.asan.o)
 tests/check_sandbox-asan: $(T_SANDBOX:.o=.asan.o)
+tests/check_json-asan: $(T_JSON:.o=.asan.o)
+tests/check_json tests/check_json-asan: CHECK_LIBS += -ljansson
 tests/check_sandbox_enter-asan: $(T_SBX_ENTER:.o=.asan.o)
 
 # check_sandbox_enter embeds Python, as a warm zygote does.
@@ -121,7 +125,8 @@ $(TESTS):
 deps:
 	@sh tools/deps.sh build
 
-CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry
+CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry \
+	tests/check_json
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)

@@ -291,6 +291,7 @@ static json_t *session_object(const struct result *r, bool *bad)
 	put(s, "state", json_string(state_name(r)), bad);
 	put(s, "held", r->saved ? lines_array(r->held, bad) : json_null(), bad);
 	put(s, "dropped", named_reasons(r->dropped, bad), bad);
+	put(s, "kept_unloaded", named_reasons(NULL, bad), bad);
 	return s;
 }
 
@@ -545,10 +546,17 @@ int output_json_describe(const struct result *r, const struct limits *l, double 
 		o = json_loadb(r->describe_json.p, r->describe_json.len, 0, NULL);
 	if (!json_is_object(o)) {
 		json_decref(o);
+		/* The worker failed (a toolbox that does not import): say why,
+		 * in the same shape. */
 		o = json_object();
 		bad = !o;
-		if (!bad)
+		if (!bad) {
+			put(o, "toolboxes", json_array(), &bad);
+			put(o, "session", json_null(), &bad);
+			put(o, "sandbox", json_false(), &bad);
+			put(o, "mounts", json_array(), &bad);
 			put(o, "error", error_object(r, &bad), &bad);
+		}
 	}
 	if (!bad) {
 		put(o, "limits", limits_object(l, timeout, &bad), &bad);

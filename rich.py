@@ -184,8 +184,9 @@ def has_rich(value):
 
 
 def show_value(value, text, rich):
-    """The trailing value's display, when it has rich forms."""
-    data = _value_data(value, text, rich)
+    """The trailing value's display, when it has rich forms; a DataFrame's
+    text/plain is its compact form."""
+    data = _value_data(value, frame_text(value) or text, rich)
     if len(data) > 1:
         _add(data, _metadata(data))
 
