@@ -139,6 +139,9 @@ def _prelude(kind, held, toolboxes, bound, assigned, wrapped):
              "def _dolsot_v() -> _dolsot_Any: return None"]
     for alias, module in toolboxes.items():
         lines.append(f"import {module.__name__} as {alias}")
+    if "display" not in held:
+        # The built-in display() of a call (rich.py).
+        lines.append("def display(*objs: _dolsot_Any) -> None: ...")
     declared = set()
     for name in sorted(held):
         if name in toolboxes or not name.isidentifier() or keyword.iskeyword(name):

@@ -398,6 +398,17 @@ START_TEST(json_type_gate_rejection)
 	ck_assert_msg(strstr(str_at(o, "diagnostics.0.message"), "\"str\""), "%s", r.out);
 	json_decref(o);
 	cli_run_release(&r);
+	/* The built-in display() is known to the gate. */
+	o = run_json(&r, (const char *const[]){ pp, "DOLSOT_TYPECHECK=1", "DOLSOT_TY_BIN=mypy",
+	                                        NULL },
+	             (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
+	                                    "--session", "t", "--timeout", "60",
+	                                    "display(tx.add(1, 2))", NULL });
+	ck_str(o, "status", "ok");
+	ck_len(o, "displays", 1);
+	ck_str(o, "displays.0.data.text/plain", "3");
+	json_decref(o);
+	cli_run_release(&r);
 }
 END_TEST
 
