@@ -415,10 +415,11 @@ static json_t *displays_array(const struct result *r, bool *bad)
 			size_t cn = utf8_clean((const char *)d.mime[i].p, n, clean);
 
 			/* Cut to fit, at a char boundary: a key must be UTF-8 too. */
-			if (cn >= sizeof(mime))
+			if (cn >= sizeof(mime)) {
 				cn = sizeof(mime) - 1;
-			while (cn && cn < sizeof(clean) && ((unsigned char)clean[cn] & 0xc0) == 0x80)
-				cn--;
+				while (cn && ((unsigned char)clean[cn] & 0xc0) == 0x80)
+					cn--;
+			}
 			memcpy(mime, clean, cn);
 			mime[cn] = '\0';
 			put(data, mime, jstr((const char *)d.data[i].p, d.data[i].len), bad);
