@@ -366,7 +366,7 @@ static int str_span(PyObject *o, struct span *out)
 	return 0;
 }
 
-/* The answer's named fields (worker.py's fields()), by name. */
+/* The answer's structured detail (worker.py's detail()), by name. */
 static const struct {
 	const char *name;
 	size_t off;
@@ -383,7 +383,7 @@ static const struct {
 
 static int fill_fields(PyObject *mod, struct worker_result *r)
 {
-	PyObject *d = PyObject_CallMethod(mod, "fields", NULL), *count;
+	PyObject *d = PyObject_CallMethod(mod, "detail", NULL), *count;
 
 	/* Leaked on purpose, as str_span's: the spans point into it. */
 	if (!d || !PyDict_Check(d))

@@ -73,9 +73,9 @@ _dill_loads = _session._dill_loads
 _limits = {}          # the limits of this call that are set, by option name
 _flags = 0            # the request's REQ_* bits
 # The answer's named fields beside run()'s tuple; worker.c reads each by
-# name (see answer_fields in worker.c): every value a str, or an int for
+# name (see answer_fields in worker.c), through detail(): str values, an int for
 # "count".  Lists travel as NUL-separated items, built by _items().
-answer = {}
+_detail = {}
 _last_event = None    # the last audit event, to tell a failed fork (max-procs)
 _SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn",
                            "os.system", "os.exec", "subprocess.Popen"))
@@ -266,7 +266,7 @@ def run_cell(code, ns):
 
 def _cap(text, cap, what):
     if cap and len(text) > cap:
-        answer.setdefault("truncated", []).append(f"{what}\t{cap}\t{len(text) - cap}")
+        _detail.setdefault("truncated", []).append(f"{what}\t{cap}\t{len(text) - cap}")
         text = text[:cap] + f"\n[{what} truncated: kept {cap} of {len(text)} chars]"
     return text
 
@@ -311,10 +311,10 @@ def _error_info(exc, code, hints=()):
     msg = (exc.msg or "") if isinstance(exc, SyntaxError) else _text(exc)
     line = _cell_line(exc)
     tb = _traceback(exc, code) if _flags & REQ_JSON else []
-    answer["error_info"] = _items([type(exc).__name__, msg,
+    _detail["error_info"] = _items([type(exc).__name__, msg,
                                    "" if line is None else line] + tb)
     if hints:
-        answer["hints"] = _items(hints)
+        _detail["hints"] = _items(hints)
 
 
 def stringify(value, cap):
@@ -338,7 +338,7 @@ def _gate(code, ns, toolboxes):
         gate = _dolsot.embedded("gate")
         blocked, warning = gate.check(code, _session_names(ns, toolboxes), toolboxes)
         if blocked is not None:
-            answer["diagnostics"] = _items(str(x if x is not None else "")
+            _detail["diagnostics"] = _items(str(x if x is not None else "")
                                            for d in gate.blocking
                                            for x in (d[0], d[1], d[3], d[2]))
         return blocked, warning
@@ -428,7 +428,7 @@ def _unloaded(dropped):
 
 def _tick(phase):
     """Note how long the phase that ends now took, in ns."""
-    t = answer["timings"]
+    t = _detail["timings"]
     now = time.monotonic_ns()
     t[phase] = now - t.get("_last", t["start"])
     t["_last"] = now
@@ -471,7 +471,7 @@ def _shown():
         for mime, payload in data.items():
             items += [mime, payload]
     if items:
-        answer["displays"] = _items(items)
+        _detail["displays"] = _items(items)
     return notes
 
 
@@ -481,8 +481,8 @@ def _describe(session, ns, loaded, mounts, flags, notes):
     held = _session_names(ns, loaded)
     text, data = d.describe(loaded, session, held, bool(flags & REQ_SANDBOX),
                             mounts or [])
-    answer["describe"] = text
-    answer["describe_json"] = d.dump(data)
+    _detail["describe"] = text
+    _detail["describe_json"] = d.dump(data)
     return 0, RES_OK, None, None, None, None, notes, None, None
 
 
@@ -499,8 +499,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     # recursion limit at the same depth with or without limits.
     global _limits, _flags
     t0 = time.monotonic_ns()
-    answer.clear()
-    answer["timings"] = {"start": t0}
+    _detail.clear()
+    _detail["timings"] = {"start": t0}
     _flags = flags
     _limits = {name: value for name, value in (limits or {}).items() if value}
     if "max-procs" in _limits:
@@ -533,7 +533,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         return 1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None, None
     ns.update(loaded)
     count = (stored.count if stored is not None else 0) + 1
-    answer["count"] = count
+    _detail["count"] = count
     _tick("load")
     if flags & REQ_DESCRIBE:
         return _describe(session or None, ns, loaded,
@@ -555,7 +555,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     except SystemExit as e:
         flush()
         _tick("cell")
-        answer["error_info"] = _items(["SystemExit", _repr(e.code), ""])
+        _detail["error_info"] = _items(["SystemExit", _repr(e.code), ""])
         return (1, RES_RAN, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                 ": the cell ended the interpreter, so it did not complete; "
                 "session unchanged", None, None,
@@ -602,15 +602,15 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             new_blob, None)
 
 
-def fields():
+def detail():
     """The answer's named fields, for worker.c (after run()): str values
     but "count", an int.  timings are "phase<TAB>ns" lines, "start" being
     the CLOCK_MONOTONIC time run() began."""
-    out = {k: v for k, v in answer.items() if k not in ("timings", "truncated")}
-    timings = answer.get("timings", {})
+    out = {k: v for k, v in _detail.items() if k not in ("timings", "truncated")}
+    timings = _detail.get("timings", {})
     out["timings"] = "\n".join(f"{k}\t{v}" for k, v in timings.items() if k != "_last")
-    if answer.get("truncated"):
-        out["truncated"] = "\n".join(answer["truncated"])
+    if _detail.get("truncated"):
+        out["truncated"] = "\n".join(_detail["truncated"])
     return out
 
 
