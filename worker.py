@@ -301,18 +301,20 @@ def _traceback(exc, code):
         lines.append(f'  File "<cell>", line {exc.lineno}')
         lines.append("    " + exc.text.strip())
     msg = _text(exc) if not isinstance(exc, SyntaxError) else (exc.msg or "")
+    msg = (msg[:1000].splitlines() or [""])[0]
     lines.append(f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__)
     return lines
 
 
-def _error_info(exc, code, hints=()):
-    """ename, evalue, cell line ("" when none), then the traceback lines
-    (--json only), as items; the hints apart."""
+def _error_info(exc, code, cap, hints=()):
+    """--json's error: ename, evalue (cut at the output cap), cell line (""
+    when none), then the traceback lines, as items; the hints apart."""
+    if not _flags & REQ_JSON:
+        return
     msg = (exc.msg or "") if isinstance(exc, SyntaxError) else _text(exc)
     line = _cell_line(exc)
-    tb = _traceback(exc, code) if _flags & REQ_JSON else []
-    _detail["error_info"] = _items([type(exc).__name__, msg,
-                                   "" if line is None else line] + tb)
+    _detail["error_info"] = _items([type(exc).__name__, msg[:cap] if cap else msg,
+                                   "" if line is None else line] + _traceback(exc, code))
     if hints:
         _detail["hints"] = _items(hints)
 
@@ -555,7 +557,10 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     except SystemExit as e:
         flush()
         _tick("cell")
-        _detail["error_info"] = _items(["SystemExit", _repr(e.code), ""])
+        if flags & REQ_JSON:
+            text = _repr(e.code)
+            _detail["error_info"] = _items(["SystemExit", text[:max_output] if max_output
+                                            else text, ""])
         return (1, RES_RAN, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                 ": the cell ended the interpreter, so it did not complete; "
                 "session unchanged", None, None,
@@ -563,14 +568,15 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     except BaseException as e:
         if "recursion-limit" in _limits:
             sys.setrecursionlimit(default_recursion)
-        if _limit_of(e):
+        limit = _limit_of(e)   # before anything else raises an audit event
+        if limit:
             flush()
-            _error_info(e, code)
-            return _limit_answer(_limit_of(e), e, max_output)
+            _error_info(e, code, max_output)
+            return _limit_answer(limit, e, max_output)
         exit_code, res_flags = exit_code_of(e), RES_RAN
         error = _cap(describe(e), max_output, "error")
         hints = _hints(e, code, ns, loaded)
-        _error_info(e, code, hints)
+        _error_info(e, code, max_output, hints)
         error = "\n".join([error] + hints)
     if "recursion-limit" in _limits:
         sys.setrecursionlimit(default_recursion)

@@ -612,6 +612,33 @@ START_TEST(figure_in_text_mode_is_a_file)
 }
 END_TEST
 
+/* A value's own PNG form is an image too, in both modes. */
+START_TEST(repr_png_value_is_shown)
+{
+	struct cli_run r;
+	char code[2048];
+	json_t *o;
+
+	snprintf(code, sizeof(code), "%sclass Chart:\n    def _repr_png_(self):\n"
+	         "        import io\n        b = io.BytesIO()\n"
+	         "        fig.savefig(b, format='png')\n        return b.getvalue()\n"
+	         "    def __repr__(self):\n        return 'Chart()'\n"
+	         "c = Chart()\nplt.close(fig)\nc", plot);
+	o = JSON(&r, "--json", "--session", "t", code);
+	ck_len(o, "displays", 1);
+	ck_png_display(o, 0, 400, 300);
+	ck_str(o, "displays.0.data.text/plain", "Chart()");
+	json_decref(o);
+	cli_run_release(&r);
+	cli_test_run(&fx, &r, NULL, NULL,
+	             (const char *const[]){ "dolsot", "--session", "t", "c", NULL });
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.out, "Chart()\n");
+	ck_assert_msg(cli_has(r.err, "dolsot: image 1 (400x300 PNG) written to "), "%s", r.err);
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(figure_in_the_sandbox)
 {
 	struct cli_run r;
@@ -914,6 +941,7 @@ static Suite *json_suite(void)
 	tcase_add_test(fig, display_function_shows_a_figure_and_values);
 	tcase_add_test(fig, dataframe_gets_a_compact_form);
 	tcase_add_test(fig, figure_in_text_mode_is_a_file);
+	tcase_add_test(fig, repr_png_value_is_shown);
 	tcase_add_test(fig, figure_in_the_sandbox);
 	tcase_add_test(fig, no_figure_work_without_pyplot);
 	tcase_add_test(desc, describe_lists_a_toolbox_public_api);
