@@ -30,7 +30,7 @@ CORE_SRCS := frame.c fdio.c store_id.c store_name.c store_file.c store_mem.c sto
 	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
 	sandbox_plan.c
-WORKER_SRCS := worker.c worker_py.c dolsotmod.c gate_py.c hints_py.c session_py.c state_py.c \
+WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	rich_py.c describe_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
@@ -41,7 +41,8 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
-	tests/check_carry tests/check_sandbox tests/check_sandbox_enter tests/check_json
+	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
+	tests/check_json
 
 all: dolsot
 
@@ -53,7 +54,7 @@ dolsot: $(OBJS)
 worker.o dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 
-# The worker's Python half (worker.py, and gate.py, hints.py, session.py and
+# The worker's Python half (worker.py, and files.py, gate.py, hints.py, session.py and
 # state.py it imports through _dolsot) is compiled into the binary, as source
 # and as bytecode made by the same Python version: NAME.py becomes NAME_py.c.
 PYTHON ?= /usr/bin/python3.11
@@ -80,6 +81,7 @@ T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_par
 T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
 T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o
+T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
 T_JSON := tests/check_json.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
@@ -95,6 +97,7 @@ tests/check_typegate: $(T_TYPEGATE)
 tests/check_hostile: $(T_HOSTILE)
 tests/check_faults: $(T_FAULTS)
 tests/check_carry: $(T_CARRY)
+tests/check_kept: $(T_KEPT)
 tests/check_sandbox: $(T_SANDBOX)
 tests/check_json: $(T_JSON)
 tests/check_sandbox_enter: $(T_SBX_ENTER)
@@ -109,6 +112,7 @@ tests/check_typegate-asan: $(T_TYPEGATE:.o=.asan.o)
 tests/check_hostile-asan: $(T_HOSTILE:.o=.asan.o)
 tests/check_faults-asan: $(T_FAULTS:.o=.asan.o)
 tests/check_carry-asan: $(T_CARRY:.o=.asan.o)
+tests/check_kept-asan: $(T_KEPT:.o=.asan.o)
 tests/check_sandbox-asan: $(T_SANDBOX:.o=.asan.o)
 tests/check_json-asan: $(T_JSON:.o=.asan.o)
 tests/check_json tests/check_json-asan: CHECK_LIBS += -ljansson
@@ -126,6 +130,7 @@ deps:
 	@sh tools/deps.sh build
 
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry \
+	tests/check_kept \
 	tests/check_json
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.

@@ -1,7 +1,7 @@
 /*
  * dolsotmod.c - the _dolsot built-in module, the worker Python code's door to
  * the C side: the call's deadline, the type checker runner and parsers of
- * typegate.h, and the Python modules compiled into the binary (gate.py,
+ * typegate.h, and the Python modules compiled into the binary (files.py, gate.py,
  * hints.py, session.py, state.py), imported when a call needs them.
  */
 #include "dolsotmod.h"
@@ -20,6 +20,7 @@
 	extern const unsigned char name##_py[], name##_code[]; \
 	extern const size_t name##_code_len; \
 	extern const long name##_magic
+EMBEDDED(files);
 EMBEDDED(gate);
 EMBEDDED(hints);
 EMBEDDED(session);
@@ -319,8 +320,8 @@ static PyObject *code_of(const struct embedded *e)
 static PyObject *m_embedded(PyObject *self, PyObject *arg)
 {
 	static const struct embedded modules[] = {
-		EMBED(gate), EMBED(hints), EMBED(session), EMBED(state), EMBED(rich),
-		EMBED(describe),
+		EMBED(files), EMBED(gate), EMBED(hints), EMBED(session), EMBED(state),
+		EMBED(rich), EMBED(describe),
 	};
 	const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
 	struct embedded e = { NULL, NULL, NULL, NULL, NULL };

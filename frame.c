@@ -65,6 +65,7 @@ enum frame_tag {
 	FT_RES_TRUNCATED = 0x0226,
 	FT_RES_DESCRIBE = 0x0227,
 	FT_RES_DESCRIBE_JSON = 0x0228,
+	FT_RES_KEPT = 0x020c,
 };
 
 enum field_type {
@@ -167,6 +168,8 @@ static const struct field_desc result_fields[] = {
 	  offsetof(struct worker_result, describe), "describe" },
 	{ FT_RES_DESCRIBE_JSON, FIELD_BYTES, false,
 	  offsetof(struct worker_result, describe_json), "describe_json" },
+	{ FT_RES_KEPT, FIELD_BYTES, false,
+	  offsetof(struct worker_result, kept), "kept" },
 };
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))

@@ -124,6 +124,8 @@ struct worker_result {
 	struct span truncated;           /* lines "what\tkept\tcut" (chars) */
 	struct span describe;            /* REQ_DESCRIBE: the text */
 	struct span describe_json;       /* REQ_DESCRIBE: the same, as JSON */
+	struct span kept;                /* "name\treason" lines: names the
+	                                  * call could not load, kept unloaded */
 };
 
 #define RES_OK   (1u << 0)           /* the cell ran without raising */

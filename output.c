@@ -131,6 +131,7 @@ void result_release(struct result *r)
 	free(r->error);
 	free(r->held);
 	free(r->dropped);
+	free(r->kept);
 	free(r->warnings);
 	free(r->save_error);
 	free(r->limit);
@@ -164,18 +165,34 @@ static bool ends_open(const struct capture *c)
 	return c->data && c->len && !c->truncated && c->data[c->len - 1] != '\n';
 }
 
-static void render_held(const char *held, FILE *f)
+/* "name\treason" lines' names, ", "-separated. */
+static void render_names(const char *lines, FILE *f)
+{
+	bool in_name = true;
+
+	for (const char *p = lines; *p; p++)
+		if (*p == '\n') {
+			if (p[1])
+				fputs(", ", f);
+			in_name = true;
+		} else if (*p == '\t') {
+			in_name = false;
+		} else if (in_name) {
+			fputc(*p, f);
+		}
+}
+
+static void render_held(const char *held, const char *kept, FILE *f)
 {
 	fputs("session now holds: ", f);
-	if (!held || !*held) {
-		fputs("(nothing)\n", f);
-		return;
+	if (!held || !*held)
+		fputs("(nothing)", f);
+	else
+		render_names(held, f);
+	if (kept && *kept) {
+		fputs("; kept unloaded: ", f);
+		render_names(kept, f);
 	}
-	for (const char *p = held; *p; p++)
-		if (*p == '\n')
-			fputs(", ", f);
-		else
-			fputc(*p, f);
 	fputc('\n', f);
 }
 
@@ -234,7 +251,7 @@ int output_render(const struct result *r, FILE *out, FILE *err)
 		fprintf(err, "dolsot: image %zu (%ux%u PNG) written to %s\n", i + 1,
 		        r->files[i].width, r->files[i].height, r->files[i].path);
 	if (r->saved)
-		render_held(r->held, err);
+		render_held(r->held, r->kept, err);
 	if (r->dropped && *r->dropped)
 		render_dropped(r->dropped, err);
 	if (r->save_error)

@@ -75,6 +75,8 @@ struct result {
 	char *error;             /* error line(s), or NULL */
 	char *held;              /* names, '\n'-separated */
 	char *dropped;           /* "name\treason" lines, or NULL */
+	char *kept;              /* "name\treason" lines of names kept
+	                          * unloaded (the warnings say so), or NULL */
 	char *warnings;          /* lines from the worker, or NULL */
 	char *save_error;        /* why the save failed, or NULL */
 	const char *session;

@@ -291,7 +291,7 @@ static json_t *session_object(const struct result *r, bool *bad)
 	put(s, "state", json_string(state_name(r)), bad);
 	put(s, "held", r->saved ? lines_array(r->held, bad) : json_null(), bad);
 	put(s, "dropped", named_reasons(r->dropped, bad), bad);
-	put(s, "kept_unloaded", named_reasons(NULL, bad), bad);
+	put(s, "kept_unloaded", named_reasons(r->kept, bad), bad);
 	return s;
 }
 

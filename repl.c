@@ -253,6 +253,7 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 	res->error = dup_span(wr->error);
 	res->held = dup_span(wr->held);
 	res->dropped = dup_span(wr->dropped);
+	res->kept = dup_span(wr->kept);
 	res->warnings = dup_span(wr->warnings);
 	res->count = wr->count;
 	res->limit = dup_span(wr->limit);

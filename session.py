@@ -4,16 +4,32 @@ A blob (version 2) is
 
     MAGIC     b"DLSS\\x02"
     u64 LE    length of the index
-    index     a pickle of plain data only:
-              {"units": [(names, length), ...], "carry": [(piece, length), ...]}
-    bodies    back to back, in index order: every unit, then every piece
+    index     a pickle of plain data only, a dict of sections:
+              {"units": [(names, length), ...],
+               "carry": [(piece, length), ...],
+               "kept":  [(names, length, members), ...]}   (when not empty)
+    bodies    back to back, in the order of _SECTIONS, each section's
+              bodies in index order
 
 A unit holds one name (a pickle of its value) or a group of names whose
 values share objects (a pickle of {name: value}), so that after `b = a` the
 two names still load as one object.  Each unit and each carried piece is
 unpickled on its own: one that fails is dropped with its reason and the rest
 loads.  Only damage to the frame itself (magic, index, lengths) makes the
-whole session unloadable.
+whole session unloadable.  A reader ignores index keys it does not know;
+a new section goes at the end of _SECTIONS.
+
+A unit that fails to load in one call for a reason of that call (_THIS_CALL:
+its module is not importable there, a toolbox's object in a call without
+that --toolbox or in a sandbox that hides the toolbox's directory) is not
+dropped but kept unloaded: its bytes
+are saved again unchanged in "kept", with members, the names its pickle
+holds, and names, those of them the session still holds.  A later call
+that can load it gets its values back.  A cell that assigns or deletes one
+of its names ends that name (a group's other names stay); --reset ends all.
+At most KEPT_MAX bytes are kept so: past that, the largest such units are
+dropped with their reason.  Held files that cannot come back are dropped,
+never kept (files.py).
 
 The C pickler does the work.  dill is handed only what the C pickler cannot
 carry (see _Pickler.reducer_override), so a session of plain data never pays
@@ -39,6 +55,11 @@ _HEAD = 8   # bytes of the index length, little-endian
 # equal objects) unless they are at least this long: then they are grouped,
 # so that a large string or bytes value is not stored twice.
 _BIG = 256
+
+# The most bytes of units kept unloaded (see above) one session carries.
+KEPT_MAX = 64 << 20
+# Sections of the index that have bodies, in the order the bodies come.
+_SECTIONS = ("units", "carry", "kept")
 
 _dill = None
 
@@ -98,29 +119,33 @@ def _needs_dill(obj):
     return False
 
 
-# ---- the denylist: values that pickle but cannot be loaded again ----
+# ---- held files: files.py's rule, not dill's ----
 
 _FILE_TYPES = (io.TextIOWrapper, io.BufferedReader, io.BufferedWriter,
                io.BufferedRandom, io.FileIO)
+
+
+def _files():
+    import _dolsot
+    return _dolsot.embedded("files")
+
+
+def _held_file(saved):
+    """A held file, reopened by files.py's rule (a session refers to this)."""
+    return _files().reopen(saved)
+
+
+def _file_reduce(f):
+    try:
+        return _held_file, (_files().state(f),)
+    except _files().Refused as e:
+        raise _Refused(str(e)) from None
+
+
+# ---- the denylist: values that pickle but cannot be loaded again ----
+
 _EXCEL = ("a pandas ExcelWriter cannot be restored (its workbook is not "
           "saved with it): write and close it within one cell")
-
-
-def _check_file(f):
-    """dill reopens a file by name and mode when it loads it."""
-    mode = getattr(f, "mode", "")
-    name = getattr(f, "name", None)
-    if isinstance(mode, str) and "x" in mode:
-        return ("a file opened with mode 'x' cannot be reopened: the file "
-                "exists now")
-    if not isinstance(name, str):
-        return "a file opened from a descriptor cannot be reopened by name"
-    return None
-
-
-def _truncates(f):
-    mode = getattr(f, "mode", "")
-    return isinstance(mode, str) and "w" in mode
 
 
 def _subclasses(cls):
@@ -135,7 +160,7 @@ def _subclasses(cls):
 
 def _deny_table():
     """{type: check(obj) -> reason or None}, for the types loaded now."""
-    deny = dict.fromkeys(_FILE_TYPES, _check_file)
+    deny = {}
     pandas = sys.modules.get("pandas")
     writer = getattr(pandas, "ExcelWriter", None) if pandas else None
     if isinstance(writer, type):
@@ -200,14 +225,13 @@ class _Dumper:
         p = self._dill_class()(buf, self)
         p.dump(obj)
         data = buf.getvalue()
-        if not p.truncates:
-            # Reopening a file opened for writing would truncate it now.
-            try:
-                dill.loads(data)
-            except Fatal:
-                raise
-            except BaseException as e:
-                raise _Refused(f"would not load again: {reason(e)}") from None
+        # Held files reopen without changing anything on disk (files.py).
+        try:
+            dill.loads(data)
+        except Fatal:
+            raise
+        except BaseException as e:
+            raise _Refused(f"would not load again: {reason(e)}") from None
         self.dilled[id(obj)] = (obj, data)
         return data
 
@@ -239,6 +263,8 @@ class _Pickler(_pickle.Pickler):
 
     def reducer_override(self, obj):
         self._d.refuse(obj)
+        if type(obj) in _FILE_TYPES:
+            return _file_reduce(obj)
         if isinstance(obj, types.ModuleType):
             return importlib.import_module, (obj.__name__,)
         if id(obj) in self._d.force or _needs_dill(obj):
@@ -253,13 +279,12 @@ def _make_dill_pickler(dill):
         def __init__(self, file, dumper):
             super().__init__(file, dill.settings["protocol"])
             self._d = dumper
-            self.truncates = False
 
         def reducer_override(self, obj):
+            if type(obj) in _FILE_TYPES:
+                return _file_reduce(obj)
             if type(obj) in self._d.deny:
                 self._d.refuse(obj)
-                if isinstance(obj, _FILE_TYPES) and _truncates(obj):
-                    self.truncates = True
             return NotImplemented
 
     return _DillPickler
@@ -318,15 +343,17 @@ def _units(d, state, kept):
     return units
 
 
-def dump(state, pieces, raw_pieces, previous=None, count=0):
+def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(), count=0):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
     {piece: bytes} already pickled (kept from the loaded blob), previous
-    {piece: bytes} what to keep for a piece that cannot be pickled; count
-    the session's cell counter.  Returns
-    (parts, held names, [(name, reason)] dropped, [(piece, reason)] pieces
-    that could not be pickled).
+    {piece: bytes} what to keep for a piece that cannot be pickled;
+    unloaded is Stored.unloaded, the units this call could not load, and
+    ended names the cell deleted; count is the session's cell counter.
+    Returns (parts, held names,
+    [(name, reason)] dropped, [(piece, reason)] pieces that could not be
+    pickled, [(name, reason)] names kept unloaded).
     """
     d = _Dumper()
     carry, lost = [], []
@@ -353,17 +380,34 @@ def dump(state, pieces, raw_pieces, previous=None, count=0):
         except BaseException as e:
             dropped.append((name, reason(e)))
     units = _units(d, state, kept)
-    return _assemble(units, carry, count), sorted(kept), dropped, lost
+    keep, still = _keep(unloaded, set(state) | set(ended))
+    return _assemble(units, carry, keep, count), sorted(kept), dropped, lost, still
 
 
-def _assemble(units, carry, count=0):
+def _keep(unloaded, ended):
+    """The unloaded units to save again, as (names, [body], members), less
+    the names ended, and [(name, reason)] for the names kept."""
+    keep, still = [], []
+    for names, members, body, why in unloaded:
+        names = tuple(n for n in names if n not in ended)
+        if names:
+            keep.append((names, [body], members))
+            still.extend((n, why) for n in names)
+    return keep, sorted(still)
+
+
+def _assemble(units, carry, kept=(), count=0):
     """The blob as a list of bytes-like parts, to be written back to back
     (the worker writes them straight into the session file: no join)."""
-    index = _pickle.dumps({"units": [(n, _size(b)) for n, b in units],
-                          "carry": [(p, _size(b)) for p, b in carry],
-                          "count": count}, protocol=5)
+    index = {"units": [(n, _size(b)) for n, b in units],
+             "carry": [(p, _size(b)) for p, b in carry],
+             "count": count}
+    if kept:
+        index["kept"] = [(n, _size(b), m) for n, b, m in kept]
+    index = _pickle.dumps(index, protocol=5)
     return _coalesce([MAGIC, len(index).to_bytes(_HEAD, "little"), index]
-                     + [c for _, b in units for c in b] + [c for _, b in carry for c in b])
+                     + [c for _, b in units for c in b] + [c for _, b in carry for c in b]
+                     + [c for _, b, _ in kept for c in b])
 
 
 _SMALL = 1 << 16
@@ -404,28 +448,88 @@ class Stored:
 
     def __init__(self, units, carry, whole=None, count=0):
         self.count = count      # cells the session has run (execution_count)
-        self.units = units      # [(names, memoryview)]
+        self.units = units      # [(names, members, memoryview)]
         self.carry = carry      # {piece: memoryview}
         self._whole = whole     # a version 1 session, already unpickled
+        self.unloaded = []      # [(names, members, memoryview, reason)]
+        self.closed = []        # [(name, reason)]: loaded holding a file,
+                                # closed as it could not be reopened
 
     def load_into(self, ns):
-        """Load every unit into ns; returns [(name, reason)] for those dropped."""
+        """Load every unit into ns; returns [(name, reason)] for those
+        dropped.  The units that fail otherwise go to self.unloaded."""
         if self._whole is not None:
             ns.update(self._whole)
             return []
         dropped = []
-        for names, body in self.units:
+        for names, members, body in self.units:
             try:
                 value = _pickle.loads(body)
-                if len(names) == 1:
+                if len(members) == 1:
                     ns[names[0]] = value
                 else:
                     ns.update((n, value[n]) for n in names)
             except Fatal:
                 raise
             except BaseException as e:  # one value never sinks the session
-                dropped.extend((n, reason(e)) for n in names)
+                if _is_dropped_file(e):
+                    self._load_closing_gone(ns, names, members, body, dropped)
+                elif isinstance(e, _THIS_CALL):
+                    self.unloaded.append((names, members, body, reason(e)))
+                else:
+                    dropped.extend((n, reason(e)) for n in names)
+        self.unloaded = _bounded(self.unloaded, dropped)
         return dropped
+
+    def _load_closing_gone(self, ns, names, members, body, dropped):
+        """A unit holding a file that cannot be reopened: a name whose value is
+        such a file is dropped with the reason; a value that only holds one
+        (in a list, an attribute) loads with it closed, and says so."""
+        try:
+            with _files().closing_gone() as gone:
+                value = _pickle.loads(body)
+            values = {names[0]: value} if len(members) == 1 else {n: value[n] for n in names}
+        except Fatal:
+            raise
+        except BaseException as e:
+            dropped.extend((n, reason(e)) for n in names)
+            return
+        loaded = []
+        for n, v in values.items():
+            if id(v) in gone and gone[id(v)][0] is v:
+                dropped.append((n, gone[id(v)][1]))
+            else:
+                ns[n] = v
+                loaded.append(n)
+        why = next(iter(gone.values()))[1] if gone else None
+        self.closed.extend((n, why) for n in loaded if why)
+
+
+# Failures of loading that another call may not have, so the unit is kept
+# unloaded: a module not importable here (no such --toolbox, a sandbox
+# without its directory), a name a module lacks here (another version of
+# it), a file or directory this call cannot reach, memory this call's
+# --memory does not give.  Any other failure is the value's own: dropped.
+_THIS_CALL = (ImportError, AttributeError, OSError, MemoryError)
+
+
+def _bounded(unloaded, dropped):
+    """unloaded within KEPT_MAX bytes: the smallest units first; the names
+    of those past the bound go to dropped, with their reason."""
+    fit, total = [], 0
+    for unit in sorted(unloaded, key=lambda u: (len(u[2]), u[0])):
+        if total + len(unit[2]) > KEPT_MAX:
+            dropped.extend((n, f"{unit[3]}; not kept: the values kept unloaded "
+                               f"would pass {KEPT_MAX >> 20} MiB") for n in unit[0])
+        else:
+            total += len(unit[2])
+            fit.append(unit)
+    return sorted(fit, key=lambda u: u[0])
+
+
+def _is_dropped_file(exc):
+    files = sys.modules.get("_dolsot_files")
+    return files is not None and isinstance(exc, files.Dropped)
 
 
 def loads_piece(body):
@@ -442,13 +546,24 @@ def _index(session, blob):
         raise load_error(session, "truncated")
     try:
         index = _PlainUnpickler(io.BytesIO(blob[start:start + n])).load()
-        units = [(tuple(str(x) for x in names), int(size))
+        units = [(_names(names), int(size), _names(names))
                  for names, size in index["units"]]
         carry = [(str(p), int(size)) for p, size in index["carry"]]
+        kept = [(_names(names), int(size), _names(members))
+                for names, size, members in index.get("kept", ())]
+        if any(not set(names) <= set(members) for names, _, members in kept):
+            raise ValueError("a kept unit names what it does not hold")
         count = int(index.get("count", 0))
     except BaseException as e:
         raise load_error(session, f"bad index ({reason(e)})") from None
-    return start + n, units, carry, count
+    return start + n, units, carry, kept, count
+
+
+def _names(names):
+    names = tuple(str(x) for x in names)
+    if not names:
+        raise ValueError("a unit without names")
+    return names
 
 
 def load(session, blob):
@@ -460,16 +575,19 @@ def load(session, blob):
         return _load_v1(session, view)
     if magic != MAGIC:
         raise load_error(session, "not a dolsot session (bad magic)")
-    pos, units, carry, count = _index(session, view)
-    if any(size < 0 for _, size in units + carry) or \
-            pos + sum(size for _, size in units + carry) != len(view):
+    pos, units, carry, kept, count = _index(session, view)
+    sizes = [u[1] for u in units] + [c[1] for c in carry] + [k[1] for k in kept]
+    if any(size < 0 for size in sizes) or pos + sum(sizes) != len(view):
         raise load_error(session, "truncated or has trailing bytes")
     out_units, out_carry = [], {}
-    for names, size in units:
-        out_units.append((names, view[pos:pos + size]))
+    for names, size, members in units:
+        out_units.append((names, members, view[pos:pos + size]))
         pos += size
     for piece, size in carry:
         out_carry[piece] = view[pos:pos + size]
+        pos += size
+    for names, size, members in kept:   # tried again, as any unit
+        out_units.append((names, members, view[pos:pos + size]))
         pos += size
     return Stored(out_units, out_carry, count=count)
 

@@ -403,7 +403,7 @@ static int fill_fields(PyObject *mod, struct worker_result *r)
 /* *parts is the new session's list of parts (borrowed), or None. */
 static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
 {
-	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9)
+	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 10)
 		return -1;
 	r->exit_code = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
 	r->flags = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
@@ -414,7 +414,8 @@ static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
 	    str_span(PyTuple_GET_ITEM(t, 4), &r->held) < 0 ||
 	    str_span(PyTuple_GET_ITEM(t, 5), &r->dropped) < 0 ||
 	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 8), &r->limit) < 0)
+	    str_span(PyTuple_GET_ITEM(t, 8), &r->limit) < 0 ||
+	    str_span(PyTuple_GET_ITEM(t, 9), &r->kept) < 0)
 		return -1;
 	*parts = PyTuple_GET_ITEM(t, 7);
 	return *parts == Py_None || PyList_Check(*parts) ? 0 : -1;

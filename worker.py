@@ -172,7 +172,7 @@ def _limit_answer(name, exc, max_output):
     gc.collect()
     error += (f"\ndolsot: the cell hit the {_LIMIT_WORDS[name]} "
               f"(--{name} {_format_limit(name, _limits[name])}); session unchanged")
-    return 1, 0, None, error, None, None, None, None, name
+    return 1, 0, None, error, None, None, None, None, name, None
 
 
 def import_toolboxes(toolboxes):
@@ -225,12 +225,69 @@ def describe(exc):
     return "\n".join([first] + lines[1:])
 
 
-def _compile_cell(code):
-    """Parse the cell; returns (body code, last expression code or None)."""
+class _Forget:
+    """What `del NAME` does in a cell for a name kept unloaded (the name is
+    in the session, not in the namespace): the session forgets it."""
+
+    NAME = "__dolsot_forget__"
+
+    def __init__(self, kept, ended, ns):
+        self.kept, self.ended, self.ns = kept, ended, ns
+
+    def __call__(self, name):
+        if name in self.kept:
+            self.ended.add(name)
+            self.ns.pop(name, None)
+        else:
+            del self.ns[name]
+
+
+def _at(node, like):
+    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+        setattr(node, attr, getattr(like, attr))
+    return node
+
+
+def _forget_dels(body, names):
+    """Rewrite `del NAME` of names kept unloaded, at the cell's top level
+    (not inside a def or class), into calls of _Forget.  True if any."""
+    hit = False
+    for i in range(len(body) - 1, -1, -1):
+        st = body[i]
+        if isinstance(st, _ast.Delete):
+            if any(isinstance(t, _ast.Name) and t.id in names for t in st.targets):
+                hit = True
+                body[i:i + 1] = [
+                    _at(_ast.Expr(_at(_ast.Call(
+                        _at(_ast.Name(_Forget.NAME, _ast.Load()), st),
+                        [_at(_ast.Constant(t.id), st)], []), st)), st)
+                    if isinstance(t, _ast.Name) and t.id in names
+                    else _at(_ast.Delete([t]), st) for t in st.targets]
+            continue
+        if isinstance(st, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)):
+            continue
+        for field in st._fields:
+            value = getattr(st, field, None)
+            if not isinstance(value, list):
+                continue
+            for item in value:
+                if isinstance(item, (_ast.excepthandler, _ast.match_case)):
+                    hit = _forget_dels(item.body, names) or hit
+            if value and isinstance(value[0], _ast.stmt):
+                hit = _forget_dels(value, names) or hit
+    return hit
+
+
+def _compile_cell(code, forget=None):
+    """Parse the cell; returns (body code, last expression code or None).
+    With forget (a _Forget), `del` of its names goes through it."""
     flags = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     if b"\0" in code:
         raise SyntaxError("source code cannot contain null bytes")
     tree = compile(code, "<cell>", "exec", _ast.PyCF_ONLY_AST | flags)
+    if forget is not None and forget.kept and b"del" in code:
+        if _forget_dels(tree.body, forget.kept):
+            forget.ns[_Forget.NAME] = forget
     last = None
     if tree.body and isinstance(tree.body[-1], _ast.Expr):
         last = _ast.Expression(tree.body.pop().value)
@@ -253,8 +310,8 @@ def _depth():
     return n
 
 
-def run_cell(code, ns):
-    body, last = _compile_cell(code)
+def run_cell(code, ns, forget=None):
+    body, last = _compile_cell(code, forget)
     if "recursion-limit" in _limits:
         # Counted from the cell's own frame, not from the worker's.
         sys.setrecursionlimit(_depth() + _limits["recursion-limit"])
@@ -329,7 +386,12 @@ def _session_names(ns, toolboxes):
             and not (k in toolboxes and v is toolboxes[k])}
 
 
-def _gate(code, ns, toolboxes):
+class _KeptUnloaded:
+    """What the gate is shown for a name kept unloaded: a value of no known
+    type, so the name is declared and typed Any."""
+
+
+def _gate(code, ns, toolboxes, kept=()):
     """The type gate (gate.py): (error text of a blocked cell, warning)."""
     try:
         import _dolsot
@@ -338,7 +400,9 @@ def _gate(code, ns, toolboxes):
         if _dolsot.which(_dolsot.ty_bin()) is None:
             return None, None
         gate = _dolsot.embedded("gate")
-        blocked, warning = gate.check(code, _session_names(ns, toolboxes), toolboxes)
+        held = _session_names(ns, toolboxes)
+        held.update((n, _KeptUnloaded()) for n in kept if n not in held)
+        blocked, warning = gate.check(code, held, toolboxes)
         if blocked is not None:
             _detail["diagnostics"] = _items(str(x if x is not None else "")
                                            for d in gate.blocking
@@ -485,7 +549,44 @@ def _describe(session, ns, loaded, mounts, flags, notes):
                             mounts or [])
     _detail["describe"] = text
     _detail["describe_json"] = d.dump(data)
-    return 0, RES_OK, None, None, None, None, notes, None, None
+    return 0, RES_OK, None, None, None, None, notes, None, None, None
+
+
+def _closed_note(closed):
+    if not closed:
+        return None
+    return ("warning: names that hold a file that could not be reopened loaded "
+            "with that file closed: " + ", ".join(f"{n} ({why})" for n, why in closed))
+
+
+def _kept_note(unloaded):
+    """One line naming each value this call could not load, and why."""
+    if not unloaded:
+        return None
+    return ("warning: names that could not be loaded in this call are kept, "
+            "unchanged, for a call that can load them (one with the right "
+            "--toolbox, or outside the sandbox): "
+            + ", ".join(f"{n} ({why})" for names, _, _, why in unloaded for n in names))
+
+
+def _hidden_note(alias):
+    return (f"warning: toolbox alias '{alias}' hides the session's '{alias}' "
+            "in this call; the session keeps it and it is back in a call "
+            "without that alias")
+
+
+def _kept_use(exc, kept_names):
+    """For a NameError on a name kept unloaded: the line that says so."""
+    name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+    if name not in kept_names:
+        return []
+    return [f"dolsot: '{name}' is in the session but could not be loaded in "
+            f"this call ({kept_names[name]}); it is kept for a call that can "
+            "load it"]
+
+
+def _tab_lines(pairs):
+    return "\n".join(f"{name}\t{why}" for name, why in pairs) or None
 
 
 def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None,
@@ -518,7 +619,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, None, None, None
+        return 1, 0, None, str(e), None, None, None, None, None, None
     except _LimitHit as e:
         return _limit_answer(e.name, e.exc, max_output)
     except MemoryError as e:
@@ -526,14 +627,23 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             return _limit_answer("memory", e, max_output)
         raise
     carry = _state.Carry(bool(flags & REQ_CARRY))
+    unloaded = []
     try:
         if stored is not None:
             carry.restore_early(stored.carry, _session.loads_piece)
             notes.append(_unloaded(stored.load_into(ns)))
+            notes.append(_closed_note(stored.closed))
+            unloaded = stored.unloaded
+            notes.append(_kept_note(unloaded))
         carry.restore_late()
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None, None
+        return (1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None, None,
+                None)
+    hidden = {alias: ns[alias] for alias in loaded if alias in ns}
+    notes.extend(_hidden_note(alias) for alias, v in hidden.items() if v is not loaded[alias])
     ns.update(loaded)
+    kept_names = {n: why for names, _, _, why in unloaded for n in names}
+    ended = set()
     count = (stored.count if stored is not None else 0) + 1
     _detail["count"] = count
     _tick("load")
@@ -541,15 +651,16 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         return _describe(session or None, ns, loaded,
                          describe_mounts, flags, _lines(notes, carry.warnings))
 
-    blocked, gate_warning = _gate(code, ns, loaded) if flags & REQ_TYPECHECK else (None, None)
+    blocked, gate_warning = (_gate(code, ns, loaded, kept_names) if flags & REQ_TYPECHECK
+                             else (None, None))
     _tick("gate")
     if blocked is not None:
         return (1, RES_REJECTED, None, blocked, None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None, None)
+                _lines(notes, carry.warnings, [gate_warning]), None, None, None)
 
     exit_code, res_flags, value, error = 0, RES_OK | RES_RAN, None, None
     try:
-        result = run_cell(code, ns)
+        result = run_cell(code, ns, _Forget(kept_names, ended, ns))
         if result is not None:
             value = stringify(result, max_output)
             if _rich_value(result):
@@ -564,7 +675,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         return (1, RES_RAN, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                 ": the cell ended the interpreter, so it did not complete; "
                 "session unchanged", None, None,
-                _lines(notes, carry.warnings, [gate_warning], _shown()), None, None)
+                _lines(notes, carry.warnings, [gate_warning], _shown()), None, None, None)
     except BaseException as e:
         if "recursion-limit" in _limits:
             sys.setrecursionlimit(default_recursion)
@@ -575,7 +686,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             return _limit_answer(limit, e, max_output)
         exit_code, res_flags = exit_code_of(e), RES_RAN
         error = _cap(describe(e), max_output, "error")
-        hints = _hints(e, code, ns, loaded)
+        unloaded_use = _kept_use(e, kept_names)
+        hints = unloaded_use or _hints(e, code, ns, loaded)
         _error_info(e, code, max_output, hints)
         error = "\n".join([error] + hints)
     if "recursion-limit" in _limits:
@@ -586,26 +698,30 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
 
     try:
         state = _session_names(ns, loaded)
+        for alias, held_value in hidden.items():
+            if alias not in state:      # not rebound by the cell
+                state[alias] = held_value
         pieces, keep = carry.save()
         sys.setrecursionlimit(min(sys.getrecursionlimit(),
                                   max(default_recursion, DUMP_RECURSION_MAX)))
-        new_blob, held, dropped, lost = _session.dump(state, pieces, keep,
-                                                      carry.stored(), count)
+        new_blob, held, dropped, lost, still = _session.dump(
+            state, pieces, keep, carry.stored(), unloaded, ended, count)
         carry.lost(lost)
     except _Fatal as e:
         return (1, res_flags & RES_RAN, value, "\n".join(filter(None, [error, str(e)])),
-                None, None, _lines(notes, carry.warnings, [gate_warning], shown), None, None)
+                None, None, _lines(notes, carry.warnings, [gate_warning], shown), None, None,
+                None)
     except BaseException as e:
         if isinstance(e, MemoryError) and "memory" in _limits:
             return _limit_answer("memory", e, max_output)
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
         return (max(exit_code, 1), res_flags, value, error, None, None,
-                _lines(notes, carry.warnings, [gate_warning, warning], shown), None, None)
+                _lines(notes, carry.warnings, [gate_warning, warning], shown), None, None,
+                None)
     _tick("dump")
-    dropped_lines = "\n".join(f"{name}\t{why}" for name, why in dropped)
     return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            dropped_lines or None, _lines(notes, carry.warnings, [gate_warning], shown),
-            new_blob, None)
+            _tab_lines(dropped), _lines(notes, carry.warnings, [gate_warning], shown),
+            new_blob, None, _tab_lines(still))
 
 
 def detail():

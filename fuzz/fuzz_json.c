@@ -106,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r.warnings = (char *)copy(data, size).p;
 		r.held = (char *)copy(data, size).p;
 		r.dropped = (char *)copy(data, size).p;
+		r.kept = (char *)copy(data, size).p;
 		r.saved = true;
 	}
 	if (which == 6 || which > 6)

@@ -88,6 +88,26 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* A cell that leaves "ghost", a list of objects of a module only that call
+ * has (made in sys.modules): later calls cannot load it and keep it. */
+#define GHOST "import sys, types\nghost_mod = types.ModuleType('ghost_mod')\n" \
+	"exec('class G:\\n    pass', ghost_mod.__dict__)\n" \
+	"sys.modules['ghost_mod'] = ghost_mod\nghost = [ghost_mod.G(), ghost_mod.G()]\n" \
+	"del ghost_mod\n"
+
+/* The session still keeps ghost unloaded. */
+static void ck_ghost_kept(const char *session)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", session, "'ghost' in globals()");
+	ck_code(&r, 0);
+	ck_out(&r, "False\n");
+	ck_err_has(&r, "ghost (ModuleNotFoundError: No module named 'ghost_mod')");
+	ck_err_has(&r, "; kept unloaded: ghost\n");
+	cli_run_release(&r);
+}
+
 static void ok_call(const char *session, const char *code)
 {
 	struct cli_run r;
@@ -166,8 +186,9 @@ START_TEST(sigkill_at_random_moments_keeps_old_or_new)
 	unsigned seed = (unsigned)time(NULL);
 
 	srandom(seed);
-	/* A session of some size, so that saves take a moment. */
-	ok_call("k", "n = 0\npad = bytes(range(256)) * 1024");
+	/* A session of some size, so that saves take a moment, with a unit
+	 * every call keeps unloaded. */
+	ok_call("k", GHOST "n = 0\npad = bytes(range(256)) * 1024");
 	for (int i = 0; i < 3; i++) {
 		struct cli_run r;
 
@@ -220,6 +241,7 @@ START_TEST(sigkill_at_random_moments_keeps_old_or_new)
 		snprintf(want, sizeof(want), "(%ld, 262144)\n", prev);
 		ck_state("k", "n, len(pad)", want);
 	}
+	ck_ghost_kept("k");
 	printf("kill -9: %d kills in %.1fs (a call took %.3fs at the end): %d saved, %d not saved, "
 	       "%d finished before the kill, %d left a temp file; seed %u\n",
 	       KILLS, now() - t0, call, saved, lost, finished, mid_save, seed);
@@ -293,7 +315,8 @@ START_TEST(full_filesystem_keeps_the_old_state)
 	snprintf(dir, sizeof(dir), "%s/store", mnt);
 	use_store(dir);
 	start_server_if_warm();
-	ok_call("t", "x = 1\ny = 'kept'");
+	ok_call("t", GHOST "x = 1\ny = 'kept'");
+	ok_call("t", "1");   /* now ghost is kept unloaded */
 	snprintf(pkl, sizeof(pkl), "%s/t.pkl", fx.store);
 	before = cli_read_file(pkl, NULL);
 	ck_assert_ptr_nonnull(before);
@@ -316,6 +339,7 @@ START_TEST(full_filesystem_keeps_the_old_state)
 	/* With room again, the session goes on from its old state. */
 	unlink(filler);
 	ck_state("t", "x += 10\nx, y", "(11, 'kept')\n");
+	ck_ghost_kept("t");
 	free(before);
 	ck_no_strays();
 }

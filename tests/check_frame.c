@@ -26,7 +26,7 @@ enum {
 	T_EXIT_CODE = 0x0201, T_RES_FLAGS = 0x0202, T_VALUE = 0x0203,
 	T_ERROR = 0x0204, T_HELD = 0x0205, T_DROPPED = 0x0206,
 	T_WARNINGS = 0x0207, T_OLD_RES_BLOB = 0x0208, T_LIMIT = 0x0209,
-	T_RES_BLOB_LEN = 0x020a, T_SAVE_ERRNO = 0x020b,
+	T_RES_BLOB_LEN = 0x020a, T_SAVE_ERRNO = 0x020b, T_KEPT = 0x020c,
 };
 
 /* A hand-built frame, so tests can write what the encoder never would. */
@@ -251,6 +251,7 @@ static void result_round_trip(const struct worker_result *res)
 	ck_assert_uint_eq(out.blob_len, res->blob_len);
 	ck_assert_uint_eq(out.save_errno, res->save_errno);
 	assert_span(out.limit, res->limit);
+	assert_span(out.kept, res->kept);
 	frame_buf_release(&buf);
 }
 
@@ -387,7 +388,7 @@ START_TEST(result_round_trips_all_fields)
 		.value = span_str("[1, 2]"), .error = span_str(""),
 		.held = span_str("a\nb"), .dropped = span_str("f\tfile"),
 		.warnings = span_str("warning: x"), .blob_len = 5, .save_errno = 28,
-		.limit = span_str("memory"),
+		.limit = span_str("memory"), .kept = span_str("t\tModuleNotFoundError: tb"),
 	};
 
 	result_round_trip(&res);

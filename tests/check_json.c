@@ -335,6 +335,33 @@ START_TEST(json_dropped_names_have_reasons)
 }
 END_TEST
 
+START_TEST(json_kept_unloaded_names)
+{
+	struct cli_run r;
+	char pp[4300], mod[4300];
+	json_t *o;
+
+	snprintf(mod, sizeof(mod), "%s/keptx.py", fx.tmp);
+	cli_write_file(mod, "class Item:\n    pass\n");
+	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", fx.tmp);
+	o = run_json(&r, (const char *const[]){ pp, NULL },
+	             (const char *const[]){ "dolsot", "--json", "--toolbox", "keptx:kx",
+	                                    "--session", "t", "item = kx.Item()\nn = 1", NULL });
+	ck_len(o, "session.kept_unloaded", 0);
+	json_decref(o);
+	cli_run_release(&r);
+	o = JSON(&r, "--json", "--session", "t", "n + 1");
+	ck_code(&r, 0);
+	ck_str(o, "value", "2");
+	ck_len(o, "session.kept_unloaded", 1);
+	ck_str(o, "session.kept_unloaded.0.name", "item");
+	ck_assert_msg(cli_has(str_at(o, "session.kept_unloaded.0.reason"), "keptx"), "%s", r.out);
+	ck_len(o, "session.held", 1);
+	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(json_truncation_counts_kept_and_cut)
 {
 	struct cli_run r;
@@ -930,6 +957,7 @@ static Suite *json_suite(void)
 	tcase_add_test(js, json_timeout_rolls_back);
 	tcase_add_test(js, json_limit_is_killed);
 	tcase_add_test(js, json_dropped_names_have_reasons);
+	tcase_add_test(js, json_kept_unloaded_names);
 	tcase_add_test(js, json_truncation_counts_kept_and_cut);
 	tcase_add_test(js, json_invalid_utf8_becomes_replacement_chars);
 	tcase_add_test(js, json_type_gate_rejection);

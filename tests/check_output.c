@@ -127,6 +127,29 @@ START_TEST(render_success)
 }
 END_TEST
 
+START_TEST(render_kept_unloaded_names_after_the_held_ones)
+{
+	struct result r;
+	char *out, *err;
+
+	result_init(&r, 100);
+	r.saved = true;
+	r.held = strdup("a\nb");
+	r.kept = strdup("k\tModuleNotFoundError: No module named 'tb'\nl\tOSError: x");
+	render(&r, &out, &err);
+	ck_assert_str_eq(err, "session now holds: a, b; kept unloaded: k, l\n");
+	free(out);
+	free(err);
+	free(r.held);
+	r.held = strdup("");
+	render(&r, &out, &err);
+	ck_assert_str_eq(err, "session now holds: (nothing); kept unloaded: k, l\n");
+	free(out);
+	free(err);
+	result_release(&r);
+}
+END_TEST
+
 START_TEST(render_failure_order)
 {
 	struct result r;
@@ -182,6 +205,7 @@ int main(void)
 	tcase_add_test(tc, capture_memory_is_bounded);
 	tcase_add_test(tc, capture_continuation_bytes_are_capped);
 	tcase_add_test(tc, render_success);
+	tcase_add_test(tc, render_kept_unloaded_names_after_the_held_ones);
 	tcase_add_test(tc, render_failure_order);
 	tcase_add_test(tc, render_truncation_marker);
 	suite_add_tcase(s, tc);

@@ -748,6 +748,33 @@ START_TEST(session_round_trips_across_sandboxed_calls)
 }
 END_TEST
 
+/* A toolbox's objects cannot load in a sandboxed call that does not mount
+ * the toolbox: they are kept, and come back whole where it can be imported
+ * (issue 19; tests/check_kept.c has the rest). */
+START_TEST(toolbox_values_survive_a_sandboxed_call_without_the_toolbox)
+{
+	struct cli_run r;
+	const char *const tb[] = { "--toolbox", "keptbox:kb", NULL };
+
+	NEED_USERNS();
+	make_file("keptbox.py", "class Item:\n    def __init__(self, n):\n        self.n = n\n"
+	          "    def __eq__(self, o):\n        return type(o) is Item and o.n == self.n\n");
+	run_cell(&r, false, tb, "items = [kb.Item(i) for i in range(3)]\nn = 1");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	run_cell(&r, true, NULL, "n += 1\nn");
+	ck_code(&r, 0);
+	ck_out(&r, "2\n");
+	ck_err_has(&r, "for a call that can load them (one with the right --toolbox, or "
+	               "outside the sandbox): items (ModuleNotFoundError: No module named "
+	               "'keptbox')\n");
+	ck_err_has(&r, "session now holds: n; kept unloaded: items\n");
+	cli_run_release(&r);
+	expect_out(false, tb, "items == [kb.Item(i) for i in range(3)], n", "(True, 2)\n");
+	expect_out(true, tb, "items == [kb.Item(i) for i in range(3)], n", "(True, 2)\n");
+}
+END_TEST
+
 START_TEST(timeout_kills_the_whole_sandbox)
 {
 	struct cli_run r;
@@ -1126,6 +1153,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, toolboxes_are_importable_and_alone);
 	tcase_add_test(tc, virtualenv_is_visible_read_only);
 	tcase_add_test(tc, session_round_trips_across_sandboxed_calls);
+	tcase_add_test(tc, toolbox_values_survive_a_sandboxed_call_without_the_toolbox);
 	tcase_add_test(tc, timeout_kills_the_whole_sandbox);
 	tcase_add_test(tc, worker_death_in_sandbox_is_reported);
 	tcase_add_test(tc, refused_user_namespaces_fail_closed);
