@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "le.h"
 
 #define FIELD_HEADER_LEN 10	/* tag u16 + len u64 */
 #define SCALAR_LEN 8
@@ -174,6 +175,17 @@ static const struct field_desc result_fields[] = {
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
+struct span *frame_result_text(struct worker_result *r, size_t i, const char **name)
+{
+	for (size_t f = 0; f < N_ELEMS(result_fields); f++) {
+		if (result_fields[f].type != FIELD_BYTES || i-- > 0)
+			continue;
+		*name = result_fields[f].name;
+		return (struct span *)((char *)r + result_fields[f].off);
+	}
+	return NULL;
+}
+
 static const struct kind_desc request_kind = {
 	FRAME_REQUEST, "request", request_fields, N_ELEMS(request_fields),
 };
@@ -181,47 +193,6 @@ static const struct kind_desc request_kind = {
 static const struct kind_desc result_kind = {
 	FRAME_RESULT, "result", result_fields, N_ELEMS(result_fields),
 };
-
-static void put_u16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t get_u16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 /* Converting an out-of-range uint64_t to int64_t is implementation-defined. */
 static int64_t u64_to_i64(uint64_t v)
@@ -415,8 +386,8 @@ static int buf_reserve(struct frame_buf *buf, uint64_t extra)
 
 static uint8_t *put_field_header(uint8_t *w, uint16_t tag, uint64_t len)
 {
-	put_u16(w, tag);
-	put_u64(w + 2, len);
+	le_put_u16(w, tag);
+	le_put_u64(w + 2, len);
 	return w + FIELD_HEADER_LEN;
 }
 
@@ -444,7 +415,7 @@ static uint8_t *put_field(uint8_t *w, const void *obj,
 		return put_bytes(w, tb->alias);
 	case FIELD_U64:
 	case FIELD_I64:
-		put_u64(w, field_scalar(obj, f));
+		le_put_u64(w, field_scalar(obj, f));
 		return w + SCALAR_LEN;
 	default:
 		abort();
@@ -466,8 +437,8 @@ static int encode(struct frame_buf *buf, const void *obj,
 		return -1;
 	w = buf->data + buf->len;
 	memcpy(w, FRAME_MAGIC, 4);
-	put_u32(w + 4, k->kind);
-	put_u64(w + 8, total - FRAME_HEADER_LEN);
+	le_put_u32(w + 4, k->kind);
+	le_put_u64(w + 8, total - FRAME_HEADER_LEN);
 	w += FRAME_HEADER_LEN;
 	for (size_t fi = 0; fi < k->n_fields; fi++) {
 		const struct field_desc *f = &k->fields[fi];
@@ -551,12 +522,12 @@ static int decode_header(struct decoder *d)
 			    FRAME_HEADER_LEN);
 	if (memcmp(d->buf, FRAME_MAGIC, 4) != 0)
 		return fail(d, "bad magic: not a dolsot frame");
-	kind = get_u32(d->buf + 4);
+	kind = le_get_u32(d->buf + 4);
 	if (kind != d->k->kind)
 		return fail(d, "wrong kind: expected %s (%u), got %s (%"
 			    PRIu32 ")", d->k->name, (unsigned)d->k->kind,
 			    kind_name(kind), kind);
-	body = get_u64(d->buf + 8);
+	body = le_get_u64(d->buf + 8);
 	if (body > FRAME_MAX - FRAME_HEADER_LEN)
 		return fail(d, "frame too large: header says %" PRIu64
 			    " body bytes, limit is %" PRIu64, body,
@@ -633,10 +604,10 @@ static int store_field(struct decoder *d, const struct field_desc *f,
 	case FIELD_TOOLBOX:
 		return decode_toolbox(d, p, len, at);
 	case FIELD_U64:
-		*(uint64_t *)dst = get_u64(p);
+		*(uint64_t *)dst = le_get_u64(p);
 		return 0;
 	case FIELD_I64:
-		*(int64_t *)dst = u64_to_i64(get_u64(p));
+		*(int64_t *)dst = u64_to_i64(le_get_u64(p));
 		return 0;
 	default:
 		abort();
@@ -654,8 +625,8 @@ static int decode_field(struct decoder *d)
 	if (left < FIELD_HEADER_LEN)
 		return fail(d, "truncated field header at offset %zu: %zu of %d "
 			    "bytes", at, left, FIELD_HEADER_LEN);
-	tag = get_u16(d->buf + at);
-	flen = get_u64(d->buf + at + 2);
+	tag = le_get_u16(d->buf + at);
+	flen = le_get_u64(d->buf + at + 2);
 	left -= FIELD_HEADER_LEN;
 	fi = find_field(d->k, tag);
 	if (fi < 0)
@@ -734,10 +705,10 @@ uint64_t frame_total_len(const uint8_t *hdr, size_t len)
 
 	if (len < FRAME_HEADER_LEN || memcmp(hdr, FRAME_MAGIC, 4) != 0)
 		return 0;
-	kind = get_u32(hdr + 4);
+	kind = le_get_u32(hdr + 4);
 	if (kind != FRAME_REQUEST && kind != FRAME_RESULT)
 		return 0;
-	body = get_u64(hdr + 8);
+	body = le_get_u64(hdr + 8);
 	if (body > FRAME_MAX - FRAME_HEADER_LEN)
 		return 0;
 	return FRAME_HEADER_LEN + body;

@@ -148,6 +148,14 @@ int frame_encode_request(struct frame_buf *buf, const struct request *r);
 int frame_encode_result(struct frame_buf *buf, const struct worker_result *res);
 
 /*
+ * The i-th text field of a result, in the order of frame.c's table: its
+ * span in *r, and *name, the name the worker's answer uses for it (see
+ * worker.py's answer()).  NULL past the last.  worker.c fills a result by
+ * these names, so a new text field needs no code there.
+ */
+struct span *frame_result_text(struct worker_result *r, size_t i, const char **name);
+
+/*
  * Decode exactly one frame of the given kind occupying all of buf[0..len).
  * Returns 0 and fills *out, or -1 and writes a one-line reason (no newline)
  * into err.  *out's spans point into buf.

@@ -23,6 +23,7 @@
 #include "repl.h"
 #include "server.h"
 #include "store.h"
+#include "warm_proto.h"
 
 #define MAX_CODE_BYTES ((size_t)256 << 20)
 
@@ -634,7 +635,7 @@ int main(int argc, char **argv)
 	int code;
 
 	/* A fresh exec of ourselves as the warm server (see warm.c). */
-	if (argc > 0 && strcmp(argv[0], SERVER_ARGV0) == 0)
+	if (argc > 0 && strcmp(argv[0], WARM_ARGV0) == 0)
 		server_exec_main(argc, argv);
 	check_fds();
 	/* Our stderr lines are written once, at the end: buffer them rather

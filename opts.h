@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "rlimits.h"
+#include "sandbox_cfg.h"
+#include "store.h"
 
 #define OPTS_ERR_MAX 512
 /* --toolbox options per call: what one request frame can carry. */
@@ -28,16 +30,13 @@ struct settings {
 	const char *cache_dir;   /* NULL = the default directory */
 	bool server;             /* DOLSOT_SERVER=auto: use and start the warm server */
 	double server_idle;      /* seconds an unused server lives */
-	bool memory_store;       /* DOLSOT_STORE=memory: sessions in the server's memory */
+	enum store_kind store;   /* DOLSOT_STORE: file, or memory (in the server's memory) */
 	bool typecheck;          /* run the type gate before a cell */
 	const char *ty_bin;      /* the type checker to run */
 	bool carry;              /* carry interpreter and library state */
 	bool sandbox;            /* --sandbox, DOLSOT_SANDBOX=1, or any --mount */
 	struct limits limits;    /* 0 = not set */
 };
-
-/* How a --mount shows its host path inside the sandbox. */
-enum mount_mode { MOUNT_RO, MOUNT_RW, MOUNT_OVERLAY };
 
 /* A --mount HOST:VIRTUAL[:MODE], both paths absolute and normalized. */
 struct mount_arg {

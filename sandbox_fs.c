@@ -64,7 +64,7 @@ struct source {
 	int fd;                  /* SRC_TREE: detached clone; SRC_DIRFD: O_PATH */
 	bool is_dir;
 	char link[PATH_MAX];     /* SRC_LINK: the link's text */
-	enum sandbox_mode mode;
+	enum mount_mode mode;
 };
 
 struct fs {
@@ -160,11 +160,11 @@ static int write_file(struct fs *f, const char *path, const char *text)
 	return 0;
 }
 
-static unsigned bind_attrs(enum sandbox_mode mode, bool device)
+static unsigned bind_attrs(enum mount_mode mode, bool device)
 {
 	if (device)
 		return MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
-	if (mode == SANDBOX_RW)
+	if (mode == MOUNT_RW)
 		return MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	return MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 }
@@ -173,7 +173,7 @@ static unsigned bind_attrs(enum sandbox_mode mode, bool device)
  * cloned with attrs, an overlay's lower directory is kept open.  A missing
  * optional entry is skipped. */
 static int take(struct fs *f, const char *host, const char *path,
-                enum sandbox_mode mode, bool copy_links, bool optional,
+                enum mount_mode mode, bool copy_links, bool optional,
                 bool device)
 {
 	struct source *s = &f->src[f->n_src];
@@ -201,7 +201,7 @@ static int take(struct fs *f, const char *host, const char *path,
 	if (stat(host, &st) < 0)
 		return fail(f, "cannot find", host);
 	s->is_dir = S_ISDIR(st.st_mode);
-	if (mode == SANDBOX_OVERLAY) {
+	if (mode == MOUNT_OVERLAY) {
 		s->fd = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		s->kind = SRC_DIRFD;
 	} else {
@@ -255,13 +255,13 @@ static int take_all(struct fs *f)
 	const struct sandbox_cfg *c = f->cfg;
 
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++)
-		if (take(f, system_dirs[i], system_dirs[i], SANDBOX_RO, true, true, false) < 0)
+		if (take(f, system_dirs[i], system_dirs[i], MOUNT_RO, true, true, false) < 0)
 			return -1;
 	for (size_t i = 0; i < sizeof(system_files) / sizeof(*system_files); i++)
-		if (take(f, system_files[i], system_files[i], SANDBOX_RO, true, true, false) < 0)
+		if (take(f, system_files[i], system_files[i], MOUNT_RO, true, true, false) < 0)
 			return -1;
 	for (size_t i = 0; i < sizeof(devices) / sizeof(*devices); i++)
-		if (take(f, devices[i], devices[i], SANDBOX_RW, false, false, true) < 0)
+		if (take(f, devices[i], devices[i], MOUNT_RW, false, false, true) < 0)
 			return -1;
 	for (size_t i = 0; i < c->n_binds; i++)
 		if (check_bind_path(f, i) < 0 ||

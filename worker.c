@@ -27,6 +27,7 @@
 #include "frame.h"
 #include "isolate.h"
 #include "proc.h"
+#include "rlimits.h"
 
 extern const unsigned char worker_py[];
 extern const unsigned char worker_code[];
@@ -304,15 +305,25 @@ static PyObject *env_dict(const struct request *r)
 	return d;
 }
 
-/* The limits worker.py enforces or reports, by option name (0: unset). */
+/* The limits worker.py enforces or reports, by option name (rlimits.c's
+ * limit_name, 0: unset). */
 static PyObject *limit_dict(const struct request *r)
 {
-	return Py_BuildValue("{sKsKsKsKsK}",
-	                     "memory", (unsigned long long)r->memory,
-	                     "max-procs", (unsigned long long)r->max_procs,
-	                     "max-file-size", (unsigned long long)r->max_file_size,
-	                     "cpu-seconds", (unsigned long long)r->cpu_seconds,
-	                     "recursion-limit", (unsigned long long)r->recursion_limit);
+	uint64_t v[LIMIT_COUNT] = {
+		[LIMIT_MEMORY] = r->memory, [LIMIT_MAX_PROCS] = r->max_procs,
+		[LIMIT_MAX_FILE_SIZE] = r->max_file_size, [LIMIT_CPU_SECONDS] = r->cpu_seconds,
+		[LIMIT_RECURSION] = r->recursion_limit,
+	};
+	PyObject *d = PyDict_New();
+
+	for (int k = 0; d && k < LIMIT_COUNT; k++) {
+		PyObject *n = PyLong_FromUnsignedLongLong(v[k]);
+
+		if (!n || PyDict_SetItemString(d, limit_name((enum limit_kind)k), n) < 0)
+			Py_CLEAR(d);
+		Py_XDECREF(n);
+	}
+	return d;
 }
 
 /* --describe's mounts as [(path, mode)], or None. */
@@ -366,58 +377,33 @@ static int str_span(PyObject *o, struct span *out)
 	return 0;
 }
 
-/* The answer's structured detail (worker.py's detail()), by name. */
-static const struct {
-	const char *name;
-	size_t off;
-} answer_fields[] = {
-	{ "error_info", offsetof(struct worker_result, error_info) },
-	{ "hints", offsetof(struct worker_result, hints) },
-	{ "diagnostics", offsetof(struct worker_result, diagnostics) },
-	{ "displays", offsetof(struct worker_result, displays) },
-	{ "timings", offsetof(struct worker_result, timings) },
-	{ "truncated", offsetof(struct worker_result, truncated) },
-	{ "describe", offsetof(struct worker_result, describe) },
-	{ "describe_json", offsetof(struct worker_result, describe_json) },
-};
-
-static int fill_fields(PyObject *mod, struct worker_result *r)
+/* *parts is the new session's list of parts (borrowed), or None. */
+/* A field of worker.py's answer (a dict built by answer()); None when absent. */
+static PyObject *field(PyObject *answer, const char *name)
 {
-	PyObject *d = PyObject_CallMethod(mod, "detail", NULL), *count;
+	PyObject *v = PyDict_GetItemString(answer, name);   /* borrowed */
 
-	/* Leaked on purpose, as str_span's: the spans point into it. */
-	if (!d || !PyDict_Check(d))
-		return -1;
-	for (size_t i = 0; i < sizeof(answer_fields) / sizeof(answer_fields[0]); i++) {
-		PyObject *v = PyDict_GetItemString(d, answer_fields[i].name);
-
-		if (v && str_span(v, (struct span *)((char *)r + answer_fields[i].off)) < 0)
-			return -1;
-	}
-	count = PyDict_GetItemString(d, "count");
-	if (count)
-		r->count = PyLong_AsUnsignedLongLong(count);
-	return PyErr_Occurred() ? -1 : 0;
+	return v ? v : Py_None;
 }
 
-/* *parts is the new session's list of parts (borrowed), or None. */
+/* Fill r from the answer, field by field under frame.c's names. */
 static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
 {
-	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 10)
+	struct span *text;
+	const char *name;
+
+	if (!PyDict_Check(t))
 		return -1;
-	r->exit_code = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
-	r->flags = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
+	r->exit_code = PyLong_AsLongLong(field(t, "exit_code"));
+	r->flags = PyLong_AsUnsignedLongLong(field(t, "flags"));
+	if (field(t, "count") != Py_None)
+		r->count = PyLong_AsUnsignedLongLong(field(t, "count"));
 	if (PyErr_Occurred())
 		return -1;
-	if (str_span(PyTuple_GET_ITEM(t, 2), &r->value) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 3), &r->error) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 4), &r->held) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 5), &r->dropped) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 8), &r->limit) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 9), &r->kept) < 0)
-		return -1;
-	*parts = PyTuple_GET_ITEM(t, 7);
+	for (size_t i = 0; (text = frame_result_text(r, i, &name)); i++)
+		if (str_span(field(t, name), text) < 0)
+			return -1;
+	*parts = field(t, "blob");
 	return *parts == Py_None || PyList_Check(*parts) ? 0 : -1;
 }
 
@@ -571,7 +557,7 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");
 	memset(&res, 0, sizeof(res));
-	if (fill_result(answer, &res, &parts) < 0 || fill_fields(mod, &res) < 0)
+	if (fill_result(answer, &res, &parts) < 0)
 		answer_python_error(result_fd, "worker answered badly");
 	if (parts != Py_None) {
 		rc = write_session(fds->save, parts, r->max_file_size != 0, &res.blob_len);

@@ -20,15 +20,16 @@ import time
 
 import _dolsot
 
-RES_OK = 1
-RES_SAVE = 2
-REQ_TYPECHECK = 1
-REQ_CARRY = 2
-REQ_SANDBOX = 4
-REQ_JSON = 16
-REQ_DESCRIBE = 32
-RES_RAN = 4
-RES_REJECTED = 8
+# The flags, as frame.h defines them.
+RES_OK = _dolsot.RES_OK
+RES_SAVE = _dolsot.RES_SAVE
+RES_RAN = _dolsot.RES_RAN
+RES_REJECTED = _dolsot.RES_REJECTED
+REQ_TYPECHECK = _dolsot.REQ_TYPECHECK
+REQ_CARRY = _dolsot.REQ_CARRY
+REQ_SANDBOX = _dolsot.REQ_SANDBOX
+REQ_JSON = _dolsot.REQ_JSON
+REQ_DESCRIBE = _dolsot.REQ_DESCRIBE
 MAX_ERROR_LINES = 20
 # The deepest recursion dolsot's own pickling may use, whatever limit a cell
 # set.  Without a bound, a value nested past what the 8 MB C stack holds
@@ -72,9 +73,9 @@ _reason = _session.reason   # one short line: why a name was dropped, a load fai
 _dill_loads = _session._dill_loads
 _limits = {}          # the limits of this call that are set, by option name
 _flags = 0            # the request's REQ_* bits
-# The answer's named fields beside run()'s tuple; worker.c reads each by
-# name (see answer_fields in worker.c), through detail(): str values, an int for
-# "count".  Lists travel as NUL-separated items, built by _items().
+# The answer's structured detail (issue 12), gathered during the call and
+# joined to answer() by _detail_fields(): lists travel as NUL-separated
+# items, built by _items().
 _detail = {}
 _last_event = None    # the last audit event, to tell a failed fork (max-procs)
 _SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn",
@@ -82,6 +83,8 @@ _SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn"
 _LIMIT_WORDS = {"memory": "memory limit", "max-procs": "process limit",
                 "max-file-size": "file size limit", "cpu-seconds": "CPU time limit",
                 "recursion-limit": "recursion limit"}
+# One word for each limit rlimits.c names, and for nothing else.
+assert set(_LIMIT_WORDS) == set(_dolsot.LIMITS)
 
 
 def _add_site_builtins():
@@ -161,6 +164,18 @@ def _format_limit(name, value):
     return str(value)
 
 
+def answer(exit_code, flags=0, *, value=None, error=None, held=None, dropped=None,
+           warnings=None, blob=None, limit=None, kept=None):
+    """The worker's answer, by field name: the one place it is built.
+    worker.c reads it by the names of frame.c's result table (exit_code,
+    flags and the str or None fields), and blob, the new session as a list
+    of bytes-like parts, which it writes back to back into the session's
+    file.  The structured detail --json shows (_detail_fields()) joins it."""
+    return {"exit_code": exit_code, "flags": flags, "value": value, "error": error,
+            "held": held, "dropped": dropped, "warnings": warnings, "blob": blob,
+            "limit": limit, "kept": kept, **_detail_fields()}
+
+
 def _limit_answer(name, exc, max_output):
     """Drop the cell's state (it may hold the memory that ran out), then say
     which limit was hit."""
@@ -172,7 +187,7 @@ def _limit_answer(name, exc, max_output):
     gc.collect()
     error += (f"\ndolsot: the cell hit the {_LIMIT_WORDS[name]} "
               f"(--{name} {_format_limit(name, _limits[name])}); session unchanged")
-    return 1, 0, None, error, None, None, None, None, name, None
+    return answer(1, error=error, limit=name)
 
 
 def import_toolboxes(toolboxes):
@@ -549,7 +564,7 @@ def _describe(session, ns, loaded, mounts, flags, notes):
                             mounts or [])
     _detail["describe"] = text
     _detail["describe_json"] = d.dump(data)
-    return 0, RES_OK, None, None, None, None, notes, None, None, None
+    return answer(0, RES_OK, warnings=notes)
 
 
 def _closed_note(closed):
@@ -591,13 +606,12 @@ def _tab_lines(pairs):
 
 def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None,
         describe_mounts=None):
-    """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
-    warnings, blob, limit): str or None fields, but blob, the new session as a
-    list of bytes-like parts that the C side writes back to back into the
-    session's file; held is names one per line, dropped "name<TAB>reason"
-    lines, limit the name of the limit the cell hit (limits holds those of the
-    call by option name, 0 for unset).  blob, the session read, is a
-    memoryview of the session's file mapped read-only, or None."""
+    """Run one cell.  Returns its answer(): held is names one per line,
+    dropped and kept "name<TAB>reason" lines, limit the name of the limit
+    the cell hit (limits holds those of the call by option name, 0 for
+    unset).  blob, the session read, is a memoryview of the session's file
+    mapped read-only, or None.  With REQ_DESCRIBE, describe_mounts lists
+    the --mount paths as (path, mode), and no cell runs."""
     # One function, not a wrapper: pickling deep values must meet the
     # recursion limit at the same depth with or without limits.
     global _limits, _flags
@@ -619,7 +633,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, None, None, None, None
+        return answer(1, error=str(e))
     except _LimitHit as e:
         return _limit_answer(e.name, e.exc, max_output)
     except MemoryError as e:
@@ -637,8 +651,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             notes.append(_kept_note(unloaded))
         carry.restore_late()
     except _Fatal as e:
-        return (1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None, None,
-                None)
+        return answer(1, error=str(e), warnings=_lines(notes, carry.warnings))
     hidden = {alias: ns[alias] for alias in loaded if alias in ns}
     notes.extend(_hidden_note(alias) for alias, v in hidden.items() if v is not loaded[alias])
     ns.update(loaded)
@@ -655,8 +668,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                              else (None, None))
     _tick("gate")
     if blocked is not None:
-        return (1, RES_REJECTED, None, blocked, None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None, None, None)
+        return answer(1, RES_REJECTED, error=blocked,
+                      warnings=_lines(notes, carry.warnings, [gate_warning]))
 
     exit_code, res_flags, value, error = 0, RES_OK | RES_RAN, None, None
     try:
@@ -672,10 +685,11 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             text = _repr(e.code)
             _detail["error_info"] = _items(["SystemExit", text[:max_output] if max_output
                                             else text, ""])
-        return (1, RES_RAN, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
-                ": the cell ended the interpreter, so it did not complete; "
-                "session unchanged", None, None,
-                _lines(notes, carry.warnings, [gate_warning], _shown()), None, None, None)
+        return answer(1, RES_RAN,
+                      error=_cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
+                      ": the cell ended the interpreter, so it did not complete; "
+                      "session unchanged",
+                      warnings=_lines(notes, carry.warnings, [gate_warning], _shown()))
     except BaseException as e:
         if "recursion-limit" in _limits:
             sys.setrecursionlimit(default_recursion)
@@ -708,26 +722,27 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             state, pieces, keep, carry.stored(), unloaded, ended, count)
         carry.lost(lost)
     except _Fatal as e:
-        return (1, res_flags & RES_RAN, value, "\n".join(filter(None, [error, str(e)])),
-                None, None, _lines(notes, carry.warnings, [gate_warning], shown), None, None,
-                None)
+        return answer(1, res_flags & RES_RAN, value=value,
+                      error="\n".join(filter(None, [error, str(e)])),
+                      warnings=_lines(notes, carry.warnings, [gate_warning], shown))
     except BaseException as e:
         if isinstance(e, MemoryError) and "memory" in _limits:
             return _limit_answer("memory", e, max_output)
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
-        return (max(exit_code, 1), res_flags, value, error, None, None,
-                _lines(notes, carry.warnings, [gate_warning, warning], shown), None, None,
-                None)
+        return answer(max(exit_code, 1), res_flags, value=value, error=error,
+                      warnings=_lines(notes, carry.warnings, [gate_warning, warning], shown))
     _tick("dump")
-    return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            _tab_lines(dropped), _lines(notes, carry.warnings, [gate_warning], shown),
-            new_blob, None, _tab_lines(still))
+    return answer(exit_code, res_flags | RES_SAVE, value=value, error=error,
+                  held="\n".join(held), dropped=_tab_lines(dropped),
+                  warnings=_lines(notes, carry.warnings, [gate_warning], shown), blob=new_blob,
+                  kept=_tab_lines(still))
 
 
-def detail():
-    """The answer's named fields, for worker.c (after run()): str values
-    but "count", an int.  timings are "phase<TAB>ns" lines, "start" being
-    the CLOCK_MONOTONIC time run() began."""
+def _detail_fields():
+    """The structured detail of the answer (issue 12), by the names of
+    frame.c's result table: str values, but "count", an int.  timings are
+    "phase<TAB>ns" lines, "start" being the CLOCK_MONOTONIC time run()
+    began."""
     out = {k: v for k, v in _detail.items() if k not in ("timings", "truncated")}
     timings = _detail.get("timings", {})
     out["timings"] = "\n".join(f"{k}\t{v}" for k, v in timings.items() if k != "_last")

@@ -32,7 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "proc.h"
+#include "proc_child.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -57,7 +59,7 @@ static void zygote_fail(int ctl, const char *why)
 	_exit(1);
 }
 
-static void prepare(int ctl, const struct zygote_env *env)
+static void prepare(int ctl, const struct warm_key *env)
 {
 	char err[1024], *files = NULL;
 	uint8_t payload[WIRE_MAX_PAYLOAD];
@@ -106,7 +108,7 @@ static void worker_run(const int *fds, size_t nfds)
 
 	if (proc_child_stdio(fds[FD_OUT], fds[FD_ERR]) < 0)
 		_exit(127);
-	proc_close_fds_except(keep, 5);
+	proc_child_close_fds(keep, 5);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_NAME, "dolsot-worker");
 	if (wire_send(fds[FD_CLIENT], WIRE_STARTED, 0, 0, NULL, 0, NULL, 0) < 0)
@@ -231,7 +233,7 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	c->pid = pid;
 	c->client = m->fds[FD_CLIENT];
 	c->timed_out = false;
-	proc_deadline_in(&c->deadline, (double)m->a / 1e9);
+	deadline_in(&c->deadline, (double)m->a / 1e9);
 }
 
 static bool is_call(pid_t pid)
@@ -297,29 +299,23 @@ static void reap(void)
 	}
 }
 
-static void kill_call(struct call *c)
-{
-	kill(-c->pid, SIGKILL);
-	kill(c->pid, SIGKILL);
-}
-
 /* Deadlines passed; returns the poll timeout in ms until the next one. */
 static int check_deadlines(void)
 {
 	int next = -1;
 
 	for (size_t i = 0; i < n_calls; i++) {
-		double left = proc_seconds_left(&calls[i].deadline);
+		double left = deadline_left(&calls[i].deadline);
 		int ms;
 
 		if (left <= 0) {
 			if (!calls[i].timed_out) {
 				calls[i].timed_out = true;
-				kill_call(&calls[i]);
+				proc_kill_group(calls[i].pid);
 			}
 			ms = 50;
 		} else {
-			ms = left > 3600 ? 3600000 : (int)(left * 1000) + 1;
+			ms = deadline_poll_ms(left);
 		}
 		if (next < 0 || ms < next)
 			next = ms;
@@ -332,10 +328,10 @@ static void client_gone(struct call *c)
 {
 	close(c->client);
 	c->client = -1;
-	kill_call(c);
+	proc_kill_group(c->pid);
 }
 
-void zygote_main(int ctl, const struct zygote_env *env)
+void zygote_main(int ctl, const struct warm_key *env)
 {
 	sigset_t mask, old;
 	int sig;

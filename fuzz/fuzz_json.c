@@ -15,16 +15,10 @@
 #include <string.h>
 
 #include "display_files.h"
+#include "fuzz.h"
 #include "output_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		abort(); \
-	} \
-} while (0)
 
 static struct owned copy(const uint8_t *p, size_t n)
 {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 
 #define PY "/usr/bin/python3.11"
@@ -934,11 +935,5 @@ static Suite *carry_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(carry_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(carry_suite());
 }

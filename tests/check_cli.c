@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 
 static struct cli_test fx;
@@ -1257,11 +1258,5 @@ static Suite *cli_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(cli_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(cli_suite());
 }

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 
 #define TEST_USER "dolsot-test"
@@ -105,7 +106,7 @@ static void setup(bool user, bool warm_path)
 	         (long)time(NULL), (int)getpid());
 	atexit(cleanup);
 	if (warm) {
-		/* Sandboxed calls have their own zygote (see warm_key_of). */
+		/* Sandboxed calls have their own zygote (see warm_want_of). */
 		server_cmd("--server-start");
 		server_cmd("--server-start --sandbox");
 	}
@@ -1181,7 +1182,6 @@ static void add_tcase(Suite *s, const char *name, void (*setup_fn)(void))
 int main(void)
 {
 	Suite *s = suite_create("sandbox");
-	SRunner *sr;
 	int failed;
 	/* The test user must be able to run the binary wherever the checkout is. */
 	char *bin_dir = cli_bin_shared_copy();
@@ -1205,10 +1205,7 @@ int main(void)
 run:
 	if (!userns_root && !userns_user)
 		printf("SKIP: sandbox cases: user namespaces are not available here\n");
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = ck_run(s);
 	cli_rmtree(bin_dir);
 	free(bin_dir);
 	return failed ? 1 : 0;

@@ -35,6 +35,9 @@ struct cli_opts {
 	const char *prog;       /* run this program instead of dolsot */
 };
 
+/* The monotonic clock, in seconds. */
+double cli_now(void);
+
 /* Absolute path of the binary under test ($DOLSOT_BIN or ./dolsot). */
 const char *cli_bin(void);
 
