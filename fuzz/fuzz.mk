@@ -3,7 +3,7 @@
 # A harness is fuzz/fuzz_NAME.c with its seeds in fuzz/corpus/NAME/, added
 # with one line at the bottom:
 #
-#   $(eval $(call fuzz_harness,NAME,the .c files it links))
+#   $(eval $(call fuzz_harness,NAME,the .c files it links[,libraries]))
 #
 # `make fuzz` runs every harness for FUZZ_SECONDS each; `make fuzz-NAME` runs
 # one.  The seeds are copied into fuzz/out/NAME/, which holds the growing
@@ -31,17 +31,17 @@ define fuzz_harness
 FUZZ_HARNESSES += $(1)
 $(B)/fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
 	@mkdir -p $$(@D)
-	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$(filter %.c,$$^)
+	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$(filter %.c,$$^) $(3)
 
 $(B)/tests/check_regress_$(1): tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
-		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm
+		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm $(3)
 
 $(B)/tests/check_regress_$(1)-asan: tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $$(SAN_FLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
-		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm
+		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm $(3)
 
 fuzz-$(1): $(B)/fuzz/fuzz_$(1)
 	mkdir -p fuzz/out/$(1)
@@ -63,3 +63,4 @@ $(eval $(call fuzz_harness,store,store_name.c store_file.c fdio.c deadline.c))
 $(eval $(call fuzz_harness,warm_key,warm_proto.c wire.c))
 $(eval $(call fuzz_harness,mem_list,mem_list.c store_name.c))
 $(eval $(call fuzz_harness,output,output.c))
+$(eval $(call fuzz_harness,json,output_json.c output.c display_files.c frame.c fdio.c rlimits.c,-ljansson))
