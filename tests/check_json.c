@@ -864,7 +864,7 @@ START_TEST(describe_lists_mounts_within_bounds)
 	cli_write_file(path, "x\n");
 	snprintf(spec, sizeof(spec), "%s:/data", dir);
 	cli_test_run(&fx, &r, NULL, NULL,
-	             (const char *const[]){ "dolsot", "--mount", spec, "--memory", "1G",
+	             (const char *const[]){ "dolsot", "--mount", spec, "--cpu-seconds", "30",
 	                                    "--describe", NULL });
 	ck_code(&r, 0);
 	ck_assert_str_eq(r.out,
@@ -875,7 +875,7 @@ START_TEST(describe_lists_mounts_within_bounds)
 	                 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa..., b00.txt, b01.txt, b02.txt, "
 	                 "b03.txt\n"
 	                 "  ... and 6 more: 6 .txt\n"
-	                 "limits: --timeout 20s, --memory 1G\n");
+	                 "limits: --timeout 20s, --cpu-seconds 30\n");
 	cli_run_release(&r);
 	o = JSON(&r, "--mount", spec, "--json", "--describe");
 	ck_int(o, "mounts.0.count", 26);
