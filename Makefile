@@ -27,12 +27,12 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c fdio.c store_id.c store_name.c store_file.c store_mem.c store_blob.c \
-	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c \
+	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c server.c server_key.c server_mem.c zygote.c peer.c \
 	store_remote.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
-	sandbox_plan.c
+	sandbox_plan.c mount_guard.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	rich_py.c describe_py.c \
-	isolate.c sandbox.c sandbox_fs.c sandbox_filter.c
+	isolate.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 OBJS := $(SRCS:.c=.o)
 
@@ -42,6 +42,7 @@ TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
+	tests/check_trust \
 	tests/check_json
 
 all: dolsot
@@ -84,7 +85,8 @@ T_CARRY := tests/check_carry.o tests/cli_helpers.o
 T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
 T_JSON := tests/check_json.o tests/cli_helpers.o
-T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_filter.o
+T_TRUST := tests/check_trust.o tests/cli_helpers.o
+T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 tests/check_frame: $(T_FRAME)
 tests/check_store: $(T_STORE)
@@ -99,6 +101,7 @@ tests/check_faults: $(T_FAULTS)
 tests/check_carry: $(T_CARRY)
 tests/check_kept: $(T_KEPT)
 tests/check_sandbox: $(T_SANDBOX)
+tests/check_trust: $(T_TRUST)
 tests/check_json: $(T_JSON)
 tests/check_sandbox_enter: $(T_SBX_ENTER)
 tests/check_frame-asan: $(T_FRAME:.o=.asan.o)
@@ -114,6 +117,7 @@ tests/check_faults-asan: $(T_FAULTS:.o=.asan.o)
 tests/check_carry-asan: $(T_CARRY:.o=.asan.o)
 tests/check_kept-asan: $(T_KEPT:.o=.asan.o)
 tests/check_sandbox-asan: $(T_SANDBOX:.o=.asan.o)
+tests/check_trust-asan: $(T_TRUST:.o=.asan.o)
 tests/check_json-asan: $(T_JSON:.o=.asan.o)
 tests/check_json tests/check_json-asan: CHECK_LIBS += -ljansson
 tests/check_sandbox_enter-asan: $(T_SBX_ENTER:.o=.asan.o)

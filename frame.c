@@ -40,6 +40,7 @@ enum frame_tag {
 	FT_REQ_RECURSION_LIMIT = 0x010d,
 	FT_REQ_BINDS = 0x010e,		/* host NUL path NUL mode NUL, repeated */
 	FT_REQ_PIDS_CGROUP = 0x010f,
+	FT_REQ_MEM_CGROUP = 0x0110,
 	FT_REQ_ENV = 0x0120,		/* NAME=VALUE entries, NUL-separated */
 	FT_REQ_CWD = 0x0121,
 	FT_REQ_BLOB_LEN = 0x0122,
@@ -125,6 +126,8 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, binds), "binds" },
 	{ FT_REQ_PIDS_CGROUP, FIELD_BYTES, false,
 	  offsetof(struct request, pids_cgroup), "pids_cgroup" },
+	{ FT_REQ_MEM_CGROUP, FIELD_BYTES, false,
+	  offsetof(struct request, mem_cgroup), "mem_cgroup" },
 	{ FT_REQ_DESCRIBE, FIELD_BYTES, false,
 	  offsetof(struct request, describe), "describe" },
 };

@@ -85,6 +85,7 @@ struct request {
 	struct span binds;               /* sandbox binds: host NUL path NUL mode NUL,
 	                                  * repeated; mode "ro", "rw" or "overlay" */
 	struct span pids_cgroup;         /* a cgroup directory the worker joins */
+	struct span mem_cgroup;          /* another (memory), joined after it */
 	struct span describe;            /* REQ_DESCRIBE: the --mount paths to
 	                                  * list, path NUL mode NUL, repeated */
 };

@@ -11,7 +11,11 @@ is on.  check() writes one file to a private temporary directory:
 
 runs the checker on it (typegate.c, through _dolsot) within half of the
 time the call has left, and keeps only error diagnostics that fall inside
-the cell's lines, renumbered to the cell's own numbering.
+the cell's lines, renumbered to the cell's own numbering.  Of those, only
+the ones about a toolbox block the cell (blocking_ref): a call through a
+toolbox alias whose arguments do not fit its signature, or an attribute of
+the alias that does not exist.  Everything else the checker says about the
+cell's own code is dropped: the cell runs, and Python is the judge of it.
 
 Nothing here may block a cell the gate does not understand: every failure
 of the gate itself, of the checker, or of reading its output lets the cell
@@ -60,56 +64,11 @@ _TY_OFF = ("unresolved-import", "invalid-type-form")
 
 
 # The diagnostics that blocked the last cell: (line, column, message, code).
-blocking = []
+last_blocking = []
 
 
 class _Skip(Exception):
     """The gate cannot check this cell; run it.  args[0] is a warning or None."""
-
-
-def _bound_names(tree):
-    """Names the cell binds in the module namespace, and those it assigns.
-
-    Returns (all bound, bound by assignment-like statements), the second
-    excluding def, class and import bindings.
-    """
-    bound, assigned = set(), set()
-    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-    def visit(node, top):
-        if isinstance(node, ast.Global):
-            bound.update(node.names)
-            assigned.update(node.names)
-        if top:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                bound.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for a in node.names:
-                    if a.name != "*":
-                        bound.add(a.asname or a.name.split(".")[0])
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                bound.add(node.id)
-                assigned.add(node.id)
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                bound.add(node.name)
-                assigned.add(node.name)
-            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-                bound.add(node.name)
-                assigned.add(node.name)
-            elif isinstance(node, ast.MatchMapping) and node.rest:
-                bound.add(node.rest)
-                assigned.add(node.rest)
-        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name) and top:
-            bound.add(node.target.id)
-            assigned.add(node.target.id)
-        inner = top and not isinstance(node, scopes) and not isinstance(
-            node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
-        for child in ast.iter_child_nodes(node):
-            # A walrus inside a comprehension still binds in the module.
-            visit(child, inner or (top and isinstance(child, ast.NamedExpr)))
-
-    visit(tree, True)
-    return bound, assigned
 
 
 def _parse(text):
@@ -160,14 +119,13 @@ def _prelude(kind, held, toolboxes, bound, assigned, wrapped):
 
 
 def build_source(kind, text, held, toolboxes):
-    """(file text, line offset, column offset, dynamic) for a cell; raises
-    _Skip.  dynamic: the cell may bind names that no checker can see."""
+    """(file text, line offset, column offset) for a cell; raises _Skip."""
     try:
         wrapped = _awaits_at_top(text)
         tree = _parse(text)
     except (SyntaxError, ValueError):
         raise _Skip(None) from None     # the run reports it, with the line
-    bound, assigned = _bound_names(tree)
+    bound, assigned = _dolsot.embedded("hints").bound_names(tree)
     lines = _prelude(kind, held, toolboxes, bound, assigned, wrapped)
     cell_lines = text.split("\n")
     col = 0
@@ -184,28 +142,7 @@ def build_source(kind, text, held, toolboxes):
         compile(source, CELL_FILE, "exec", ast.PyCF_ONLY_AST)
     except (SyntaxError, ValueError):
         raise _Skip(None) from None     # e.g. a star import inside the wrapper
-    return source, offset, col, _dynamic(tree)
-
-
-# Calls that create names the checker cannot see.
-_DYNAMIC_CALLS = {"exec", "eval", "globals", "locals", "vars", "setattr", "__import__"}
-_UNDEFINED_CODES = {"name-defined", "reportUndefinedVariable", "unresolved-reference"}
-_UNDEFINED_TEXT = ("is not defined", "used when not defined")
-
-
-def _dynamic(tree):
-    """True when the cell may bind names no checker can see."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            return True
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in _DYNAMIC_CALLS):
-            return True
-    return False
-
-
-def _undefined_name(code, message):
-    return code in _UNDEFINED_CODES or any(t in message for t in _UNDEFINED_TEXT)
+    return source, offset, col
 
 
 def _cache_dir():
@@ -334,45 +271,85 @@ def _in_cell(diag, offset, n_lines, col_shift):
     return line - offset, max(col - col_shift, 0) if col else 0, message, code
 
 
-def _toolbox_ref(tree, toolboxes, line, col):
-    """(alias, name) of the toolbox attribute a diagnostic points at, or None."""
-    refs = []
-    for node in ast.walk(tree):
-        target = node.func if isinstance(node, ast.Call) else node
-        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                and target.value.id in toolboxes):
-            refs.append((node, target.value.id, target.attr))
-    pos = (line, col - 1)
-    inside = [r for r in refs
-              if (r[0].lineno, r[0].col_offset) <= pos < (r[0].end_lineno, r[0].end_col_offset)]
-    if inside:
-        def size(r):
-            n = r[0]
-            return (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset)
-        r = min(inside, key=size)
-        return r[1], r[2]
-    same = {(r[1], r[2]) for r in refs if r[0].lineno == line}
-    return same.pop() if len(same) == 1 else None
+# The diagnostics that may block a cell, by checker: a call of a toolbox
+# function or class with arguments that do not fit, and a toolbox attribute
+# that does not exist.  Every other diagnostic lets the cell run: the gate
+# checks cells against the toolboxes' signatures, not the cell's own code.
+_CALL_CODES = {"call-arg", "arg-type", "call-overload",                  # mypy
+               "reportCallIssue", "reportArgumentType",                  # pyright
+               "missing-argument", "unknown-argument", "invalid-argument-type",
+               "too-many-positional-arguments", "parameter-already-assigned",
+               "no-matching-overload"}                                   # ty
+_ARG_CODES = {"arg-type", "reportArgumentType", "invalid-argument-type"}
+_ATTRIBUTE_CODES = {"attr-defined", "reportAttributeAccessIssue", "unresolved-attribute"}
 
 
-def format_block(name, errors, text, toolboxes):
-    """The error text of a blocked cell: one 'line N: message' per error."""
+def _start(node):
+    return node.lineno, node.col_offset
+
+
+def _contains(node, pos):
+    return _start(node) <= pos < (node.end_lineno, node.end_col_offset)
+
+
+def _size(node):
+    return (node.end_lineno - node.lineno, node.end_col_offset - node.col_offset)
+
+
+def _toolbox_attr(node, toolboxes):
+    """The name of alias.NAME when node reads a toolbox attribute, else None."""
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in toolboxes and isinstance(node.ctx, ast.Load)):
+        return node.value.id, node.attr
+    return None
+
+
+def _call_subject(tree, pos, argument):
+    """The call a call diagnostic at pos is about: the innermost call that
+    spans pos, or for an argument's type the call pos starts an argument of."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _contains(n, pos)]
+    if argument:
+        parents = [c for c in calls
+                   if any(_start(a) == pos for a in c.args)
+                   or any(_start(k) == pos or _start(k.value) == pos for k in c.keywords)]
+        if parents:
+            return min(parents, key=_size)
+    return min(calls, key=_size) if calls else None
+
+
+def blocking_ref(tree, toolboxes, line, col, code, message):
+    """(alias, name) of the toolbox use a diagnostic at line:col (1-based
+    column, 0 when not given) blames, when it is one that blocks; else None."""
+    pos = (line, max(col - 1, 0))
+    if code in _ATTRIBUTE_CODES or code is None:
+        for node in ast.walk(tree):
+            ref = _toolbox_attr(node, toolboxes)
+            if (ref is not None and (_contains(node, pos) or not col and node.lineno == line)
+                    and (code is None or f'"{ref[1]}"' in message)):
+                return ref
+    if code in _CALL_CODES or code is None:
+        if not col:
+            return None
+        call = _call_subject(tree, pos, code in _ARG_CODES)
+        if call is not None:
+            return _toolbox_attr(call.func, toolboxes)
+    return None
+
+
+def format_block(name, errors, toolboxes):
+    """The error text of a blocked cell: one 'line N: message  [code]' per
+    error, each (line, message, code, (alias, name)), and its hint."""
     hints = _dolsot.embedded("hints")
-    tree = _parse(text)
     n = len(errors)
     out = [f"TypeCheckError: {name} found {n} error{'s' if n != 1 else ''} in the cell, "
            "so it did not run; session unchanged"]
-    for line, col, message, code in errors[:MAX_SHOWN]:
+    for line, message, code, ref in errors[:MAX_SHOWN]:
         first, *rest = message.splitlines() or [""]
-        out.append(f"line {line}: {first}")
+        out.append(f"line {line}: {first}" + (f"  [{code}]" if code else ""))
         out.extend("  " + r.strip() for r in rest[:4] if r.strip())
-        ref = _toolbox_ref(tree, toolboxes, line, col) if col else None
-        if ref is None:
-            ref = _toolbox_ref(tree, toolboxes, line, 0)
-        if ref is not None:
-            hint = hints.toolbox_hint(ref[0], toolboxes[ref[0]], ref[1])
-            if hint:
-                out.append("  " + hint)
+        hint = hints.toolbox_hint(ref[0], toolboxes[ref[0]], ref[1])
+        if hint:
+            out.append("  " + hint)
     if n > MAX_SHOWN:
         out.append(f"... and {n - MAX_SHOWN} more")
     return "\n".join(out)
@@ -459,7 +436,7 @@ def _run(code, held, toolboxes):
         text = code.decode("utf-8")
     except UnicodeDecodeError:
         raise _Skip(None) from None
-    source, offset, col_shift, dynamic = build_source(kind, text, held, toolboxes)
+    source, offset, col_shift = build_source(kind, text, held, toolboxes)
     seconds = _dolsot.seconds_left() / 2
     if seconds < MIN_SECONDS:
         raise _Skip(f"warning: type gate skipped: no time left to run {name}")
@@ -479,13 +456,18 @@ def _run(code, held, toolboxes):
     found = _diagnostics(kind, name, status, rc, out, err)
     n_lines = len(text.split("\n"))
     errors = [e for e in (_in_cell(d, offset, n_lines, col_shift) for d in found) if e]
-    if dynamic:
-        errors = [e for e in errors if not _undefined_name(e[3], e[2])]
-    if not errors:
+    tree = _parse(text)
+    blocking = []
+    for line, col, message, code in errors:
+        ref = blocking_ref(tree, toolboxes, line, col, code, message)
+        if ref is not None:
+            blocking.append((line, message, code, ref))
+    if not blocking:
         return None
-    global blocking
-    blocking = errors
-    return format_block(name, errors, text, toolboxes)
+    global last_blocking
+    last_blocking = [e for e in errors
+                     if blocking_ref(tree, toolboxes, e[0], e[1], e[3], e[2]) is not None]
+    return format_block(name, blocking, toolboxes)
 
 
 def check(code, held, toolboxes):

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "rlimits.h"
 #include "pidcg.h"
 #include "sandbox.h"
@@ -213,9 +214,26 @@ fail:
  * The save file is then a memfd (the client's choice), never the store's. */
 static int presize(int fd, const char *what, char *err, size_t errlen)
 {
+	if (fd_grow_sealed(fd))
+		return 0;   /* sized to the session's bound already */
 	if (ftruncate(fd, (off_t)FRAME_MAX) < 0) {
 		snprintf(err, errlen, "dolsot: cannot size the %s file: %s", what,
 		         strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int join(struct span cgroup, const char *limit, char *err, size_t errlen)
+{
+	char *path = dup_span(cgroup), why[512];
+	int joined = path ? pidcg_join(path, why, sizeof(why)) : -1;
+
+	if (!path)
+		snprintf(why, sizeof(why), "out of memory");
+	free(path);
+	if (joined < 0) {
+		snprintf(err, errlen, "dolsot: cannot enforce %s: %s", limit, why);
 		return -1;
 	}
 	return 0;
@@ -233,19 +251,13 @@ int isolate_worker(const struct request *r, const struct worker_fds *fds,
 	char why[512];
 
 	if (r->pids_cgroup.present) {
-		char *path = dup_span(r->pids_cgroup);
-
-		int joined = path ? pidcg_join(path, why, sizeof(why)) : -1;
-
-		if (!path)
-			snprintf(why, sizeof(why), "out of memory");
-		free(path);
-		if (joined < 0) {
-			snprintf(err, errlen, "dolsot: cannot enforce --max-procs: %s", why);
+		if (join(r->pids_cgroup, "--max-procs", err, errlen) < 0)
 			return -1;
-		}
 		procs = PROCS_BY_CGROUP;
 	}
+	/* Before the sandbox, whose cgroup namespace hides the path. */
+	if (r->mem_cgroup.present && join(r->mem_cgroup, "--memory", err, errlen) < 0)
+		return -1;
 	if (sandbox ? enter_sandbox(r, fds, err, errlen) < 0
 	            : set_env(r->env, err, errlen) < 0)
 		return -1;

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "repl.h"
 #include "server.h"
 #include "store.h"
+#include "zygote.h"
 
 #define MAX_CODE_BYTES ((size_t)256 << 20)
 
@@ -424,11 +426,14 @@ static int cmd_reset(const struct settings *s, const char *target, bool json)
 static void build_plan(const struct cli *c, const struct settings *s,
                        struct sandbox_plan *plan)
 {
+	char err[REPL_ERR_MAX], store_dir[PATH_MAX];
 	struct plan_input in = { .sandbox = s->sandbox, .toolboxes = c->toolboxes,
 	                         .n_toolboxes = c->n_toolboxes, .mounts = c->mounts,
 	                         .n_mounts = c->n_mounts, .env_args = c->env,
-	                         .n_env = c->n_env };
-	char err[REPL_ERR_MAX];
+	                         .n_env = c->n_env, .store_dir = store_dir,
+	                         .rw_code_mounts = s->rw_code_mounts };
+
+	store_file_path(s->cache_dir, store_dir, sizeof(store_dir));
 
 	switch (sandbox_plan_build(&in, plan, err, sizeof(err))) {
 	case PLAN_OK:
@@ -636,6 +641,8 @@ int main(int argc, char **argv)
 	/* A fresh exec of ourselves as the warm server (see warm.c). */
 	if (argc > 0 && strcmp(argv[0], SERVER_ARGV0) == 0)
 		server_exec_main(argc, argv);
+	if (argc > 0 && strcmp(argv[0], ZYGOTE_ARGV0) == 0)
+		zygote_exec_main();
 	check_fds();
 	/* Our stderr lines are written once, at the end: buffer them rather
 	 * than make a write per character (exit and output_render flush). */

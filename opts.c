@@ -461,6 +461,20 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 			return env_error("DOLSOT_SANDBOX", v, "1 (on) or 0 (off)", err, errlen);
 		s->sandbox = v[0] == '1';
 	}
+	s->max_session = DEFAULT_MAX_SESSION_SIZE;
+	if ((v = env("DOLSOT_MAX_SESSION_SIZE")) &&
+	    opts_parse_limit(LIMIT_MAX_FILE_SIZE, v, "DOLSOT_MAX_SESSION_SIZE", &s->max_session,
+	                     err, errlen) < 0)
+		return -1;
+	s->trust_sandboxed = false;
+	if ((v = env("DOLSOT_TRUST_SANDBOXED")) && opts_parse_switch(v, &s->trust_sandboxed) < 0)
+		return env_error("DOLSOT_TRUST_SANDBOXED", v, "0 (refuse) or 1 (load them)",
+		                 err, errlen);
+	s->rw_code_mounts = false;
+	if ((v = env("DOLSOT_ALLOW_RW_CODE_MOUNTS")) &&
+	    opts_parse_switch(v, &s->rw_code_mounts) < 0)
+		return env_error("DOLSOT_ALLOW_RW_CODE_MOUNTS", v, "0 (refuse) or 1 (allow)",
+		                 err, errlen);
 	for (int k = 0; k < LIMIT_COUNT; k++) {
 		const char *name = limit_env((enum limit_kind)k);
 

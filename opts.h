@@ -33,6 +33,9 @@ struct settings {
 	const char *ty_bin;      /* the type checker to run */
 	bool carry;              /* carry interpreter and library state */
 	bool sandbox;            /* --sandbox, DOLSOT_SANDBOX=1, or any --mount */
+	uint64_t max_session;    /* DOLSOT_MAX_SESSION_SIZE: bytes a saved session may hold */
+	bool trust_sandboxed;    /* DOLSOT_TRUST_SANDBOXED=1: load them without the sandbox */
+	bool rw_code_mounts;     /* DOLSOT_ALLOW_RW_CODE_MOUNTS=1: rw --mount over code */
 	struct limits limits;    /* 0 = not set */
 };
 
@@ -51,6 +54,7 @@ struct mount_arg {
 #define DEFAULT_TTL_DAYS 7.0
 #define DEFAULT_SERVER_IDLE 300.0
 #define DEFAULT_TY_BIN "ty"
+#define DEFAULT_MAX_SESSION_SIZE ((uint64_t)1 << 30)
 
 /*
  * Split "MODULE:ALIAS" into *out (both strings malloc'd; free with

@@ -1,5 +1,5 @@
 /*
- * pidcg.c - a per-call pids cgroup (see pidcg.h).
+ * pidcg.c - per-call pids and memory cgroups (see pidcg.h).
  *
  * The hierarchy is found the way the kernel shows it: /proc/self/cgroup
  * gives our cgroup's path inside each hierarchy, /proc/self/mountinfo where
@@ -29,8 +29,8 @@ static bool has_word(const char *list, const char *word)
 	return false;
 }
 
-/* Our path in the v1 pids hierarchy (v1 true) or in the v2 one. */
-static int own_cgroup(bool v1, char *rel, size_t len)
+/* Our path in the v1 hierarchy of controller (v1 true) or in the v2 one. */
+static int own_cgroup(bool v1, const char *controller, char *rel, size_t len)
 {
 	FILE *f = fopen("/proc/self/cgroup", "re");
 	char line[4096];
@@ -45,7 +45,7 @@ static int own_cgroup(bool v1, char *rel, size_t len)
 			continue;
 		*c2 = '\0';
 		line[strcspn(line, ":")] = '\0';
-		if (v1 ? !has_word(c1 + 1, "pids") : (strcmp(line, "0") != 0 || c1[1] != '\0'))
+		if (v1 ? !has_word(c1 + 1, controller) : (strcmp(line, "0") != 0 || c1[1] != '\0'))
 			continue;
 		c2[1 + strcspn(c2 + 1, "\n")] = '\0';
 		snprintf(rel, len, "%s", c2 + 1);
@@ -56,7 +56,8 @@ static int own_cgroup(bool v1, char *rel, size_t len)
 }
 
 /* Mount point and mounted root of the hierarchy, from mountinfo. */
-static int hierarchy_mount(bool v1, char *mnt, size_t mlen, char *root, size_t rlen)
+static int hierarchy_mount(bool v1, const char *controller, char *mnt, size_t mlen,
+                           char *root, size_t rlen)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char line[8192];
@@ -71,7 +72,7 @@ static int hierarchy_mount(bool v1, char *mnt, size_t mlen, char *root, size_t r
 		if (!dash || sscanf(line, "%*s %*s %*s %4095s %4095s", r, m) != 2 ||
 		    sscanf(dash + 3, "%63s %*s %1023s", type, opts) != 2)
 			continue;
-		if (v1 ? strcmp(type, "cgroup") != 0 || !has_word(opts, "pids")
+		if (v1 ? strcmp(type, "cgroup") != 0 || !has_word(opts, controller)
 		       : strcmp(type, "cgroup2") != 0)
 			continue;
 		snprintf(mnt, mlen, "%s", m);
@@ -82,17 +83,19 @@ static int hierarchy_mount(bool v1, char *mnt, size_t mlen, char *root, size_t r
 	return ret;
 }
 
-/* The directory of our own cgroup in a hierarchy with a pids controller. */
-static int own_dir(char *dir, size_t len)
+/* The directory of our own cgroup in a hierarchy with the controller (v1
+ * first; the v2 one is a candidate whether or not it is enabled there). */
+static int own_dir(const char *controller, char *dir, size_t len, bool *is_v1)
 {
 	char rel[4096], mnt[4096], root[4096];
 
 	for (int v1 = 1; v1 >= 0; v1--) {
 		const char *tail;
 
-		if (own_cgroup(v1, rel, sizeof(rel)) < 0 ||
-		    hierarchy_mount(v1, mnt, sizeof(mnt), root, sizeof(root)) < 0)
+		if (own_cgroup(v1, controller, rel, sizeof(rel)) < 0 ||
+		    hierarchy_mount(v1, controller, mnt, sizeof(mnt), root, sizeof(root)) < 0)
 			continue;
+		*is_v1 = v1;
 		tail = rel;
 		if (strcmp(root, "/") != 0) {
 			size_t n = strlen(root);
@@ -126,30 +129,90 @@ static int write_file(const char *dir, const char *name, const char *text)
 	return w == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-int pidcg_create(uint64_t max, char *path, size_t pathlen, char *err,
-                 size_t errlen)
+/* A new cgroup below ours in the controller's hierarchy, into path. */
+static int make_dir(const char *controller, char *path, size_t pathlen, bool *v1,
+                    char *err, size_t errlen)
 {
-	char dir[PIDCG_PATH_MAX], num[32];
+	char dir[PIDCG_PATH_MAX];
 	struct timespec t;
 
-	if (own_dir(dir, sizeof(dir)) < 0) {
-		snprintf(err, errlen, "no cgroup hierarchy with the pids controller is mounted");
+	if (own_dir(controller, dir, sizeof(dir), v1) < 0) {
+		snprintf(err, errlen, "no cgroup hierarchy with the %s controller is mounted",
+		         controller);
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	if (snprintf(path, pathlen, "%s/dolsot-%d-%ld", dir, (int)getpid(),
-	             (long)(t.tv_nsec ^ t.tv_sec)) >= (int)pathlen) {
+	if (snprintf(path, pathlen, "%s/dolsot-%s%d-%ld", dir, controller[0] == 'm' ? "m" : "",
+	             (int)getpid(), (long)(t.tv_nsec ^ t.tv_sec)) >= (int)pathlen) {
 		snprintf(err, errlen, "the cgroup path is too long");
 		return -1;
 	}
 	if (mkdir(path, 0755) < 0) {
-		snprintf(err, errlen, "cannot make the pids cgroup %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot make the %s cgroup %s: %s", controller, path,
+		         strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+int pidcg_create(uint64_t max, char *path, size_t pathlen, char *err,
+                 size_t errlen)
+{
+	char num[32];
+	bool v1;
+
+	if (make_dir("pids", path, pathlen, &v1, err, errlen) < 0)
+		return -1;
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)max);
 	if (write_file(path, "pids.max", num) < 0) {
 		snprintf(err, errlen, "cannot set %s/pids.max: %s", path, strerror(errno));
 		rmdir(path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Set a memory limit of bytes, and no swap, in the cgroup at dir. */
+static int set_memory(const char *dir, bool v1, uint64_t bytes, char *err, size_t errlen)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)bytes);
+	if (write_file(dir, v1 ? "memory.limit_in_bytes" : "memory.max", num) < 0) {
+		snprintf(err, errlen, "cannot set the memory limit of %s: %s", dir,
+		         strerror(errno));
+		return -1;
+	}
+	/* Without swap accounting the files are missing: then swap is not
+	 * counted, and not limited. */
+	if (v1)
+		write_file(dir, "memory.memsw.limit_in_bytes", num);
+	else
+		write_file(dir, "memory.swap.max", "0");
+	return 0;
+}
+
+int pidcg_create_memory(uint64_t bytes, const char *pids_path, char *path,
+                        size_t pathlen, char *err, size_t errlen)
+{
+	char probe[PIDCG_PATH_MAX + 32];
+	struct stat st;
+	bool v1;
+
+	path[0] = '\0';
+	/* A v2 pids cgroup is the call's only one there: limit it. */
+	snprintf(probe, sizeof(probe), "%s/memory.max", pids_path ? pids_path : "");
+	if (pids_path && pids_path[0] && stat(probe, &st) == 0) {
+		snprintf(path, pathlen, "%s", pids_path);
+		return set_memory(path, false, bytes, err, errlen);
+	}
+	if (make_dir("memory", path, pathlen, &v1, err, errlen) < 0) {
+		path[0] = '\0';
+		return -1;
+	}
+	if (set_memory(path, v1, bytes, err, errlen) < 0) {
+		rmdir(path);
+		path[0] = '\0';
 		return -1;
 	}
 	return 0;
@@ -167,10 +230,33 @@ int pidcg_join(const char *path, char *err, size_t errlen)
 	if (write_file(path, "tasks", "0") == 0)
 		return 0;
 	if (write_file(path, "cgroup.procs", "0") < 0) {
-		snprintf(err, errlen, "cannot join the pids cgroup %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot join the cgroup %s: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+bool pidcg_oom_killed(const char *path)
+{
+	static const char *const files[] = { "memory.oom_control", "memory.events" };
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+		char p[PIDCG_PATH_MAX + 32], line[128];
+		unsigned long long n;
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/%s", path, files[i]);
+		if (!(f = fopen(p, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "oom_kill %llu", &n) == 1) {
+				fclose(f);
+				return n > 0;
+			}
+		}
+		fclose(f);
+	}
+	return false;
 }
 
 void pidcg_remove(const char *path)

@@ -150,7 +150,8 @@ static int pack_environ(struct span *out, char **buf)
 }
 
 static int encode_request(const struct run_args *a, size_t blob_len, bool found,
-                          const char *cgroup, bool warm, struct frame_buf *buf)
+                          const struct plan_cgroups *cgroup, bool warm,
+                          struct frame_buf *buf)
 {
 	struct request r;
 	char cwd[PATH_MAX], *env = NULL;
@@ -203,10 +204,15 @@ static int encode_request(const struct run_args *a, size_t blob_len, bool found,
 /* Why the worker ended without an answer, as words; the limits in force
  * are named, as one may be the cause (a C library aborting when malloc
  * fails, SIGKILL at the hard CPU limit). */
-static char *death_message(int status, const struct limits *l)
+static char *death_message(int status, const struct limits *l, bool oom)
 {
 	char set[256];
 
+	if (oom && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+		limit_format(LIMIT_MEMORY, l->v[LIMIT_MEMORY], set, sizeof(set));
+		return dup_printf("dolsot: the cell hit the memory limit (--memory %s); "
+		                  "session unchanged", set);
+	}
 	limits_describe(l, set, sizeof(set));
 	if (WIFSIGNALED(status))
 		return dup_printf("dolsot: the worker was killed by signal %d (%s) before "
@@ -218,9 +224,14 @@ static char *death_message(int status, const struct limits *l)
 	                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+/* What a timed-out cell can do next (see "Hints at run time" in README). */
+#define TIMEOUT_HINT "hint: the call ran for its whole %gs and was killed; the session " \
+	"was rolled back to before it, so every name it held is unaffected and nothing " \
+	"this cell assigned was kept: do less per cell, or pass a larger --timeout"
+
 /* Turn the worker's outcome into *res; returns true when there is a blob to save. */
 static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
-                         struct worker_result *wr, struct result *res)
+                         bool oom, struct worker_result *wr, struct result *res)
 {
 	char ferr[256];
 	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
@@ -230,7 +241,8 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 		res->ran = true;
 		res->exit_code = DOLSOT_EXIT_TIMEOUT;
 		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
-		                        "timeout; session unchanged", s->timeout);
+		                        "timeout; session unchanged\n" TIMEOUT_HINT,
+		                        s->timeout, s->timeout);
 		return false;
 	}
 	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
@@ -242,7 +254,7 @@ static bool take_outcome(const struct proc_outcome *o, const struct settings *s,
 		res->error = o->result && exited_ok
 		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
 		                          "session unchanged", ferr)
-		             : death_message(o->status, &s->limits);
+		             : death_message(o->status, &s->limits, oom);
 		return false;
 	}
 	res->exit_code = wr->exit_code >= 0 && wr->exit_code <= 255 ? (int)wr->exit_code : 1;
@@ -320,7 +332,9 @@ static void save_session(struct store *st, struct store_save *sv,
                          const struct worker_result *wr, struct result *res)
 {
 	char serr[STORE_ERR_MAX];
-	int rc = wr->save_errno
+	/* A bounded writer fails at the bound: say so, not how it failed. */
+	bool too_big = sv->max && wr->blob_len > sv->max;
+	int rc = wr->save_errno && !too_big
 	         ? store_save_fail(st, sv, "write", (int)wr->save_errno, serr)
 	         : store_save_commit(st, sv, (size_t)wr->blob_len, serr);
 
@@ -334,19 +348,53 @@ static void save_session(struct store *st, struct store_save *sv,
 }
 
 /*
+ * A session a sandboxed call wrote holds the cell's bytes: loading it
+ * outside the sandbox would run the cell's code (an object's __reduce__,
+ * the carried environment) on the host.  Refuse that, before anything of
+ * it is read, unless the caller opted in.
+ */
+static int check_origin(const struct run_args *a, struct store *st, char *err,
+                        size_t errlen)
+{
+	char serr[STORE_ERR_MAX];
+	bool sandboxed;
+
+	if (a->settings->sandbox || a->settings->trust_sandboxed)
+		return 0;
+	if (store_origin(st, a->session, &sandboxed, serr) < 0) {
+		snprintf(err, errlen, "%s", serr);
+		return -1;
+	}
+	if (!sandboxed)
+		return 0;
+	snprintf(err, errlen, "session '%s' was last written by a sandboxed call, and "
+	         "loading it outside the sandbox could run that cell's code on the host: "
+	         "run it with --sandbox, start it afresh with 'dolsot --reset %s', or set "
+	         "DOLSOT_TRUST_SANDBOXED=1 to load it anyway", a->session, a->session);
+	errno = EPERM;
+	return -1;
+}
+
+/*
  * The session's files for the worker: its file to read (none when new) and
  * an empty one to write the next state into.  Under --max-file-size that
  * one is a memfd: the worker's own save must not trip the cell's limit.
+ * A sandboxed worker gets memfds only, never a file of the store: a copy
+ * of the session, and a memfd that cannot grow past the maximum session
+ * size, so the cell cannot fill the host's disk or rewrite the store.
  */
 static int open_session(const struct run_args *a, struct store *st,
                         struct worker_fds *fds, struct store_save *sv,
                         size_t *blob_len, bool *found, char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
-	bool memfd = a->settings->limits.v[LIMIT_MAX_FILE_SIZE] != 0;
+	bool sandbox = a->settings->sandbox;
+	bool memfd = a->settings->limits.v[LIMIT_MAX_FILE_SIZE] != 0 || sandbox;
 
-	if (store_open_blob(st, a->session, &fds->load, blob_len, found, serr) < 0 ||
-	    store_save_begin(st, a->session, memfd, sv, serr) < 0) {
+	if (check_origin(a, st, err, errlen) < 0)
+		return -1;
+	if (store_open_blob(st, a->session, sandbox, &fds->load, blob_len, found, serr) < 0 ||
+	    store_save_begin(st, a->session, memfd, a->settings->max_session, sv, serr) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		if (fds->load >= 0)
 			close(fds->load);
@@ -354,13 +402,15 @@ static int open_session(const struct run_args *a, struct store *st,
 		return -1;
 	}
 	fds->save = sv->fd;
+	sv->sandboxed = sandbox;
 	return 0;
 }
 
 /* The request for the warm path (when the server may take it) or the cold
  * one, in *req (replacing what it held). */
 static int build_request(const struct run_args *a, size_t blob_len, bool found,
-                         const char *cgroup, bool warm, struct frame_buf *req,
+                         const struct plan_cgroups *cgroup, bool warm,
+                         struct frame_buf *req,
                          char *err, size_t errlen)
 {
 	frame_buf_release(req);
@@ -385,31 +435,32 @@ static int run_locked(const struct run_args *a, struct store *st, double t0_ms,
 	struct timespec deadline;
 	struct proc_outcome o;
 	struct worker_result wr;
-	char cgroup[PIDCG_PATH_MAX] = "";
+	struct plan_cgroups cgroup = { "", "" };
+	bool oom;
 	int ret = -1;
 
 	if (open_session(a, st, &fds, &sv, &blob_len, &found, err, errlen) < 0)
 		return -1;
-	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
+	if (sandbox_plan_begin(a->settings, &cgroup, err, errlen) < 0)
 		goto out;
 	proc_deadline_in(&deadline, a->settings->timeout);
-	if (build_request(a, blob_len, found, cgroup, true, &req, err, errlen) < 0)
+	if (build_request(a, blob_len, found, &cgroup, true, &req, err, errlen) < 0)
 		goto out;
 	if (!run_warm(a, st, &req, &fds, &deadline, res, &o, no_server) &&
-	    (build_request(a, blob_len, found, cgroup, false, &req, err, errlen) < 0 ||
+	    (build_request(a, blob_len, found, &cgroup, false, &req, err, errlen) < 0 ||
 	     proc_run(req.data, req.len, &fds, &deadline, worker_child, NULL, &res->out,
 	              &res->err, &o, err, errlen) < 0))
 		goto out;
 	/* Every process of the call is gone by now, on either path. */
-	sandbox_plan_end(cgroup);
-	cgroup[0] = '\0';
+	oom = cgroup.memory[0] && pidcg_oom_killed(cgroup.memory);
+	sandbox_plan_end(&cgroup);
 	ret = 0;
 	if (res->error)
 		goto out;   /* the warm path broke after the cell may have run */
 	*sig = o.signal;
 	memset(&wr, 0, sizeof(wr));
 	res->found = found;
-	if (take_outcome(&o, a->settings, &wr, res) && !o.signal) {
+	if (take_outcome(&o, a->settings, oom, &wr, res) && !o.signal) {
 		double t = now_ms();
 
 		save_session(st, &sv, &wr, res);
@@ -418,7 +469,7 @@ static int run_locked(const struct run_args *a, struct store *st, double t0_ms,
 	take_timings(wr.timings, t0_ms, res);
 	proc_outcome_release(&o);
 out:
-	sandbox_plan_end(cgroup);
+	sandbox_plan_end(&cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
 	if (fds.load >= 0)
 		close(fds.load);
@@ -436,24 +487,26 @@ static int describe_alone(const struct run_args *a, struct result *res, int *sig
 	struct worker_result wr;
 	struct proc_outcome o;
 	struct timespec deadline;
-	char cgroup[PIDCG_PATH_MAX] = "";
+	struct plan_cgroups cgroup = { "", "" };
+	bool oom;
 	int ret = -1;
 
 	one.session = "";
-	if (sandbox_plan_begin(a->settings, cgroup, sizeof(cgroup), err, errlen) < 0)
+	if (sandbox_plan_begin(a->settings, &cgroup, err, errlen) < 0)
 		return -1;
 	proc_deadline_in(&deadline, a->settings->timeout);
-	if (build_request(&one, 0, false, cgroup, false, &req, err, errlen) < 0 ||
+	if (build_request(&one, 0, false, &cgroup, false, &req, err, errlen) < 0 ||
 	    proc_run(req.data, req.len, &fds, &deadline, worker_child, NULL, &res->out,
 	             &res->err, &o, err, errlen) < 0)
 		goto out;
 	ret = 0;
 	*sig = o.signal;
+	oom = cgroup.memory[0] && pidcg_oom_killed(cgroup.memory);
 	memset(&wr, 0, sizeof(wr));
-	take_outcome(&o, a->settings, &wr, res);
+	take_outcome(&o, a->settings, oom, &wr, res);
 	proc_outcome_release(&o);
 out:
-	sandbox_plan_end(cgroup);
+	sandbox_plan_end(&cgroup);
 	frame_buf_release(&req);
 	return ret;
 }

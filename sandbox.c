@@ -9,10 +9,11 @@
  * keeps working unchanged, and when PID 1 dies the kernel kills everything
  * else in the namespace.
  *
- * The user namespace maps only the caller's own uid and gid, each to the
- * same number inside, which needs no privilege; every capability the new
+ * The user namespace maps one uid and one gid (see sandbox_ids.h: the
+ * caller's own, or for root an unused id); every capability the new
  * namespace grants is used for building the sandbox and dropped before the
- * filter is loaded.
+ * filter is loaded.  The file system's sources are taken before the fork,
+ * so a root caller's helper is gone before the sandbox has a process.
  */
 #include "sandbox.h"
 
@@ -37,9 +38,11 @@
 
 #include "sandbox_filter.h"
 #include "sandbox_fs.h"
+#include "sandbox_ids.h"
 
+/* The cgroup namespace shows the call's cgroup (or the caller's) as "/". */
 #define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | \
-                  CLONE_NEWIPC | CLONE_NEWUTS)
+                  CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 static int fail(char *err, size_t errlen, const char *what)
 {
@@ -48,38 +51,6 @@ static int fail(char *err, size_t errlen, const char *what)
 	snprintf(err, errlen, "cannot create the sandbox: %s: %s", what, strerror(saved));
 	errno = saved;
 	return -1;
-}
-
-static int write_proc(const char *path, const char *text, char *err, size_t errlen)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n = (ssize_t)strlen(text);
-
-	if (fd < 0 || write(fd, text, (size_t)n) != n) {
-		char what[128];
-
-		snprintf(what, sizeof(what), "cannot write %s", path);
-		fail(err, errlen, what);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
-
-static int map_ids(uid_t uid, gid_t gid, char *err, size_t errlen)
-{
-	char map[64];
-
-	/* An unprivileged gid_map needs setgroups refused first. */
-	if (write_proc("/proc/self/setgroups", "deny", err, errlen) < 0)
-		return -1;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-	if (write_proc("/proc/self/uid_map", map, err, errlen) < 0)
-		return -1;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-	return write_proc("/proc/self/gid_map", map, err, errlen);
 }
 
 /* The outer process: wait for PID 1 and end the way it ended. */
@@ -131,14 +102,17 @@ static int loopback_up(char *err, size_t errlen)
 }
 
 /*
- * The environment this process was started with is still in its memory, and
- * /proc/self/environ shows it, even once environ points elsewhere: zero it.
- * (A fork of a warm server holds that server's, from another call.)
+ * The arguments and environment this process was started with are still in
+ * its memory, and /proc/self/cmdline and environ show them, even once
+ * environ points elsewhere: zero both.  (On the cold path the arguments are
+ * the dolsot command's, the cell's code among them; a fork of a warm server
+ * holds that server's environment, from another call.)  The arguments then
+ * read "dolsot".
  */
-static int scrub_initial_env(char *err, size_t errlen)
+static int scrub_initial_args_env(char *err, size_t errlen)
 {
 	char buf[2048], *p;
-	unsigned long start = 0, end = 0;
+	unsigned long arg_start = 0, arg_end = 0, start = 0, end = 0;
 	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 
@@ -147,15 +121,19 @@ static int scrub_initial_env(char *err, size_t errlen)
 	if (n <= 0)
 		return fail(err, errlen, "cannot read /proc/self/stat");
 	buf[n] = '\0';
-	/* Fields 50 and 51, counted from the state (field 3) after the name. */
+	/* Fields 48 to 51, counted from the state (field 3) after the name. */
 	p = strrchr(buf, ')');
-	for (int field = 2; p && field < 50; field++)
+	for (int field = 2; p && field < 48; field++)
 		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %lu %lu", &start, &end) != 2 || end < start) {
+	if (!p || sscanf(p, " %lu %lu %lu %lu", &arg_start, &arg_end, &start, &end) != 4 ||
+	    end < start || arg_end < arg_start) {
 		errno = EINVAL;
-		return fail(err, errlen, "cannot find the environment in /proc/self/stat");
+		return fail(err, errlen, "cannot find the arguments in /proc/self/stat");
 	}
 	memset((void *)start, 0, end - start);
+	memset((void *)arg_start, 0, arg_end - arg_start);
+	if (arg_end - arg_start > 6)
+		memcpy((void *)arg_start, "dolsot", 6);
 	return 0;
 }
 
@@ -172,7 +150,7 @@ static int set_env(char *const *env, char *err, size_t errlen)
 		if (rc != 0)
 			return fail(err, errlen, "setenv");
 	}
-	return scrub_initial_env(err, errlen);
+	return scrub_initial_args_env(err, errlen);
 }
 
 static bool kept(const struct sandbox_cfg *cfg, int fd)
@@ -240,38 +218,43 @@ static int drop_caps(char *err, size_t errlen)
 	return 0;
 }
 
-/* PID 1 of the new namespaces: build and lock down the sandbox. */
-static int inside(const struct sandbox_cfg *cfg, char *err, size_t errlen)
+/* Wrap a reason of sandbox_fs or sandbox_filter as the others are worded. */
+static int fs_fail(char *err, size_t errlen)
 {
+	char why[SANDBOX_ERR_MAX];
+
+	snprintf(why, sizeof(why), "%s", err);
+	snprintf(err, errlen, "cannot create the sandbox: %s", why);
+	return -1;
+}
+
+/* PID 1 of the new namespaces: build and lock down the sandbox. */
+static int inside(const struct sandbox_cfg *cfg, struct sandbox_fs *fs,
+                  char *err, size_t errlen)
+{
+	int rc;
+
 	/* The outer process is this one's only link to the call's supervisor. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return fail(err, errlen, "prctl(PR_SET_PDEATHSIG)");
-	if (sandbox_fs_build(cfg, err, errlen) < 0) {
-		char why[SANDBOX_ERR_MAX];
-
-		snprintf(why, sizeof(why), "%s", err);
-		snprintf(err, errlen, "cannot create the sandbox: %s", why);
-		return -1;
-	}
+	rc = sandbox_fs_build(fs, err, errlen);
+	sandbox_fs_free(fs);
+	if (rc < 0)
+		return fs_fail(err, errlen);
 	if (sethostname("dolsot", 6) < 0)
 		return fail(err, errlen, "sethostname");
 	if (loopback_up(err, errlen) < 0 || set_env(cfg->env, err, errlen) < 0 ||
 	    neutralize_fds(cfg, err, errlen) < 0 || drop_caps(err, errlen) < 0)
 		return -1;
-	if (sandbox_filter_load(err, errlen) < 0) {
-		char why[SANDBOX_ERR_MAX];
-
-		snprintf(why, sizeof(why), "%s", err);
-		snprintf(err, errlen, "cannot create the sandbox: %s", why);
-		return -1;
-	}
+	if (sandbox_filter_load(err, errlen) < 0)
+		return fs_fail(err, errlen);
 	return 0;
 }
 
 int sandbox_enter(const struct sandbox_cfg *cfg, char *err, size_t errlen)
 {
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
+	struct sandbox_ids ids;
+	struct sandbox_fs *fs;
 	pid_t pid;
 
 	/* A process that changed its uids (a server that drops root for each
@@ -281,22 +264,39 @@ int sandbox_enter(const struct sandbox_cfg *cfg, char *err, size_t errlen)
 	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1 &&
 	    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
 		return fail(err, errlen, "prctl(PR_SET_DUMPABLE)");
+	if (sandbox_ids_start(&ids, err, errlen) < 0)
+		return -1;
 	if (unshare(NS_FLAGS) < 0) {
 		int saved = errno;
 
+		sandbox_ids_end(&ids);
 		snprintf(err, errlen, "cannot create the sandbox: the kernel refused new "
 		         "namespaces (unshare: %s); user namespaces may be disabled or "
 		         "exhausted (see /proc/sys/user/max_user_namespaces); the cell "
 		         "was not run", strerror(saved));
 		return -1;
 	}
-	if (map_ids(uid, gid, err, errlen) < 0)
+	if (sandbox_ids_map(&ids, err, errlen) < 0) {
+		sandbox_ids_end(&ids);
 		return -1;
+	}
+	fs = sandbox_fs_take(cfg, &ids, err, errlen);
+	sandbox_ids_end(&ids);
+	if (!fs)
+		return fs_fail(err, errlen);
+	if (sandbox_ids_become(&ids, err, errlen) < 0) {
+		sandbox_fs_free(fs);
+		return -1;
+	}
 	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		sandbox_fs_free(fs);
 		return fail(err, errlen, "fork");
-	if (pid > 0)
+	}
+	if (pid > 0) {
+		sandbox_fs_free(fs);
 		supervise(pid);
-	return inside(cfg, err, errlen);
+	}
+	return inside(cfg, fs, err, errlen);
 }

@@ -3,8 +3,9 @@
  *
  * sandbox_enter() turns the calling process into the supervisor of a new
  * sandbox and returns in a child of it that lives in new user, mount, PID,
- * network, IPC and UTS namespaces, on a fresh read-only root, with all
- * capabilities dropped, no_new_privs set and a seccomp filter loaded.  It
+ * network, IPC, UTS and cgroup namespaces, on a fresh read-only root, with
+ * all capabilities dropped, no_new_privs set and a seccomp filter loaded;
+ * for a root caller it is not root on the host (see sandbox_ids.h).  It
  * knows nothing of Python or of how the caller was started: it works the
  * same in a worker forked by the dolsot command and in one forked from a
  * long-lived server whose Python is already initialized, as long as the
@@ -43,9 +44,16 @@ struct sandbox_cfg {
 	const int *keep_fds;       /* fds >= 3 to keep; every other open fd is
 	                            * pointed at /dev/null (the number stays valid) */
 	size_t n_keep_fds;
-	uint64_t tmpfs_size;       /* bytes for /tmp, /dev/shm and overlay upper
-	                            * layers, each; 0 = the kernel's default */
+	uint64_t tmpfs_size;       /* when not 0, caps each of the sizes below
+	                            * (dolsot passes --memory) */
 };
+
+/* The sizes of the sandbox's tmpfs mounts: /tmp, /dev/shm, and the one that
+ * holds every overlay's upper layer.  Their pages count as the writer's
+ * memory, so a memory cgroup holds them too. */
+#define SANDBOX_TMP_SIZE (512ull << 20)
+#define SANDBOX_SHM_SIZE (64ull << 20)
+#define SANDBOX_OVERLAY_SIZE (512ull << 20)
 
 /*
  * Enter the sandbox.  Returns 0 in the sandboxed process: PID 1 of the new

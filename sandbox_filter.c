@@ -5,11 +5,24 @@
  * they are listed too, so a kernel bug in their permission checks cannot be
  * reached from a cell.  Other architectures' system call numbers (i386, x32)
  * kill the process: that is libseccomp's default for a foreign architecture.
+ *
+ * Sockets: only AF_UNIX, AF_INET and AF_INET6, all a cell needs on its
+ * loopback (Python's socket, asyncio, multiprocessing); every other family
+ * fails with EAFNOSUPPORT, as on a kernel without it.  AF_VSOCK above all,
+ * the channel to a hypervisor, which no network namespace confines; and
+ * netlink too: the loopback is brought up (by ioctl) before the filter, and
+ * glibc's getaddrinfo does without it.
+ *
+ * Setuid files: a cell cannot set S_ISUID (chmod, or the mode of a file it
+ * creates), so no file it leaves in an rw mount runs as its owner on the
+ * host; inside, every mount is nosuid anyway.
  */
 #include "sandbox_filter.h"
 
 #include <errno.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,9 +59,65 @@ static const unsigned long ns_flags[] = {
 	CLONE_NEWNET, CLONE_NEWCGROUP,
 };
 
+/* Families up to AF_INET6 that are not allowed (the rest are above it). */
+static const int denied_families[] = {
+	AF_UNSPEC, 3 /* AX25 */, 4 /* IPX */, 5 /* APPLETALK */, 6 /* NETROM */,
+	7 /* BRIDGE */, 8 /* ATMPVC */, 9 /* X25 */,
+};
+
+/* Calls that take a file mode, and which argument it is. */
+static const struct { int nr; unsigned arg; } mode_calls[] = {
+	{ SCMP_SYS(chmod), 1 }, { SCMP_SYS(fchmod), 1 }, { SCMP_SYS(fchmodat), 2 },
+	{ SCMP_SYS(creat), 1 }, { SCMP_SYS(open), 2 }, { SCMP_SYS(openat), 3 },
+	{ SCMP_SYS(mknod), 1 }, { SCMP_SYS(mknodat), 2 },
+};
+
+static int add_socket_rules(scmp_filter_ctx ctx)
+{
+	const int calls[] = { SCMP_SYS(socket), SCMP_SYS(socketpair) };
+	int rc;
+
+	for (size_t c = 0; c < sizeof(calls) / sizeof(*calls); c++) {
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1,
+		                      SCMP_A0(SCMP_CMP_GT, AF_INET6));
+		for (size_t i = 0; rc == 0 && i < sizeof(denied_families) / sizeof(int); i++)
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1,
+			                      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)denied_families[i]));
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int add_setuid_rules(scmp_filter_ctx ctx)
+{
+	for (size_t i = 0; i < sizeof(mode_calls) / sizeof(*mode_calls); i++) {
+		struct scmp_arg_cmp suid = { mode_calls[i].arg, SCMP_CMP_MASKED_EQ,
+		                             S_ISUID, S_ISUID };
+		int rc;
+
+		if (mode_calls[i].nr < 0)
+			continue;
+		rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), mode_calls[i].nr, 1,
+		                            &suid);
+		if (rc < 0)
+			return rc;
+	}
+	/* It takes the mode inside a struct the filter cannot read; glibc and
+	 * Python use openat. */
+	return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+}
+
 static int add_rules(scmp_filter_ctx ctx, const char **what)
 {
 	int rc;
+
+	*what = "socket";
+	if ((rc = add_socket_rules(ctx)) < 0)
+		return rc;
+	*what = "the setuid bit";
+	if ((rc = add_setuid_rules(ctx)) < 0)
+		return rc;
 
 	*what = "a denied call";
 	for (size_t i = 0; i < sizeof(denied) / sizeof(*denied); i++) {

@@ -33,8 +33,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "sandbox_ids.h"
+
 #define STAGE "/tmp"              /* where the new root is built */
 #define OVL_DIR "/.dolsot-overlay" /* upper layers, unmounted before the pivot */
+#define MASK_DIR "/.dolsot-mask"   /* the empty file masks are bound from, likewise */
 
 static const char *const system_dirs[] = { SANDBOX_SYSTEM_DIRS };
 
@@ -48,6 +51,27 @@ static const char *const system_files[] = {
 };
 
 static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom" };
+
+/* Kernel settings and machine-wide controls: read-only (as runc and crun
+ * make them), so no write reaches the host or the sandbox's own net
+ * namespace's settings. */
+static const char *const proc_ro[] = {
+	"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs",
+};
+
+/* Files that tell about the host or its kernel, or are of no use to a cell:
+ * an empty read-only file over them (runc's masked paths, plus the boot's
+ * command line and id). */
+static const char *const proc_masked[] = {
+	"/proc/cmdline", "/proc/sys/kernel/random/boot_id", "/proc/kcore",
+	"/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/latency_stats",
+	"/proc/timer_stats", "/proc/kallsyms", "/proc/kmsg", "/proc/config.gz",
+};
+
+/* Directories of the same kind: an empty read-only tmpfs over them. */
+static const char *const proc_masked_dirs[] = {
+	"/proc/acpi", "/proc/scsi", "/proc/asound", "/proc/driver",
+};
 
 /* Paths no caller bind may touch: they hold the system binds. */
 static const char *const reserved[] = {
@@ -65,18 +89,22 @@ struct source {
 	bool is_dir;
 	char link[PATH_MAX];     /* SRC_LINK: the link's text */
 	enum sandbox_mode mode;
+	bool callers;            /* one of cfg's binds (idmapped for root) */
 };
 
-struct fs {
+struct sandbox_fs {
 	const struct sandbox_cfg *cfg;
 	struct source *src;
 	size_t n_src;
 	char *err;
 	size_t errlen;
-	char opts[96];           /* tmpfs options with the size */
+	bool clone_overlays;     /* lower layers as detached clones, to idmap */
+	char tmp_opts[96];       /* tmpfs options with the size, per use */
+	char shm_opts[96];
+	char ovl_opts[96];
 };
 
-static int fail(struct fs *f, const char *what, const char *path)
+static int fail(struct sandbox_fs *f, const char *what, const char *path)
 {
 	int saved = errno;
 
@@ -101,7 +129,7 @@ bool sandbox_path_under(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-static int mkdir_p(struct fs *f, const char *path)
+static int mkdir_p(struct sandbox_fs *f, const char *path)
 {
 	char buf[PATH_MAX];
 
@@ -124,7 +152,7 @@ static int mkdir_p(struct fs *f, const char *path)
 }
 
 /* An empty file (with its directories) to mount a file on. */
-static int make_file(struct fs *f, const char *path)
+static int make_file(struct sandbox_fs *f, const char *path)
 {
 	char dir[PATH_MAX];
 	char *slash;
@@ -144,7 +172,7 @@ static int make_file(struct fs *f, const char *path)
 	return 0;
 }
 
-static int write_file(struct fs *f, const char *path, const char *text)
+static int write_file(struct sandbox_fs *f, const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	size_t n = strlen(text);
@@ -172,7 +200,7 @@ static unsigned bind_attrs(enum sandbox_mode mode, bool device)
 /* Take one host entry: a symbolic link is copied when copy_links, a tree is
  * cloned with attrs, an overlay's lower directory is kept open.  A missing
  * optional entry is skipped. */
-static int take(struct fs *f, const char *host, const char *path,
+static int take(struct sandbox_fs *f, const char *host, const char *path,
                 enum sandbox_mode mode, bool copy_links, bool optional,
                 bool device)
 {
@@ -201,9 +229,22 @@ static int take(struct fs *f, const char *host, const char *path,
 	if (stat(host, &st) < 0)
 		return fail(f, "cannot find", host);
 	s->is_dir = S_ISDIR(st.st_mode);
-	if (mode == SANDBOX_OVERLAY) {
+	if (mode == SANDBOX_OVERLAY && !f->clone_overlays) {
 		s->fd = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		s->kind = SRC_DIRFD;
+	} else if (mode == SANDBOX_OVERLAY) {
+		/* Read-only below: the overlay writes to its upper layer. */
+		struct mount_attr a = { .attr_set = bind_attrs(SANDBOX_RO, false) };
+
+		s->fd = open_tree(AT_FDCWD, host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+		                  AT_RECURSIVE);
+		s->kind = SRC_DIRFD;
+		if (s->fd >= 0 && mount_setattr(s->fd, "", AT_EMPTY_PATH | AT_RECURSIVE,
+		                                &a, sizeof(a)) < 0) {
+			fail(f, "cannot restrict the mount of", host);
+			close(s->fd);
+			return -1;
+		}
 	} else {
 		struct mount_attr a = { .attr_set = bind_attrs(mode, device) };
 
@@ -223,7 +264,7 @@ static int take(struct fs *f, const char *host, const char *path,
 	return 0;
 }
 
-static int check_bind_path(struct fs *f, size_t i)
+static int check_bind_path(struct sandbox_fs *f, size_t i)
 {
 	const char *p = f->cfg->binds[i].path;
 
@@ -250,7 +291,7 @@ static int check_bind_path(struct fs *f, size_t i)
 	return 0;
 }
 
-static int take_all(struct fs *f)
+static int take_all(struct sandbox_fs *f)
 {
 	const struct sandbox_cfg *c = f->cfg;
 
@@ -263,15 +304,17 @@ static int take_all(struct fs *f)
 	for (size_t i = 0; i < sizeof(devices) / sizeof(*devices); i++)
 		if (take(f, devices[i], devices[i], SANDBOX_RW, false, false, true) < 0)
 			return -1;
-	for (size_t i = 0; i < c->n_binds; i++)
+	for (size_t i = 0; i < c->n_binds; i++) {
 		if (check_bind_path(f, i) < 0 ||
 		    take(f, c->binds[i].host, c->binds[i].path, c->binds[i].mode, false,
 		         false, false) < 0)
 			return -1;
+		f->src[f->n_src - 1].callers = true;
+	}
 	return 0;
 }
 
-static int mount_tmpfs(struct fs *f, const char *path, const char *opts)
+static int mount_tmpfs(struct sandbox_fs *f, const char *path, const char *opts)
 {
 	if (mkdir_p(f, path) < 0)
 		return -1;
@@ -281,7 +324,7 @@ static int mount_tmpfs(struct fs *f, const char *path, const char *opts)
 }
 
 /* Lower from the kept directory fd, upper and work on the staging tmpfs. */
-static int place_overlay(struct fs *f, const struct source *s, const char *at,
+static int place_overlay(struct sandbox_fs *f, const struct source *s, const char *at,
                          int n)
 {
 	char upper[PATH_MAX], work[PATH_MAX], opts[3 * PATH_MAX];
@@ -298,7 +341,7 @@ static int place_overlay(struct fs *f, const struct source *s, const char *at,
 	return 0;
 }
 
-static int place(struct fs *f, const struct source *s, int *n_overlays)
+static int place(struct sandbox_fs *f, const struct source *s, int *n_overlays)
 {
 	char at[PATH_MAX];
 
@@ -309,7 +352,7 @@ static int place(struct fs *f, const struct source *s, int *n_overlays)
 			return fail(f, "cannot make the link", s->path);
 		return 0;
 	case SRC_DIRFD:
-		if (*n_overlays == 0 && mount_tmpfs(f, STAGE OVL_DIR, f->opts) < 0)
+		if (*n_overlays == 0 && mount_tmpfs(f, STAGE OVL_DIR, f->ovl_opts) < 0)
 			return -1;
 		return place_overlay(f, s, at, (*n_overlays)++);
 	case SRC_TREE:
@@ -324,7 +367,7 @@ static int place(struct fs *f, const struct source *s, int *n_overlays)
 	}
 }
 
-static int write_etc(struct fs *f)
+static int write_etc(struct sandbox_fs *f)
 {
 	char text[512];
 	unsigned uid = (unsigned)getuid(), gid = (unsigned)getgid();
@@ -345,7 +388,7 @@ static int write_etc(struct fs *f)
 	                  "passwd: files\ngroup: files\nhosts: files\n");
 }
 
-static int make_dev(struct fs *f)
+static int make_dev(struct sandbox_fs *f)
 {
 	static const char *const links[][2] = {
 		{ "/proc/self/fd", STAGE "/dev/fd" },
@@ -353,17 +396,75 @@ static int make_dev(struct fs *f)
 		{ "/proc/self/fd/1", STAGE "/dev/stdout" },
 		{ "/proc/self/fd/2", STAGE "/dev/stderr" },
 	};
-	char opts[128];
-
 	for (size_t i = 0; i < sizeof(links) / sizeof(*links); i++)
 		if (symlink(links[i][0], links[i][1]) < 0)
 			return fail(f, "cannot make the link", links[i][1]);
-	snprintf(opts, sizeof(opts), "mode=1777,%s", f->opts);
-	return mount_tmpfs(f, STAGE "/dev/shm", opts);
+	return mount_tmpfs(f, STAGE "/dev/shm", f->shm_opts);
+}
+
+/* A clone of the staged path, with attrs, moved back over it. */
+static int remount_clone(struct sandbox_fs *f, const char *at, unsigned attrs)
+{
+	struct mount_attr a = { .attr_set = attrs };
+	int fd = open_tree(AT_FDCWD, at, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (fd < 0)
+		return fail(f, "cannot clone", at);
+	if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0 ||
+	    move_mount(fd, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		fail(f, "cannot make read-only", at);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The private /proc, less what a container runtime hides (see proc_ro and
+ * proc_masked); entries this kernel lacks are skipped. */
+static int mask_proc(struct sandbox_fs *f)
+{
+	const unsigned ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+	                    MOUNT_ATTR_NOEXEC;
+	const char *empty = STAGE MASK_DIR "/empty";
+	char at[PATH_MAX];
+	struct stat st;
+
+	/* The binds keep the tmpfs alive once it is detached. */
+	if (mount_tmpfs(f, STAGE MASK_DIR, "size=4k,mode=0555") < 0 ||
+	    make_file(f, empty) < 0 || chmod(empty, 0444) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(proc_masked) / sizeof(*proc_masked); i++) {
+		staged(at, sizeof(at), proc_masked[i]);
+		if (lstat(at, &st) < 0 || S_ISDIR(st.st_mode))
+			continue;
+		if (mount(empty, at, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+		          MS_NODEV | MS_NOEXEC, NULL) < 0)
+			return fail(f, "cannot hide", proc_masked[i]);
+	}
+	if (umount2(STAGE MASK_DIR, MNT_DETACH) < 0 || rmdir(STAGE MASK_DIR) < 0)
+		return fail(f, "cannot remove", MASK_DIR);
+	for (size_t i = 0; i < sizeof(proc_masked_dirs) / sizeof(*proc_masked_dirs); i++) {
+		staged(at, sizeof(at), proc_masked_dirs[i]);
+		if (lstat(at, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		if (mount("tmpfs", at, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		          "size=0,mode=0555") < 0)
+			return fail(f, "cannot hide", proc_masked_dirs[i]);
+	}
+	for (size_t i = 0; i < sizeof(proc_ro) / sizeof(*proc_ro); i++) {
+		staged(at, sizeof(at), proc_ro[i]);
+		if (lstat(at, &st) < 0)
+			continue;
+		if (remount_clone(f, at, ro) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* The caller's directory: made on the root when no bind provides it. */
-static int make_cwd(struct fs *f)
+static int make_cwd(struct sandbox_fs *f)
 {
 	const char *cwd = f->cfg->cwd;
 	char at[PATH_MAX];
@@ -379,15 +480,10 @@ static int make_cwd(struct fs *f)
 	return mkdir_p(f, staged(at, sizeof(at), cwd));
 }
 
-static int build(struct fs *f)
+static int build(struct sandbox_fs *f)
 {
-	char opts[128];
 	int n_overlays = 0;
 
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return fail(f, "cannot make private the mounts of", "/");
-	if (take_all(f) < 0)
-		return -1;
 	if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
 		return fail(f, "cannot mount the root tmpfs on", STAGE);
 	if (mkdir_p(f, STAGE "/etc") < 0 || mkdir_p(f, STAGE "/dev") < 0 ||
@@ -395,12 +491,14 @@ static int build(struct fs *f)
 		return -1;
 	if (mount("proc", STAGE "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return fail(f, "cannot mount", "/proc");
-	snprintf(opts, sizeof(opts), "mode=1777,%s", f->opts);
-	if (mount_tmpfs(f, STAGE "/tmp", opts) < 0 || make_dev(f) < 0 || write_etc(f) < 0)
+	if (mount_tmpfs(f, STAGE "/tmp", f->tmp_opts) < 0 || make_dev(f) < 0 ||
+	    write_etc(f) < 0)
 		return -1;
 	for (size_t i = 0; i < f->n_src; i++)
 		if (place(f, &f->src[i], &n_overlays) < 0)
 			return -1;
+	if (mask_proc(f) < 0)
+		return -1;
 	if (make_cwd(f) < 0)
 		return -1;
 	/* The overlays hold their upper layers; the staging mount can go. */
@@ -410,7 +508,7 @@ static int build(struct fs *f)
 	return 0;
 }
 
-static int pivot(struct fs *f)
+static int pivot(struct sandbox_fs *f)
 {
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 
@@ -430,27 +528,84 @@ static int pivot(struct fs *f)
 	return 0;
 }
 
-int sandbox_fs_build(const struct sandbox_cfg *cfg, char *err, size_t errlen)
+/* tmpfs options: the default size, or less under --memory. */
+static void tmpfs_opts(char *buf, size_t len, const char *mode, uint64_t dflt,
+                       uint64_t cap)
+{
+	snprintf(buf, len, "%s%ssize=%llu", mode, *mode ? "," : "",
+	         (unsigned long long)(cap && cap < dflt ? cap : dflt));
+}
+
+static int take_callers(struct sandbox_fs *f, struct sandbox_ids *ids)
+{
+	int *fds = calloc(f->n_src + 1, sizeof(*fds));
+	size_t n = 0;
+	int ret;
+
+	if (!fds) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < f->n_src; i++)
+		if (f->src[i].callers && f->src[i].fd >= 0 && f->src[i].mode != SANDBOX_RW)
+			fds[n++] = f->src[i].fd;
+	ret = sandbox_ids_idmap(ids, fds, n, f->err, f->errlen);
+	free(fds);
+	return ret;
+}
+
+struct sandbox_fs *sandbox_fs_take(const struct sandbox_cfg *cfg,
+                                   struct sandbox_ids *ids, char *err,
+                                   size_t errlen)
 {
 	size_t max = sizeof(system_dirs) / sizeof(*system_dirs) +
 	             sizeof(system_files) / sizeof(*system_files) +
 	             sizeof(devices) / sizeof(*devices) + cfg->n_binds;
-	struct fs f = { .cfg = cfg, .err = err, .errlen = errlen };
-	int ret;
+	struct sandbox_fs *f = calloc(1, sizeof(*f));
 
-	f.src = calloc(max, sizeof(*f.src));
-	if (!f.src) {
+	if (f)
+		f->src = calloc(max, sizeof(*f->src));
+	if (!f || !f->src) {
+		free(f);
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return NULL;
 	}
-	if (cfg->tmpfs_size)
-		snprintf(f.opts, sizeof(f.opts), "size=%llu", (unsigned long long)cfg->tmpfs_size);
-	else
-		snprintf(f.opts, sizeof(f.opts), "size=50%%");
-	ret = build(&f) < 0 || pivot(&f) < 0 ? -1 : 0;
-	for (size_t i = 0; i < f.n_src; i++)
-		if (f.src[i].fd >= 0)
-			close(f.src[i].fd);
-	free(f.src);
-	return ret;
+	f->cfg = cfg;
+	f->err = err;
+	f->errlen = errlen;
+	f->clone_overlays = ids->helper;
+	tmpfs_opts(f->tmp_opts, sizeof(f->tmp_opts), "mode=1777", SANDBOX_TMP_SIZE,
+	           cfg->tmpfs_size);
+	tmpfs_opts(f->shm_opts, sizeof(f->shm_opts), "mode=1777", SANDBOX_SHM_SIZE,
+	           cfg->tmpfs_size);
+	tmpfs_opts(f->ovl_opts, sizeof(f->ovl_opts), "", SANDBOX_OVERLAY_SIZE,
+	           cfg->tmpfs_size);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fail(f, "cannot make private the mounts of", "/");
+		goto fail;
+	}
+	if (take_all(f) < 0 || take_callers(f, ids) < 0)
+		goto fail;
+	return f;
+fail:
+	sandbox_fs_free(f);
+	return NULL;
+}
+
+int sandbox_fs_build(struct sandbox_fs *f, char *err, size_t errlen)
+{
+	f->err = err;
+	f->errlen = errlen;
+	return build(f) < 0 || pivot(f) < 0 ? -1 : 0;
+}
+
+void sandbox_fs_free(struct sandbox_fs *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->n_src; i++)
+		if (f->src[i].fd >= 0)
+			close(f->src[i].fd);
+	free(f->src);
+	free(f);
 }

@@ -8,7 +8,9 @@
 #include "sandbox_plan.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mount_guard.h"
 #include "pidcg.h"
 #include "sandbox_fs.h"
+#include "sandbox_ids.h"
 
 #define PY_VERSION_DIR "python3.11"
 
@@ -40,6 +44,7 @@ struct bind {
 struct plan {
 	struct bind *b;
 	size_t n, cap;
+	struct mount_guard *guard;       /* what no --mount may overlap */
 	char *err;
 	size_t errlen;
 };
@@ -243,6 +248,10 @@ static enum plan_status add_toolboxes(struct plan *p, const struct plan_input *i
 			}
 		}
 		snprintf(what, sizeof(what), "the toolbox '%s'", module);
+		if (mount_guard_add(p->guard, where, what, false) < 0) {
+			free(where);
+			return oom(p);
+		}
 		st = covered ? PLAN_OK : add_bind(p, where, where, MOUNT_RO, what);
 		free(where);
 		if (st != PLAN_OK)
@@ -272,6 +281,7 @@ static enum plan_status mount_error(struct plan *p, const struct mount_arg *m,
 static enum plan_status check_mount(struct plan *p, const struct mount_arg *m)
 {
 	struct stat st;
+	char why[700];
 
 	if (stat(m->host, &st) < 0)
 		return mount_error(p, m, "the host path cannot be used: %s", strerror(errno));
@@ -279,6 +289,8 @@ static enum plan_status check_mount(struct plan *p, const struct mount_arg *m)
 		return mount_error(p, m, "%s", "an overlay needs a directory as the host path");
 	if (strcmp(m->virt, "/") == 0)
 		return mount_error(p, m, "%s", "the virtual path cannot be the sandbox's root");
+	if (mount_guard_check(p->guard, m, why, sizeof(why)))
+		return mount_error(p, m, "%s", why);
 	for (size_t r = 0; r < sizeof(reserved) / sizeof(*reserved); r++) {
 		bool tmp = strcmp(reserved[r], "/tmp") == 0;
 
@@ -419,9 +431,25 @@ enum plan_status sandbox_plan_build(const struct plan_input *in,
 	for (size_t i = 0; i < in->n_env; i++)
 		if (opts_check_env(in->env_args[i], err, errlen) < 0)
 			return PLAN_USAGE;
+	/* A root caller's sandbox is SANDBOX_ROOT_ID on the host: it must be
+	 * nobody's. */
+	if (in->sandbox && geteuid() == 0 &&
+	    (getpwuid(SANDBOX_ROOT_ID) || getgrgid(SANDBOX_ROOT_ID))) {
+		snprintf(err, errlen, "cannot create the sandbox: the id %u it runs as for "
+		         "root is in use on this host (/etc/passwd or /etc/group)",
+		         SANDBOX_ROOT_ID);
+		return PLAN_FAIL;
+	}
 	if (in->sandbox) {
+		p.guard = calloc(1, sizeof(*p.guard));
+		if (!p.guard)
+			return oom(&p);
+		p.guard->rw_code_ok = in->rw_code_mounts;
+		if (mount_guard_add(p.guard, in->store_dir, "the session store", true) < 0 ||
+		    mount_guard_add_code(p.guard) < 0)
+			st = oom(&p);
 		venv = venv_path();
-		if (venv && !under_system(venv))
+		if (st == PLAN_OK && venv && !under_system(venv))
 			st = add_bind(&p, venv, venv, MOUNT_RO, "the virtualenv");
 		if (st == PLAN_OK && !(dirs = search_dirs(venv)))
 			st = oom(&p);
@@ -439,6 +467,9 @@ enum plan_status sandbox_plan_build(const struct plan_input *in,
 	free(p.b);
 	free(venv);
 	free_list(dirs);
+	if (p.guard)
+		mount_guard_release(p.guard);
+	free(p.guard);
 	return st;
 }
 
@@ -449,30 +480,38 @@ void sandbox_plan_release(struct sandbox_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-int sandbox_plan_begin(const struct settings *s, char *cgroup, size_t len,
+int sandbox_plan_begin(const struct settings *s, struct plan_cgroups *cg,
                        char *err, size_t errlen)
 {
-	uint64_t max = s->limits.v[LIMIT_MAX_PROCS];
+	uint64_t max = s->limits.v[LIMIT_MAX_PROCS], mem = s->limits.v[LIMIT_MEMORY];
 	char why[PIDCG_PATH_MAX + 128];
 
-	cgroup[0] = '\0';
+	cg->pids[0] = cg->memory[0] = '\0';
 	/* RLIMIT_NPROC does not hold uid 0 back: count in a cgroup instead.
 	 * In a sandbox the outer waiting process is in it too. */
-	if (!max || geteuid() != 0)
-		return 0;
-	if (pidcg_create(max + (s->sandbox ? 1 : 0), cgroup, len, why, sizeof(why)) < 0) {
-		cgroup[0] = '\0';
+	if (max && geteuid() == 0 &&
+	    pidcg_create(max + (s->sandbox ? 1 : 0), cg->pids, sizeof(cg->pids), why,
+	                 sizeof(why)) < 0) {
+		cg->pids[0] = '\0';
 		snprintf(err, errlen, "cannot enforce --max-procs for root, which process "
 		         "rlimits do not hold back: %s", why);
 		return -1;
 	}
+	/* Where no memory cgroup can be made, rlimits and the tmpfs sizes are
+	 * what holds --memory (see the README). */
+	if (mem)
+		pidcg_create_memory(mem + PLAN_MEMORY_SLACK, cg->pids, cg->memory,
+		                    sizeof(cg->memory), why, sizeof(why));
 	return 0;
 }
 
-void sandbox_plan_end(const char *cgroup)
+void sandbox_plan_end(struct plan_cgroups *cg)
 {
-	if (cgroup[0])
-		pidcg_remove(cgroup);
+	if (cg->memory[0] && strcmp(cg->memory, cg->pids) != 0)
+		pidcg_remove(cg->memory);
+	if (cg->pids[0])
+		pidcg_remove(cg->pids);
+	cg->pids[0] = cg->memory[0] = '\0';
 }
 
 static struct span wire_span(const char *p, size_t len)
@@ -483,7 +522,7 @@ static struct span wire_span(const char *p, size_t len)
 }
 
 void sandbox_plan_fill(const struct sandbox_plan *p, const struct settings *s,
-                       const char *cgroup, struct request *r)
+                       const struct plan_cgroups *cg, struct request *r)
 {
 	if (s->sandbox)
 		r->flags |= REQ_SANDBOX;
@@ -497,6 +536,8 @@ void sandbox_plan_fill(const struct sandbox_plan *p, const struct settings *s,
 		if (p->env)
 			r->env = wire_span(p->env, p->env_len);
 	}
-	if (cgroup && cgroup[0])
-		r->pids_cgroup = span_str(cgroup);
+	if (cg && cg->pids[0])
+		r->pids_cgroup = span_str(cg->pids);
+	if (cg && cg->memory[0])
+		r->mem_cgroup = span_str(cg->memory);
 }

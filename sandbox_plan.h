@@ -17,6 +17,7 @@
 
 #include "frame.h"
 #include "opts.h"
+#include "pidcg.h"
 
 struct plan_input {
 	bool sandbox;
@@ -26,6 +27,8 @@ struct plan_input {
 	size_t n_mounts;
 	const char *const *env_args;    /* --env specs: NAME or NAME=VALUE */
 	size_t n_env;
+	const char *store_dir;          /* no --mount may overlap it (mount_guard.h) */
+	bool rw_code_mounts;            /* DOLSOT_ALLOW_RW_CODE_MOUNTS=1 */
 };
 
 /* Wire-form fields of the request; each NULL when empty. */
@@ -49,19 +52,32 @@ enum plan_status sandbox_plan_build(const struct plan_input *in,
                                     size_t errlen);
 void sandbox_plan_release(struct sandbox_plan *p);
 
+/* The call's cgroups: directories, or "" for none. */
+struct plan_cgroups {
+	char pids[PIDCG_PATH_MAX];
+	char memory[PIDCG_PATH_MAX];
+};
+
+/* What the memory cgroup allows above --memory: the interpreter's own pages
+ * and the kernel's for the call, so that the heap meets RLIMIT_DATA (and a
+ * MemoryError) before the cgroup's OOM killer. */
+#define PLAN_MEMORY_SLACK (32ull << 20)
+
 /*
  * Right before the worker starts: when --max-procs must be counted in a
- * pids cgroup (dolsot runs as root), make it and put its directory in
- * cgroup, else cgroup is "".  Returns 0, or -1 with err (nothing made).
- * sandbox_plan_end() removes it once every process of the call is gone.
+ * pids cgroup (dolsot runs as root), make it; when --memory is given, make a
+ * memory cgroup where one can be made (as root, or in a cgroup delegated to
+ * the caller), else --memory is held by rlimits alone.  Returns 0, or -1
+ * with err (nothing made).  sandbox_plan_end() removes them once every
+ * process of the call is gone (and empties cg).
  */
-int sandbox_plan_begin(const struct settings *s, char *cgroup, size_t len,
+int sandbox_plan_begin(const struct settings *s, struct plan_cgroups *cg,
                        char *err, size_t errlen);
-void sandbox_plan_end(const char *cgroup);
+void sandbox_plan_end(struct plan_cgroups *cg);
 
 /* Put the sandbox flag, the limits, p (may be NULL; its environment replaces
- * r's) and the cgroup into r; r points into p and cgroup afterwards. */
+ * r's) and the cgroups into r; r points into p and cg afterwards. */
 void sandbox_plan_fill(const struct sandbox_plan *p, const struct settings *s,
-                       const char *cgroup, struct request *r);
+                       const struct plan_cgroups *cg, struct request *r);
 
 #endif

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "peer.h"
 #include "proc.h"
 #include "server_key.h"
 #include "server_mem.h"
@@ -158,15 +159,13 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 		goto failed;
 	}
 	if (pid == 0) {
-		struct zygote_env env;
 		int keep[] = { sv[1] };
 		sigset_t none;
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		proc_close_fds_except(keep, 1);
-		server_key_env(m->payload, m->len, &env);
-		zygote_main(sv[1], &env);
+		zygote_exec(sv[1], m->payload, m->len);
 	}
 	close(sv[1]);
 	z->ctl = sv[0];
@@ -444,16 +443,6 @@ static void on_info(struct server *s, int client)
 	wire_send(client, WIRE_INFO, 0, 0, text, n, NULL, 0);
 }
 
-/* Only our own uid may talk to us. */
-static bool peer_is_us(int fd)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-
-	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-	       cred.uid == geteuid();
-}
-
 static void drop_client(struct server *s, size_t i, bool close_it)
 {
 	if (close_it)
@@ -491,6 +480,7 @@ static void on_client(struct server *s, size_t i)
 	case WIRE_MEM_DEL:
 	case WIRE_MEM_LIST:
 	case WIRE_MEM_LOCK:
+	case WIRE_MEM_ORIGIN:
 		s->last_call = now();
 		if (!s->mem && !(s->mem = server_mem_new())) {
 			wire_send(fd, WIRE_MEM_ERR, 0, 0, "out of memory", 13, NULL, 0);
@@ -524,7 +514,7 @@ static void on_accept(struct server *s)
 
 		if (fd < 0)
 			return;
-		if (!peer_is_us(fd) || s->n_clients == MAX_CLIENTS) {
+		if (!peer_is_ours(fd) || s->n_clients == MAX_CLIENTS) {
 			close(fd);
 			continue;
 		}

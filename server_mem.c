@@ -113,7 +113,8 @@ static void on_save(struct server_mem *sm, int fd, const char *id, struct wire_m
 			return;
 		}
 	}
-	if (store_save(sm->store, id, p ? p : (const uint8_t *)"", (size_t)st.st_size, err) < 0)
+	if (store_save(sm->store, id, p ? p : (const uint8_t *)"", (size_t)st.st_size,
+	               m->a != 0, err) < 0)
 		reply_err(fd, err);
 	else
 		wire_send(fd, WIRE_MEM_OK, 0, 0, NULL, 0, NULL, 0);
@@ -233,6 +234,15 @@ bool server_mem_handle(struct server_mem *sm, int fd, struct wire_msg *m)
 	case WIRE_MEM_LIST:
 		on_list(sm, fd);
 		return false;
+	case WIRE_MEM_ORIGIN: {
+		bool sandboxed;
+
+		if (store_origin(sm->store, id, &sandboxed, err) < 0)
+			reply_err(fd, err);
+		else
+			wire_send(fd, WIRE_MEM_OK, sandboxed, 0, NULL, 0, NULL, 0);
+		return false;
+	}
 	case WIRE_MEM_LOCK:
 		if (!store_id_valid(id, err, sizeof(err))) {
 			reply_err(fd, err);

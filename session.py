@@ -7,7 +7,8 @@ A blob (version 2) is
     index     a pickle of plain data only, a dict of sections:
               {"units": [(names, length), ...],
                "carry": [(piece, length), ...],
-               "kept":  [(names, length, members), ...]}   (when not empty)
+               "kept":  [(names, length, members), ...]    (when not empty)
+               "memory": {...}}                            (when not empty)
     bodies    back to back, in the order of _SECTIONS, each section's
               bodies in index order
 
@@ -30,6 +31,19 @@ of its names ends that name (a group's other names stay); --reset ends all.
 At most KEPT_MAX bytes are kept so: past that, the largest such units are
 dropped with their reason.  Held files that cannot come back are dropped,
 never kept (files.py).
+
+The index's "memory" is what the hints need to know about earlier calls;
+it is left out while it is empty (so are older blobs); see remember():
+
+    {"dropped": [(name, type, why, statement)],  names dropped because
+                                                 they could not be pickled
+     "failed": [(name, statement, error)]}       names a failed cell's code
+                                                 binds that never got bound
+
+statement is the first line of the cell's statement that binds the name
+("" when the cell has none), error the failed cell's exception type.  Each
+list keeps the newest MEMORY_MAX entries, and forgets a name as soon as the
+session holds it again.
 
 The C pickler does the work.  dill is handed only what the C pickler cannot
 carry (see _Pickler.reducer_override), so a session of plain data never pays
@@ -62,6 +76,8 @@ KEPT_MAX = 64 << 20
 _SECTIONS = ("units", "carry", "kept")
 
 _dill = None
+
+MEMORY_MAX = 32
 
 
 class Fatal(Exception):
@@ -343,15 +359,52 @@ def _units(d, state, kept):
     return units
 
 
-def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(), count=0):
+def remember(memory, held, dropped, failed):
+    """The memory for the index of the blob a call saves: memory the loaded
+    one (a dict from Stored.memory), held the names the new blob keeps,
+    dropped [(name, type, why, statement)] and failed [(name, statement,
+    error)] as this call found them."""
+    gone = set(held) | {d[0] for d in dropped} | {f[0] for f in failed}
+    keep = {key: [r for r in memory.get(key, ()) if r[0] not in gone]
+            for key in ("dropped", "failed")}
+    out = {"dropped": (keep["dropped"] + [tuple(d) for d in dropped])[-MEMORY_MAX:],
+           "failed": (keep["failed"] + [tuple(f) for f in failed
+                                        if f[0] not in held])[-MEMORY_MAX:]}
+    return out if out["dropped"] or out["failed"] else {}
+
+
+def _plain_memory(raw):
+    """The memory from an index, checked to be the shape remember() makes."""
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for key, width in (("dropped", 4), ("failed", 3)):
+        out[key] = [tuple(r) for r in raw.get(key, ())
+                    if isinstance(r, (tuple, list)) and len(r) == width
+                    and all(isinstance(x, str) for x in r)][-MEMORY_MAX:]
+    return out
+
+
+def _type_name(value):
+    t = type(value)
+    module = getattr(t, "__module__", "") or ""
+    name = getattr(t, "__qualname__", None) or t.__name__
+    return name if module in ("builtins", "__main__") else f"{module}.{name}"
+
+
+def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
+         memory=None, failed=(), statements=None, count=0):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
     {piece: bytes} already pickled (kept from the loaded blob), previous
     {piece: bytes} what to keep for a piece that cannot be pickled;
     unloaded is Stored.unloaded, the units this call could not load, and
-    ended names the cell deleted; count is the session's cell counter.
-    Returns (parts, held names,
+    ended names the cell deleted; memory the loaded index's memory, failed
+    [(name, statement, error)] the names a failed cell did not bind, and
+    statements a function from names to {name: statement} (called only
+    when a name is dropped), for remember(); count is the session's cell
+    counter.  Returns (parts, held names,
     [(name, reason)] dropped, [(piece, reason)] pieces that could not be
     pickled, [(name, reason)] names kept unloaded).
     """
@@ -381,7 +434,11 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(), count=
             dropped.append((name, reason(e)))
     units = _units(d, state, kept)
     keep, still = _keep(unloaded, set(state) | set(ended))
-    return _assemble(units, carry, keep, count), sorted(kept), dropped, lost, still
+    where = statements(n for n, _ in dropped) if dropped and statements else {}
+    memory = remember(memory or {}, kept,
+                      [(n, _type_name(state[n]), why, where.get(n, "")) for n, why in dropped],
+                      failed)
+    return _assemble(units, carry, keep, memory, count), sorted(kept), dropped, lost, still
 
 
 def _keep(unloaded, ended):
@@ -396,7 +453,7 @@ def _keep(unloaded, ended):
     return keep, sorted(still)
 
 
-def _assemble(units, carry, kept=(), count=0):
+def _assemble(units, carry, kept=(), memory=None, count=0):
     """The blob as a list of bytes-like parts, to be written back to back
     (the worker writes them straight into the session file: no join)."""
     index = {"units": [(n, _size(b)) for n, b in units],
@@ -404,6 +461,8 @@ def _assemble(units, carry, kept=(), count=0):
              "count": count}
     if kept:
         index["kept"] = [(n, _size(b), m) for n, b, m in kept]
+    if memory:
+        index["memory"] = memory
     index = _pickle.dumps(index, protocol=5)
     return _coalesce([MAGIC, len(index).to_bytes(_HEAD, "little"), index]
                      + [c for _, b in units for c in b] + [c for _, b in carry for c in b]
@@ -454,6 +513,7 @@ class Stored:
         self.unloaded = []      # [(names, members, memoryview, reason)]
         self.closed = []        # [(name, reason)]: loaded holding a file,
                                 # closed as it could not be reopened
+        self.memory = {}        # the index's memory, see remember()
 
     def load_into(self, ns):
         """Load every unit into ns; returns [(name, reason)] for those
@@ -553,10 +613,11 @@ def _index(session, blob):
                 for names, size, members in index.get("kept", ())]
         if any(not set(names) <= set(members) for names, _, members in kept):
             raise ValueError("a kept unit names what it does not hold")
+        memory = _plain_memory(index.get("memory"))
         count = int(index.get("count", 0))
     except BaseException as e:
         raise load_error(session, f"bad index ({reason(e)})") from None
-    return start + n, units, carry, kept, count
+    return start + n, units, carry, kept, memory, count
 
 
 def _names(names):
@@ -575,7 +636,7 @@ def load(session, blob):
         return _load_v1(session, view)
     if magic != MAGIC:
         raise load_error(session, "not a dolsot session (bad magic)")
-    pos, units, carry, kept, count = _index(session, view)
+    pos, units, carry, kept, memory, count = _index(session, view)
     sizes = [u[1] for u in units] + [c[1] for c in carry] + [k[1] for k in kept]
     if any(size < 0 for size in sizes) or pos + sum(sizes) != len(view):
         raise load_error(session, "truncated or has trailing bytes")
@@ -589,7 +650,9 @@ def load(session, blob):
     for names, size, members in kept:   # tried again, as any unit
         out_units.append((names, members, view[pos:pos + size]))
         pos += size
-    return Stored(out_units, out_carry, count=count)
+    stored = Stored(out_units, out_carry, count=count)
+    stored.memory = memory
+    return stored
 
 
 def _load_v1(session, view):

@@ -45,6 +45,8 @@ struct store;
 struct store_save {
 	int fd;                 /* where the new session goes; -1 when none */
 	bool memfd;             /* the generic fallback: committed via ops->save */
+	bool sandboxed;         /* record that a sandboxed call wrote it (see origin) */
+	uint64_t max;           /* the most bytes it may hold; 0: no bound */
 	char id[STORE_ID_MAX + 1];
 	char tmp[STORE_ID_MAX + 32];   /* the backend's temp file, "" if none */
 };
@@ -53,9 +55,18 @@ struct store_ops {
 	/* *blob is malloc'd (caller frees); *found=false and *blob=NULL when absent. */
 	int (*load)(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	            bool *found, char *err);
-	/* Atomic and durable: afterwards the session is the new bytes, or the old ones on failure. */
+	/* Atomic and durable: afterwards the session is the new bytes, or the old
+	 * ones on failure.  sandboxed is its origin, as origin reports it. */
 	int (*save)(struct store *s, const char *id, const uint8_t *blob, size_t len,
-	            char *err);
+	            bool sandboxed, char *err);
+	/*
+	 * *sandboxed: the session was last written by a sandboxed call, so its
+	 * bytes are the cell's and loading them outside the sandbox would run
+	 * the cell's code there.  Only the client records it, in the store's own
+	 * metadata, never in anything a worker is handed; a store that cannot
+	 * tell says true.  False for a session that does not exist.
+	 */
+	int (*origin)(struct store *s, const char *id, bool *sandboxed, char *err);
 	/* id "all" removes every session of this store; *removed counts them. */
 	int (*del)(struct store *s, const char *id, unsigned *removed, char *err);
 	/* *out is malloc'd, sorted by id; caller frees. */
@@ -76,7 +87,10 @@ struct store_ops {
 	 * (fstat'ed); *found=false and *fd=-1 when absent.
 	 * save_begin: sv->fd is an empty file the session is written into.
 	 * save_commit: sv->fd holds exactly len bytes: make it the session,
-	 * atomically and durably, like save.  save_abort: leave no trace.
+	 * atomically and durably, like save, with sv->sandboxed as its origin;
+	 * where the origin is a separate record, a sandboxed one is in place
+	 * before the bytes, and an unsandboxed one only after them, so a crash
+	 * between errs towards refusing.  save_abort: leave no trace.
 	 */
 	int (*open_blob)(struct store *s, const char *id, int *fd, size_t *len,
 	                 bool *found, char *err);
@@ -100,6 +114,10 @@ struct store {
  * err on refusal (symlink, wrong owner, group/other access, not a directory).
  */
 struct store *store_file_open(const char *dir, double ttl_days, char *err);
+
+/* The directory store_file_open(dir, ...) uses, as a path, into buf
+ * (nothing is checked or made). */
+void store_file_path(const char *dir, char *buf, size_t len);
 
 /*
  * The warm server's memory as a store (DOLSOT_STORE=memory), reached through
@@ -126,11 +144,22 @@ static inline int store_load(struct store *s, const char *id, uint8_t **blob,
 }
 
 static inline int store_save(struct store *s, const char *id,
-                             const uint8_t *blob, size_t len, char *err)
+                             const uint8_t *blob, size_t len, bool sandboxed,
+                             char *err)
 {
 	if (!store_id_valid(id, err, STORE_ERR_MAX))
 		return -1;
-	return s->ops->save(s, id, blob, len, err);
+	return s->ops->save(s, id, blob, len, sandboxed, err);
+}
+
+/* See store_ops.origin. */
+static inline int store_origin(struct store *s, const char *id, bool *sandboxed,
+                               char *err)
+{
+	*sandboxed = true;
+	if (!store_id_valid(id, err, STORE_ERR_MAX))
+		return -1;
+	return s->ops->origin(s, id, sandboxed, err);
 }
 
 static inline int store_del(struct store *s, const char *id,
@@ -173,21 +202,30 @@ static inline int store_dirfd(struct store *s)
  * memfd and its load/save.
  *
  * store_open_blob: like store_load, but *fd (caller closes) holds the
- * session; *fd is -1 when it is absent.
+ * session; *fd is -1 when it is absent.  With copy, *fd is a memfd of its
+ * own holding a copy, never a file of the store (a sandboxed worker could
+ * reopen that one for writing through /proc/self/fd).
  */
-int store_open_blob(struct store *s, const char *id, int *fd, size_t *len,
+int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t *len,
                     bool *found, char *err);
 
 /*
  * Begin a save of id: sv->fd is an empty file to write the session into.
- * With memfd (RLIMIT_FSIZE in the writer), it is a memfd whatever the store.
+ * With memfd (RLIMIT_FSIZE in the writer, or a sandboxed writer), it is a
+ * memfd whatever the store.  max (0: none) bounds the session: the memfd
+ * is then sealed against growing past max bytes, so its writer cannot take
+ * more, and commit refuses a longer session whatever the fd.
  * Returns 0, or -1 with err.  Then exactly one of commit or abort follows.
  */
-int store_save_begin(struct store *s, const char *id, bool memfd,
+int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
                      struct store_save *sv, char *err);
 
-/* Make sv->fd's len bytes the session (fstat must agree); -1 with err,
- * the old session kept, and no temp file left. */
+/* The message for a session of len bytes over sv's bound, into err
+ * ("cannot save session ..."); returns -1 with errno EFBIG. */
+int store_save_too_big(const struct store_save *sv, uint64_t len, char *err);
+
+/* Make sv->fd's len bytes the session (fstat must agree; len at most
+ * sv->max); -1 with err, the old session kept, and no temp file left. */
 int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err);
 
 /* Drop the save; the old session stays. */

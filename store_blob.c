@@ -9,10 +9,13 @@
  * written into one, and a saved memfd is mapped and passed to ops->save.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,7 +52,35 @@ static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
 	return 0;
 }
 
-int store_open_blob(struct store *s, const char *id, int *fd, size_t *len,
+/* Replace *fd (len bytes) by a memfd holding a copy, copied in the kernel. */
+static int copy_to_memfd(const char *id, int *fd, size_t len, char *err)
+{
+	int mfd = memfd_create("dolsot-session", MFD_CLOEXEC), errsv;
+	off_t off = 0;
+
+	while (mfd >= 0 && (size_t)off < len) {
+		ssize_t n = sendfile(mfd, *fd, &off, len - (size_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			errsv = n < 0 ? errno : EIO;   /* 0: the file got shorter */
+			close(mfd);
+			mfd = -1;
+			errno = errsv;
+		}
+	}
+	errsv = errno;
+	close(*fd);
+	*fd = mfd;
+	if (mfd >= 0)
+		return 0;
+	snprintf(err, STORE_ERR_MAX, "cannot load session '%s': copy: %s", id, strerror(errsv));
+	errno = errsv;
+	return -1;
+}
+
+int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t *len,
                     bool *found, char *err)
 {
 	*fd = -1;
@@ -57,16 +88,45 @@ int store_open_blob(struct store *s, const char *id, int *fd, size_t *len,
 	*found = false;
 	if (!store_id_valid(id, err, STORE_ERR_MAX))
 		return -1;
-	if (s->ops->open_blob)
-		return s->ops->open_blob(s, id, fd, len, found, err);
-	return memfd_blob(s, id, fd, len, found, err);
+	if (!s->ops->open_blob)
+		return memfd_blob(s, id, fd, len, found, err);   /* a copy already */
+	if (s->ops->open_blob(s, id, fd, len, found, err) < 0)
+		return -1;
+	if (copy && *found && copy_to_memfd(id, fd, *len, err) < 0) {
+		*found = false;
+		return -1;
+	}
+	return 0;
 }
 
-int store_save_begin(struct store *s, const char *id, bool memfd,
+/*
+ * A memfd that cannot grow past max bytes: sized to max (sparse: nothing
+ * is allocated until written) and sealed against growing.  Its writer
+ * shrinks it to what it wrote (worker.c maps such an fd).
+ */
+static int bounded_memfd(uint64_t max)
+{
+	int fd = memfd_create("dolsot-save", MFD_CLOEXEC | (max ? MFD_ALLOW_SEALING : 0));
+
+	if (fd < 0 || !max)
+		return fd;
+	if (max > (uint64_t)INT64_MAX || ftruncate(fd, (off_t)max) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int errsv = max > (uint64_t)INT64_MAX ? EFBIG : errno;
+
+		close(fd);
+		errno = errsv;
+		return -1;
+	}
+	return fd;
+}
+
+int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
                      struct store_save *sv, char *err)
 {
 	memset(sv, 0, sizeof(*sv));
 	sv->fd = -1;
+	sv->max = max;
 	if (!store_id_valid(id, err, STORE_ERR_MAX))
 		return -1;
 	snprintf(sv->id, sizeof(sv->id), "%s", id);
@@ -76,11 +136,11 @@ int store_save_begin(struct store *s, const char *id, bool memfd,
 		return 0;
 	sv->memfd = true;
 	sv->tmp[0] = '\0';
-	sv->fd = memfd_create("dolsot-save", MFD_CLOEXEC);
+	sv->fd = bounded_memfd(max);
 	if (sv->fd < 0) {
 		int errsv = errno;
 
-		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': memfd_create: %s",
+		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': memfd: %s",
 		         id, strerror(errsv));
 		errno = errsv;
 		return -1;
@@ -104,7 +164,7 @@ static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char
 		if (p == MAP_FAILED)
 			return store_save_fail(s, sv, "mmap", errno, err);
 	}
-	ret = s->ops->save(s, sv->id, p ? p : (const uint8_t *)"", len, err);
+	ret = s->ops->save(s, sv->id, p ? p : (const uint8_t *)"", len, sv->sandboxed, err);
 	errsv = errno;
 	if (p)
 		munmap(p, len);
@@ -113,8 +173,21 @@ static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char
 	return ret;
 }
 
+int store_save_too_big(const struct store_save *sv, uint64_t len, char *err)
+{
+	snprintf(err, STORE_ERR_MAX, "cannot save session '%s': it is %" PRIu64
+	         " bytes, over the maximum session size of %" PRIu64 " bytes "
+	         "(DOLSOT_MAX_SESSION_SIZE); the previous session is kept", sv->id, len, sv->max);
+	errno = EFBIG;
+	return -1;
+}
+
 int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err)
 {
+	if (sv->max && (uint64_t)len > sv->max) {
+		store_save_abort(s, sv);
+		return store_save_too_big(sv, len, err);
+	}
 	if (sv->memfd)
 		return commit_memfd(s, sv, len, err);
 	return s->ops->save_commit(s, sv, len, err);

@@ -2,7 +2,8 @@
  * store_file.c - FileStore: one file per session in a private directory.
  *
  * Layout: ID.pkl holds a session, ".ID.XXXXXX.tmp" is a save in progress,
- * ID.lock carries the session's flock.  Any other name is not ours.
+ * ID.lock carries the session's flock, and an ID.sandboxed entry says the
+ * session was last written by a sandboxed call.  Any other name is not ours.
  *
  * Invariants:
  * - The directory MUST be a real directory (never a symlink), owned by
@@ -26,6 +27,10 @@
  *   call that may run for hours (save_begin comes before the call).
  * - A lock file MUST only be unlinked while its flock is held, and a locker
  *   MUST check after flock that the name still refers to its inode.
+ * - ID.sandboxed is made and removed only here, in the client, under the
+ *   session's lock (a worker gets no fd of this directory): it MUST exist
+ *   before a sandboxed session's rename and MUST only go after an
+ *   unsandboxed one's, or once ID.pkl is gone; it is never reaped by age.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -188,6 +193,40 @@ static bool session_locked(struct fstore *fs, const char *id)
 	return held;
 }
 
+static int open_lock(struct fstore *fs, const char *name, bool *notreg);
+
+/* Remove ID.sandboxed once ID.pkl is gone (a session reaped or deleted,
+ * or a sandboxed save that failed after marking).  Unless locked (we hold
+ * the session's lock), only when the lock can be taken at once: a save in
+ * progress may have found the mark and is about to rename.  Best effort. */
+static void drop_orphan_mark(struct fstore *fs, const char *id, bool locked)
+{
+	char pkl[NAME_BUF], name[NAME_BUF];
+	struct stat st;
+	bool notreg;
+	int fd = -1, errsv = errno;
+
+	snprintf(pkl, sizeof(pkl), "%s.pkl", id);
+	snprintf(name, sizeof(name), "%s.sandboxed", id);
+	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fstatat(fs->dirfd, pkl, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+		goto out;
+	if (!locked) {
+		snprintf(name, sizeof(name), "%s.lock", id);
+		fd = open_lock(fs, name, &notreg);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || !still_named(fs, fd, name))
+			goto out;
+		if (fstatat(fs->dirfd, pkl, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+			goto out;
+	}
+	snprintf(name, sizeof(name), "%s.sandboxed", id);
+	(void)unlinkat(fs->dirfd, name, 0);
+out:
+	if (fd >= 0)
+		close(fd);
+	errno = errsv;
+}
+
 struct reap_ctx {
 	struct timespec now;
 	const char *locked;     /* the session whose lock we hold, or NULL */
@@ -222,6 +261,9 @@ static int reap_one(struct fstore *fs, const char *name, enum store_name_kind ki
 	case STORE_NAME_LOCK:
 		if (fs->ttl > 0 && age > fs->ttl)
 			remove_lock_if_free(fs, name);
+		break;
+	case STORE_NAME_MARK:
+		drop_orphan_mark(fs, id, ctx->locked && strcmp(id, ctx->locked) == 0);
 		break;
 	case STORE_NAME_OTHER:
 	default:
@@ -448,6 +490,57 @@ static int fs_save_begin(struct store *s, struct store_save *sv, char *err)
 	return 0;
 }
 
+/* Make ID.sandboxed, durably, unless it exists. */
+static int mark_sandboxed(struct fstore *fs, const char *id)
+{
+	char name[NAME_BUF];
+	struct stat st;
+	int fd;
+
+	snprintf(name, sizeof(name), "%s.sandboxed", id);
+	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	fd = openat(fs->dirfd, name, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC,
+	            0600);
+	if (fd < 0 && errno != EEXIST)
+		return -1;
+	if (fd >= 0)
+		close(fd);
+	return fsync(fs->dirfd) < 0 && errno != EINVAL ? -1 : 0;
+}
+
+/* Remove ID.sandboxed (after an unsandboxed session is in place). */
+static int unmark_sandboxed(struct fstore *fs, const char *id)
+{
+	char name[NAME_BUF];
+
+	snprintf(name, sizeof(name), "%s.sandboxed", id);
+	if (unlinkat(fs->dirfd, name, 0) < 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+static int fs_origin(struct store *s, const char *id, bool *sandboxed, char *err)
+{
+	struct fstore *fs = s->priv;
+	char name[NAME_BUF];
+	struct stat st;
+
+	snprintf(name, sizeof(name), "%s.sandboxed", id);
+	/* Any entry of that name counts, whatever its type. */
+	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		*sandboxed = true;
+		return 0;
+	}
+	if (errno != ENOENT) {
+		*sandboxed = true;
+		return fail(err, "cannot tell who wrote session '%s': %s: %s", id, name,
+		            strerror(errno));
+	}
+	*sandboxed = false;
+	return 0;
+}
+
 /* The temp file holds the new session: sync it, rename it into place and
  * sync the directory. */
 static int fs_save_commit(struct store *s, struct store_save *sv, size_t len,
@@ -467,6 +560,8 @@ static int fs_save_commit(struct store *s, struct store_save *sv, size_t len,
 	}
 	if (fsync(sv->fd) < 0)
 		return fs_save_failed(s, sv, "fsync", err);
+	if (sv->sandboxed && mark_sandboxed(fs, sv->id) < 0)
+		return fs_save_failed(s, sv, "record that a sandboxed call wrote it", err);
 	r = close(sv->fd);
 	sv->fd = -1;
 	/* Linux closes the fd even on EINTR, and the data is already synced. */
@@ -482,13 +577,15 @@ static int fs_save_commit(struct store *s, struct store_save *sv, size_t len,
 	 */
 	if (fsync(fs->dirfd) < 0 && errno != EINVAL)
 		return fs_save_failed(s, sv, "fsync directory", err);
+	if (!sv->sandboxed && unmark_sandboxed(fs, sv->id) < 0)
+		return fs_save_failed(s, sv, "clear the sandboxed mark", err);
 	return 0;
 }
 
 static int fs_save(struct store *s, const char *id, const uint8_t *blob,
-                   size_t len, char *err)
+                   size_t len, bool sandboxed, char *err)
 {
-	struct store_save sv = { .fd = -1 };
+	struct store_save sv = { .fd = -1, .sandboxed = sandboxed };
 
 	snprintf(sv.id, sizeof(sv.id), "%s", id);
 	if (fs_save_begin(s, &sv, err) < 0)
@@ -509,9 +606,8 @@ static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind
 	struct del_acc *acc = arg;
 	struct stat st;
 
-	(void)id;
 	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !S_ISREG(st.st_mode))
+	    (!S_ISREG(st.st_mode) && kind != STORE_NAME_MARK))
 		return 0;
 	switch (kind) {
 	case STORE_NAME_SESSION:
@@ -519,12 +615,16 @@ static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind
 			acc->removed++;
 		else if (errno != ENOENT && acc->errsv == 0)
 			acc->errsv = errno;
+		drop_orphan_mark(fs, id, false);
 		break;
 	case STORE_NAME_TEMP:
 		(void)unlinkat(fs->dirfd, name, 0);
 		break;
 	case STORE_NAME_LOCK:
 		remove_lock_if_free(fs, name);
+		break;
+	case STORE_NAME_MARK:
+		drop_orphan_mark(fs, id, false);
 		break;
 	case STORE_NAME_OTHER:
 	default:
@@ -567,6 +667,7 @@ static int fs_del(struct store *s, const char *id, unsigned *removed,
 	else if (errno != ENOENT)
 		return fail(err, "cannot delete session '%s': unlink: %s", id,
 		            strerror(errno));
+	drop_orphan_mark(fs, id, true);   /* repl_reset holds the lock */
 	snprintf(name, sizeof(name), "%s.lock", id);
 	remove_lock_if_free(fs, name);
 	return 0;
@@ -784,6 +885,7 @@ static int fs_dirfd(struct store *s)
 static const struct store_ops fstore_ops = {
 	.load = fs_load,
 	.save = fs_save,
+	.origin = fs_origin,
 	.open_blob = fs_open_blob,
 	.save_begin = fs_save_begin,
 	.save_commit = fs_save_commit,
@@ -914,6 +1016,19 @@ out:
 	free(path);
 	errno = errsv;
 	return fd;
+}
+
+void store_file_path(const char *dir, char *buf, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (dir) {
+		snprintf(buf, len, "%s", dir);
+		return;
+	}
+	if (tmp == NULL || tmp[0] == '\0')
+		tmp = "/tmp";
+	snprintf(buf, len, "%s/dolsot-%u/sessions", tmp, (unsigned)geteuid());
 }
 
 /* {TMPDIR or /tmp}/dolsot-{euid}/sessions; both levels made 0700 and checked. */

@@ -20,6 +20,7 @@ struct ment {
 	uint8_t *blob;
 	size_t len;
 	struct timespec mtime;
+	bool sandboxed;         /* last written by a sandboxed call */
 };
 
 struct mlock {
@@ -98,6 +99,20 @@ static int ms_load(struct store *s, const char *id, uint8_t **blob,
 	return 0;
 }
 
+static int ms_origin(struct store *s, const char *id, bool *sandboxed, char *err)
+{
+	struct mstore *ms = s->priv;
+	bool hit;
+	size_t i;
+
+	(void)err;
+	pthread_mutex_lock(&ms->mu);
+	i = ms_find(ms, id, &hit);
+	*sandboxed = hit && ms->v[i].sandboxed;
+	pthread_mutex_unlock(&ms->mu);
+	return 0;
+}
+
 /* Make room for one more entry at index i. */
 static int ms_insert(struct mstore *ms, size_t i)
 {
@@ -119,7 +134,7 @@ static int ms_insert(struct mstore *ms, size_t i)
 }
 
 static int ms_save(struct store *s, const char *id, const uint8_t *blob,
-                   size_t len, char *err)
+                   size_t len, bool sandboxed, char *err)
 {
 	struct mstore *ms = s->priv;
 	struct ment *e;
@@ -144,6 +159,7 @@ static int ms_save(struct store *s, const char *id, const uint8_t *blob,
 	free(e->blob);
 	e->blob = copy;
 	e->len = len;
+	e->sandboxed = sandboxed;
 	clock_gettime(CLOCK_REALTIME, &e->mtime);
 	copy = NULL;
 	ret = 0;
@@ -338,6 +354,7 @@ static void ms_close(struct store *s)
 static const struct store_ops mstore_ops = {
 	.load = ms_load,
 	.save = ms_save,
+	.origin = ms_origin,
 	.del = ms_del,
 	.list = ms_list,
 	.lock = ms_lock,

@@ -55,5 +55,7 @@ enum store_name_kind store_name_kind(const char *name, char *id)
 		return take_id(name, len - 4, id) ? STORE_NAME_SESSION : STORE_NAME_OTHER;
 	if (has_suffix(name, len, ".lock"))
 		return take_id(name, len - 5, id) ? STORE_NAME_LOCK : STORE_NAME_OTHER;
+	if (has_suffix(name, len, ".sandboxed"))
+		return take_id(name, len - 10, id) ? STORE_NAME_MARK : STORE_NAME_OTHER;
 	return STORE_NAME_OTHER;
 }

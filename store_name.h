@@ -5,6 +5,7 @@
  *   ID.pkl            a session
  *   .ID.XXXXXX.tmp    a save in progress (X: [A-Za-z0-9])
  *   ID.lock           the session's lock
+ *   ID.sandboxed      the session was last written by a sandboxed call
  *
  * A name is ours only when ID is a valid session id; everything else in the
  * directory is left alone.
@@ -23,6 +24,7 @@ enum store_name_kind {
 	STORE_NAME_SESSION,
 	STORE_NAME_TEMP,
 	STORE_NAME_LOCK,
+	STORE_NAME_MARK,
 };
 
 /*

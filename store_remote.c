@@ -51,8 +51,8 @@ static int rs_connect(struct rstore *rs, char *err)
 }
 
 /* One request, one answer; the connection is closed afterwards. */
-static int rs_ask(struct rstore *rs, uint16_t type, const char *id, const int *fds,
-                  size_t nfds, struct wire_msg *m, char *err)
+static int rs_ask(struct rstore *rs, uint16_t type, uint64_t a, const char *id,
+                  const int *fds, size_t nfds, struct wire_msg *m, char *err)
 {
 	uint8_t payload[STORE_ID_MAX + 8];
 	size_t len = 0;
@@ -62,7 +62,7 @@ static int rs_ask(struct rstore *rs, uint16_t type, const char *id, const int *f
 		return -1;
 	if (id)
 		wire_put(payload, &len, "id", id);
-	if (wire_send(fd, type, 0, 0, payload, len, fds, nfds) < 0) {
+	if (wire_send(fd, type, a, 0, payload, len, fds, nfds) < 0) {
 		snprintf(err, STORE_ERR_MAX, "cannot talk to the warm server: %s", strerror(errno));
 		close(fd);
 		return -1;
@@ -116,7 +116,7 @@ static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	*blob = NULL;
 	*len = 0;
 	*found = false;
-	if (rs_ask(s->priv, WIRE_MEM_LOAD, id, NULL, 0, &m, err) < 0)
+	if (rs_ask(s->priv, WIRE_MEM_LOAD, 0, id, NULL, 0, &m, err) < 0)
 		return -1;
 	if (m.type != WIRE_MEM_BLOB || (m.a && m.nfds != 1)) {
 		wire_close_fds(&m);
@@ -136,7 +136,7 @@ static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 }
 
 static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
-                   char *err)
+                   bool sandboxed, char *err)
 {
 	static struct wire_msg m;
 	int fd = memfd_create("dolsot-session", MFD_CLOEXEC), ret;
@@ -160,17 +160,33 @@ static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 		}
 		done += (size_t)w;
 	}
-	ret = rs_ask(s->priv, WIRE_MEM_SAVE, id, &fd, 1, &m, err);
+	ret = rs_ask(s->priv, WIRE_MEM_SAVE, sandboxed, id, &fd, 1, &m, err);
 	close(fd);
 	wire_close_fds(&m);
 	return ret;
+}
+
+static int rs_origin(struct store *s, const char *id, bool *sandboxed, char *err)
+{
+	static struct wire_msg m;
+
+	*sandboxed = true;
+	if (rs_ask(s->priv, WIRE_MEM_ORIGIN, 0, id, NULL, 0, &m, err) < 0)
+		return -1;
+	wire_close_fds(&m);
+	if (m.type != WIRE_MEM_OK) {
+		snprintf(err, STORE_ERR_MAX, "cannot tell who wrote session '%s': bad answer", id);
+		return -1;
+	}
+	*sandboxed = m.a != 0;
+	return 0;
 }
 
 static int rs_del(struct store *s, const char *id, unsigned *removed, char *err)
 {
 	static struct wire_msg m;
 
-	if (rs_ask(s->priv, WIRE_MEM_DEL, id, NULL, 0, &m, err) < 0)
+	if (rs_ask(s->priv, WIRE_MEM_DEL, 0, id, NULL, 0, &m, err) < 0)
 		return -1;
 	*removed = (unsigned)m.a;
 	wire_close_fds(&m);
@@ -184,7 +200,7 @@ static int rs_list(struct store *s, struct session_info **out, size_t *n, char *
 	size_t len = 0;
 	int ret;
 
-	if (rs_ask(s->priv, WIRE_MEM_LIST, NULL, NULL, 0, &m, err) < 0)
+	if (rs_ask(s->priv, WIRE_MEM_LIST, 0, NULL, NULL, 0, &m, err) < 0)
 		return -1;
 	ret = m.nfds == 1 ? read_memfd(m.fds[0], &text, &len) : -1;
 	wire_close_fds(&m);
@@ -254,6 +270,7 @@ static int rs_dirfd(struct store *s)
 static const struct store_ops rstore_ops = {
 	.load = rs_load,
 	.save = rs_save,
+	.origin = rs_origin,
 	.del = rs_del,
 	.list = rs_list,
 	.lock = rs_lock,

@@ -45,8 +45,9 @@ enum wire_type {
 	/* zygote -> server: could not start; payload: why */
 	WIRE_FAILED,
 	/* DOLSOT_STORE=memory, client -> server, payload "id=ID" unless noted:
-	 * LOAD (reply BLOB: a = 1 and a memfd when found), SAVE (+ a memfd;
-	 * reply OK), DEL (id may be "all"; reply OK, a = removed), LIST (no
+	 * LOAD (reply BLOB: a = 1 and a memfd when found), SAVE (+ a memfd, a =
+	 * 1 when a sandboxed call wrote it; reply OK), ORIGIN (reply OK, a = 1
+	 * when the session was last written by a sandboxed call), DEL (id may be "all"; reply OK, a = removed), LIST (no
 	 * payload; reply BLOB with a memfd of "ID\tSIZE\tSEC.NSEC" lines), LOCK
 	 * (reply LOCKED when granted; held until the connection closes).
 	 * Any of them may be answered ERR with the reason as payload. */
@@ -59,6 +60,7 @@ enum wire_type {
 	WIRE_MEM_OK,
 	WIRE_MEM_LOCKED,
 	WIRE_MEM_ERR,
+	WIRE_MEM_ORIGIN,
 	WIRE_TYPE_MAX,
 };
 

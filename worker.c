@@ -574,7 +574,8 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	if (fill_result(answer, &res, &parts) < 0 || fill_fields(mod, &res) < 0)
 		answer_python_error(result_fd, "worker answered badly");
 	if (parts != Py_None) {
-		rc = write_session(fds->save, parts, r->max_file_size != 0, &res.blob_len);
+		rc = write_session(fds->save, parts, r->max_file_size != 0 || fd_grow_sealed(fds->save),
+		                   &res.blob_len);
 		if (rc < 0)
 			answer_python_error(result_fd, "cannot write the session");
 		res.save_errno = (uint64_t)rc;

@@ -405,22 +405,55 @@ def _gate(code, ns, toolboxes, kept=()):
         blocked, warning = gate.check(code, held, toolboxes)
         if blocked is not None:
             _detail["diagnostics"] = _items(str(x if x is not None else "")
-                                           for d in gate.blocking
+                                           for d in gate.last_blocking
                                            for x in (d[0], d[1], d[3], d[2]))
         return blocked, warning
     except BaseException as e:
         return None, f"warning: type gate skipped: {_reason(e)}"
 
 
-def _hints(exc, code, ns, toolboxes):
+def _hints(exc, code, ns, toolboxes, memory):
     """Hint lines for a failed cell (hints.py); never raises."""
-    if not isinstance(exc, (TypeError, AttributeError, NameError)):
+    if not isinstance(exc, (TypeError, AttributeError, NameError, KeyError)):
         return []
     try:
-        import _dolsot
-        return _dolsot.embedded("hints").runtime_hints(exc, code, ns, toolboxes)
+        return _dolsot.embedded("hints").runtime_hints(exc, code, ns, toolboxes, memory)
     except BaseException:
         return []
+
+
+def _unbound(code, ns, exc):
+    """[(name, statement, error)] for the names a failed cell would have
+    bound but did not (hints.py)."""
+    try:
+        hints = _dolsot.embedded("hints")
+        names = hints.unbound_after_failure(code, ns, exc)
+        where = hints.statements(code, names)
+        return [(n, where.get(n, ""), type(exc).__name__) for n in names]
+    except BaseException:
+        return []
+
+
+def _statements(code):
+    """For the session's memory: the line of the cell that assigns each
+    dropped name ("name = ...", "name: T = ...", "name, other = ..."), found
+    by a plain scan: a call that raised nothing must not import the hints."""
+    def find(names):
+        try:
+            lines = code.decode("utf-8", "replace").split("\n")
+        except BaseException:
+            return {}
+        out = {}
+        parts = [part for line in lines for part in line.split(";")]
+        for name in names:
+            for part in parts:
+                text = part.strip()
+                rest = text[len(name):].lstrip()
+                if text.startswith(name) and rest[:1] in ("=", ":", ",") and rest[:2] != "==":
+                    out[name] = text if len(text) <= 80 else text[:77] + "..."
+                    break
+        return out
+    return find
 
 
 def flush():
@@ -659,6 +692,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                 _lines(notes, carry.warnings, [gate_warning]), None, None, None)
 
     exit_code, res_flags, value, error = 0, RES_OK | RES_RAN, None, None
+    memory, failed = stored.memory if stored is not None else {}, ()
     try:
         result = run_cell(code, ns, _Forget(kept_names, ended, ns))
         if result is not None:
@@ -687,9 +721,10 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         exit_code, res_flags = exit_code_of(e), RES_RAN
         error = _cap(describe(e), max_output, "error")
         unloaded_use = _kept_use(e, kept_names)
-        hints = unloaded_use or _hints(e, code, ns, loaded)
+        hints = unloaded_use or _hints(e, code, ns, loaded, memory)
         _error_info(e, code, max_output, hints)
         error = "\n".join([error] + hints)
+        failed = _unbound(code, ns, e)
     if "recursion-limit" in _limits:
         sys.setrecursionlimit(default_recursion)
     flush()
@@ -705,7 +740,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         sys.setrecursionlimit(min(sys.getrecursionlimit(),
                                   max(default_recursion, DUMP_RECURSION_MAX)))
         new_blob, held, dropped, lost, still = _session.dump(
-            state, pieces, keep, carry.stored(), unloaded, ended, count)
+            state, pieces, keep, carry.stored(), unloaded, ended, memory, failed,
+            _statements(code), count)
         carry.lost(lost)
     except _Fatal as e:
         return (1, res_flags & RES_RAN, value, "\n".join(filter(None, [error, str(e)])),

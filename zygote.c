@@ -19,6 +19,7 @@
 #include "zygote.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -26,17 +27,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "proc.h"
+#include "server_key.h"
 #include "wire.h"
 #include "worker.h"
 
 #define MAX_CALLS 128
+#define ZYGOTE_ENV_MAX 64
 /* fds of a WIRE_RUN, in order; FD_LOAD only for a session that exists */
 enum { FD_CLIENT, FD_REQUEST, FD_RESULT, FD_OUT, FD_ERR, FD_SAVE, FD_LOAD, RUN_FDS };
 _Static_assert(RUN_FDS <= WIRE_MAX_FDS, "a WIRE_RUN's fds must fit in one message");
@@ -51,7 +56,7 @@ struct call {
 static struct call calls[MAX_CALLS];
 static size_t n_calls;
 
-static void zygote_fail(int ctl, const char *why)
+static __attribute__((noreturn)) void zygote_fail(int ctl, const char *why)
 {
 	wire_send(ctl, WIRE_FAILED, 0, 0, why, strlen(why), NULL, 0);
 	_exit(1);
@@ -396,4 +401,53 @@ void zygote_main(int ctl, const struct zygote_env *env)
 		reap();
 	}
 	_exit(0);
+}
+
+extern char **environ;
+
+void zygote_exec(int ctl, const uint8_t *key, size_t len)
+{
+	char *argv[] = { ZYGOTE_ARGV0, NULL }, *envp[ZYGOTE_ENV_MAX + 1], why[256];
+	int mfd = memfd_create("dolsot-zygote-key", MFD_CLOEXEC), c, k;
+	size_t n = 0;
+
+	/* dolsot's own settings only, none of the caller's variables (the
+	 * zygote sets the key's environment itself, before Python starts). */
+	for (char **e = environ; *e && n < ZYGOTE_ENV_MAX; e++)
+		if (strncmp(*e, "DOLSOT_", 7) == 0)
+			envp[n++] = *e;
+	envp[n] = NULL;
+
+	if (mfd < 0 || fd_write_all(mfd, key, len) < 0) {
+		snprintf(why, sizeof(why), "cannot pass the zygote its key: %s", strerror(errno));
+		zygote_fail(ctl, why);
+	}
+	/* Out of the way of fds 3 and 4 first, then into place (dup2 also
+	 * clears close-on-exec). */
+	c = fcntl(ctl, F_DUPFD_CLOEXEC, ZYGOTE_KEY_FD + 1);
+	k = fcntl(mfd, F_DUPFD_CLOEXEC, ZYGOTE_KEY_FD + 1);
+	if (c < 0 || k < 0 || dup2(c, ZYGOTE_CTL_FD) < 0 || dup2(k, ZYGOTE_KEY_FD) < 0) {
+		snprintf(why, sizeof(why), "cannot hand the zygote its fds: %s", strerror(errno));
+		zygote_fail(ctl, why);
+	}
+	execve("/proc/self/exe", argv, envp);
+	snprintf(why, sizeof(why), "cannot exec a fresh dolsot as a zygote: %s", strerror(errno));
+	zygote_fail(c, why);
+}
+
+void zygote_exec_main(void)
+{
+	static uint8_t key[WIRE_MAX_PAYLOAD + 1];
+	struct zygote_env env;
+	ssize_t got = pread(ZYGOTE_KEY_FD, key, sizeof(key) - 1, 0);
+
+	close(ZYGOTE_KEY_FD);
+	(void)fcntl(ZYGOTE_CTL_FD, F_SETFD, FD_CLOEXEC);
+	if (got < 0)
+		zygote_fail(ZYGOTE_CTL_FD, "cannot read the zygote's key");
+	/* server_key_env reads NUL-terminated entries; a key ends with one,
+	 * and the extra NUL guards one that does not. */
+	key[got] = '\0';
+	server_key_env(key, (size_t)got, &env);
+	zygote_main(ZYGOTE_CTL_FD, &env);
 }

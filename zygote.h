@@ -11,6 +11,7 @@
 #define DOLSOT_ZYGOTE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct zygote_env {
 	const char *cwd;
@@ -29,5 +30,21 @@ struct zygote_env {
  * Exits once ctl is closed and no call is in flight.
  */
 void zygote_main(int ctl, const struct zygote_env *env) __attribute__((noreturn));
+
+/*
+ * A zygote is a fresh exec of dolsot, never a fork of the server: the
+ * server's memory holds what earlier calls sent it (their environments,
+ * DOLSOT_STORE=memory sessions), and every worker is a fork of its zygote,
+ * a sandboxed one too.  zygote_exec, in a child of the server whose other
+ * fds are closed, execs /proc/self/exe as ZYGOTE_ARGV0 with only dolsot's
+ * own DOLSOT_* variables in its environment, ctl on ZYGOTE_CTL_FD and key (a WIRE_CALL key) in a memfd
+ * on ZYGOTE_KEY_FD; it reports WIRE_FAILED on ctl if that fails.
+ * zygote_exec_main, called by main() for ZYGOTE_ARGV0, becomes the zygote.
+ */
+#define ZYGOTE_ARGV0 "dolsot-zygote"
+#define ZYGOTE_CTL_FD 3
+#define ZYGOTE_KEY_FD 4
+void zygote_exec(int ctl, const uint8_t *key, size_t len) __attribute__((noreturn));
+void zygote_exec_main(void) __attribute__((noreturn));
 
 #endif

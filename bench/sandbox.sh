@@ -7,6 +7,9 @@
 #   BENCH_WARMUP   unrecorded warm-up rounds per scenario (default 3)
 #   BENCH_USER     also measure as this unprivileged user (default dolsot-test
 #                  when it exists and we are root; "" to skip)
+#   BENCH_BASE     another dolsot binary (an older build): its --sandbox calls
+#                  are timed too, as "sandbox-base", interleaved with the
+#                  others, so the change's own cost is sandbox - sandbox-base
 # Output: bench/out/sandbox-<UTC timestamp>/ (run.log, raw-*.csv).
 #
 # Each scenario times the same trivial call (`x + 1` on a session holding
@@ -42,6 +45,12 @@ chmod 755 "$WORK"
 # One binary for the whole run, readable by the other user too.
 cp ./dolsot "$WORK/dolsot"
 DBIN=$WORK/dolsot
+BIN=$DBIN
+DBASE=
+if [ -n "${BENCH_BASE:-}" ]; then
+	cp "$BENCH_BASE" "$WORK/dolsot-base"
+	DBASE=$WORK/dolsot-base
+fi
 
 # as USER CMD...: run CMD as USER ("" is ourselves).
 as() {
@@ -59,7 +68,9 @@ cleanup() {
 		[ -d "$d/store" ] || continue
 		owner=$(stat -c %U "$d")
 		[ "$owner" = "$(id -un)" ] && owner=
-		as "$owner" env DOLSOT_CACHE_DIR="$d/store" "$DBIN" --server-stop >/dev/null 2>&1 || true
+		b=$DBIN
+		case $d in *-base/) b=$DBASE ;; esac
+		as "$owner" env DOLSOT_CACHE_DIR="$d/store" "$b" --server-stop >/dev/null 2>&1 || true
 	done
 	rm -rf "$WORK"
 }
@@ -93,11 +104,11 @@ make_store() {
 	# No shell between env -i and dolsot: sh would reorder the variables.
 	(cd "$RUN" && as "$u" env -i PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
 		HOME="$HOME" ${TMPDIR:+TMPDIR="$TMPDIR"} DOLSOT_SERVER="$server" \
-		DOLSOT_CACHE_DIR="$dir/store" "$DBIN" --session s "$@" "x = 1" >/dev/null 2>&1)
+		DOLSOT_CACHE_DIR="$dir/store" "$BIN" --session s "$@" "x = 1" >/dev/null 2>&1)
 	if [ "$server" = auto ]; then
 		(cd "$RUN" && as "$u" env -i PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
 			HOME="$HOME" ${TMPDIR:+TMPDIR="$TMPDIR"} DOLSOT_CACHE_DIR="$dir/store" \
-			"$DBIN" --server-start $(case " $* " in *" --sandbox "*) echo --sandbox ;; esac))
+			"$BIN" --server-start $(case " $* " in *" --sandbox "*) echo --sandbox ;; esac))
 	fi
 }
 
@@ -107,11 +118,11 @@ sys_cmd() {
 	shift 3
 	prefix=
 	[ -n "$u" ] && prefix="setpriv --reuid=$u --regid=$u --clear-groups"
-	echo "DOLSOT_SERVER=$server DOLSOT_CACHE_DIR=$WORK/$name/store $prefix $DBIN --session s $* 'x + 1'"
+	echo "DOLSOT_SERVER=$server DOLSOT_CACHE_DIR=$WORK/$name/store $prefix $BIN --session s $* 'x + 1'"
 }
 
 server_pid() {
-	as "$1" env DOLSOT_CACHE_DIR="$WORK/$2/store" "$DBIN" --server-status | sed -n 's/^pid //p'
+	as "$1" env DOLSOT_CACHE_DIR="$WORK/$2/store" "$BIN" --server-status | sed -n 's/^pid //p'
 }
 
 # Median of per-round differences and medians, from a raw CSV.
@@ -150,12 +161,23 @@ run_as() {
 	make_store "$u" "$tag-cold-lim" off
 	make_store "$u" "$tag-warm" auto
 	make_store "$u" "$tag-warm-sbx" auto --sandbox
+	base_cold= base_warm= pid_base=
+	if [ -n "$DBASE" ]; then
+		BIN=$DBASE
+		make_store "$u" "$tag-cold-base" off --sandbox
+		make_store "$u" "$tag-warm-base" auto --sandbox
+		base_cold=$(sys_cmd "$u" "$tag-cold-base" off --sandbox)
+		base_warm=$(sys_cmd "$u" "$tag-warm-base" auto --sandbox)
+		pid_base=$(server_pid "$u" "$tag-warm-base")
+		BIN=$DBIN
+	fi
 	limits="--memory 1G --max-file-size 1G --cpu-seconds 60 --recursion-limit 1000 --max-procs 64"
 	(cd "$RUN" && $TIMEIT time --scenario cold --rounds "$ROUNDS" \
 		--warmup "$WARMUP" --raw "$raw" \
 		--sys plain "$(sys_cmd "$u" "$tag-cold" off)" \
 		--sys sandbox "$(sys_cmd "$u" "$tag-cold-sbx" off --sandbox)" \
 		--sys limits "$(sys_cmd "$u" "$tag-cold-lim" off "$limits")" \
+		${DBASE:+--sys sandbox-base "$base_cold" --expect sandbox-base 2} \
 		--expect plain 2 --expect sandbox 2 --expect limits 2) | tee -a "$OUT/run.log"
 	# The warm calls' work is done in the server's process tree: count its CPU.
 	pid_plain=$(server_pid "$u" "$tag-warm")
@@ -164,6 +186,8 @@ run_as() {
 		--warmup "$WARMUP" --raw "$raw" \
 		--sys plain "$(sys_cmd "$u" "$tag-warm" auto)" \
 		--sys sandbox "$(sys_cmd "$u" "$tag-warm-sbx" auto --sandbox)" \
+		${DBASE:+--sys sandbox-base "$base_warm" --expect sandbox-base 2} \
+		${DBASE:+--server-pid sandbox-base "$pid_base"} \
 		--expect plain 2 --expect sandbox 2 \
 		--server-pid plain "$pid_plain" --server-pid sandbox "$pid_sbx") | tee -a "$OUT/run.log"
 	{
@@ -178,10 +202,13 @@ run_as() {
 			grep -e '^scenario' -e "^$sc," "$raw" > "$raw.$sc"
 			report "$raw.$sc" plain sandbox | sed "s/^| /| $sc: /"
 			[ "$sc" = cold ] && report "$raw.$sc" plain limits | sed "s/^| /| $sc: /"
+			[ -n "$DBASE" ] && report "$raw.$sc" sandbox-base sandbox | sed "s/^| /| $sc: /"
 		done
-		for d in "$tag-warm" "$tag-warm-sbx"; do
+		for d in "$tag-warm" "$tag-warm-sbx" ${DBASE:+"$tag-warm-base"}; do
 			printf '%s: ' "$d"
-			as "$u" env DOLSOT_CACHE_DIR="$WORK/$d/store" "$DBIN" --server-status | grep '^calls'
+			b=$DBIN
+			case $d in *-base) b=$DBASE ;; esac
+			as "$u" env DOLSOT_CACHE_DIR="$WORK/$d/store" "$b" --server-status | grep '^calls'
 		done
 	} | tee -a "$OUT/run.log"
 }

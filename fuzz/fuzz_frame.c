@@ -52,6 +52,7 @@ static void check_requests(const struct request *a, const struct request *b)
 	CHECK(a->recursion_limit == b->recursion_limit);
 	check_span(a->binds, b->binds);
 	check_span(a->pids_cgroup, b->pids_cgroup);
+	check_span(a->mem_cgroup, b->mem_cgroup);
 }
 
 static void check_results(const struct worker_result *a,

@@ -612,7 +612,7 @@ START_TEST(timeout_kills_grandchild_and_keeps_state)
 	ck_code(&r, 124);
 	ck_out(&r, "before\n");
 	ck_assert_str_eq(r.err, "TimeoutError: cell killed after exceeding its 1s timeout; "
-	                        "session unchanged\n");
+	                        "session unchanged\n" TIMEOUT_HINT_LINE("1s"));
 	ck_assert_msg(r.seconds < 5, "took %.2fs", r.seconds);
 	cli_run_release(&r);
 	pid_text = cli_read_file(pidfile, NULL);

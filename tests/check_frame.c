@@ -227,6 +227,7 @@ static void request_round_trip(const struct request *r)
 	ck_assert_uint_eq(out->recursion_limit, r->recursion_limit);
 	assert_span(out->binds, r->binds);
 	assert_span(out->pids_cgroup, r->pids_cgroup);
+	assert_span(out->mem_cgroup, r->mem_cgroup);
 	free(out);
 	frame_buf_release(&buf);
 }
@@ -278,6 +279,7 @@ START_TEST(request_round_trips_all_fields)
 	r->recursion_limit = 100;
 	r->binds = span_bytes("/h\0/v\0ro\0/a\0/b\0overlay\0", 23);
 	r->pids_cgroup = span_str("/sys/fs/cgroup/pids/dolsot-1");
+	r->mem_cgroup = span_str("/sys/fs/cgroup/memory/dolsot-m1");
 	request_round_trip(r);
 	free(r);
 }

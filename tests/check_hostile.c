@@ -229,7 +229,8 @@ static const struct hostile cells[] = {
 	{ "keeps a value whose pickling outlasts the timeout",
 	  "import time\nclass Slow:\n    def __reduce__(self):\n        time.sleep(1000)\n"
 	  "x = 2\ns = Slow()\nprint('ran', flush=True)", "2", 124,
-	  "TimeoutError: cell killed after exceeding its 2s timeout; session unchanged\n",
+	  "TimeoutError: cell killed after exceeding its 2s timeout; session unchanged\n"
+	  TIMEOUT_HINT_LINE("2s"),
 	  "ran\n", OLD, 0, 0, 0 },
 	{ "raises an exception whose str() raises",
 	  "class E(Exception):\n    def __str__(self): raise ValueError('no str')\n"

@@ -384,6 +384,38 @@ START_TEST(carry_switch)
 }
 END_TEST
 
+START_TEST(trust_settings)
+{
+	struct settings s = { 0 };
+	char err[OPTS_ERR_MAX];
+
+	unsetenv("DOLSOT_MAX_SESSION_SIZE");
+	unsetenv("DOLSOT_TRUST_SANDBOXED");
+	unsetenv("DOLSOT_ALLOW_RW_CODE_MOUNTS");
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert_uint_eq(s.max_session, (uint64_t)1 << 30);
+	ck_assert(!s.trust_sandboxed);
+	ck_assert(!s.rw_code_mounts);
+	setenv("DOLSOT_MAX_SESSION_SIZE", "64M", 1);
+	setenv("DOLSOT_TRUST_SANDBOXED", "1", 1);
+	setenv("DOLSOT_ALLOW_RW_CODE_MOUNTS", "1", 1);
+	ck_assert_int_eq(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert_uint_eq(s.max_session, (uint64_t)64 << 20);
+	ck_assert(s.trust_sandboxed);
+	ck_assert(s.rw_code_mounts);
+	setenv("DOLSOT_MAX_SESSION_SIZE", "0", 1);
+	ck_assert_int_lt(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "DOLSOT_MAX_SESSION_SIZE='0' is not valid"), "%s", err);
+	unsetenv("DOLSOT_MAX_SESSION_SIZE");
+	setenv("DOLSOT_TRUST_SANDBOXED", "yes", 1);
+	ck_assert_int_lt(opts_settings_from_env(&s, err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "DOLSOT_TRUST_SANDBOXED='yes' is not valid: expected 0 (refuse) "
+	                      "or 1 (load them)");
+	unsetenv("DOLSOT_TRUST_SANDBOXED");
+	unsetenv("DOLSOT_ALLOW_RW_CODE_MOUNTS");
+}
+END_TEST
+
 START_TEST(session_ids)
 {
 	char err[STORE_ERR_MAX], id[200];
@@ -430,6 +462,7 @@ int main(void)
 	tcase_add_test(tc, settings_precedence);
 	tcase_add_test(tc, typegate_settings);
 	tcase_add_test(tc, carry_switch);
+	tcase_add_test(tc, trust_settings);
 	tcase_add_test(tc, session_ids);
 	tcase_add_test(tc, quoting);
 	tcase_add_test(tc, limits);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli_helpers.h"
+#include "sandbox_ids.h"
 
 #define TEST_USER "dolsot-test"
 
@@ -74,6 +75,8 @@ static void server_cmd(const char *what)
 	cli_run_release(&r);
 }
 
+static char *rw_in(const char *rel);
+
 static void cleanup(void)
 {
 	if (!tmp)
@@ -85,6 +88,7 @@ static void cleanup(void)
 		struct stat st;
 
 		server_cmd("--server-stop");
+		cli_rmtree(rw_in(""));
 		cli_rmtree(tmp);
 		if (lstat(tmp, &st) < 0)
 			break;
@@ -146,10 +150,35 @@ static char *path_in(const char *rel)
 	return p;
 }
 
+/* Beside the test's directory, not in it: the calls run there, and an rw
+ * mount over the cwd is refused (see check_trust). */
+static char *rw_in(const char *rel)
+{
+	static char buf[4][4400];
+	static int next;
+	char *p = buf[next++ % 4];
+
+	snprintf(p, sizeof(buf[0]), "%s-rw/%s", tmp, rel);
+	return p;
+}
+
 static void make_dir(const char *rel)
 {
 	ck_assert_int_eq(mkdir(path_in(rel), 0755), 0);
 	own(path_in(rel));
+}
+
+/* A directory an rw mount writes to: a root caller's sandbox writes as
+ * SANDBOX_ROOT_ID on the host, so root hands it over (the test user owns
+ * its own already). */
+static void make_rw_dir(const char *rel)
+{
+	if (mkdir(rw_in(""), 0755) < 0)
+		ck_assert_int_eq(errno, EEXIST);
+	ck_assert_int_eq(mkdir(rw_in(rel), 0755), 0);
+	own(rw_in(rel));
+	if (!as_user)
+		ck_assert(chown(rw_in(rel), SANDBOX_ROOT_ID, SANDBOX_ROOT_ID) == 0);
 }
 
 static void make_file(const char *rel, const char *text)
@@ -212,14 +241,15 @@ static void run_full(struct cli_run *r, const char *const *extra_env,
 #define RUN_ENV(r, env, ...) run_full((r), (env), NULL, \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
-/* --session s [--sandbox] [more...] code */
+/* --session s --sandbox [more...] code, or --session u [more...] code: a
+ * session a sandboxed call wrote is refused without the sandbox. */
 static void run_cell(struct cli_run *r, bool sandbox, const char *const *more,
                      const char *code)
 {
 	struct args a = { { "dolsot" }, 1 };
 
 	add(&a, "--session");
-	add(&a, "s");
+	add(&a, sandbox ? "s" : "u");
 	if (sandbox) {
 		add(&a, "--sandbox");
 		add(&a, "--env");
@@ -501,7 +531,7 @@ START_TEST(environment_is_minimal_plus_env_flags)
 	           "('PATH', '/usr/local/bin:/usr/bin:/bin'), ('SET_ME', 'a=b')]\n");
 	cli_run_release(&r);
 	/* Without the sandbox --env NAME=VALUE still sets, and nothing is hidden. */
-	RUN_ENV(&r, env, "--session", "s", "--env", "SET_ME=1",
+	RUN_ENV(&r, env, "--session", "u", "--env", "SET_ME=1",
 	        "import os\nos.environ['SET_ME'], os.environ['SECRET_TOKEN']");
 	ck_code(&r, 0);
 	ck_out(&r, "('1', 'hunter2')\n");
@@ -519,7 +549,7 @@ START_TEST(dolsot_sandbox_variable_turns_it_on)
 	ck_code(&r, 0);
 	ck_out(&r, "1\n");
 	cli_run_release(&r);
-	RUN_ENV(&r, ((const char *[]){ "DOLSOT_SANDBOX=0", NULL }), "--session", "s",
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_SANDBOX=0", NULL }), "--session", "u",
 	        "import os\nos.getpid() != 1");
 	ck_out(&r, "True\n");
 	cli_run_release(&r);
@@ -557,16 +587,24 @@ END_TEST
 
 START_TEST(rw_mount_writes_to_the_host)
 {
-	char spec[4500], *text;
+	char spec[4500], out[4400], file[4500], *text;
 	const char *more[] = { "--mount", spec, NULL };
 
 	NEED_USERNS();
-	make_dir("out");
-	snprintf(spec, sizeof(spec), "%s:/out:rw", path_in("out"));
+	/* Outside the calls' cwd: an rw mount inside it is refused (it is on
+	 * the worker's import path; see check_trust). */
+	snprintf(out, sizeof(out), "%s-out", tmp);
+	ck_assert_int_eq(mkdir(out, 0755), 0);
+	own(out);
+	if (!as_user)
+		ck_assert(chown(out, SANDBOX_ROOT_ID, SANDBOX_ROOT_ID) == 0);
+	snprintf(spec, sizeof(spec), "%s:/out:rw", out);
 	expect_out(true, more, "open('/out/r.txt', 'w').write('result')", "6\n");
-	text = cli_read_file(path_in("out/r.txt"), NULL);
+	snprintf(file, sizeof(file), "%s/r.txt", out);
+	text = cli_read_file(file, NULL);
 	ck_assert_str_eq(text, "result");
 	free(text);
+	cli_rmtree(out);
 }
 END_TEST
 
@@ -738,7 +776,11 @@ START_TEST(session_round_trips_across_sandboxed_calls)
 
 	NEED_USERNS();
 	ok_cell(true, "x = 40\ndef f(v):\n    return v + x\nclass K:\n    pass\nk = K()");
-	ok_cell(false, "x = 41");   /* the same session, unsandboxed in between */
+	/* The same session, unsandboxed in between: only with the opt-in. */
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TRUST_SANDBOXED=1", NULL }), "--session", "s",
+	        "x = 41");
+	ck_code(&r, 0);
+	cli_run_release(&r);
 	run_cell(&r, true, NULL, "f(1), isinstance(k, K)");
 	ck_code(&r, 0);
 	ck_out(&r, "(42, True)\n");
@@ -759,7 +801,7 @@ START_TEST(toolbox_values_survive_a_sandboxed_call_without_the_toolbox)
 	NEED_USERNS();
 	make_file("keptbox.py", "class Item:\n    def __init__(self, n):\n        self.n = n\n"
 	          "    def __eq__(self, o):\n        return type(o) is Item and o.n == self.n\n");
-	run_cell(&r, false, tb, "items = [kb.Item(i) for i in range(3)]\nn = 1");
+	run_cell(&r, true, tb, "items = [kb.Item(i) for i in range(3)]\nn = 1");
 	ck_code(&r, 0);
 	cli_run_release(&r);
 	run_cell(&r, true, NULL, "n += 1\nn");
@@ -770,7 +812,8 @@ START_TEST(toolbox_values_survive_a_sandboxed_call_without_the_toolbox)
 	               "'keptbox')\n");
 	ck_err_has(&r, "session now holds: n; kept unloaded: items\n");
 	cli_run_release(&r);
-	expect_out(false, tb, "items == [kb.Item(i) for i in range(3)], n", "(True, 2)\n");
+	/* A sandboxed call wrote the session last, so only sandboxed calls may
+	 * load it now (check_trust covers the refusal outside). */
 	expect_out(true, tb, "items == [kb.Item(i) for i in range(3)], n", "(True, 2)\n");
 }
 END_TEST
@@ -1134,6 +1177,262 @@ static bool find_test_user(void)
 	return true;
 }
 
+/* ---- what a cell cannot change or learn (issue 20) ---- */
+
+/* The host's core_pattern, to check it did not change. */
+static char *core_pattern(void)
+{
+	return cli_read_file("/proc/sys/kernel/core_pattern", NULL);
+}
+
+START_TEST(proc_sys_and_kernel_controls_are_read_only)
+{
+	char *before = core_pattern(), *after;
+
+	NEED_USERNS();
+	/*
+	 * Every file under /proc/sys, and the machine-wide controls: opening
+	 * one for writing must fail.  Nothing is ever written to them but
+	 * core_pattern's own value, so a sandbox that lets writes through
+	 * (as one did, run by root) fails this test without changing the
+	 * host.
+	 */
+	expect_out(true, NULL,
+	           "import os\nwritable, tried = [], 0\n"
+	           "paths = ['/proc/sysrq-trigger']\n"
+	           "for d, _, fs in os.walk('/proc/sys'):\n"
+	           "    paths += [os.path.join(d, f) for f in fs]\n"
+	           "for p in paths:\n"
+	           "    tried += 1\n"
+	           "    try:\n"
+	           "        os.close(os.open(p, os.O_WRONLY))\n"
+	           "        writable.append(p)\n"
+	           "    except OSError:\n"
+	           "        pass\n"
+	           "core = open('/proc/sys/kernel/core_pattern', 'rb').read()\n"
+	           "try:\n"
+	           "    with open('/proc/sys/kernel/core_pattern', 'wb') as f:\n"
+	           "        f.write(core)\n"
+	           "    rewrote = True\n"
+	           "except OSError:\n"
+	           "    rewrote = False\n"
+	           "writable, rewrote, tried > 100",
+	           "([], False, True)\n");
+	after = core_pattern();
+	ck_assert_str_eq(after, before);
+	free(before);
+	free(after);
+}
+END_TEST
+
+START_TEST(sandbox_is_not_host_root)
+{
+	char spec[4500];
+	const char *more[] = { "--mount", spec, NULL };
+	struct stat st;
+
+	NEED_USERNS();
+	make_rw_dir("out");
+	snprintf(spec, sizeof(spec), "%s:/out:rw", rw_in("out"));
+	expect_out(true, more, "open('/out/f', 'w').write('x')", "1\n");
+	ck_assert_int_eq(lstat(rw_in("out/f"), &st), 0);
+	ck_assert_uint_ne(st.st_uid, 0);
+	ck_assert_uint_ne(st.st_gid, 0);
+	ck_assert_uint_eq(st.st_uid, as_user ? user_uid : SANDBOX_ROOT_ID);
+	ck_assert_uint_eq(st.st_gid, as_user ? user_gid : SANDBOX_ROOT_ID);
+	/* And what the kernel says the sandbox is on the outside. */
+	if (as_user)
+		expect_out(true, NULL, "open('/proc/self/uid_map').read().split()[1] == "
+		           "str(__import__('os').getuid())", "True\n");
+	else
+		expect_out(true, NULL, "open('/proc/self/uid_map').read().split(), "
+		           "open('/proc/self/gid_map').read().split()",
+		           "(['0', '2000000000', '1'], ['0', '2000000000', '1'])\n");
+}
+END_TEST
+
+START_TEST(root_caller_reads_its_private_files)
+{
+	char spec[4500];
+	const char *more[] = { "--mount", spec, NULL };
+
+	NEED_USERNS();
+	/* Owned by the caller, readable by it alone: idmapped for root. */
+	make_dir("secret");
+	make_file("secret/key", "k1");
+	ck_assert_int_eq(chmod(path_in("secret/key"), 0600), 0);
+	ck_assert_int_eq(chmod(path_in("secret"), 0700), 0);
+	snprintf(spec, sizeof(spec), "%s:/secret", path_in("secret"));
+	expect_out(true, more, "open('/secret/key').read()", "'k1'\n");
+	snprintf(spec, sizeof(spec), "%s:/secret:overlay", path_in("secret"));
+	expect_out(true, more, "open('/secret/key', 'a').write('+')\nopen('/secret/key').read()",
+	           "'k1+'\n");
+}
+END_TEST
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	ck_assert_int_ge(in, 0);
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	ck_assert_int_ge(out, 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+START_TEST(setuid_files_and_devices_have_no_effect)
+{
+	char spec[4500];
+	const char *more[] = { "--mount", spec, NULL };
+	struct stat st;
+
+	NEED_USERNS();
+	make_rw_dir("out");
+	/* A setuid copy of id, owned by someone the sandbox is not.  The
+	 * device is chmod-ed to its own mode: a sandbox that allows it fails
+	 * the test without changing the host. */
+	copy_file("/usr/bin/id", rw_in("out/id"));
+	ck_assert_int_eq(chown(rw_in("out/id"), as_user ? 0 : user_uid, 0), 0);
+	ck_assert_int_eq(chmod(rw_in("out/id"), 04755), 0);
+	snprintf(spec, sizeof(spec), "%s:/out:rw", rw_in("out"));
+	expect_out(true, more,
+	           "import errno, os, shutil, stat, subprocess\n"
+	           "euid = subprocess.run(['/out/id', '-u'], capture_output=True, text=True).stdout\n"
+	           "shutil.copy('/usr/bin/id', '/out/mine')\n"
+	           "def err(f, *a):\n"
+	           "    try:\n        f(*a)\n        return 'ok'\n"
+	           "    except OSError as e:\n        return e.errno\n"
+	           "made = (err(os.chmod, '/out/mine', 0o4755),\n"
+	           "        err(os.open, '/out/new', os.O_CREAT | os.O_WRONLY, 0o4755),\n"
+	           "        err(os.mknod, '/tmp/null', stat.S_IFCHR | 0o666, os.makedev(1, 3)),\n"
+	           "        err(os.chmod, '/dev/null', os.stat('/dev/null').st_mode & 0o7777),\n"
+	           "        err(os.chown, '/dev/null', 0, 0))\n"
+	           "made = tuple(e in (errno.EPERM, errno.EINVAL) for e in made)\n"
+	           "opts = [l.split()[5].split(',') + l.split(' - ')[1].split()[2].split(',')\n"
+	           "        for l in open('/proc/self/mountinfo')]\n"
+	           "points = [l.split()[4] for l in open('/proc/self/mountinfo')]\n"
+	           "devs = {'/dev/null', '/dev/zero', '/dev/urandom'}\n"
+	           "bad = [p for p, o in zip(points, opts) if 'nosuid' not in o or\n"
+	           "       ('nodev' not in o and p not in devs and not p.startswith('/proc'))]\n"
+	           "int(euid) == os.geteuid(), made, bad",
+	           "(True, (True, True, True, True, True), [])\n");
+	ck_assert_int_eq(lstat(rw_in("out/mine"), &st), 0);
+	ck_assert(!(st.st_mode & S_ISUID));
+	ck_assert(!file_exists(rw_in("out/new")) || lstat(rw_in("out/new"), &st) != 0 ||
+	          !(st.st_mode & S_ISUID));
+	ck_assert_int_eq(lstat("/dev/null", &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0666);
+}
+END_TEST
+
+/* Whether this mode's calls get a memory cgroup: shown by an unsandboxed
+ * call's own cgroup path.  Root with a v1 memory hierarchy must get one. */
+static bool memory_cgroup_used(void)
+{
+	struct cli_run r;
+	bool used;
+
+	run_cell(&r, false, (const char *const[]){ "--memory", "64M", NULL },
+	         "print('dolsot-m' in open('/proc/self/cgroup').read())");
+	ck_code(&r, 0);
+	used = strcmp(r.out, "True\n") == 0;
+	cli_run_release(&r);
+	if (!as_user && geteuid() == 0 && access("/sys/fs/cgroup/memory/tasks", F_OK) == 0)
+		ck_assert_msg(used, "root with a memory hierarchy got no memory cgroup");
+	return used;
+}
+
+START_TEST(memory_limit_holds_shared_memory_and_tmpfs)
+{
+	const char *more[] = { "--memory", "64M", NULL };
+	struct cli_run r;
+	bool cgroup;
+
+	NEED_USERNS();
+	if (SANITIZED) {
+		printf("SKIP: %s: --memory cannot work under AddressSanitizer\n", __func__);
+		return;
+	}
+	/* The tmpfs mounts are bounded, by default and by --memory. */
+	expect_out(true, NULL, "import os\n[os.statvfs(p).f_blocks * os.statvfs(p).f_frsize >> 20 "
+	           "for p in ('/tmp', '/dev/shm')]", "[512, 64]\n");
+	expect_out(true, more,
+	           "import os\nsizes = [os.statvfs(p).f_blocks * os.statvfs(p).f_frsize >> 20 "
+	           "for p in ('/tmp', '/dev/shm')]\n"
+	           "def fill(path):\n"
+	           "    try:\n"
+	           "        with open(path, 'wb') as f:\n"
+	           "            for _ in range(100):\n"
+	           "                f.write(bytes(1 << 20))\n"
+	           "    except OSError as e:\n"
+	           "        os.remove(path)\n"
+	           "        return e.errno\n"
+	           "sizes, fill('/dev/shm/big'), fill('/tmp/big')",
+	           "([64, 64], 28, 28)\n");
+	cgroup = memory_cgroup_used();
+	if (!cgroup) {
+		printf("SKIP: %s: no memory cgroup here: rlimits and tmpfs sizes only\n", __func__);
+		return;
+	}
+	for (int sandbox = 0; sandbox < 2; sandbox++) {
+		ok_cell(sandbox, "x = 1");
+		run_cell(&r, sandbox, more, "import mmap\nx = 2\n"
+		         "m = mmap.mmap(-1, 256 << 20, flags=mmap.MAP_SHARED)\n"
+		         "for i in range(0, 256 << 20, 4096):\n    m[i] = 1");
+		ck_code(&r, 1);
+		ck_err_has(&r, "the cell hit the memory limit (--memory 64M); session unchanged");
+		cli_run_release(&r);
+		run_cell(&r, sandbox, more, "import mmap, os\nx = 3\n"
+		         "fd = os.memfd_create('m')\nos.ftruncate(fd, 256 << 20)\n"
+		         "m = mmap.mmap(fd, 256 << 20)\n"
+		         "for i in range(0, 256 << 20, 4096):\n    m[i] = 1");
+		ck_code(&r, 1);
+		ck_err_has(&r, "the cell hit the memory limit (--memory 64M); session unchanged");
+		cli_run_release(&r);
+		expect_out(sandbox, NULL, "x", "1\n");
+	}
+}
+END_TEST
+
+START_TEST(only_inet_and_unix_sockets)
+{
+	NEED_USERNS();
+	expect_out(true, NULL,
+	           "import socket\n"
+	           "def make(fam, kind=socket.SOCK_STREAM):\n"
+	           "    try:\n        socket.socket(fam, kind).close()\n        return 'ok'\n"
+	           "    except OSError as e:\n        return e.errno\n"
+	           "(make(socket.AF_VSOCK), make(socket.AF_NETLINK, socket.SOCK_RAW),\n"
+	           " make(socket.AF_PACKET, socket.SOCK_RAW), make(socket.AF_INET),\n"
+	           " make(socket.AF_INET6), make(socket.AF_UNIX))",
+	           "(97, 97, 97, 'ok', 'ok', 'ok')\n");
+}
+END_TEST
+
+START_TEST(host_cmdline_boot_id_cgroup_and_code_are_hidden)
+{
+	char *host = cli_read_file("/proc/cmdline", NULL);
+
+	NEED_USERNS();
+	ck_assert_int_gt(strlen(host), 0);
+	free(host);
+	/* The code is in the call's argv: PID 1 (the worker) must not show it. */
+	expect_out(true, NULL,
+	           "import os\n"
+	           "pid1 = open('/proc/1/cmdline', 'rb').read()\n"
+	           "me = open('/proc/self/cmdline', 'rb').read()\n"
+	           "cg = {l.rsplit(':', 1)[1] for l in open('/proc/self/cgroup').read().splitlines()}\n"
+	           "(open('/proc/cmdline').read(), open('/proc/sys/kernel/random/boot_id').read(),\n"
+	           " b'pid1' in pid1 + me, pid1.rstrip(b'\\0'), cg)",
+	           "('', '', False, b'dolsot', {'/'})\n");
+}
+END_TEST
+
 static void add_cases(TCase *tc)
 {
 	tcase_add_test(tc, cannot_read_home_or_shadow);
@@ -1166,6 +1465,13 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, cpu_limit_ends_a_busy_loop);
 	tcase_add_test(tc, limits_from_the_environment);
 	tcase_add_test(tc, malformed_limits_are_usage_errors);
+	tcase_add_test(tc, proc_sys_and_kernel_controls_are_read_only);
+	tcase_add_test(tc, sandbox_is_not_host_root);
+	tcase_add_test(tc, root_caller_reads_its_private_files);
+	tcase_add_test(tc, setuid_files_and_devices_have_no_effect);
+	tcase_add_test(tc, memory_limit_holds_shared_memory_and_tmpfs);
+	tcase_add_test(tc, only_inet_and_unix_sockets);
+	tcase_add_test(tc, host_cmdline_boot_id_cgroup_and_code_are_hidden);
 }
 
 static void add_tcase(Suite *s, const char *name, void (*setup_fn)(void))

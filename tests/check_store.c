@@ -104,7 +104,7 @@ static const struct backend backends[] = {
 
 static void save_str(struct store *s, const char *id, const char *v)
 {
-	ck_assert_msg(store_save(s, id, (const uint8_t *)v, strlen(v), err) == 0,
+	ck_assert_msg(store_save(s, id, (const uint8_t *)v, strlen(v), false, err) == 0,
 	              "save %s: %s", id, err);
 }
 
@@ -230,7 +230,7 @@ START_TEST(test_save_load_replace)
 	save_str(s, "a", "new content");
 	assert_session(s, "a", "new content");
 
-	ck_assert_int_eq(store_save(s, "bin", bin, sizeof(bin), err), 0);
+	ck_assert_int_eq(store_save(s, "bin", bin, sizeof(bin), false, err), 0);
 	ck_assert_int_eq(store_load(s, "bin", &blob, &len, &found, err), 0);
 	ck_assert(found);
 	ck_assert_uint_eq(len, sizeof(bin));
@@ -238,7 +238,7 @@ START_TEST(test_save_load_replace)
 	free(blob);
 
 	/* an empty session is found, with a non-NULL blob */
-	ck_assert_int_eq(store_save(s, "empty", NULL, 0, err), 0);
+	ck_assert_int_eq(store_save(s, "empty", NULL, 0, false, err), 0);
 	ck_assert_int_eq(store_load(s, "empty", &blob, &len, &found, err), 0);
 	ck_assert(found);
 	ck_assert_ptr_nonnull(blob);
@@ -399,7 +399,7 @@ START_TEST(test_invalid_ids_rejected)
 	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		ck_assert_int_eq(store_load(s, bad[k], &blob, &len, &found, err), -1);
 		ck_assert_msg(strncmp(err, "invalid session id '", 20) == 0, "%s", err);
-		ck_assert_int_eq(store_save(s, bad[k], (const uint8_t *)"x", 1, err),
+		ck_assert_int_eq(store_save(s, bad[k], (const uint8_t *)"x", 1, false, err),
 		                 -1);
 		ck_assert_int_eq(store_del(s, bad[k], &removed, err), -1);
 		ck_assert_int_eq(store_lock(s, bad[k], 0, &lk, err), -1);
@@ -608,7 +608,7 @@ START_TEST(test_failed_save_keeps_old_and_cleans_up)
 		signal(SIGXFSZ, SIG_IGN);
 		setrlimit(RLIMIT_FSIZE, &rl);
 		memset(&rep, 0, sizeof(rep));
-		rep.ret = store_save(s, "a", big, sizeof(big), rep.err);
+		rep.ret = store_save(s, "a", big, sizeof(big), false, rep.err);
 		rep.errnum = errno;
 		store_close(s);
 		_exit(write(fds[1], &rep, sizeof(rep)) == sizeof(rep) ? 0 : 1);
@@ -945,7 +945,7 @@ static int bump_counter(struct store *s, int rounds)
 		buf[len] = '\0';
 		free(blob);
 		n = snprintf(buf, sizeof(buf), "%d", atoi(buf) + 1);
-		if (store_save(s, "n", (const uint8_t *)buf, (size_t)n, e) < 0)
+		if (store_save(s, "n", (const uint8_t *)buf, (size_t)n, false, e) < 0)
 			return 3;
 		store_unlock(s, &lk);
 	}
@@ -1006,7 +1006,7 @@ static char *read_fd(int fd, size_t len)
 
 static void begin(struct store *s, const char *id, bool memfd, struct store_save *sv)
 {
-	ck_assert_msg(store_save_begin(s, id, memfd, sv, err) == 0, "begin: %s", err);
+	ck_assert_msg(store_save_begin(s, id, memfd, 0, sv, err) == 0, "begin: %s", err);
 	ck_assert_int_ge(sv->fd, 0);
 	ck_assert(fcntl(sv->fd, F_GETFD) & FD_CLOEXEC);
 }
@@ -1020,7 +1020,7 @@ START_TEST(test_blob_fd_round_trip)
 	int fd;
 	char *got;
 
-	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, err), 0);
+	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, err), 0);
 	ck_assert(!found);
 	ck_assert_int_eq(fd, -1);
 	begin(s, "a", _i % 2, &sv);
@@ -1029,7 +1029,7 @@ START_TEST(test_blob_fd_round_trip)
 	ck_assert_int_eq(sv.fd, -1);
 	store_save_abort(s, &sv);   /* after a commit: nothing left to drop */
 	assert_session(s, "a", "written by a worker");
-	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, err), 0);
+	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, err), 0);
 	ck_assert(found);
 	ck_assert_uint_eq(len, 19);
 	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
@@ -1102,9 +1102,9 @@ START_TEST(test_blob_refuses_invalid_id)
 	bool found;
 	int fd;
 
-	ck_assert_int_eq(store_open_blob(s, "../x", &fd, &len, &found, err), -1);
+	ck_assert_int_eq(store_open_blob(s, "../x", false, &fd, &len, &found, err), -1);
 	ck_assert_int_eq(fd, -1);
-	ck_assert_int_eq(store_save_begin(s, "../x", _i % 2, &sv, err), -1);
+	ck_assert_int_eq(store_save_begin(s, "../x", _i % 2, 0, &sv, err), -1);
 	ck_assert_int_eq(sv.fd, -1);
 	store_close(s);
 }
@@ -1142,12 +1142,23 @@ START_TEST(test_blob_file_open_is_the_session_file)
 	int fd;
 
 	save_str(s, "a", "state");
-	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, err), 0);
+	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, err), 0);
 	ck_assert(found);
 	ck_assert_int_eq(fstat(fd, &a), 0);
 	ck_assert_int_eq(stat(path_in(path, sess_dir, "a.pkl"), &b), 0);
 	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
 	close(fd);
+	/* A copy (for a sandboxed worker) is a memfd of its own: writing to it,
+	 * or reopening it, cannot reach the store. */
+	ck_assert_int_eq(store_open_blob(s, "a", true, &fd, &len, &found, err), 0);
+	ck_assert(found);
+	ck_assert_uint_eq(len, 5);
+	ck_assert_int_eq(fstat(fd, &a), 0);
+	ck_assert(a.st_ino != b.st_ino || a.st_dev != b.st_dev);
+	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	ck_assert_int_eq(pwrite(fd, "XXXXX", 5, 0), 5);
+	close(fd);
+	assert_session(s, "a", "state");
 	store_close(s);
 }
 END_TEST
@@ -1185,6 +1196,75 @@ START_TEST(test_reap_keeps_a_locked_sessions_old_temp_file)
 }
 END_TEST
 
+
+/* The origin the client records: sandboxed through save and through a
+ * commit, cleared by an unsandboxed one, gone with the session. */
+START_TEST(test_origin_follows_the_last_writer)
+{
+	struct store *s = backends[_i / 2].open();
+	struct store_save sv;
+	unsigned removed;
+	bool sb;
+
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(!sb);
+	ck_assert_int_eq(store_save(s, "a", (const uint8_t *)"x", 1, true, err), 0);
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(sb);
+	begin(s, "a", _i % 2, &sv);
+	write_str(sv.fd, "yy");
+	sv.sandboxed = false;
+	ck_assert_msg(store_save_commit(s, &sv, 2, err) == 0, "commit: %s", err);
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(!sb);
+	begin(s, "a", _i % 2, &sv);
+	write_str(sv.fd, "zzz");
+	sv.sandboxed = true;
+	ck_assert_msg(store_save_commit(s, &sv, 3, err) == 0, "commit: %s", err);
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(sb);
+	assert_session(s, "a", "zzz");
+	ck_assert_int_eq(store_del(s, "a", &removed, err), 0);
+	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert(!sb);
+	ck_assert_int_eq(store_save(s, "b", (const uint8_t *)"x", 1, true, err), 0);
+	ck_assert_int_eq(store_del(s, "all", &removed, err), 0);
+	ck_assert_int_eq(store_origin(s, "b", &sb, err), 0);
+	ck_assert(!sb);
+	if (_i / 2 == 0)
+		ck_assert(!exists(sess_dir, "b.sandboxed"));
+	store_close(s);
+}
+END_TEST
+
+/* A bounded save: the memfd cannot grow past the bound, and a commit over
+ * it is refused with the old session kept and no temp file left. */
+START_TEST(test_bounded_save_refuses_more)
+{
+	struct store *s = backends[_i / 2].open();
+	struct store_save sv;
+	char big[64];
+
+	memset(big, 'b', sizeof(big));
+	save_str(s, "a", "old");
+	ck_assert_int_eq(store_save_begin(s, "a", _i % 2, 16, &sv, err), 0);
+	if (_i % 2) {
+		ck_assert_int_eq(pwrite(sv.fd, big, sizeof(big), 0), -1);
+		ck_assert_int_eq(errno, EPERM);
+	}
+	ck_assert_int_eq(pwrite(sv.fd, big, 10, 0), 10);
+	if (_i % 2)
+		ck_assert_int_eq(ftruncate(sv.fd, 17), -1);
+	ck_assert_int_eq(store_save_commit(s, &sv, 17, err), -1);
+	ck_assert_int_eq(errno, EFBIG);
+	ck_assert_msg(strstr(err, "over the maximum session size of 16 bytes"), "%s", err);
+	assert_session(s, "a", "old");
+	if (_i / 2 == 0)
+		ck_assert_int_eq(count_entries(sess_dir), 1);   /* a.pkl alone */
+	store_close(s);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *su = suite_create("store");
@@ -1209,6 +1289,8 @@ static Suite *store_suite(void)
 	tcase_add_loop_test(tc, test_blob_commit_checks_length, 0, BLOB_WAYS);
 	tcase_add_loop_test(tc, test_blob_save_fail_words_it, 0, BLOB_WAYS);
 	tcase_add_loop_test(tc, test_blob_refuses_invalid_id, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_origin_follows_the_last_writer, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_bounded_save_refuses_more, 0, BLOB_WAYS);
 	tcase_add_test(tc, test_blob_file_save_is_a_temp_file);
 	tcase_add_test(tc, test_blob_file_open_is_the_session_file);
 	tcase_add_test(tc, test_reap_keeps_a_locked_sessions_old_temp_file);

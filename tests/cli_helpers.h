@@ -128,4 +128,9 @@ bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb)
 /* True when haystack contains needle. */
 bool cli_has(const char *haystack, const char *needle);
 
+/* The hint line after a TimeoutError (repl.c) of a call of SECS seconds. */
+#define TIMEOUT_HINT_LINE(secs) "hint: the call ran for its whole " secs " and was killed; the " \
+	"session was rolled back to before it, so every name it held is unaffected and " \
+	"nothing this cell assigned was kept: do less per cell, or pass a larger --timeout\n"
+
 #endif
