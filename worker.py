@@ -420,7 +420,7 @@ def _gate(code, ns, toolboxes, kept=()):
         blocked, warning = gate.check(code, held, toolboxes)
         if blocked is not None:
             _detail["diagnostics"] = _items(str(x if x is not None else "")
-                                           for d in gate.blocking
+                                           for d in gate.last_blocking
                                            for x in (d[0], d[1], d[3], d[2]))
         return blocked, warning
     except BaseException as e:
