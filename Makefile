@@ -15,7 +15,8 @@ PY_LDLIBS := -Wl,--whole-archive $(PY_STATIC) -Wl,--no-whole-archive \
 	-ldl -lm -Wl,-Bstatic -lz -lexpat -Wl,-Bdynamic -lpthread -lutil
 # libseccomp (the sandbox's system call filter) is linked in too.
 SECCOMP_LIBS := -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
-# jansson (the warm type checker's LSP and dmypy messages) is linked in too.
+# jansson (the --json output, the warm type checker's LSP and dmypy
+# messages) is linked in too.
 JANSSON_LIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic
 
 CC ?= cc
@@ -27,10 +28,11 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c mem_store.c \
-	output.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
+	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c lsp.c rlimits.c pidcg.c \
 	sandbox_plan.c peer.c mount_guard.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
+	rich_py.c describe_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 # Everything the build makes goes under build/ (objects, dependency files,
@@ -45,7 +47,8 @@ TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
-	tests/check_trust
+	tests/check_trust \
+	tests/check_json
 
 all: dolsot
 
@@ -95,6 +98,7 @@ T_CARRY := tests/check_carry.o tests/cli_helpers.o
 T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
 T_TRUST := tests/check_trust.o tests/cli_helpers.o
+T_JSON := tests/check_json.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
@@ -111,6 +115,7 @@ $(B)/tests/check_carry: $(addprefix $(B)/,$(T_CARRY))
 $(B)/tests/check_kept: $(addprefix $(B)/,$(T_KEPT))
 $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
 $(B)/tests/check_trust: $(addprefix $(B)/,$(T_TRUST))
+$(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
 $(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
@@ -126,6 +131,8 @@ $(B)/tests/check_carry-asan: $(addprefix $(B)/,$(T_CARRY:.o=.asan.o))
 $(B)/tests/check_kept-asan: $(addprefix $(B)/,$(T_KEPT:.o=.asan.o))
 $(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
 $(B)/tests/check_trust-asan: $(addprefix $(B)/,$(T_TRUST:.o=.asan.o))
+$(B)/tests/check_json-asan: $(addprefix $(B)/,$(T_JSON:.o=.asan.o))
+$(B)/tests/check_json $(B)/tests/check_json-asan: CHECK_LIBS += -ljansson
 $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o))
 
 # check_sandbox_enter embeds Python, as a warm zygote does.
@@ -142,7 +149,7 @@ deps:
 	@sh tools/deps.sh build
 
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry \
-	tests/check_kept
+	tests/check_kept tests/check_json
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)

@@ -21,6 +21,7 @@
 
 #include "checkd.h"
 #include "cold.h"
+#include "deadline.h"
 #include "frame.h"
 #include "pidcg.h"
 #include "warm.h"
@@ -41,6 +42,46 @@ static char *dup_span(struct span s)
 	memcpy(p, s.p, s.len);
 	p[s.len] = '\0';
 	return p;
+}
+
+static struct owned dup_owned(struct span s)
+{
+	struct owned o = { dup_span(s), s.len };
+
+	if (!o.p)
+		o.len = 0;
+	return o;
+}
+
+/* The worker's "phase\tns" lines into res's timings; its "start" (a
+ * CLOCK_MONOTONIC time) against the call's t0 gives the start-up. */
+static void take_timings(struct span lines, double t0_ms, struct result *res)
+{
+	static const char *const phases[] = { "load", "gate", "cell", "dump" };
+	char buf[512], *save = NULL;
+	size_t n = lines.len < sizeof(buf) - 1 ? lines.len : sizeof(buf) - 1;
+
+	if (!lines.present)
+		return;
+	memcpy(buf, lines.p, n);
+	buf[n] = '\0';
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *tab = strchr(line, '\t'), *end;
+		unsigned long long ns;
+
+		if (!tab)
+			continue;
+		*tab = '\0';
+		errno = 0;
+		ns = strtoull(tab + 1, &end, 10);
+		if (errno || *end)
+			continue;
+		if (strcmp(line, "start") == 0 && (double)ns / 1e6 >= t0_ms)
+			res->timings_ms[TIMING_STARTUP] = (double)ns / 1e6 - t0_ms;
+		for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++)
+			if (strcmp(line, phases[i]) == 0)
+				res->timings_ms[TIMING_LOAD + i] = (double)ns / 1e6;
+	}
 }
 
 static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -108,6 +149,13 @@ static int request_build(const struct call_args *c, struct request *r)
 		r->flags |= REQ_CARRY;
 	if (a->settings->typecheck)
 		r->flags |= REQ_TYPECHECK;
+	if (a->json)
+		r->flags |= REQ_JSON;
+	if (a->describe) {
+		r->flags |= REQ_DESCRIBE;
+		r->describe = (struct span){ (const uint8_t *)a->describe_mounts,
+		                             a->describe_mounts_len, true };
+	}
 	r->ty_bin = span_str(a->settings->ty_bin);
 	sandbox_plan_fill(a->plan, a->settings, c->cgroup, r);
 	return 0;
@@ -207,6 +255,8 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
 	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
 
 	if (o->timed_out) {
+		res->status = STATUS_TIMEOUT;
+		res->ran = true;
 		res->exit_code = DOLSOT_EXIT_TIMEOUT;
 		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
 		                        "timeout; session unchanged\n" TIMEOUT_HINT,
@@ -216,6 +266,8 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
 	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
 	                                      sizeof(ferr)) < 0) {
 		res->exit_code = DOLSOT_EXIT_FAIL;
+		res->status = STATUS_KILLED;
+		res->ran = true;
 		/* A worker that died may have left a partial (or pre-sized) answer. */
 		res->error = o->result && exited_ok
 		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
@@ -233,6 +285,19 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
 	res->dropped = dup_span(wr->dropped);
 	res->kept = dup_span(wr->kept);
 	res->warnings = dup_span(wr->warnings);
+	res->count = wr->count;
+	res->limit = dup_span(wr->limit);
+	res->ran = (wr->flags & RES_RAN) || wr->limit.present;
+	res->status = wr->limit.present ? STATUS_KILLED
+	              : wr->flags & RES_REJECTED ? STATUS_REJECTED
+	              : res->exit_code == 0 ? STATUS_OK : STATUS_ERROR;
+	res->error_info = dup_owned(wr->error_info);
+	res->hints = dup_owned(wr->hints);
+	res->diagnostics = dup_owned(wr->diagnostics);
+	res->displays = dup_owned(wr->displays);
+	res->truncated = dup_owned(wr->truncated);
+	res->describe = dup_owned(wr->describe);
+	res->describe_json = dup_owned(wr->describe_json);
 	return (wr->flags & RES_SAVE) != 0;
 }
 
@@ -315,11 +380,13 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	*sig = o.signal;
 	oom = c->cgroup->memory[0] && pidcg_oom_killed(c->cgroup->memory);
 	memset(&wr, 0, sizeof(wr));
+	res->found = c->found;
 	if (take_outcome(&o, c->run->settings, oom, &wr, res) && !o.signal) {
 		sv->wanted = true;
 		sv->errnum = (int)wr.save_errno;
 		sv->len = (size_t)wr.blob_len;
 	}
+	take_timings(wr.timings, c->t0 * 1e3, res);
 	call_outcome_release(&o);
 	return 0;
 }

@@ -26,6 +26,12 @@ struct run_args {
 	size_t n_toolboxes;
 	const struct settings *settings;
 	const struct sandbox_plan *plan;   /* sandbox binds, environment; may be NULL */
+	bool json;                         /* fill the structured fields (--json) */
+	/* --describe: run no cell, save nothing; the --mount paths to list as
+	 * path NUL mode NUL, repeated.  Without a session (NULL), no store. */
+	bool describe;
+	const char *describe_mounts;
+	size_t describe_mounts_len;
 };
 
 /* One call: the cell, and the session's state as repl.c opened it. */
@@ -37,6 +43,8 @@ struct call_args {
 	const struct plan_cgroups *cgroup; /* the call's cgroups ("" when none) */
 	const struct timespec *deadline;   /* CLOCK_MONOTONIC */
 	int dirfd;                         /* the warm server's directory; -1: cold only */
+	double t0;                         /* deadline_now() when the call began,
+	                                    * for the start-up timing */
 };
 
 /* What the worker asks of the store once it finished. */

@@ -28,6 +28,8 @@ EMBEDDED(gate);
 EMBEDDED(hints);
 EMBEDDED(session);
 EMBEDDED(state);
+EMBEDDED(rich);
+EMBEDDED(describe);
 
 struct embedded {
 	const char *name;
@@ -361,6 +363,7 @@ static PyObject *m_embedded(PyObject *self, PyObject *arg)
 {
 	static const struct embedded modules[] = {
 		EMBED(files), EMBED(gate), EMBED(hints), EMBED(session), EMBED(state),
+		EMBED(rich), EMBED(describe),
 	};
 	const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
 	struct embedded e = { NULL, NULL, NULL, NULL, NULL };
@@ -421,7 +424,9 @@ static int add_contract(PyObject *m)
 	static const struct { const char *name; long v; } flags[] = {
 		{ "REQ_TYPECHECK", REQ_TYPECHECK }, { "REQ_CARRY", REQ_CARRY },
 		{ "REQ_SANDBOX", REQ_SANDBOX }, { "REQ_SESSION", REQ_SESSION },
+		{ "REQ_JSON", REQ_JSON }, { "REQ_DESCRIBE", REQ_DESCRIBE },
 		{ "RES_OK", RES_OK }, { "RES_SAVE", RES_SAVE },
+		{ "RES_RAN", RES_RAN }, { "RES_REJECTED", RES_REJECTED },
 	};
 	PyObject *names = PyTuple_New(LIMIT_COUNT);
 

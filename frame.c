@@ -46,6 +46,7 @@ enum frame_tag {
 	FT_REQ_ENV = 0x0120,		/* NAME=VALUE entries, NUL-separated */
 	FT_REQ_CWD = 0x0121,
 	FT_REQ_BLOB_LEN = 0x0122,
+	FT_REQ_DESCRIBE = 0x0130,
 
 	FT_RES_EXIT_CODE = 0x0201,	/* u64, two's complement of int64 */
 	FT_RES_FLAGS = 0x0202,
@@ -58,6 +59,15 @@ enum frame_tag {
 	FT_RES_LIMIT = 0x0209,
 	FT_RES_BLOB_LEN = 0x020a,
 	FT_RES_SAVE_ERRNO = 0x020b,
+	FT_RES_COUNT = 0x0220,
+	FT_RES_ERROR_INFO = 0x0221,
+	FT_RES_HINTS = 0x0222,
+	FT_RES_DIAGNOSTICS = 0x0223,
+	FT_RES_DISPLAYS = 0x0224,
+	FT_RES_TIMINGS = 0x0225,
+	FT_RES_TRUNCATED = 0x0226,
+	FT_RES_DESCRIBE = 0x0227,
+	FT_RES_DESCRIBE_JSON = 0x0228,
 	FT_RES_KEPT = 0x020c,
 };
 
@@ -120,6 +130,8 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, pids_cgroup), "pids_cgroup" },
 	{ FT_REQ_MEM_CGROUP, FIELD_BYTES, false,
 	  offsetof(struct request, mem_cgroup), "mem_cgroup" },
+	{ FT_REQ_DESCRIBE, FIELD_BYTES, false,
+	  offsetof(struct request, describe), "describe" },
 	{ FT_REQ_CHECKD, FIELD_BYTES, false,
 	  offsetof(struct request, checkd), "checkd" },
 };
@@ -145,6 +157,24 @@ static const struct field_desc result_fields[] = {
 	  offsetof(struct worker_result, save_errno), "save_errno" },
 	{ FT_RES_LIMIT, FIELD_BYTES, false,
 	  offsetof(struct worker_result, limit), "limit" },
+	{ FT_RES_COUNT, FIELD_U64, false,
+	  offsetof(struct worker_result, count), "count" },
+	{ FT_RES_ERROR_INFO, FIELD_BYTES, false,
+	  offsetof(struct worker_result, error_info), "error_info" },
+	{ FT_RES_HINTS, FIELD_BYTES, false,
+	  offsetof(struct worker_result, hints), "hints" },
+	{ FT_RES_DIAGNOSTICS, FIELD_BYTES, false,
+	  offsetof(struct worker_result, diagnostics), "diagnostics" },
+	{ FT_RES_DISPLAYS, FIELD_BYTES, false,
+	  offsetof(struct worker_result, displays), "displays" },
+	{ FT_RES_TIMINGS, FIELD_BYTES, false,
+	  offsetof(struct worker_result, timings), "timings" },
+	{ FT_RES_TRUNCATED, FIELD_BYTES, false,
+	  offsetof(struct worker_result, truncated), "truncated" },
+	{ FT_RES_DESCRIBE, FIELD_BYTES, false,
+	  offsetof(struct worker_result, describe), "describe" },
+	{ FT_RES_DESCRIBE_JSON, FIELD_BYTES, false,
+	  offsetof(struct worker_result, describe_json), "describe_json" },
 	{ FT_RES_KEPT, FIELD_BYTES, false,
 	  offsetof(struct worker_result, kept), "kept" },
 };

@@ -117,13 +117,13 @@ static int open_session(const struct run_args *a, struct store *st,
 	return 0;
 }
 
-static int run_locked(const struct run_args *a, struct store *st,
+static int run_locked(const struct run_args *a, struct store *st, double t0,
                       struct result *res, int *sig, bool *no_server,
                       char *err, size_t errlen)
 {
 	struct worker_fds fds = { -1, -1, -1, -1 };
 	struct store_save sv = { .fd = -1 };
-	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st) };
+	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st), .t0 = t0 };
 	struct call_save want;
 	struct timespec deadline;
 	struct plan_cgroups cgroup = { "", "" };
@@ -139,12 +139,40 @@ static int run_locked(const struct run_args *a, struct store *st,
 	ret = call_run(&c, res, &want, sig, no_server, err, errlen);
 	/* Every process of the call is gone by now, on either path. */
 	sandbox_plan_end(&cgroup);
-	if (ret == 0 && want.wanted)
+	if (ret == 0 && want.wanted) {
+		double t = deadline_now();
+
 		save_session(st, &sv, &want, res);
+		res->timings_ms[TIMING_SAVE] = (deadline_now() - t) * 1e3;
+	}
 out:
 	sandbox_plan_end(&cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
 	fd_close(&fds.load);
+	return ret;
+}
+
+/* --describe without a session: no store, no lock, a cold worker. */
+static int describe_alone(const struct run_args *a, double t0, struct result *res, int *sig,
+                          char *err, size_t errlen)
+{
+	struct worker_fds fds = { -1, -1, -1, -1 };
+	struct run_args one = *a;
+	struct call_args c = { .run = &one, .fds = &fds, .dirfd = -1, .t0 = t0 };
+	struct call_save want;
+	struct timespec deadline;
+	struct plan_cgroups cgroup = { "", "" };
+	bool no_server = false;
+	int ret;
+
+	one.session = "";
+	if (sandbox_plan_begin(a->settings, &cgroup, err, errlen) < 0)
+		return -1;
+	deadline_in(&deadline, a->settings->timeout);
+	c.deadline = &deadline;
+	c.cgroup = &cgroup;
+	ret = call_run(&c, res, &want, sig, &no_server, err, errlen);
+	sandbox_plan_end(&cgroup);
 	return ret;
 }
 
@@ -155,10 +183,13 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	struct store *st;
 	struct store_lock lk;
 	bool no_server = false;
+	double t0 = deadline_now();
 	int ret;
 
 	*sig = 0;
 	res->session = a->session;
+	if (!a->session)
+		return describe_alone(a, t0, res, sig, err, errlen);
 	st = repl_open_store(a->settings, err, errlen);
 	if (!st)
 		return -1;
@@ -167,7 +198,9 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		store_close(st);
 		return -1;
 	}
-	ret = run_locked(a, st, res, sig, &no_server, err, errlen);
+	ret = run_locked(a, st, t0, res, sig, &no_server, err, errlen);
+	if (ret == 0)
+		res->timings_ms[TIMING_TOTAL] = (deadline_now() - t0) * 1e3;
 	store_unlock(st, &lk);
 	if (no_server && !*sig) {
 		struct warm_want key = call_warm_want(a);

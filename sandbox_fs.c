@@ -46,6 +46,8 @@ static const char *const system_files[] = {
 	"/etc/ld.so.cache",       /* where the dynamic linker finds libraries */
 	"/etc/alternatives",      /* Debian's links for BLAS and others */
 	"/etc/localtime",
+	"/etc/matplotlibrc",      /* Debian's matplotlib reads its defaults here */
+	"/etc/fonts",             /* fontconfig, which matplotlib's text uses */
 };
 
 static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom" };

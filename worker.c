@@ -326,13 +326,32 @@ static PyObject *limit_dict(const struct request *r)
 	return d;
 }
 
+/* --describe's mounts as [(path, mode)], or None. */
+static PyObject *describe_list(const struct request *r)
+{
+	struct span rest = r->describe, path, mode;
+	PyObject *list;
+
+	if (!(r->flags & REQ_DESCRIBE))
+		Py_RETURN_NONE;
+	list = PyList_New(0);
+	while (list && span_next_item(&rest, &path) && span_next_item(&rest, &mode)) {
+		PyObject *t = Py_BuildValue("(NN)", span_unicode(path), span_unicode(mode));
+
+		if (!t || PyList_Append(list, t) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(t);
+	}
+	return list;
+}
+
 static PyObject *call_run(PyObject *mod, const struct request *r)
 {
-	return PyObject_CallMethod(mod, "run", "(NNNNKKNN)", span_bytes(r->code),
+	return PyObject_CallMethod(mod, "run", "(NNNNKKNNN)", span_bytes(r->code),
 	                           span_unicode(r->session), blob_view(),
 	                           toolbox_list(r), (unsigned long long)r->max_output,
 	                           (unsigned long long)r->flags, env_dict(r),
-	                           limit_dict(r));
+	                           limit_dict(r), describe_list(r));
 }
 
 /* A str field of the answer as a span; None gives an absent span. */
@@ -377,6 +396,8 @@ static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
 		return -1;
 	r->exit_code = PyLong_AsLongLong(field(t, "exit_code"));
 	r->flags = PyLong_AsUnsignedLongLong(field(t, "flags"));
+	if (field(t, "count") != Py_None)
+		r->count = PyLong_AsUnsignedLongLong(field(t, "count"));
 	if (PyErr_Occurred())
 		return -1;
 	for (size_t i = 0; (text = frame_result_text(r, i, &name)); i++)

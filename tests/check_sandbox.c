@@ -410,8 +410,8 @@ START_TEST(cannot_read_home_or_shadow)
 	RUN_ENV(&r, ((const char *[]){ home_env, NULL }), "--session", "s", "--sandbox", code);
 	ck_code(&r, 0);
 	ck_out(&r, "(['FileNotFoundError', 'FileNotFoundError', 'read', 'FileNotFoundError'], "
-	           "False, ['alternatives', 'group', 'hostname', 'hosts', 'ld.so.cache', "
-	           "'nsswitch.conf', 'passwd'])\n");
+	           "False, ['alternatives', 'fonts', 'group', 'hostname', 'hosts', "
+	           "'ld.so.cache', 'matplotlibrc', 'nsswitch.conf', 'passwd'])\n");
 	cli_run_release(&r);
 }
 END_TEST

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -548,4 +549,17 @@ void cli_test_run(const struct cli_test *t, struct cli_run *r, const char *cwd,
 	}
 	env[n] = NULL;
 	cli_run(r, &(struct cli_opts){ .env = env, .cwd = cwd }, argv);
+}
+
+bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb)
+{
+	uint64_t index = 0;
+
+	if (na != nb || na < 13 || memcmp(a, b, 5) != 0)
+		return false;
+	for (int i = 7; i >= 0; i--)
+		index = index << 8 | (unsigned char)a[5 + i];
+	if (index > na - 13)
+		return false;
+	return memcmp(a + 13 + index, b + 13 + index, na - 13 - index) == 0;
 }
