@@ -255,7 +255,7 @@ static char *read_memfd(int fd, size_t cap, size_t *len)
 	return s;
 }
 
-int checkd_ask(const char *path, const struct checkd_spec *spec, const char *text,
+int checkd_ask(const char *path, const struct checkd_drv_spec *spec, const char *text,
                size_t len, const struct timespec *deadline, struct typegate_run *r)
 {
 	static uint8_t payload[WIRE_MAX_PAYLOAD];
@@ -422,7 +422,7 @@ static void setup(void)
 }
 
 /* The strings of a WIRE_CHECK payload as a spec; arrays are static. */
-static int spec_of(const struct wire_msg *m, struct checkd_spec *s)
+static int spec_of(const struct wire_msg *m, struct checkd_drv_spec *s)
 {
 	static const char *args[MAX_ARGS + 1], *env[MAX_ENV + 1];
 	size_t pos = 0, n = 0;
@@ -472,7 +472,7 @@ static void stop_drv(void)
 /* Start the checker for the spec in m, unless the one running is it. */
 static int start_drv(const struct wire_msg *m)
 {
-	struct checkd_spec s;
+	struct checkd_drv_spec s;
 	char err[512];
 
 	if (D.drv && D.spec_len == m->len && memcmp(D.spec, m->payload, m->len) == 0)
@@ -495,7 +495,7 @@ static void check(int client, const struct wire_msg *m)
 	size_t len = 0, out_len;
 	char *out;
 	int code;
-	enum checkd_result r;
+	enum checkd_drv_result r;
 
 	deadline_in_ns(&deadline, m->a);
 	if (m->nfds != 1 || lseek(m->fds[0], 0, SEEK_SET) < 0 ||
@@ -507,13 +507,13 @@ static void check(int client, const struct wire_msg *m)
 	r = checkd_drv_check(D.drv, text ? (const char *)text : "", len, &deadline, &code, &out,
 	                     &out_len);
 	free(text);
-	answer(client, r == CHECKD_OK ? CHECKD_ANSWERED
-	               : r == CHECKD_TIMEOUT ? CHECKD_LATE : CHECKD_UNAVAILABLE,
+	answer(client, r == CHECKD_DRV_OK ? CHECKD_ANSWERED
+	               : r == CHECKD_DRV_TIMEOUT ? CHECKD_LATE : CHECKD_UNAVAILABLE,
 	       code, out, out_len);
 	free(out);
 	/* A checker that misbehaved, or grew too big, is replaced now, so the
 	 * next cell finds a fresh one warming up. */
-	if (r != CHECKD_OK || checkd_drv_rss_kib(D.drv) > D.max_kib) {
+	if (r != CHECKD_DRV_OK || checkd_drv_rss_kib(D.drv) > D.max_kib) {
 		struct wire_msg *copy = malloc(sizeof(*copy));
 
 		stop_drv();

@@ -62,7 +62,7 @@ int checkd_ensure(int dirfd, const char *name);
  * release it with typegate_run_release), or 0 when no daemon could check
  * it (run the checker cold).
  */
-int checkd_ask(const char *path, const struct checkd_spec *spec, const char *text,
+int checkd_ask(const char *path, const struct checkd_drv_spec *spec, const char *text,
                size_t len, const struct timespec *deadline, struct typegate_run *r);
 
 /* main() for CHECKD_ARGV0: argv[1] is the name. */

@@ -172,7 +172,7 @@ static void build_env(const char *const *extra, const char *more, const char **e
 }
 
 static int spawn(struct checkd_drv *d, const char *path, char *const *argv,
-                 const struct checkd_spec *s, const char *cwd, const char *more,
+                 const struct checkd_drv_spec *s, const char *cwd, const char *more,
                  char *err, size_t errlen)
 {
 	bool with_stdin = d->kind == PYRIGHT;
@@ -354,7 +354,7 @@ static void flush_tx(struct checkd_drv *d)
 
 /* Talk until the diagnostics come (or, with no deadline, until nothing is
  * left to read now). */
-static enum checkd_result lsp_talk(struct checkd_drv *d, const char *text, size_t len,
+static enum checkd_drv_result lsp_talk(struct checkd_drv *d, const char *text, size_t len,
                                    const struct timespec *deadline, char **out, int *code)
 {
 	for (;;) {
@@ -364,28 +364,28 @@ static enum checkd_result lsp_talk(struct checkd_drv *d, const char *text, size_
 
 		flush_tx(d);
 		if (d->in < 0 || d->tx.over)
-			return CHECKD_BROKEN;
+			return CHECKD_DRV_BROKEN;
 		got = handle_all(d, text, len, out, code);
 		if (got < 0)
-			return CHECKD_BROKEN;
+			return CHECKD_DRV_BROKEN;
 		if (got == 1)
-			return CHECKD_OK;
+			return CHECKD_DRV_OK;
 		if (d->c.out.fd < 0)
-			return CHECKD_BROKEN;
+			return CHECKD_DRV_BROKEN;
 		if (deadline && left <= 0)
-			return CHECKD_TIMEOUT;
+			return CHECKD_DRV_TIMEOUT;
 		w.fd = d->tx.len ? d->in : -1;
 		got = proc_poll(&d->c.out, 2, &w, 1, deadline ? deadline_poll_ms(left) : 0);
 		if (got < 0)
-			return CHECKD_BROKEN;
+			return CHECKD_DRV_BROKEN;
 		if (!deadline && got == 0) {
 			flush_tx(d);
-			return handle_all(d, NULL, 0, out, code) < 0 ? CHECKD_BROKEN : CHECKD_OK;
+			return handle_all(d, NULL, 0, out, code) < 0 ? CHECKD_DRV_BROKEN : CHECKD_DRV_OK;
 		}
 	}
 }
 
-static int pyright_start(struct checkd_drv *d, const struct checkd_spec *s,
+static int pyright_start(struct checkd_drv *d, const struct checkd_drv_spec *s,
                          const char *workdir, char *err, size_t errlen)
 {
 	char path[PATH_MAX], conf[PATH_MAX], root[PATH_MAX + 16];
@@ -419,13 +419,13 @@ static int pyright_start(struct checkd_drv *d, const struct checkd_spec *s,
 	                             "textDocument", "diagnostic"));
 }
 
-static enum checkd_result pyright_check(struct checkd_drv *d, const char *text, size_t len,
+static enum checkd_drv_result pyright_check(struct checkd_drv *d, const char *text, size_t len,
                                         const struct timespec *deadline, int *code,
                                         char **out)
 {
 	if (d->initialized && !d->version) {
 		if (open_document(d, text, len) < 0)
-			return CHECKD_BROKEN;
+			return CHECKD_DRV_BROKEN;
 	} else if (d->version) {
 		d->version++;
 		if (send_msg(d, json_pack("{s:s, s:s, s:{s:{s:s, s:i}, s:[{s:s%}]}}", "jsonrpc",
@@ -433,14 +433,14 @@ static enum checkd_result pyright_check(struct checkd_drv *d, const char *text, 
 		                          "textDocument", "uri", d->uri, "version",
 		                          (int)d->version, "contentChanges", "text", text,
 		                          len)) < 0 || ask_diagnostics(d) < 0)
-			return CHECKD_BROKEN;
+			return CHECKD_DRV_BROKEN;
 	}
 	return lsp_talk(d, text, len, deadline, out, code);
 }
 
 /* ---- mypy: dmypy ---- */
 
-static int mypy_start(struct checkd_drv *d, const struct checkd_spec *s,
+static int mypy_start(struct checkd_drv *d, const struct checkd_drv_spec *s,
                       const char *workdir, char *err, size_t errlen)
 {
 	static char *argv[512];
@@ -517,10 +517,10 @@ static int write_cell(struct checkd_drv *d, const char *text, size_t len)
 	return close(fd);
 }
 
-static enum checkd_result mypy_ask(const char *sock, const struct timespec *deadline,
+static enum checkd_drv_result mypy_ask(const char *sock, const struct timespec *deadline,
                                    struct buf *reply)
 {
-	static const char req[] = "{\"command\": \"check\", \"files\": [\"" CHECKD_CELL_FILE
+	static const char req[] = "{\"command\": \"check\", \"files\": [\"" CHECKD_DRV_CELL_FILE
 	                          "\"], \"export_types\": false, \"is_tty\": false, "
 	                          "\"terminal_width\": 80}";
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -528,14 +528,14 @@ static enum checkd_result mypy_ask(const char *sock, const struct timespec *dead
 	int fd;
 
 	if (strlen(sock) >= sizeof(a.sun_path))
-		return CHECKD_BROKEN;
+		return CHECKD_DRV_BROKEN;
 	memcpy(a.sun_path, sock, strlen(sock) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    fd_write_all(fd, req, sizeof(req) - 1) < 0 || shutdown(fd, SHUT_WR) < 0) {
 		if (fd >= 0)
 			close(fd);
-		return CHECKD_BROKEN;
+		return CHECKD_DRV_BROKEN;
 	}
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	p.fd = fd;
@@ -544,19 +544,19 @@ static enum checkd_result mypy_ask(const char *sock, const struct timespec *dead
 
 		if (left <= 0) {
 			fd_close(&p.fd);
-			return CHECKD_TIMEOUT;
+			return CHECKD_DRV_TIMEOUT;
 		}
 		proc_poll(&p, 1, NULL, 0, deadline_poll_ms(left));
 	}
-	return reply->over ? CHECKD_BROKEN : CHECKD_OK;
+	return reply->over ? CHECKD_DRV_BROKEN : CHECKD_DRV_OK;
 }
 
-static enum checkd_result mypy_check(struct checkd_drv *d, const char *text, size_t len,
+static enum checkd_drv_result mypy_check(struct checkd_drv *d, const char *text, size_t len,
                                      const struct timespec *deadline, int *code, char **out)
 {
 	char sock[PATH_MAX];
 	struct buf reply = { 0 };
-	enum checkd_result r;
+	enum checkd_drv_result r;
 	json_t *j, *o, *st;
 
 	/* The daemon is ready once its status file names its socket. */
@@ -564,15 +564,15 @@ static enum checkd_result mypy_check(struct checkd_drv *d, const char *text, siz
 		double left = deadline_left(deadline);
 
 		if (d->c.out.fd < 0 && d->c.err.fd < 0)
-			return CHECKD_BROKEN;
+			return CHECKD_DRV_BROKEN;
 		if (left <= 0)
-			return CHECKD_TIMEOUT;
+			return CHECKD_DRV_TIMEOUT;
 		proc_poll(&d->c.out, 2, NULL, 0, left > 0.01 ? 10 : deadline_poll_ms(left));
 	}
 	if (write_cell(d, text, len) < 0)
-		return CHECKD_BROKEN;
+		return CHECKD_DRV_BROKEN;
 	r = mypy_ask(sock, deadline, &reply);
-	if (r != CHECKD_OK) {
+	if (r != CHECKD_DRV_OK) {
 		free(reply.p);
 		return r;
 	}
@@ -582,17 +582,17 @@ static enum checkd_result mypy_check(struct checkd_drv *d, const char *text, siz
 	st = json_object_get(j, "status");
 	if (!json_is_string(o) || !json_is_integer(st) || json_object_get(j, "error")) {
 		json_decref(j);
-		return CHECKD_BROKEN;
+		return CHECKD_DRV_BROKEN;
 	}
 	*code = (int)json_integer_value(st);
 	*out = strdup(json_string_value(o));
 	json_decref(j);
-	return *out ? CHECKD_OK : CHECKD_BROKEN;
+	return *out ? CHECKD_DRV_OK : CHECKD_DRV_BROKEN;
 }
 
 /* ---- the door ---- */
 
-struct checkd_drv *checkd_drv_start(const struct checkd_spec *s, const char *workdir,
+struct checkd_drv *checkd_drv_start(const struct checkd_drv_spec *s, const char *workdir,
                                     char *err, size_t errlen)
 {
 	struct checkd_drv *d = calloc(1, sizeof(*d));
@@ -605,7 +605,7 @@ struct checkd_drv *checkd_drv_start(const struct checkd_spec *s, const char *wor
 	d->c.pid = -1;
 	d->c.out.fd = d->c.err.fd = d->in = -1;
 	d->kind = strcmp(s->kind, "mypy") == 0 ? MYPY : PYRIGHT;
-	snprintf(d->cell, sizeof(d->cell), "%s/%s", workdir, CHECKD_CELL_FILE);
+	snprintf(d->cell, sizeof(d->cell), "%s/%s", workdir, CHECKD_DRV_CELL_FILE);
 	snprintf(d->uri, sizeof(d->uri), "file://%s", d->cell);
 	snprintf(d->python, sizeof(d->python), "%s", s->python ? s->python : "");
 	if (!s->bin || s->bin[0] != '/' ||
@@ -623,17 +623,17 @@ struct checkd_drv *checkd_drv_start(const struct checkd_spec *s, const char *wor
 	return d;
 }
 
-enum checkd_result checkd_drv_check(struct checkd_drv *d, const char *text, size_t len,
+enum checkd_drv_result checkd_drv_check(struct checkd_drv *d, const char *text, size_t len,
                                     const struct timespec *deadline, int *code,
                                     char **out, size_t *out_len)
 {
-	enum checkd_result r;
+	enum checkd_drv_result r;
 
 	*out = NULL;
 	*code = 0;
 	r = d->kind == MYPY ? mypy_check(d, text, len, deadline, code, out)
 	                    : pyright_check(d, text, len, deadline, code, out);
-	if (r != CHECKD_OK) {
+	if (r != CHECKD_DRV_OK) {
 		free(*out);
 		*out = NULL;
 	}
@@ -661,7 +661,7 @@ bool checkd_drv_idle(struct checkd_drv *d)
 		proc_poll(&d->c.out, 2, NULL, 0, 0);
 		return d->c.out.fd >= 0 || d->c.err.fd >= 0;
 	}
-	if (lsp_talk(d, NULL, 0, NULL, &out, &code) != CHECKD_OK) {
+	if (lsp_talk(d, NULL, 0, NULL, &out, &code) != CHECKD_DRV_OK) {
 		free(out);
 		return false;
 	}

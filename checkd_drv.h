@@ -15,7 +15,7 @@
 #include <time.h>
 
 /* What the gate would run cold, which is what the warm one must match. */
-struct checkd_spec {
+struct checkd_drv_spec {
 	const char *kind;           /* "pyright" or "mypy" */
 	const char *bin;            /* the checker, an absolute path */
 	const char *python;         /* the interpreter the cell runs in */
@@ -25,7 +25,7 @@ struct checkd_spec {
 };
 
 /* The file a driver checks, in its work directory (the gate's name). */
-#define CHECKD_CELL_FILE "_dolsot_cell.py"
+#define CHECKD_DRV_CELL_FILE "_dolsot_cell.py"
 
 struct checkd_drv;
 
@@ -33,22 +33,22 @@ struct checkd_drv;
  * Start the checker for s in workdir (the driver's own, private).  Does
  * not wait for it: checkd_drv_check() does.  NULL with a reason in err.
  */
-struct checkd_drv *checkd_drv_start(const struct checkd_spec *s, const char *workdir,
+struct checkd_drv *checkd_drv_start(const struct checkd_drv_spec *s, const char *workdir,
                                     char *err, size_t errlen);
 
-enum checkd_result {
-	CHECKD_OK,                  /* *code and *out as the command line's */
-	CHECKD_TIMEOUT,             /* no answer by the deadline */
-	CHECKD_BROKEN,              /* the checker died or spoke nonsense */
+enum checkd_drv_result {
+	CHECKD_DRV_OK,                  /* *code and *out as the command line's */
+	CHECKD_DRV_TIMEOUT,             /* no answer by the deadline */
+	CHECKD_DRV_BROKEN,              /* the checker died or spoke nonsense */
 };
 
 /*
- * Check text[0..len) as the cell file.  On CHECKD_OK, *code is the exit
+ * Check text[0..len) as the cell file.  On CHECKD_DRV_OK, *code is the exit
  * status the command line would have had and *out (malloc'd,
- * NUL-terminated, *out_len bytes) its stdout.  After CHECKD_TIMEOUT or
- * CHECKD_BROKEN the driver must be stopped.
+ * NUL-terminated, *out_len bytes) its stdout.  After CHECKD_DRV_TIMEOUT or
+ * CHECKD_DRV_BROKEN the driver must be stopped.
  */
-enum checkd_result checkd_drv_check(struct checkd_drv *d, const char *text, size_t len,
+enum checkd_drv_result checkd_drv_check(struct checkd_drv *d, const char *text, size_t len,
                                     const struct timespec *deadline, int *code,
                                     char **out, size_t *out_len);
 

@@ -236,7 +236,7 @@ static PyObject *m_check_warm(PyObject *self, PyObject *args)
 	double seconds;
 	struct timespec d;
 	struct typegate_run r;
-	struct checkd_spec spec;
+	struct checkd_drv_spec spec;
 	int got;
 
 	(void)self;
@@ -249,7 +249,7 @@ static PyObject *m_check_warm(PyObject *self, PyObject *args)
 	}
 	if (!(argv = str_array(args_list, &keep_args)) || !(envp = str_array(env_list, &keep_env)))
 		goto out;
-	spec = (struct checkd_spec){ kind, bin, python, config, argv, envp };
+	spec = (struct checkd_drv_spec){ kind, bin, python, config, argv, envp };
 	deadline_in(&d, seconds);
 	Py_BEGIN_ALLOW_THREADS
 	got = checkd_ask(path, &spec, text.buf, (size_t)text.len, &d, &r);
