@@ -24,6 +24,7 @@
 #include "deadline.h"
 #include "frame.h"
 #include "pidcg.h"
+#include "typegate.h"
 #include "warm.h"
 #include "worker.h"
 
@@ -178,8 +179,9 @@ static bool warm_checker(const struct call_args *c, const struct request *r,
 	ssize_t got;
 	int w;
 
-	if (!(r->flags & REQ_TYPECHECK) || (r->flags & REQ_SANDBOX) || c->dirfd < 0)
-		return false;
+	if (!(r->flags & REQ_TYPECHECK) || (r->flags & REQ_SANDBOX) || c->dirfd < 0 ||
+	    typegate_checker_of(c->run->settings->ty_bin) != TYPEGATE_PYRIGHT)
+		return false;   /* only pyright is kept warm (checkd_drv.c says why) */
 	for (size_t i = 0; i < c->run->n_toolboxes; i++) {
 		parts[n++] = c->run->toolboxes[i].module;
 		parts[n++] = c->run->toolboxes[i].alias;

@@ -346,7 +346,7 @@ static struct {
 } D = { .dirfd = CHECKD_DIR_FD, .listen = -1, .sig = -1 };
 
 /* Remove the work directory: the files we and the checker put there, and
- * dmypy's socket directory one level down. */
+ * whatever the checker made one level down. */
 static void remove_tree(int dirfd, const char *path, int depth)
 {
 	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);

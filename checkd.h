@@ -1,7 +1,8 @@
 /*
  * checkd.h - the warm type checker: a small daemon per environment,
  * beside the warm server, that keeps one checker (checkd_drv.h) running so
- * a gated cell does not start mypy or pyright from nothing.
+ * a gated cell does not start pyright from nothing (mypy is not kept warm:
+ * checkd_drv.c says why).
  *
  * Three parties.  The client (call.c, on the warm path with the gate on)
  * names the environment's daemon and makes sure one runs: checkd_ensure()

@@ -7,14 +7,10 @@
  * for that version.  Writes to the server are non-blocking and interleaved
  * with reads, so a server that talks while we talk cannot deadlock us.
  *
- * mypy: its daemon, `dmypy daemon` (beside mypy), in the foreground as our
- * child.  Each check writes the cell file and asks the daemon's socket
- * for "check", whose "out" is what mypy prints.  The daemon only follows
- * imports normally (it refuses --follow-imports=silent), so it also
- * reports errors in the toolboxes' own files: the gate keeps only the
- * cell's.  dmypy notices a changed file by its mtime and size, which
- * two quick writes of the same length can share: each write is given a
- * strictly later mtime.
+ * mypy is not kept warm: its daemon (dmypy) refuses to follow imports
+ * silently and does not read mypy's cache for what a cell imports, so the
+ * first cell that imports numpy or pandas costs it a full analysis of
+ * their stubs, far beyond a cold mypy with its cache (bench/RESULTS.md).
  *
  * The checker runs in its own process group (proc.c) and dies with us.
  */
@@ -29,9 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,8 +40,6 @@ extern char **environ;
 #define ERR_KEEP 4096
 #define INIT_ID 1
 
-enum kind { PYRIGHT, MYPY };
-
 struct buf {
 	char *p;
 	size_t len, cap;
@@ -56,19 +47,15 @@ struct buf {
 };
 
 struct checkd_drv {
-	enum kind kind;
 	struct proc_child c;
 	int in;                 /* the checker's stdin (pyright) */
 	struct buf rx, tx, junk;
 	char cell[PATH_MAX];
 	char uri[PATH_MAX + 16];
-	char status[PATH_MAX];  /* dmypy's status file */
 	char python[PATH_MAX];
-	char tmpdir[PATH_MAX + 8];
 	long version;           /* pyright: the document's; 0 until opened */
 	long asked;             /* the id of the diagnostics we wait for; 0: none */
 	bool initialized;
-	struct timespec mtime;  /* mypy: the cell file's last */
 };
 
 static void buf_feed(void *ctx, const char *p, size_t n)
@@ -149,14 +136,13 @@ static bool same_name(const char *a, const char *b)
 	return eq && strncmp(a, b, (size_t)(eq - b) + 1) == 0;
 }
 
-/* environ with extra's NAME=VALUE entries and then more in place of ours. */
-static void build_env(const char *const *extra, const char *more, const char **envp,
-                      size_t max)
+/* environ with extra's NAME=VALUE entries in place of ours. */
+static void build_env(const char *const *extra, const char **envp, size_t max)
 {
 	size_t n = 0;
 
 	for (char **e = environ; *e; e++) {
-		bool replaced = same_name(*e, more);
+		bool replaced = false;
 
 		for (const char *const *x = extra; x && *x; x++)
 			replaced = replaced || same_name(*e, *x);
@@ -164,28 +150,24 @@ static void build_env(const char *const *extra, const char *more, const char **e
 			envp[n++] = *e;
 	}
 	for (const char *const *x = extra; x && *x; x++)
-		if (strchr(*x, '=') && !same_name(*x, more) && n + 1 < max)
+		if (strchr(*x, '=') && n + 1 < max)
 			envp[n++] = *x;
-	if (more && n + 1 < max)
-		envp[n++] = more;
 	envp[n] = NULL;
 }
 
 static int spawn(struct checkd_drv *d, const char *path, char *const *argv,
-                 const struct checkd_drv_spec *s, const char *cwd, const char *more,
-                 char *err, size_t errlen)
+                 const struct checkd_drv_spec *s, const char *cwd, char *err, size_t errlen)
 {
-	bool with_stdin = d->kind == PYRIGHT;
 	static const char *envp[MAX_ENV];
 	int inp[2] = { -1, -1 };
 	struct start st = { path, argv, (char *const *)envp, cwd, -1, getpid() };
 	const char *what = "pipe2";
 
-	build_env(s->env, more, envp, MAX_ENV);
-	if (with_stdin && pipe2(inp, O_CLOEXEC) < 0)
+	build_env(s->env, envp, MAX_ENV);
+	if (pipe2(inp, O_CLOEXEC) < 0)
 		goto fail;
 	st.in = inp[0];
-	d->c.out = (struct proc_pipe){ -1, buf_feed, with_stdin ? &d->rx : &d->junk };
+	d->c.out = (struct proc_pipe){ -1, buf_feed, &d->rx };
 	d->c.err = (struct proc_pipe){ -1, junk_feed, &d->junk };
 	if (proc_start(&d->c, child_exec, &st, &what) < 0)
 		goto fail;
@@ -201,19 +183,11 @@ fail:
 	return -1;
 }
 
-/* The program named base beside bin ("/x/pyright" + "-langserver"). */
-static int beside(const char *bin, const char *name, const char *suffix, char *buf,
-                  size_t len)
+/* The language server beside bin ("/x/pyright" + "-langserver"). */
+static int beside(const char *bin, const char *suffix, char *buf, size_t len)
 {
-	const char *slash = strrchr(bin, '/');
-	int w;
+	int w = snprintf(buf, len, "%s%s", bin, suffix);
 
-	if (!slash)
-		return -1;
-	if (name)
-		w = snprintf(buf, len, "%.*s/%s", (int)(slash - bin), bin, name);
-	else
-		w = snprintf(buf, len, "%s%s", bin, suffix);
 	return w > 0 && (size_t)w < len && access(buf, X_OK) == 0 ? 0 : -1;
 }
 
@@ -392,7 +366,7 @@ static int pyright_start(struct checkd_drv *d, const struct checkd_drv_spec *s,
 	char *argv[] = { path, "--stdio", NULL };
 	int fd;
 
-	if (beside(s->bin, NULL, "-langserver", path, sizeof(path)) < 0) {
+	if (beside(s->bin, "-langserver", path, sizeof(path)) < 0) {
 		snprintf(err, errlen, "no %s-langserver beside %s", strrchr(s->bin, '/') + 1, s->bin);
 		return -1;
 	}
@@ -407,7 +381,7 @@ static int pyright_start(struct checkd_drv *d, const struct checkd_drv_spec *s,
 	}
 	close(fd);
 	snprintf(root, sizeof(root), "file://%s", workdir);
-	if (spawn(d, path, argv, s, workdir, NULL, err, errlen) < 0)
+	if (spawn(d, path, argv, s, workdir, err, errlen) < 0)
 		return -1;
 	/* Without workspaceFolders, the server ignores the root's config file. */
 	return send_msg(d, json_pack("{s:s, s:i, s:s, s:{s:i, s:s, s:[{s:s, s:s}], "
@@ -438,158 +412,6 @@ static enum checkd_drv_result pyright_check(struct checkd_drv *d, const char *te
 	return lsp_talk(d, text, len, deadline, out, code);
 }
 
-/* ---- mypy: dmypy ---- */
-
-static int mypy_start(struct checkd_drv *d, const struct checkd_drv_spec *s,
-                      const char *workdir, char *err, size_t errlen)
-{
-	static char *argv[512];
-	static char path[PATH_MAX];
-	size_t n = 0;
-
-	if (beside(s->bin, "dmypy", NULL, path, sizeof(path)) < 0) {
-		snprintf(err, errlen, "no dmypy beside %s", s->bin);
-		return -1;
-	}
-	snprintf(d->status, sizeof(d->status), "%s/dmypy.json", workdir);
-	argv[n++] = path;
-	argv[n++] = "--status-file";
-	argv[n++] = d->status;
-	argv[n++] = "daemon";
-	argv[n++] = "--";
-	for (const char *const *a = s->args; a && *a && n + 1 < 512; a++)
-		argv[n++] = (char *)*a;
-	argv[n] = NULL;
-	/* Its socket's directory goes in our work directory, which checkd.c
-	 * removes, however the daemon ends. */
-	snprintf(d->tmpdir, sizeof(d->tmpdir), "TMPDIR=%s", workdir);
-	return spawn(d, path, argv, s, workdir, d->tmpdir, err, errlen);
-}
-
-/* The daemon's socket path from its status file; -1 while there is none. */
-static int mypy_socket(const struct checkd_drv *d, char *buf, size_t len)
-{
-	uint8_t *text = NULL;
-	size_t n = 0;
-	int fd = open(d->status, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), ret = -1;
-	json_t *j = NULL;
-	const char *name;
-
-	if (fd < 0)
-		return -1;
-	if (fd_read_all(fd, 256, &text, &n) == 0 && n < 65536)
-		j = json_loadb((const char *)text, n, 0, NULL);
-	close(fd);
-	free(text);
-	name = json_string_value(json_object_get(j, "connection_name"));
-	if (name && strlen(name) < len) {
-		snprintf(buf, len, "%s", name);
-		ret = 0;
-	}
-	json_decref(j);
-	return ret;
-}
-
-static int write_cell(struct checkd_drv *d, const char *text, size_t len)
-{
-	struct timespec now, times[2];
-	int fd = open(d->cell, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-
-	if (fd < 0)
-		return -1;
-	clock_gettime(CLOCK_REALTIME, &now);
-	/* Strictly later than the last write, whatever the clock's grain. */
-	if (now.tv_sec < d->mtime.tv_sec ||
-	    (now.tv_sec == d->mtime.tv_sec && now.tv_nsec <= d->mtime.tv_nsec + 1000)) {
-		now = d->mtime;
-		now.tv_nsec += 1000000;
-		if (now.tv_nsec >= 1000000000L) {
-			now.tv_sec++;
-			now.tv_nsec -= 1000000000L;
-		}
-	}
-	d->mtime = now;
-	times[0] = times[1] = now;
-	if (fd_write_all(fd, text, len) < 0 || futimens(fd, times) < 0) {
-		close(fd);
-		return -1;
-	}
-	return close(fd);
-}
-
-static enum checkd_drv_result mypy_ask(const char *sock, const struct timespec *deadline,
-                                   struct buf *reply)
-{
-	static const char req[] = "{\"command\": \"check\", \"files\": [\"" CHECKD_DRV_CELL_FILE
-	                          "\"], \"export_types\": false, \"is_tty\": false, "
-	                          "\"terminal_width\": 80}";
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct proc_pipe p = { -1, buf_feed, reply };
-	int fd;
-
-	if (strlen(sock) >= sizeof(a.sun_path))
-		return CHECKD_DRV_BROKEN;
-	memcpy(a.sun_path, sock, strlen(sock) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    fd_write_all(fd, req, sizeof(req) - 1) < 0 || shutdown(fd, SHUT_WR) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return CHECKD_DRV_BROKEN;
-	}
-	fcntl(fd, F_SETFL, O_NONBLOCK);
-	p.fd = fd;
-	while (p.fd >= 0) {
-		double left = deadline_left(deadline);
-
-		if (left <= 0) {
-			fd_close(&p.fd);
-			return CHECKD_DRV_TIMEOUT;
-		}
-		proc_poll(&p, 1, NULL, 0, deadline_poll_ms(left));
-	}
-	return reply->over ? CHECKD_DRV_BROKEN : CHECKD_DRV_OK;
-}
-
-static enum checkd_drv_result mypy_check(struct checkd_drv *d, const char *text, size_t len,
-                                     const struct timespec *deadline, int *code, char **out)
-{
-	char sock[PATH_MAX];
-	struct buf reply = { 0 };
-	enum checkd_drv_result r;
-	json_t *j, *o, *st;
-
-	/* The daemon is ready once its status file names its socket. */
-	while (mypy_socket(d, sock, sizeof(sock)) < 0) {
-		double left = deadline_left(deadline);
-
-		if (d->c.out.fd < 0 && d->c.err.fd < 0)
-			return CHECKD_DRV_BROKEN;
-		if (left <= 0)
-			return CHECKD_DRV_TIMEOUT;
-		proc_poll(&d->c.out, 2, NULL, 0, left > 0.01 ? 10 : deadline_poll_ms(left));
-	}
-	if (write_cell(d, text, len) < 0)
-		return CHECKD_DRV_BROKEN;
-	r = mypy_ask(sock, deadline, &reply);
-	if (r != CHECKD_DRV_OK) {
-		free(reply.p);
-		return r;
-	}
-	j = json_loadb(reply.p ? reply.p : "", reply.len, 0, NULL);
-	free(reply.p);
-	o = json_object_get(j, "out");
-	st = json_object_get(j, "status");
-	if (!json_is_string(o) || !json_is_integer(st) || json_object_get(j, "error")) {
-		json_decref(j);
-		return CHECKD_DRV_BROKEN;
-	}
-	*code = (int)json_integer_value(st);
-	*out = strdup(json_string_value(o));
-	json_decref(j);
-	return *out ? CHECKD_DRV_OK : CHECKD_DRV_BROKEN;
-}
-
 /* ---- the door ---- */
 
 struct checkd_drv *checkd_drv_start(const struct checkd_drv_spec *s, const char *workdir,
@@ -604,18 +426,16 @@ struct checkd_drv *checkd_drv_start(const struct checkd_drv_spec *s, const char 
 	}
 	d->c.pid = -1;
 	d->c.out.fd = d->c.err.fd = d->in = -1;
-	d->kind = strcmp(s->kind, "mypy") == 0 ? MYPY : PYRIGHT;
 	snprintf(d->cell, sizeof(d->cell), "%s/%s", workdir, CHECKD_DRV_CELL_FILE);
 	snprintf(d->uri, sizeof(d->uri), "file://%s", d->cell);
 	snprintf(d->python, sizeof(d->python), "%s", s->python ? s->python : "");
 	if (!s->bin || s->bin[0] != '/' ||
-	    (strcmp(s->kind, "mypy") != 0 && strcmp(s->kind, "pyright") != 0)) {
+	    strcmp(s->kind, "pyright") != 0) {
 		snprintf(err, errlen, "no warm %s checker", s->kind);
 		free(d);
 		return NULL;
 	}
-	rc = d->kind == MYPY ? mypy_start(d, s, workdir, err, errlen)
-	                     : pyright_start(d, s, workdir, err, errlen);
+	rc = pyright_start(d, s, workdir, err, errlen);
 	if (rc < 0) {
 		checkd_drv_stop(d);
 		return NULL;
@@ -631,8 +451,7 @@ enum checkd_drv_result checkd_drv_check(struct checkd_drv *d, const char *text, 
 
 	*out = NULL;
 	*code = 0;
-	r = d->kind == MYPY ? mypy_check(d, text, len, deadline, code, out)
-	                    : pyright_check(d, text, len, deadline, code, out);
+	r = pyright_check(d, text, len, deadline, code, out);
 	if (r != CHECKD_DRV_OK) {
 		free(*out);
 		*out = NULL;
@@ -657,10 +476,6 @@ bool checkd_drv_idle(struct checkd_drv *d)
 	char *out = NULL;
 	int code;
 
-	if (d->kind == MYPY) {
-		proc_poll(&d->c.out, 2, NULL, 0, 0);
-		return d->c.out.fd >= 0 || d->c.err.fd >= 0;
-	}
 	if (lsp_talk(d, NULL, 0, NULL, &out, &code) != CHECKD_DRV_OK) {
 		free(out);
 		return false;
@@ -703,8 +518,6 @@ void checkd_drv_stop(struct checkd_drv *d)
 	fd_close(&d->in);
 	fd_close(&d->c.out.fd);
 	fd_close(&d->c.err.fd);
-	if (d->kind == MYPY && d->status[0])
-		unlink(d->status);
 	free(d->rx.p);
 	free(d->tx.p);
 	free(d->junk.p);

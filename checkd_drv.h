@@ -1,7 +1,7 @@
 /*
  * checkd_drv.h - one warm type checker, kept running for the warm checker
- * daemon (checkd.c): pyright's language server over stdio (lsp.h), or
- * mypy's daemon (dmypy) over its socket.  A driver starts its checker,
+ * daemon (checkd.c): pyright's language server over stdio (lsp.h).  A
+ * driver starts its checker,
  * checks one file's text at a time under a deadline, and answers as the
  * checker's command line would: the same output format, so the gate reads
  * it with typegate_parse() unchanged.
@@ -16,11 +16,11 @@
 
 /* What the gate would run cold, which is what the warm one must match. */
 struct checkd_drv_spec {
-	const char *kind;           /* "pyright" or "mypy" */
+	const char *kind;           /* "pyright" (basedpyright too) */
 	const char *bin;            /* the checker, an absolute path */
 	const char *python;         /* the interpreter the cell runs in */
-	const char *config;         /* pyright: pyrightconfig.json's text */
-	const char *const *args;    /* mypy: its flags, NULL-terminated */
+	const char *config;         /* pyrightconfig.json's text */
+	const char *const *args;    /* its flags, NULL-terminated (the language server takes none) */
 	const char *const *env;     /* NAME=VALUE for its environment, NULL-terminated */
 };
 

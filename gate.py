@@ -227,24 +227,14 @@ def command(kind, binary, path, tmp):
 def _check_warm(kind, binary, source, seconds):
     """What run_checker returns, from the warm checker beside the warm
     server (checkd.c), or None when there is none for this call or it
-    could not check: then the checker runs cold.  Same checker, same
-    configuration, same output format as the cold run: pyright's language
-    server, or mypy's daemon with the same flags (it follows imports
-    normally, as it cannot silently: what it says about the toolboxes'
-    own files is not the cell's, and the gate drops it)."""
+    could not check: then the checker runs cold.  pyright only, as its
+    language server, with the cold run's configuration; its answer is
+    written in the cold run's output format."""
     path = _dolsot.warm_checker()
-    if path is None or kind not in ("pyright", "mypy"):
+    if path is None or kind != "pyright":
         return None
-    if kind == "pyright":
-        config, args, env = _pyright_config_text(), [], []
-    else:
-        argv, extra = command(kind, binary, CELL_FILE, "")
-        config = ""
-        args = ["--follow-imports=normal" if a == "--follow-imports=silent" else a
-                for a in argv[1:-1]]
-        env = [f"{k}={v}" for k, v in extra.items()]
-    return _dolsot.check_warm(path, kind, binary, sys.executable, config, args, env,
-                              source.encode("utf-8"), seconds)
+    return _dolsot.check_warm(path, kind, binary, sys.executable, _pyright_config_text(),
+                              [], [], source.encode("utf-8"), seconds)
 
 
 def _environment(extra):

@@ -882,10 +882,10 @@ START_TEST(oversized_warm_checker_is_replaced)
 	const char *limit = "DOLSOT_CHECKER_MAX_MB=1";
 	pid_t c1, c2;
 
-	if (!have(0))
+	if (!have(1))
 		return;
-	c1 = warm_up(0, limit);
-	ck_blocked(0, limit, NULL);
+	c1 = warm_up(1, limit);
+	ck_blocked(1, limit, NULL);
 	for (int i = 0; i < 250 && cli_pid_alive(c1); i++)
 		usleep(20000);
 	c2 = checker_pid(10);
@@ -927,7 +927,7 @@ START_TEST(warm_checkers_are_evicted_beyond_the_bound)
 	struct cli_run r;
 	int n;
 
-	if (!have(0))
+	if (!have(1))
 		return;
 	server_env = "DOLSOT_SERVER=auto";
 	prepare("s", "x = 1");
@@ -939,7 +939,7 @@ START_TEST(warm_checkers_are_evicted_beyond_the_bound)
 		snprintf(file, sizeof(file), "%s/plain.py", dir);
 		cli_write_file(file, plain_py);
 		snprintf(cwd_path, sizeof(cwd_path), "%s", dir);
-		run(&r, checkers[0].bin, "1", "s", "x", NULL);
+		run(&r, checkers[1].bin, "1", "s", "x", NULL);
 		ck_code(&r, 0);
 		cli_run_release(&r);
 		/* the daemon binds its socket as it starts */
@@ -959,6 +959,27 @@ START_TEST(warm_checkers_are_evicted_beyond_the_bound)
 	n = cli_find_procs("dolsot-checkd", store_env, pids, 16);
 	ck_assert_msg(n == 4, "%d warm checkers run, want 4", n);
 	ck_assert_int_eq(count_sockets(".checkd-", NULL, 0), 4);
+}
+END_TEST
+
+/* mypy is not kept warm (its daemon reads no cache for what a cell
+ * imports): on the warm path it runs cold, and no daemon is started. */
+START_TEST(mypy_runs_cold_on_the_warm_path)
+{
+	struct cli_run r;
+
+	if (!have(0))
+		return;
+	server_env = "DOLSOT_SERVER=auto";
+	prepare("s", "x = 1");
+	for (int i = 0; i < 3; i++)
+		ck_blocked(0, NULL, NULL);
+	run(&r, checkers[0].bin, "1", "s", "x + 1", NULL);
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.out, "2\n");
+	cli_run_release(&r);
+	ck_assert_int_eq(count_sockets(".checkd-", NULL, 0), 0);
+	ck_assert_int_eq(checkd_pid(), 0);
 }
 END_TEST
 
@@ -1561,12 +1582,14 @@ static Suite *typegate_suite(void)
 	tcase_add_loop_test(gate, unknown_toolbox_attribute_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, toolbox_without_help_gets_the_signature_only, 0, 2);
 	tcase_add_loop_test(gate, valid_cells_pass_the_gate, 0, 4);
-	tcase_add_loop_test(warm, warm_checker_answers_as_the_cold_one, 0, 2);
-	tcase_add_loop_test(warm, killed_warm_checker_is_replaced, 0, 2);
-	tcase_add_loop_test(warm, hung_warm_checker_fails_open_within_the_deadline, 0, 2);
+	/* Loop index 1: pyright, the checker kept warm. */
+	tcase_add_loop_test(warm, warm_checker_answers_as_the_cold_one, 1, 2);
+	tcase_add_loop_test(warm, killed_warm_checker_is_replaced, 1, 2);
+	tcase_add_loop_test(warm, hung_warm_checker_fails_open_within_the_deadline, 1, 2);
 	tcase_add_test(warm, oversized_warm_checker_is_replaced);
 	tcase_add_test(warm, warm_checkers_are_evicted_beyond_the_bound);
-	tcase_add_loop_test(warm, warm_checker_ends_with_the_server, 0, 2);
+	tcase_add_loop_test(warm, warm_checker_ends_with_the_server, 1, 2);
+	tcase_add_test(warm, mypy_runs_cold_on_the_warm_path);
 	tcase_add_test(open, missing_checker_runs_the_cell_silently);
 	tcase_add_test(open, hanging_checker_fails_open_within_the_deadline);
 	tcase_add_test(open, stale_checker_directories_are_removed);
