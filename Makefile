@@ -29,7 +29,7 @@ VERSION := 0.3.0
 CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c mem_store.c \
 	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c rlimits.c pidcg.c \
-	sandbox_plan.c peer.c mount_guard.c
+	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	rich_py.c describe_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
@@ -38,7 +38,7 @@ SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 # the generated *_py.c, test programs, sanitizer and fuzz builds); only the
 # binary itself is ./dolsot, where the README's commands run it.
 B := build
-OBJS := $(SRCS:%.c=$(B)/%.o)
+OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/result_schema.o
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -68,6 +68,18 @@ $(B)/%_py.c: %.py tools/embed.py
 	@mkdir -p $(@D)
 	$(PYTHON) tools/embed.py $* $< $@
 .PRECIOUS: $(B)/%_py.c
+
+# schema/result.schema.json, for the MCP tools' output schemas (mcp.c).
+$(B)/result_schema.c: schema/result.schema.json
+	@mkdir -p $(@D)
+	$(PYTHON) -c 'import json, sys; t = open(sys.argv[1]).read(); json.loads(t); \
+		print("/* made from " + sys.argv[1] + " by the Makefile */"); \
+		print("#include \"result_schema.h\""); \
+		print("const char result_schema_json[] = " + json.dumps(t, ensure_ascii=False) + ";")' $< > $@
+$(B)/result_schema.o: $(B)/result_schema.c
+	$(CC) $(ALL_CFLAGS) -I. -MMD -MP -c -o $@ $<
+$(B)/result_schema.asan.o: $(B)/result_schema.c
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -I. -MMD -MP -c -o $@ $<
 
 $(B)/%_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
 
@@ -187,7 +199,7 @@ $(B)/tests/%.asan.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
-$(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o)
+$(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o) $(B)/result_schema.asan.o
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
 
 $(ASAN_TESTS:%=$(B)/%):
