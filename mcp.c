@@ -44,7 +44,7 @@ static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26"
 static const char structured_since[] = "2025-06-18";
 
 #define PROGRESS_EVERY 1.0      /* seconds between progress notifications */
-#define READ_CHUNK 65536
+#define READ_CHUNK ((size_t)65536)
 
 enum job_kind { JOB_PYTHON, JOB_LIST, JOB_RESET };
 
@@ -177,13 +177,11 @@ static json_t *error_result(const struct server *s, const char *fmt, ...)
 {
 	char msg[REPL_ERR_MAX + 256];
 	va_list ap;
-	int n;
 
+	msg[0] = '\0';
 	va_start(ap, fmt);
-	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		n = 0;
 	return tool_result(s, json_pack("[o]", text_block(msg, strlen(msg))), NULL, true);
 }
 
@@ -194,13 +192,13 @@ static json_t *json_of(int (*fn)(const struct result *, FILE *), const struct re
 	size_t n = 0;
 	FILE *f = open_memstream(&text, &n);
 	json_t *o = NULL;
+	int wrote;
 
 	if (!f)
 		return NULL;
-	if (fn(r, f) == 0 && fclose(f) == 0)
+	wrote = fn(r, f);
+	if (fclose(f) == 0 && wrote == 0)
 		o = json_loadb(text, n, 0, NULL);
-	else
-		fclose(f);
 	free(text);
 	return o;
 }
@@ -1164,25 +1162,14 @@ static void stop_all(struct server *s)
 
 static int serve(struct server *s, char *err, size_t errlen)
 {
-	struct pollfd *pf = NULL;
-	size_t cap = 0;
+	/* stdin, stdout, the signals, and two per call running */
+	struct pollfd pf[3 + 2 * MCP_MAX_RUNNING];
 
 	while (!s->stop && !s->gone && (!s->eof || s->running || s->waiting)) {
-		size_t n = 0, need = 3 + 2 * (size_t)s->n_running;
+		nfds_t n = 0;
 		double t;
 		int rc;
 
-		if (need > cap) {
-			struct pollfd *grown = realloc(pf, need * sizeof(*pf));
-
-			if (!grown) {
-				snprintf(err, errlen, "out of memory");
-				free(pf);
-				return -1;
-			}
-			pf = grown;
-			cap = need;
-		}
 		pf[n++] = (struct pollfd){ .fd = s->eof ? -1 : 0, .events = POLLIN };
 		pf[n++] = (struct pollfd){ .fd = 1, .events = 0 };
 		pf[n++] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
@@ -1193,7 +1180,6 @@ static int serve(struct server *s, char *err, size_t errlen)
 		rc = poll(pf, n, poll_ms(s, now()));
 		if (rc < 0 && errno != EINTR) {
 			snprintf(err, errlen, "poll: %s", strerror(errno));
-			free(pf);
 			return -1;
 		}
 		if (rc < 0)
@@ -1219,7 +1205,6 @@ static int serve(struct server *s, char *err, size_t errlen)
 				send_progress(s, j, t);
 		dispatch(s);
 	}
-	free(pf);
 	return 0;
 }
 
