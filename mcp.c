@@ -511,8 +511,8 @@ static void job_finish(struct server *s, struct job *j)
 		send_line(s, line, len);
 		return;
 	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return;     /* the engine saw a signal: a cancel that raced the end */
+	/* Not cancelled by the client, yet no result: say so, never leave the
+	 * request unanswered (exit 0 without one: a signal from elsewhere). */
 	send_result(s, j->id, error_result(s, "dolsot: the call's process ended without a "
 	                                   "result (%s %d)",
 	                                   WIFSIGNALED(status) ? "signal" : "exit status",

@@ -55,7 +55,8 @@ static void run_mcp(struct cli_run *r, const char *input, size_t len, const char
 	argv[n] = NULL;
 	cli_run(r, &(struct cli_opts){ .env = fx.env, .stdin_data = input, .stdin_len = len },
 	        argv);
-	ck_assert_msg(r->code == 0, "exit %d\nstdout: %s\nstderr: %s", r->code, r->out, r->err);
+	ck_assert_msg(r->code == 0, "exit %d\nstdout: %.2000s\nstderr: %.2000s", r->code, r->out,
+	              r->err);
 }
 
 /* Every stdout line is a JSON-RPC 2.0 object; returns them as an array. */
@@ -211,7 +212,7 @@ START_TEST(malformed_messages_get_errors_and_the_server_goes_on)
 	ck_assert_int_eq(error_code(all, 6), -32600);
 	ck_assert_int_eq(error_code(all, 7), -32601);
 	for (json_int_t id = 8; id <= 15; id++)
-		ck_assert_msg(error_code(all, id) == -32602, "id %lld: %s", (long long)id, r.out);
+		ck_assert_msg(error_code(all, id) == -32602, "id %lld: %.3000s", (long long)id, r.out);
 	ck_assert_int_eq(error_code(all, 16), -32600);
 	ck_assert(!answer(all, 17));
 	ck_assert(json_is_object(json_object_get(answer(all, 18), "result")));
@@ -224,7 +225,7 @@ START_TEST(malformed_messages_get_errors_and_the_server_goes_on)
 			nulls++;
 		}
 	/* not json, cut short, a batch, a fractional id */
-	ck_assert_msg(nulls == 4, "%zu errors without an id:\n%s", nulls, r.out);
+	ck_assert_msg(nulls == 4, "%zu errors without an id:\n%.3000s", nulls, r.out);
 	ck_assert(cli_has(r.out, "batches"));
 	/* Nothing answers a notification or a response: 16 ids, 4 nulls. */
 	ck_assert_int_eq(json_array_size(all), 16 + 4);
@@ -279,7 +280,7 @@ START_TEST(stdout_holds_only_protocol_messages)
 	ck_assert_int_eq(json_array_size(all), 2);
 	res = json_object_get(json_object_get(answer(all, 1), "result"), "structuredContent");
 	ck_assert_msg(cli_has(json_string_value(json_object_get(res, "stdout")), "printed"),
-	              "%s", r.out);
+	              "%.3000s", r.out);
 	ck_assert_str_eq(json_string_value(json_object_get(res, "value")), "'value'");
 	json_decref(all);
 	cli_run_release(&r);
@@ -300,7 +301,7 @@ START_TEST(failing_cells_are_tool_errors)
 	all = lines(&r);
 	for (json_int_t id = 1; id <= 3; id++) {
 		res = json_object_get(answer(all, id), "result");
-		ck_assert_msg(json_is_true(json_object_get(res, "isError")), "%s", r.out);
+		ck_assert_msg(json_is_true(json_object_get(res, "isError")), "%.3000s", r.out);
 	}
 	res = json_object_get(answer(all, 1), "result");
 	text = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"),
@@ -330,6 +331,37 @@ START_TEST(run_flags_apply_to_every_call)
 	ck_assert_str_eq(json_string_value(json_object_get(res, "value")), "'from-the-flag'");
 	res = json_object_get(json_object_get(answer(all, 2), "result"), "structuredContent");
 	ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "timeout");
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* --mount (so --sandbox) too: the cell sees the mount, and the python
+ * tool's description lists it, from --describe. */
+START_TEST(sandbox_flags_apply_to_every_call)
+{
+	char dir[4400], spec[4500], file[4500];
+	struct cli_run r;
+	json_t *all, *res, *tool;
+
+	snprintf(dir, sizeof(dir), "%s/shared", fx.tmp);
+	ck_assert(mkdir(dir, 0755) == 0);
+	snprintf(file, sizeof(file), "%s/note.txt", dir);
+	cli_write_file(file, "seen inside\n");
+	snprintf(spec, sizeof(spec), "%s:/data", dir);
+	run_mcp(&r, INIT("2025-06-18")
+	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n"
+	        CALL(2, "{\"code\":\"import os\\nopen('/data/note.txt').read(), "
+	                "os.path.exists('/etc/shadow')\",\"session\":\"sb\"}"),
+	        0, (const char *const[]){ "--mount", spec, NULL });
+	all = lines(&r);
+	tool = json_array_get(json_object_get(json_object_get(answer(all, 1), "result"), "tools"), 0);
+	ck_assert_msg(cli_has(json_string_value(json_object_get(tool, "description")),
+	                      "mount /data (ro): 1 entry\n  note.txt\n"), "%.3000s", r.out);
+	res = json_object_get(json_object_get(answer(all, 2), "result"), "structuredContent");
+	ck_assert_msg(json_is_string(json_object_get(res, "value")) &&
+	              strcmp(json_string_value(json_object_get(res, "value")),
+	                     "('seen inside\\n', False)") == 0, "%.3000s", r.out);
 	json_decref(all);
 	cli_run_release(&r);
 }
@@ -530,7 +562,7 @@ START_TEST(print_config_for_each_host)
 	ck_assert_msg(r.code == 0, "%s", r.err);
 	snprintf(want, sizeof(want), "[mcp_servers.dolsot]\ncommand = \"%s\"\nargs = [\"mcp\"]\n",
 	         cli_bin());
-	ck_assert_msg(strncmp(r.out, want, strlen(want)) == 0, "%s", r.out);
+	ck_assert_msg(strncmp(r.out, want, strlen(want)) == 0, "%.3000s", r.out);
 	snprintf(want, sizeof(want), "\nDOLSOT_CACHE_DIR = \"%s\"\n", fx.store);
 	ck_assert_msg(cli_has(r.out, "[mcp_servers.dolsot.env]") && cli_has(r.out, want), "%s",
 	              r.out);
@@ -658,6 +690,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, stdout_holds_only_protocol_messages);
 	tcase_add_test(raw, failing_cells_are_tool_errors);
 	tcase_add_test(raw, run_flags_apply_to_every_call);
+	tcase_add_test(raw, sandbox_flags_apply_to_every_call);
 	tcase_add_test(raw, client_gone_mid_call_ends_everything);
 	tcase_add_test(raw, sigterm_mid_call_ends_everything);
 	tcase_add_test(raw, stdin_eof_answers_calls_in_flight_then_exits);
