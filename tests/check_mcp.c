@@ -367,6 +367,33 @@ START_TEST(sandbox_flags_apply_to_every_call)
 }
 END_TEST
 
+/* A long --describe text is cut at a line end within the bound. */
+START_TEST(describe_in_the_description_is_bounded)
+{
+	struct cli_run r;
+	json_t *all, *tool;
+	const char *desc, *gets;
+
+	run_mcp(&r, INIT("2025-06-18") "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n",
+	        0, (const char *const[]){ "--toolbox", "os:o", "--toolbox", "subprocess:sp",
+	                                  "--toolbox", "socket:so", "--toolbox", "shutil:sh",
+	                                  NULL });
+	all = lines(&r);
+	tool = json_array_get(json_object_get(json_object_get(answer(all, 1), "result"), "tools"), 0);
+	desc = json_string_value(json_object_get(tool, "description"));
+	ck_assert(desc);
+	gets = strstr(desc, "What a cell gets:\n");
+	ck_assert_msg(gets, "%.3000s", desc);
+	gets += strlen("What a cell gets:\n");
+	ck_assert_msg(strncmp(gets, "toolbox o (module os)", 21) == 0, "%.300s", gets);
+	ck_assert_msg(strlen(gets) <= 8192 + 100, "%zu bytes", strlen(gets));
+	ck_assert_msg(cli_has(gets, "\n... (cut here: `dolsot --describe` with the same flags shows "
+	                      "the rest)\n"), "%.300s", gets + strlen(gets) - 200);
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
 /* A server with pipes on stdin and stdout, in the test's environment. */
 struct live {
 	pid_t pid;
@@ -691,6 +718,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, failing_cells_are_tool_errors);
 	tcase_add_test(raw, run_flags_apply_to_every_call);
 	tcase_add_test(raw, sandbox_flags_apply_to_every_call);
+	tcase_add_test(raw, describe_in_the_description_is_bounded);
 	tcase_add_test(raw, client_gone_mid_call_ends_everything);
 	tcase_add_test(raw, sigterm_mid_call_ends_everything);
 	tcase_add_test(raw, stdin_eof_answers_calls_in_flight_then_exits);
