@@ -19,15 +19,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_line(char *out, size_t n)
+static void check_line(char *line, size_t n)
 {
 	json_t *back;
 
-	CHECK(out && n > 0 && out[n - 1] == '\n' && memchr(out, '\n', n) == out + n - 1);
-	back = json_loadb(out, n - 1, 0, NULL);
+	CHECK(line && n > 0 && line[n - 1] == '\n' && memchr(line, '\n', n) == line + n - 1);
+	back = json_loadb(line, n - 1, 0, NULL);
 	CHECK(json_is_object(back));
 	json_decref(back);
-	free(out);
+	free(line);
 }
 
 static void answer(const char *line, size_t len)
@@ -35,11 +35,13 @@ static void answer(const char *line, size_t len)
 	struct jsonrpc_msg m;
 	struct jsonrpc_fault f;
 	size_t n = 0;
+	char *out;
 
 	if (jsonrpc_parse(line, len, &m, &f) < 0) {
 		CHECK(f.code == JSONRPC_PARSE_ERROR || f.code == JSONRPC_INVALID_REQUEST);
 		CHECK(!f.id || json_is_string(f.id) || json_is_integer(f.id));
-		check_line(jsonrpc_error(f.id, f.code, f.message, &n), n);
+		out = jsonrpc_error(f.id, f.code, f.message, &n);
+		check_line(out, n);
 		json_decref(f.id);
 		return;
 	}
@@ -58,14 +60,18 @@ static void answer(const char *line, size_t len)
 		CHECK(0);
 	}
 	CHECK(!m.params || json_is_object(m.params) || json_is_array(m.params));
-	check_line(jsonrpc_result(m.id, m.root, &n), n);
-	check_line(jsonrpc_result_raw(m.id, "{}", 2, &n), n);
+	out = jsonrpc_result(m.id, m.root, &n);
+	check_line(out, n);
+	out = jsonrpc_result_raw(m.id, "{}", 2, &n);
+	check_line(out, n);
 	if (m.method) {
 		char msg[200];
 
 		snprintf(msg, sizeof(msg), "unknown method '%s'", m.method);
-		check_line(jsonrpc_error(m.id, JSONRPC_METHOD_NOT_FOUND, msg, &n), n);
-		check_line(jsonrpc_notification(m.method, m.params, &n), n);
+		out = jsonrpc_error(m.id, JSONRPC_METHOD_NOT_FOUND, msg, &n);
+		check_line(out, n);
+		out = jsonrpc_notification(m.method, m.params, &n);
+		check_line(out, n);
 	}
 	jsonrpc_msg_release(&m);
 }
