@@ -34,6 +34,7 @@
 #include "fdio.h"
 #include "jsonrpc.h"
 #include "output_json.h"
+#include "proc_child.h"
 #include "repl.h"
 #include "result_schema.h"
 
@@ -343,21 +344,32 @@ static json_t *reset_result(const struct server *s, const struct job *j)
 	return tool_result(s, json_pack("[o]", text_block(line, strlen(line))), obj, false);
 }
 
+/*
+ * A call's child, before it runs anything: the signals as the command has
+ * them, stdin on /dev/null and stdout on our stderr (only this process
+ * writes protocol lines), every fd closed but keep, and SIGTERM when we
+ * end, however we end: the engine turns it into a kill and a rollback.
+ */
+static int child_setup(const struct server *s, int keep)
+{
+	proc_child_reset_signals(&s->oldmask);
+	signal(SIGPIPE, SIG_IGN);
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != s->self)
+		return -1;
+	if (proc_child_stdio(2, 2) < 0)
+		return -1;
+	proc_child_close_fds(&keep, 1);
+	return 0;
+}
+
 /* The child: answer one call into fd, then end. */
 static void __attribute__((noreturn)) job_child(struct server *s, struct job *j, int fd)
 {
 	json_t *r = NULL;
 	char *text;
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-	/* Our parent's end is our end: the engine cleans up on SIGTERM. */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != s->self)
+	if (child_setup(s, fd) < 0)
 		_exit(1);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(2, 1) < 0)
-		_exit(1);
-	close(null);
-	signal(SIGPIPE, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &s->oldmask, NULL);
 	switch (j->kind) {
 	case JOB_PYTHON:
 		r = python_result(s, j);
@@ -637,13 +649,10 @@ static char *describe_in_child(struct server *s)
 	}
 	if (pid == 0) {
 		char *text;
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 		close(p[0]);
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || null < 0 || dup2(null, 0) < 0 ||
-		    dup2(2, 1) < 0)
+		if (child_setup(s, p[1]) < 0)
 			_exit(1);
-		sigprocmask(SIG_SETMASK, &s->oldmask, NULL);
 		text = describe_text(s);
 		_exit(text && fd_write_all(p[1], text, strlen(text)) == 0 ? 0 : 1);
 	}
