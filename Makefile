@@ -30,7 +30,7 @@ VERSION := 0.3.0
 CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c mem_store.c \
 	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c lsp.c rlimits.c pidcg.c \
-	sandbox_plan.c peer.c mount_guard.c
+	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	rich_py.c describe_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
@@ -39,7 +39,7 @@ SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 # the generated *_py.c, test programs, sanitizer and fuzz builds); only the
 # binary itself is ./dolsot, where the README's commands run it.
 B := build
-OBJS := $(SRCS:%.c=$(B)/%.o)
+OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/result_schema.o
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -48,7 +48,7 @@ TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_typegate tests/check_hostile tests/check_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust \
-	tests/check_json
+	tests/check_json tests/check_mcp
 
 all: dolsot
 
@@ -69,6 +69,18 @@ $(B)/%_py.c: %.py tools/embed.py
 	@mkdir -p $(@D)
 	$(PYTHON) tools/embed.py $* $< $@
 .PRECIOUS: $(B)/%_py.c
+
+# schema/result.schema.json, for the MCP tools' output schemas (mcp.c).
+$(B)/result_schema.c: schema/result.schema.json
+	@mkdir -p $(@D)
+	$(PYTHON) -c 'import json, sys; t = open(sys.argv[1]).read(); json.loads(t); \
+		print("/* made from " + sys.argv[1] + " by the Makefile */"); \
+		print("#include \"result_schema.h\""); \
+		print("const char result_schema_json[] = " + json.dumps(t, ensure_ascii=False) + ";")' $< > $@
+$(B)/result_schema.o: $(B)/result_schema.c
+	$(CC) $(ALL_CFLAGS) -I. -MMD -MP -c -o $@ $<
+$(B)/result_schema.asan.o: $(B)/result_schema.c
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -I. -MMD -MP -c -o $@ $<
 
 $(B)/%_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
 
@@ -99,6 +111,7 @@ T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
 T_TRUST := tests/check_trust.o tests/cli_helpers.o
 T_JSON := tests/check_json.o tests/cli_helpers.o
+T_MCP := tests/check_mcp.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
@@ -116,6 +129,7 @@ $(B)/tests/check_kept: $(addprefix $(B)/,$(T_KEPT))
 $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
 $(B)/tests/check_trust: $(addprefix $(B)/,$(T_TRUST))
 $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
+$(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
 $(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
@@ -133,6 +147,8 @@ $(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
 $(B)/tests/check_trust-asan: $(addprefix $(B)/,$(T_TRUST:.o=.asan.o))
 $(B)/tests/check_json-asan: $(addprefix $(B)/,$(T_JSON:.o=.asan.o))
 $(B)/tests/check_json $(B)/tests/check_json-asan: CHECK_LIBS += -ljansson
+$(B)/tests/check_mcp-asan: $(addprefix $(B)/,$(T_MCP:.o=.asan.o))
+$(B)/tests/check_mcp $(B)/tests/check_mcp-asan: CHECK_LIBS += -ljansson
 $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o))
 
 # check_sandbox_enter embeds Python, as a warm zygote does.
@@ -149,7 +165,7 @@ deps:
 	@sh tools/deps.sh build
 
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry \
-	tests/check_kept tests/check_json
+	tests/check_kept tests/check_json tests/check_mcp
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
@@ -188,7 +204,7 @@ $(B)/tests/%.asan.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
-$(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o)
+$(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o) $(B)/result_schema.asan.o
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
 
 $(ASAN_TESTS:%=$(B)/%):

@@ -19,6 +19,8 @@
 
 #include "checkd.h"
 #include "display_files.h"
+#include "mcp.h"
+#include "mcp_config.h"
 #include "opts.h"
 #include "output.h"
 #include "output_json.h"
@@ -41,6 +43,9 @@ static const char usage_text[] =
 	"       dolsot --reset ID|all [--json]\n"
 	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
 	"       dolsot --server-status | --server-stop\n"
+	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
+	"              [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]... [limits]\n"
+	"       dolsot mcp [the same flags] --print-config claude|codex|generic\n"
 	"       dolsot --help | --version\n";
 
 static const char help_text[] =
@@ -71,6 +76,10 @@ static const char help_text[] =
 	"  --server-start          start the warm server now and wait until it is ready\n"
 	"  --server-status         describe the warm server of this store\n"
 	"  --server-stop           stop the warm server of this store\n"
+	"  mcp                     serve the Model Context Protocol on stdin and stdout,\n"
+	"                          each tool call run with the flags given (see dolsot(1))\n"
+	"  --print-config HOST     with mcp: print the configuration snippet HOST (claude,\n"
+	"                          codex or generic) needs to start this server\n"
 	"  -h, --help              show this help\n"
 	"  -V, --version           show the version\n"
 	"\n"
@@ -123,12 +132,14 @@ struct cli {
 	struct limits limits;
 	bool json;
 	bool describe;
+	bool mcp;                  /* dolsot mcp */
+	const char *print_config;
 };
 
 enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
        OPT_MEMORY, OPT_MAX_PROCS, OPT_MAX_FILE_SIZE, OPT_CPU_SECONDS,
        OPT_RECURSION_LIMIT, OPT_JSON, OPT_DESCRIBE, OPT_LIST, OPT_RESET, OPT_SERVER_START,
-       OPT_SERVER_STATUS, OPT_SERVER_STOP };
+       OPT_SERVER_STATUS, OPT_SERVER_STOP, OPT_PRINT_CONFIG };
 
 static const struct option long_options[] = {
 	{ "toolbox", required_argument, NULL, OPT_TOOLBOX },
@@ -149,6 +160,7 @@ static const struct option long_options[] = {
 	{ "server-start", no_argument, NULL, OPT_SERVER_START },
 	{ "server-status", no_argument, NULL, OPT_SERVER_STATUS },
 	{ "server-stop", no_argument, NULL, OPT_SERVER_STOP },
+	{ "print-config", required_argument, NULL, OPT_PRINT_CONFIG },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -273,6 +285,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 				            "and --server-stop");
 			c->server = ch == OPT_SERVER_START ? SERVER_START :
 			            ch == OPT_SERVER_STATUS ? SERVER_STATUS : SERVER_STOP;
+			break;
+		case OPT_PRINT_CONFIG:
+			c->print_config = optarg;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -634,6 +649,66 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 	return code;
 }
 
+/* The flags after "mcp" but --print-config, for the host to pass back. */
+static const char **run_flags(int argc, char **argv, size_t *n)
+{
+	const char **out = calloc((size_t)argc + 1, sizeof(*out));
+
+	if (!out)
+		die(DOLSOT_EXIT_FAIL, "out of memory");
+	*n = 0;
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--print-config") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(argv[i], "--print-config=", 15) == 0)
+			continue;
+		out[(*n)++] = argv[i];
+	}
+	return out;
+}
+
+static int cmd_mcp(const struct cli *c, const struct settings *s, int argc, char **argv)
+{
+	char err[REPL_ERR_MAX], *mounts;
+	struct sandbox_plan plan;
+	struct mcp_setup m = { .settings = s, .toolboxes = c->toolboxes,
+	                       .n_toolboxes = c->n_toolboxes, .version = DOLSOT_VERSION };
+
+	if (c->code)
+		usage_error("unexpected argument '%s': dolsot mcp reads its calls from stdin",
+		            c->code);
+	if (c->session || c->json || c->describe || c->list || c->reset || c->server)
+		usage_error("dolsot mcp takes the run flags (--toolbox, --timeout, --sandbox, "
+		            "--mount, --env, the limits) and --print-config; each tool call "
+		            "names its own session");
+	if (c->print_config) {
+		size_t n;
+		const char **flags = run_flags(argc, argv, &n);
+		int rc = mcp_print_config(c->print_config, flags, n, stdout, err, sizeof(err));
+
+		free(flags);
+		if (rc == 1)
+			usage_error("--print-config: unknown host '%s': expected " MCP_CONFIG_HOSTS,
+			            c->print_config);
+		if (rc < 0)
+			die(DOLSOT_EXIT_FAIL, "%s", err);
+		return 0;
+	}
+	mounts = describe_mounts(c, &m.describe_mounts_len);
+	m.describe_mounts = mounts;
+	build_plan(c, s, &plan);
+	m.plan = &plan;
+	/* A long-lived server: each log line goes out when it is written. */
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	if (mcp_serve(&m, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "mcp: %s", err);
+	sandbox_plan_release(&plan);
+	free(mounts);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c = { 0 };
@@ -652,7 +727,14 @@ int main(int argc, char **argv)
 	 * than make a write per character (exit and output_render flush). */
 	setvbuf(stderr, NULL, _IOFBF, BUFSIZ);
 	signal(SIGPIPE, SIG_IGN);
-	parse_args(argc, argv, &c);
+	if (argc > 1 && strcmp(argv[1], "mcp") == 0) {
+		c.mcp = true;
+		parse_args(argc - 1, argv + 1, &c);
+	} else {
+		parse_args(argc, argv, &c);
+	}
+	if (c.print_config && !c.mcp)
+		usage_error("--print-config belongs to 'dolsot mcp'");
 	if ((c.list || c.reset || c.server || c.describe) && c.code)
 		usage_error("--list-sessions, --reset, --describe and --server-* take no code");
 	if ((c.list != 0) + (c.reset != NULL) + (c.server != SERVER_NONE) + c.describe > 1)
@@ -662,7 +744,9 @@ int main(int argc, char **argv)
 		usage_error("--json applies to running code, --describe, --list-sessions and "
 		            "--reset, not to --server-*");
 	s = resolve_settings(&c);
-	if (c.server)
+	if (c.mcp)
+		code = cmd_mcp(&c, &s, argc, argv);
+	else if (c.server)
 		code = cmd_server(&c, &s);
 	else if (c.list)
 		code = cmd_list(&s, c.json);

@@ -1,0 +1,743 @@
+/*
+ * check_mcp.c - `dolsot mcp` end to end: the official TypeScript SDK as the
+ * client (tests/mcp_client.mjs), then raw bytes on the real binary's stdin
+ * (version negotiation, malformed and oversized messages, wrong params,
+ * stdout holding nothing but protocol lines, a client that goes away or
+ * closes stdin mid-call, SIGTERM), --print-config, the run flags applying
+ * to every call, and the examples of docs/SKILL.md run for real.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_helpers.h"
+
+static struct cli_test fx;
+
+static void setup(void)
+{
+	char err[4096];
+
+	cli_test_begin(&fx, cli_usual_env);
+	ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "--server-start: %s", err);
+}
+
+static void teardown(void)
+{
+	cli_test_end(&fx);
+}
+
+#define INIT(version) "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":" \
+	"{\"protocolVersion\":\"" version "\",\"capabilities\":{},\"clientInfo\":" \
+	"{\"name\":\"raw\",\"version\":\"1\"}}}\n" \
+	"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+
+#define CALL(id, args) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"tools/call\"," \
+	"\"params\":{\"name\":\"python\",\"arguments\":" args "}}\n"
+
+/* Run `dolsot mcp [flags]` with input on stdin to its end. */
+static void run_mcp(struct cli_run *r, const char *input, size_t len, const char *const *flags)
+{
+	const char *argv[16] = { "dolsot", "mcp" };
+	size_t n = 2;
+
+	for (size_t i = 0; flags && flags[i] && n < 15; i++)
+		argv[n++] = flags[i];
+	argv[n] = NULL;
+	cli_run(r, &(struct cli_opts){ .env = fx.env, .stdin_data = input, .stdin_len = len },
+	        argv);
+	ck_assert_msg(r->code == 0, "exit %d\nstdout: %.2000s\nstderr: %.2000s", r->code, r->out,
+	              r->err);
+}
+
+/* Every stdout line is a JSON-RPC 2.0 object; returns them as an array. */
+static json_t *lines(const struct cli_run *r)
+{
+	json_t *all = json_array();
+	const char *p = r->out;
+
+	ck_assert_msg(r->out_len == 0 || r->out[r->out_len - 1] == '\n', "stdout ends mid-line: %s",
+	              r->out);
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		json_error_t e;
+		json_t *o = json_loadb(p, (size_t)(nl - p), 0, &e);
+
+		ck_assert_msg(json_is_object(o), "not a JSON object (%s): %.*s", e.text,
+		              (int)(nl - p), p);
+		ck_assert_str_eq(json_string_value(json_object_get(o, "jsonrpc")), "2.0");
+		json_array_append_new(all, o);
+		p = nl + 1;
+	}
+	return all;
+}
+
+/* The message answering id (an integer), or NULL. */
+static json_t *answer(json_t *all, json_int_t id)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(all, i, o) {
+		json_t *v = json_object_get(o, "id");
+
+		if (json_is_integer(v) && json_integer_value(v) == id)
+			return o;
+	}
+	return NULL;
+}
+
+static int error_code(json_t *all, json_int_t id)
+{
+	json_t *o = answer(all, id);
+
+	ck_assert_msg(o, "no answer to id %lld", (long long)id);
+	return (int)json_integer_value(json_object_get(json_object_get(o, "error"), "code"));
+}
+
+static bool sdk_present(void)
+{
+	struct stat st;
+
+	return access("/usr/bin/node", X_OK) == 0 &&
+	       stat("tools/node/node_modules/@modelcontextprotocol/sdk/package.json", &st) == 0;
+}
+
+START_TEST(sdk_client_drives_the_server)
+{
+	struct cli_run r;
+	char *scratch = cli_tempdir();
+
+	if (!sdk_present()) {
+		printf("SKIP %s: node or tools/node's @modelcontextprotocol/sdk is missing "
+		       "(tools/npm-deps.sh installs it)\n", __func__);
+		cli_rmtree(scratch);
+		return;
+	}
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/node", .timeout = 400 },
+	        (const char *const[]){ "node", "tests/mcp_client.mjs", cli_bin(), scratch, NULL });
+	ck_assert_msg(r.code == 0 && cli_has(r.out, "ok close\n"),
+	              "exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+	cli_run_release(&r);
+	cli_rmtree(scratch);
+}
+END_TEST
+
+START_TEST(version_negotiation)
+{
+	static const char in[] =
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+		"{\"protocolVersion\":\"2099-01-01\",\"capabilities\":{},"
+		"\"clientInfo\":{\"name\":\"raw\",\"version\":\"1\"}}}\n";
+	struct cli_run r;
+	json_t *all, *res;
+
+	run_mcp(&r, in, 0, NULL);
+	all = lines(&r);
+	res = json_object_get(answer(all, 1), "result");
+	/* A revision we do not speak is answered with our newest. */
+	ck_assert_str_eq(json_string_value(json_object_get(res, "protocolVersion")), "2025-11-25");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "serverInfo"),
+	                                                   "name")), "dolsot");
+	ck_assert(json_is_object(json_object_get(json_object_get(res, "capabilities"), "tools")));
+	json_decref(all);
+	cli_run_release(&r);
+
+	/* An older one is answered in kind, without what it lacks. */
+	run_mcp(&r, INIT("2024-11-05")
+	        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n"
+	        CALL(3, "{\"code\":\"6 * 7\",\"session\":\"old\"}"), 0, NULL);
+	all = lines(&r);
+	res = json_object_get(answer(all, 0), "result");
+	ck_assert_str_eq(json_string_value(json_object_get(res, "protocolVersion")), "2024-11-05");
+	res = json_array_get(json_object_get(json_object_get(answer(all, 2), "result"), "tools"), 0);
+	ck_assert(json_is_object(json_object_get(res, "inputSchema")));
+	ck_assert(!json_object_get(res, "outputSchema"));
+	res = json_object_get(answer(all, 3), "result");
+	ck_assert(!json_object_get(res, "structuredContent"));
+	ck_assert(json_is_false(json_object_get(res, "isError")));
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
+		json_object_get(res, "content"), 0), "text")), "42\nsession now holds: (nothing)\n");
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(malformed_messages_get_errors_and_the_server_goes_on)
+{
+	static const char in[] =
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n"   /* before initialize */
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n"
+		INIT("2025-06-18")
+		"this is not json\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\n"
+		"[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]\n"
+		"{\"jsonrpc\":\"1.0\",\"id\":5,\"method\":\"ping\"}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":6}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/list\"}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{}}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":"
+		"{\"name\":\"perl\",\"arguments\":{}}}\n"
+		CALL(10, "{\"code\":42}")
+		CALL(11, "{\"code\":\"1\",\"timeout\":-1}")
+		CALL(12, "{\"code\":\"1\",\"session\":\"../etc\"}")
+		CALL(13, "{\"code\":\"1\",\"session\":\"all\"}")
+		CALL(14, "{\"code\":\"1\",\"colour\":\"red\"}")
+		CALL(15, "{\"code\":\"   \"}")
+		"{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"initialize\",\"params\":"
+		"{\"protocolVersion\":\"2025-06-18\"}}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":17,\"result\":{}}\n"                  /* a response */
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}\n"
+		"\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":18,\"method\":\"ping\"}";           /* no newline */
+	struct cli_run r;
+	json_t *all, *o;
+	size_t i, nulls = 0;
+
+	run_mcp(&r, in, 0, NULL);
+	all = lines(&r);
+	ck_assert_int_eq(error_code(all, 1), -32002);
+	ck_assert(json_is_object(json_object_get(answer(all, 2), "result")));
+	ck_assert_int_eq(error_code(all, 5), -32600);
+	ck_assert_int_eq(error_code(all, 6), -32600);
+	ck_assert_int_eq(error_code(all, 7), -32601);
+	for (json_int_t id = 8; id <= 15; id++)
+		ck_assert_msg(error_code(all, id) == -32602, "id %lld: %.3000s", (long long)id, r.out);
+	ck_assert_int_eq(error_code(all, 16), -32600);
+	ck_assert(!answer(all, 17));
+	ck_assert(json_is_object(json_object_get(answer(all, 18), "result")));
+	json_array_foreach(all, i, o)
+		if (json_is_null(json_object_get(o, "id"))) {
+			int code = (int)json_integer_value(json_object_get(json_object_get(o, "error"),
+			                                                   "code"));
+
+			ck_assert(code == -32700 || code == -32600);
+			nulls++;
+		}
+	/* not json, cut short, a batch, a fractional id */
+	ck_assert_msg(nulls == 4, "%zu errors without an id:\n%.3000s", nulls, r.out);
+	ck_assert(cli_has(r.out, "batches"));
+	/* Nothing answers a notification or a response: 16 ids, 4 nulls. */
+	ck_assert_int_eq(json_array_size(all), 16 + 4);
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(oversized_message_is_refused_and_the_stream_recovers)
+{
+	size_t big = ((size_t)16 << 20) + 100, off;
+	static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":"
+	                           "{\"pad\":\"";
+	static const char tail[] = "\"}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n";
+	char *in = malloc(big + sizeof(head) + sizeof(tail));
+	struct cli_run r;
+	json_t *all, *first;
+
+	ck_assert(in);
+	memcpy(in, head, sizeof(head) - 1);
+	off = sizeof(head) - 1;
+	memset(in + off, 'x', big);
+	off += big;
+	memcpy(in + off, tail, sizeof(tail) - 1);
+	off += sizeof(tail) - 1;
+	run_mcp(&r, in, off, NULL);
+	all = lines(&r);
+	ck_assert_int_eq(json_array_size(all), 2);
+	first = json_array_get(all, 0);
+	ck_assert(json_is_null(json_object_get(first, "id")));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(first, "error"),
+	                                                    "code")), -32600);
+	ck_assert(cli_has(r.out, "larger than 16777216 bytes"));
+	ck_assert(json_is_object(json_object_get(answer(all, 2), "result")));
+	json_decref(all);
+	cli_run_release(&r);
+	free(in);
+}
+END_TEST
+
+START_TEST(stdout_holds_only_protocol_messages)
+{
+	struct cli_run r;
+	json_t *all, *res;
+
+	run_mcp(&r, INIT("2025-06-18")
+	        CALL(1, "{\"code\":\"import os, sys\\nos.write(1, b'raw fd 1\\\\n')\\n"
+	                "os.write(2, b'raw fd 2\\\\n')\\nprint('printed')\\n"
+	                "sys.__stdout__.write('dunder\\\\n')\\n'value'\",\"session\":\"io\"}"),
+	        0, NULL);
+	all = lines(&r);
+	ck_assert_int_eq(json_array_size(all), 2);
+	res = json_object_get(json_object_get(answer(all, 1), "result"), "structuredContent");
+	ck_assert_msg(cli_has(json_string_value(json_object_get(res, "stdout")), "printed"),
+	              "%.3000s", r.out);
+	ck_assert_str_eq(json_string_value(json_object_get(res, "value")), "'value'");
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(failing_cells_are_tool_errors)
+{
+	struct cli_run r;
+	json_t *all, *res;
+	const char *text;
+
+	run_mcp(&r, INIT("2025-11-25")
+	        CALL(1, "{\"code\":\"raise ValueError('no')\",\"session\":\"e\"}")
+	        CALL(2, "{\"code\":\"def f(:\",\"session\":\"e\"}")
+	        CALL(3, "{\"code\":\"import time\\ntime.sleep(30)\",\"session\":\"e\","
+	                "\"timeout\":0.5}"), 0, NULL);
+	all = lines(&r);
+	for (json_int_t id = 1; id <= 3; id++) {
+		res = json_object_get(answer(all, id), "result");
+		ck_assert_msg(json_is_true(json_object_get(res, "isError")), "%.3000s", r.out);
+	}
+	res = json_object_get(answer(all, 1), "result");
+	text = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"),
+	                                                        0), "text"));
+	ck_assert_msg(cli_has(text, "ValueError: no"), "%s", text);
+	res = json_object_get(json_object_get(answer(all, 3), "result"), "structuredContent");
+	ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "timeout");
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* The run flags reach every call: --env, and --timeout as the cap. */
+START_TEST(run_flags_apply_to_every_call)
+{
+	struct cli_run r;
+	json_t *all, *res;
+
+	run_mcp(&r, INIT("2025-06-18")
+	        CALL(1, "{\"code\":\"import os\\nos.environ['MCP_FLAG']\",\"session\":\"f\"}")
+	        CALL(2, "{\"code\":\"import time\\ntime.sleep(30)\",\"session\":\"f\","
+	                "\"timeout\":1000}"),
+	        0, (const char *const[]){ "--env", "MCP_FLAG=from-the-flag", "--timeout", "1",
+	                                  NULL });
+	all = lines(&r);
+	res = json_object_get(json_object_get(answer(all, 1), "result"), "structuredContent");
+	ck_assert_str_eq(json_string_value(json_object_get(res, "value")), "'from-the-flag'");
+	res = json_object_get(json_object_get(answer(all, 2), "result"), "structuredContent");
+	ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "timeout");
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* --mount (so --sandbox) too: the cell sees the mount, and the python
+ * tool's description lists it, from --describe. */
+START_TEST(sandbox_flags_apply_to_every_call)
+{
+	char dir[4400], spec[4500], file[4500];
+	struct cli_run r;
+	json_t *all, *res, *tool;
+
+	snprintf(dir, sizeof(dir), "%s/shared", fx.tmp);
+	ck_assert(mkdir(dir, 0755) == 0);
+	snprintf(file, sizeof(file), "%s/note.txt", dir);
+	cli_write_file(file, "seen inside\n");
+	snprintf(spec, sizeof(spec), "%s:/data", dir);
+	run_mcp(&r, INIT("2025-06-18")
+	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n"
+	        CALL(2, "{\"code\":\"import os\\nopen('/data/note.txt').read(), "
+	                "os.path.exists('/etc/shadow')\",\"session\":\"sb\"}"),
+	        0, (const char *const[]){ "--mount", spec, NULL });
+	all = lines(&r);
+	tool = json_array_get(json_object_get(json_object_get(answer(all, 1), "result"), "tools"), 0);
+	ck_assert_msg(cli_has(json_string_value(json_object_get(tool, "description")),
+	                      "mount /data (ro): 1 entry\n  note.txt\n"), "%.3000s", r.out);
+	res = json_object_get(json_object_get(answer(all, 2), "result"), "structuredContent");
+	ck_assert_msg(json_is_string(json_object_get(res, "value")) &&
+	              strcmp(json_string_value(json_object_get(res, "value")),
+	                     "('seen inside\\n', False)") == 0, "%.3000s", r.out);
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A long --describe text is cut at a line end within the bound. */
+START_TEST(describe_in_the_description_is_bounded)
+{
+	struct cli_run r;
+	json_t *all, *tool;
+	const char *desc, *gets;
+
+	run_mcp(&r, INIT("2025-06-18") "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n",
+	        0, (const char *const[]){ "--toolbox", "os:o", "--toolbox", "subprocess:sp",
+	                                  "--toolbox", "socket:so", "--toolbox", "shutil:sh",
+	                                  NULL });
+	all = lines(&r);
+	tool = json_array_get(json_object_get(json_object_get(answer(all, 1), "result"), "tools"), 0);
+	desc = json_string_value(json_object_get(tool, "description"));
+	ck_assert(desc);
+	gets = strstr(desc, "What a cell gets:\n");
+	ck_assert_msg(gets, "%.3000s", desc);
+	gets += strlen("What a cell gets:\n");
+	ck_assert_msg(strncmp(gets, "toolbox o (module os)", 21) == 0, "%.300s", gets);
+	ck_assert_msg(strlen(gets) <= 8192 + 100, "%zu bytes", strlen(gets));
+	ck_assert_msg(cli_has(gets, "\n... (cut here: `dolsot --describe` with the same flags shows "
+	                      "the rest)\n"), "%.300s", gets + strlen(gets) - 200);
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A server with pipes on stdin and stdout, in the test's environment. */
+struct live {
+	pid_t pid;
+	int in, out;
+};
+
+static void live_start(struct live *l)
+{
+	int inp[2], outp[2];
+
+	ck_assert(pipe2(inp, O_CLOEXEC) == 0 && pipe2(outp, O_CLOEXEC) == 0);
+	l->pid = fork();
+	ck_assert(l->pid >= 0);
+	if (l->pid == 0) {
+		if (dup2(inp[0], 0) < 0 || dup2(outp[1], 1) < 0)
+			_exit(125);
+		for (size_t i = 0; fx.env[i]; i++) {
+			char name[256];
+			const char *eq = strchr(fx.env[i], '=');
+
+			if (!eq) {
+				unsetenv(fx.env[i]);
+				continue;
+			}
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - fx.env[i]), fx.env[i]);
+			setenv(name, eq + 1, 1);
+		}
+		execl(cli_bin(), "dolsot", "mcp", (char *)NULL);
+		_exit(126);
+	}
+	close(inp[0]);
+	close(outp[1]);
+	l->in = inp[1];
+	l->out = outp[0];
+}
+
+static void live_send(struct live *l, const char *text)
+{
+	ck_assert(write(l->in, text, strlen(text)) == (ssize_t)strlen(text));
+}
+
+/* Wait up to seconds for the server to exit; its wait status, or -1. */
+static int live_wait(struct live *l, double seconds)
+{
+	double end = cli_now() + seconds;
+	int status;
+
+	while (cli_now() < end) {
+		pid_t got = waitpid(l->pid, &status, WNOHANG);
+
+		if (got == l->pid)
+			return status;
+		usleep(50000);
+	}
+	kill(l->pid, SIGKILL);
+	waitpid(l->pid, &status, 0);
+	return -1;
+}
+
+/* The pid a cell wrote into path, once it has. */
+static pid_t wait_pid_file(const char *path)
+{
+	for (int i = 0; i < 600; i++) {
+		size_t n = 0;
+		char *text = access(path, R_OK) == 0 ? cli_read_file(path, &n) : NULL;
+		long pid = text && n ? strtol(text, NULL, 10) : 0;
+
+		free(text);
+		if (pid > 0)
+			return (pid_t)pid;
+		usleep(50000);
+	}
+	ck_abort_msg("the cell never wrote %s", path);
+	return -1;
+}
+
+static char *sleeper(const char *pidfile)
+{
+	char *call = NULL;
+
+	ck_assert(asprintf(&call, CALL(1, "{\"code\":\"import os, time\\nopen('%s', 'w')"
+	                   ".write(str(os.getpid()))\\ntime.sleep(60)\",\"session\":\"z\"}"),
+	                   pidfile) > 0);
+	return call;
+}
+
+enum { GONE_CLIENT, GONE_SIGTERM };
+
+static void client_disappears(int how)
+{
+	struct live l;
+	char pidfile[4400], desc[4096], *call;
+	pid_t cell;
+	int status;
+
+	snprintf(pidfile, sizeof(pidfile), "%s/cell.pid", fx.tmp);
+	call = sleeper(pidfile);
+	live_start(&l);
+	live_send(&l, INIT("2025-06-18"));
+	live_send(&l, call);
+	cell = wait_pid_file(pidfile);
+	ck_assert(cli_pid_alive(cell));
+	if (how == GONE_CLIENT) {
+		close(l.in);
+		close(l.out);
+	} else {
+		kill(l.pid, SIGTERM);
+	}
+	status = live_wait(&l, 30);
+	ck_assert_msg(status != -1, "the server did not exit");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	for (int i = 0; i < 200 && cli_pid_alive(cell); i++)
+		usleep(50000);
+	ck_assert_msg(!cli_pid_alive(cell), "the cell %d outlived its server", (int)cell);
+	ck_assert_msg(cli_wait_no_strays(fx.store_env, 10, desc, sizeof(desc)) == 0,
+	              "strays: %s", desc);
+	if (how == GONE_SIGTERM) {
+		close(l.in);
+		close(l.out);
+	}
+	free(call);
+}
+
+START_TEST(client_gone_mid_call_ends_everything)
+{
+	client_disappears(GONE_CLIENT);
+}
+END_TEST
+
+START_TEST(sigterm_mid_call_ends_everything)
+{
+	client_disappears(GONE_SIGTERM);
+}
+END_TEST
+
+/* stdin closed with a call in flight: it is answered, then the server exits. */
+START_TEST(stdin_eof_answers_calls_in_flight_then_exits)
+{
+	struct live l;
+	char buf[65536];
+	size_t n = 0;
+	int status;
+
+	live_start(&l);
+	live_send(&l, INIT("2025-06-18"));
+	live_send(&l, CALL(1, "{\"code\":\"import time\\ntime.sleep(1)\\n'late'\","
+	                      "\"session\":\"eof\"}"));
+	close(l.in);
+	for (;;) {
+		ssize_t got = read(l.out, buf + n, sizeof(buf) - 1 - n);
+
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+	}
+	buf[n] = '\0';
+	status = live_wait(&l, 30);
+	ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "status %#x", status);
+	ck_assert_msg(cli_has(buf, "\"value\":\"'late'\""), "%s", buf);
+	close(l.out);
+}
+END_TEST
+
+START_TEST(print_config_for_each_host)
+{
+	struct cli_run r;
+	json_t *o, *args;
+	char want[4400];
+
+	CLI(&r, "mcp", "--timeout", "5", "--print-config", "claude");
+	ck_assert_msg(r.code == 0, "%s", r.err);
+	o = json_loads(r.out, 0, NULL);
+	o = json_object_get(json_object_get(o, "mcpServers"), "dolsot");
+	ck_assert_str_eq(json_string_value(json_object_get(o, "command")), cli_bin());
+	args = json_object_get(o, "args");
+	ck_assert_int_eq(json_array_size(args), 3);
+	ck_assert_str_eq(json_string_value(json_array_get(args, 0)), "mcp");
+	ck_assert_str_eq(json_string_value(json_array_get(args, 2)), "5");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "env"),
+	                                                   "DOLSOT_CACHE_DIR")), fx.store);
+	cli_run_release(&r);
+
+	CLI(&r, "mcp", "--print-config=generic", "--env", "A=b");
+	ck_assert_msg(r.code == 0, "%s", r.err);
+	o = json_loads(r.out, 0, NULL);
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(o, "args"), 1)), "--env");
+	ck_assert(json_is_object(json_object_get(o, "env")));
+	json_decref(o);
+	cli_run_release(&r);
+
+	CLI(&r, "mcp", "--print-config", "codex");
+	ck_assert_msg(r.code == 0, "%s", r.err);
+	snprintf(want, sizeof(want), "[mcp_servers.dolsot]\ncommand = \"%s\"\nargs = [\"mcp\"]\n",
+	         cli_bin());
+	ck_assert_msg(strncmp(r.out, want, strlen(want)) == 0, "%.3000s", r.out);
+	snprintf(want, sizeof(want), "\nDOLSOT_CACHE_DIR = \"%s\"\n", fx.store);
+	ck_assert_msg(cli_has(r.out, "[mcp_servers.dolsot.env]") && cli_has(r.out, want), "%s",
+	              r.out);
+	cli_run_release(&r);
+
+	CLI(&r, "mcp", "--print-config", "emacs");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert(cli_has(r.err, "unknown host 'emacs'"));
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(mcp_usage_errors)
+{
+	struct cli_run r;
+
+	CLI(&r, "--print-config", "claude");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert(cli_has(r.err, "--print-config belongs to 'dolsot mcp'"));
+	cli_run_release(&r);
+	CLI(&r, "mcp", "--session", "x");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert(cli_has(r.err, "each tool call names its own session"));
+	cli_run_release(&r);
+	CLI(&r, "mcp", "print(1)");
+	ck_assert_int_eq(r.code, 2);
+	ck_assert(cli_has(r.err, "reads its calls from stdin"));
+	cli_run_release(&r);
+	CLI(&r, "mcp", "--mount", "/nonexistent-dir-for-mcp:/data");
+	ck_assert_int_eq(r.code, 2);
+	cli_run_release(&r);
+}
+END_TEST
+
+/*
+ * docs/SKILL.md's examples: each "$ " line of a ```console block is run by
+ * /bin/sh with this binary first on PATH, in a scratch directory, and its
+ * stdout must be the lines that follow, up to the next "$ " line or the
+ * block's end.
+ */
+START_TEST(skill_examples_run)
+{
+	size_t len = 0, ran = 0;
+	char *doc = cli_read_file("docs/SKILL.md", &len), *p, *scratch = cli_tempdir();
+	char bindir[4200], path_env[8400];
+	bool in_block = false;
+
+	ck_assert(doc);
+	/* "dolsot" on PATH is the binary under test, whatever its name. */
+	snprintf(bindir, sizeof(bindir), "%s/bin", scratch);
+	ck_assert(mkdir(bindir, 0755) == 0);
+	snprintf(path_env, sizeof(path_env), "%s/dolsot", bindir);
+	ck_assert(symlink(cli_bin(), path_env) == 0);
+	snprintf(path_env, sizeof(path_env), "PATH=%s:/usr/bin:/bin", bindir);
+	p = doc;
+	while (p && *p) {
+		char *nl = strchr(p, '\n');
+
+		if (nl)
+			*nl = '\0';
+		if (strncmp(p, "```console", 10) == 0) {
+			in_block = true;
+		} else if (in_block && strncmp(p, "```", 3) == 0) {
+			in_block = false;
+		} else if (in_block && strncmp(p, "$ ", 2) == 0) {
+			const char *cmd = p + 2;
+			char want[16384] = "";
+			size_t wn = 0;
+			char *q = nl ? nl + 1 : NULL;
+			struct cli_run r;
+
+			/* The expected stdout: lines up to the next command or the end. */
+			while (q && *q && strncmp(q, "$ ", 2) != 0 && strncmp(q, "```", 3) != 0) {
+				char *qn = strchr(q, '\n');
+				size_t ln = qn ? (size_t)(qn - q) : strlen(q);
+
+				ck_assert(wn + ln + 2 < sizeof(want));
+				memcpy(want + wn, q, ln);
+				wn += ln;
+				want[wn++] = '\n';
+				want[wn] = '\0';
+				q = qn ? qn + 1 : NULL;
+			}
+			{
+				const char *env[CLI_TEST_ENV_MAX + 4];
+				size_t n = 0;
+
+				for (size_t i = 0; fx.env[i]; i++)
+					env[n++] = fx.env[i];
+				env[n++] = path_env;
+				env[n] = NULL;
+				cli_run(&r, &(struct cli_opts){ .env = env, .cwd = scratch,
+				                                .prog = "/bin/sh" },
+				        (const char *const[]){ "sh", "-c", cmd, NULL });
+			}
+			ck_assert_msg(strcmp(r.out, want) == 0,
+			              "docs/SKILL.md: $ %s\nstdout:\n%s\nwanted:\n%s\nstderr:\n%s",
+			              cmd, r.out, want, r.err);
+			cli_run_release(&r);
+			ran++;
+			p = q;
+			continue;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	ck_assert_msg(ran >= 8, "only %zu examples found in docs/SKILL.md", ran);
+	free(doc);
+	cli_rmtree(scratch);
+}
+END_TEST
+
+static Suite *mcp_suite(void)
+{
+	Suite *s = suite_create("mcp");
+	TCase *sdk = tcase_create("sdk"), *raw = tcase_create("raw"),
+	      *cfg = tcase_create("config");
+	TCase *all[] = { sdk, raw, cfg };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
+		tcase_add_checked_fixture(all[i], setup, teardown);
+		tcase_set_timeout(all[i], 420);
+		suite_add_tcase(s, all[i]);
+	}
+	tcase_add_test(sdk, sdk_client_drives_the_server);
+	tcase_add_test(raw, version_negotiation);
+	tcase_add_test(raw, malformed_messages_get_errors_and_the_server_goes_on);
+	tcase_add_test(raw, oversized_message_is_refused_and_the_stream_recovers);
+	tcase_add_test(raw, stdout_holds_only_protocol_messages);
+	tcase_add_test(raw, failing_cells_are_tool_errors);
+	tcase_add_test(raw, run_flags_apply_to_every_call);
+	tcase_add_test(raw, sandbox_flags_apply_to_every_call);
+	tcase_add_test(raw, describe_in_the_description_is_bounded);
+	tcase_add_test(raw, client_gone_mid_call_ends_everything);
+	tcase_add_test(raw, sigterm_mid_call_ends_everything);
+	tcase_add_test(raw, stdin_eof_answers_calls_in_flight_then_exits);
+	tcase_add_test(cfg, print_config_for_each_host);
+	tcase_add_test(cfg, mcp_usage_errors);
+	tcase_add_test(cfg, skill_examples_run);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(mcp_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

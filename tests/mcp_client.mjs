@@ -1,0 +1,196 @@
+// mcp_client.mjs - `dolsot mcp` driven by the official MCP TypeScript SDK
+// (@modelcontextprotocol/sdk, installed into tools/node by tools/npm-deps.sh)
+// over stdio, as an agent host drives it.  tests/check_mcp.c runs it, cold
+// and warm, in a private store.
+//
+// usage: node tests/mcp_client.mjs DOLSOT_BINARY SCRATCH_DIR
+// Prints "ok NAME" per step; exits 1 at the first failed step, with why.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const sdk = path.join(root, 'tools/node/node_modules/@modelcontextprotocol/sdk/dist/esm');
+const { Client } = await import(pathToFileURL(path.join(sdk, 'client/index.js')).href);
+const { StdioClientTransport } =
+	await import(pathToFileURL(path.join(sdk, 'client/stdio.js')).href);
+
+const [bin, scratch] = process.argv.slice(2);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function check(cond, what, detail) {
+	if (!cond) {
+		console.log(`FAIL ${what}` + (detail === undefined ? '' : `: ${JSON.stringify(detail)}`));
+		process.exit(1);
+	}
+}
+
+function alive(pid) {
+	try {
+		process.kill(pid, 0);
+	} catch (e) {
+		return e.code !== 'ESRCH';
+	}
+	// A zombie is gone for our purposes.
+	try {
+		return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+	} catch {
+		return false;
+	}
+}
+
+async function gone(pid, seconds) {
+	for (let i = 0; i < seconds * 10; i++) {
+		if (!alive(pid))
+			return true;
+		await sleep(100);
+	}
+	return false;
+}
+
+const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+
+const transport = new StdioClientTransport({
+	command: bin, args: ['mcp', '--timeout', '60'], env: process.env, stderr: 'inherit',
+});
+const client = new Client({ name: 'dolsot-test', version: '1.0.0' });
+await client.connect(transport);
+const serverPid = transport.pid;
+
+// initialize: the SDK's newest revision is answered in kind.
+const info = client.getServerVersion();
+check(info && info.name === 'dolsot', 'initialize: serverInfo', info);
+check(client.getServerCapabilities().tools, 'initialize: the tools capability');
+check(/python tool/.test(client.getInstructions() ?? ''), 'initialize: instructions');
+console.log('ok initialize');
+
+// tools/list: three tools, schemas, the describe text in python's description.
+const { tools } = await client.listTools();
+const names = tools.map((t) => t.name);
+check(JSON.stringify(names) === '["python","list_sessions","reset_session"]', 'tools/list', names);
+const py = tools[0];
+check(py.inputSchema.required[0] === 'code' && py.inputSchema.properties.session &&
+      py.inputSchema.properties.timeout.maximum === 60, 'python inputSchema', py.inputSchema);
+check(py.outputSchema && py.outputSchema.type === 'object', 'python outputSchema');
+check(/What a cell gets:\n[\s\S]*limits: --timeout 60s/.test(py.description),
+      'python description carries --describe', py.description);
+check(/until unused for \d+ days|until reset_session/.test(py.description),
+      'python description states a session\'s lifetime');
+console.log('ok tools/list');
+
+// State across calls (the SDK validates structuredContent against outputSchema).
+let r = await client.callTool({ name: 'python', arguments: { code: 'x = 20', session: 's1' } });
+check(!r.isError && r.structuredContent.status === 'ok', 'first cell', r);
+r = await client.callTool({ name: 'python', arguments: { code: 'x * 2 + 2', session: 's1' } });
+check(!r.isError && r.structuredContent.value === '42', 'state across calls', r);
+check(text(r).startsWith('42\n') && /session now holds: x/.test(text(r)), 'text contract', r);
+console.log('ok stateful cells');
+
+// A session made for the call, returned, and usable later.
+r = await client.callTool({ name: 'python', arguments: { code: 'made = "here"' } });
+const minted = r.structuredContent.session.id;
+check(/^mcp-[0-9a-f]{16}$/.test(minted) && text(r).includes(minted), 'minted session', r);
+r = await client.callTool({ name: 'python', arguments: { code: 'made', session: minted } });
+check(r.structuredContent.value === "'here'", 'the minted session keeps state', r);
+console.log('ok minted session');
+
+// A raising cell and a timeout: isError results, never protocol errors.
+r = await client.callTool({ name: 'python', arguments: { code: '1/0', session: 's1' } });
+check(r.isError === true && r.structuredContent.status === 'error' &&
+      r.structuredContent.error.ename === 'ZeroDivisionError' &&
+      /ZeroDivisionError/.test(text(r)), 'raising cell', r);
+r = await client.callTool({ name: 'python',
+	arguments: { code: 'x = 99\nimport time\ntime.sleep(30)', session: 's1', timeout: 1 } });
+check(r.isError === true && r.structuredContent.status === 'timeout', 'timeout', r);
+r = await client.callTool({ name: 'python', arguments: { code: 'x', session: 's1' } });
+check(r.structuredContent.value === '20', 'the timeout rolled back', r);
+console.log('ok isError for a raising cell and a timeout');
+
+// A matplotlib figure comes back as an image block.
+r = await client.callTool({ name: 'python', arguments: { session: 'fig', code:
+	"import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\n" +
+	"fig = plt.figure(figsize=(4, 3), dpi=100)\nplt.plot([1, 2, 3])\nprint('drawn')\n" } });
+const img = r.content.find((c) => c.type === 'image');
+check(!r.isError && img && img.mimeType === 'image/png' &&
+      Buffer.from(img.data, 'base64').subarray(1, 4).toString() === 'PNG', 'image block', r);
+check(/image 1 \(400x300 image\/png\) is attached/.test(text(r)), 'the text names the image',
+      text(r));
+console.log('ok image block');
+
+// Progress notifications when the call carries a progress token.
+const seen = [];
+r = await client.callTool({ name: 'python',
+	arguments: { code: 'import time\ntime.sleep(2.5)\n"slept"', session: 'prog' } },
+	undefined, { onprogress: (p) => seen.push(p) });
+check(r.structuredContent.value === "'slept'", 'progress cell', r);
+check(seen.length >= 1 && seen[0].total === 60 && seen.every((p, i) => i === 0 ||
+      p.progress > seen[i - 1].progress), 'progress notifications', seen);
+console.log('ok progress');
+
+// Cancel a running cell: its process is gone, its session rolled back.
+const pidfile = path.join(scratch, 'cell.pid');
+const abort = new AbortController();
+const cancelled = client.callTool({ name: 'python', arguments: { session: 's1', code:
+	`import os, time\nx = 7\nopen(${JSON.stringify(pidfile)}, 'w').write(str(os.getpid()))\n` +
+	'time.sleep(50)' } }, undefined, { signal: abort.signal }).then(
+	() => 'answered', (e) => e);
+for (let i = 0; i < 300 && !existsSync(pidfile); i++)
+	await sleep(100);
+check(existsSync(pidfile), 'the cancelled cell started');
+await sleep(200);
+const cellPid = Number(readFileSync(pidfile, 'utf8'));
+check(cellPid > 0 && alive(cellPid), 'the cell runs', cellPid);
+abort.abort('test cancels');
+check((await cancelled) !== 'answered', 'the cancelled call is not answered');
+check(await gone(cellPid, 20), 'the cancelled cell\'s process is gone', cellPid);
+r = await client.callTool({ name: 'python', arguments: { code: 'x', session: 's1' } });
+check(r.structuredContent.value === '20', 'the cancel rolled back', r);
+console.log('ok cancel');
+
+// Two sessions at once; one session one call after another.
+const span = 'import time\nt0 = time.time()\ntime.sleep(3)\n(t0, time.time())';
+const [a, b] = await Promise.all(['c1', 'c2'].map((session) =>
+	client.callTool({ name: 'python', arguments: { code: span, session } })));
+const [a0, a1] = JSON.parse(a.structuredContent.value.replace(/\(/, '[').replace(/\)/, ']'));
+const [b0, b1] = JSON.parse(b.structuredContent.value.replace(/\(/, '[').replace(/\)/, ']'));
+check(a0 < b1 && b0 < a1, 'two sessions ran concurrently', [a0, a1, b0, b1]);
+const one = 'import time\nt0 = time.time()\ntime.sleep(1)\n(t0, time.time())';
+const [c, d] = await Promise.all([1, 2].map(() =>
+	client.callTool({ name: 'python', arguments: { code: one, session: 'c1' } })));
+const [c0, c1] = JSON.parse(c.structuredContent.value.replace(/\(/, '[').replace(/\)/, ']'));
+const [d0] = JSON.parse(d.structuredContent.value.replace(/\(/, '[').replace(/\)/, ']'));
+check(d0 >= c1 && c.structuredContent.execution_count + 1 ===
+      d.structuredContent.execution_count, 'one session serializes', [c0, c1, d0]);
+console.log('ok concurrency');
+
+// list_sessions and reset_session.
+r = await client.callTool({ name: 'list_sessions', arguments: {} });
+let ids = r.structuredContent.sessions.map((s) => s.id);
+check(!r.isError && ids.includes('s1') && ids.includes(minted) && /^s1\t\d+\t/m.test(text(r)),
+      'list_sessions', r);
+r = await client.callTool({ name: 'reset_session', arguments: { session: 's1' } });
+check(!r.isError && r.structuredContent.reset === 's1' && r.structuredContent.removed === 1,
+      'reset_session', r);
+r = await client.callTool({ name: 'list_sessions', arguments: {} });
+ids = r.structuredContent.sessions.map((s) => s.id);
+check(!ids.includes('s1'), 'the reset session is gone', ids);
+r = await client.callTool({ name: 'reset_session', arguments: { session: 'all' } });
+check(r.structuredContent.removed >= 3, 'reset all', r);
+r = await client.callTool({ name: 'list_sessions', arguments: {} });
+check(r.structuredContent.sessions.length === 0 && /\(no sessions\)/.test(text(r)),
+      'nothing left', r);
+console.log('ok list and reset sessions');
+
+// A wrong argument is a protocol error the SDK raises.
+let err = null;
+try {
+	await client.callTool({ name: 'python', arguments: { session: 'x' } });
+} catch (e) {
+	err = e;
+}
+check(err && err.code === -32602, 'missing code is invalid params', String(err));
+console.log('ok invalid params');
+
+await client.close();
+check(await gone(serverPid, 20), 'the server exits when the client closes', serverPid);
+console.log('ok close');
