@@ -9,7 +9,6 @@
  */
 #include "repl.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +31,10 @@ struct store *repl_open_store(const struct settings *s, char *err, size_t errlen
 		return NULL;
 	}
 	/* Sessions that live in the server need one running. */
-	if (s->store == STORE_KIND_MEMORY && warm_ensure_server(store_home(st), s->server_idle) < 0) {
+	if (s->store == STORE_KIND_MEMORY &&
+	    warm_ensure_server(store_home(st), s->server_idle, serr, sizeof(serr)) < 0) {
 		snprintf(err, errlen, "cannot start the warm server for DOLSOT_STORE=memory: %s",
-		         strerror(errno));
+		         serr);
 		store_close(st);
 		return NULL;
 	}
@@ -293,13 +293,14 @@ int repl_server_info(const struct settings *s, char *buf, size_t len, char *err,
 int repl_server_stop(const struct settings *s, long *pid, char *err, size_t errlen)
 {
 	struct store *st = repl_open_store(s, err, errlen);
+	char why[STORE_ERR_MAX];
 	int ret;
 
 	if (!st)
 		return -1;
-	ret = warm_stop(store_home(st), pid);
+	ret = warm_stop(store_home(st), pid, why, sizeof(why));
 	if (ret < 0)
-		snprintf(err, errlen, "cannot stop the server: %s", strerror(errno));
+		snprintf(err, errlen, "cannot stop the server: %s", why);
 	store_close(st);
 	return ret;
 }
