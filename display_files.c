@@ -20,7 +20,7 @@
 
 #include "fdio.h"
 #include "output_json.h"
-#include "store.h"
+#include "store_name.h"
 
 int display_dir(const char *cache_dir, const char *session, char *buf, size_t len)
 {
@@ -29,7 +29,7 @@ int display_dir(const char *cache_dir, const char *session, char *buf, size_t le
 	int n;
 
 	if (!base || !*base) {
-		if (store_user_dir(user, sizeof(user)) < 0)
+		if (store_name_user_dir(user, sizeof(user)) < 0)
 			return -1;
 		base = user;
 	}

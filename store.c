@@ -32,11 +32,6 @@ void store_dir_path(const char *dir, char *buf, size_t len)
 	store_file_path(dir, buf, len);
 }
 
-int store_user_dir(char *buf, size_t len)
-{
-	return store_file_user_dir(buf, len);
-}
-
 struct store *store_open(enum store_kind kind, const char *dir, double ttl_days,
                          char *err, size_t errlen)
 {

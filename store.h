@@ -37,11 +37,6 @@ struct store *store_open(enum store_kind kind, const char *dir, double ttl_days,
  * made.  --mount refuses host paths that contain it. */
 void store_dir_path(const char *dir, char *buf, size_t len);
 
-/* The per-user directory ({TMPDIR or /tmp}/dolsot-EUID) that holds the
- * default store and the user's other files (display_files.c's figures)
- * when no directory is given, into buf.  0, or -1 when it does not fit. */
-int store_user_dir(char *buf, size_t len);
-
 /* The directory fd (owned by the store) where the warm server keeps its
  * socket, or -1 for a store without one. */
 static inline int store_home(const struct store *s)

@@ -968,28 +968,13 @@ out:
 	return fd;
 }
 
-int store_file_user_dir(char *buf, size_t len)
-{
-	const char *tmp = getenv("TMPDIR");
-	int n;
-
-	if (tmp == NULL || tmp[0] == '\0')
-		tmp = "/tmp";
-	n = snprintf(buf, len, "%s/dolsot-%u", tmp, (unsigned)geteuid());
-	if (n < 0 || (size_t)n >= len) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return 0;
-}
-
 void store_file_path(const char *dir, char *buf, size_t len)
 {
 	if (dir) {
 		snprintf(buf, len, "%s", dir);
 		return;
 	}
-	if (store_file_user_dir(buf, len) == 0)
+	if (store_name_user_dir(buf, len) == 0)
 		snprintf(buf + strlen(buf), len - strlen(buf), "/sessions");
 }
 
@@ -998,7 +983,7 @@ static int open_default_dir(char *err, size_t errlen)
 {
 	char shown[PATH_SHOW_MAX + 8], top[PATH_MAX], sub[PATH_MAX + 16];
 	int topfd = -1, fd = -1, errsv;
-	bool fits = store_file_user_dir(top, sizeof(top)) == 0;
+	bool fits = store_name_user_dir(top, sizeof(top)) == 0;
 
 	snprintf(sub, sizeof(sub), "%s/sessions", top);
 	path_show(top, shown, sizeof(shown));

@@ -22,9 +22,4 @@ struct store *store_file_open(const char *dir, double ttl_days, char *err,
  * (nothing is checked or made). */
 void store_file_path(const char *dir, char *buf, size_t len);
 
-/* {TMPDIR or /tmp}/dolsot-{euid}, the per-user directory the default
- * session directory is made in, into buf.  0, or -1 (ENAMETOOLONG) when
- * it does not fit in len. */
-int store_file_user_dir(char *buf, size_t len);
-
 #endif
