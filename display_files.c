@@ -20,17 +20,20 @@
 
 #include "fdio.h"
 #include "output_json.h"
+#include "store_name.h"
 
 int display_dir(const char *cache_dir, const char *session, char *buf, size_t len)
 {
-	const char *tmp = getenv("TMPDIR");
+	char user[PATH_MAX];
+	const char *base = cache_dir;
 	int n;
 
-	if (cache_dir && *cache_dir)
-		n = snprintf(buf, len, "%s/output/%s", cache_dir, session);
-	else
-		n = snprintf(buf, len, "%s/dolsot-%u/output/%s",
-		             tmp && *tmp ? tmp : "/tmp", (unsigned)geteuid(), session);
+	if (!base || !*base) {
+		if (store_name_user_dir(user, sizeof(user)) < 0)
+			return -1;
+		base = user;
+	}
+	n = snprintf(buf, len, "%s/output/%s", base, session);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 

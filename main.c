@@ -398,7 +398,7 @@ static int cmd_list(const struct settings *s, bool json)
 
 	if (!st)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
-	if (store_list(st, &info, &n, serr) < 0)
+	if (store_list(st, &info, &n, serr, sizeof(serr)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", serr);
 	if (json) {
 		if (output_json_sessions(info, n, stdout) < 0 && errno != EPIPE)

@@ -296,7 +296,7 @@ static json_t *list_result(const struct server *s)
 
 	if (!st)
 		return error_result(s, "dolsot: %s", err);
-	if (store_list(st, &info, &n, serr) < 0) {
+	if (store_list(st, &info, &n, serr, sizeof(serr)) < 0) {
 		store_close(st);
 		return error_result(s, "dolsot: %s", serr);
 	}

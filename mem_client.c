@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "fdio.h"
 #include "mem_list.h"
 #include "warm_proto.h"
@@ -32,30 +33,36 @@ struct rstore {
 	int dirfd;
 };
 
-static int rs_connect(struct rstore *rs, char *err)
+/* A held lock (store_lock.priv): the connection the server granted it on. */
+struct rs_lock {
+	int fd;
+};
+
+static int rs_connect(struct rstore *rs, char *err, size_t errlen)
 {
 	int fd = warm_proto_connect(rs->dirfd);
 
 	if (fd < 0)
-		snprintf(err, STORE_ERR_MAX, "the memory store is gone: no warm server runs "
+		snprintf(err, errlen, "the memory store is gone: no warm server runs "
 		         "for this store (%s)", strerror(errno));
 	return fd;
 }
 
 /* One request, one answer; the connection is closed afterwards. */
 static int rs_ask(struct rstore *rs, uint16_t type, uint64_t a, const char *id,
-                  const int *fds, size_t nfds, struct wire_msg *m, char *err)
+                  const int *fds, size_t nfds, struct wire_msg *m, char *err,
+                  size_t errlen)
 {
 	uint8_t payload[STORE_ID_MAX + 8];
 	size_t len = 0;
-	int fd = rs_connect(rs, err), got;
+	int fd = rs_connect(rs, err, errlen), got;
 
 	if (fd < 0)
 		return -1;
 	if (id)
 		wire_put(payload, &len, "id", id);
 	if (wire_send(fd, type, a, 0, payload, len, fds, nfds) < 0) {
-		snprintf(err, STORE_ERR_MAX, "cannot talk to the warm server: %s", strerror(errno));
+		snprintf(err, errlen, "cannot talk to the warm server: %s", strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -63,12 +70,12 @@ static int rs_ask(struct rstore *rs, uint16_t type, uint64_t a, const char *id,
 	got = wire_recv(fd, m);
 	close(fd);
 	if (got == 1 && m->type == WIRE_MEM_ERR) {
-		snprintf(err, STORE_ERR_MAX, "%.*s", (int)m->len, (const char *)m->payload);
+		snprintf(err, errlen, "%.*s", (int)m->len, (const char *)m->payload);
 		wire_close_fds(m);
 		return -1;
 	}
 	if (got != 1) {
-		snprintf(err, STORE_ERR_MAX, "the warm server did not answer");
+		snprintf(err, errlen, "the warm server did not answer");
 		return -1;
 	}
 	return 0;
@@ -100,7 +107,7 @@ static int read_memfd(int fd, uint8_t **out, size_t *len)
 }
 
 static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
-                   bool *found, char *err)
+                   bool *found, char *err, size_t errlen)
 {
 	static struct wire_msg m;
 	int ret;
@@ -108,11 +115,11 @@ static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	*blob = NULL;
 	*len = 0;
 	*found = false;
-	if (rs_ask(s->priv, WIRE_MEM_LOAD, 0, id, NULL, 0, &m, err) < 0)
+	if (rs_ask(s->priv, WIRE_MEM_LOAD, 0, id, NULL, 0, &m, err, errlen) < 0)
 		return -1;
 	if (m.type != WIRE_MEM_BLOB || (m.a && m.nfds != 1)) {
 		wire_close_fds(&m);
-		snprintf(err, STORE_ERR_MAX, "cannot load session '%s': bad answer", id);
+		snprintf(err, errlen, "cannot load session '%s': bad answer", id);
 		return -1;
 	}
 	if (!m.a)
@@ -120,7 +127,7 @@ static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	ret = read_memfd(m.fds[0], blob, len);
 	wire_close_fds(&m);
 	if (ret < 0) {
-		snprintf(err, STORE_ERR_MAX, "cannot load session '%s': %s", id, strerror(errno));
+		snprintf(err, errlen, "cannot load session '%s': %s", id, strerror(errno));
 		return -1;
 	}
 	*found = true;
@@ -128,63 +135,66 @@ static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 }
 
 static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
-                   bool sandboxed, char *err)
+                   bool sandboxed, char *err, size_t errlen)
 {
 	static struct wire_msg m;
 	int fd = memfd_create("dolsot-session", MFD_CLOEXEC), ret;
 
 	if (fd < 0) {
-		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': memfd_create: %s", id,
+		snprintf(err, errlen, "cannot save session '%s': memfd_create: %s", id,
 		         strerror(errno));
 		return -1;
 	}
 	if (fd_write_all(fd, blob, len) < 0) {
-		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': write: %s", id,
+		snprintf(err, errlen, "cannot save session '%s': write: %s", id,
 		         strerror(errno));
 		close(fd);
 		return -1;
 	}
-	ret = rs_ask(s->priv, WIRE_MEM_SAVE, sandboxed, id, &fd, 1, &m, err);
+	ret = rs_ask(s->priv, WIRE_MEM_SAVE, sandboxed, id, &fd, 1, &m, err, errlen);
 	close(fd);
 	wire_close_fds(&m);
 	return ret;
 }
 
-static int rs_origin(struct store *s, const char *id, bool *sandboxed, char *err)
+static int rs_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+                     size_t errlen)
 {
 	static struct wire_msg m;
 
 	*sandboxed = true;
-	if (rs_ask(s->priv, WIRE_MEM_ORIGIN, 0, id, NULL, 0, &m, err) < 0)
+	if (rs_ask(s->priv, WIRE_MEM_ORIGIN, 0, id, NULL, 0, &m, err, errlen) < 0)
 		return -1;
 	wire_close_fds(&m);
 	if (m.type != WIRE_MEM_OK) {
-		snprintf(err, STORE_ERR_MAX, "cannot tell who wrote session '%s': bad answer", id);
+		snprintf(err, errlen, "cannot tell who wrote session '%s': bad answer", id);
 		return -1;
 	}
 	*sandboxed = m.a != 0;
 	return 0;
 }
 
-static int rs_del(struct store *s, const char *id, unsigned *removed, char *err)
+static int rs_del(struct store *s, const char *id, unsigned *removed, char *err,
+                  size_t errlen)
 {
 	static struct wire_msg m;
 
-	if (rs_ask(s->priv, WIRE_MEM_DEL, 0, id, NULL, 0, &m, err) < 0)
+	if (rs_ask(s->priv, WIRE_MEM_DEL, 0, id, NULL, 0, &m, err, errlen) < 0)
 		return -1;
 	*removed = (unsigned)m.a;
 	wire_close_fds(&m);
 	return 0;
 }
 
-static int rs_list(struct store *s, struct session_info **out, size_t *n, char *err)
+static int rs_list(struct store *s, struct session_info **out, size_t *n, char *err,
+                   size_t errlen)
 {
 	static struct wire_msg m;
 	uint8_t *text = NULL;
 	size_t len = 0;
 	int ret;
 
-	if (rs_ask(s->priv, WIRE_MEM_LIST, 0, NULL, NULL, 0, &m, err) < 0)
+	if (rs_ask(s->priv, WIRE_MEM_LIST, 0, NULL, NULL, 0, &m, err, errlen) < 0)
 		return -1;
 	ret = m.nfds == 1 ? read_memfd(m.fds[0], &text, &len) : -1;
 	wire_close_fds(&m);
@@ -192,50 +202,80 @@ static int rs_list(struct store *s, struct session_info **out, size_t *n, char *
 		ret = mem_list_parse((const char *)text, len, out, n);
 	free(text);
 	if (ret < 0)
-		snprintf(err, STORE_ERR_MAX, "cannot list sessions: bad answer");
+		snprintf(err, errlen, "cannot list sessions: bad answer");
 	return ret;
 }
 
+/* Wait until fd has the server's answer; false once the deadline (NULL:
+ * none) passes first. */
+static bool answered_by(int fd, const struct timespec *deadline)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+
+	for (;;) {
+		double left = deadline ? deadline_left(deadline) : 0;
+		int r = poll(&p, 1, !deadline ? -1 : left > 0 ? deadline_poll_ms(left) : 0);
+
+		if (r > 0 || (r < 0 && errno != EINTR))
+			return true;   /* an answer, or an error wire_recv will see */
+		if (r == 0 && deadline && deadline_left(deadline) <= 0)
+			return false;
+	}
+}
+
 static int rs_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
-                   char *err)
+                   char *err, size_t errlen)
 {
 	static struct wire_msg m;
 	uint8_t payload[STORE_ID_MAX + 8];
+	struct timespec deadline;
+	struct rs_lock *held;
 	size_t len = 0;
-	struct pollfd p;
-	int fd = rs_connect(s->priv, err);
+	int fd;
 
-	lk->fd = -1;
 	lk->priv = NULL;
-	if (fd < 0)
+	held = malloc(sizeof(*held));
+	if (!held) {
+		snprintf(err, errlen, "cannot lock session '%s': %s", id, strerror(errno));
 		return -1;
+	}
+	if (timeout_ms >= 0)
+		deadline_in_ms(&deadline, timeout_ms);
+	fd = rs_connect(s->priv, err, errlen);
+	if (fd < 0)
+		goto out;
 	wire_put(payload, &len, "id", id);
 	if (wire_send(fd, WIRE_MEM_LOCK, 0, 0, payload, len, NULL, 0) < 0)
 		goto fail;
-	p = (struct pollfd){ fd, POLLIN, 0 };
-	if (poll(&p, 1, timeout_ms < 0 ? -1 : (int)timeout_ms) == 0) {
-		close(fd);
-		snprintf(err, STORE_ERR_MAX, "session '%s' is busy: another call is using it", id);
+	if (!answered_by(fd, timeout_ms >= 0 ? &deadline : NULL)) {
+		snprintf(err, errlen, "session '%s' is busy: another call is using it", id);
 		errno = EWOULDBLOCK;
-		return -1;
+		goto out;
 	}
 	memset(&m, 0, sizeof(m));
 	if (wire_recv(fd, &m) != 1 || m.type != WIRE_MEM_LOCKED)
 		goto fail;
-	lk->fd = fd;
+	held->fd = fd;
+	lk->priv = held;
 	return 0;
 fail:
-	snprintf(err, STORE_ERR_MAX, "cannot lock session '%s': the warm server failed", id);
-	close(fd);
+	snprintf(err, errlen, "cannot lock session '%s': the warm server failed", id);
+out:
+	fd_close(&fd);
+	free(held);
 	return -1;
 }
 
 static void rs_unlock(struct store *s, struct store_lock *lk)
 {
+	struct rs_lock *held = lk->priv;
+
 	(void)s;
-	if (lk->fd >= 0)
-		close(lk->fd);
-	lk->fd = -1;
+	if (held) {
+		close(held->fd);
+		free(held);
+	}
+	lk->priv = NULL;
 }
 
 static void rs_close(struct store *s)
@@ -257,12 +297,12 @@ static const struct store_ops rstore_ops = {
 	.close = rs_close,
 };
 
-struct store *mem_client_open(struct store *dir, char *err)
+struct store *mem_client_open(struct store *dir, char *err, size_t errlen)
 {
 	struct rstore *rs = calloc(1, sizeof(*rs));
 
 	if (!rs) {
-		snprintf(err, STORE_ERR_MAX, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		store_close(dir);
 		return NULL;
 	}

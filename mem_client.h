@@ -5,6 +5,8 @@
 #ifndef DOLSOT_MEM_CLIENT_H
 #define DOLSOT_MEM_CLIENT_H
 
+#include <stddef.h>
+
 #include "store_ops.h"
 
 /*
@@ -12,8 +14,8 @@
  * ownership of dir (a FileStore), whose home it keeps.  It connects per
  * operation, so it opens whether or not a server runs (operations fail
  * with "the memory store is gone" while none does).  NULL with a reason in
- * err when out of memory.
+ * err (errlen bytes) when out of memory.
  */
-struct store *mem_client_open(struct store *dir, char *err);
+struct store *mem_client_open(struct store *dir, char *err, size_t errlen);
 
 #endif

@@ -70,7 +70,7 @@ static void on_load(struct mem_server *sm, int fd, const char *id)
 	bool found = false;
 	int mfd;
 
-	if (store_load(sm->store, id, &blob, &len, &found, err) < 0) {
+	if (store_load(sm->store, id, &blob, &len, &found, err, sizeof(err)) < 0) {
 		reply_err(fd, err);
 		return;
 	}
@@ -106,7 +106,7 @@ static void on_save(struct mem_server *sm, int fd, const char *id, struct wire_m
 		}
 	}
 	if (store_save(sm->store, id, p ? p : (const uint8_t *)"", (size_t)st.st_size,
-	               m->a != 0, err) < 0)
+	               m->a != 0, err, sizeof(err)) < 0)
 		reply_err(fd, err);
 	else
 		wire_send(fd, WIRE_MEM_OK, 0, 0, NULL, 0, NULL, 0);
@@ -125,7 +125,7 @@ static void on_list(struct mem_server *sm, int fd)
 	int mfd;
 	bool ok;
 
-	if (store_list(sm->store, &info, &n, err) < 0) {
+	if (store_list(sm->store, &info, &n, err, sizeof(err)) < 0) {
 		reply_err(fd, err);
 		return;
 	}
@@ -218,7 +218,7 @@ bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 		on_save(sm, fd, id, m);
 		return false;
 	case WIRE_MEM_DEL:
-		if (store_del(sm->store, id, &removed, err) < 0)
+		if (store_del(sm->store, id, &removed, err, sizeof(err)) < 0)
 			reply_err(fd, err);
 		else
 			wire_send(fd, WIRE_MEM_OK, removed, 0, NULL, 0, NULL, 0);
@@ -229,7 +229,7 @@ bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 	case WIRE_MEM_ORIGIN: {
 		bool sandboxed;
 
-		if (store_origin(sm->store, id, &sandboxed, err) < 0)
+		if (store_origin(sm->store, id, &sandboxed, err, sizeof(err)) < 0)
 			reply_err(fd, err);
 		else
 			wire_send(fd, WIRE_MEM_OK, sandboxed, 0, NULL, 0, NULL, 0);
@@ -253,7 +253,7 @@ unsigned mem_server_count(struct mem_server *sm)
 	struct session_info *info = NULL;
 	size_t n = 0;
 
-	if (store_list(sm->store, &info, &n, err) < 0)
+	if (store_list(sm->store, &info, &n, err, sizeof(err)) < 0)
 		return 0;
 	free(info);
 	return (unsigned)n;

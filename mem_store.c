@@ -61,16 +61,16 @@ static size_t ms_find(const struct mstore *ms, const char *id, bool *hit)
 	return lo;
 }
 
-static int nomem(char *err, const char *what, const char *id)
+static int nomem(char *err, size_t errlen, const char *what, const char *id)
 {
-	snprintf(err, STORE_ERR_MAX, "cannot %s session '%s': %s", what, id,
+	snprintf(err, errlen, "cannot %s session '%s': %s", what, id,
 	         strerror(ENOMEM));
 	errno = ENOMEM;
 	return -1;
 }
 
 static int ms_load(struct store *s, const char *id, uint8_t **blob,
-                   size_t *len, bool *found, char *err)
+                   size_t *len, bool *found, char *err, size_t errlen)
 {
 	struct mstore *ms = s->priv;
 	const struct ment *e;
@@ -97,17 +97,19 @@ static int ms_load(struct store *s, const char *id, uint8_t **blob,
 	}
 	pthread_mutex_unlock(&ms->mu);
 	if (hit && copy == NULL)
-		return nomem(err, "load", id);
+		return nomem(err, errlen, "load", id);
 	return 0;
 }
 
-static int ms_origin(struct store *s, const char *id, bool *sandboxed, char *err)
+static int ms_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+                     size_t errlen)
 {
 	struct mstore *ms = s->priv;
 	bool hit;
 	size_t i;
 
 	(void)err;
+	(void)errlen;
 	pthread_mutex_lock(&ms->mu);
 	i = ms_find(ms, id, &hit);
 	*sandboxed = hit && ms->v[i].sandboxed;
@@ -136,7 +138,7 @@ static int ms_insert(struct mstore *ms, size_t i)
 }
 
 static int ms_save(struct store *s, const char *id, const uint8_t *blob,
-                   size_t len, bool sandboxed, char *err)
+                   size_t len, bool sandboxed, char *err, size_t errlen)
 {
 	struct mstore *ms = s->priv;
 	struct ment *e;
@@ -148,7 +150,7 @@ static int ms_save(struct store *s, const char *id, const uint8_t *blob,
 	/* Copy first: on failure the old session stays untouched. */
 	copy = malloc(len ? len : 1);
 	if (copy == NULL)
-		return nomem(err, "save", id);
+		return nomem(err, errlen, "save", id);
 	if (len)
 		memcpy(copy, blob, len);
 	pthread_mutex_lock(&ms->mu);
@@ -169,19 +171,20 @@ out:
 	pthread_mutex_unlock(&ms->mu);
 	if (ret < 0) {
 		free(copy);
-		return nomem(err, "save", id);
+		return nomem(err, errlen, "save", id);
 	}
 	return 0;
 }
 
 static int ms_del(struct store *s, const char *id, unsigned *removed,
-                  char *err)
+                  char *err, size_t errlen)
 {
 	struct mstore *ms = s->priv;
 	bool hit;
 	size_t i;
 
 	(void)err;
+	(void)errlen;
 	*removed = 0;
 	pthread_mutex_lock(&ms->mu);
 	if (strcmp(id, "all") == 0) {
@@ -204,7 +207,7 @@ static int ms_del(struct store *s, const char *id, unsigned *removed,
 }
 
 static int ms_list(struct store *s, struct session_info **out, size_t *n,
-                   char *err)
+                   char *err, size_t errlen)
 {
 	struct mstore *ms = s->priv;
 	struct session_info *v = NULL;
@@ -231,7 +234,7 @@ static int ms_list(struct store *s, struct session_info **out, size_t *n,
 out:
 	pthread_mutex_unlock(&ms->mu);
 	if (ret < 0) {
-		snprintf(err, STORE_ERR_MAX, "cannot list sessions: %s",
+		snprintf(err, errlen, "cannot list sessions: %s",
 		         strerror(ENOMEM));
 		errno = ENOMEM;
 	}
@@ -270,17 +273,16 @@ static int ms_wait_free(struct mstore *ms, const char *id, long timeout_ms)
 }
 
 static int ms_lock(struct store *s, const char *id, long timeout_ms,
-                   struct store_lock *lk, char *err)
+                   struct store_lock *lk, char *err, size_t errlen)
 {
 	struct mstore *ms = s->priv;
 	struct mlock *l;
 	int ret;
 
-	lk->fd = -1;
 	lk->priv = NULL;
 	l = calloc(1, sizeof(*l));
 	if (l == NULL)
-		return nomem(err, "lock", id);
+		return nomem(err, errlen, "lock", id);
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	pthread_mutex_lock(&ms->mu);
 	ret = ms_wait_free(ms, id, timeout_ms);
@@ -292,7 +294,7 @@ static int ms_lock(struct store *s, const char *id, long timeout_ms,
 	pthread_mutex_unlock(&ms->mu);
 	if (ret < 0) {
 		free(l);
-		snprintf(err, STORE_ERR_MAX,
+		snprintf(err, errlen,
 		         "session '%s' is busy: another call is using it", id);
 		errno = EWOULDBLOCK;
 	}

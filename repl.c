@@ -9,7 +9,6 @@
  */
 #include "repl.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,16 +23,18 @@
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
-	struct store *st = store_open(s->store, s->cache_dir, s->ttl_days, serr);
+	struct store *st = store_open(s->store, s->cache_dir, s->ttl_days, serr,
+	                              sizeof(serr));
 
 	if (!st) {
 		snprintf(err, errlen, "%s", serr);
 		return NULL;
 	}
 	/* Sessions that live in the server need one running. */
-	if (s->store == STORE_KIND_MEMORY && warm_ensure_server(store_home(st), s->server_idle) < 0) {
+	if (s->store == STORE_KIND_MEMORY &&
+	    warm_ensure_server(store_home(st), s->server_idle, serr, sizeof(serr)) < 0) {
 		snprintf(err, errlen, "cannot start the warm server for DOLSOT_STORE=memory: %s",
-		         strerror(errno));
+		         serr);
 		store_close(st);
 		return NULL;
 	}
@@ -48,8 +49,8 @@ static void save_session(struct store *st, struct store_save *sv,
 	/* A bounded writer fails at the bound: say so, not how it failed. */
 	bool too_big = sv->max && want->len > sv->max;
 	int rc = want->errnum && !too_big
-	         ? store_save_fail(st, sv, "write", want->errnum, serr)
-	         : store_save_commit(st, sv, want->len, serr);
+	         ? store_save_fail(st, sv, "write", want->errnum, serr, sizeof(serr))
+	         : store_save_commit(st, sv, want->len, serr, sizeof(serr));
 
 	if (rc == 0) {
 		res->saved = true;
@@ -74,7 +75,7 @@ static int check_origin(const struct run_args *a, struct store *st, char *err,
 
 	if (a->settings->sandbox || a->settings->trust_sandboxed)
 		return 0;
-	if (store_origin(st, a->session, &sandboxed, serr) < 0) {
+	if (store_origin(st, a->session, &sandboxed, serr, sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		return -1;
 	}
@@ -84,7 +85,6 @@ static int check_origin(const struct run_args *a, struct store *st, char *err,
 	         "loading it outside the sandbox could run that cell's code on the host: "
 	         "run it with --sandbox, start it afresh with 'dolsot --reset %s', or set "
 	         "DOLSOT_TRUST_SANDBOXED=1 to load it anyway", a->session, a->session);
-	errno = EPERM;
 	return -1;
 }
 
@@ -106,8 +106,10 @@ static int open_session(const struct run_args *a, struct store *st,
 
 	if (check_origin(a, st, err, errlen) < 0)
 		return -1;
-	if (store_open_blob(st, a->session, sandbox, &fds->load, blob_len, found, serr) < 0 ||
-	    store_save_begin(st, a->session, memfd, a->settings->max_session, sv, serr) < 0) {
+	if (store_open_blob(st, a->session, sandbox, &fds->load, blob_len, found, serr,
+	                    sizeof(serr)) < 0 ||
+	    store_save_begin(st, a->session, memfd, a->settings->max_session, sv, serr,
+	                     sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		fd_close(&fds->load);
 		return -1;
@@ -122,7 +124,7 @@ static int run_locked(const struct run_args *a, struct store *st, double t0,
                       char *err, size_t errlen)
 {
 	struct worker_fds fds = { -1, -1, -1, -1 };
-	struct store_save sv = { .fd = -1 };
+	struct store_save sv = { .fd = -1, .priv = NULL };
 	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st), .t0 = t0 };
 	struct call_save want;
 	struct timespec deadline;
@@ -193,7 +195,8 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	st = repl_open_store(a->settings, err, errlen);
 	if (!st)
 		return -1;
-	if (store_lock(st, a->session, (long)(a->settings->timeout * 1000), &lk, serr) < 0) {
+	if (store_lock(st, a->session, (long)(a->settings->timeout * 1000), &lk, serr,
+	               sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		store_close(st);
 		return -1;
@@ -223,9 +226,10 @@ int repl_reset(const struct settings *s, const char *target, unsigned *removed,
 
 	if (!st)
 		return -1;
-	if (one && store_lock(st, target, (long)(s->timeout * 1000), &lk, serr) < 0)
+	if (one &&
+	    store_lock(st, target, (long)(s->timeout * 1000), &lk, serr, sizeof(serr)) < 0)
 		goto out;
-	ret = store_del(st, target, removed, serr);
+	ret = store_del(st, target, removed, serr, sizeof(serr));
 	if (one)
 		store_unlock(st, &lk);
 out:
@@ -289,13 +293,14 @@ int repl_server_info(const struct settings *s, char *buf, size_t len, char *err,
 int repl_server_stop(const struct settings *s, long *pid, char *err, size_t errlen)
 {
 	struct store *st = repl_open_store(s, err, errlen);
+	char why[STORE_ERR_MAX];
 	int ret;
 
 	if (!st)
 		return -1;
-	ret = warm_stop(store_home(st), pid);
+	ret = warm_stop(store_home(st), pid, why, sizeof(why));
 	if (ret < 0)
-		snprintf(err, errlen, "cannot stop the server: %s", strerror(errno));
+		snprintf(err, errlen, "cannot stop the server: %s", why);
 	store_close(st);
 	return ret;
 }

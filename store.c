@@ -33,15 +33,15 @@ void store_dir_path(const char *dir, char *buf, size_t len)
 }
 
 struct store *store_open(enum store_kind kind, const char *dir, double ttl_days,
-                         char *err)
+                         char *err, size_t errlen)
 {
-	struct store *st = store_file_open(dir, ttl_days, err);
+	struct store *st = store_file_open(dir, ttl_days, err, errlen);
 
 	switch (kind) {
 	case STORE_KIND_MEMORY:
 		/* The directory still hosts the server's socket; the sessions
 		 * themselves live in the server. */
-		return st ? mem_client_open(st, err) : NULL;
+		return st ? mem_client_open(st, err, errlen) : NULL;
 	case STORE_KIND_FILE:
 	default:
 		return st;
@@ -50,12 +50,12 @@ struct store *store_open(enum store_kind kind, const char *dir, double ttl_days,
 
 /* The bytes of a store without fds, in a memfd. */
 static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
-                      bool *found, char *err)
+                      bool *found, char *err, size_t errlen)
 {
 	uint8_t *blob = NULL;
 	int errsv;
 
-	if (s->ops->load(s, id, &blob, len, found, err) < 0)
+	if (s->ops->load(s, id, &blob, len, found, err, errlen) < 0)
 		return -1;
 	if (!*found) {
 		free(blob);
@@ -64,7 +64,7 @@ static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
 	*fd = memfd_create("dolsot-session", MFD_CLOEXEC);
 	if (*fd < 0 || fd_write_all(*fd, blob, *len) < 0) {
 		errsv = errno;
-		snprintf(err, STORE_ERR_MAX, "cannot load session '%s': %s: %s", id,
+		snprintf(err, errlen, "cannot load session '%s': %s: %s", id,
 		         *fd < 0 ? "memfd_create" : "write", strerror(errsv));
 		if (*fd >= 0)
 			close(*fd);
@@ -79,7 +79,8 @@ static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
 }
 
 /* Replace *fd (len bytes) by a memfd holding a copy, copied in the kernel. */
-static int copy_to_memfd(const char *id, int *fd, size_t len, char *err)
+static int copy_to_memfd(const char *id, int *fd, size_t len, char *err,
+                         size_t errlen)
 {
 	int mfd = memfd_create("dolsot-session", MFD_CLOEXEC), errsv;
 	off_t off = 0;
@@ -101,24 +102,24 @@ static int copy_to_memfd(const char *id, int *fd, size_t len, char *err)
 	*fd = mfd;
 	if (mfd >= 0)
 		return 0;
-	snprintf(err, STORE_ERR_MAX, "cannot load session '%s': copy: %s", id, strerror(errsv));
+	snprintf(err, errlen, "cannot load session '%s': copy: %s", id, strerror(errsv));
 	errno = errsv;
 	return -1;
 }
 
 int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t *len,
-                    bool *found, char *err)
+                    bool *found, char *err, size_t errlen)
 {
 	*fd = -1;
 	*len = 0;
 	*found = false;
-	if (!store_id_valid(id, err, STORE_ERR_MAX))
+	if (!store_id_valid(id, err, errlen))
 		return -1;
 	if (!s->ops->open_blob)
-		return memfd_blob(s, id, fd, len, found, err);   /* a copy already */
-	if (s->ops->open_blob(s, id, fd, len, found, err) < 0)
+		return memfd_blob(s, id, fd, len, found, err, errlen);   /* a copy already */
+	if (s->ops->open_blob(s, id, fd, len, found, err, errlen) < 0)
 		return -1;
-	if (copy && *found && copy_to_memfd(id, fd, *len, err) < 0) {
+	if (copy && *found && copy_to_memfd(id, fd, *len, err, errlen) < 0) {
 		*found = false;
 		return -1;
 	}
@@ -148,25 +149,24 @@ static int bounded_memfd(uint64_t max)
 }
 
 int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
-                     struct store_save *sv, char *err)
+                     struct store_save *sv, char *err, size_t errlen)
 {
 	memset(sv, 0, sizeof(*sv));
 	sv->fd = -1;
 	sv->max = max;
-	if (!store_id_valid(id, err, STORE_ERR_MAX))
+	if (!store_id_valid(id, err, errlen))
 		return -1;
 	snprintf(sv->id, sizeof(sv->id), "%s", id);
 	/* A store that cannot begin one (its disk is full) still gets the
 	 * memfd, and says why when the bytes reach its save. */
-	if (!memfd && s->ops->save_begin && s->ops->save_begin(s, sv, err) == 0)
+	if (!memfd && s->ops->save_begin && s->ops->save_begin(s, sv, err, errlen) == 0)
 		return 0;
-	sv->memfd = true;
-	sv->tmp[0] = '\0';
+	sv->priv = NULL;   /* ours: a memfd, committed through ops->save */
 	sv->fd = bounded_memfd(max);
 	if (sv->fd < 0) {
 		int errsv = errno;
 
-		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': memfd: %s",
+		snprintf(err, errlen, "cannot save session '%s': memfd: %s",
 		         id, strerror(errsv));
 		errno = errsv;
 		return -1;
@@ -175,22 +175,24 @@ int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
 }
 
 /* Map the memfd's len bytes and hand them to the store's save. */
-static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char *err)
+static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char *err,
+                        size_t errlen)
 {
 	struct stat st;
 	void *p = NULL;
 	int ret, errsv;
 
 	if (fstat(sv->fd, &st) < 0)
-		return store_save_fail(s, sv, "fstat", errno, err);
+		return store_save_fail(s, sv, "fstat", errno, err, errlen);
 	if ((uint64_t)st.st_size != (uint64_t)len)
-		return store_save_fail(s, sv, "write", EIO, err);
+		return store_save_fail(s, sv, "write", EIO, err, errlen);
 	if (len) {
 		p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, sv->fd, 0);
 		if (p == MAP_FAILED)
-			return store_save_fail(s, sv, "mmap", errno, err);
+			return store_save_fail(s, sv, "mmap", errno, err, errlen);
 	}
-	ret = s->ops->save(s, sv->id, p ? p : (const uint8_t *)"", len, sv->sandboxed, err);
+	ret = s->ops->save(s, sv->id, p ? p : (const uint8_t *)"", len, sv->sandboxed, err,
+	                   errlen);
 	errsv = errno;
 	if (p)
 		munmap(p, len);
@@ -199,44 +201,47 @@ static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char
 	return ret;
 }
 
-int store_save_too_big(const struct store_save *sv, uint64_t len, char *err)
+int store_save_too_big(const struct store_save *sv, uint64_t len, char *err,
+                       size_t errlen)
 {
-	snprintf(err, STORE_ERR_MAX, "cannot save session '%s': it is %" PRIu64
+	snprintf(err, errlen, "cannot save session '%s': it is %" PRIu64
 	         " bytes, over the maximum session size of %" PRIu64 " bytes "
 	         "(DOLSOT_MAX_SESSION_SIZE); the previous session is kept", sv->id, len, sv->max);
 	errno = EFBIG;
 	return -1;
 }
 
-int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err)
+int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err,
+                      size_t errlen)
 {
 	if (sv->max && (uint64_t)len > sv->max) {
 		store_save_abort(s, sv);
-		return store_save_too_big(sv, len, err);
+		return store_save_too_big(sv, len, err, errlen);
 	}
-	if (sv->memfd)
-		return commit_memfd(s, sv, len, err);
-	return s->ops->save_commit(s, sv, len, err);
+	if (!sv->priv)
+		return commit_memfd(s, sv, len, err, errlen);
+	return s->ops->save_commit(s, sv, len, err, errlen);
 }
 
 void store_save_abort(struct store *s, struct store_save *sv)
 {
 	int errsv = errno;
 
-	if (!sv->memfd && s->ops->save_abort) {
+	if (sv->priv) {
 		s->ops->save_abort(s, sv);
 	} else if (sv->fd >= 0) {
 		close(sv->fd);
 	}
 	sv->fd = -1;
+	sv->priv = NULL;
 	errno = errsv;
 }
 
 int store_save_fail(struct store *s, struct store_save *sv, const char *op,
-                    int errnum, char *err)
+                    int errnum, char *err, size_t errlen)
 {
 	store_save_abort(s, sv);
-	snprintf(err, STORE_ERR_MAX, "cannot save session '%s': %s: %s", sv->id, op,
+	snprintf(err, errlen, "cannot save session '%s': %s: %s", sv->id, op,
 	         strerror(errnum));
 	errno = errnum;
 	return -1;

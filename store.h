@@ -27,10 +27,10 @@ enum store_kind {
  * store_file.h), reaping sessions older than ttl_days (0: never).  A memory
  * store keeps its directory for the server's socket; opening one never
  * starts a server (the caller does: its operations fail until one runs).
- * Returns NULL with a reason in err on refusal.
+ * Returns NULL with a reason in err (errlen bytes) on refusal.
  */
 struct store *store_open(enum store_kind kind, const char *dir, double ttl_days,
-                         char *err);
+                         char *err, size_t errlen);
 
 /* The directory a store opened with dir keeps its files in (sessions, or
  * the warm server's socket), as a path into buf; nothing is checked or
@@ -45,52 +45,52 @@ static inline int store_home(const struct store *s)
 }
 
 static inline int store_load(struct store *s, const char *id, uint8_t **blob,
-                             size_t *len, bool *found, char *err)
+                             size_t *len, bool *found, char *err, size_t errlen)
 {
-	if (!store_id_valid(id, err, STORE_ERR_MAX))
+	if (!store_id_valid(id, err, errlen))
 		return -1;
-	return s->ops->load(s, id, blob, len, found, err);
+	return s->ops->load(s, id, blob, len, found, err, errlen);
 }
 
 static inline int store_save(struct store *s, const char *id,
                              const uint8_t *blob, size_t len, bool sandboxed,
-                             char *err)
+                             char *err, size_t errlen)
 {
-	if (!store_id_valid(id, err, STORE_ERR_MAX))
+	if (!store_id_valid(id, err, errlen))
 		return -1;
-	return s->ops->save(s, id, blob, len, sandboxed, err);
+	return s->ops->save(s, id, blob, len, sandboxed, err, errlen);
 }
 
 /* See store_ops.origin. */
 static inline int store_origin(struct store *s, const char *id, bool *sandboxed,
-                               char *err)
+                               char *err, size_t errlen)
 {
 	*sandboxed = true;
-	if (!store_id_valid(id, err, STORE_ERR_MAX))
+	if (!store_id_valid(id, err, errlen))
 		return -1;
-	return s->ops->origin(s, id, sandboxed, err);
+	return s->ops->origin(s, id, sandboxed, err, errlen);
 }
 
 static inline int store_del(struct store *s, const char *id,
-                            unsigned *removed, char *err)
+                            unsigned *removed, char *err, size_t errlen)
 {
-	if (strcmp(id, "all") != 0 && !store_id_valid(id, err, STORE_ERR_MAX))
+	if (strcmp(id, "all") != 0 && !store_id_valid(id, err, errlen))
 		return -1;
-	return s->ops->del(s, id, removed, err);
+	return s->ops->del(s, id, removed, err, errlen);
 }
 
 static inline int store_list(struct store *s, struct session_info **out,
-                             size_t *n, char *err)
+                             size_t *n, char *err, size_t errlen)
 {
-	return s->ops->list(s, out, n, err);
+	return s->ops->list(s, out, n, err, errlen);
 }
 
 static inline int store_lock(struct store *s, const char *id, long timeout_ms,
-                             struct store_lock *lk, char *err)
+                             struct store_lock *lk, char *err, size_t errlen)
 {
-	if (!store_id_valid(id, err, STORE_ERR_MAX))
+	if (!store_id_valid(id, err, errlen))
 		return -1;
-	return s->ops->lock(s, id, timeout_ms, lk, err);
+	return s->ops->lock(s, id, timeout_ms, lk, err, errlen);
 }
 
 static inline void store_unlock(struct store *s, struct store_lock *lk)
@@ -109,7 +109,7 @@ static inline void store_unlock(struct store *s, struct store_lock *lk)
  * reopen that one for writing through /proc/self/fd).
  */
 int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t *len,
-                    bool *found, char *err);
+                    bool *found, char *err, size_t errlen);
 
 /*
  * Begin a save of id: sv->fd is an empty file to write the session into.
@@ -120,15 +120,17 @@ int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t 
  * Returns 0, or -1 with err.  Then exactly one of commit or abort follows.
  */
 int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
-                     struct store_save *sv, char *err);
+                     struct store_save *sv, char *err, size_t errlen);
 
 /* The message for a session of len bytes over sv's bound, into err
  * ("cannot save session ..."); returns -1 with errno EFBIG. */
-int store_save_too_big(const struct store_save *sv, uint64_t len, char *err);
+int store_save_too_big(const struct store_save *sv, uint64_t len, char *err,
+                       size_t errlen);
 
 /* Make sv->fd's len bytes the session (fstat must agree; len at most
  * sv->max); -1 with err, the old session kept, and no temp file left. */
-int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err);
+int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err,
+                      size_t errlen);
 
 /* Drop the save; the old session stays. */
 void store_save_abort(struct store *s, struct store_save *sv);
@@ -136,6 +138,6 @@ void store_save_abort(struct store *s, struct store_save *sv);
 /* Drop the save because writing failed with errnum while doing op:
  * "cannot save session 'ID': OP: strerror" in err; returns -1. */
 int store_save_fail(struct store *s, struct store_save *sv, const char *op,
-                    int errnum, char *err);
+                    int errnum, char *err, size_t errlen);
 
 #endif

@@ -35,6 +35,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,18 +64,28 @@ struct fstore {
 	double ttl;             /* seconds; 0 disables reaping by age */
 };
 
+/* A save in progress (store_save.priv): its temp file's name. */
+struct fs_save {
+	char tmp[NAME_BUF];
+};
+
+/* A held lock (store_lock.priv): the flock'ed ID.lock. */
+struct fs_lock {
+	int fd;
+};
+
 /* Called for each of our files in the directory; -1 (errno set) stops the scan. */
 typedef int (*scan_fn)(struct fstore *fs, const char *name, enum store_name_kind kind,
                        const char *id, void *arg);
 
-__attribute__((format(printf, 2, 3)))
-static int fail(char *err, const char *fmt, ...)
+__attribute__((format(printf, 3, 4)))
+static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	int errsv = errno;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(err, STORE_ERR_MAX, fmt, ap);
+	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	errno = errsv;
 	return -1;
@@ -291,7 +302,7 @@ static void reap(struct fstore *fs)
 }
 
 static int fs_open_blob(struct store *s, const char *id, int *fdp, size_t *len,
-                        bool *found, char *err)
+                        bool *found, char *err, size_t errlen)
 {
 	struct fstore *fs = s->priv;
 	char name[NAME_BUF];
@@ -309,19 +320,19 @@ static int fs_open_blob(struct store *s, const char *id, int *fdp, size_t *len,
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	if (fd < 0 && errno == ELOOP)
-		return fail(err, "cannot load session '%s': %s is a symbolic link",
+		return fail(err, errlen, "cannot load session '%s': %s is a symbolic link",
 		            id, name);
 	if (fd < 0)
-		return fail(err, "cannot load session '%s': open: %s", id,
+		return fail(err, errlen, "cannot load session '%s': open: %s", id,
 		            strerror(errno));
 	if (fstat(fd, &st) < 0) {
-		fail(err, "cannot load session '%s': fstat: %s", id,
+		fail(err, errlen, "cannot load session '%s': fstat: %s", id,
 		     strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		errno = EINVAL;
-		fail(err, "cannot load session '%s': %s is not a regular file",
+		fail(err, errlen, "cannot load session '%s': %s is not a regular file",
 		     id, name);
 		goto out;
 	}
@@ -335,17 +346,17 @@ out:
 }
 
 static int fs_load(struct store *s, const char *id, uint8_t **blob,
-                   size_t *len, bool *found, char *err)
+                   size_t *len, bool *found, char *err, size_t errlen)
 {
 	int fd, ret = 0;
 
 	*blob = NULL;
-	if (fs_open_blob(s, id, &fd, len, found, err) < 0)
+	if (fs_open_blob(s, id, &fd, len, found, err, errlen) < 0)
 		return -1;
 	if (!*found)
 		return 0;
 	if (fd_read_all(fd, *len, blob, len) < 0) {
-		fail(err, "cannot load session '%s': read: %s", id,
+		fail(err, errlen, "cannot load session '%s': read: %s", id,
 		     strerror(errno));
 		*found = false;
 		ret = -1;
@@ -400,40 +411,48 @@ static int create_temp(struct fstore *fs, const char *id, char *tmp,
 	return fd;
 }
 
-/* Close and unlink a save's temp file, keeping errno. */
+/* Close and unlink a save's temp file (if it still has one), keeping errno. */
 static void fs_save_abort(struct store *s, struct store_save *sv)
 {
 	struct fstore *fs = s->priv;
+	struct fs_save *fv = sv->priv;
 	int errsv = errno;
 
 	if (sv->fd >= 0)
 		close(sv->fd);
 	sv->fd = -1;
-	if (sv->tmp[0] != '\0')
-		(void)unlinkat(fs->dirfd, sv->tmp, 0);
-	sv->tmp[0] = '\0';
+	if (fv && fv->tmp[0] != '\0')
+		(void)unlinkat(fs->dirfd, fv->tmp, 0);
+	free(fv);
+	sv->priv = NULL;
 	errno = errsv;
 }
 
 static int fs_save_failed(struct store *s, struct store_save *sv, const char *op,
-                          char *err)
+                          char *err, size_t errlen)
 {
 	int errsv = errno;
 
 	fs_save_abort(s, sv);
 	errno = errsv;
-	return fail(err, "cannot save session '%s': %s: %s", sv->id, op,
+	return fail(err, errlen, "cannot save session '%s': %s: %s", sv->id, op,
 	            strerror(errsv));
 }
 
-static int fs_save_begin(struct store *s, struct store_save *sv, char *err)
+static int fs_save_begin(struct store *s, struct store_save *sv, char *err, size_t errlen)
 {
 	struct fstore *fs = s->priv;
+	struct fs_save *fv;
 
 	reap(fs);
-	sv->fd = create_temp(fs, sv->id, sv->tmp, sizeof(sv->tmp));
+	fv = calloc(1, sizeof(*fv));
+	if (fv == NULL)
+		return fail(err, errlen, "cannot save session '%s': %s", sv->id,
+		            strerror(errno));
+	sv->priv = fv;
+	sv->fd = create_temp(fs, sv->id, fv->tmp, sizeof(fv->tmp));
 	if (sv->fd < 0)
-		return fs_save_failed(s, sv, "create temporary file", err);
+		return fs_save_failed(s, sv, "create temporary file", err, errlen);
 	return 0;
 }
 
@@ -467,7 +486,8 @@ static int unmark_sandboxed(struct fstore *fs, const char *id)
 	return 0;
 }
 
-static int fs_origin(struct store *s, const char *id, bool *sandboxed, char *err)
+static int fs_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+                     size_t errlen)
 {
 	struct fstore *fs = s->priv;
 	char name[NAME_BUF];
@@ -481,7 +501,7 @@ static int fs_origin(struct store *s, const char *id, bool *sandboxed, char *err
 	}
 	if (errno != ENOENT) {
 		*sandboxed = true;
-		return fail(err, "cannot tell who wrote session '%s': %s: %s", id, name,
+		return fail(err, errlen, "cannot tell who wrote session '%s': %s: %s", id, name,
 		            strerror(errno));
 	}
 	*sandboxed = false;
@@ -491,55 +511,57 @@ static int fs_origin(struct store *s, const char *id, bool *sandboxed, char *err
 /* The temp file holds the new session: sync it, rename it into place and
  * sync the directory. */
 static int fs_save_commit(struct store *s, struct store_save *sv, size_t len,
-                          char *err)
+                          char *err, size_t errlen)
 {
 	struct fstore *fs = s->priv;
+	struct fs_save *fv = sv->priv;
 	char name[NAME_BUF];
 	struct stat st;
 	int r;
 
 	snprintf(name, sizeof(name), "%s.pkl", sv->id);
 	if (fstat(sv->fd, &st) < 0)
-		return fs_save_failed(s, sv, "fstat", err);
+		return fs_save_failed(s, sv, "fstat", err, errlen);
 	if ((uint64_t)st.st_size != (uint64_t)len) {
 		errno = EIO;   /* a writer that stopped short, or wrote on */
-		return fs_save_failed(s, sv, "write", err);
+		return fs_save_failed(s, sv, "write", err, errlen);
 	}
 	if (fsync(sv->fd) < 0)
-		return fs_save_failed(s, sv, "fsync", err);
+		return fs_save_failed(s, sv, "fsync", err, errlen);
 	if (sv->sandboxed && mark_sandboxed(fs, sv->id) < 0)
-		return fs_save_failed(s, sv, "record that a sandboxed call wrote it", err);
+		return fs_save_failed(s, sv, "record that a sandboxed call wrote it", err, errlen);
 	r = close(sv->fd);
 	sv->fd = -1;
 	/* Linux closes the fd even on EINTR, and the data is already synced. */
 	if (r < 0 && errno != EINTR)
-		return fs_save_failed(s, sv, "close", err);
-	if (renameat(fs->dirfd, sv->tmp, fs->dirfd, name) < 0)
-		return fs_save_failed(s, sv, "rename", err);
-	sv->tmp[0] = '\0';
+		return fs_save_failed(s, sv, "close", err, errlen);
+	if (renameat(fs->dirfd, fv->tmp, fs->dirfd, name) < 0)
+		return fs_save_failed(s, sv, "rename", err, errlen);
+	fv->tmp[0] = '\0';
 	/*
 	 * The rename is done; a failure here means it may not survive a crash,
 	 * which the caller should hear about.  EINVAL: the filesystem cannot
 	 * sync directories at all.
 	 */
 	if (fsync(fs->dirfd) < 0 && errno != EINVAL)
-		return fs_save_failed(s, sv, "fsync directory", err);
+		return fs_save_failed(s, sv, "fsync directory", err, errlen);
 	if (!sv->sandboxed && unmark_sandboxed(fs, sv->id) < 0)
-		return fs_save_failed(s, sv, "clear the sandboxed mark", err);
+		return fs_save_failed(s, sv, "clear the sandboxed mark", err, errlen);
+	fs_save_abort(s, sv);   /* nothing left to drop but fv */
 	return 0;
 }
 
 static int fs_save(struct store *s, const char *id, const uint8_t *blob,
-                   size_t len, bool sandboxed, char *err)
+                   size_t len, bool sandboxed, char *err, size_t errlen)
 {
-	struct store_save sv = { .fd = -1, .sandboxed = sandboxed };
+	struct store_save sv = { .fd = -1, .sandboxed = sandboxed, .priv = NULL };
 
 	snprintf(sv.id, sizeof(sv.id), "%s", id);
-	if (fs_save_begin(s, &sv, err) < 0)
+	if (fs_save_begin(s, &sv, err, errlen) < 0)
 		return -1;
 	if (fd_write_all(sv.fd, blob, len) < 0)
-		return fs_save_failed(s, &sv, "write", err);
-	return fs_save_commit(s, &sv, len, err);
+		return fs_save_failed(s, &sv, "write", err, errlen);
+	return fs_save_commit(s, &sv, len, err, errlen);
 }
 
 struct del_acc {
@@ -580,26 +602,26 @@ static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind
 	return 0;
 }
 
-static int fs_del_all(struct fstore *fs, unsigned *removed, char *err)
+static int fs_del_all(struct fstore *fs, unsigned *removed, char *err, size_t errlen)
 {
 	struct del_acc acc = { 0, 0 };
 
 	if (scan_dir(fs, del_all_one, &acc) < 0) {
 		*removed = acc.removed;
-		return fail(err, "cannot delete all sessions: read directory: %s",
+		return fail(err, errlen, "cannot delete all sessions: read directory: %s",
 		            strerror(errno));
 	}
 	*removed = acc.removed;
 	if (acc.errsv != 0) {
 		errno = acc.errsv;
-		return fail(err, "cannot delete all sessions: unlink: %s",
+		return fail(err, errlen, "cannot delete all sessions: unlink: %s",
 		            strerror(errno));
 	}
 	return 0;
 }
 
 static int fs_del(struct store *s, const char *id, unsigned *removed,
-                  char *err)
+                  char *err, size_t errlen)
 {
 	struct fstore *fs = s->priv;
 	char name[NAME_BUF];
@@ -607,12 +629,12 @@ static int fs_del(struct store *s, const char *id, unsigned *removed,
 	*removed = 0;
 	reap(fs);
 	if (strcmp(id, "all") == 0)
-		return fs_del_all(fs, removed, err);
+		return fs_del_all(fs, removed, err, errlen);
 	snprintf(name, sizeof(name), "%s.pkl", id);
 	if (unlinkat(fs->dirfd, name, 0) == 0)
 		*removed = 1;
 	else if (errno != ENOENT)
-		return fail(err, "cannot delete session '%s': unlink: %s", id,
+		return fail(err, errlen, "cannot delete session '%s': unlink: %s", id,
 		            strerror(errno));
 	drop_orphan_mark(fs, id, true);   /* repl_reset holds the lock */
 	snprintf(name, sizeof(name), "%s.lock", id);
@@ -664,7 +686,7 @@ static int info_cmp(const void *a, const void *b)
 }
 
 static int fs_list(struct store *s, struct session_info **out, size_t *n,
-                   char *err)
+                   char *err, size_t errlen)
 {
 	struct fstore *fs = s->priv;
 	struct list_acc acc = { NULL, 0, 0, false };
@@ -677,7 +699,7 @@ static int fs_list(struct store *s, struct session_info **out, size_t *n,
 		errsv = errno;
 		free(acc.v);
 		errno = errsv;
-		return fail(err, "cannot list sessions: %s: %s",
+		return fail(err, errlen, "cannot list sessions: %s: %s",
 		            acc.nomem ? "allocate" : "read directory",
 		            strerror(errno));
 	}
@@ -739,52 +761,69 @@ static int open_lock(struct fstore *fs, const char *name, bool *notreg)
 }
 
 static int fs_lock(struct store *s, const char *id, long timeout_ms,
-                   struct store_lock *lk, char *err)
+                   struct store_lock *lk, char *err, size_t errlen)
 {
 	struct fstore *fs = s->priv;
 	struct timespec deadline;
+	struct fs_lock *held;
 	char name[NAME_BUF];
 	bool notreg;
-	int fd;
+	int fd = -1, errsv;
 
-	lk->fd = -1;
 	lk->priv = NULL;
+	held = malloc(sizeof(*held));
+	if (held == NULL)
+		return fail(err, errlen, "cannot lock session '%s': %s", id, strerror(errno));
 	snprintf(name, sizeof(name), "%s.lock", id);
 	if (timeout_ms >= 0)
 		deadline_in_ms(&deadline, timeout_ms);
 	for (;;) {
 		fd = open_lock(fs, name, &notreg);
-		if (fd < 0 && notreg)
-			return fail(err, "cannot lock session '%s': %s is not a "
-			            "regular file", id, name);
-		if (fd < 0)
-			return fail(err, "cannot lock session '%s': open %s: %s", id,
-			            name, strerror(errno));
-		if (flock_until(fd, timeout_ms >= 0 ? &deadline : NULL) < 0)
+		if (fd < 0 && notreg) {
+			fail(err, errlen, "cannot lock session '%s': %s is not a regular file",
+			     id, name);
 			goto bad;
+		}
+		if (fd < 0) {
+			fail(err, errlen, "cannot lock session '%s': open %s: %s", id, name,
+			     strerror(errno));
+			goto bad;
+		}
+		if (flock_until(fd, timeout_ms >= 0 ? &deadline : NULL) < 0) {
+			if (errno == EWOULDBLOCK)
+				fail(err, errlen, "session '%s' is busy: another call is "
+				     "using it", id);
+			else
+				fail(err, errlen, "cannot lock session '%s': flock: %s", id,
+				     strerror(errno));
+			goto bad;
+		}
 		/* A reaper may have unlinked the file between our open and flock. */
 		if (still_named(fs, fd, name))
 			break;
 		close(fd);
 	}
-	lk->fd = fd;
+	held->fd = fd;
+	lk->priv = held;
 	reap_locked(fs, id);
 	return 0;
 bad:
+	errsv = errno;
 	fd_close(&fd);
-	if (errno == EWOULDBLOCK)
-		return fail(err, "session '%s' is busy: another call is using it",
-		            id);
-	return fail(err, "cannot lock session '%s': flock: %s", id,
-	            strerror(errno));
+	free(held);
+	errno = errsv;
+	return -1;
 }
 
 static void fs_unlock(struct store *s, struct store_lock *lk)
 {
+	struct fs_lock *held = lk->priv;
+
 	(void)s;
-	if (lk->fd >= 0)
-		close(lk->fd);
-	lk->fd = -1;
+	if (held) {
+		close(held->fd);
+		free(held);
+	}
 	lk->priv = NULL;
 }
 
@@ -813,7 +852,7 @@ static const struct store_ops fstore_ops = {
 
 /* Explain why opening path as our directory failed with errno. */
 static int open_dir_fail(int atfd, const char *path, const char *shown,
-                         char *err)
+                         char *err, size_t errlen)
 {
 	struct stat st;
 	int errsv = errno;
@@ -822,41 +861,41 @@ static int open_dir_fail(int atfd, const char *path, const char *shown,
 		if (fstatat(atfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISLNK(st.st_mode)) {
 			errno = ELOOP;
-			return fail(err, "refusing session directory '%s': it is a "
+			return fail(err, errlen, "refusing session directory '%s': it is a "
 			            "symbolic link", shown);
 		}
 		errno = ENOTDIR;
-		return fail(err, "refusing session directory '%s': not a directory",
+		return fail(err, errlen, "refusing session directory '%s': not a directory",
 		            shown);
 	}
-	return fail(err, "cannot open session directory '%s': %s", shown,
+	return fail(err, errlen, "cannot open session directory '%s': %s", shown,
 	            strerror(errsv));
 }
 
 /* Open path (relative to atfd) and check it is private to us; -1 and err. */
 static int open_private_dir(int atfd, const char *path, const char *shown,
-                            char *err)
+                            char *err, size_t errlen)
 {
 	struct stat st;
 	int fd;
 
 	fd = openat(atfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return open_dir_fail(atfd, path, shown, err);
+		return open_dir_fail(atfd, path, shown, err, errlen);
 	if (fstat(fd, &st) < 0) {
-		fail(err, "cannot open session directory '%s': fstat: %s", shown,
+		fail(err, errlen, "cannot open session directory '%s': fstat: %s", shown,
 		     strerror(errno));
 		goto bad;
 	}
 	errno = EPERM;
 	if (!S_ISDIR(st.st_mode)) {
 		errno = ENOTDIR;
-		fail(err, "refusing session directory '%s': not a directory", shown);
+		fail(err, errlen, "refusing session directory '%s': not a directory", shown);
 	} else if (st.st_uid != geteuid()) {
-		fail(err, "refusing session directory '%s': owned by uid %u, not %u",
+		fail(err, errlen, "refusing session directory '%s': owned by uid %u, not %u",
 		     shown, (unsigned)st.st_uid, (unsigned)geteuid());
 	} else if (st.st_mode & 077) {
-		fail(err, "refusing session directory '%s': mode %04o gives group "
+		fail(err, errlen, "refusing session directory '%s': mode %04o gives group "
 		     "or others access, need 0700", shown,
 		     (unsigned)(st.st_mode & 07777));
 	} else {
@@ -898,7 +937,7 @@ static int mkdir_parents(char *path)
 	return mkdir_ok(path);
 }
 
-static int open_given_dir(const char *dir, char *err)
+static int open_given_dir(const char *dir, char *err, size_t errlen)
 {
 	char shown[PATH_SHOW_MAX + 8], *path;
 	int fd = -1, errsv;
@@ -907,7 +946,7 @@ static int open_given_dir(const char *dir, char *err)
 	path_show(dir, shown, sizeof(shown));
 	path = strdup(dir);
 	if (path == NULL)
-		return fail(err, "cannot open session directory '%s': %s", shown,
+		return fail(err, errlen, "cannot open session directory '%s': %s", shown,
 		            strerror(errno));
 	/* A trailing slash makes O_NOFOLLOW follow a symlink: drop it. */
 	len = strlen(path);
@@ -916,12 +955,12 @@ static int open_given_dir(const char *dir, char *err)
 	if (mkdir_parents(path) < 0) {
 		char culprit[PATH_SHOW_MAX + 8];
 
-		fail(err, "cannot create session directory '%s': mkdir %s: %s",
+		fail(err, errlen, "cannot create session directory '%s': mkdir %s: %s",
 		     shown, path_show(path, culprit, sizeof(culprit)),
 		     strerror(errno));
 		goto out;
 	}
-	fd = open_private_dir(AT_FDCWD, path, shown, err);
+	fd = open_private_dir(AT_FDCWD, path, shown, err, errlen);
 out:
 	errsv = errno;
 	free(path);
@@ -931,56 +970,47 @@ out:
 
 void store_file_path(const char *dir, char *buf, size_t len)
 {
-	const char *tmp = getenv("TMPDIR");
-
 	if (dir) {
 		snprintf(buf, len, "%s", dir);
 		return;
 	}
-	if (tmp == NULL || tmp[0] == '\0')
-		tmp = "/tmp";
-	snprintf(buf, len, "%s/dolsot-%u/sessions", tmp, (unsigned)geteuid());
+	if (store_name_user_dir(buf, len) == 0)
+		snprintf(buf + strlen(buf), len - strlen(buf), "/sessions");
 }
 
 /* {TMPDIR or /tmp}/dolsot-{euid}/sessions; both levels made 0700 and checked. */
-static int open_default_dir(char *err)
+static int open_default_dir(char *err, size_t errlen)
 {
-	char shown[PATH_SHOW_MAX + 8], *top = NULL, *sub = NULL;
-	const char *tmp = getenv("TMPDIR");
+	char shown[PATH_SHOW_MAX + 8], top[PATH_MAX], sub[PATH_MAX + 16];
 	int topfd = -1, fd = -1, errsv;
+	bool fits = store_name_user_dir(top, sizeof(top)) == 0;
 
-	if (tmp == NULL || tmp[0] == '\0')
-		tmp = "/tmp";
-	if (asprintf(&top, "%s/dolsot-%u", tmp, (unsigned)geteuid()) < 0)
-		top = NULL;
-	else if (asprintf(&sub, "%s/sessions", top) < 0)
-		sub = NULL;
-	if (sub == NULL) {
-		fail(err, "cannot open session directory: %s", strerror(errno));
-		goto out;
-	}
+	snprintf(sub, sizeof(sub), "%s/sessions", top);
 	path_show(top, shown, sizeof(shown));
-	if (mkdir(top, 0700) < 0 && errno != EEXIST) {
-		fail(err, "cannot create session directory '%s': %s", shown,
+	if (!fits) {   /* what mkdir would say of it */
+		fail(err, errlen, "cannot create session directory '%s': %s", shown,
 		     strerror(errno));
 		goto out;
 	}
-	topfd = open_private_dir(AT_FDCWD, top, shown, err);
+	if (mkdir(top, 0700) < 0 && errno != EEXIST) {
+		fail(err, errlen, "cannot create session directory '%s': %s", shown,
+		     strerror(errno));
+		goto out;
+	}
+	topfd = open_private_dir(AT_FDCWD, top, shown, err, errlen);
 	if (topfd < 0)
 		goto out;
 	path_show(sub, shown, sizeof(shown));
 	if (mkdirat(topfd, "sessions", 0700) < 0 && errno != EEXIST) {
-		fail(err, "cannot create session directory '%s': %s", shown,
+		fail(err, errlen, "cannot create session directory '%s': %s", shown,
 		     strerror(errno));
 		goto out;
 	}
-	fd = open_private_dir(topfd, "sessions", shown, err);
+	fd = open_private_dir(topfd, "sessions", shown, err, errlen);
 out:
 	errsv = errno;
 	if (topfd >= 0)
 		close(topfd);
-	free(top);
-	free(sub);
 	errno = errsv;
 	return fd;
 }
@@ -989,23 +1019,24 @@ out:
  * See store.h.  dir is created (with missing parents) when absent; the
  * returned store owns one directory fd until store_close().
  */
-struct store *store_file_open(const char *dir, double ttl_days, char *err)
+struct store *store_file_open(const char *dir, double ttl_days, char *err,
+                              size_t errlen)
 {
 	struct fstore *fs;
 	int fd;
 
 	if (!(ttl_days >= 0)) {
 		errno = EINVAL;
-		fail(err, "invalid session ttl %g: must be 0 (never expire) or more",
+		fail(err, errlen, "invalid session ttl %g: must be 0 (never expire) or more",
 		     ttl_days);
 		return NULL;
 	}
-	fd = dir != NULL ? open_given_dir(dir, err) : open_default_dir(err);
+	fd = dir != NULL ? open_given_dir(dir, err, errlen) : open_default_dir(err, errlen);
 	if (fd < 0)
 		return NULL;
 	fs = calloc(1, sizeof(*fs));
 	if (fs == NULL) {
-		fail(err, "cannot open session store: %s", strerror(errno));
+		fail(err, errlen, "cannot open session store: %s", strerror(errno));
 		close(fd);
 		errno = ENOMEM;
 		return NULL;

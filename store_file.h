@@ -11,10 +11,12 @@
  * dir NULL means the default: $DOLSOT_CACHE_DIR is resolved by the caller;
  * NULL here is {TMPDIR or /tmp}/dolsot-{uid}/sessions.  ttl_days 0 disables
  * reaping; reaping runs on every operation.  Returns NULL and fills err on
- * refusal (symlink, wrong owner, group/other access, not a directory).
+ * refusal (symlink, wrong owner, group/other access, not a directory),
+ * errlen bytes at most.
  * The store's home is its directory.
  */
-struct store *store_file_open(const char *dir, double ttl_days, char *err);
+struct store *store_file_open(const char *dir, double ttl_days, char *err,
+                              size_t errlen);
 
 /* The directory store_file_open(dir, ...) uses, as a path, into buf
  * (nothing is checked or made). */

@@ -1,14 +1,18 @@
 /*
- * store_name.c - classify the entries of a FileStore directory.
+ * store_name.c - classify the entries of a FileStore directory; where
+ * the default one is.
  *
  * Kept apart from store_file.c so it can be fuzzed without a directory: it
  * reads names an attacker with access to the directory may have chosen.
  */
 #include "store_name.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Copy name[0..idlen) into id when it is a valid session id. */
 static bool take_id(const char *name, size_t idlen, char *id)
@@ -123,4 +127,19 @@ bool store_id_valid(const char *id, char *err, size_t errlen)
 		         shown, STORE_ID_MAX);
 	}
 	return false;
+}
+
+int store_name_user_dir(char *buf, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+	int n;
+
+	if (tmp == NULL || tmp[0] == '\0')
+		tmp = "/tmp";
+	n = snprintf(buf, len, "%s/dolsot-%u", tmp, (unsigned)geteuid());
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
 }

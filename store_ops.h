@@ -10,9 +10,14 @@
  * only its constructor, in its own header; everything else is static.
  *
  * Every operation returns 0 on success or -1 with a one-line reason (no
- * newline, lowercase, no full stop) written into err (STORE_ERR_MAX
- * bytes); errno is preserved where the cause was a system call.  Session
- * ids reach a backend validated (store.h's wrappers check them once).
+ * newline, lowercase, no full stop) written into err, a buffer of errlen
+ * bytes (STORE_ERR_MAX holds any of them); errno is preserved where the
+ * cause was a system call.  Session ids reach a backend validated
+ * (store.h's wrappers check them once).
+ *
+ * The generic types below carry nothing of any backend: what a backend
+ * needs for one lock or one save (a file, a connection, a temp name) is
+ * its own, behind the priv pointer it sets and frees.
  */
 #ifndef DOLSOT_STORE_OPS_H
 #define DOLSOT_STORE_OPS_H
@@ -23,7 +28,7 @@
 #include <time.h>
 
 #define STORE_ID_MAX 128
-#define STORE_ERR_MAX 512
+#define STORE_ERR_MAX 512       /* enough for any store's message */
 
 struct session_info {
 	char id[STORE_ID_MAX + 1];
@@ -33,8 +38,7 @@ struct session_info {
 
 /* A session lock held from load to save; released by store_unlock(). */
 struct store_lock {
-	int fd;                 /* -1 for stores that lock in memory */
-	void *priv;
+	void *priv;             /* the backend's hold on it; NULL when none */
 };
 
 struct store;
@@ -46,21 +50,23 @@ struct store;
  */
 struct store_save {
 	int fd;                 /* where the new session goes; -1 when none */
-	bool memfd;             /* the generic fallback: committed via ops->save */
 	bool sandboxed;         /* record that a sandboxed call wrote it (see origin) */
 	uint64_t max;           /* the most bytes it may hold; 0: no bound */
 	char id[STORE_ID_MAX + 1];
-	char tmp[STORE_ID_MAX + 32];   /* the backend's temp file, "" if none */
+	/* The backend's state for this save: set (never NULL) by its
+	 * save_begin, freed and NULLed by its save_commit and save_abort.
+	 * NULL: no backend holds it (store.c's memfd, or nothing left). */
+	void *priv;
 };
 
 struct store_ops {
 	/* *blob is malloc'd (caller frees); *found=false and *blob=NULL when absent. */
 	int (*load)(struct store *s, const char *id, uint8_t **blob, size_t *len,
-	            bool *found, char *err);
+	            bool *found, char *err, size_t errlen);
 	/* Atomic and durable: afterwards the session is the new bytes, or the old
 	 * ones on failure.  sandboxed is its origin, as origin reports it. */
 	int (*save)(struct store *s, const char *id, const uint8_t *blob, size_t len,
-	            bool sandboxed, char *err);
+	            bool sandboxed, char *err, size_t errlen);
 	/*
 	 * *sandboxed: the session was last written by a sandboxed call, so its
 	 * bytes are the cell's and loading them outside the sandbox would run
@@ -68,26 +74,31 @@ struct store_ops {
 	 * metadata, never in anything a worker is handed; a store that cannot
 	 * tell says true.  False for a session that does not exist.
 	 */
-	int (*origin)(struct store *s, const char *id, bool *sandboxed, char *err);
+	int (*origin)(struct store *s, const char *id, bool *sandboxed, char *err,
+	              size_t errlen);
 	/* id "all" removes every session of this store; *removed counts them. */
-	int (*del)(struct store *s, const char *id, unsigned *removed, char *err);
+	int (*del)(struct store *s, const char *id, unsigned *removed, char *err,
+	           size_t errlen);
 	/* *out is malloc'd, sorted by id; caller frees. */
-	int (*list)(struct store *s, struct session_info **out, size_t *n, char *err);
+	int (*list)(struct store *s, struct session_info **out, size_t *n, char *err,
+	            size_t errlen);
 	/*
 	 * Take the session's exclusive lock, waiting at most timeout_ms (< 0 means
 	 * forever).  Returns 0, or -1; on timeout errno is EWOULDBLOCK and err says
 	 * the session is busy.  Saves must hold the lock: the FileStore removes a
 	 * session's leftover temp files (of a killed save) when it is locked.
+	 * lk->priv is the backend's (NULL after unlock).
 	 */
 	int (*lock)(struct store *s, const char *id, long timeout_ms,
-	            struct store_lock *lk, char *err);
+	            struct store_lock *lk, char *err, size_t errlen);
 	void (*unlock)(struct store *s, struct store_lock *lk);
 	void (*close)(struct store *s);
 	/*
 	 * Optional (NULL: store.c's generic fallback over load and save).
 	 * open_blob: *fd is the session, read-only, CLOEXEC, *len bytes long
 	 * (fstat'ed); *found=false and *fd=-1 when absent.
-	 * save_begin: sv->fd is an empty file the session is written into.
+	 * save_begin: sv->fd is an empty file the session is written into, and
+	 * sv->priv the backend's state for it (never NULL); -1 leaves both unset.
 	 * save_commit: sv->fd holds exactly len bytes: make it the session,
 	 * atomically and durably, like save, with sv->sandboxed as its origin;
 	 * where the origin is a separate record, a sandboxed one is in place
@@ -95,10 +106,11 @@ struct store_ops {
 	 * between errs towards refusing.  save_abort: leave no trace.
 	 */
 	int (*open_blob)(struct store *s, const char *id, int *fd, size_t *len,
-	                 bool *found, char *err);
-	int (*save_begin)(struct store *s, struct store_save *sv, char *err);
+	                 bool *found, char *err, size_t errlen);
+	int (*save_begin)(struct store *s, struct store_save *sv, char *err,
+	                  size_t errlen);
 	int (*save_commit)(struct store *s, struct store_save *sv, size_t len,
-	                   char *err);
+	                   char *err, size_t errlen);
 	void (*save_abort)(struct store *s, struct store_save *sv);
 };
 

@@ -455,11 +455,13 @@ static void wait_exited(pid_t pid, double seconds)
 	}
 }
 
-int warm_stop(int dirfd, long *pid)
+int warm_stop(int dirfd, long *pid, char *err, size_t errlen)
 {
 	static struct wire_msg m;
 	int got = ask(dirfd, WIRE_STOP, NULL, 0, WIRE_STOPPING, &m, true);
 
+	if (got < 0)
+		snprintf(err, errlen, "%s", strerror(errno));
 	if (got > 0) {
 		*pid = (long)m.a;
 		wait_exited((pid_t)m.a, WARM_STOP_WAIT);
@@ -498,7 +500,7 @@ error:
 	return WARM_READY_ERROR;
 }
 
-int warm_ensure_server(int dirfd, double idle_seconds)
+int warm_ensure_server(int dirfd, double idle_seconds, char *err, size_t errlen)
 {
 	struct warm_want none = { NULL, 0, NULL, 0 };
 	int fd = warm_proto_connect(dirfd);
@@ -507,8 +509,10 @@ int warm_ensure_server(int dirfd, double idle_seconds)
 		close(fd);
 		return 0;
 	}
-	if (warm_spawn_server(dirfd, idle_seconds, &none) < 0)
+	if (warm_spawn_server(dirfd, idle_seconds, &none) < 0) {
+		snprintf(err, errlen, "%s", strerror(errno));
 		return -1;
+	}
 	for (int i = 0; i < WARM_LISTEN_RETRIES; i++) {
 		fd = warm_proto_connect(dirfd);
 		if (fd >= 0) {
@@ -517,6 +521,6 @@ int warm_ensure_server(int dirfd, double idle_seconds)
 		}
 		usleep(WARM_CONNECT_RETRY_US);
 	}
-	errno = ETIMEDOUT;
+	snprintf(err, errlen, "%s", strerror(ETIMEDOUT));   /* started, not listening */
 	return -1;
 }

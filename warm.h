@@ -48,15 +48,17 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
  */
 int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *key);
 
-/* Make sure a server listens for dirfd, starting one if needed.  0 or -1. */
-int warm_ensure_server(int dirfd, double idle_seconds);
+/* Make sure a server listens for dirfd, starting one if needed.  0, or -1
+ * with the reason in err. */
+int warm_ensure_server(int dirfd, double idle_seconds, char *err, size_t errlen);
 
 /* Text from the server about itself into buf; false when none answers. */
 bool warm_info(int dirfd, char *buf, size_t len);
 
 /* Ask the server to stop and wait until it is gone; *pid gets its pid.
- * Returns 1 when one was stopped, 0 when none ran, -1 on error. */
-int warm_stop(int dirfd, long *pid);
+ * Returns 1 when one was stopped, 0 when none ran, -1 with the reason in
+ * err. */
+int warm_stop(int dirfd, long *pid, char *err, size_t errlen);
 
 enum warm_ready {
 	WARM_READY,            /* the zygote for the key is ready */

@@ -160,7 +160,7 @@ static void check_store(struct entry *v, size_t n)
 	struct entry sessions[MAX_NAMES];
 	size_t n_info, n_sessions = 0, n_other = 0;
 	unsigned removed;
-	struct store *st = store_file_open(dir, 0, err);
+	struct store *st = store_file_open(dir, 0, err, sizeof(err));
 
 	CHECK(st != NULL);
 	for (size_t i = 0; i < n; i++) {
@@ -169,7 +169,7 @@ static void check_store(struct entry *v, size_t n)
 		n_other += v[i].kind == STORE_NAME_OTHER;
 	}
 	qsort(sessions, n_sessions, sizeof(*sessions), by_id);
-	CHECK(store_list(st, &info, &n_info, err) == 0);
+	CHECK(store_list(st, &info, &n_info, err, sizeof(err)) == 0);
 	CHECK(n_info == n_sessions);
 	for (size_t i = 0; i < n_info; i++) {
 		uint8_t *blob;
@@ -178,12 +178,12 @@ static void check_store(struct entry *v, size_t n)
 
 		CHECK(strcmp(info[i].id, sessions[i].id) == 0);
 		CHECK(info[i].size == sessions[i].size);
-		CHECK(store_load(st, info[i].id, &blob, &len, &found, err) == 0);
+		CHECK(store_load(st, info[i].id, &blob, &len, &found, err, sizeof(err)) == 0);
 		CHECK(found && len == sessions[i].size);
 		free(blob);
 	}
 	free(info);
-	CHECK(store_del(st, "all", &removed, err) == 0);
+	CHECK(store_del(st, "all", &removed, err, sizeof(err)) == 0);
 	CHECK(removed == n_sessions);
 	store_close(st);
 	/* Only what is not ours is left: sessions, saves and free locks went. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ck_run.h"
+#include "cli_check.h"
 #include "cli_helpers.h"
 
 #define PY "/usr/bin/python3.11"
@@ -58,12 +59,6 @@ static long warm_calls(void)
 	return warm;
 }
 
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%s", (s), (r)->err)
 #define ck_err_lacks(r, s) ck_assert_msg(!cli_has((r)->err, (s)), \
 	"stderr has '%s':\n%s", (s), (r)->err)
 

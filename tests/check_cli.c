@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ck_run.h"
+#include "cli_check.h"
 #include "cli_helpers.h"
 
 static struct cli_test fx;
@@ -45,23 +46,6 @@ static void teardown(void)
 /* Run with extra environment entries on top of the test's own. */
 #define RUN_ENV(r, extra, ...) cli_test_run(&fx, (r), NULL, (extra), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
-
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%s", (s), (r)->err)
-
-/* A call that must succeed; returns nothing, checks exit 0. */
-static void ok_call(const char *session, const char *code)
-{
-	struct cli_run r;
-
-	CLI(&r, "--session", session, code);
-	ck_code(&r, 0);
-	cli_run_release(&r);
-}
 
 static bool store_exists(void)
 {

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ck_run.h"
+#include "cli_check.h"
 #include "cli_helpers.h"
 
 static struct cli_test fx;
@@ -61,42 +62,6 @@ static void teardown(void)
 
 #define RUN_ENV(r, extra, ...) cli_test_run(&fx, (r), NULL, (extra), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
-
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %.300s\nstderr: %.2000s", (r)->code, (want), (r)->out, \
-	(r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %.300s, want %s\nstderr: %.2000s", (r)->out, (want), (r)->err)
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%.2000s", (s), (r)->err)
-
-static void ok_call(const char *session, const char *code)
-{
-	struct cli_run r;
-
-	CLI(&r, "--session", session, code);
-	ck_code(&r, 0);
-	cli_run_release(&r);
-}
-
-/* What a session holds, as the value of expr in it. */
-static void ck_state(const char *session, const char *expr, const char *want)
-{
-	struct cli_run r;
-
-	CLI(&r, "--session", session, expr);
-	ck_code(&r, 0);
-	ck_out(&r, want);
-	cli_run_release(&r);
-}
-
-static void ck_no_strays(void)
-{
-	char desc[4096];
-	int n = cli_wait_no_strays(fx.store_env, 5, desc, sizeof(desc));
-
-	ck_assert_msg(n == 0, "%d process(es) left behind: %s", n, desc);
-}
 
 static bool store_exists(void)
 {

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_check.h"
 #include "cli_helpers.h"
 
 static struct cli_test fx;
@@ -28,9 +29,6 @@ static void teardown(void)
 {
 	cli_test_end(&fx);
 }
-
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
 
 /* stdout must be one object the shipped schema accepts. */
 static void ck_schema(const struct cli_run *r)

@@ -36,6 +36,7 @@ static char base_dir[PATH_MAX];
 static char tmp_dir[PATH_MAX];
 static char sess_dir[PATH_MAX];         /* tmp_dir/s, the FileStore's dir */
 static char err[STORE_ERR_MAX];
+#define ERR err, sizeof(err)    /* a store call's last two arguments */
 
 static char *path_in(char *buf, const char *dir, const char *name)
 {
@@ -74,7 +75,7 @@ static void teardown(void)
 
 static struct store *open_file_ttl(double ttl)
 {
-	struct store *s = store_file_open(sess_dir, ttl, err);
+	struct store *s = store_file_open(sess_dir, ttl, ERR);
 
 	ck_assert_msg(s != NULL, "store_file_open: %s", err);
 	return s;
@@ -107,7 +108,7 @@ static const struct backend backends[] = {
 
 static void save_str(struct store *s, const char *id, const char *v)
 {
-	ck_assert_msg(store_save(s, id, (const uint8_t *)v, strlen(v), false, err) == 0,
+	ck_assert_msg(store_save(s, id, (const uint8_t *)v, strlen(v), false, ERR) == 0,
 	              "save %s: %s", id, err);
 }
 
@@ -119,7 +120,7 @@ static char *load_str(struct store *s, const char *id)
 	bool found;
 	char *str;
 
-	ck_assert_msg(store_load(s, id, &blob, &len, &found, err) == 0,
+	ck_assert_msg(store_load(s, id, &blob, &len, &found, ERR) == 0,
 	              "load %s: %s", id, err);
 	if (!found) {
 		ck_assert_ptr_null(blob);
@@ -192,6 +193,51 @@ static int count_entries(const char *dir)
 	return n;
 }
 
+/* The name of session id's temp file (".ID.XXXXXX.tmp") in dir, into
+ * name (PATH_MAX bytes); false when there is none. */
+static bool temp_name(const char *dir, const char *id, char *name)
+{
+	char prefix[PATH_MAX];
+	DIR *d = opendir(dir);
+	const struct dirent *de;
+	bool found = false;
+
+	ck_assert_ptr_nonnull(d);
+	snprintf(prefix, sizeof(prefix), ".%s.", id);
+	while (!found && (de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+
+		found = strncmp(de->d_name, prefix, strlen(prefix)) == 0 && n > 4 &&
+		        strcmp(de->d_name + n - 4, ".tmp") == 0;
+		if (found)
+			snprintf(name, PATH_MAX, "%s", de->d_name);
+	}
+	closedir(d);
+	return found;
+}
+
+/* An fd of this process open on dir/name, or -1 when none is. */
+static int fd_on(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat want, st;
+	DIR *d = opendir("/proc/self/fd");
+	const struct dirent *de;
+	int fd = -1;
+
+	ck_assert_int_eq(stat(path_in(path, dir, name), &want), 0);
+	ck_assert_ptr_nonnull(d);
+	while (fd < 0 && (de = readdir(d)) != NULL) {
+		int n = atoi(de->d_name);
+
+		if (de->d_name[0] != '.' && n != dirfd(d) && fstat(n, &st) == 0 &&
+		    st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+			fd = n;
+	}
+	closedir(d);
+	return fd;
+}
+
 static unsigned file_mode(const char *path)
 {
 	struct stat st;
@@ -233,16 +279,16 @@ START_TEST(test_save_load_replace)
 	save_str(s, "a", "new content");
 	assert_session(s, "a", "new content");
 
-	ck_assert_int_eq(store_save(s, "bin", bin, sizeof(bin), false, err), 0);
-	ck_assert_int_eq(store_load(s, "bin", &blob, &len, &found, err), 0);
+	ck_assert_int_eq(store_save(s, "bin", bin, sizeof(bin), false, ERR), 0);
+	ck_assert_int_eq(store_load(s, "bin", &blob, &len, &found, ERR), 0);
 	ck_assert(found);
 	ck_assert_uint_eq(len, sizeof(bin));
 	ck_assert_mem_eq(blob, bin, sizeof(bin));
 	free(blob);
 
 	/* an empty session is found, with a non-NULL blob */
-	ck_assert_int_eq(store_save(s, "empty", NULL, 0, false, err), 0);
-	ck_assert_int_eq(store_load(s, "empty", &blob, &len, &found, err), 0);
+	ck_assert_int_eq(store_save(s, "empty", NULL, 0, false, ERR), 0);
+	ck_assert_int_eq(store_load(s, "empty", &blob, &len, &found, ERR), 0);
 	ck_assert(found);
 	ck_assert_ptr_nonnull(blob);
 	ck_assert_uint_eq(len, 0);
@@ -258,11 +304,11 @@ START_TEST(test_del_one)
 
 	save_str(s, "a", "1");
 	save_str(s, "b", "2");
-	ck_assert_int_eq(store_del(s, "a", &removed, err), 0);
+	ck_assert_int_eq(store_del(s, "a", &removed, ERR), 0);
 	ck_assert_uint_eq(removed, 1);
 	assert_session(s, "a", NULL);
 	assert_session(s, "b", "2");
-	ck_assert_int_eq(store_del(s, "a", &removed, err), 0);
+	ck_assert_int_eq(store_del(s, "a", &removed, ERR), 0);
 	ck_assert_uint_eq(removed, 0);
 	store_close(s);
 }
@@ -278,12 +324,12 @@ START_TEST(test_del_all)
 	save_str(s, "a", "1");
 	save_str(s, "b", "2");
 	save_str(s, "c", "3");
-	ck_assert_int_eq(store_del(s, "all", &removed, err), 0);
+	ck_assert_int_eq(store_del(s, "all", &removed, ERR), 0);
 	ck_assert_uint_eq(removed, 3);
-	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_int_eq(store_list(s, &v, &n, ERR), 0);
 	ck_assert_uint_eq(n, 0);
 	free(v);
-	ck_assert_int_eq(store_del(s, "all", &removed, err), 0);
+	ck_assert_int_eq(store_del(s, "all", &removed, ERR), 0);
 	ck_assert_uint_eq(removed, 0);
 	store_close(s);
 }
@@ -302,7 +348,7 @@ START_TEST(test_list_sorted_with_sizes)
 	save_str(s, "a", "1");
 	save_str(s, "b", "22");
 	save_str(s, "B", "");
-	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_int_eq(store_list(s, &v, &n, ERR), 0);
 	ck_assert_uint_eq(n, 4);
 	for (i = 0; i < n; i++) {
 		ck_assert_str_eq(v[i].id, want[i].id);
@@ -321,21 +367,21 @@ START_TEST(test_lock_busy_times_out)
 	struct timespec t0;
 	double ms;
 
-	ck_assert_msg(store_lock(s, "a", -1, &lk1, err) == 0, "%s", err);
+	ck_assert_msg(store_lock(s, "a", -1, &lk1, ERR) == 0, "%s", err);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	errno = 0;
-	ck_assert_int_eq(store_lock(s, "a", 100, &lk2, err), -1);
+	ck_assert_int_eq(store_lock(s, "a", 100, &lk2, ERR), -1);
 	ms = ms_since(&t0);
 	ck_assert_int_eq(errno, EWOULDBLOCK);
 	ck_assert_str_eq(err, "session 'a' is busy: another call is using it");
 	ck_assert_msg(ms >= 90 && ms < 2000, "waited %.1f ms", ms);
 	/* timeout 0 is a single try */
-	ck_assert_int_eq(store_lock(s, "a", 0, &lk2, err), -1);
+	ck_assert_int_eq(store_lock(s, "a", 0, &lk2, ERR), -1);
 	ck_assert_int_eq(errno, EWOULDBLOCK);
 	/* other ids are independent */
-	ck_assert_msg(store_lock(s, "b", 0, &lk3, err) == 0, "%s", err);
+	ck_assert_msg(store_lock(s, "b", 0, &lk3, ERR) == 0, "%s", err);
 	store_unlock(s, &lk1);
-	ck_assert_msg(store_lock(s, "a", 0, &lk2, err) == 0, "%s", err);
+	ck_assert_msg(store_lock(s, "a", 0, &lk2, ERR) == 0, "%s", err);
 	store_unlock(s, &lk2);
 	store_unlock(s, &lk3);
 	store_close(s);
@@ -369,10 +415,10 @@ START_TEST(test_lock_waits_for_release)
 	double ms;
 
 	for (k = 0; k < sizeof(timeouts) / sizeof(timeouts[0]); k++) {
-		ck_assert_msg(store_lock(s, "a", -1, &held, err) == 0, "%s", err);
+		ck_assert_msg(store_lock(s, "a", -1, &held, ERR) == 0, "%s", err);
 		ck_assert_int_eq(pthread_create(&th, NULL, release_later, &r), 0);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		ck_assert_msg(store_lock(s, "a", timeouts[k], &lk, err) == 0,
+		ck_assert_msg(store_lock(s, "a", timeouts[k], &lk, ERR) == 0,
 		              "%s", err);
 		ms = ms_since(&t0);
 		ck_assert_int_eq(pthread_join(th, NULL), 0);
@@ -400,12 +446,12 @@ START_TEST(test_invalid_ids_rejected)
 	memset(long_id, 'a', STORE_ID_MAX + 1);
 	long_id[STORE_ID_MAX + 1] = '\0';
 	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
-		ck_assert_int_eq(store_load(s, bad[k], &blob, &len, &found, err), -1);
+		ck_assert_int_eq(store_load(s, bad[k], &blob, &len, &found, ERR), -1);
 		ck_assert_msg(strncmp(err, "invalid session id '", 20) == 0, "%s", err);
-		ck_assert_int_eq(store_save(s, bad[k], (const uint8_t *)"x", 1, false, err),
+		ck_assert_int_eq(store_save(s, bad[k], (const uint8_t *)"x", 1, false, ERR),
 		                 -1);
-		ck_assert_int_eq(store_del(s, bad[k], &removed, err), -1);
-		ck_assert_int_eq(store_lock(s, bad[k], 0, &lk, err), -1);
+		ck_assert_int_eq(store_del(s, bad[k], &removed, ERR), -1);
+		ck_assert_int_eq(store_lock(s, bad[k], 0, &lk, ERR), -1);
 		ck_assert_msg(strncmp(err, "invalid session id '", 20) == 0, "%s", err);
 	}
 	/* the longest valid id works */
@@ -424,15 +470,15 @@ START_TEST(test_id_message_escapes_and_caps)
 {
 	char long_id[300];
 
-	ck_assert(!store_id_valid("x/y", err, sizeof(err)));
+	ck_assert(!store_id_valid("x/y", ERR));
 	ck_assert_str_eq(err, "invalid session id 'x/y': use 1-128 characters "
 	                 "from [A-Za-z0-9._-], not starting with '.'");
-	ck_assert(!store_id_valid("caf\xc3\xa9\n'", err, sizeof(err)));
+	ck_assert(!store_id_valid("caf\xc3\xa9\n'", ERR));
 	ck_assert_msg(strncmp(err, "invalid session id 'caf\\xc3\\xa9\\x0a\\x27':",
 	                      39) == 0, "%s", err);
 	memset(long_id, 'a', sizeof(long_id) - 1);
 	long_id[sizeof(long_id) - 1] = '\0';
-	ck_assert(!store_id_valid(long_id, err, sizeof(err)));
+	ck_assert(!store_id_valid(long_id, ERR));
 	ck_assert_msg(strstr(err, "aaa...': use") != NULL, "%s", err);
 	ck_assert_uint_lt(strlen(err), 200);
 	/* a short buffer is cut, not overrun; NULL err is allowed */
@@ -451,14 +497,14 @@ START_TEST(test_dir_created_0700_with_parents)
 	struct store *s;
 
 	path_in(dir, tmp_dir, "x/y/sessions");
-	s = store_file_open(dir, 0, err);
+	s = store_file_open(dir, 0, ERR);
 	ck_assert_msg(s != NULL, "%s", err);
 	ck_assert_uint_eq(file_mode(dir), 0700);
 	ck_assert_uint_eq(file_mode(path_in(p, tmp_dir, "x")), 0700);
 	ck_assert_uint_eq(file_mode(path_in(p, tmp_dir, "x/y")), 0700);
 	store_close(s);
 	/* an existing private directory is fine */
-	s = store_file_open(dir, 0, err);
+	s = store_file_open(dir, 0, ERR);
 	ck_assert_msg(s != NULL, "%s", err);
 	store_close(s);
 }
@@ -475,7 +521,7 @@ START_TEST(test_default_dir_under_tmpdir)
 	path_in(top, tmp_dir, name);
 	path_in(sub, top, "sessions");
 	setenv("TMPDIR", tmp_dir, 1);
-	s = store_file_open(NULL, 0, err);
+	s = store_file_open(NULL, 0, ERR);
 	ck_assert_msg(s != NULL, "%s", err);
 	ck_assert_uint_eq(file_mode(top), 0700);
 	ck_assert_uint_eq(file_mode(sub), 0700);
@@ -484,7 +530,7 @@ START_TEST(test_default_dir_under_tmpdir)
 	store_close(s);
 	/* the top level is checked too */
 	ck_assert_int_eq(chmod(top, 0755), 0);
-	ck_assert_ptr_null(store_file_open(NULL, 0, err));
+	ck_assert_ptr_null(store_file_open(NULL, 0, ERR));
 	ck_assert_msg(strstr(err, "group or others") != NULL, "%s", err);
 	if (saved != NULL)
 		setenv("TMPDIR", saved, 1);
@@ -502,12 +548,12 @@ START_TEST(test_refuses_symlinked_dir)
 	ck_assert_int_eq(mkdir(real, 0700), 0);
 	ck_assert_int_eq(symlink(real, sess_dir), 0);
 	errno = 0;
-	ck_assert_ptr_null(store_file_open(sess_dir, 0, err));
+	ck_assert_ptr_null(store_file_open(sess_dir, 0, ERR));
 	ck_assert_int_eq(errno, ELOOP);
 	ck_assert_msg(strstr(err, "refusing session directory") != NULL &&
 	              strstr(err, "symbolic link") != NULL, "%s", err);
 	/* a trailing slash must not make O_NOFOLLOW follow the link */
-	ck_assert_ptr_null(store_file_open(path_in(link, tmp_dir, "s//"), 0, err));
+	ck_assert_ptr_null(store_file_open(path_in(link, tmp_dir, "s//"), 0, ERR));
 	ck_assert_msg(strstr(err, "symbolic link") != NULL, "%s", err);
 	ck_assert_int_eq(count_entries(real), 0);
 }
@@ -521,7 +567,7 @@ START_TEST(test_refuses_group_other_bits)
 	ck_assert_int_eq(mkdir(sess_dir, 0700), 0);
 	for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
 		ck_assert_int_eq(chmod(sess_dir, modes[k]), 0);
-		ck_assert_ptr_null(store_file_open(sess_dir, 0, err));
+		ck_assert_ptr_null(store_file_open(sess_dir, 0, ERR));
 		ck_assert_msg(strstr(err, "gives group or others access") != NULL,
 		              "%s", err);
 		ck_assert_int_eq(count_entries(sess_dir), 0);
@@ -538,7 +584,7 @@ START_TEST(test_refuses_dir_of_other_uid)
 	}
 	ck_assert_int_eq(mkdir(sess_dir, 0700), 0);
 	ck_assert_int_eq(chown(sess_dir, 65534, 65534), 0);
-	ck_assert_ptr_null(store_file_open(sess_dir, 0, err));
+	ck_assert_ptr_null(store_file_open(sess_dir, 0, ERR));
 	ck_assert_msg(strstr(err, "owned by uid 65534") != NULL, "%s", err);
 	ck_assert_int_eq(count_entries(sess_dir), 0);
 }
@@ -549,11 +595,11 @@ START_TEST(test_refuses_regular_file)
 	char sub[PATH_MAX];
 
 	put_file(tmp_dir, "s", "not a dir");
-	ck_assert_ptr_null(store_file_open(sess_dir, 0, err));
+	ck_assert_ptr_null(store_file_open(sess_dir, 0, ERR));
 	ck_assert_int_eq(errno, ENOTDIR);
 	ck_assert_msg(strstr(err, "not a directory") != NULL, "%s", err);
 	/* a regular file as a parent */
-	ck_assert_ptr_null(store_file_open(path_in(sub, sess_dir, "x"), 0, err));
+	ck_assert_ptr_null(store_file_open(path_in(sub, sess_dir, "x"), 0, ERR));
 	ck_assert_msg(strstr(err, "cannot create session directory") != NULL &&
 	              strstr(err, "Not a directory") != NULL, "%s", err);
 }
@@ -561,7 +607,7 @@ END_TEST
 
 START_TEST(test_refuses_negative_ttl)
 {
-	ck_assert_ptr_null(store_file_open(sess_dir, -1, err));
+	ck_assert_ptr_null(store_file_open(sess_dir, -1, ERR));
 	ck_assert_msg(strstr(err, "ttl") != NULL, "%s", err);
 	ck_assert(!exists(tmp_dir, "s"));
 }
@@ -611,7 +657,7 @@ START_TEST(test_failed_save_keeps_old_and_cleans_up)
 		signal(SIGXFSZ, SIG_IGN);
 		setrlimit(RLIMIT_FSIZE, &rl);
 		memset(&rep, 0, sizeof(rep));
-		rep.ret = store_save(s, "a", big, sizeof(big), false, rep.err);
+		rep.ret = store_save(s, "a", big, sizeof(big), false, rep.err, sizeof(rep.err));
 		rep.errnum = errno;
 		store_close(s);
 		_exit(write(fds[1], &rep, sizeof(rep)) == sizeof(rep) ? 0 : 1);
@@ -640,14 +686,14 @@ START_TEST(test_load_refuses_non_regular)
 	bool found;
 
 	ck_assert_int_eq(mkfifo(path_in(path, sess_dir, "f.pkl"), 0600), 0);
-	ck_assert_int_eq(store_load(s, "f", &blob, &len, &found, err), -1);
+	ck_assert_int_eq(store_load(s, "f", &blob, &len, &found, ERR), -1);
 	ck_assert_str_eq(err, "cannot load session 'f': f.pkl is not a regular file");
 	put_file(tmp_dir, "target", "secret");
 	ck_assert_int_eq(symlink(path_in(target, tmp_dir, "target"),
 	                         path_in(path, sess_dir, "l.pkl")), 0);
-	ck_assert_int_eq(store_load(s, "l", &blob, &len, &found, err), -1);
+	ck_assert_int_eq(store_load(s, "l", &blob, &len, &found, ERR), -1);
 	ck_assert_str_eq(err, "cannot load session 'l': l.pkl is a symbolic link");
-	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_int_eq(store_list(s, &v, &n, ERR), 0);
 	ck_assert_uint_eq(n, 0);
 	free(v);
 	store_close(s);
@@ -663,7 +709,7 @@ START_TEST(test_ttl_reaps_old_keeps_fresh)
 
 	save_str(s, "old", "1");
 	save_str(s, "fresh", "2");
-	ck_assert_int_eq(store_lock(s, "held", -1, &lk, err), 0);
+	ck_assert_int_eq(store_lock(s, "held", -1, &lk, ERR), 0);
 	age_file(sess_dir, "old.pkl", 2 * DAY);
 	age_file(sess_dir, "held.lock", 2 * DAY);
 	put_file(sess_dir, "idle.lock", "");
@@ -677,7 +723,7 @@ START_TEST(test_ttl_reaps_old_keeps_fresh)
 	put_file(sess_dir, "x.pkl.bak", "not ours");
 	age_file(sess_dir, "x.pkl.bak", 30 * DAY);
 
-	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_int_eq(store_list(s, &v, &n, ERR), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(v[0].id, "fresh");
 	free(v);
@@ -704,7 +750,7 @@ START_TEST(test_lock_removes_killed_saves)
 	save_str(s, "t", "old");
 	put_file(sess_dir, ".t.AbC123.tmp", "half a sess");
 	put_file(sess_dir, ".u.AbC123.tmp", "another's save in flight");
-	ck_assert_msg(store_lock(s, "t", 0, &lk, err) == 0, "%s", err);
+	ck_assert_msg(store_lock(s, "t", 0, &lk, ERR) == 0, "%s", err);
 	ck_assert(!exists(sess_dir, ".t.AbC123.tmp"));
 	ck_assert(exists(sess_dir, ".u.AbC123.tmp"));
 	assert_session(s, "t", "old");
@@ -730,14 +776,14 @@ static void run_op(struct store *s, enum op op)
 		save_str(s, "other", "x");
 		break;
 	case OP_DEL:
-		ck_assert_int_eq(store_del(s, "other", &removed, err), 0);
+		ck_assert_int_eq(store_del(s, "other", &removed, ERR), 0);
 		break;
 	case OP_LIST:
-		ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+		ck_assert_int_eq(store_list(s, &v, &n, ERR), 0);
 		free(v);
 		break;
 	case OP_LOCK:
-		ck_assert_int_eq(store_lock(s, "other", 0, &lk, err), 0);
+		ck_assert_int_eq(store_lock(s, "other", 0, &lk, ERR), 0);
 		store_unlock(s, &lk);
 		break;
 	case OP_N:
@@ -774,7 +820,7 @@ START_TEST(test_ttl_fractional_days)
 	save_str(s, "b", "2");
 	age_file(sess_dir, "a.pkl", 13 * HOUR);
 	age_file(sess_dir, "b.pkl", 11 * HOUR);
-	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_int_eq(store_list(s, &v, &n, ERR), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(v[0].id, "b");
 	free(v);
@@ -809,7 +855,7 @@ START_TEST(test_del_all_leaves_foreign_files)
 
 	save_str(s, "a", "1");
 	save_str(s, "b", "2");
-	ck_assert_int_eq(store_lock(s, "a", 0, &lk, err), 0);
+	ck_assert_int_eq(store_lock(s, "a", 0, &lk, ERR), 0);
 	store_unlock(s, &lk);
 	ck_assert(exists(sess_dir, "a.lock"));
 	put_file(sess_dir, ".a.Qw12er.tmp", "");
@@ -820,7 +866,7 @@ START_TEST(test_del_all_leaves_foreign_files)
 	put_file(sess_dir, ".a.tmp", "");
 	ck_assert_int_eq(mkdir(path_in(path, sess_dir, "c.pkl"), 0700), 0);
 
-	ck_assert_int_eq(store_del(s, "all", &removed, err), 0);
+	ck_assert_int_eq(store_del(s, "all", &removed, ERR), 0);
 	ck_assert_uint_eq(removed, 2);
 	ck_assert(!exists(sess_dir, "a.pkl"));
 	ck_assert(!exists(sess_dir, "b.pkl"));
@@ -844,15 +890,15 @@ START_TEST(test_del_removes_lock_file_only_when_free)
 	unsigned removed;
 
 	save_str(s, "a", "1");
-	ck_assert_int_eq(store_lock(s, "a", 0, &lk, err), 0);
+	ck_assert_int_eq(store_lock(s, "a", 0, &lk, ERR), 0);
 	store_unlock(s, &lk);
-	ck_assert_int_eq(store_del(s, "a", &removed, err), 0);
+	ck_assert_int_eq(store_del(s, "a", &removed, ERR), 0);
 	ck_assert_uint_eq(removed, 1);
 	ck_assert(!exists(sess_dir, "a.lock"));
 
 	save_str(s, "b", "1");
-	ck_assert_int_eq(store_lock(s, "b", 0, &lk, err), 0);
-	ck_assert_int_eq(store_del(s, "b", &removed, err), 0);
+	ck_assert_int_eq(store_lock(s, "b", 0, &lk, ERR), 0);
+	ck_assert_int_eq(store_del(s, "b", &removed, ERR), 0);
 	ck_assert_uint_eq(removed, 1);
 	ck_assert(!exists(sess_dir, "b.pkl"));
 	ck_assert(exists(sess_dir, "b.lock"));
@@ -873,7 +919,7 @@ START_TEST(test_list_skips_foreign_names)
 	put_file(sess_dir, "bad name.pkl", "");
 	put_file(sess_dir, "x.pkl.bak", "");
 	ck_assert_int_eq(mkdir(path_in(path, sess_dir, "d.pkl"), 0700), 0);
-	ck_assert_int_eq(store_list(s, &v, &n, err), 0);
+	ck_assert_int_eq(store_list(s, &v, &n, ERR), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(v[0].id, "ok");
 	ck_assert_uint_eq(v[0].size, 1);
@@ -886,7 +932,7 @@ END_TEST
 START_TEST(test_lock_busy_across_processes)
 {
 	struct store *s = open_file();
-	int ready[2], release[2], status;
+	int ready[2], release[2], status, fd;
 	struct store_lock lk;
 	char c;
 	pid_t pid;
@@ -898,7 +944,7 @@ START_TEST(test_lock_busy_across_processes)
 	if (pid == 0) {
 		close(ready[0]);
 		close(release[1]);
-		if (store_lock(s, "a", -1, &lk, err) < 0 ||
+		if (store_lock(s, "a", -1, &lk, ERR) < 0 ||
 		    write(ready[1], "x", 1) != 1)
 			_exit(1);
 		/* hold the lock until the parent closes its end */
@@ -912,18 +958,20 @@ START_TEST(test_lock_busy_across_processes)
 	close(release[0]);
 	ck_assert_int_eq(read(ready[0], &c, 1), 1);
 	errno = 0;
-	ck_assert_int_eq(store_lock(s, "a", 50, &lk, err), -1);
+	ck_assert_int_eq(store_lock(s, "a", 50, &lk, ERR), -1);
 	ck_assert_int_eq(errno, EWOULDBLOCK);
 	ck_assert_str_eq(err, "session 'a' is busy: another call is using it");
 	close(release[1]);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(ready[0]);
-	ck_assert_msg(store_lock(s, "a", 0, &lk, err) == 0, "%s", err);
-	ck_assert_int_ge(lk.fd, 0);
-	ck_assert_int_eq(fcntl(lk.fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	ck_assert_msg(store_lock(s, "a", 0, &lk, ERR) == 0, "%s", err);
+	fd = fd_on(sess_dir, "a.lock");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
 	store_unlock(s, &lk);
-	ck_assert_int_eq(lk.fd, -1);
+	ck_assert_ptr_null(lk.priv);
+	ck_assert_int_eq(fd_on(sess_dir, "a.lock"), -1);
 	store_close(s);
 }
 END_TEST
@@ -939,16 +987,16 @@ static int bump_counter(struct store *s, int rounds)
 	int n;
 
 	while (rounds-- > 0) {
-		if (store_lock(s, "n", -1, &lk, e) < 0)
+		if (store_lock(s, "n", -1, &lk, e, sizeof(e)) < 0)
 			return 1;
-		if (store_load(s, "n", &blob, &len, &found, e) < 0 || !found ||
+		if (store_load(s, "n", &blob, &len, &found, e, sizeof(e)) < 0 || !found ||
 		    len >= sizeof(buf))
 			return 2;
 		memcpy(buf, blob, len);
 		buf[len] = '\0';
 		free(blob);
 		n = snprintf(buf, sizeof(buf), "%d", atoi(buf) + 1);
-		if (store_save(s, "n", (const uint8_t *)buf, (size_t)n, false, e) < 0)
+		if (store_save(s, "n", (const uint8_t *)buf, (size_t)n, false, e, sizeof(e)) < 0)
 			return 3;
 		store_unlock(s, &lk);
 	}
@@ -1009,7 +1057,7 @@ static char *read_fd(int fd, size_t len)
 
 static void begin(struct store *s, const char *id, bool memfd, struct store_save *sv)
 {
-	ck_assert_msg(store_save_begin(s, id, memfd, 0, sv, err) == 0, "begin: %s", err);
+	ck_assert_msg(store_save_begin(s, id, memfd, 0, sv, ERR) == 0, "begin: %s", err);
 	ck_assert_int_ge(sv->fd, 0);
 	ck_assert(fcntl(sv->fd, F_GETFD) & FD_CLOEXEC);
 }
@@ -1023,16 +1071,16 @@ START_TEST(test_blob_fd_round_trip)
 	int fd;
 	char *got;
 
-	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, err), 0);
+	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, ERR), 0);
 	ck_assert(!found);
 	ck_assert_int_eq(fd, -1);
 	begin(s, "a", _i % 2, &sv);
 	write_str(sv.fd, "written by a worker");
-	ck_assert_msg(store_save_commit(s, &sv, 19, err) == 0, "commit: %s", err);
+	ck_assert_msg(store_save_commit(s, &sv, 19, ERR) == 0, "commit: %s", err);
 	ck_assert_int_eq(sv.fd, -1);
 	store_save_abort(s, &sv);   /* after a commit: nothing left to drop */
 	assert_session(s, "a", "written by a worker");
-	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, err), 0);
+	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, ERR), 0);
 	ck_assert(found);
 	ck_assert_uint_eq(len, 19);
 	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
@@ -1070,7 +1118,7 @@ START_TEST(test_blob_commit_checks_length)
 	save_str(s, "a", "old");
 	begin(s, "a", _i % 2, &sv);
 	write_str(sv.fd, "abc");
-	ck_assert_int_eq(store_save_commit(s, &sv, 5, err), -1);
+	ck_assert_int_eq(store_save_commit(s, &sv, 5, ERR), -1);
 	ck_assert_str_eq(err, "cannot save session 'a': write: Input/output error");
 	ck_assert_int_eq(sv.fd, -1);
 	assert_session(s, "a", "old");
@@ -1087,7 +1135,7 @@ START_TEST(test_blob_save_fail_words_it)
 
 	save_str(s, "a", "old");
 	begin(s, "a", _i % 2, &sv);
-	ck_assert_int_eq(store_save_fail(s, &sv, "write", ENOSPC, err), -1);
+	ck_assert_int_eq(store_save_fail(s, &sv, "write", ENOSPC, ERR), -1);
 	ck_assert_int_eq(errno, ENOSPC);
 	ck_assert_str_eq(err, "cannot save session 'a': write: No space left on device");
 	assert_session(s, "a", "old");
@@ -1105,9 +1153,9 @@ START_TEST(test_blob_refuses_invalid_id)
 	bool found;
 	int fd;
 
-	ck_assert_int_eq(store_open_blob(s, "../x", false, &fd, &len, &found, err), -1);
+	ck_assert_int_eq(store_open_blob(s, "../x", false, &fd, &len, &found, ERR), -1);
 	ck_assert_int_eq(fd, -1);
-	ck_assert_int_eq(store_save_begin(s, "../x", _i % 2, 0, &sv, err), -1);
+	ck_assert_int_eq(store_save_begin(s, "../x", _i % 2, 0, &sv, ERR), -1);
 	ck_assert_int_eq(sv.fd, -1);
 	store_close(s);
 }
@@ -1118,15 +1166,15 @@ START_TEST(test_blob_file_save_is_a_temp_file)
 {
 	struct store *s = open_file();
 	struct store_save sv;
-	char path[PATH_MAX];
+	char path[PATH_MAX], tmp[PATH_MAX];
 
 	begin(s, "a", false, &sv);
-	ck_assert(!sv.memfd);
-	ck_assert(sv.tmp[0] == '.');
-	ck_assert_uint_eq(file_mode(path_in(path, sess_dir, sv.tmp)), 0600);
+	ck_assert(temp_name(sess_dir, "a", tmp));
+	ck_assert_int_eq(fd_on(sess_dir, tmp), sv.fd);
+	ck_assert_uint_eq(file_mode(path_in(path, sess_dir, tmp)), 0600);
 	ck_assert(!exists(sess_dir, "a.pkl"));
 	write_str(sv.fd, "new");
-	ck_assert_int_eq(store_save_commit(s, &sv, 3, err), 0);
+	ck_assert_int_eq(store_save_commit(s, &sv, 3, ERR), 0);
 	ck_assert_uint_eq(file_mode(path_in(path, sess_dir, "a.pkl")), 0600);
 	ck_assert_int_eq(count_entries(sess_dir), 1);
 	assert_session(s, "a", "new");
@@ -1145,7 +1193,7 @@ START_TEST(test_blob_file_open_is_the_session_file)
 	int fd;
 
 	save_str(s, "a", "state");
-	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, err), 0);
+	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, ERR), 0);
 	ck_assert(found);
 	ck_assert_int_eq(fstat(fd, &a), 0);
 	ck_assert_int_eq(stat(path_in(path, sess_dir, "a.pkl"), &b), 0);
@@ -1153,7 +1201,7 @@ START_TEST(test_blob_file_open_is_the_session_file)
 	close(fd);
 	/* A copy (for a sandboxed worker) is a memfd of its own: writing to it,
 	 * or reopening it, cannot reach the store. */
-	ck_assert_int_eq(store_open_blob(s, "a", true, &fd, &len, &found, err), 0);
+	ck_assert_int_eq(store_open_blob(s, "a", true, &fd, &len, &found, ERR), 0);
 	ck_assert(found);
 	ck_assert_uint_eq(len, 5);
 	ck_assert_int_eq(fstat(fd, &a), 0);
@@ -1173,25 +1221,25 @@ START_TEST(test_reap_keeps_a_locked_sessions_old_temp_file)
 	struct store *s = open_file(), *other = open_file();
 	struct store_save sv;
 	struct store_lock lk;
-	char name[200];
+	char name[PATH_MAX];
 	struct session_info *v;
 	size_t n;
 
-	ck_assert_int_eq(store_lock(s, "slow", -1, &lk, err), 0);
+	ck_assert_int_eq(store_lock(s, "slow", -1, &lk, ERR), 0);
 	begin(s, "slow", false, &sv);
-	snprintf(name, sizeof(name), "%s", sv.tmp);
+	ck_assert(temp_name(sess_dir, "slow", name));
 	age_file(sess_dir, name, 2 * HOUR);
-	ck_assert_int_eq(store_list(other, &v, &n, err), 0);   /* reaps */
+	ck_assert_int_eq(store_list(other, &v, &n, ERR), 0);   /* reaps */
 	free(v);
 	ck_assert(exists(sess_dir, name));
 	write_str(sv.fd, "late");
-	ck_assert_msg(store_save_commit(s, &sv, 4, err) == 0, "commit: %s", err);
+	ck_assert_msg(store_save_commit(s, &sv, 4, ERR) == 0, "commit: %s", err);
 	store_unlock(s, &lk);
 	assert_session(other, "slow", "late");
 	/* Once its session is free, an old temp file is a killed save's. */
 	put_file(sess_dir, ".slow.AbC123.tmp", "killed save");
 	age_file(sess_dir, ".slow.AbC123.tmp", 2 * HOUR);
-	ck_assert_int_eq(store_list(other, &v, &n, err), 0);
+	ck_assert_int_eq(store_list(other, &v, &n, ERR), 0);
 	free(v);
 	ck_assert(!exists(sess_dir, ".slow.AbC123.tmp"));
 	store_close(other);
@@ -1209,30 +1257,30 @@ START_TEST(test_origin_follows_the_last_writer)
 	unsigned removed;
 	bool sb;
 
-	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert_int_eq(store_origin(s, "a", &sb, ERR), 0);
 	ck_assert(!sb);
-	ck_assert_int_eq(store_save(s, "a", (const uint8_t *)"x", 1, true, err), 0);
-	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert_int_eq(store_save(s, "a", (const uint8_t *)"x", 1, true, ERR), 0);
+	ck_assert_int_eq(store_origin(s, "a", &sb, ERR), 0);
 	ck_assert(sb);
 	begin(s, "a", _i % 2, &sv);
 	write_str(sv.fd, "yy");
 	sv.sandboxed = false;
-	ck_assert_msg(store_save_commit(s, &sv, 2, err) == 0, "commit: %s", err);
-	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert_msg(store_save_commit(s, &sv, 2, ERR) == 0, "commit: %s", err);
+	ck_assert_int_eq(store_origin(s, "a", &sb, ERR), 0);
 	ck_assert(!sb);
 	begin(s, "a", _i % 2, &sv);
 	write_str(sv.fd, "zzz");
 	sv.sandboxed = true;
-	ck_assert_msg(store_save_commit(s, &sv, 3, err) == 0, "commit: %s", err);
-	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert_msg(store_save_commit(s, &sv, 3, ERR) == 0, "commit: %s", err);
+	ck_assert_int_eq(store_origin(s, "a", &sb, ERR), 0);
 	ck_assert(sb);
 	assert_session(s, "a", "zzz");
-	ck_assert_int_eq(store_del(s, "a", &removed, err), 0);
-	ck_assert_int_eq(store_origin(s, "a", &sb, err), 0);
+	ck_assert_int_eq(store_del(s, "a", &removed, ERR), 0);
+	ck_assert_int_eq(store_origin(s, "a", &sb, ERR), 0);
 	ck_assert(!sb);
-	ck_assert_int_eq(store_save(s, "b", (const uint8_t *)"x", 1, true, err), 0);
-	ck_assert_int_eq(store_del(s, "all", &removed, err), 0);
-	ck_assert_int_eq(store_origin(s, "b", &sb, err), 0);
+	ck_assert_int_eq(store_save(s, "b", (const uint8_t *)"x", 1, true, ERR), 0);
+	ck_assert_int_eq(store_del(s, "all", &removed, ERR), 0);
+	ck_assert_int_eq(store_origin(s, "b", &sb, ERR), 0);
 	ck_assert(!sb);
 	if (_i / 2 == 0)
 		ck_assert(!exists(sess_dir, "b.sandboxed"));
@@ -1250,7 +1298,7 @@ START_TEST(test_bounded_save_refuses_more)
 
 	memset(big, 'b', sizeof(big));
 	save_str(s, "a", "old");
-	ck_assert_int_eq(store_save_begin(s, "a", _i % 2, 16, &sv, err), 0);
+	ck_assert_int_eq(store_save_begin(s, "a", _i % 2, 16, &sv, ERR), 0);
 	if (_i % 2) {
 		ck_assert_int_eq(pwrite(sv.fd, big, sizeof(big), 0), -1);
 		ck_assert_int_eq(errno, EPERM);
@@ -1258,7 +1306,7 @@ START_TEST(test_bounded_save_refuses_more)
 	ck_assert_int_eq(pwrite(sv.fd, big, 10, 0), 10);
 	if (_i % 2)
 		ck_assert_int_eq(ftruncate(sv.fd, 17), -1);
-	ck_assert_int_eq(store_save_commit(s, &sv, 17, err), -1);
+	ck_assert_int_eq(store_save_commit(s, &sv, 17, ERR), -1);
 	ck_assert_int_eq(errno, EFBIG);
 	ck_assert_msg(strstr(err, "over the maximum session size of 16 bytes"), "%s", err);
 	assert_session(s, "a", "old");
