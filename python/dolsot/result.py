@@ -69,7 +69,7 @@ def compose_text(r):
         parts.append(_line(r.stderr))
     if r.error:
         parts.append(_line(r.error))
-        parts.extend(_line("hint: " + h) for h in r.hints)
+        parts.extend(_line(h) for h in r.hints)
     parts.extend(_line(w) for w in r.warnings)
     if r.session_state in ("created", "committed"):
         banner = ", ".join(r.held) or "(nothing)"
