@@ -5,6 +5,7 @@ precedence, stores and the binary's discovery."""
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -389,6 +390,47 @@ class Arun(support.StoreCase):
         for p in procs:
             self.assertFalse(support.pid_alive(int(p)), f"dolsot process {p} survived")
         self.assertEqual(repl.run("cancel", "x").value, "'before'")
+
+    def test_interrupted_run_kills_the_call(self):
+        """run() in a host that gets SIGINT (KeyboardInterrupt) ends the call
+        the same way a cancelled arun does."""
+        pidf = os.path.join(self.tmp, "int.pid")
+        cell = textwrap.dedent(f"""\
+            import subprocess, time
+            p = subprocess.Popen(["sleep", "300"])
+            x = "during"
+            open({pidf!r}, "w").write(str(p.pid))
+            time.sleep(60)
+            """)
+        host = textwrap.dedent(f"""\
+            import sys
+            sys.path.insert(0, {os.path.join(ROOT, "python")!r})
+            from dolsot import Repl
+            repl = Repl()
+            repl.run("intr", "x = 'before'")
+            print("ready", flush=True)
+            try:
+                repl.run("intr", {cell!r})
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+            print(repl.run("intr", "x").value)
+            """)
+        p = subprocess.Popen([sys.executable, "-c", host], stdout=subprocess.PIPE,
+                             text=True)
+        self.assertEqual(p.stdout.readline(), "ready\n")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(pidf) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
+        self.assertEqual(out, "interrupted\n'before'\n")
+        with open(pidf) as f:
+            sleep_pid = int(f.read())
+        deadline = time.monotonic() + 10
+        while support.pid_alive(sleep_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(support.pid_alive(sleep_pid), "the cell's child survived")
 
     def test_timeout_through_arun(self):
         r = asyncio.run(Repl(timeout=0.5).arun("atime", "import time\ntime.sleep(10)"))
