@@ -53,12 +53,12 @@ def _env_number(name, default, cast):
     return v
 
 
-class _Router(io.TextIOBase):
+class _Router:
     """sys.stdout/sys.stderr stand-in: a registered thread's writes go to
-    its buffer, every other thread's to the stream that was there before."""
+    its buffer, every other thread's to the stream that was there before
+    (whose other attributes, encoding or fileno, it shows as its own)."""
 
     def __init__(self, orig):
-        super().__init__()
         self.orig = orig
         self.buffers = {}
 
@@ -72,9 +72,6 @@ class _Router(io.TextIOBase):
         t = self._target()
         if t is not None:
             t.flush()
-
-    def writable(self):
-        return True
 
     def __getattr__(self, name):
         return getattr(self.orig, name)
@@ -141,15 +138,15 @@ class _Cell:
             if self.on_done is not None:
                 self.on_done()
 
-    def abandon(self, why):
-        """Stop capturing this cell and ask its thread to stop; True if it did
-        within STOP_GRACE."""
+    def abandon(self, why, wait=True):
+        """Stop capturing this cell and ask its thread to stop; with wait, True
+        if it did within STOP_GRACE."""
         ident = self.thread.ident
         self.stdout.buffers.pop(ident, None)
         self.stderr.buffers.pop(ident, None)
         if not self.done.is_set():
             _async_raise(ident, why)
-        return self.done.wait(STOP_GRACE)
+        return self.done.wait(STOP_GRACE) if wait else self.done.is_set()
 
 
 class InProcessSession:
@@ -328,7 +325,7 @@ class InProcessSession:
         except asyncio.TimeoutError:
             return self._timed_out(cell)
         except asyncio.CancelledError:
-            cell.abandon(asyncio.CancelledError)
+            cell.abandon(asyncio.CancelledError, wait=False)
             raise
         return self._finish(cell)
 

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import sysconfig
 import time
 
 from . import _binary, _checks, store as _store
@@ -25,8 +26,13 @@ from .result import SessionInfo, failure, from_json
 TERM_GRACE = 5.0
 
 
+_STDLIB = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+
+
 def _module_root(mod):
-    """The sys.path entry a module object was imported from, or None."""
+    """The sys.path entry a module object was imported from, or None for a
+    built-in module or one of this interpreter's standard library (the
+    worker has its own, and another Python's must not shadow it)."""
     f = getattr(mod, "__file__", None)
     if not f:
         return None
@@ -35,6 +41,9 @@ def _module_root(mod):
         root = os.path.dirname(root)
     for _ in range(mod.__name__.count(".")):
         root = os.path.dirname(root)
+    real = os.path.realpath(root)
+    if real in _STDLIB or os.path.dirname(real) in _STDLIB:   # lib-dynload too
+        return None
     return root
 
 

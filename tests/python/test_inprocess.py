@@ -92,6 +92,12 @@ class LiveNamespace(unittest.TestCase):
             r = InProcessSession(max_output=0).run("print('x' * 50)")
             self.assertEqual(r.truncated, {})
 
+    def test_host_streams_keep_their_attributes(self):
+        import sys
+        enc, fileno = sys.stdout.encoding, sys.stderr.fileno()
+        InProcessSession().run("print('x')")
+        self.assertEqual((sys.stdout.encoding, sys.stderr.fileno()), (enc, fileno))
+
     def test_threads_print_to_their_own_capture(self):
         s = InProcessSession()
         box = []

@@ -58,6 +58,16 @@ class ReadmeExamples(support.StoreCase):
         r = repl.run("task-42", "len(df)")
         self.assertEqual(r.value, "5")
 
+    def test_module_object_directory_reaches_the_worker(self):
+        from dolsot.repl import _module_root
+        import json
+        self.assertEqual(_module_root(mytools), EXAMPLES)
+        self.assertIsNone(_module_root(json))      # the worker has its own stdlib
+        self.assertIsNone(_module_root(sys))
+        self.assertNotIn(EXAMPLES, os.environ.get("PYTHONPATH", ""))
+        r = Repl(inject={"mt": mytools, "js": json}).run("root", "mt.add(js.loads('1'), 1)")
+        self.assertEqual(r.value, "2")
+
     def test_inject_by_name(self):
         with env(PYTHONPATH=EXAMPLES):
             repl = Repl(inject={"mt": "mytools"})
