@@ -75,9 +75,6 @@ def main():
         print(f"{a} - {b}: paired median {statistics.median(d):+.3f} ms")
 
 
-if __name__ == "__main__" and not os.environ.get("OWN_WORK_ONLY"):
-    main()
-    own_work()
 
 
 def own_work(n=2000):
@@ -103,5 +100,7 @@ def own_work(n=2000):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-if __name__ == "__main__" and os.environ.get("OWN_WORK_ONLY"):
+if __name__ == "__main__":
+    if not os.environ.get("OWN_WORK_ONLY"):
+        main()
     own_work()

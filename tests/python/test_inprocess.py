@@ -2,13 +2,11 @@
 (what it does and what it cannot do), arun, and the same Result type."""
 
 import asyncio
-import os
 import socket
 import threading
 import time
 import unittest
 
-import support
 from support import env
 
 import mytools
