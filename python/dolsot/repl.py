@@ -11,6 +11,7 @@ Calls go through the warm server like any CLI call (DOLSOT_SERVER).
 import asyncio
 import datetime
 import json
+import math
 import os
 import signal
 import subprocess
@@ -53,8 +54,8 @@ def _number(name, v, minimum, integer=False):
     if isinstance(v, bool) or not isinstance(v, (int,) if integer else (int, float)):
         kind = "an int" if integer else "a number"
         raise TypeError(f"{name} must be {kind} or None, not {type(v).__name__}")
-    if not v >= minimum:
-        raise ValueError(f"{name} must be >= {minimum}, not {v!r}")
+    if not (v >= minimum and math.isfinite(v)):
+        raise ValueError(f"{name} must be a finite number >= {minimum}, not {v!r}")
     return v
 
 

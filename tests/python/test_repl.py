@@ -247,7 +247,8 @@ class CallerMistakes(Counting):
         self.assertTrue(issubclass(InvalidToolbox, ValueError))
 
     def test_bad_settings_raise_at_construction(self):
-        for kw in [{"timeout": 0}, {"timeout": -1}, {"max_output": -1}, {"ty_bin": ""}]:
+        for kw in [{"timeout": 0}, {"timeout": -1}, {"timeout": float("inf")},
+                   {"timeout": float("nan")}, {"max_output": -1}, {"ty_bin": ""}]:
             with self.subTest(kw=kw):
                 self.assertRaises(ValueError, Repl, binary=self.bin, **kw)
         for kw in [{"timeout": "5"}, {"timeout": True}, {"max_output": 1.5},
