@@ -316,7 +316,10 @@ class InProcessSession:
         done = loop.create_future()
 
         def wake():
-            loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+            try:
+                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+            except RuntimeError:   # a leaked cell that ended after its loop did
+                pass
 
         cell = _Cell(self, tree)
         cell.start(on_done=wake)
