@@ -180,6 +180,14 @@ check: layers
 	DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS)
 	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh $(CLI_TESTS)
 	sh tests/run.sh tests/check_server
+	$(MAKE) check-python
+
+# The Python package (python/dolsot) against the built binary, cold and
+# warm, with Debian's interpreter; see tests/python/.
+PY_TESTS := $(PYTHON) -m unittest discover -s tests/python -t tests/python
+check-python: dolsot
+	DOLSOT_SERVER=off $(PY_TESTS)
+	DOLSOT_SERVER=auto $(PY_TESTS)
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, built
 # beside the normal objects (*.asan.o) so both builds can coexist.
@@ -263,11 +271,18 @@ install: dolsot
 	install -m 755 dolsot $(DESTDIR)$(BINDIR)/dolsot
 	install -m 644 man/dolsot.1 $(DESTDIR)$(MANDIR)/man1/dolsot.1
 
+# The Python package, for Debian's python3.11 (its dist-packages under
+# PREFIX); `pip install ./python` is the other way.
+PYLIBDIR ?= $(PREFIX)/lib/python3.11/dist-packages
+install-python:
+	install -d $(DESTDIR)$(PYLIBDIR)/dolsot
+	install -m 644 python/dolsot/*.py $(DESTDIR)$(PYLIBDIR)/dolsot/
+
 clean:
 	rm -rf $(B)
 	rm -f dolsot
 
-.PHONY: all deps check asan valgrind demo layers lint install clean
+.PHONY: all deps check check-python asan valgrind demo layers lint install install-python clean
 
 # The sanitizer objects track their headers too, or a changed struct would
 # leave them stale.

@@ -1,0 +1,250 @@
+"""Repl: the subprocess backend, one dolsot binary call per cell.
+
+Every call runs `dolsot --json` with the settings as flags and variables,
+so the binary applies them exactly as on the command line: an argument
+given to Repl() is passed explicitly and wins; a setting left as None is
+not passed, so the binary's environment variable applies, else its
+default. The cell goes on stdin (no argument-size limit, no `--`).
+Calls go through the warm server like any CLI call (DOLSOT_SERVER).
+"""
+
+import asyncio
+import datetime
+import json
+import math
+import os
+import signal
+import subprocess
+import sysconfig
+import time
+
+from . import _binary, _checks, store as _store
+from .errors import DolsotError
+from .result import SessionInfo, failure, from_json
+
+# How long a cancelled call gets to end its cell and clean up after SIGTERM
+# before its process group is killed outright.
+TERM_GRACE = 5.0
+
+
+_STDLIB = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+
+
+def _module_root(mod):
+    """The sys.path entry a module object was imported from, or None for a
+    built-in module or one of this interpreter's standard library (the
+    worker has its own, and another Python's must not shadow it)."""
+    f = getattr(mod, "__file__", None)
+    if not f:
+        return None
+    root = os.path.dirname(os.path.abspath(f))
+    if os.path.basename(f).startswith("__init__."):
+        root = os.path.dirname(root)
+    for _ in range(mod.__name__.count(".")):
+        root = os.path.dirname(root)
+    real = os.path.realpath(root)
+    if real in _STDLIB or os.path.dirname(real) in _STDLIB:   # lib-dynload too
+        return None
+    return root
+
+
+def _number(name, v, minimum, integer=False):
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int,) if integer else (int, float)):
+        kind = "an int" if integer else "a number"
+        raise TypeError(f"{name} must be {kind} or None, not {type(v).__name__}")
+    if not (v >= minimum and math.isfinite(v)):
+        raise ValueError(f"{name} must be a finite number >= {minimum}, not {v!r}")
+    return v
+
+
+class Repl:
+    """Stateful Python cells in sessions, each cell in its own worker.
+
+    inject maps an alias to a module or an importable module name; timeout
+    (seconds), max_output (characters, 0 = no cap), typecheck (bool) and
+    ty_bin fall back to DOLSOT_TIMEOUT, DOLSOT_MAX_OUTPUT, DOLSOT_TYPECHECK
+    and DOLSOT_TY_BIN, then to the binary's defaults. store is a
+    dolsot.store.FileStore or MemoryStore, "file", "memory" or a directory
+    (default: DOLSOT_STORE and DOLSOT_CACHE_DIR). binary is the dolsot
+    executable (default: DOLSOT_BIN, the source tree's, then PATH).
+    """
+
+    def __init__(self, inject=None, timeout=None, max_output=None, store=None,
+                 typecheck=None, ty_bin=None, *, binary=None):
+        self.inject = inject
+        self.timeout = _number("timeout", timeout, 0)
+        if self.timeout == 0:
+            raise ValueError("timeout must be > 0")
+        self.max_output = _number("max_output", max_output, 0, integer=True)
+        if typecheck is not None and not isinstance(typecheck, bool):
+            raise TypeError(f"typecheck must be a bool or None, not "
+                            f"{type(typecheck).__name__}")
+        self.typecheck = typecheck
+        if ty_bin is not None:
+            ty_bin = os.fspath(ty_bin)
+            if not ty_bin:
+                raise ValueError("ty_bin must not be empty")
+        self.ty_bin = ty_bin
+        self.store = _store.resolve(store)
+        self.binary = _binary.locate(binary)
+        if isinstance(self.store, _store.MemoryStore):
+            self.store._used_by(self.binary)
+        self._toolboxes = None
+
+    # -- what a call runs -------------------------------------------------
+
+    def _resolved_inject(self):
+        if self._toolboxes is None:
+            self._toolboxes = _checks.inject_modules(self.inject)
+        return self._toolboxes
+
+    def _env(self, toolboxes=()):
+        env = dict(os.environ)
+        if self.max_output is not None:
+            env["DOLSOT_MAX_OUTPUT"] = str(self.max_output)
+        if self.typecheck is not None:
+            env["DOLSOT_TYPECHECK"] = "1" if self.typecheck else "0"
+        if self.ty_bin is not None:
+            env["DOLSOT_TY_BIN"] = self.ty_bin
+        if self.store is not None:
+            env.update(self.store.env())
+        # A module object is re-imported by name in the worker: make the
+        # directory it came from findable there.
+        roots = []
+        for _, _, mod in toolboxes:
+            root = mod is not None and _module_root(mod)
+            if root and root not in roots:
+                roots.append(root)
+        if roots:
+            old = env.get("PYTHONPATH", "")
+            have = old.split(os.pathsep) if old else []
+            add = [r for r in roots if r not in have]
+            if add:
+                env["PYTHONPATH"] = os.pathsep.join(add + have)
+        return env
+
+    def _run_argv(self, session):
+        toolboxes = self._resolved_inject()
+        argv = [self.binary, "--json", "--session", session]
+        for a, name, _ in toolboxes:
+            argv += ["--toolbox", f"{name}:{a}"]
+        if self.timeout is not None:
+            argv += ["--timeout", repr(float(self.timeout))]
+        return argv, self._env(toolboxes)
+
+    def _prepare(self, session, code):
+        _checks.session_id(session)
+        _checks.code_text(code)
+        argv, env = self._run_argv(session)
+        return argv, env, code.encode("utf-8", "surrogatepass")
+
+    # -- results ----------------------------------------------------------
+
+    @staticmethod
+    def _answer(rc, out, err):
+        """A Result from a finished binary; DolsotError for a usage error."""
+        text = err.decode("utf-8", "replace").strip()
+        if rc == 2:
+            raise DolsotError(text or "dolsot exited 2 (usage error)")
+        if out.strip():
+            try:
+                return from_json(json.loads(out))
+            except (ValueError, KeyError, TypeError) as e:
+                raise DolsotError(f"dolsot printed output that is not its --json "
+                                  f"result ({e}): {out[:200]!r}") from e
+        if rc < 0:
+            return failure(f"dolsot: the call was killed by signal {-rc}; "
+                           "session unchanged")
+        return failure(text or f"dolsot exited {rc} without a result", rc or 1)
+
+    # -- the API ------------------------------------------------------------
+
+    def run(self, session, code):
+        """Run code in session and return its Result."""
+        argv, env, data = self._prepare(session, code)
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env,
+                                start_new_session=True)
+        try:
+            out, err = proc.communicate(data)
+        except BaseException:
+            _stop_group(proc.pid, proc.poll)
+            proc.wait()
+            raise
+        return self._answer(proc.returncode, out, err)
+
+    async def arun(self, session, code):
+        """run() for event loops: an asyncio subprocess. Cancelling the task
+        ends the call (its worker and every process it started); the session
+        stays as it was before the cell."""
+        argv, env, data = self._prepare(session, code)
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
+        try:
+            out, err = await proc.communicate(data)
+        except BaseException:
+            await _astop_group(proc)
+            raise
+        return self._answer(proc.returncode, out, err)
+
+    def sessions(self):
+        """The sessions of the configured store, sorted by id."""
+        obj = self._housekeeping(["--list-sessions", "--json"])
+        return [SessionInfo(s["id"], s["size"],
+                            datetime.datetime.fromisoformat(s["last_used"]))
+                for s in obj["sessions"]]
+
+    def reset(self, session):
+        """Forget one session, or every session with "all"; returns how many
+        were removed."""
+        _checks.session_id(session, allow_all=True)
+        return self._housekeeping(["--reset", session, "--json"])["removed"]
+
+    def _housekeeping(self, args):
+        p = subprocess.run([self.binary] + args, stdin=subprocess.DEVNULL,
+                           capture_output=True, env=self._env(), check=False)
+        if p.returncode != 0:
+            raise DolsotError(p.stderr.decode("utf-8", "replace").strip() or
+                              f"dolsot {args[0]} exited {p.returncode}")
+        return json.loads(p.stdout)
+
+    def __repr__(self):
+        return (f"Repl(inject={self.inject!r}, timeout={self.timeout!r}, "
+                f"max_output={self.max_output!r}, store={self.store!r}, "
+                f"typecheck={self.typecheck!r}, ty_bin={self.ty_bin!r}, "
+                f"binary={self.binary!r})")
+
+
+def _killpg(pid, sig):
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _stop_group(pid, poll):
+    """SIGTERM the call's group (the binary then kills its worker and all it
+    started, and commits nothing); SIGKILL the group if it is still there
+    after TERM_GRACE seconds."""
+    _killpg(pid, signal.SIGTERM)
+    end = time.monotonic() + TERM_GRACE
+    while poll() is None and time.monotonic() < end:
+        time.sleep(0.01)
+    _killpg(pid, signal.SIGKILL)
+
+
+async def _astop_group(proc):
+    _killpg(proc.pid, signal.SIGTERM)
+    try:
+        await asyncio.shield(asyncio.wait_for(proc.wait(), TERM_GRACE))
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        pass
+    _killpg(proc.pid, signal.SIGKILL)
+    if proc.returncode is None:
+        try:
+            await asyncio.shield(proc.wait())
+        except asyncio.CancelledError:
+            pass
