@@ -57,15 +57,6 @@ static long warm_calls(void)
 	return warm;
 }
 
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%s", (s), (r)->err)
-#define ck_err_lacks(r, s) ck_assert_msg(!cli_has((r)->err, (s)), \
-	"stderr has '%s':\n%s", (s), (r)->err)
-
 /* Run dolsot in tmp with args (after argv[0]) and extra environment entries. */
 static void run_args(struct cli_run *r, const char *const *extra, const char *const *args)
 {

@@ -72,14 +72,6 @@ static void teardown(void)
 	cleanup();
 }
 
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %.300s\nstderr: %.2000s", (r)->code, (want), (r)->out, \
-	(r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %.300s, want %s\nstderr: %.2000s", (r)->out, (want), (r)->err)
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%.2000s", (s), (r)->err)
-
 static double now(void)
 {
 	struct timespec t;

@@ -61,14 +61,6 @@ static void teardown(void)
 #define RUN_ENV(r, extra, ...) cli_test_run(&fx, (r), NULL, (extra), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %.300s\nstderr: %.2000s", (r)->code, (want), (r)->out, \
-	(r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %.300s, want %s\nstderr: %.2000s", (r)->out, (want), (r)->err)
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%.2000s", (s), (r)->err)
-
 static void ok_call(const char *session, const char *code)
 {
 	struct cli_run r;

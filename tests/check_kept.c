@@ -44,17 +44,6 @@ static void teardown(void)
 	cli_test_end(&fx);
 }
 
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
-#define ck_err(r, want) ck_assert_msg(strcmp((r)->err, (want)) == 0, \
-	"stderr:\n%s\nwant:\n%s", (r)->err, (want))
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%s", (s), (r)->err)
-#define ck_err_lacks(r, s) ck_assert_msg(!cli_has((r)->err, (s)), \
-	"stderr has '%s':\n%s", (s), (r)->err)
-
 /* One cell in session, in tmp; with_toolbox adds --toolbox kepttb:kt and
  * the toolbox's directory. */
 static void cell(struct cli_run *r, const char *session, bool with_toolbox,

@@ -34,11 +34,6 @@ static void teardown(void)
 	cli_test_end(&fx);
 }
 
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
-
 #define RUN_IN(r, cwd, extra, ...) cli_test_run(&fx, (r), (cwd), (extra), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
