@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
+#include "rlimits.h"
 #include "typegate.h"
 
 /* Made by tools/embed.py: the source, its bytecode and the bytecode magic. */
@@ -25,6 +27,8 @@ EMBEDDED(gate);
 EMBEDDED(hints);
 EMBEDDED(session);
 EMBEDDED(state);
+EMBEDDED(rich);
+EMBEDDED(describe);
 
 struct embedded {
 	const char *name;
@@ -42,14 +46,8 @@ static char *ty_bin;
 
 void dolsotmod_begin(const struct request *r)
 {
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline_in_ns(&deadline, r->budget_ns);
 	have_deadline = r->budget_ns > 0;
-	deadline.tv_sec += (time_t)(r->budget_ns / 1000000000u);
-	deadline.tv_nsec += (long)(r->budget_ns % 1000000000u);
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
 	free(ty_bin);
 	ty_bin = NULL;
 	if (r->ty_bin.present && r->ty_bin.len)
@@ -58,13 +56,9 @@ void dolsotmod_begin(const struct request *r)
 
 static double seconds_left(void)
 {
-	struct timespec now;
-
 	if (!have_deadline)
 		return 1e9;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(deadline.tv_sec - now.tv_sec) +
-	       (double)(deadline.tv_nsec - now.tv_nsec) / 1e9;
+	return deadline_left(&deadline);
 }
 
 static PyObject *m_seconds_left(PyObject *self, PyObject *noargs)
@@ -89,7 +83,7 @@ static PyObject *m_which(PyObject *self, PyObject *arg)
 	(void)self;
 	if (!PyUnicode_FSConverter(arg, &bytes))
 		return NULL;
-	path = tg_which(PyBytes_AS_STRING(bytes));
+	path = typegate_which(PyBytes_AS_STRING(bytes));
 	Py_DECREF(bytes);
 	if (!path)
 		Py_RETURN_NONE;
@@ -105,7 +99,7 @@ static PyObject *m_checker_kind(PyObject *self, PyObject *arg)
 	(void)self;
 	if (!PyUnicode_FSConverter(arg, &bytes))
 		return NULL;
-	res = PyUnicode_FromString(tg_checker_name(tg_checker_of(PyBytes_AS_STRING(bytes))));
+	res = PyUnicode_FromString(typegate_checker_name(typegate_checker_of(PyBytes_AS_STRING(bytes))));
 	Py_DECREF(bytes);
 	return res;
 }
@@ -143,33 +137,20 @@ static const char **str_array(PyObject *list, PyObject **keep)
 	return v;
 }
 
-static const char *status_name(enum tg_run_status s)
+static const char *status_name(enum typegate_run_status s)
 {
 	switch (s) {
-	case TG_RUN_EXITED:
+	case TYPEGATE_RUN_EXITED:
 		return "exited";
-	case TG_RUN_SIGNALED:
+	case TYPEGATE_RUN_SIGNALED:
 		return "signaled";
-	case TG_RUN_TIMEOUT:
+	case TYPEGATE_RUN_TIMEOUT:
 		return "timeout";
-	case TG_RUN_NOT_FOUND:
+	case TYPEGATE_RUN_NOT_FOUND:
 		return "not-found";
-	case TG_RUN_CANNOT_START:
+	case TYPEGATE_RUN_CANNOT_START:
 	default:
 		return "cannot-start";
-	}
-}
-
-static void deadline_in(struct timespec *d, double seconds)
-{
-	double whole = (double)(long long)seconds;
-
-	clock_gettime(CLOCK_MONOTONIC, d);
-	d->tv_sec += (time_t)whole;
-	d->tv_nsec += (long)((seconds - whole) * 1e9);
-	if (d->tv_nsec >= 1000000000L) {
-		d->tv_sec++;
-		d->tv_nsec -= 1000000000L;
 	}
 }
 
@@ -186,7 +167,7 @@ static PyObject *m_run_checker(PyObject *self, PyObject *args)
 	double seconds;
 	Py_ssize_t cap;
 	struct timespec d;
-	struct tg_run r;
+	struct typegate_run r;
 	char err[512];
 	int rc;
 
@@ -205,7 +186,7 @@ static PyObject *m_run_checker(PyObject *self, PyObject *args)
 		goto out;
 	deadline_in(&d, seconds);
 	Py_BEGIN_ALLOW_THREADS
-	rc = tg_run(argv, envp, cwd_bytes ? PyBytes_AS_STRING(cwd_bytes) : NULL, &d,
+	rc = typegate_run(argv, envp, cwd_bytes ? PyBytes_AS_STRING(cwd_bytes) : NULL, &d,
 	            (size_t)cap, &r, err, sizeof(err));
 	Py_END_ALLOW_THREADS
 	if (rc < 0) {
@@ -214,7 +195,7 @@ static PyObject *m_run_checker(PyObject *self, PyObject *args)
 	}
 	res = Py_BuildValue("(siy#y#d)", status_name(r.status), r.code, r.out,
 	                    (Py_ssize_t)r.out_len, r.err, (Py_ssize_t)r.err_len, r.seconds);
-	tg_run_release(&r);
+	typegate_run_release(&r);
 out:
 	if (argv && !argv[0] && !PyErr_Occurred())
 		PyErr_SetString(PyExc_ValueError, "empty argv");
@@ -226,20 +207,20 @@ out:
 	return res;
 }
 
-static const char *severity_name(enum tg_severity s)
+static const char *severity_name(enum typegate_severity s)
 {
 	switch (s) {
-	case TG_SEV_ERROR:
+	case TYPEGATE_SEV_ERROR:
 		return "error";
-	case TG_SEV_WARNING:
+	case TYPEGATE_SEV_WARNING:
 		return "warning";
-	case TG_SEV_NOTE:
+	case TYPEGATE_SEV_NOTE:
 	default:
 		return "note";
 	}
 }
 
-static PyObject *diag_tuple(const struct tg_diag *g)
+static PyObject *diag_tuple(const struct typegate_diag *g)
 {
 	return Py_BuildValue("(NkksNN)",
 	                     PyUnicode_DecodeUTF8(g->path, (Py_ssize_t)strlen(g->path), "replace"),
@@ -251,15 +232,15 @@ static PyObject *diag_tuple(const struct tg_diag *g)
 	                                          "replace"));
 }
 
-static enum tg_checker kind_named(const char *name)
+static enum typegate_checker kind_named(const char *name)
 {
 	if (strcmp(name, "ty") == 0)
-		return TG_TY;
+		return TYPEGATE_TY;
 	if (strcmp(name, "mypy") == 0)
-		return TG_MYPY;
+		return TYPEGATE_MYPY;
 	if (strcmp(name, "pyright") == 0)
-		return TG_PYRIGHT;
-	return TG_GENERIC;
+		return TYPEGATE_PYRIGHT;
+	return TYPEGATE_GENERIC;
 }
 
 /*
@@ -270,14 +251,14 @@ static PyObject *m_parse(PyObject *self, PyObject *args)
 {
 	const char *kind;
 	Py_buffer out;
-	struct tg_diags d;
+	struct typegate_diags d;
 	PyObject *list = NULL;
 
 	(void)self;
 	if (!PyArg_ParseTuple(args, "sy*", &kind, &out))
 		return NULL;
-	if (tg_parse(kind_named(kind), out.buf, (size_t)out.len, &d) < 0) {
-		tg_diags_release(&d);
+	if (typegate_parse(kind_named(kind), out.buf, (size_t)out.len, &d) < 0) {
+		typegate_diags_release(&d);
 		PyBuffer_Release(&out);
 		Py_RETURN_NONE;
 	}
@@ -291,7 +272,7 @@ static PyObject *m_parse(PyObject *self, PyObject *args)
 		}
 		PyList_SET_ITEM(list, (Py_ssize_t)i, t);
 	}
-	tg_diags_release(&d);
+	typegate_diags_release(&d);
 	PyBuffer_Release(&out);
 	return list;
 }
@@ -319,6 +300,7 @@ static PyObject *m_embedded(PyObject *self, PyObject *arg)
 {
 	static const struct embedded modules[] = {
 		EMBED(files), EMBED(gate), EMBED(hints), EMBED(session), EMBED(state),
+		EMBED(rich), EMBED(describe),
 	};
 	const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
 	struct embedded e = { NULL, NULL, NULL, NULL, NULL };
@@ -368,7 +350,42 @@ static struct PyModuleDef module = {
 	NULL, NULL, NULL, NULL,
 };
 
+/* The request and result flags (frame.h) and the limits' option names
+ * (rlimits.c), defined once in C and read from here by worker.py. */
+static int add_contract(PyObject *m)
+{
+	static const struct { const char *name; long v; } flags[] = {
+		{ "REQ_TYPECHECK", REQ_TYPECHECK }, { "REQ_CARRY", REQ_CARRY },
+		{ "REQ_SANDBOX", REQ_SANDBOX }, { "REQ_SESSION", REQ_SESSION },
+		{ "REQ_JSON", REQ_JSON }, { "REQ_DESCRIBE", REQ_DESCRIBE },
+		{ "RES_OK", RES_OK }, { "RES_SAVE", RES_SAVE },
+		{ "RES_RAN", RES_RAN }, { "RES_REJECTED", RES_REJECTED },
+	};
+	PyObject *names = PyTuple_New(LIMIT_COUNT);
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++)
+		if (PyModule_AddIntConstant(m, flags[i].name, flags[i].v) < 0)
+			goto fail;
+	if (!names)
+		return -1;
+	for (int k = 0; k < LIMIT_COUNT; k++) {
+		PyObject *s = PyUnicode_FromString(limit_name((enum limit_kind)k));
+
+		if (!s)
+			goto fail;
+		PyTuple_SET_ITEM(names, k, s);
+	}
+	return PyModule_AddObject(m, "LIMITS", names) < 0 ? -1 : 0;
+fail:
+	Py_XDECREF(names);
+	return -1;
+}
+
 PyObject *dolsotmod_init(void)
 {
-	return PyModule_Create(&module);
+	PyObject *m = PyModule_Create(&module);
+
+	if (m && add_contract(m) < 0)
+		Py_CLEAR(m);
+	return m;
 }

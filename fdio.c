@@ -1,11 +1,13 @@
 /*
- * fdio.c - whole writes to a file descriptor.
+ * fdio.c - whole reads and writes on a file descriptor; closing one
+ * without losing errno.
  */
 #include "fdio.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int fd_write_all(int fd, const void *p, size_t n)
@@ -27,6 +29,55 @@ int fd_write_all(int fd, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int fd_read_all(int fd, size_t hint, uint8_t **out, size_t *len)
+{
+	size_t cap = hint + 1, n = 0;
+	uint8_t *buf, *nb;
+	ssize_t r;
+
+	buf = malloc(cap);
+	if (buf == NULL)
+		return -1;
+	for (;;) {
+		if (n == cap) {
+			nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+			if (nb == NULL) {
+				free(buf);
+				errno = ENOMEM;
+				return -1;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int errsv = errno;
+
+			free(buf);
+			errno = errsv;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+void fd_close(int *fd)
+{
+	int errsv = errno;
+
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	errno = errsv;
 }
 
 bool fd_grow_sealed(int fd)

@@ -1,17 +1,30 @@
 /*
- * fdio.h - whole writes to a file descriptor, and what its seals say.
+ * fdio.h - whole reads and writes on a file descriptor, closing one
+ * without losing errno, and what its seals say.  The one home of these.
  */
 #ifndef DOLSOT_FDIO_H
 #define DOLSOT_FDIO_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Write p[0..n) to fd, retrying short writes and EINTR.  Returns 0, or -1
  * with errno set (EIO when write() made no progress).
  */
 int fd_write_all(int fd, const void *p, size_t n);
+
+/*
+ * Read fd to EOF into a malloc'd *out (caller frees), *len bytes; hint is
+ * the expected size.  Returns 0, or -1 with errno set and nothing
+ * allocated.
+ */
+int fd_read_all(int fd, size_t hint, uint8_t **out, size_t *len);
+
+/* Close *fd unless it is -1, then set it to -1; errno is kept, so this
+ * fits on an error path. */
+void fd_close(int *fd);
 
 /*
  * True when fd is sealed against growing (F_SEAL_GROW): a save memfd that

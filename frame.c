@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "le.h"
 
 #define FIELD_HEADER_LEN 10	/* tag u16 + len u64 */
 #define SCALAR_LEN 8
@@ -44,6 +45,7 @@ enum frame_tag {
 	FT_REQ_ENV = 0x0120,		/* NAME=VALUE entries, NUL-separated */
 	FT_REQ_CWD = 0x0121,
 	FT_REQ_BLOB_LEN = 0x0122,
+	FT_REQ_DESCRIBE = 0x0130,
 
 	FT_RES_EXIT_CODE = 0x0201,	/* u64, two's complement of int64 */
 	FT_RES_FLAGS = 0x0202,
@@ -56,6 +58,15 @@ enum frame_tag {
 	FT_RES_LIMIT = 0x0209,
 	FT_RES_BLOB_LEN = 0x020a,
 	FT_RES_SAVE_ERRNO = 0x020b,
+	FT_RES_COUNT = 0x0220,
+	FT_RES_ERROR_INFO = 0x0221,
+	FT_RES_HINTS = 0x0222,
+	FT_RES_DIAGNOSTICS = 0x0223,
+	FT_RES_DISPLAYS = 0x0224,
+	FT_RES_TIMINGS = 0x0225,
+	FT_RES_TRUNCATED = 0x0226,
+	FT_RES_DESCRIBE = 0x0227,
+	FT_RES_DESCRIBE_JSON = 0x0228,
 	FT_RES_KEPT = 0x020c,
 };
 
@@ -118,6 +129,8 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, pids_cgroup), "pids_cgroup" },
 	{ FT_REQ_MEM_CGROUP, FIELD_BYTES, false,
 	  offsetof(struct request, mem_cgroup), "mem_cgroup" },
+	{ FT_REQ_DESCRIBE, FIELD_BYTES, false,
+	  offsetof(struct request, describe), "describe" },
 };
 
 static const struct field_desc result_fields[] = {
@@ -141,11 +154,40 @@ static const struct field_desc result_fields[] = {
 	  offsetof(struct worker_result, save_errno), "save_errno" },
 	{ FT_RES_LIMIT, FIELD_BYTES, false,
 	  offsetof(struct worker_result, limit), "limit" },
+	{ FT_RES_COUNT, FIELD_U64, false,
+	  offsetof(struct worker_result, count), "count" },
+	{ FT_RES_ERROR_INFO, FIELD_BYTES, false,
+	  offsetof(struct worker_result, error_info), "error_info" },
+	{ FT_RES_HINTS, FIELD_BYTES, false,
+	  offsetof(struct worker_result, hints), "hints" },
+	{ FT_RES_DIAGNOSTICS, FIELD_BYTES, false,
+	  offsetof(struct worker_result, diagnostics), "diagnostics" },
+	{ FT_RES_DISPLAYS, FIELD_BYTES, false,
+	  offsetof(struct worker_result, displays), "displays" },
+	{ FT_RES_TIMINGS, FIELD_BYTES, false,
+	  offsetof(struct worker_result, timings), "timings" },
+	{ FT_RES_TRUNCATED, FIELD_BYTES, false,
+	  offsetof(struct worker_result, truncated), "truncated" },
+	{ FT_RES_DESCRIBE, FIELD_BYTES, false,
+	  offsetof(struct worker_result, describe), "describe" },
+	{ FT_RES_DESCRIBE_JSON, FIELD_BYTES, false,
+	  offsetof(struct worker_result, describe_json), "describe_json" },
 	{ FT_RES_KEPT, FIELD_BYTES, false,
 	  offsetof(struct worker_result, kept), "kept" },
 };
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+struct span *frame_result_text(struct worker_result *r, size_t i, const char **name)
+{
+	for (size_t f = 0; f < N_ELEMS(result_fields); f++) {
+		if (result_fields[f].type != FIELD_BYTES || i-- > 0)
+			continue;
+		*name = result_fields[f].name;
+		return (struct span *)((char *)r + result_fields[f].off);
+	}
+	return NULL;
+}
 
 static const struct kind_desc request_kind = {
 	FRAME_REQUEST, "request", request_fields, N_ELEMS(request_fields),
@@ -154,47 +196,6 @@ static const struct kind_desc request_kind = {
 static const struct kind_desc result_kind = {
 	FRAME_RESULT, "result", result_fields, N_ELEMS(result_fields),
 };
-
-static void put_u16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t get_u16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 /* Converting an out-of-range uint64_t to int64_t is implementation-defined. */
 static int64_t u64_to_i64(uint64_t v)
@@ -388,8 +389,8 @@ static int buf_reserve(struct frame_buf *buf, uint64_t extra)
 
 static uint8_t *put_field_header(uint8_t *w, uint16_t tag, uint64_t len)
 {
-	put_u16(w, tag);
-	put_u64(w + 2, len);
+	le_put_u16(w, tag);
+	le_put_u64(w + 2, len);
 	return w + FIELD_HEADER_LEN;
 }
 
@@ -417,7 +418,7 @@ static uint8_t *put_field(uint8_t *w, const void *obj,
 		return put_bytes(w, tb->alias);
 	case FIELD_U64:
 	case FIELD_I64:
-		put_u64(w, field_scalar(obj, f));
+		le_put_u64(w, field_scalar(obj, f));
 		return w + SCALAR_LEN;
 	default:
 		abort();
@@ -439,8 +440,8 @@ static int encode(struct frame_buf *buf, const void *obj,
 		return -1;
 	w = buf->data + buf->len;
 	memcpy(w, FRAME_MAGIC, 4);
-	put_u32(w + 4, k->kind);
-	put_u64(w + 8, total - FRAME_HEADER_LEN);
+	le_put_u32(w + 4, k->kind);
+	le_put_u64(w + 8, total - FRAME_HEADER_LEN);
 	w += FRAME_HEADER_LEN;
 	for (size_t fi = 0; fi < k->n_fields; fi++) {
 		const struct field_desc *f = &k->fields[fi];
@@ -524,12 +525,12 @@ static int decode_header(struct decoder *d)
 			    FRAME_HEADER_LEN);
 	if (memcmp(d->buf, FRAME_MAGIC, 4) != 0)
 		return fail(d, "bad magic: not a dolsot frame");
-	kind = get_u32(d->buf + 4);
+	kind = le_get_u32(d->buf + 4);
 	if (kind != d->k->kind)
 		return fail(d, "wrong kind: expected %s (%u), got %s (%"
 			    PRIu32 ")", d->k->name, (unsigned)d->k->kind,
 			    kind_name(kind), kind);
-	body = get_u64(d->buf + 8);
+	body = le_get_u64(d->buf + 8);
 	if (body > FRAME_MAX - FRAME_HEADER_LEN)
 		return fail(d, "frame too large: header says %" PRIu64
 			    " body bytes, limit is %" PRIu64, body,
@@ -606,10 +607,10 @@ static int store_field(struct decoder *d, const struct field_desc *f,
 	case FIELD_TOOLBOX:
 		return decode_toolbox(d, p, len, at);
 	case FIELD_U64:
-		*(uint64_t *)dst = get_u64(p);
+		*(uint64_t *)dst = le_get_u64(p);
 		return 0;
 	case FIELD_I64:
-		*(int64_t *)dst = u64_to_i64(get_u64(p));
+		*(int64_t *)dst = u64_to_i64(le_get_u64(p));
 		return 0;
 	default:
 		abort();
@@ -627,8 +628,8 @@ static int decode_field(struct decoder *d)
 	if (left < FIELD_HEADER_LEN)
 		return fail(d, "truncated field header at offset %zu: %zu of %d "
 			    "bytes", at, left, FIELD_HEADER_LEN);
-	tag = get_u16(d->buf + at);
-	flen = get_u64(d->buf + at + 2);
+	tag = le_get_u16(d->buf + at);
+	flen = le_get_u64(d->buf + at + 2);
 	left -= FIELD_HEADER_LEN;
 	fi = find_field(d->k, tag);
 	if (fi < 0)
@@ -707,10 +708,10 @@ uint64_t frame_total_len(const uint8_t *hdr, size_t len)
 
 	if (len < FRAME_HEADER_LEN || memcmp(hdr, FRAME_MAGIC, 4) != 0)
 		return 0;
-	kind = get_u32(hdr + 4);
+	kind = le_get_u32(hdr + 4);
 	if (kind != FRAME_REQUEST && kind != FRAME_RESULT)
 		return 0;
-	body = get_u64(hdr + 8);
+	body = le_get_u64(hdr + 8);
 	if (body > FRAME_MAX - FRAME_HEADER_LEN)
 		return 0;
 	return FRAME_HEADER_LEN + body;

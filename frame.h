@@ -86,12 +86,16 @@ struct request {
 	                                  * repeated; mode "ro", "rw" or "overlay" */
 	struct span pids_cgroup;         /* a cgroup directory the worker joins */
 	struct span mem_cgroup;          /* another (memory), joined after it */
+	struct span describe;            /* REQ_DESCRIBE: the --mount paths to
+	                                  * list, path NUL mode NUL, repeated */
 };
 
 #define REQ_TYPECHECK  (1u << 0)
 #define REQ_CARRY      (1u << 1)
 #define REQ_SANDBOX    (1u << 2)
 #define REQ_SESSION    (1u << 3)   /* the session exists: read blob_len bytes */
+#define REQ_JSON       (1u << 4)   /* --json: fill the structured fields too */
+#define REQ_DESCRIBE   (1u << 5)   /* --describe: run no cell, save nothing */
 
 /* What the worker answers.  exit_code follows the dolsot contract. */
 struct worker_result {
@@ -106,12 +110,29 @@ struct worker_result {
 	                                  * the save fd; non-zero iff RES_SAVE */
 	uint64_t save_errno;             /* non-zero: writing it failed with this */
 	struct span limit;               /* the limit the cell hit ("memory", ...) */
+	/* Structured detail (issue 12).  "Items" are NUL-terminated strings
+	 * (span_next_item() walks them); "lines" are '\n'-separated. */
+	uint64_t count;                  /* the session's cell counter, this cell's */
+	struct span error_info;          /* items: ename, evalue, cell line or "",
+	                                  * then traceback lines (REQ_JSON) */
+	struct span hints;               /* items: hint lines of the error */
+	struct span diagnostics;         /* items, 4 per diagnostic of a blocked
+	                                  * cell: line, column, code, message */
+	struct span displays;            /* items: per display "W\tH\tN", then N
+	                                  * pairs of MIME type and payload */
+	struct span timings;             /* lines "phase\tns"; "start" is the
+	                                  * CLOCK_MONOTONIC time the worker began */
+	struct span truncated;           /* lines "what\tkept\tcut" (chars) */
+	struct span describe;            /* REQ_DESCRIBE: the text */
+	struct span describe_json;       /* REQ_DESCRIBE: the same, as JSON */
 	struct span kept;                /* "name\treason" lines: names the
 	                                  * call could not load, kept unloaded */
 };
 
 #define RES_OK   (1u << 0)           /* the cell ran without raising */
 #define RES_SAVE (1u << 1)           /* the save fd holds the new session state */
+#define RES_RAN  (1u << 2)           /* the cell began to run */
+#define RES_REJECTED (1u << 3)       /* the type gate blocked the cell */
 
 /* A growable output buffer; frame_buf_release() frees it. */
 struct frame_buf {
@@ -126,6 +147,14 @@ struct frame_buf {
  */
 int frame_encode_request(struct frame_buf *buf, const struct request *r);
 int frame_encode_result(struct frame_buf *buf, const struct worker_result *res);
+
+/*
+ * The i-th text field of a result, in the order of frame.c's table: its
+ * span in *r, and *name, the name the worker's answer uses for it (see
+ * worker.py's answer()).  NULL past the last.  worker.c fills a result by
+ * these names, so a new text field needs no code there.
+ */
+struct span *frame_result_text(struct worker_result *r, size_t i, const char **name);
 
 /*
  * Decode exactly one frame of the given kind occupying all of buf[0..len).

@@ -63,6 +63,10 @@ _PYRIGHT_OFF = ("reportRedeclaration", "reportMissingImports", "reportMissingMod
 _TY_OFF = ("unresolved-import", "invalid-type-form")
 
 
+# The diagnostics that blocked the last cell: (line, column, message, code).
+last_blocking = []
+
+
 class _Skip(Exception):
     """The gate cannot check this cell; run it.  args[0] is a warning or None."""
 
@@ -94,6 +98,9 @@ def _prelude(kind, held, toolboxes, bound, assigned, wrapped):
              "def _dolsot_v() -> _dolsot_Any: return None"]
     for alias, module in toolboxes.items():
         lines.append(f"import {module.__name__} as {alias}")
+    if "display" not in held:
+        # The built-in display() of a call (rich.py).
+        lines.append("def display(*objs: _dolsot_Any) -> None: ...")
     declared = set()
     for name in sorted(held):
         if name in toolboxes or not name.isidentifier() or keyword.iskeyword(name):
@@ -457,6 +464,9 @@ def _run(code, held, toolboxes):
             blocking.append((line, message, code, ref))
     if not blocking:
         return None
+    global last_blocking
+    last_blocking = [e for e in errors
+                     if blocking_ref(tree, toolboxes, e[0], e[1], e[3], e[2]) is not None]
     return format_block(name, blocking, toolboxes)
 
 

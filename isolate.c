@@ -92,8 +92,8 @@ static struct sandbox_bind *bind_list(struct span binds, size_t *n)
 	       span_next_item(&binds, &mode)) {
 		out[i].host = dup_span(host);
 		out[i].path = dup_span(path);
-		out[i].mode = mode.p[0] == 'o' ? SANDBOX_OVERLAY :
-		              mode.p[1] == 'w' ? SANDBOX_RW : SANDBOX_RO;
+		out[i].mode = mode.p[0] == 'o' ? MOUNT_OVERLAY :
+		              mode.p[1] == 'w' ? MOUNT_RW : MOUNT_RO;
 		if (!out[i].host || !out[i].path) {
 			free_bind_list(out, i + 1);
 			return NULL;

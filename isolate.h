@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "frame.h"
-#include "proc.h"
+#include "call_path.h"
 
 /*
  * Isolate the worker.  fds (request, result and save; load is closed by

@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -15,11 +17,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "display_files.h"
 #include "opts.h"
 #include "output.h"
+#include "output_json.h"
 #include "repl.h"
 #include "server.h"
 #include "store.h"
+#include "warm_proto.h"
 #include "zygote.h"
 
 #define MAX_CODE_BYTES ((size_t)256 << 20)
@@ -28,9 +33,11 @@ static const char usage_text[] =
 	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--timeout SECONDS]\n"
 	"              [--sandbox] [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]...\n"
 	"              [--memory SIZE] [--max-procs N] [--max-file-size SIZE]\n"
-	"              [--cpu-seconds N] [--recursion-limit N] [CODE]\n"
-	"       dolsot --list-sessions\n"
-	"       dolsot --reset ID|all\n"
+	"              [--cpu-seconds N] [--recursion-limit N] [--json] [CODE]\n"
+	"       dolsot [--toolbox MODULE:ALIAS]... [--session ID] [--sandbox]\n"
+	"              [--mount HOST:VIRTUAL[:MODE]]... [--json] --describe\n"
+	"       dolsot --list-sessions [--json]\n"
+	"       dolsot --reset ID|all [--json]\n"
 	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot --help | --version\n";
@@ -55,6 +62,9 @@ static const char help_text[] =
 	"  --max-file-size SIZE    largest file the cell may write ($DOLSOT_MAX_FILE_SIZE)\n"
 	"  --cpu-seconds N         CPU time limit ($DOLSOT_CPU_SECONDS)\n"
 	"  --recursion-limit N     Python frames the cell may nest ($DOLSOT_RECURSION_LIMIT)\n"
+	"  --json                  print one JSON object instead of the text contract\n"
+	"  --describe              describe the toolboxes, held names, mounts and limits\n"
+	"                          a cell gets; runs no cell, changes nothing\n"
 	"  --list-sessions         list sessions: id, size in bytes, last used (UTC)\n"
 	"  --reset ID|all          forget one session, or every session\n"
 	"  --server-start          start the warm server now and wait until it is ready\n"
@@ -110,12 +120,14 @@ struct cli {
 	const char **env;
 	size_t n_env;
 	struct limits limits;
+	bool json;
+	bool describe;
 };
 
 enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
        OPT_MEMORY, OPT_MAX_PROCS, OPT_MAX_FILE_SIZE, OPT_CPU_SECONDS,
-       OPT_RECURSION_LIMIT, OPT_LIST, OPT_RESET, OPT_SERVER_START, OPT_SERVER_STATUS,
-       OPT_SERVER_STOP };
+       OPT_RECURSION_LIMIT, OPT_JSON, OPT_DESCRIBE, OPT_LIST, OPT_RESET, OPT_SERVER_START,
+       OPT_SERVER_STATUS, OPT_SERVER_STOP };
 
 static const struct option long_options[] = {
 	{ "toolbox", required_argument, NULL, OPT_TOOLBOX },
@@ -129,6 +141,8 @@ static const struct option long_options[] = {
 	{ "max-file-size", required_argument, NULL, OPT_MAX_FILE_SIZE },
 	{ "cpu-seconds", required_argument, NULL, OPT_CPU_SECONDS },
 	{ "recursion-limit", required_argument, NULL, OPT_RECURSION_LIMIT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "describe", no_argument, NULL, OPT_DESCRIBE },
 	{ "list-sessions", no_argument, NULL, OPT_LIST },
 	{ "reset", required_argument, NULL, OPT_RESET },
 	{ "server-start", no_argument, NULL, OPT_SERVER_START },
@@ -237,6 +251,12 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_RECURSION_LIMIT:
 			set_limit(c, LIMIT_RECURSION, optarg);
+			break;
+		case OPT_JSON:
+			c->json = true;
+			break;
+		case OPT_DESCRIBE:
+			c->describe = true;
 			break;
 		case OPT_LIST:
 			c->list = true;
@@ -353,7 +373,7 @@ static void check_session_id(const char *id)
 		usage_error("%s", err);
 }
 
-static int cmd_list(const struct settings *s)
+static int cmd_list(const struct settings *s, bool json)
 {
 	char err[REPL_ERR_MAX], serr[STORE_ERR_MAX], when[64];
 	struct store *st = repl_open_store(s, err, sizeof(err));
@@ -364,7 +384,12 @@ static int cmd_list(const struct settings *s)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
 	if (store_list(st, &info, &n, serr) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", serr);
-	for (size_t i = 0; i < n; i++) {
+	if (json) {
+		if (output_json_sessions(info, n, stdout) < 0 && errno != EPIPE)
+			die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
+		n = SIZE_MAX;
+	}
+	for (size_t i = 0; n != SIZE_MAX && i < n; i++) {
 		struct tm tm;
 		time_t t = info[i].mtime.tv_sec;
 
@@ -379,7 +404,7 @@ static int cmd_list(const struct settings *s)
 	return 0;
 }
 
-static int cmd_reset(const struct settings *s, const char *target)
+static int cmd_reset(const struct settings *s, const char *target, bool json)
 {
 	char err[REPL_ERR_MAX];
 	unsigned removed = 0;
@@ -388,6 +413,11 @@ static int cmd_reset(const struct settings *s, const char *target)
 		check_session_id(target);
 	if (repl_reset(s, target, &removed, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (json) {
+		if (output_json_reset(target, removed, stdout) < 0 && errno != EPIPE)
+			die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
+		return 0;
+	}
 	printf("reset %s: removed %u session(s)\n", target, removed);
 	return 0;
 }
@@ -404,7 +434,7 @@ static void build_plan(const struct cli *c, const struct settings *s,
 	                         .n_env = c->n_env, .store_dir = store_dir,
 	                         .rw_code_mounts = s->rw_code_mounts };
 
-	store_file_path(s->cache_dir, store_dir, sizeof(store_dir));
+	store_dir_path(s->cache_dir, store_dir, sizeof(store_dir));
 
 	switch (sandbox_plan_build(&in, plan, err, sizeof(err))) {
 	case PLAN_OK:
@@ -467,6 +497,94 @@ static int cmd_server(const struct cli *c, const struct settings *s)
 	}
 }
 
+/* The text contract's images: files in the session's output directory;
+ * when they cannot be written, a warning says why. */
+static void write_displays(const struct settings *s, struct result *res)
+{
+	char dir[PATH_MAX], err[REPL_ERR_MAX], *grown = NULL;
+
+	if (display_dir(s->cache_dir, res->session, dir, sizeof(dir)) < 0)
+		snprintf(err, sizeof(err), "the output directory's name is too long");
+	else if (display_files_write(res, dir, err, sizeof(err)) == 0)
+		return;
+	if (asprintf(&grown, "%s%swarning: %s", res->warnings ? res->warnings : "",
+	             res->warnings ? "\n" : "", err) < 0)
+		return;
+	free(res->warnings);
+	res->warnings = grown;
+}
+
+/* The --mount paths as path NUL mode NUL, for --describe to list. */
+static char *describe_mounts(const struct cli *c, size_t *len)
+{
+	size_t n = 0, off = 0;
+	char *buf;
+
+	for (size_t i = 0; i < c->n_mounts; i++)
+		n += strlen(c->mounts[i].virt) + strlen(mount_mode_name(c->mounts[i].mode)) + 2;
+	buf = malloc(n + 1);
+	if (!buf)
+		die(DOLSOT_EXIT_FAIL, "out of memory");
+	for (size_t i = 0; i < c->n_mounts; i++) {
+		const char *mode = mount_mode_name(c->mounts[i].mode);
+
+		memcpy(buf + off, c->mounts[i].virt, strlen(c->mounts[i].virt) + 1);
+		off += strlen(c->mounts[i].virt) + 1;
+		memcpy(buf + off, mode, strlen(mode) + 1);
+		off += strlen(mode) + 1;
+	}
+	*len = off;
+	return buf;
+}
+
+static int cmd_describe(const struct cli *c, const struct settings *s)
+{
+	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
+	                      .n_toolboxes = c->n_toolboxes, .settings = s, .code = "",
+	                      .json = c->json, .describe = true };
+	struct sandbox_plan plan;
+	struct result res;
+	char err[REPL_ERR_MAX], *mounts;
+	int sig = 0, code, rc;
+
+	if (c->session) {
+		check_session_id(c->session);
+		if (strcmp(c->session, "all") == 0)
+			usage_error("session id 'all' is reserved (it means every session to "
+			            "--reset); choose another id");
+	}
+	mounts = describe_mounts(c, &a.describe_mounts_len);
+	a.describe_mounts = mounts;
+	build_plan(c, s, &plan);
+	a.plan = &plan;
+	result_init(&res, s->max_output);
+	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (sig) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	if (c->json) {
+		rc = output_json_describe(&res, &s->limits, s->timeout, stdout);
+	} else {
+		if (res.describe.p) {
+			fwrite(res.describe.p, 1, res.describe.len, stdout);
+			fputc('\n', stdout);
+			output_describe_limits(&s->limits, s->timeout, stdout);
+		}
+		res.saved = false;
+		res.out.len = 0;
+		rc = output_render(&res, stdout, stderr);
+	}
+	if (rc < 0 && errno != EPIPE)
+		die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
+	code = res.exit_code;
+	result_release(&res);
+	sandbox_plan_release(&plan);
+	free(mounts);
+	return code;
+}
+
 static int cmd_run(const struct cli *c, const struct settings *s)
 {
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
@@ -495,6 +613,7 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 		usage_error("empty code: pass the cell as an argument or on stdin");
 	build_plan(c, s, &plan);
 	a.plan = &plan;
+	a.json = c->json;
 	result_init(&res, s->max_output);
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
@@ -502,7 +621,10 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}
-	if (output_render(&res, stdout, stderr) < 0 && errno != EPIPE)
+	if (!c->json && res.displays.p)
+		write_displays(s, &res);
+	if ((c->json ? output_json_run(&res, stdout) : output_render(&res, stdout, stderr)) < 0 &&
+	    errno != EPIPE)
 		die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
 	code = res.exit_code;
 	result_release(&res);
@@ -518,7 +640,7 @@ int main(int argc, char **argv)
 	int code;
 
 	/* A fresh exec of ourselves as the warm server (see warm.c). */
-	if (argc > 0 && strcmp(argv[0], SERVER_ARGV0) == 0)
+	if (argc > 0 && strcmp(argv[0], WARM_ARGV0) == 0)
 		server_exec_main(argc, argv);
 	if (argc > 0 && strcmp(argv[0], ZYGOTE_ARGV0) == 0)
 		zygote_exec_main();
@@ -528,17 +650,23 @@ int main(int argc, char **argv)
 	setvbuf(stderr, NULL, _IOFBF, BUFSIZ);
 	signal(SIGPIPE, SIG_IGN);
 	parse_args(argc, argv, &c);
-	if ((c.list || c.reset || c.server) && c.code)
-		usage_error("--list-sessions, --reset and --server-* take no code");
-	if ((c.list != 0) + (c.reset != NULL) + (c.server != SERVER_NONE) > 1)
-		usage_error("--list-sessions, --reset and --server-* cannot be combined");
+	if ((c.list || c.reset || c.server || c.describe) && c.code)
+		usage_error("--list-sessions, --reset, --describe and --server-* take no code");
+	if ((c.list != 0) + (c.reset != NULL) + (c.server != SERVER_NONE) + c.describe > 1)
+		usage_error("--list-sessions, --reset, --describe and --server-* cannot be "
+		            "combined");
+	if (c.json && c.server)
+		usage_error("--json applies to running code, --describe, --list-sessions and "
+		            "--reset, not to --server-*");
 	s = resolve_settings(&c);
 	if (c.server)
 		code = cmd_server(&c, &s);
 	else if (c.list)
-		code = cmd_list(&s);
+		code = cmd_list(&s, c.json);
 	else if (c.reset)
-		code = cmd_reset(&s, c.reset);
+		code = cmd_reset(&s, c.reset, c.json);
+	else if (c.describe)
+		code = cmd_describe(&c, &s);
 	else
 		code = cmd_run(&c, &s);
 	for (size_t i = 0; i < c.n_toolboxes; i++)

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store_name.h"
+
 int mem_list_format(FILE *f, const struct session_info *info, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

@@ -1,5 +1,5 @@
 /*
- * mem_list.h - the session list the warm server hands store_remote.c under
+ * mem_list.h - the session list the warm server hands mem_client.c under
  * DOLSOT_STORE=memory: one "ID<TAB>SIZE<TAB>SEC.NSEC" line per session.
  * Both directions live here, so the format is written down once.
  */
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "store.h"
+#include "store_ops.h"
 
 /* Write n entries to f.  Returns 0, or -1 when writing failed. */
 int mem_list_format(FILE *f, const struct session_info *info, size_t n);

@@ -438,12 +438,12 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 			return env_error("DOLSOT_SERVER", v, "auto or off", err, errlen);
 		s->server = strcmp(v, "auto") == 0;
 	}
-	s->memory_store = false;
+	s->store = STORE_KIND_FILE;
 	if ((v = env("DOLSOT_STORE"))) {
 		if (strcmp(v, "file") != 0 && strcmp(v, "memory") != 0)
 			return env_error("DOLSOT_STORE", v, "file or memory", err, errlen);
-		s->memory_store = strcmp(v, "memory") == 0;
-		if (s->memory_store && !s->server) {
+		s->store = strcmp(v, "memory") == 0 ? STORE_KIND_MEMORY : STORE_KIND_FILE;
+		if (s->store == STORE_KIND_MEMORY && !s->server) {
 			snprintf(err, errlen, "DOLSOT_STORE=memory keeps sessions in the warm "
 			         "server's memory, so it cannot work with DOLSOT_SERVER=off");
 			return -1;

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "rlimits.h"
+#include "sandbox_cfg.h"
+#include "store.h"
 
 #define OPTS_ERR_MAX 512
 /* --toolbox options per call: what one request frame can carry. */
@@ -28,7 +30,7 @@ struct settings {
 	const char *cache_dir;   /* NULL = the default directory */
 	bool server;             /* DOLSOT_SERVER=auto: use and start the warm server */
 	double server_idle;      /* seconds an unused server lives */
-	bool memory_store;       /* DOLSOT_STORE=memory: sessions in the server's memory */
+	enum store_kind store;   /* DOLSOT_STORE: file, or memory (in the server's memory) */
 	bool typecheck;          /* run the type gate before a cell */
 	const char *ty_bin;      /* the type checker to run */
 	bool carry;              /* carry interpreter and library state */
@@ -38,9 +40,6 @@ struct settings {
 	bool rw_code_mounts;     /* DOLSOT_ALLOW_RW_CODE_MOUNTS=1: rw --mount over code */
 	struct limits limits;    /* 0 = not set */
 };
-
-/* How a --mount shows its host path inside the sandbox. */
-enum mount_mode { MOUNT_RO, MOUNT_RW, MOUNT_OVERLAY };
 
 /* A --mount HOST:VIRTUAL[:MODE], both paths absolute and normalized. */
 struct mount_arg {

@@ -72,16 +72,28 @@ static size_t capture_fit(struct capture *c, const unsigned char *buf, size_t n)
 	return i;
 }
 
+/* Past the cap, chars are only counted (for --json's "truncated"). */
+static void count_cut(struct capture *c, const unsigned char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (starts_char(c, buf[i]))
+			c->cut_chars++;
+}
+
 int capture_feed(struct capture *c, const void *buf, size_t n)
 {
 	size_t keep;
 
 	c->total += n;
-	if (c->truncated)
+	if (c->truncated) {
+		count_cut(c, buf, n);
 		return 0;
+	}
 	keep = capture_fit(c, buf, n);
-	if (keep < n)
+	if (keep < n) {
 		c->truncated = true;
+		count_cut(c, (const unsigned char *)buf + keep, n - keep);
+	}
 	if (keep == 0)
 		return 0;
 	if (capture_reserve(c, keep + 1) < 0)
@@ -98,11 +110,17 @@ void capture_release(struct capture *c)
 	capture_init(c, c->cap);
 }
 
+const char *const result_timing_names[N_TIMINGS] = {
+	"startup", "load", "gate", "cell", "dump", "save", "total",
+};
+
 void result_init(struct result *r, uint64_t max_output)
 {
 	memset(r, 0, sizeof(*r));
 	capture_init(&r->out, max_output);
 	capture_init(&r->err, max_output);
+	for (int i = 0; i < N_TIMINGS; i++)
+		r->timings_ms[i] = -1;
 }
 
 void result_release(struct result *r)
@@ -116,6 +134,17 @@ void result_release(struct result *r)
 	free(r->kept);
 	free(r->warnings);
 	free(r->save_error);
+	free(r->limit);
+	free(r->error_info.p);
+	free(r->hints.p);
+	free(r->diagnostics.p);
+	free(r->displays.p);
+	free(r->truncated.p);
+	free(r->describe.p);
+	free(r->describe_json.p);
+	for (size_t i = 0; i < r->n_files; i++)
+		free(r->files[i].path);
+	free(r->files);
 	result_init(r, r->out.cap);
 }
 
@@ -212,12 +241,15 @@ int output_render(const struct result *r, FILE *out, FILE *err)
 	}
 	render_capture(&r->err, err);
 	if (ends_open(&r->err) && (r->error || r->saved || r->dropped ||
-	                          r->warnings || r->save_error))
+	                          r->warnings || r->save_error || r->n_files))
 		fputc('\n', err);
 	if (r->error)
 		render_lines(r->error, err);
 	if (r->warnings)
 		render_lines(r->warnings, err);
+	for (size_t i = 0; i < r->n_files; i++)
+		fprintf(err, "dolsot: image %zu (%ux%u PNG) written to %s\n", i + 1,
+		        r->files[i].width, r->files[i].height, r->files[i].path);
 	if (r->saved)
 		render_held(r->held, r->kept, err);
 	if (r->dropped && *r->dropped)

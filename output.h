@@ -31,6 +31,7 @@ struct capture {
 	uint64_t chars;          /* chars kept */
 	unsigned need;           /* continuation bytes the last lead byte wants */
 	uint64_t total;          /* bytes seen */
+	uint64_t cut_chars;      /* chars seen past the cap */
 	bool truncated;
 };
 
@@ -38,6 +39,30 @@ void capture_init(struct capture *c, uint64_t cap);
 /* Returns 0, or -1 with errno ENOMEM. */
 int capture_feed(struct capture *c, const void *buf, size_t n);
 void capture_release(struct capture *c);
+
+/* Bytes the result owns (malloc'd), with their length. */
+struct owned {
+	char *p;
+	size_t len;
+};
+
+/* How a call ended, in --json's words (dolsot(1), JSON OUTPUT). */
+enum result_status {
+	STATUS_OK,
+	STATUS_ERROR,
+	STATUS_TIMEOUT,
+	STATUS_KILLED,                /* a limit, or the worker died */
+	STATUS_REJECTED,              /* the type gate blocked the cell */
+};
+
+enum { TIMING_STARTUP, TIMING_LOAD, TIMING_GATE, TIMING_CELL, TIMING_DUMP,
+       TIMING_SAVE, TIMING_TOTAL, N_TIMINGS };
+
+/* An image file written for the text contract (display_files.h). */
+struct shown_file {
+	char *path;
+	unsigned width, height;
+};
 
 /* What one call produced; see repl.h for how it is filled. */
 struct result {
@@ -55,7 +80,26 @@ struct result {
 	char *warnings;          /* lines from the worker, or NULL */
 	char *save_error;        /* why the save failed, or NULL */
 	const char *session;
+	/* The structured detail --json shows (frame.h says each form). */
+	enum result_status status;
+	bool found;              /* the session existed before the call */
+	bool ran;                /* the cell began to run (or may have) */
+	uint64_t count;          /* the session's cell counter; 0 = unknown */
+	char *limit;             /* the limit the cell hit, or NULL */
+	struct owned error_info; /* items: ename, evalue, line, traceback... */
+	struct owned hints;      /* items */
+	struct owned diagnostics; /* items, 4 per diagnostic */
+	struct owned displays;   /* items, see frame.h */
+	struct owned truncated;  /* "what\tkept\tcut" lines */
+	struct owned describe;   /* --describe's text */
+	struct owned describe_json;
+	double timings_ms[N_TIMINGS]; /* < 0: the phase did not happen */
+	struct shown_file *files; /* images written for the text contract */
+	size_t n_files;
 };
+
+/* The name of each timing in --json ("startup", "load", ...). */
+extern const char *const result_timing_names[N_TIMINGS];
 
 void result_init(struct result *r, uint64_t max_output);
 void result_release(struct result *r);

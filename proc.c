@@ -1,9 +1,11 @@
 /*
- * proc.c - fork, supervise and clean up after one worker.
+ * proc.c - a child under a deadline: start, pump, wait until, kill group;
+ * and killing everything a call left behind.
  *
- * The parent is a child subreaper, so anything the cell starts and orphans
- * (setsid plus a double fork included) is reparented to us and can be
- * killed and reaped; a call returns only when it has no children left.
+ * The parent of a call is a child subreaper, so anything the cell starts
+ * and orphans (setsid plus a double fork included) is reparented to us and
+ * can be killed and reaped; a call returns only when it has no children
+ * left.
  */
 #include "proc.h"
 
@@ -17,47 +19,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-void proc_deadline_in(struct timespec *d, double seconds)
-{
-	double whole = (double)(long long)seconds;
-
-	clock_gettime(CLOCK_MONOTONIC, d);
-	d->tv_sec += (time_t)whole;
-	d->tv_nsec += (long)((seconds - whole) * 1e9);
-	if (d->tv_nsec >= 1000000000L) {
-		d->tv_sec++;
-		d->tv_nsec -= 1000000000L;
-	}
-}
-
-double proc_seconds_left(const struct timespec *d)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(d->tv_sec - now.tv_sec) + (double)(d->tv_nsec - now.tv_nsec) / 1e9;
-}
-
-static int fail(char *err, size_t errlen, const char *what)
-{
-	int saved = errno;
-
-	snprintf(err, errlen, "%s: %s", what, strerror(saved));
-	errno = saved;
-	return -1;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
+#include "deadline.h"
+#include "fdio.h"
+#include "output.h"
 
 size_t proc_list_children(pid_t pid, pid_t *pids, size_t max)
 {
@@ -129,185 +98,139 @@ void proc_kill_descendants(void)
 	}
 }
 
-void proc_close_fds_except(const int *keep, int nkeep)
+int proc_start(struct proc_child *c, proc_start_fn fn, void *arg, const char **what)
 {
-	int lo = 3;
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
 
-	for (;;) {
-		int next = -1;
-
-		for (int i = 0; i < nkeep; i++)
-			if (keep[i] >= lo && (next < 0 || keep[i] < next))
-				next = keep[i];
-		if (next < 0) {
-			close_range((unsigned)lo, ~0U, 0);
-			return;
-		}
-		if (next > lo)
-			close_range((unsigned)lo, (unsigned)next - 1, 0);
-		lo = next + 1;
+	c->pid = -1;
+	c->out.fd = c->err.fd = -1;
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		*what = "pipe2";
+		goto fail;
 	}
-}
-
-void proc_reset_signals(const sigset_t *oldmask)
-{
-	struct sigaction dfl;
-
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &dfl, NULL);   /* EINVAL for KILL/STOP is fine */
-	sigprocmask(SIG_SETMASK, oldmask, NULL);
-}
-
-int proc_child_detach(pid_t parent, const int *keep, int nkeep, const sigset_t *mask)
-{
-	proc_reset_signals(mask);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		return -1;
-	setpgid(0, 0);
-	proc_close_fds_except(keep, nkeep);
-	return 0;
-}
-
-int proc_child_stdio(int out, int err)
-{
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	int ret = 0;
-
-	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-		ret = -1;
-	if (null == 0 && fcntl(0, F_SETFD, 0) < 0)   /* dup2 onto itself kept O_CLOEXEC */
-		ret = -1;
-	if (null > 2)
-		close(null);
-	return ret;
-}
-
-int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkeep,
-                       const sigset_t *mask)
-{
-	if (proc_child_stdio(out, err) < 0)
-		return -1;
-	return proc_child_detach(parent, keep, nkeep, mask);
-}
-
-/* The child side of the fork: set up fds and the group, then run. */
-static void child_start(pid_t parent, const int outp[2], const int errp[2],
-                        const struct worker_fds *fds, const sigset_t *oldmask,
-                        proc_child_fn fn, void *arg)
-{
-	int keep[4] = { fds->request, fds->result, fds->save, fds->load };
-
-	if (proc_child_prepare(parent, outp[1], errp[1], keep, 4, oldmask) < 0)
+	fflush(NULL);
+	c->pid = fork();
+	if (c->pid < 0) {
+		*what = "fork";
+		goto fail;
+	}
+	if (c->pid == 0) {
+		setpgid(0, 0);
+		fn(arg, outp[1], errp[1]);
 		_exit(127);
-	fn(fds, arg);
-	_exit(127);
-}
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
 	}
+	setpgid(c->pid, c->pid);
+	fd_close(&outp[1]);
+	fd_close(&errp[1]);
+	c->out.fd = outp[0];
+	c->err.fd = errp[0];
+	fcntl(c->out.fd, F_SETFL, O_NONBLOCK);
+	fcntl(c->err.fd, F_SETFL, O_NONBLOCK);
 	return 0;
+fail:
+	fd_close(&outp[0]);
+	fd_close(&outp[1]);
+	fd_close(&errp[0]);
+	fd_close(&errp[1]);
+	return -1;
 }
 
-int proc_pump(int *fd, struct capture *c)
+int proc_pump(struct proc_pipe *p)
 {
 	char buf[65536];
 
 	/* Bounded, so a cell that floods a pipe cannot starve the deadline. */
 	for (int rounds = 0; rounds < 32; rounds++) {
-		ssize_t r = read(*fd, buf, sizeof(buf));
+		ssize_t r = read(p->fd, buf, sizeof(buf));
 
 		if (r > 0) {
-			capture_feed(c, buf, (size_t)r);
+			p->feed(p->ctx, buf, (size_t)r);
 			continue;
 		}
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == EAGAIN)
 			return 1;
-		close_fd(fd);
+		fd_close(&p->fd);
 		return 0;
 	}
 	return 1;
 }
 
-struct supervisor {
-	pid_t pid;
-	int out, err, sig;
-	bool reaped;
-	struct proc_outcome *o;
-	struct capture *cout, *cerr;
-};
-
-/* Handle the signals that arrived; returns -1 on a read error. */
-static int on_signals(struct supervisor *s)
+int proc_poll(struct proc_pipe *pipes, int npipes, struct pollfd *extra, int nextra,
+              int ms)
 {
-	struct signalfd_siginfo si;
+	struct pollfd p[8];
+	int n = 0, got;
 
-	while (read(s->sig, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (si.ssi_signo != SIGCHLD) {
-			s->o->signal = (int)si.ssi_signo;
-			kill(-s->pid, SIGKILL);
-			kill(s->pid, SIGKILL);
-		}
-	}
-	if (!s->reaped) {
-		int st;
-		pid_t got = waitpid(s->pid, &st, WNOHANG);
-
-		if (got == s->pid) {
-			s->reaped = true;
-			s->o->status = st;
-		}
-	}
-	return 0;
+	for (int i = 0; i < nextra && n < 8; i++)
+		p[n++] = extra[i];
+	for (int i = 0; i < npipes && n < 8; i++)
+		p[n++] = (struct pollfd){ .fd = pipes[i].fd, .events = POLLIN };
+	got = poll(p, (nfds_t)n, ms);
+	if (got < 0 && errno == EINTR)
+		got = 0;
+	for (int i = 0; i < nextra && i < 8; i++)
+		extra[i].revents = got > 0 ? p[i].revents : 0;
+	for (int i = 0; i < npipes; i++)
+		if (pipes[i].fd >= 0)
+			proc_pump(&pipes[i]);
+	return got;
 }
 
-static void supervise(struct supervisor *s, const struct timespec *deadline)
+void proc_drain(struct proc_pipe *p, int ms)
 {
-	while (!s->reaped) {
-		struct pollfd p[3];
-		int n = 0, ms;
-		double left = proc_seconds_left(deadline);
+	while (p->fd >= 0) {
+		struct pollfd pf = { p->fd, POLLIN, 0 };
 
-		if (left <= 0 && !s->o->timed_out) {
-			s->o->timed_out = true;
-			kill(-s->pid, SIGKILL);
-			kill(s->pid, SIGKILL);
-		}
-		ms = s->o->timed_out || s->o->signal ? 50 :
-		     left > 3600 ? 3600000 : (int)(left * 1000) + 1;
-		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
-		if (s->out >= 0)
-			p[n++] = (struct pollfd){ .fd = s->out, .events = POLLIN };
-		if (s->err >= 0)
-			p[n++] = (struct pollfd){ .fd = s->err, .events = POLLIN };
-		if (poll(p, (nfds_t)n, ms) < 0 && errno != EINTR)
+		if (poll(&pf, 1, ms) <= 0 && ms >= 0)
 			break;
-		if (s->out >= 0)
-			proc_pump(&s->out, s->cout);
-		if (s->err >= 0)
-			proc_pump(&s->err, s->cerr);
-		on_signals(s);
+		proc_pump(p);
+	}
+	fd_close(&p->fd);
+}
+
+void proc_kill_group(pid_t pid)
+{
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
+bool proc_wait_until(pid_t pid, const struct timespec *deadline, int *status)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	for (;;) {
+		pid_t got = waitpid(pid, status, WNOHANG);
+		double left = deadline_left(deadline);
+
+		if (got == pid || (got < 0 && errno != EINTR)) {
+			fd_close(&pfd);
+			return true;    /* reaped, or not ours to wait for */
+		}
+		if (left <= 0) {
+			fd_close(&pfd);
+			return false;
+		}
+		if (pfd >= 0) {
+			struct pollfd p = { .fd = pfd, .events = POLLIN };
+
+			poll(&p, 1, deadline_poll_ms(left));
+		} else {
+			struct timespec pause = { 0, 2000000 };
+
+			nanosleep(&pause, NULL);
+		}
 	}
 }
 
-static int map_result(int fd, struct proc_outcome *o)
+int proc_map(int fd, uint8_t **out, size_t *len)
 {
 	struct stat st;
 	void *p;
 
+	*out = NULL;
+	*len = 0;
 	if (fstat(fd, &st) < 0)
 		return -1;
 	if (st.st_size <= 0)
@@ -315,116 +238,12 @@ static int map_result(int fd, struct proc_outcome *o)
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED)
 		return -1;
-	o->result = p;
-	o->result_len = (size_t)st.st_size;
+	*out = p;
+	*len = (size_t)st.st_size;
 	return 0;
 }
 
-int proc_run(const uint8_t *request, size_t request_len,
-             const struct worker_fds *session, const struct timespec *deadline,
-             proc_child_fn child, void *arg,
-             struct capture *out, struct capture *errc, struct proc_outcome *o,
-             char *err, size_t errlen)
+void proc_feed_capture(void *ctx, const char *buf, size_t n)
 {
-	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, req = -1, res = -1;
-	int ret = -1;
-	sigset_t mask, oldmask;
-	struct supervisor s = { .pid = -1, .out = -1, .err = -1, .sig = -1, .o = o,
-	                        .cout = out, .cerr = errc };
-	struct timespec t0, t1;
-
-	memset(o, 0, sizeof(*o));
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0)
-		return fail(err, errlen, "sigprocmask");
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
-		fail(err, errlen, "prctl(PR_SET_CHILD_SUBREAPER)");
-		goto out;
-	}
-	if ((s.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-		fail(err, errlen, "signalfd");
-		goto out;
-	}
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-		fail(err, errlen, "pipe2");
-		goto out;
-	}
-	if ((req = memfd_create("dolsot-request", MFD_CLOEXEC)) < 0 ||
-	    (res = memfd_create("dolsot-result", MFD_CLOEXEC)) < 0) {
-		fail(err, errlen, "memfd_create");
-		goto out;
-	}
-	if (write_all(req, request, request_len) < 0) {
-		fail(err, errlen, "cannot write the request");
-		goto out;
-	}
-	fflush(NULL);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	{
-		pid_t parent = getpid();
-
-		s.pid = fork();
-		if (s.pid < 0) {
-			fail(err, errlen, "fork");
-			goto out;
-		}
-		if (s.pid == 0) {
-			struct worker_fds fds = { req, res, session->load, session->save };
-
-			child_start(parent, outp, errp, &fds, &oldmask, child, arg);
-		}
-	}
-	/* Both sides call setpgid, so kill(-pid) works whichever runs first. */
-	setpgid(s.pid, s.pid);
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
-	s.out = outp[0];
-	s.err = errp[0];
-	fcntl(s.out, F_SETFL, O_NONBLOCK);
-	fcntl(s.err, F_SETFL, O_NONBLOCK);
-	supervise(&s, deadline);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	o->elapsed = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	/* The worker is gone; so must be everything it started. */
-	kill(-s.pid, SIGKILL);
-	proc_kill_descendants();
-	if (s.out >= 0) {
-		fcntl(s.out, F_SETFL, 0);
-		while (proc_pump(&s.out, out))
-			;
-	}
-	if (s.err >= 0) {
-		fcntl(s.err, F_SETFL, 0);
-		while (proc_pump(&s.err, errc))
-			;
-	}
-	if (map_result(res, o) < 0) {
-		fail(err, errlen, "cannot read the worker's result");
-		goto out;
-	}
-	ret = 0;
-out:
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
-	close_fd(&s.out);
-	close_fd(&s.err);
-	close_fd(&s.sig);
-	close_fd(&req);
-	close_fd(&res);
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
-	return ret;
-}
-
-void proc_outcome_release(struct proc_outcome *o)
-{
-	if (o->result)
-		munmap(o->result, o->result_len);
-	o->result = NULL;
-	o->result_len = 0;
+	capture_feed(ctx, buf, n);
 }

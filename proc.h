@@ -1,63 +1,84 @@
 /*
- * proc.h - run one worker process under a deadline and leave nothing behind.
+ * proc.h - a child under a deadline, as git's run-command: start it in its
+ * own process group with its stdout and stderr on pipes, pump the pipes,
+ * wait for it until a deadline, kill its group; and, as a child
+ * subreaper, kill whatever it left behind.
  *
- * The worker is forked into its own process group with fd 0 on /dev/null,
- * fds 1 and 2 on pipes read by the parent, and two memfds: the request
- * (already written) and the result (empty, written by the worker).  When the
- * worker ends, or the deadline passes, the parent SIGKILLs the group and,
- * being a child subreaper, every descendant that escaped it, then drains the
- * pipes.  No process of the call outlives proc_run().
+ * The cold worker (cold.c), the type checker (typegate.c) and the warm
+ * client's supervision (warm.c) are built on these.  What a freshly
+ * forked child does to itself is proc_child.h's.
  */
 #ifndef DOLSOT_PROC_H
 #define DOLSOT_PROC_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <signal.h>
 #include <sys/types.h>
 #include <time.h>
 
-#include "output.h"
+/* Where the bytes read from a pipe go. */
+typedef void (*proc_feed_fn)(void *ctx, const char *buf, size_t n);
 
-/* The files a worker starts with; the parent's copies are CLOEXEC. */
-struct worker_fds {
-	int request;             /* the request frame, written */
-	int result;              /* the answer frame, empty */
-	int load;                /* the session to load; -1: a new session */
-	int save;                /* an empty file for the new session */
+/* A pipe the parent reads: fd is non-blocking, and -1 once at EOF. */
+struct proc_pipe {
+	int fd;
+	proc_feed_fn feed;
+	void *ctx;
 };
 
-/* Runs in the child; must not return (it _exits). */
-typedef void (*proc_child_fn)(const struct worker_fds *fds, void *arg);
-
-struct proc_outcome {
-	int status;              /* wait status of the worker */
-	bool timed_out;
-	int signal;              /* non-zero: the caller got this signal and must re-raise it */
-	uint8_t *result;         /* mmap'd result frame, or NULL when empty */
-	size_t result_len;
-	double elapsed;          /* seconds from fork to reap */
+/* A child started by proc_start(). */
+struct proc_child {
+	pid_t pid;
+	struct proc_pipe out, err;   /* its stdout and stderr */
 };
+
+/* Runs in the child, in its own process group, with out and err the write
+ * ends of its stdout and stderr pipes; must not return (it _exits). */
+typedef void (*proc_start_fn)(void *arg, int out, int err);
 
 /*
- * Fork child(fds, arg) and supervise it until it exits or deadline
- * (CLOCK_MONOTONIC) passes.  Its stdout and stderr are fed into out and
- * err.  request/request_len are written to the request memfd first; the
- * session's load and save fds come from session (they stay open here).
- * Returns 0 with *o filled (release with proc_outcome_release), or -1 with a
- * reason in err (a failed syscall; nothing is left running).
+ * Fork fn(arg, ...) into its own process group (both sides call setpgid,
+ * so kill(-pid) works whichever runs first), after fflush(NULL).  c->out
+ * and c->err get the read ends, non-blocking, with the feeds already set
+ * in *c.  Returns 0, or -1 with errno set and *what naming the failed call
+ * ("pipe2", "fork"); nothing is left open or running then.
  */
-int proc_run(const uint8_t *request, size_t request_len,
-             const struct worker_fds *session, const struct timespec *deadline, proc_child_fn child, void *arg,
-             struct capture *out, struct capture *errc, struct proc_outcome *o,
-             char *err, size_t errlen);
+int proc_start(struct proc_child *c, proc_start_fn fn, void *arg, const char **what);
 
-void proc_outcome_release(struct proc_outcome *o);
+/*
+ * Read what is available on p into its feed (a bounded number of reads,
+ * so a child that floods a pipe cannot starve a deadline).  Returns 0 at
+ * EOF or error (p->fd is closed and set to -1), 1 when more may come.
+ */
+int proc_pump(struct proc_pipe *p);
 
-/* Deadline helpers on CLOCK_MONOTONIC. */
-void proc_deadline_in(struct timespec *d, double seconds);
-double proc_seconds_left(const struct timespec *d);
+/*
+ * Wait up to ms (-1: no limit) for extra[0..nextra) or one of the open
+ * pipes[0..npipes), then pump the pipes.  extra's revents are set.
+ * Returns poll()'s value (-1 with errno on failure; EINTR counts as 0).
+ */
+int proc_poll(struct proc_pipe *pipes, int npipes, struct pollfd *extra, int nextra,
+              int ms);
+
+/* Read p to EOF, waiting at most ms (-1: no limit) for each read; p->fd
+ * is closed afterwards. */
+void proc_drain(struct proc_pipe *p, int ms);
+
+/* SIGKILL to pid's process group and to pid itself. */
+void proc_kill_group(pid_t pid);
+
+/* Wait for pid without passing deadline; true when it was reaped (or is
+ * not ours to wait for), with *status set. */
+bool proc_wait_until(pid_t pid, const struct timespec *deadline, int *status);
+
+/* Map the file fd read-only: *p (NULL when empty; munmap it), *len.
+ * Returns 0, or -1 with errno set. */
+int proc_map(int fd, uint8_t **p, size_t *len);
+
+/* A proc_feed_fn into a struct capture (output.h) as ctx. */
+void proc_feed_capture(void *ctx, const char *buf, size_t n);
 
 /*
  * Kill every child of this process (and, transitively, anything that gets
@@ -72,32 +93,5 @@ void proc_spare(pid_t pid);
 /* pids of the children of process pid (0: this one), every thread's, at
  * most max. */
 size_t proc_list_children(pid_t pid, pid_t *pids, size_t max);
-
-/* Every signal's handler back to the default, and mask as the mask. */
-void proc_reset_signals(const sigset_t *mask);
-
-/* Close every fd >= 3 except keep[0..nkeep). */
-void proc_close_fds_except(const int *keep, int nkeep);
-
-/*
- * In a freshly forked worker: default signal handlers and the given mask,
- * die with the parent, own process group, fd 0 on /dev/null, fds 1 and 2 on
- * out and err, every other fd closed but keep.  Returns 0 or -1.
- */
-int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkeep,
-                       const sigset_t *mask);
-
-/* proc_child_prepare() in two steps, for a worker forked ahead of its
- * call: everything but the standard fds, then fd 0 on /dev/null and fds 1
- * and 2 on out and err (the caller closes out and err). */
-int proc_child_detach(pid_t parent, const int *keep, int nkeep, const sigset_t *mask);
-int proc_child_stdio(int out, int err);
-
-/*
- * Read what is available on the non-blocking *fd into c (a bounded number of
- * reads).  Returns 0 at EOF or error (and closes *fd, setting it to -1), 1
- * when more may come.
- */
-int proc_pump(int *fd, struct capture *c);
 
 #endif

@@ -10,22 +10,13 @@
 
 #include <stddef.h>
 
+#include "call.h"
 #include "opts.h"
 #include "output.h"
 #include "sandbox_plan.h"
 #include "store.h"
 
 #define REPL_ERR_MAX 1024
-
-struct run_args {
-	const char *session;
-	const char *code;
-	size_t code_len;
-	const struct toolbox_arg *toolboxes;
-	size_t n_toolboxes;
-	const struct settings *settings;
-	const struct sandbox_plan *plan;   /* sandbox binds, environment; may be NULL */
-};
 
 /*
  * Run one cell.  Returns 0 when *res holds the call's result (whatever its

@@ -46,6 +46,8 @@ static const char *const system_files[] = {
 	"/etc/ld.so.cache",       /* where the dynamic linker finds libraries */
 	"/etc/alternatives",      /* Debian's links for BLAS and others */
 	"/etc/localtime",
+	"/etc/matplotlibrc",      /* Debian's matplotlib reads its defaults here */
+	"/etc/fonts",             /* fontconfig, which matplotlib's text uses */
 };
 
 static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom" };
@@ -86,7 +88,7 @@ struct source {
 	int fd;                  /* SRC_TREE: detached clone; SRC_DIRFD: O_PATH */
 	bool is_dir;
 	char link[PATH_MAX];     /* SRC_LINK: the link's text */
-	enum sandbox_mode mode;
+	enum mount_mode mode;
 	bool callers;            /* one of cfg's binds (idmapped for root) */
 };
 
@@ -186,11 +188,11 @@ static int write_file(struct sandbox_fs *f, const char *path, const char *text)
 	return 0;
 }
 
-static unsigned bind_attrs(enum sandbox_mode mode, bool device)
+static unsigned bind_attrs(enum mount_mode mode, bool device)
 {
 	if (device)
 		return MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
-	if (mode == SANDBOX_RW)
+	if (mode == MOUNT_RW)
 		return MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	return MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 }
@@ -199,7 +201,7 @@ static unsigned bind_attrs(enum sandbox_mode mode, bool device)
  * cloned with attrs, an overlay's lower directory is kept open.  A missing
  * optional entry is skipped. */
 static int take(struct sandbox_fs *f, const char *host, const char *path,
-                enum sandbox_mode mode, bool copy_links, bool optional,
+                enum mount_mode mode, bool copy_links, bool optional,
                 bool device)
 {
 	struct source *s = &f->src[f->n_src];
@@ -227,12 +229,12 @@ static int take(struct sandbox_fs *f, const char *host, const char *path,
 	if (stat(host, &st) < 0)
 		return fail(f, "cannot find", host);
 	s->is_dir = S_ISDIR(st.st_mode);
-	if (mode == SANDBOX_OVERLAY && !f->clone_overlays) {
+	if (mode == MOUNT_OVERLAY && !f->clone_overlays) {
 		s->fd = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		s->kind = SRC_DIRFD;
-	} else if (mode == SANDBOX_OVERLAY) {
+	} else if (mode == MOUNT_OVERLAY) {
 		/* Read-only below: the overlay writes to its upper layer. */
-		struct mount_attr a = { .attr_set = bind_attrs(SANDBOX_RO, false) };
+		struct mount_attr a = { .attr_set = bind_attrs(MOUNT_RO, false) };
 
 		s->fd = open_tree(AT_FDCWD, host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
 		                  AT_RECURSIVE);
@@ -294,13 +296,13 @@ static int take_all(struct sandbox_fs *f)
 	const struct sandbox_cfg *c = f->cfg;
 
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++)
-		if (take(f, system_dirs[i], system_dirs[i], SANDBOX_RO, true, true, false) < 0)
+		if (take(f, system_dirs[i], system_dirs[i], MOUNT_RO, true, true, false) < 0)
 			return -1;
 	for (size_t i = 0; i < sizeof(system_files) / sizeof(*system_files); i++)
-		if (take(f, system_files[i], system_files[i], SANDBOX_RO, true, true, false) < 0)
+		if (take(f, system_files[i], system_files[i], MOUNT_RO, true, true, false) < 0)
 			return -1;
 	for (size_t i = 0; i < sizeof(devices) / sizeof(*devices); i++)
-		if (take(f, devices[i], devices[i], SANDBOX_RW, false, false, true) < 0)
+		if (take(f, devices[i], devices[i], MOUNT_RW, false, false, true) < 0)
 			return -1;
 	for (size_t i = 0; i < c->n_binds; i++) {
 		if (check_bind_path(f, i) < 0 ||
@@ -545,7 +547,7 @@ static int take_callers(struct sandbox_fs *f, struct sandbox_ids *ids)
 		return -1;
 	}
 	for (size_t i = 0; i < f->n_src; i++)
-		if (f->src[i].callers && f->src[i].fd >= 0 && f->src[i].mode != SANDBOX_RW)
+		if (f->src[i].callers && f->src[i].fd >= 0 && f->src[i].mode != MOUNT_RW)
 			fds[n++] = f->src[i].fd;
 	ret = sandbox_ids_idmap(ids, fds, n, f->err, f->errlen);
 	free(fds);

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sandbox.h"
+#include "sandbox_cfg.h"
 
 /* The host directories bound whole, read-only, into every sandbox (links
  * to them are copied as links); the plan and the build share the list. */

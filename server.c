@@ -27,10 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
+#include "le.h"
+#include "proc_child.h"
+#include "server_diag.h"
+#include "mem_server.h"
 #include "peer.h"
-#include "proc.h"
-#include "server_key.h"
-#include "server_mem.h"
+#include "warm_proto.h"
 #include "zygote.h"
 
 #define MAX_CLIENTS 256
@@ -61,20 +64,12 @@ struct server {
 	size_t n_clients;
 	bool stopping;
 	uint64_t calls_served, calls_fallback;
-	struct server_mem *mem;   /* DOLSOT_STORE=memory sessions, made on first use */
+	struct mem_server *mem;   /* DOLSOT_STORE=memory sessions, made on first use */
 	int held[MAX_CLIENTS];    /* connections holding or awaiting a session lock */
 	size_t n_held;
 	uint64_t seen[SEEN_KEYS]; /* hashes of environments called without a zygote */
 	size_t seen_next;
 };
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 int server_exec_main(int argc, char **argv)
 {
@@ -89,44 +84,12 @@ int server_exec_main(int argc, char **argv)
 	idle = strtod(argv[1], &end);
 	if (*end || !(idle > 0))
 		_exit(2);
-	got = pread(SERVER_KEY_FD, prewarm.payload, sizeof(prewarm.payload), 0);
-	close(SERVER_KEY_FD);
+	got = pread(WARM_KEY_FD, prewarm.payload, sizeof(prewarm.payload), 0);
+	close(WARM_KEY_FD);
 	if (got < 0)
 		_exit(1);
 	prewarm.len = (size_t)got;
-	server_main(SERVER_DIR_FD, SERVER_LOCK_FD, idle, got > 0 ? &prewarm : NULL);
-}
-
-uint64_t server_exe_id(void)
-{
-	struct stat st;
-	uint64_t h = 1469598103934665603ull;
-	uint64_t parts[5];
-	int fd, got;
-
-	/* open+fstat, not stat: tools such as valgrind show the program they
-	 * run through an open of /proc/self/exe, while stat sees the tool. */
-	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	got = fstat(fd, &st);
-	close(fd);
-	if (got < 0)
-		return 0;
-	parts[0] = st.st_dev;
-	parts[1] = st.st_ino;
-	parts[2] = (uint64_t)st.st_size;
-	parts[3] = (uint64_t)st.st_mtim.tv_sec;
-	parts[4] = (uint64_t)st.st_mtim.tv_nsec;
-	for (size_t i = 0; i < 5; i++)
-		for (int b = 0; b < 8; b++)
-			h = (h ^ ((parts[i] >> (8 * b)) & 0xff)) * 1099511628211ull;
-	return h;
-}
-
-void server_socket_path(int dirfd, char *buf, size_t len)
-{
-	snprintf(buf, len, "/proc/self/fd/%d/" SERVER_SOCKET, dirfd);
+	server_main(WARM_DIR_FD, WARM_LOCK_FD, idle, got > 0 ? &prewarm : NULL);
 }
 
 /* ---- zygotes ---- */
@@ -149,7 +112,7 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 	memcpy(z->key, m->payload, m->len);
 	z->key_len = m->len;
 	z->state = Z_STARTING;
-	z->started = z->last_used = now();
+	z->started = z->last_used = deadline_now();
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		goto failed;
 	pid = fork();
@@ -164,7 +127,7 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		proc_close_fds_except(keep, 1);
+		proc_child_close_fds(keep, 1);
 		zygote_exec(sv[1], m->payload, m->len);
 	}
 	close(sv[1]);
@@ -188,7 +151,7 @@ static bool zygote_stale(const struct zygote *z)
 		long long mtime, size;
 		struct stat st;
 
-		if (server_key_file(entry, path, sizeof(path), &mtime, &size) < 0)
+		if (warm_key_file(entry, path, sizeof(path), &mtime, &size) < 0)
 			return true;
 		if (stat(path, &st) < 0 || st.st_size != size ||
 		    (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec != mtime)
@@ -261,11 +224,7 @@ static void fallback(int client, const char *why)
 
 static uint64_t key_hash(const struct wire_msg *m)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < m->len; i++)
-		h = (h ^ m->payload[i]) * 1099511628211ull;
-	return h;
+	return le_fnv(LE_FNV_BASIS, m->payload, m->len);
 }
 
 /* Remember m's environment; true when it was already remembered. */
@@ -286,7 +245,7 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	struct zygote *z = zygote_find(s, m);
 	int fds[WIRE_MAX_FDS];
 
-	s->last_call = now();
+	s->last_call = deadline_now();
 	if (m->b != s->exe_id) {
 		/* Another build of dolsot: let it start its own server. */
 		fallback(client, "the server belongs to another dolsot binary; it stops");
@@ -301,7 +260,7 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	/* An environment in use whose zygote went stale or failed a while ago
 	 * is rebuilt in its own slot right away. */
 	if (z && ((z->state == Z_READY && zygote_stale(z)) ||
-	          (z->state == Z_FAILED && now() - z->started > RETRY_FAILED_SECONDS))) {
+	          (z->state == Z_FAILED && deadline_now() - z->started > RETRY_FAILED_SECONDS))) {
 		zygote_forget(z);
 		zygote_spawn(s, z, m);
 		fallback(client, "warming up");
@@ -341,104 +300,27 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 		zygote_forget(z);
 		return false;
 	}
-	z->last_used = now();
+	z->last_used = deadline_now();
 	s->calls_served++;
 	return true;
 }
 
-/* "Rss: N kB" style fields of /proc/PID/smaps_rollup, in kB. */
-static void memory_of(pid_t pid, long *rss, long *pss, long *priv)
-{
-	char path[64], line[256];
-	FILE *f;
-	long v, clean = 0, dirty = 0;
-
-	*rss = *pss = *priv = -1;
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Rss: %ld", &v) == 1)
-			*rss = v;
-		else if (sscanf(line, "Pss: %ld", &v) == 1)
-			*pss = v;
-		else if (sscanf(line, "Private_Clean: %ld", &v) == 1)
-			clean = v;
-		else if (sscanf(line, "Private_Dirty: %ld", &v) == 1)
-			dirty = v;
-	}
-	fclose(f);
-	*priv = clean + dirty;
-}
-
 static const char *const state_names[] = { "starting", "ready", "failed" };
-
-/* The zygote's spare (the worker it forked ahead of the next call), or 0. */
-static pid_t spare_of(pid_t zygote)
-{
-	pid_t kids[16];
-	size_t n = proc_list_children(zygote, kids, 16);
-
-	for (size_t i = 0; i < n; i++) {
-		char path[64], comm[32] = "";
-		FILE *f;
-		bool spare;
-
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)kids[i]);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		spare = fgets(comm, sizeof(comm), f) && strcmp(comm, "dolsot-spare\n") == 0;
-		fclose(f);
-		if (spare)
-			return kids[i];
-	}
-	return 0;
-}
 
 static void on_info(struct server *s, int client)
 {
 	char text[WIRE_MAX_PAYLOAD];
 	size_t n = 0;
-	long rss, pss, priv;
 
-	memory_of(getpid(), &rss, &pss, &priv);
-	n += (size_t)snprintf(text + n, sizeof(text) - n,
-	                      "pid %d\nuptime %.0f s\ncalls %llu warm, %llu cold\n"
-	                      "memory %ld kB rss, %ld kB pss, %ld kB private\n"
-	                      "sessions in memory %u\n",
-	                      (int)getpid(), now() - s->started,
-	                      (unsigned long long)s->calls_served,
-	                      (unsigned long long)s->calls_fallback, rss, pss, priv,
-	                      s->mem ? server_mem_count(s->mem) : 0);
+	server_diag_server(text, &n, sizeof(text), deadline_now() - s->started,
+	                   s->calls_served, s->calls_fallback,
+	                   s->mem ? mem_server_count(s->mem) : 0);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES && n < sizeof(text) - 512; i++) {
-		struct zygote *z = &s->z[i];
-		struct zygote_env env;
-		pid_t spare;
+		const struct zygote *z = &s->z[i];
 
-		if (!z->key_len)
-			continue;
-		server_key_env(z->key, z->key_len, &env);
-		memory_of(z->pid, &rss, &pss, &priv);
-		n += (size_t)snprintf(text + n, sizeof(text) - n,
-		                      "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "
-		                      "%ld kB private\n  cwd %s\n  pythonpath %s\n  venv %s\n"
-		                      "  toolboxes",
-		                      (int)z->pid, state_names[z->state], now() - z->last_used,
-		                      rss, pss, priv, env.cwd, *env.pythonpath ? env.pythonpath : "-",
-		                      *env.venv ? env.venv : "-");
-		for (size_t j = 0; j < env.n_modules && n < sizeof(text) - 300; j++)
-			n += (size_t)snprintf(text + n, sizeof(text) - n, " %s", env.modules[j]);
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\n",
-		                      env.n_modules ? "" : " -");
-		spare = spare_of(z->pid);
-		if (spare > 0) {
-			memory_of(spare, &rss, &pss, &priv);
-			n += (size_t)snprintf(text + n, sizeof(text) - n,
-			                      "  spare %d: %ld kB rss, %ld kB pss, %ld kB private\n",
-			                      (int)spare, rss, pss, priv);
-		}
+		if (z->key_len)
+			server_diag_zygote(text, &n, sizeof(text), z->pid, state_names[z->state],
+			                   deadline_now() - z->last_used, z->key, z->key_len);
 	}
 	wire_send(client, WIRE_INFO, 0, 0, text, n, NULL, 0);
 }
@@ -481,12 +363,12 @@ static void on_client(struct server *s, size_t i)
 	case WIRE_MEM_LIST:
 	case WIRE_MEM_LOCK:
 	case WIRE_MEM_ORIGIN:
-		s->last_call = now();
-		if (!s->mem && !(s->mem = server_mem_new())) {
+		s->last_call = deadline_now();
+		if (!s->mem && !(s->mem = mem_server_new())) {
 			wire_send(fd, WIRE_MEM_ERR, 0, 0, "out of memory", 13, NULL, 0);
 			break;
 		}
-		if (server_mem_handle(s->mem, fd, &m) && s->n_held < MAX_CLIENTS) {
+		if (mem_server_handle(s->mem, fd, &m) && s->n_held < MAX_CLIENTS) {
 			wire_close_fds(&m);
 			s->held[s->n_held++] = fd;
 			drop_client(s, i, false);
@@ -530,13 +412,13 @@ static int open_listener(struct server *s)
 	int fd;
 
 	if (s->lock_fd < 0) {
-		s->lock_fd = openat(s->dirfd, SERVER_LOCK,
+		s->lock_fd = openat(s->dirfd, WARM_LOCK,
 		                    O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
 			return -1;   /* another server holds the store */
 	}
-	unlinkat(s->dirfd, SERVER_SOCKET, 0);
-	server_socket_path(s->dirfd, addr.sun_path, sizeof(addr.sun_path));
+	unlinkat(s->dirfd, WARM_SOCKET, 0);
+	warm_proto_socket_path(s->dirfd, addr.sun_path, sizeof(addr.sun_path));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
@@ -589,7 +471,7 @@ static void evict_idle_zygotes(struct server *s)
 {
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		if (s->z[i].key_len && s->z[i].state != Z_STARTING &&
-		    now() - s->z[i].last_used > SERVER_ZYGOTE_IDLE)
+		    deadline_now() - s->z[i].last_used > SERVER_ZYGOTE_IDLE)
 			zygote_forget(&s->z[i]);
 }
 
@@ -631,7 +513,7 @@ static void stop_zygotes(struct server *s)
 static void server_exit(struct server *s, int code, bool kill_calls)
 {
 	/* We hold the server lock, so the socket name is still ours. */
-	unlinkat(s->dirfd, SERVER_SOCKET, 0);
+	unlinkat(s->dirfd, WARM_SOCKET, 0);
 	close(s->listen_fd);
 	if (kill_calls) {
 		stop_zygotes(s);
@@ -654,7 +536,7 @@ static void server_loop(struct server *s)
 		if (s->stopping)
 			server_exit(s, 0, true);
 		if (dir_gone(s) ||
-		    (now() - s->last_call > s->idle && s->n_clients == 0 && s->n_held == 0))
+		    (deadline_now() - s->last_call > s->idle && s->n_clients == 0 && s->n_held == 0))
 			server_exit(s, 0, false);
 		evict_idle_zygotes(s);
 		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
@@ -677,10 +559,10 @@ static void server_loop(struct server *s)
 		/* A lock connection only ever closes: release what it held. */
 		for (size_t i = nh; i-- > 0;)
 			if (p[n - nc - nh + i].revents) {
-				server_mem_closed(s->mem, s->held[i]);
+				mem_server_closed(s->mem, s->held[i]);
 				close(s->held[i]);
 				s->held[i] = s->held[--s->n_held];
-				s->last_call = now();
+				s->last_call = deadline_now();
 			}
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
@@ -714,11 +596,11 @@ void server_main(int dirfd, int lock_fd, double idle_seconds,
 	memset(&s, 0, sizeof(s));
 	s.dirfd = dirfd;
 	s.idle = idle_seconds;
-	s.started = s.last_call = now();
-	s.exe_id = server_exe_id();
+	s.started = s.last_call = deadline_now();
+	s.exe_id = warm_proto_exe_id();
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		s.z[i].ctl = -1;
-	proc_close_fds_except(keep, lock_fd >= 0 ? 2 : 1);
+	proc_child_close_fds(keep, lock_fd >= 0 ? 2 : 1);
 	s.lock_fd = lock_fd;
 	if (lock_fd >= 0)
 		fcntl(lock_fd, F_SETFD, FD_CLOEXEC);

@@ -393,7 +393,7 @@ def _type_name(value):
 
 
 def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
-         memory=None, failed=(), statements=None):
+         memory=None, failed=(), statements=None, count=0):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
@@ -403,7 +403,8 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     ended names the cell deleted; memory the loaded index's memory, failed
     [(name, statement, error)] the names a failed cell did not bind, and
     statements a function from names to {name: statement} (called only
-    when a name is dropped), for remember().  Returns (parts, held names,
+    when a name is dropped), for remember(); count is the session's cell
+    counter.  Returns (parts, held names,
     [(name, reason)] dropped, [(piece, reason)] pieces that could not be
     pickled, [(name, reason)] names kept unloaded).
     """
@@ -437,7 +438,7 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     memory = remember(memory or {}, kept,
                       [(n, _type_name(state[n]), why, where.get(n, "")) for n, why in dropped],
                       failed)
-    return _assemble(units, carry, keep, memory), sorted(kept), dropped, lost, still
+    return _assemble(units, carry, keep, memory, count), sorted(kept), dropped, lost, still
 
 
 def _keep(unloaded, ended):
@@ -452,11 +453,12 @@ def _keep(unloaded, ended):
     return keep, sorted(still)
 
 
-def _assemble(units, carry, kept=(), memory=None):
+def _assemble(units, carry, kept=(), memory=None, count=0):
     """The blob as a list of bytes-like parts, to be written back to back
     (the worker writes them straight into the session file: no join)."""
     index = {"units": [(n, _size(b)) for n, b in units],
-             "carry": [(p, _size(b)) for p, b in carry]}
+             "carry": [(p, _size(b)) for p, b in carry],
+             "count": count}
     if kept:
         index["kept"] = [(n, _size(b), m) for n, b, m in kept]
     if memory:
@@ -503,7 +505,8 @@ def load_error(session, why):
 class Stored:
     """A parsed blob: units to load into a namespace, carried pieces as bytes."""
 
-    def __init__(self, units, carry, whole=None):
+    def __init__(self, units, carry, whole=None, count=0):
+        self.count = count      # cells the session has run (execution_count)
         self.units = units      # [(names, members, memoryview)]
         self.carry = carry      # {piece: memoryview}
         self._whole = whole     # a version 1 session, already unpickled
@@ -611,9 +614,10 @@ def _index(session, blob):
         if any(not set(names) <= set(members) for names, _, members in kept):
             raise ValueError("a kept unit names what it does not hold")
         memory = _plain_memory(index.get("memory"))
+        count = int(index.get("count", 0))
     except BaseException as e:
         raise load_error(session, f"bad index ({reason(e)})") from None
-    return start + n, units, carry, kept, memory
+    return start + n, units, carry, kept, memory, count
 
 
 def _names(names):
@@ -632,7 +636,7 @@ def load(session, blob):
         return _load_v1(session, view)
     if magic != MAGIC:
         raise load_error(session, "not a dolsot session (bad magic)")
-    pos, units, carry, kept, memory = _index(session, view)
+    pos, units, carry, kept, memory, count = _index(session, view)
     sizes = [u[1] for u in units] + [c[1] for c in carry] + [k[1] for k in kept]
     if any(size < 0 for size in sizes) or pos + sum(sizes) != len(view):
         raise load_error(session, "truncated or has trailing bytes")
@@ -646,7 +650,7 @@ def load(session, blob):
     for names, size, members in kept:   # tried again, as any unit
         out_units.append((names, members, view[pos:pos + size]))
         pos += size
-    stored = Stored(out_units, out_carry)
+    stored = Stored(out_units, out_carry, count=count)
     stored.memory = memory
     return stored
 

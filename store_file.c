@@ -45,8 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "fdio.h"
-#include "store.h"
+#include "store_file.h"
 #include "store_name.h"
 
 #define TEMP_MAX_AGE 3600.0     /* seconds; a killed save leaves its temp file */
@@ -114,9 +115,7 @@ static int scan_dir(struct fstore *fs, scan_fn fn, void *arg)
 		return -1;
 	d = fdopendir(fd);
 	if (d == NULL) {
-		errsv = errno;
-		close(fd);
-		errno = errsv;
+		fd_close(&fd);
 		return -1;
 	}
 	for (;;) {
@@ -291,61 +290,13 @@ static void reap(struct fstore *fs)
 	reap_locked(fs, NULL);
 }
 
-static ssize_t read_some(int fd, uint8_t *p, size_t n)
-{
-	ssize_t r;
-
-	do
-		r = read(fd, p, n);
-	while (r < 0 && errno == EINTR);
-	return r;
-}
-
-/* Read fd to EOF into a malloc'd buffer; hint is the expected size. */
-static int read_all(int fd, size_t hint, uint8_t **out, size_t *len)
-{
-	size_t cap = hint + 1, n = 0;
-	uint8_t *buf, *nb;
-	ssize_t r;
-
-	buf = malloc(cap);
-	if (buf == NULL)
-		return -1;
-	for (;;) {
-		if (n == cap) {
-			nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-			if (nb == NULL) {
-				free(buf);
-				errno = ENOMEM;
-				return -1;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = read_some(fd, buf + n, cap - n);
-		if (r < 0) {
-			int errsv = errno;
-
-			free(buf);
-			errno = errsv;
-			return -1;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
 static int fs_open_blob(struct store *s, const char *id, int *fdp, size_t *len,
                         bool *found, char *err)
 {
 	struct fstore *fs = s->priv;
 	char name[NAME_BUF];
 	struct stat st;
-	int fd, errsv;
+	int fd;
 
 	*fdp = -1;
 	*len = 0;
@@ -379,31 +330,27 @@ static int fs_open_blob(struct store *s, const char *id, int *fdp, size_t *len,
 	*found = true;
 	return 0;
 out:
-	errsv = errno;
-	close(fd);
-	errno = errsv;
+	fd_close(&fd);
 	return -1;
 }
 
 static int fs_load(struct store *s, const char *id, uint8_t **blob,
                    size_t *len, bool *found, char *err)
 {
-	int fd, errsv, ret = 0;
+	int fd, ret = 0;
 
 	*blob = NULL;
 	if (fs_open_blob(s, id, &fd, len, found, err) < 0)
 		return -1;
 	if (!*found)
 		return 0;
-	if (read_all(fd, *len, blob, len) < 0) {
+	if (fd_read_all(fd, *len, blob, len) < 0) {
 		fail(err, "cannot load session '%s': read: %s", id,
 		     strerror(errno));
 		*found = false;
 		ret = -1;
 	}
-	errsv = errno;
-	close(fd);
-	errno = errsv;
+	fd_close(&fd);
 	return ret;
 }
 
@@ -741,32 +688,6 @@ static int fs_list(struct store *s, struct session_info **out, size_t *n,
 	return 0;
 }
 
-static struct timespec deadline_after(long ms)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
-/* Nanoseconds left until deadline, 0 once it has passed. */
-static long long ns_left(const struct timespec *deadline)
-{
-	struct timespec now;
-	long long left;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	left = (long long)(deadline->tv_sec - now.tv_sec) * 1000000000LL +
-	       (deadline->tv_nsec - now.tv_nsec);
-	return left > 0 ? left : 0;
-}
-
 /*
  * flock LOCK_EX; with a deadline, poll LOCK_NB with growing sleeps, since
  * flock itself has no timeout.  EWOULDBLOCK once the deadline passes.
@@ -784,7 +705,7 @@ static int flock_until(int fd, const struct timespec *deadline)
 			return -1;
 		if (deadline == NULL)
 			continue;
-		left = ns_left(deadline);
+		left = deadline_ns_left(deadline);
 		if (left == 0) {
 			errno = EWOULDBLOCK;
 			return -1;
@@ -824,13 +745,13 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 	struct timespec deadline;
 	char name[NAME_BUF];
 	bool notreg;
-	int fd, errsv;
+	int fd;
 
 	lk->fd = -1;
 	lk->priv = NULL;
 	snprintf(name, sizeof(name), "%s.lock", id);
 	if (timeout_ms >= 0)
-		deadline = deadline_after(timeout_ms);
+		deadline_in_ms(&deadline, timeout_ms);
 	for (;;) {
 		fd = open_lock(fs, name, &notreg);
 		if (fd < 0 && notreg)
@@ -850,9 +771,7 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 	reap_locked(fs, id);
 	return 0;
 bad:
-	errsv = errno;
-	close(fd);
-	errno = errsv;
+	fd_close(&fd);
 	if (errno == EWOULDBLOCK)
 		return fail(err, "session '%s' is busy: another call is using it",
 		            id);
@@ -877,11 +796,6 @@ static void fs_close(struct store *s)
 	free(fs);
 }
 
-static int fs_dirfd(struct store *s)
-{
-	return ((struct fstore *)s->priv)->dirfd;
-}
-
 static const struct store_ops fstore_ops = {
 	.load = fs_load,
 	.save = fs_save,
@@ -895,7 +809,6 @@ static const struct store_ops fstore_ops = {
 	.lock = fs_lock,
 	.unlock = fs_unlock,
 	.close = fs_close,
-	.dirfd = fs_dirfd,
 };
 
 /* Explain why opening path as our directory failed with errno. */
@@ -925,7 +838,7 @@ static int open_private_dir(int atfd, const char *path, const char *shown,
                             char *err)
 {
 	struct stat st;
-	int fd, errsv;
+	int fd;
 
 	fd = openat(atfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -950,9 +863,7 @@ static int open_private_dir(int atfd, const char *path, const char *shown,
 		return fd;
 	}
 bad:
-	errsv = errno;
-	close(fd);
-	errno = errsv;
+	fd_close(&fd);
 	return -1;
 }
 
@@ -1102,6 +1013,7 @@ struct store *store_file_open(const char *dir, double ttl_days, char *err)
 	fs->s.ops = &fstore_ops;
 	fs->s.priv = fs;
 	fs->dirfd = fd;
+	fs->s.home = fd;
 	fs->ttl = ttl_days * 86400.0;
 	return &fs->s;
 }

@@ -1,6 +1,6 @@
 /*
- * store_name.h - the names FileStore gives the files in a session
- * directory, told apart from any other entry there.
+ * store_name.h - session ids, and the names FileStore gives the files in
+ * a session directory, told apart from any other entry there.
  *
  *   ID.pkl            a session
  *   .ID.XXXXXX.tmp    a save in progress (X: [A-Za-z0-9])
@@ -13,7 +13,10 @@
 #ifndef DOLSOT_STORE_NAME_H
 #define DOLSOT_STORE_NAME_H
 
-#include "store.h"
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "store_ops.h"
 
 #define STORE_TEMP_RAND_LEN 6
 /* ".ID.XXXXXX.tmp" is the longest name, plus its NUL. */
@@ -32,5 +35,13 @@ enum store_name_kind {
  * STORE_NAME_OTHER, id (STORE_ID_MAX + 1 bytes) gets the session id.
  */
 enum store_name_kind store_name_kind(const char *name, char *id);
+
+/*
+ * Session ids: 1..128 bytes of [A-Za-z0-9._-], not starting with '.'
+ * (an id becomes a file name, ID.pkl, so it is restricted to a portable,
+ * shell-safe set that cannot name a path, a dot file or "..").  Returns
+ * true when id is valid; else false and a reason in err.
+ */
+bool store_id_valid(const char *id, char *err, size_t errlen);
 
 #endif

@@ -21,6 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "deadline.h"
+#include "fdio.h"
+#include "proc.h"
 #include "typegate.h"
 
 extern char **environ;
@@ -34,26 +37,6 @@ static int fail(char *err, size_t errlen, const char *what)
 	return -1;
 }
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static double left_of(const struct timespec *d)
-{
-	return (double)d->tv_sec + (double)d->tv_nsec / 1e9 - now();
-}
-
 static bool is_executable(const char *path)
 {
 	struct stat st;
@@ -61,7 +44,7 @@ static bool is_executable(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-char *tg_which(const char *name)
+char *typegate_which(const char *name)
 {
 	const char *path = getenv("PATH");
 	char buf[PATH_MAX];
@@ -95,124 +78,76 @@ char *tg_which(const char *name)
 	return NULL;
 }
 
-/* The child: own group, dies with us, fds 0-2 set, then exec. */
-static void child_exec(pid_t parent, const char *path, const char *const *argv,
-                       const char *const *envp, const char *cwd, int out, int err,
-                       int status)
+struct exec_args {
+	pid_t parent;
+	const char *path, *cwd;
+	const char *const *argv, *const *envp;
+	int status;          /* write end of the status pipe: why exec failed */
+};
+
+/* The child (in its own group already): dies with us, fds 0-2 set, then exec. */
+static void child_exec(void *arg, int out, int err)
 {
+	const struct exec_args *x = arg;
 	sigset_t none;
 	int null, e;
 
-	setpgid(0, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* A parent that died before prctl would leave us running unwatched. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != x->parent)
 		goto fail;
 	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		goto fail;
-	if (cwd && chdir(cwd) < 0)
+	if (x->cwd && chdir(x->cwd) < 0)
 		goto fail;
 	/* Whatever the worker holds open stays out of the checker. */
 	syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
-	execve(path, (char *const *)argv, (char *const *)(envp ? envp : (const char *const *)environ));
+	execve(x->path, (char *const *)x->argv,
+	       (char *const *)(x->envp ? x->envp : (const char *const *)environ));
 fail:
 	e = errno;
-	if (write(status, &e, sizeof(e)) < 0)
+	if (write(x->status, &e, sizeof(e)) < 0)
 		_exit(127);
 	_exit(127);
 }
 
-/* Keep up to cap bytes in *buf; returns 0 at EOF, 1 while open. */
-static int drain(int *fd, char **buf, size_t *len, size_t cap, bool *truncated)
+/* Where one of the checker's streams goes: at most cap bytes are kept. */
+struct keep {
+	char *buf;
+	size_t *len, cap;
+	bool *truncated;
+};
+
+static void keep_feed(void *ctx, const char *chunk, size_t r)
 {
-	char chunk[16384];
+	struct keep *k = ctx;
+	size_t room = *k->len < k->cap ? k->cap - *k->len : 0;
 
-	for (int rounds = 0; rounds < 16; rounds++) {
-		ssize_t r = read(*fd, chunk, sizeof(chunk));
-		size_t keep;
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && errno == EAGAIN)
-			return 1;
-		if (r <= 0) {
-			close_fd(fd);
-			return 0;
-		}
-		keep = *len < cap ? cap - *len : 0;
-		if ((size_t)r > keep)
-			*truncated = true;
-		else
-			keep = (size_t)r;
-		if (keep) {
-			memcpy(*buf + *len, chunk, keep);
-			*len += keep;
-			(*buf)[*len] = '\0';
-		}
+	if (r > room)
+		*k->truncated = true;
+	else
+		room = r;
+	if (room) {
+		memcpy(k->buf + *k->len, chunk, room);
+		*k->len += room;
+		k->buf[*k->len] = '\0';
 	}
-	return 1;
 }
 
-static void kill_group(pid_t pid)
+/* Read both streams until they end; false when the deadline came first. */
+static bool pump_until(struct proc_child *c, const struct timespec *deadline)
 {
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
-}
+	while (c->out.fd >= 0 || c->err.fd >= 0) {
+		double left = deadline_left(deadline);
 
-/* Wait for pid without passing the deadline; true when it was reaped. */
-static bool reap_by(pid_t pid, const struct timespec *deadline, int *status)
-{
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	for (;;) {
-		pid_t got = waitpid(pid, status, WNOHANG);
-		double left = left_of(deadline);
-
-		if (got == pid || (got < 0 && errno != EINTR)) {
-			close_fd(&pfd);
-			return true;    /* reaped, or not ours to wait for */
-		}
-		if (left <= 0) {
-			close_fd(&pfd);
+		if (left <= 0)
 			return false;
-		}
-		if (pfd >= 0) {
-			struct pollfd p = { .fd = pfd, .events = POLLIN };
-
-			poll(&p, 1, left > 60 ? 60000 : (int)(left * 1000) + 1);
-		} else {
-			struct timespec pause = { 0, 2000000 };
-
-			nanosleep(&pause, NULL);
-		}
+		if (proc_poll(&c->out, 2, NULL, 0, deadline_poll_ms(left)) < 0)
+			break;
 	}
-}
-
-static void pump_until(struct tg_run *r, int *out, int *errfd, size_t cap,
-                       const struct timespec *deadline, bool *timed_out)
-{
-	while (*out >= 0 || *errfd >= 0) {
-		struct pollfd p[2];
-		nfds_t n = 0;
-		double left = left_of(deadline);
-
-		if (left <= 0) {
-			*timed_out = true;
-			return;
-		}
-		if (*out >= 0)
-			p[n++] = (struct pollfd){ .fd = *out, .events = POLLIN };
-		if (*errfd >= 0)
-			p[n++] = (struct pollfd){ .fd = *errfd, .events = POLLIN };
-		if (poll(p, n, left > 60 ? 60000 : (int)(left * 1000) + 1) < 0 && errno != EINTR)
-			return;
-		if (*out >= 0)
-			drain(out, &r->out, &r->out_len, cap, &r->out_truncated);
-		if (*errfd >= 0)
-			drain(errfd, &r->err, &r->err_len, cap, &r->err_truncated);
-	}
+	return true;
 }
 
 /* Why exec failed, from the status pipe; 0 when exec succeeded. */
@@ -227,75 +162,67 @@ static int exec_errno(int fd)
 	return n == (ssize_t)sizeof(e) ? (e ? e : EIO) : 0;
 }
 
-static void set_exec_failure(struct tg_run *r, int e)
+static void set_exec_failure(struct typegate_run *r, int e)
 {
-	r->status = e == ENOENT || e == ENOTDIR ? TG_RUN_NOT_FOUND : TG_RUN_CANNOT_START;
+	r->status = e == ENOENT || e == ENOTDIR ? TYPEGATE_RUN_NOT_FOUND : TYPEGATE_RUN_CANNOT_START;
 	r->code = e;
 }
 
 static int run_child(const char *path, const char *const *argv, const char *const *envp,
                      const char *cwd, const struct timespec *deadline, size_t cap,
-                     struct tg_run *r, char *err, size_t errlen)
+                     struct typegate_run *r, char *err, size_t errlen)
 {
-	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 };
+	int st[2] = { -1, -1 };
 	int ret = -1, status = 0, e;
-	bool timed_out = false;
-	double t0 = now();
-	pid_t pid, parent = getpid();
+	double t0 = deadline_now();
+	struct exec_args x = { getpid(), path, cwd, argv, envp, -1 };
+	struct keep kout = { r->out, &r->out_len, cap, &r->out_truncated };
+	struct keep kerr = { r->err, &r->err_len, cap, &r->err_truncated };
+	struct proc_child c = { .out = { -1, keep_feed, &kout }, .err = { -1, keep_feed, &kerr } };
+	const char *what = "";
 
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(st, O_CLOEXEC) < 0) {
+	if (pipe2(st, O_CLOEXEC) < 0) {
 		fail(err, errlen, "pipe2");
 		goto out;
 	}
-	pid = fork();
-	if (pid < 0) {
-		fail(err, errlen, "fork");
+	x.status = st[1];
+	if (proc_start(&c, child_exec, &x, &what) < 0) {
+		fail(err, errlen, what);
 		goto out;
 	}
-	if (pid == 0)
-		child_exec(parent, path, argv, envp, cwd, outp[1], errp[1], st[1]);
-	setpgid(pid, pid);
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
-	close_fd(&st[1]);
+	fd_close(&st[1]);
 	if ((e = exec_errno(st[0])) != 0) {
-		waitpid(pid, NULL, 0);
+		waitpid(c.pid, NULL, 0);
 		set_exec_failure(r, e);
 		ret = 0;
 		goto out;
 	}
-	fcntl(outp[0], F_SETFL, O_NONBLOCK);
-	fcntl(errp[0], F_SETFL, O_NONBLOCK);
-	pump_until(r, &outp[0], &errp[0], cap, deadline, &timed_out);
-	if (timed_out || !reap_by(pid, deadline, &status)) {
-		kill_group(pid);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	if (!pump_until(&c, deadline) || !proc_wait_until(c.pid, deadline, &status)) {
+		proc_kill_group(c.pid);
+		while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR)
 			;
-		r->status = TG_RUN_TIMEOUT;
+		r->status = TYPEGATE_RUN_TIMEOUT;
 	} else if (WIFSIGNALED(status)) {
-		r->status = TG_RUN_SIGNALED;
+		r->status = TYPEGATE_RUN_SIGNALED;
 		r->code = WTERMSIG(status);
 	} else {
-		r->status = TG_RUN_EXITED;
+		r->status = TYPEGATE_RUN_EXITED;
 		r->code = WEXITSTATUS(status);
 	}
 	/* The checker is gone; so must be anything it left in its group. */
-	kill(-pid, SIGKILL);
-	r->seconds = now() - t0;
+	kill(-c.pid, SIGKILL);
+	r->seconds = deadline_now() - t0;
 	ret = 0;
 out:
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
-	close_fd(&st[0]);
-	close_fd(&st[1]);
+	fd_close(&c.out.fd);
+	fd_close(&c.err.fd);
+	fd_close(&st[0]);
+	fd_close(&st[1]);
 	return ret;
 }
 
-int tg_run(const char *const *argv, const char *const *envp, const char *cwd,
-           const struct timespec *deadline, size_t cap, struct tg_run *r,
+int typegate_run(const char *const *argv, const char *const *envp, const char *cwd,
+           const struct timespec *deadline, size_t cap, struct typegate_run *r,
            char *err, size_t errlen)
 {
 	char *path;
@@ -305,11 +232,11 @@ int tg_run(const char *const *argv, const char *const *envp, const char *cwd,
 	r->out = calloc(1, cap + 1);
 	r->err = calloc(1, cap + 1);
 	if (!r->out || !r->err) {
-		tg_run_release(r);
+		typegate_run_release(r);
 		errno = ENOMEM;
 		return fail(err, errlen, "cannot run the type checker");
 	}
-	path = argv[0] ? tg_which(argv[0]) : NULL;
+	path = argv[0] ? typegate_which(argv[0]) : NULL;
 	if (!path) {
 		set_exec_failure(r, ENOENT);
 		return 0;
@@ -317,11 +244,11 @@ int tg_run(const char *const *argv, const char *const *envp, const char *cwd,
 	ret = run_child(path, argv, envp, cwd, deadline, cap, r, err, errlen);
 	free(path);
 	if (ret < 0)
-		tg_run_release(r);
+		typegate_run_release(r);
 	return ret;
 }
 
-void tg_run_release(struct tg_run *r)
+void typegate_run_release(struct typegate_run *r)
 {
 	free(r->out);
 	free(r->err);

@@ -2,9 +2,9 @@
  * typegate.h - run an external type checker on a file under a deadline, and
  * read its diagnostics.
  *
- * Two independent halves.  tg_run() starts a program in its own process
+ * Two independent halves.  typegate_run() starts a program in its own process
  * group, captures its stdout and stderr up to a cap, and kills the group
- * when the deadline passes.  tg_parse() reads one checker's output format
+ * when the deadline passes.  typegate_parse() reads one checker's output format
  * into diagnostics; it treats every byte as hostile (it is fuzzed).  Which
  * file is checked, and what a diagnostic means for a cell, is the worker's
  * business (gate.py); nothing here knows about Python.
@@ -16,64 +16,64 @@
 #include <stddef.h>
 #include <time.h>
 
-/* Output formats, chosen by the checker binary's name (tg_checker_of). */
-enum tg_checker {
-	TG_TY,          /* ty check --output-format concise */
-	TG_MYPY,        /* mypy --show-column-numbers --show-error-codes */
-	TG_PYRIGHT,     /* pyright or basedpyright --outputjson */
-	TG_GENERIC,     /* any other: file:line:col: error: message */
+/* Output formats, chosen by the checker binary's name (typegate_checker_of). */
+enum typegate_checker {
+	TYPEGATE_TY,          /* ty check --output-format concise */
+	TYPEGATE_MYPY,        /* mypy --show-column-numbers --show-error-codes */
+	TYPEGATE_PYRIGHT,     /* pyright or basedpyright --outputjson */
+	TYPEGATE_GENERIC,     /* any other: file:line:col: error: message */
 };
 
-enum tg_severity {
-	TG_SEV_ERROR,
-	TG_SEV_WARNING,
-	TG_SEV_NOTE,
+enum typegate_severity {
+	TYPEGATE_SEV_ERROR,
+	TYPEGATE_SEV_WARNING,
+	TYPEGATE_SEV_NOTE,
 };
 
 /* At most this many diagnostics are kept, and this many bytes of a text. */
-#define TG_MAX_DIAGS 256
-#define TG_MAX_TEXT 2048
+#define TYPEGATE_MAX_DIAGS 256
+#define TYPEGATE_MAX_TEXT 2048
 
-struct tg_diag {
+struct typegate_diag {
 	char *path;                 /* as the checker wrote it, never NULL */
 	unsigned long line;         /* 1-based; 0 when not given */
 	unsigned long col;          /* 1-based; 0 when not given */
-	enum tg_severity severity;
+	enum typegate_severity severity;
 	char *code;                 /* rule or error code; NULL when none */
 	char *message;              /* never NULL; may hold '\n' (pyright) */
 };
 
-struct tg_diags {
-	struct tg_diag *v;
+struct typegate_diags {
+	struct typegate_diag *v;
 	size_t n;
-	bool truncated;             /* more than TG_MAX_DIAGS were found */
+	bool truncated;             /* more than TYPEGATE_MAX_DIAGS were found */
 };
 
 /* The format of the checker at path (only its last component counts). */
-enum tg_checker tg_checker_of(const char *path);
-const char *tg_checker_name(enum tg_checker k);
+enum typegate_checker typegate_checker_of(const char *path);
+const char *typegate_checker_name(enum typegate_checker k);
 
 /*
  * Read out[0..len) as checker k's output.  Returns 0 with *d filled (maybe
  * empty), or -1 when the output is not in k's format at all: invalid JSON
  * for pyright, or lines that are not blank yet none is a diagnostic for the
- * line formats.  Texts are NUL-terminated, at most TG_MAX_TEXT bytes, with
+ * line formats.  Texts are NUL-terminated, at most TYPEGATE_MAX_TEXT bytes, with
  * NULs and control bytes other than '\n' and '\t' replaced by '?'.  Release
- * *d with tg_diags_release() after either return.
+ * *d with typegate_diags_release() after either return.
  */
-int tg_parse(enum tg_checker k, const char *out, size_t len, struct tg_diags *d);
-void tg_diags_release(struct tg_diags *d);
+int typegate_parse(enum typegate_checker k, const char *out, size_t len, struct typegate_diags *d);
+void typegate_diags_release(struct typegate_diags *d);
 
-enum tg_run_status {
-	TG_RUN_EXITED,          /* code = exit status */
-	TG_RUN_SIGNALED,        /* code = signal number */
-	TG_RUN_TIMEOUT,         /* killed at the deadline */
-	TG_RUN_NOT_FOUND,       /* exec failed with ENOENT: not installed */
-	TG_RUN_CANNOT_START,    /* exec failed otherwise; code = errno */
+enum typegate_run_status {
+	TYPEGATE_RUN_EXITED,          /* code = exit status */
+	TYPEGATE_RUN_SIGNALED,        /* code = signal number */
+	TYPEGATE_RUN_TIMEOUT,         /* killed at the deadline */
+	TYPEGATE_RUN_NOT_FOUND,       /* exec failed with ENOENT: not installed */
+	TYPEGATE_RUN_CANNOT_START,    /* exec failed otherwise; code = errno */
 };
 
-struct tg_run {
-	enum tg_run_status status;
+struct typegate_run {
+	enum typegate_run_status status;
 	int code;
 	char *out;                  /* NUL-terminated; out_len excludes it */
 	size_t out_len;
@@ -90,17 +90,17 @@ struct tg_run {
  * that dies with us.  Keeps the first cap bytes of stdout and of stderr and
  * discards the rest.  When deadline (CLOCK_MONOTONIC) passes, SIGKILLs the
  * group.  On return no process of the group is left.  Returns 0 with *r
- * filled (release with tg_run_release), or -1 with a reason in err when a
+ * filled (release with typegate_run_release), or -1 with a reason in err when a
  * syscall failed.
  */
-int tg_run(const char *const *argv, const char *const *envp, const char *cwd,
-           const struct timespec *deadline, size_t cap, struct tg_run *r,
+int typegate_run(const char *const *argv, const char *const *envp, const char *cwd,
+           const struct timespec *deadline, size_t cap, struct typegate_run *r,
            char *err, size_t errlen);
-void tg_run_release(struct tg_run *r);
+void typegate_run_release(struct typegate_run *r);
 
 /* The absolute path of an executable name looked up in PATH; a name with a
  * '/' is taken as a path (made absolute against the current directory) if
  * it exists.  malloc'd, or NULL when there is none. */
-char *tg_which(const char *name);
+char *typegate_which(const char *name);
 
 #endif

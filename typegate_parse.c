@@ -4,7 +4,7 @@
  * The output comes from a program we do not control, so it MUST be read as
  * hostile bytes: every index is checked against the end before use, nesting
  * is bounded, numbers saturate instead of wrapping, and what is kept is
- * capped (TG_MAX_DIAGS diagnostics, TG_MAX_TEXT bytes a text).  Fuzzed by
+ * capped (TYPEGATE_MAX_DIAGS diagnostics, TYPEGATE_MAX_TEXT bytes a text).  Fuzzed by
  * fuzz/fuzz_typegate.c.
  */
 #include <stdint.h>
@@ -16,30 +16,30 @@
 #define JSON_MAX_DEPTH 64
 #define NUM_MAX 100000000UL
 
-enum tg_checker tg_checker_of(const char *path)
+enum typegate_checker typegate_checker_of(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
 	base = base ? base + 1 : path;
 	if (strcmp(base, "ty") == 0)
-		return TG_TY;
+		return TYPEGATE_TY;
 	if (strcmp(base, "mypy") == 0)
-		return TG_MYPY;
+		return TYPEGATE_MYPY;
 	if (strcmp(base, "pyright") == 0 || strcmp(base, "basedpyright") == 0)
-		return TG_PYRIGHT;
-	return TG_GENERIC;
+		return TYPEGATE_PYRIGHT;
+	return TYPEGATE_GENERIC;
 }
 
-const char *tg_checker_name(enum tg_checker k)
+const char *typegate_checker_name(enum typegate_checker k)
 {
 	switch (k) {
-	case TG_TY:
+	case TYPEGATE_TY:
 		return "ty";
-	case TG_MYPY:
+	case TYPEGATE_MYPY:
 		return "mypy";
-	case TG_PYRIGHT:
+	case TYPEGATE_PYRIGHT:
 		return "pyright";
-	case TG_GENERIC:
+	case TYPEGATE_GENERIC:
 	default:
 		return "generic";
 	}
@@ -52,8 +52,8 @@ static char *text_dup(const char *s, size_t n)
 {
 	char *t;
 
-	if (n > TG_MAX_TEXT)
-		n = TG_MAX_TEXT;
+	if (n > TYPEGATE_MAX_TEXT)
+		n = TYPEGATE_MAX_TEXT;
 	t = malloc(n + 1);
 	if (!t)
 		return NULL;
@@ -66,7 +66,7 @@ static char *text_dup(const char *s, size_t n)
 	return t;
 }
 
-static void diag_release(struct tg_diag *g)
+static void diag_release(struct typegate_diag *g)
 {
 	free(g->path);
 	free(g->code);
@@ -74,7 +74,7 @@ static void diag_release(struct tg_diag *g)
 	g->path = g->code = g->message = NULL;
 }
 
-void tg_diags_release(struct tg_diags *d)
+void typegate_diags_release(struct typegate_diags *d)
 {
 	for (size_t i = 0; i < d->n; i++)
 		diag_release(&d->v[i]);
@@ -83,12 +83,12 @@ void tg_diags_release(struct tg_diags *d)
 }
 
 /* Take ownership of *g's strings; on a full list or no memory, drop them. */
-static void diags_add(struct tg_diags *d, struct tg_diag *g)
+static void diags_add(struct typegate_diags *d, struct typegate_diag *g)
 {
 	if (!d->v)
-		d->v = calloc(TG_MAX_DIAGS, sizeof(*d->v));
-	if (!d->v || d->n == TG_MAX_DIAGS || !g->path || !g->message) {
-		if (d->v && d->n == TG_MAX_DIAGS)
+		d->v = calloc(TYPEGATE_MAX_DIAGS, sizeof(*d->v));
+	if (!d->v || d->n == TYPEGATE_MAX_DIAGS || !g->path || !g->message) {
+		if (d->v && d->n == TYPEGATE_MAX_DIAGS)
 			d->truncated = true;
 		diag_release(g);
 		return;
@@ -97,13 +97,13 @@ static void diags_add(struct tg_diags *d, struct tg_diag *g)
 	g->path = g->code = g->message = NULL;
 }
 
-static bool severity_of(const char *s, size_t n, enum tg_severity *out)
+static bool severity_of(const char *s, size_t n, enum typegate_severity *out)
 {
-	static const struct { const char *word; enum tg_severity sev; } words[] = {
-		{ "error", TG_SEV_ERROR }, { "fatal", TG_SEV_ERROR },
-		{ "warning", TG_SEV_WARNING }, { "warn", TG_SEV_WARNING },
-		{ "note", TG_SEV_NOTE }, { "info", TG_SEV_NOTE },
-		{ "information", TG_SEV_NOTE },
+	static const struct { const char *word; enum typegate_severity sev; } words[] = {
+		{ "error", TYPEGATE_SEV_ERROR }, { "fatal", TYPEGATE_SEV_ERROR },
+		{ "warning", TYPEGATE_SEV_WARNING }, { "warn", TYPEGATE_SEV_WARNING },
+		{ "note", TYPEGATE_SEV_NOTE }, { "info", TYPEGATE_SEV_NOTE },
+		{ "information", TYPEGATE_SEV_NOTE },
 	};
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++) {
@@ -176,7 +176,7 @@ static const char *find_location(const char *s, const char *end, unsigned long *
 }
 
 /* "SEV: " or "SEV[RULE] " or "SEV[RULE]: " at *s; advances *s past it. */
-static bool read_severity(const char **s, const char *end, enum tg_severity *sev,
+static bool read_severity(const char **s, const char *end, enum typegate_severity *sev,
                           const char **code, size_t *code_len)
 {
 	const char *p = *s, *w = p;
@@ -227,7 +227,7 @@ static void split_trailing_code(const char *msg, size_t *len, const char **code,
 }
 
 /* "PATH:L[:C]: SEV[RULE] MSG" / "PATH:L[:C]: SEV: MSG" */
-static bool parse_path_first(const char *s, const char *end, struct tg_diag *g,
+static bool parse_path_first(const char *s, const char *end, struct typegate_diag *g,
                              bool trailing_code)
 {
 	unsigned long line, col;
@@ -249,7 +249,7 @@ static bool parse_path_first(const char *s, const char *end, struct tg_diag *g,
 }
 
 /* Early ty releases: "SEV[RULE] PATH:L:C: MSG". */
-static bool parse_severity_first(const char *s, const char *end, struct tg_diag *g)
+static bool parse_severity_first(const char *s, const char *end, struct typegate_diag *g)
 {
 	const char *p = s, *code, *rest, *colon;
 	size_t code_len;
@@ -268,7 +268,7 @@ static bool parse_severity_first(const char *s, const char *end, struct tg_diag 
 	return true;
 }
 
-static int parse_lines(enum tg_checker k, const char *out, size_t len, struct tg_diags *d)
+static int parse_lines(enum typegate_checker k, const char *out, size_t len, struct typegate_diags *d)
 {
 	const char *p = out, *end = out + len;
 	bool nonblank = false, any = false;
@@ -276,7 +276,7 @@ static int parse_lines(enum tg_checker k, const char *out, size_t len, struct tg
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end;
-		struct tg_diag g;
+		struct typegate_diag g;
 
 		memset(&g, 0, sizeof(g));
 		if (le > p && le[-1] == '\r')
@@ -284,8 +284,8 @@ static int parse_lines(enum tg_checker k, const char *out, size_t len, struct tg
 		for (const char *q = p; q < le; q++)
 			if (*q != ' ' && *q != '\t')
 				nonblank = true;
-		if (parse_path_first(p, le, &g, k == TG_MYPY) ||
-		    (k == TG_TY && parse_severity_first(p, le, &g))) {
+		if (parse_path_first(p, le, &g, k == TYPEGATE_MYPY) ||
+		    (k == TYPEGATE_TY && parse_severity_first(p, le, &g))) {
 			any = true;
 			diags_add(d, &g);
 		}
@@ -384,12 +384,12 @@ static bool read_u_escape(struct json *j, uint32_t *cp)
 }
 
 /*
- * A string at j->p.  With out, its first TG_MAX_TEXT bytes are decoded into
+ * A string at j->p.  With out, its first TYPEGATE_MAX_TEXT bytes are decoded into
  * a new sanitized string (*out; NULL on no memory); without, it is skipped.
  */
 static bool read_string(struct json *j, char **out)
 {
-	char buf[TG_MAX_TEXT + 4];
+	char buf[TYPEGATE_MAX_TEXT + 4];
 	size_t n = 0;
 
 	if (!eat(j, '"'))
@@ -423,7 +423,7 @@ static bool read_string(struct json *j, char **out)
 				return false;
 			}
 		}
-		if (n + k <= TG_MAX_TEXT) {
+		if (n + k <= TYPEGATE_MAX_TEXT) {
 			memcpy(buf + n, tmp, k);
 			n += k;
 		}
@@ -578,7 +578,7 @@ static unsigned long clamp_line(double v)
 
 static bool position_member(struct json *j, const char *key, void *arg)
 {
-	struct tg_diag *g = arg;
+	struct typegate_diag *g = arg;
 	double v;
 
 	if (strcmp(key, "line") != 0 && strcmp(key, "character") != 0)
@@ -607,7 +607,7 @@ static bool range_member(struct json *j, const char *key, void *arg)
 }
 
 struct pyright_diag {
-	struct tg_diag g;
+	struct typegate_diag g;
 	char *severity;
 };
 
@@ -631,7 +631,7 @@ static bool diag_member(struct json *j, const char *key, void *arg)
 
 static bool diag_element(struct json *j, void *arg)
 {
-	struct tg_diags *d = arg;
+	struct typegate_diags *d = arg;
 	struct pyright_diag pd;
 	bool ok;
 
@@ -653,7 +653,7 @@ static bool diag_element(struct json *j, void *arg)
 }
 
 struct pyright_top {
-	struct tg_diags *d;
+	struct typegate_diags *d;
 	bool seen;
 };
 
@@ -669,7 +669,7 @@ static bool top_member(struct json *j, const char *key, void *arg)
 	return skip_value(j);
 }
 
-static int parse_pyright(const char *out, size_t len, struct tg_diags *d)
+static int parse_pyright(const char *out, size_t len, struct typegate_diags *d)
 {
 	struct json j = { out, out + len, 0 };
 	struct pyright_top t = { d, false };
@@ -680,10 +680,10 @@ static int parse_pyright(const char *out, size_t len, struct tg_diags *d)
 	return j.p == j.end ? 0 : -1;
 }
 
-int tg_parse(enum tg_checker k, const char *out, size_t len, struct tg_diags *d)
+int typegate_parse(enum typegate_checker k, const char *out, size_t len, struct typegate_diags *d)
 {
 	memset(d, 0, sizeof(*d));
-	if (k == TG_PYRIGHT)
+	if (k == TYPEGATE_PYRIGHT)
 		return parse_pyright(out, len, d);
 	return parse_lines(k, out, len, d);
 }

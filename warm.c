@@ -28,28 +28,32 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "server.h"
+#include "deadline.h"
+#include "fdio.h"
+#include "proc.h"
+#include "proc_child.h"
+#include "warm_proto.h"
 #include "wire.h"
 
 extern char **environ;
 
 /* Seconds the client waits past its deadline for the server's verdict. */
 #define GRACE 2.0
-
-static int connect_server(int dirfd)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	server_socket_path(dirfd, addr.sun_path, sizeof(addr.sun_path));
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
+/* Once the verdict is in, each read of the cell's pipes waits this long (ms). */
+#define WARM_DRAIN_MS 1000
+/* A server that holds its lock but does not listen yet is starting: try
+ * to connect this often, this many times. */
+#define WARM_CONNECT_RETRY_US 10000
+#define WARM_CONNECT_RETRIES 300
+/* warm_ensure_server: how long a server just started gets to listen. */
+#define WARM_LISTEN_RETRIES 500
+/* warm_wait_ready: the pause between asking whether the zygote is ready. */
+#define WARM_READY_POLL_US 20000
+/* warm_stop: how long to wait for the server's answer to end, and for its
+ * process to be gone (it closes its connection as its exit begins). */
+#define WARM_LINGER_MS 10000
+#define WARM_STOP_WAIT 5.0
+#define WARM_EXIT_POLL_NS 2000000
 
 static bool volatile_var(const char *entry)
 {
@@ -69,13 +73,11 @@ static int compare_entries(const void *a, const void *b)
 }
 
 /* The environment's entries (entries, a NUL-separated block, or ours when
- * NULL), sorted, as "env" items. */
-static int put_environment(uint8_t *buf, size_t *len, const char *entries,
-                           size_t entries_len)
+ * NULL) into k, sorted. */
+static int key_environment(struct warm_key *k, const char *entries, size_t entries_len)
 {
 	size_t n = 0, kept = 0;
 	const char **sorted;
-	int ret = 0;
 
 	if (entries)
 		for (size_t off = 0; off < entries_len; off += strlen(entries + off) + 1)
@@ -95,52 +97,49 @@ static int put_environment(uint8_t *buf, size_t *len, const char *entries,
 			sorted[kept++] = e;
 	}
 	qsort(sorted, kept, sizeof(*sorted), compare_entries);
-	for (size_t i = 0; i < kept && ret == 0; i++)
-		ret = wire_put(buf, len, "env", sorted[i]);
+	k->n_env = kept < WARM_KEY_ENV ? kept : WARM_KEY_ENV;
+	memcpy(k->env, sorted, k->n_env * sizeof(*sorted));
 	free(sorted);
-	return ret;
+	return 0;
 }
 
-/* The WIRE_CALL payload: what selects the zygote. */
-static int key_payload(const struct warm_key *key, uint8_t *buf, size_t *len)
+/* The WIRE_CALL payload for w: the key that selects the zygote. */
+static int key_payload(const struct warm_want *w, uint8_t *buf, size_t *len)
 {
-	char cwd[PATH_MAX];
+	/* Static: the key is 34 KB of pointers, and cwd outlives it here. */
+	static struct warm_key k;
+	static char cwd[PATH_MAX];
 	const char *pp = getenv("PYTHONPATH"), *venv = getenv("VIRTUAL_ENV");
 
 	*len = 0;
-	if (!getcwd(cwd, sizeof(cwd)))
+	if (!getcwd(cwd, sizeof(cwd)) || w->n_toolboxes > WARM_KEY_MODULES)
 		return -1;
-	if (wire_put(buf, len, "cwd", cwd) < 0 ||
-	    wire_put(buf, len, "pythonpath", pp ? pp : "") < 0 ||
-	    wire_put(buf, len, "venv", venv ? venv : "") < 0)
-		return -1;
-	for (size_t i = 0; i < key->n_toolboxes; i++)
-		if (wire_put(buf, len, "toolbox", key->toolboxes[i].module) < 0)
-			return -1;
+	memset(&k, 0, sizeof(k));
+	k.cwd = cwd;
+	k.pythonpath = pp ? pp : "";
+	k.venv = venv ? venv : "";
+	for (size_t i = 0; i < w->n_toolboxes; i++)
+		k.modules[k.n_modules++] = w->toolboxes[i].module;
 	/* Modules read the environment when imported (TZ, settings, keys), so a
 	 * zygote is warmed with the caller's own: all of it but dolsot's
 	 * variables and what shells change from one command to the next,
 	 * sorted, since wrappers reorder the same variables.  (A sandboxed
 	 * call's zygote gets the sandbox's environment instead.) */
-	return put_environment(buf, len, key->env, key->env_len);
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
+	if (key_environment(&k, w->env, w->env_len) < 0)
+		return -1;
+	return warm_key_encode(&k, buf, len);
 }
 
 struct call {
-	int sock, out, err, res, sig;
+	int sock, res, sig;
+	struct proc_pipe out, err;
 	bool started, done;
-	struct proc_outcome *o;
+	struct call_outcome *o;
 };
 
 static int send_call(struct call *c, const uint8_t *request, size_t len,
                      const struct worker_fds *session, double budget,
-                     const struct warm_key *key)
+                     const struct warm_want *key)
 {
 	static uint8_t payload[WIRE_MAX_PAYLOAD];
 	size_t plen;
@@ -153,36 +152,29 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
 	    (req = memfd_create("dolsot-request", MFD_CLOEXEC)) < 0 ||
 	    (c->res = memfd_create("dolsot-result", MFD_CLOEXEC)) < 0)
 		goto out;
-	for (size_t done = 0; done < len;) {
-		ssize_t w = write(req, request + done, len - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			goto out;
-		done += (size_t)w;
-	}
+	if (fd_write_all(req, request, len) < 0)
+		goto out;
 	fds[0] = req;
 	fds[1] = c->res;
 	fds[2] = outp[1];
 	fds[3] = errp[1];
 	fds[4] = session->save;
 	fds[5] = session->load;
-	if (wire_send(c->sock, WIRE_CALL, (uint64_t)(budget * 1e9), server_exe_id(),
+	if (wire_send(c->sock, WIRE_CALL, (uint64_t)(budget * 1e9), warm_proto_exe_id(),
 	              payload, plen, fds, session->load >= 0 ? 6 : 5) < 0)
 		goto out;
-	c->out = outp[0];
-	c->err = errp[0];
+	c->out.fd = outp[0];
+	c->err.fd = errp[0];
 	outp[0] = errp[0] = -1;
-	fcntl(c->out, F_SETFL, O_NONBLOCK);
-	fcntl(c->err, F_SETFL, O_NONBLOCK);
+	fcntl(c->out.fd, F_SETFL, O_NONBLOCK);
+	fcntl(c->err.fd, F_SETFL, O_NONBLOCK);
 	ret = 0;
 out:
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
-	close_fd(&req);
+	fd_close(&outp[0]);
+	fd_close(&outp[1]);
+	fd_close(&errp[0]);
+	fd_close(&errp[1]);
+	fd_close(&req);
 	return ret;
 }
 
@@ -223,83 +215,47 @@ static void on_signals(struct call *c)
 }
 
 /* Wait for the verdict while reading the cell's output. */
-static enum warm_status supervise(struct call *c, const struct timespec *deadline,
-                                  struct capture *out, struct capture *errc)
+static enum call_status supervise(struct call *c, const struct timespec *deadline)
 {
+	struct proc_pipe *pipes = &c->out;   /* out, err */
+
 	while (!c->done && !c->o->signal) {
-		struct pollfd p[4] = {
-			{ c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 },
-			{ c->out, POLLIN, 0 }, { c->err, POLLIN, 0 },
-		};
-		double left = proc_seconds_left(deadline) + GRACE;
+		struct pollfd p[2] = { { c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 } };
+		double left = deadline_left(deadline) + GRACE;
 
 		if (left <= 0) {
 			/* The server did not enforce the deadline: give up on it.
 			 * Closing our end makes the zygote kill the cell. */
 			c->o->timed_out = true;
-			return WARM_DONE;
+			return CALL_DONE;
 		}
-		/* Wake at least hourly: a timeout of up to a year in ms is no int. */
-		if (poll(p, 4, left > 3600 ? 3600000 : (int)(left * 1000) + 1) < 0 &&
-		    errno != EINTR)
-			return WARM_BROKEN;
-		if (c->out >= 0 && p[2].revents)
-			proc_pump(&c->out, out);
-		if (c->err >= 0 && p[3].revents)
-			proc_pump(&c->err, errc);
+		if (proc_poll(pipes, 2, p, 2, deadline_poll_ms(left)) < 0)
+			return CALL_BROKEN;
 		if (p[1].revents)
 			on_signals(c);
 		if (p[0].revents && !on_message(c))
-			return c->started ? WARM_BROKEN : WARM_FALLBACK;
+			return c->started ? CALL_BROKEN : CALL_FALLBACK;
 	}
-	return WARM_DONE;
+	return CALL_DONE;
 }
 
-/* After the verdict every writer is gone: read the pipes to the end. */
-static void drain(int *fd, struct capture *c)
-{
-	while (*fd >= 0) {
-		struct pollfd p = { *fd, POLLIN, 0 };
-
-		if (poll(&p, 1, 1000) <= 0)
-			break;
-		proc_pump(fd, c);
-	}
-	close_fd(fd);
-}
-
-static int map_result(int fd, struct proc_outcome *o)
-{
-	struct stat st;
-	void *p;
-
-	if (fstat(fd, &st) < 0)
-		return -1;
-	if (st.st_size <= 0)
-		return 0;
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED)
-		return -1;
-	o->result = p;
-	o->result_len = (size_t)st.st_size;
-	return 0;
-}
-
-enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
+enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
-                          const struct warm_key *key, struct capture *out,
-                          struct capture *errc, struct proc_outcome *o,
+                          const struct warm_want *key, struct capture *out,
+                          struct capture *errc, struct call_outcome *o,
                           char *err, size_t errlen)
 {
-	struct call c = { .sock = -1, .out = -1, .err = -1, .res = -1, .sig = -1, .o = o };
-	enum warm_status st = WARM_FALLBACK;
+	struct call c = { .sock = -1, .res = -1, .sig = -1, .o = o,
+	                  .out = { -1, proc_feed_capture, out },
+	                  .err = { -1, proc_feed_capture, errc } };
+	enum call_status st = CALL_FALLBACK;
 	sigset_t mask, oldmask;
 
 	memset(o, 0, sizeof(*o));
-	c.sock = connect_server(dirfd);
+	c.sock = warm_proto_connect(dirfd);
 	if (c.sock < 0)
-		return WARM_NO_SERVER;
+		return CALL_NO_SERVER;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
@@ -308,27 +264,28 @@ enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 	c.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sig < 0 || send_call(&c, request, request_len, session, budget, key) < 0)
 		goto out;
-	st = supervise(&c, deadline, out, errc);
-	if (st == WARM_BROKEN)
+	st = supervise(&c, deadline);
+	if (st == CALL_BROKEN)
 		snprintf(err, errlen, "dolsot: the warm server failed during the call, after "
 		         "the cell may have started; session unchanged (DOLSOT_SERVER=off "
 		         "avoids the server)");
-	if (st != WARM_DONE)
+	if (st != CALL_DONE)
 		goto out;
-	close_fd(&c.sock);   /* if the cell still runs, this makes the zygote kill it */
-	drain(&c.out, out);
-	drain(&c.err, errc);
-	if (!o->timed_out && !o->signal && map_result(c.res, o) < 0) {
+	fd_close(&c.sock);   /* if the cell still runs, this makes the zygote kill it */
+	/* After the verdict every writer is gone: read the pipes to the end. */
+	proc_drain(&c.out, WARM_DRAIN_MS);
+	proc_drain(&c.err, WARM_DRAIN_MS);
+	if (!o->timed_out && !o->signal && proc_map(c.res, &o->result, &o->result_len) < 0) {
 		snprintf(err, errlen, "dolsot: cannot read the worker's result: %s",
 		         strerror(errno));
-		st = WARM_BROKEN;
+		st = CALL_BROKEN;
 	}
 out:
-	close_fd(&c.sock);
-	close_fd(&c.out);
-	close_fd(&c.err);
-	close_fd(&c.res);
-	close_fd(&c.sig);
+	fd_close(&c.sock);
+	fd_close(&c.out.fd);
+	fd_close(&c.err.fd);
+	fd_close(&c.res);
+	fd_close(&c.sig);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return st;
 }
@@ -342,10 +299,10 @@ static __attribute__((noreturn)) void exec_server(int dir_copy, int key_copy,
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	sigemptyset(&none);
-	proc_reset_signals(&none);
+	proc_child_reset_signals(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-	    setsid() < 0 || dup2(dir_copy, SERVER_DIR_FD) < 0 ||
-	    dup2(key_copy, SERVER_KEY_FD) < 0 || dup2(lock_copy, SERVER_LOCK_FD) < 0)
+	    setsid() < 0 || dup2(dir_copy, WARM_DIR_FD) < 0 ||
+	    dup2(key_copy, WARM_KEY_FD) < 0 || dup2(lock_copy, WARM_LOCK_FD) < 0)
 		_exit(127);
 	execve("/proc/self/exe", argv, environ);
 	_exit(127);
@@ -362,11 +319,11 @@ static __attribute__((noreturn)) void exec_server(int dir_copy, int key_copy,
  * already taken, on fd 5, so a second caller never starts a second server
  * and --server-stop never misses one that is still starting.
  */
-int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key)
+int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *key)
 {
 	static struct wire_msg prewarm;
 	char idle[64];
-	char *argv[] = { SERVER_ARGV0, idle, NULL };
+	char *argv[] = { WARM_ARGV0, idle, NULL };
 	int lock = -1, memfd = -1, ret = -1;
 	int dir_copy = -1, key_copy = -1, lock_copy = -1;
 	pid_t pid;
@@ -374,7 +331,7 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key
 	memset(&prewarm, 0, sizeof(prewarm));
 	if (key_payload(key, prewarm.payload, &prewarm.len) < 0)
 		return -1;
-	lock = openat(dirfd, SERVER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	lock = openat(dirfd, WARM_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lock < 0)
 		return -1;
 	if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
@@ -382,16 +339,16 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key
 		return errno == EWOULDBLOCK ? 0 : -1;   /* one runs, or is starting */
 	}
 	memfd = memfd_create("dolsot-prewarm", MFD_CLOEXEC);
-	if (memfd < 0 || write(memfd, prewarm.payload, prewarm.len) != (ssize_t)prewarm.len)
+	if (memfd < 0 || fd_write_all(memfd, prewarm.payload, prewarm.len) < 0)
 		goto out;
 	snprintf(idle, sizeof(idle), "%.17g", idle_seconds);
 	/* We must not become the server's reaper, nor kill it as a descendant. */
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 	/* Copies above the fixed numbers, so that placing one on its number
 	 * cannot overwrite another; dup2 also clears close-on-exec. */
-	dir_copy = fcntl(dirfd, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
-	key_copy = fcntl(memfd, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
-	lock_copy = fcntl(lock, F_DUPFD_CLOEXEC, SERVER_LOCK_FD + 1);
+	dir_copy = fcntl(dirfd, F_DUPFD_CLOEXEC, WARM_LOCK_FD + 1);
+	key_copy = fcntl(memfd, F_DUPFD_CLOEXEC, WARM_LOCK_FD + 1);
+	lock_copy = fcntl(lock, F_DUPFD_CLOEXEC, WARM_LOCK_FD + 1);
 	if (dir_copy < 0 || key_copy < 0 || lock_copy < 0)
 		goto out;
 	pid = fork();
@@ -402,17 +359,17 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key
 		ret = 0;
 	}
 out:
-	close_fd(&dir_copy);
-	close_fd(&key_copy);
-	close_fd(&lock_copy);
-	close_fd(&memfd);
+	fd_close(&dir_copy);
+	fd_close(&key_copy);
+	fd_close(&lock_copy);
+	fd_close(&memfd);
 	close(lock);   /* the server holds the lock through its own copy */
 	return ret;
 }
 
 static bool server_starting(int dirfd)
 {
-	int fd = openat(dirfd, SERVER_LOCK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = openat(dirfd, WARM_LOCK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	bool held;
 
 	if (fd < 0)
@@ -428,16 +385,16 @@ static bool server_starting(int dirfd)
 static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
                uint16_t want, struct wire_msg *m, bool linger)
 {
-	int fd = connect_server(dirfd), got;
+	int fd = warm_proto_connect(dirfd), got;
 
 	/* A server that holds its lock but does not listen yet is starting. */
-	for (int i = 0; fd < 0 && i < 300 && server_starting(dirfd); i++) {
-		usleep(10000);
-		fd = connect_server(dirfd);
+	for (int i = 0; fd < 0 && i < WARM_CONNECT_RETRIES && server_starting(dirfd); i++) {
+		usleep(WARM_CONNECT_RETRY_US);
+		fd = warm_proto_connect(dirfd);
 	}
 	if (fd < 0)
 		return 0;
-	if (wire_send(fd, type, 0, server_exe_id(), payload, len, NULL, 0) < 0) {
+	if (wire_send(fd, type, 0, warm_proto_exe_id(), payload, len, NULL, 0) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -449,22 +406,22 @@ static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
 		struct pollfd p = { fd, POLLIN, 0 };
 		static struct wire_msg rest;
 
-		while (poll(&p, 1, 10000) > 0 && wire_recv(fd, &rest) > 0)
+		while (poll(&p, 1, WARM_LINGER_MS) > 0 && wire_recv(fd, &rest) > 0)
 			wire_close_fds(&rest);
 	}
 	close(fd);
 	return got == 1 && m->type == want ? 1 : -1;
 }
 
-int warm_info(int dirfd, char *buf, size_t len)
+bool warm_info(int dirfd, char *buf, size_t len)
 {
 	static struct wire_msg m;
 	int got = ask(dirfd, WIRE_INFO_REQ, NULL, 0, WIRE_INFO, &m, false);
 
 	if (got <= 0)
-		return -1;
+		return false;
 	snprintf(buf, len, "%.*s", (int)m.len, (const char *)m.payload);
-	return 0;
+	return true;
 }
 
 /*
@@ -474,12 +431,12 @@ int warm_info(int dirfd, char *buf, size_t len)
  */
 static void wait_exited(pid_t pid, double seconds)
 {
-	struct timespec deadline, pause = { 0, 2000000 };
+	struct timespec deadline, pause = { 0, WARM_EXIT_POLL_NS };
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	proc_deadline_in(&deadline, seconds);
-	while (proc_seconds_left(&deadline) > 0) {
+	deadline_in(&deadline, seconds);
+	while (deadline_left(&deadline) > 0) {
 		char buf[512], *rp;
 		ssize_t n;
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -505,13 +462,13 @@ int warm_stop(int dirfd, long *pid)
 
 	if (got > 0) {
 		*pid = (long)m.a;
-		wait_exited((pid_t)m.a, 5);
+		wait_exited((pid_t)m.a, WARM_STOP_WAIT);
 	}
 	return got;
 }
 
-int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
-                    double seconds, char *why, size_t whylen)
+enum warm_ready warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
+                                double seconds, char *err, size_t errlen)
 {
 	static uint8_t payload[WIRE_MAX_PAYLOAD];
 	static struct wire_msg m;
@@ -519,31 +476,32 @@ int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
 	struct timespec deadline;
 
 	if (key_payload(key, payload, &plen) < 0)
-		return -1;
-	proc_deadline_in(&deadline, seconds);
-	while (proc_seconds_left(&deadline) > 0) {
+		goto error;
+	deadline_in(&deadline, seconds);
+	while (deadline_left(&deadline) > 0) {
 		int got = ask(dirfd, WIRE_CALL, payload, plen, WIRE_READY, &m, false);
 
 		if (got == 1)
-			return 0;
+			return WARM_READY;
 		if (got < 0 && m.type == WIRE_FAILED) {
-			snprintf(why, whylen, "%.*s", (int)m.len, (const char *)m.payload);
-			errno = ENOEXEC;
-			return -1;
+			snprintf(err, errlen, "%.*s", (int)m.len, (const char *)m.payload);
+			return WARM_READY_FAILED;
 		}
 		/* None runs (or one of another build just stopped): start ours. */
 		if (got == 0 && warm_spawn_server(dirfd, idle_seconds, key) < 0)
-			return -1;
-		usleep(20000);
+			goto error;
+		usleep(WARM_READY_POLL_US);
 	}
-	errno = ETIMEDOUT;
-	return -1;
+	return WARM_READY_TIMEOUT;
+error:
+	snprintf(err, errlen, "%s", strerror(errno));
+	return WARM_READY_ERROR;
 }
 
 int warm_ensure_server(int dirfd, double idle_seconds)
 {
-	struct warm_key none = { NULL, 0, NULL, 0 };
-	int fd = connect_server(dirfd);
+	struct warm_want none = { NULL, 0, NULL, 0 };
+	int fd = warm_proto_connect(dirfd);
 
 	if (fd >= 0) {
 		close(fd);
@@ -551,13 +509,13 @@ int warm_ensure_server(int dirfd, double idle_seconds)
 	}
 	if (warm_spawn_server(dirfd, idle_seconds, &none) < 0)
 		return -1;
-	for (int i = 0; i < 500; i++) {
-		fd = connect_server(dirfd);
+	for (int i = 0; i < WARM_LISTEN_RETRIES; i++) {
+		fd = warm_proto_connect(dirfd);
 		if (fd >= 0) {
 			close(fd);
 			return 0;
 		}
-		usleep(10000);
+		usleep(WARM_CONNECT_RETRY_US);
 	}
 	errno = ETIMEDOUT;
 	return -1;

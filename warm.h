@@ -5,23 +5,21 @@
 #ifndef DOLSOT_WARM_H
 #define DOLSOT_WARM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "opts.h"
 #include "output.h"
-#include "proc.h"
+#include "call_path.h"
 
-enum warm_status {
-	WARM_DONE,        /* *o holds the outcome, as proc_run would give it */
-	WARM_NO_SERVER,   /* nobody listens: run cold, then start a server */
-	WARM_FALLBACK,    /* the server declined before the cell ran: run cold */
-	WARM_BROKEN,      /* the server failed after the cell may have run */
-};
-
-/* What picks a zygote: the caller's directory, paths and toolbox modules. */
-struct warm_key {
+/*
+ * What a caller wants warm: its toolboxes and, for a sandboxed call, the
+ * environment to warm them in.  The key sent (struct warm_key, see
+ * warm_proto.h) adds this process's directory, paths and environment.
+ */
+struct warm_want {
 	const struct toolbox_arg *toolboxes;
 	size_t n_toolboxes;
 	/* NAME=VALUE entries, NUL-separated, to warm the zygote with instead of
@@ -31,41 +29,47 @@ struct warm_key {
 };
 
 /*
- * Run the request (an encoded FRAME_REQUEST) through the server of the
- * store directory dirfd, under deadline.  The worker gets session's load
- * and save fds (which stay open here).  Returns a warm_status; on
- * WARM_BROKEN err says what happened.
+ * The warm call path: run the request (an encoded FRAME_REQUEST) through
+ * the server of the store directory dirfd, under deadline.  The worker
+ * gets session's load and save fds (which stay open here).  Returns
+ * CALL_DONE (*o filled, as cold_run would), CALL_NO_SERVER, CALL_FALLBACK
+ * (nothing ran), or CALL_BROKEN with err saying what happened.
  */
-enum warm_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
+enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
-                          const struct warm_key *key, struct capture *out,
-                          struct capture *errc, struct proc_outcome *o,
+                          const struct warm_want *key, struct capture *out,
+                          struct capture *errc, struct call_outcome *o,
                           char *err, size_t errlen);
 
 /*
  * Start a server for dirfd in the background (detached; it outlives us),
  * warming a zygote for key.  Returns its pid's parent's status: 0 or -1.
  */
-int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_key *key);
+int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *key);
 
 /* Make sure a server listens for dirfd, starting one if needed.  0 or -1. */
 int warm_ensure_server(int dirfd, double idle_seconds);
 
-/* Text from the server about itself into buf; 0, or -1 when none runs. */
-int warm_info(int dirfd, char *buf, size_t len);
+/* Text from the server about itself into buf; false when none answers. */
+bool warm_info(int dirfd, char *buf, size_t len);
 
 /* Ask the server to stop and wait until it is gone; *pid gets its pid.
  * Returns 1 when one was stopped, 0 when none ran, -1 on error. */
 int warm_stop(int dirfd, long *pid);
 
+enum warm_ready {
+	WARM_READY,            /* the zygote for the key is ready */
+	WARM_READY_TIMEOUT,    /* it did not get ready in time */
+	WARM_READY_FAILED,     /* the zygote failed; err says how */
+	WARM_READY_ERROR,      /* no server could be started; err says why */
+};
+
 /*
  * Make sure a server runs (starting one, with idle_seconds, if needed) and
- * wait up to seconds until its zygote for key is ready.  0, or -1: errno
- * ETIMEDOUT when it never got ready, ENOEXEC when the zygote failed (why
- * says how).
+ * wait up to seconds until its zygote for key is ready.
  */
-int warm_wait_ready(int dirfd, double idle_seconds, const struct warm_key *key,
-                    double seconds, char *why, size_t whylen);
+enum warm_ready warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
+                                double seconds, char *err, size_t errlen);
 
 #endif

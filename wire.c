@@ -8,34 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "le.h"
+
 #define WIRE_HEADER_LEN 28
-
-static void put_u16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 int wire_send(int sock, uint16_t type, uint64_t a, uint64_t b,
               const void *payload, size_t len, const int *fds, size_t nfds)
@@ -53,12 +28,12 @@ int wire_send(int sock, uint16_t type, uint64_t a, uint64_t b,
 		errno = EMSGSIZE;
 		return -1;
 	}
-	put_u32(hdr, WIRE_MAGIC);
-	put_u16(hdr + 4, type);
-	put_u16(hdr + 6, (uint16_t)nfds);
-	put_u64(hdr + 8, a);
-	put_u64(hdr + 16, b);
-	put_u32(hdr + 24, (uint32_t)len);
+	le_put_u32(hdr, WIRE_MAGIC);
+	le_put_u16(hdr + 4, type);
+	le_put_u16(hdr + 6, (uint16_t)nfds);
+	le_put_u64(hdr + 8, a);
+	le_put_u64(hdr + 16, b);
+	le_put_u32(hdr + 24, (uint32_t)len);
 	if (nfds) {
 		memset(&ctl, 0, sizeof(ctl));
 		msg.msg_control = ctl.buf;
@@ -84,14 +59,14 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 {
 	uint32_t plen;
 
-	if (len < WIRE_HEADER_LEN || get_le(buf, 4) != WIRE_MAGIC)
+	if (len < WIRE_HEADER_LEN || le_get(buf, 4) != WIRE_MAGIC)
 		goto bad;
-	m->type = (uint16_t)get_le(buf + 4, 2);
-	m->a = get_le(buf + 8, 8);
-	m->b = get_le(buf + 16, 8);
-	plen = (uint32_t)get_le(buf + 24, 4);
+	m->type = (uint16_t)le_get(buf + 4, 2);
+	m->a = le_get(buf + 8, 8);
+	m->b = le_get(buf + 16, 8);
+	plen = (uint32_t)le_get(buf + 24, 4);
 	if (m->type == 0 || m->type >= WIRE_TYPE_MAX || plen > WIRE_MAX_PAYLOAD ||
-	    plen != len - WIRE_HEADER_LEN || get_le(buf + 6, 2) != m->nfds)
+	    plen != len - WIRE_HEADER_LEN || le_get(buf + 6, 2) != m->nfds)
 		goto bad;
 	/* Key/value payloads end with a NUL; check it once here. */
 	if (plen && buf[len - 1] != '\0' && m->type != WIRE_INFO &&

@@ -27,6 +27,7 @@
 #include "frame.h"
 #include "isolate.h"
 #include "proc.h"
+#include "rlimits.h"
 
 extern const unsigned char worker_py[];
 extern const unsigned char worker_code[];
@@ -304,24 +305,53 @@ static PyObject *env_dict(const struct request *r)
 	return d;
 }
 
-/* The limits worker.py enforces or reports, by option name (0: unset). */
+/* The limits worker.py enforces or reports, by option name (rlimits.c's
+ * limit_name, 0: unset). */
 static PyObject *limit_dict(const struct request *r)
 {
-	return Py_BuildValue("{sKsKsKsKsK}",
-	                     "memory", (unsigned long long)r->memory,
-	                     "max-procs", (unsigned long long)r->max_procs,
-	                     "max-file-size", (unsigned long long)r->max_file_size,
-	                     "cpu-seconds", (unsigned long long)r->cpu_seconds,
-	                     "recursion-limit", (unsigned long long)r->recursion_limit);
+	uint64_t v[LIMIT_COUNT] = {
+		[LIMIT_MEMORY] = r->memory, [LIMIT_MAX_PROCS] = r->max_procs,
+		[LIMIT_MAX_FILE_SIZE] = r->max_file_size, [LIMIT_CPU_SECONDS] = r->cpu_seconds,
+		[LIMIT_RECURSION] = r->recursion_limit,
+	};
+	PyObject *d = PyDict_New();
+
+	for (int k = 0; d && k < LIMIT_COUNT; k++) {
+		PyObject *n = PyLong_FromUnsignedLongLong(v[k]);
+
+		if (!n || PyDict_SetItemString(d, limit_name((enum limit_kind)k), n) < 0)
+			Py_CLEAR(d);
+		Py_XDECREF(n);
+	}
+	return d;
+}
+
+/* --describe's mounts as [(path, mode)], or None. */
+static PyObject *describe_list(const struct request *r)
+{
+	struct span rest = r->describe, path, mode;
+	PyObject *list;
+
+	if (!(r->flags & REQ_DESCRIBE))
+		Py_RETURN_NONE;
+	list = PyList_New(0);
+	while (list && span_next_item(&rest, &path) && span_next_item(&rest, &mode)) {
+		PyObject *t = Py_BuildValue("(NN)", span_unicode(path), span_unicode(mode));
+
+		if (!t || PyList_Append(list, t) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(t);
+	}
+	return list;
 }
 
 static PyObject *call_run(PyObject *mod, const struct request *r)
 {
-	return PyObject_CallMethod(mod, "run", "(NNNNKKNN)", span_bytes(r->code),
+	return PyObject_CallMethod(mod, "run", "(NNNNKKNNN)", span_bytes(r->code),
 	                           span_unicode(r->session), blob_view(),
 	                           toolbox_list(r), (unsigned long long)r->max_output,
 	                           (unsigned long long)r->flags, env_dict(r),
-	                           limit_dict(r));
+	                           limit_dict(r), describe_list(r));
 }
 
 /* A str field of the answer as a span; None gives an absent span. */
@@ -348,23 +378,32 @@ static int str_span(PyObject *o, struct span *out)
 }
 
 /* *parts is the new session's list of parts (borrowed), or None. */
+/* A field of worker.py's answer (a dict built by answer()); None when absent. */
+static PyObject *field(PyObject *answer, const char *name)
+{
+	PyObject *v = PyDict_GetItemString(answer, name);   /* borrowed */
+
+	return v ? v : Py_None;
+}
+
+/* Fill r from the answer, field by field under frame.c's names. */
 static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
 {
-	if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 10)
+	struct span *text;
+	const char *name;
+
+	if (!PyDict_Check(t))
 		return -1;
-	r->exit_code = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
-	r->flags = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
+	r->exit_code = PyLong_AsLongLong(field(t, "exit_code"));
+	r->flags = PyLong_AsUnsignedLongLong(field(t, "flags"));
+	if (field(t, "count") != Py_None)
+		r->count = PyLong_AsUnsignedLongLong(field(t, "count"));
 	if (PyErr_Occurred())
 		return -1;
-	if (str_span(PyTuple_GET_ITEM(t, 2), &r->value) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 3), &r->error) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 4), &r->held) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 5), &r->dropped) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 6), &r->warnings) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 8), &r->limit) < 0 ||
-	    str_span(PyTuple_GET_ITEM(t, 9), &r->kept) < 0)
-		return -1;
-	*parts = PyTuple_GET_ITEM(t, 7);
+	for (size_t i = 0; (text = frame_result_text(r, i, &name)); i++)
+		if (str_span(field(t, name), text) < 0)
+			return -1;
+	*parts = field(t, "blob");
 	return *parts == Py_None || PyList_Check(*parts) ? 0 : -1;
 }
 

@@ -1,7 +1,7 @@
 /*
  * worker.h - the child side of a call: embedded CPython runs one cell.
  *
- * worker_child() is a proc_child_fn: it reads the request frame from
+ * worker_child() is a cold_child_fn (cold.h): it reads the request frame from
  * fds->request and the session from fds->load, initializes Python, runs
  * the cell through worker.py, writes the new session into fds->save and one
  * result frame to fds->result, and _exits.  It never touches the store.
@@ -9,7 +9,7 @@
 #ifndef DOLSOT_WORKER_H
 #define DOLSOT_WORKER_H
 
-#include "proc.h"
+#include "call_path.h"
 
 void worker_child(const struct worker_fds *fds, void *arg);
 

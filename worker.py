@@ -16,13 +16,20 @@ import _ast
 import errno
 import importlib
 import sys
+import time
 
 import _dolsot
 
-RES_OK = 1
-RES_SAVE = 2
-REQ_TYPECHECK = 1
-REQ_CARRY = 2
+# The flags, as frame.h defines them.
+RES_OK = _dolsot.RES_OK
+RES_SAVE = _dolsot.RES_SAVE
+RES_RAN = _dolsot.RES_RAN
+RES_REJECTED = _dolsot.RES_REJECTED
+REQ_TYPECHECK = _dolsot.REQ_TYPECHECK
+REQ_CARRY = _dolsot.REQ_CARRY
+REQ_SANDBOX = _dolsot.REQ_SANDBOX
+REQ_JSON = _dolsot.REQ_JSON
+REQ_DESCRIBE = _dolsot.REQ_DESCRIBE
 MAX_ERROR_LINES = 20
 # The deepest recursion dolsot's own pickling may use, whatever limit a cell
 # set.  Without a bound, a value nested past what the 8 MB C stack holds
@@ -65,12 +72,19 @@ _reason = _session.reason   # one short line: why a name was dropped, a load fai
 # Version 1 sessions refer to the loader by this name.
 _dill_loads = _session._dill_loads
 _limits = {}          # the limits of this call that are set, by option name
+_flags = 0            # the request's REQ_* bits
+# The answer's structured detail (issue 12), gathered during the call and
+# joined to answer() by _detail_fields(): lists travel as NUL-separated
+# items, built by _items().
+_detail = {}
 _last_event = None    # the last audit event, to tell a failed fork (max-procs)
 _SPAWN_EVENTS = frozenset(("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn",
                            "os.system", "os.exec", "subprocess.Popen"))
 _LIMIT_WORDS = {"memory": "memory limit", "max-procs": "process limit",
                 "max-file-size": "file size limit", "cpu-seconds": "CPU time limit",
                 "recursion-limit": "recursion limit"}
+# One word for each limit rlimits.c names, and for nothing else.
+assert set(_LIMIT_WORDS) == set(_dolsot.LIMITS)
 
 
 def _add_site_builtins():
@@ -150,6 +164,18 @@ def _format_limit(name, value):
     return str(value)
 
 
+def answer(exit_code, flags=0, *, value=None, error=None, held=None, dropped=None,
+           warnings=None, blob=None, limit=None, kept=None):
+    """The worker's answer, by field name: the one place it is built.
+    worker.c reads it by the names of frame.c's result table (exit_code,
+    flags and the str or None fields), and blob, the new session as a list
+    of bytes-like parts, which it writes back to back into the session's
+    file.  The structured detail --json shows (_detail_fields()) joins it."""
+    return {"exit_code": exit_code, "flags": flags, "value": value, "error": error,
+            "held": held, "dropped": dropped, "warnings": warnings, "blob": blob,
+            "limit": limit, "kept": kept, **_detail_fields()}
+
+
 def _limit_answer(name, exc, max_output):
     """Drop the cell's state (it may hold the memory that ran out), then say
     which limit was hit."""
@@ -161,7 +187,7 @@ def _limit_answer(name, exc, max_output):
     gc.collect()
     error += (f"\ndolsot: the cell hit the {_LIMIT_WORDS[name]} "
               f"(--{name} {_format_limit(name, _limits[name])}); session unchanged")
-    return 1, 0, None, error, None, None, None, None, name, None
+    return answer(1, error=error, limit=name)
 
 
 def import_toolboxes(toolboxes):
@@ -312,8 +338,57 @@ def run_cell(code, ns, forget=None):
 
 def _cap(text, cap, what):
     if cap and len(text) > cap:
+        _detail.setdefault("truncated", []).append(f"{what}\t{cap}\t{len(text) - cap}")
         text = text[:cap] + f"\n[{what} truncated: kept {cap} of {len(text)} chars]"
     return text
+
+
+def _items(values):
+    """A list of strs as NUL-terminated items (a NUL inside one becomes
+    U+FFFD)."""
+    return "".join(str(v).replace("\0", "\ufffd") + "\0" for v in values)
+
+
+def _traceback(exc, code):
+    """The traceback from the cell's first frame on, as lines (--json)."""
+    import traceback
+    try:
+        frames = traceback.extract_tb(exc.__traceback__)
+    except BaseException:
+        frames = []
+    while frames and frames[0].filename != "<cell>":
+        frames.pop(0)
+    lines = ["Traceback (most recent call last):"] if frames else []
+    try:
+        source = code.decode("utf-8", "replace").split("\n")
+    except BaseException:
+        source = []
+    for fs in frames[:MAX_ERROR_LINES * 5]:
+        lines.append(f'  File "{fs.filename}", line {fs.lineno}, in {fs.name}')
+        text = (source[fs.lineno - 1] if fs.filename == "<cell>" and fs.lineno
+                and fs.lineno <= len(source) else fs.line)
+        if text and text.strip():
+            lines.append("    " + text.strip())
+    if isinstance(exc, SyntaxError) and exc.filename == "<cell>" and exc.text:
+        lines.append(f'  File "<cell>", line {exc.lineno}')
+        lines.append("    " + exc.text.strip())
+    msg = _text(exc) if not isinstance(exc, SyntaxError) else (exc.msg or "")
+    msg = (msg[:1000].splitlines() or [""])[0]
+    lines.append(f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__)
+    return lines
+
+
+def _error_info(exc, code, cap, hints=()):
+    """--json's error: ename, evalue (cut at the output cap), cell line (""
+    when none), then the traceback lines, as items; the hints apart."""
+    if not _flags & REQ_JSON:
+        return
+    msg = (exc.msg or "") if isinstance(exc, SyntaxError) else _text(exc)
+    line = _cell_line(exc)
+    _detail["error_info"] = _items([type(exc).__name__, msg[:cap] if cap else msg,
+                                   "" if line is None else line] + _traceback(exc, code))
+    if hints:
+        _detail["hints"] = _items(hints)
 
 
 def stringify(value, cap):
@@ -339,9 +414,15 @@ def _gate(code, ns, toolboxes, kept=()):
         # it up before compiling the gate.
         if _dolsot.which(_dolsot.ty_bin()) is None:
             return None, None
+        gate = _dolsot.embedded("gate")
         held = _session_names(ns, toolboxes)
         held.update((n, _KeptUnloaded()) for n in kept if n not in held)
-        return _dolsot.embedded("gate").check(code, held, toolboxes)
+        blocked, warning = gate.check(code, held, toolboxes)
+        if blocked is not None:
+            _detail["diagnostics"] = _items(str(x if x is not None else "")
+                                           for d in gate.last_blocking
+                                           for x in (d[0], d[1], d[3], d[2]))
+        return blocked, warning
     except BaseException as e:
         return None, f"warning: type gate skipped: {_reason(e)}"
 
@@ -459,6 +540,66 @@ def _unloaded(dropped):
             + ", ".join(f"{name} ({why})" for name, why in dropped))
 
 
+def _tick(phase):
+    """Note how long the phase that ends now took, in ns."""
+    t = _detail["timings"]
+    now = time.monotonic_ns()
+    t[phase] = now - t.get("_last", t["start"])
+    t["_last"] = now
+
+
+def _rich_value(value):
+    """The trailing value has forms beyond its repr (rich.py shows them)."""
+    t = type(value)
+    if any(getattr(t, m, None) is not None
+           for m in ("_repr_html_", "_repr_markdown_", "_repr_png_")):
+        return True
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(value, pd.DataFrame)
+
+
+def _display(*objs):
+    """display(obj, ...): show values as the cell's displays; a matplotlib
+    figure becomes a PNG image and is closed (dolsot(1))."""
+    _dolsot.embedded("rich").display(objs, bool(_flags & REQ_JSON))
+
+
+def _shown():
+    """Render the figures the cell left open, and put this call's displays
+    in the answer; returns the warning lines.  Costs nothing when the cell
+    used neither pyplot nor display()."""
+    if "_dolsot_rich" not in sys.modules:
+        if "matplotlib.pyplot" not in sys.modules:
+            return []
+    rich = _dolsot.embedded("rich")
+    try:
+        rich.open_figures()
+        displays, notes = rich.collect()
+    except BaseException as e:
+        return [f"warning: displays not shown: {_reason(e)}"]
+    items = []
+    for d in displays:
+        data = d["data"]
+        meta = d["metadata"]
+        items.append(f"{meta.get('width', 0)}\t{meta.get('height', 0)}\t{len(data)}")
+        for mime, payload in data.items():
+            items += [mime, payload]
+    if items:
+        _detail["displays"] = _items(items)
+    return notes
+
+
+def _describe(session, ns, loaded, mounts, flags, notes):
+    """The --describe answer: the description, no cell, nothing saved."""
+    d = _dolsot.embedded("describe")
+    held = _session_names(ns, loaded)
+    text, data = d.describe(loaded, session, held, bool(flags & REQ_SANDBOX),
+                            mounts or [])
+    _detail["describe"] = text
+    _detail["describe_json"] = d.dump(data)
+    return answer(0, RES_OK, warnings=notes)
+
+
 def _closed_note(closed):
     if not closed:
         return None
@@ -496,17 +637,21 @@ def _tab_lines(pairs):
     return "\n".join(f"{name}\t{why}" for name, why in pairs) or None
 
 
-def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None):
-    """Run one cell.  Returns (exit_code, flags, value, error, held, dropped,
-    warnings, blob, limit): str or None fields, but blob, the new session as a
-    list of bytes-like parts that the C side writes back to back into the
-    session's file; held is names one per line, dropped "name<TAB>reason"
-    lines, limit the name of the limit the cell hit (limits holds those of the
-    call by option name, 0 for unset).  blob, the session read, is a
-    memoryview of the session's file mapped read-only, or None."""
+def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None,
+        describe_mounts=None):
+    """Run one cell.  Returns its answer(): held is names one per line,
+    dropped and kept "name<TAB>reason" lines, limit the name of the limit
+    the cell hit (limits holds those of the call by option name, 0 for
+    unset).  blob, the session read, is a memoryview of the session's file
+    mapped read-only, or None.  With REQ_DESCRIBE, describe_mounts lists
+    the --mount paths as (path, mode), and no cell runs."""
     # One function, not a wrapper: pickling deep values must meet the
     # recursion limit at the same depth with or without limits.
-    global _limits
+    global _limits, _flags
+    t0 = time.monotonic_ns()
+    _detail.clear()
+    _detail["timings"] = {"start": t0}
+    _flags = flags
     _limits = {name: value for name, value in (limits or {}).items() if value}
     if "max-procs" in _limits:
         sys.addaudithook(_audit)
@@ -521,7 +666,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
-        return 1, 0, None, str(e), None, None, None, None, None, None
+        return answer(1, error=str(e))
     except _LimitHit as e:
         return _limit_answer(e.name, e.exc, max_output)
     except MemoryError as e:
@@ -539,46 +684,66 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
             notes.append(_kept_note(unloaded))
         carry.restore_late()
     except _Fatal as e:
-        return (1, 0, None, str(e), None, None, _lines(notes, carry.warnings), None, None,
-                None)
+        return answer(1, error=str(e), warnings=_lines(notes, carry.warnings))
     hidden = {alias: ns[alias] for alias in loaded if alias in ns}
     notes.extend(_hidden_note(alias) for alias, v in hidden.items() if v is not loaded[alias])
     ns.update(loaded)
     kept_names = {n: why for names, _, _, why in unloaded for n in names}
     ended = set()
+    count = (stored.count if stored is not None else 0) + 1
+    _detail["count"] = count
+    _tick("load")
+    if flags & REQ_DESCRIBE:
+        return _describe(session or None, ns, loaded,
+                         describe_mounts, flags, _lines(notes, carry.warnings))
 
     blocked, gate_warning = (_gate(code, ns, loaded, kept_names) if flags & REQ_TYPECHECK
                              else (None, None))
+    _tick("gate")
     if blocked is not None:
-        return (1, 0, None, blocked, None, None, _lines(notes, carry.warnings, [gate_warning]),
-                None, None, None)
+        return answer(1, RES_REJECTED, error=blocked,
+                      warnings=_lines(notes, carry.warnings, [gate_warning]))
 
-    exit_code, res_flags, value, error = 0, RES_OK, None, None
+    exit_code, res_flags, value, error = 0, RES_OK | RES_RAN, None, None
     memory, failed = stored.memory if stored is not None else {}, ()
     try:
         result = run_cell(code, ns, _Forget(kept_names, ended, ns))
         if result is not None:
             value = stringify(result, max_output)
+            if _rich_value(result):
+                _dolsot.embedded("rich").show_value(result, value, bool(flags & REQ_JSON))
     except SystemExit as e:
         flush()
-        return (1, 0, None, _cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
-                ": the cell ended the interpreter, so it did not complete; "
-                "session unchanged", None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None, None, None)
+        _tick("cell")
+        if flags & REQ_JSON:
+            text = _repr(e.code)
+            _detail["error_info"] = _items(["SystemExit", text[:max_output] if max_output
+                                            else text, ""])
+        return answer(1, RES_RAN,
+                      error=_cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
+                      ": the cell ended the interpreter, so it did not complete; "
+                      "session unchanged",
+                      warnings=_lines(notes, carry.warnings, [gate_warning], _shown()))
     except BaseException as e:
         if "recursion-limit" in _limits:
             sys.setrecursionlimit(default_recursion)
-        if _limit_of(e):
+        limit = _limit_of(e)   # before anything else raises an audit event
+        if limit:
             flush()
-            return _limit_answer(_limit_of(e), e, max_output)
-        exit_code, res_flags = exit_code_of(e), 0
+            _error_info(e, code, max_output)
+            return _limit_answer(limit, e, max_output)
+        exit_code, res_flags = exit_code_of(e), RES_RAN
         error = _cap(describe(e), max_output, "error")
         unloaded_use = _kept_use(e, kept_names)
-        error = "\n".join([error] + (unloaded_use or _hints(e, code, ns, loaded, memory)))
+        hints = unloaded_use or _hints(e, code, ns, loaded, memory)
+        _error_info(e, code, max_output, hints)
+        error = "\n".join([error] + hints)
         failed = _unbound(code, ns, e)
     if "recursion-limit" in _limits:
         sys.setrecursionlimit(default_recursion)
     flush()
+    shown = _shown()
+    _tick("cell")
 
     try:
         state = _session_names(ns, loaded)
@@ -590,17 +755,37 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                                   max(default_recursion, DUMP_RECURSION_MAX)))
         new_blob, held, dropped, lost, still = _session.dump(
             state, pieces, keep, carry.stored(), unloaded, ended, memory, failed,
-            _statements(code))
+            _statements(code), count)
         carry.lost(lost)
     except _Fatal as e:
-        return (1, 0, value, "\n".join(filter(None, [error, str(e)])), None, None,
-                _lines(notes, carry.warnings, [gate_warning]), None, None, None)
+        return answer(1, res_flags & RES_RAN, value=value,
+                      error="\n".join(filter(None, [error, str(e)])),
+                      warnings=_lines(notes, carry.warnings, [gate_warning], shown))
     except BaseException as e:
         if isinstance(e, MemoryError) and "memory" in _limits:
             return _limit_answer("memory", e, max_output)
         warning = f"warning: session '{session}' not saved: {_reason(e)}"
-        return (max(exit_code, 1), res_flags, value, error, None, None,
-                _lines(notes, carry.warnings, [gate_warning, warning]), None, None, None)
-    return (exit_code, res_flags | RES_SAVE, value, error, "\n".join(held),
-            _tab_lines(dropped), _lines(notes, carry.warnings, [gate_warning]), new_blob,
-            None, _tab_lines(still))
+        return answer(max(exit_code, 1), res_flags, value=value, error=error,
+                      warnings=_lines(notes, carry.warnings, [gate_warning, warning], shown))
+    _tick("dump")
+    return answer(exit_code, res_flags | RES_SAVE, value=value, error=error,
+                  held="\n".join(held), dropped=_tab_lines(dropped),
+                  warnings=_lines(notes, carry.warnings, [gate_warning], shown), blob=new_blob,
+                  kept=_tab_lines(still))
+
+
+def _detail_fields():
+    """The structured detail of the answer (issue 12), by the names of
+    frame.c's result table: str values, but "count", an int.  timings are
+    "phase<TAB>ns" lines, "start" being the CLOCK_MONOTONIC time run()
+    began."""
+    out = {k: v for k, v in _detail.items() if k not in ("timings", "truncated")}
+    timings = _detail.get("timings", {})
+    out["timings"] = "\n".join(f"{k}\t{v}" for k, v in timings.items() if k != "_last")
+    if _detail.get("truncated"):
+        out["truncated"] = "\n".join(_detail["truncated"])
+    return out
+
+
+if not hasattr(sys.modules["builtins"], "display"):
+    sys.modules["builtins"].display = _display

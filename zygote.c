@@ -34,9 +34,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "fdio.h"
 #include "proc.h"
-#include "server_key.h"
+#include "proc_child.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -62,7 +63,7 @@ static __attribute__((noreturn)) void zygote_fail(int ctl, const char *why)
 	_exit(1);
 }
 
-static void prepare(int ctl, const struct zygote_env *env)
+static void prepare(int ctl, const struct warm_key *env)
 {
 	char err[1024], *files = NULL;
 	uint8_t payload[WIRE_MAX_PAYLOAD];
@@ -111,7 +112,7 @@ static void worker_run(const int *fds, size_t nfds)
 
 	if (proc_child_stdio(fds[FD_OUT], fds[FD_ERR]) < 0)
 		_exit(127);
-	proc_close_fds_except(keep, 5);
+	proc_child_close_fds(keep, 5);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_NAME, "dolsot-worker");
 	if (wire_send(fds[FD_CLIENT], WIRE_STARTED, 0, 0, NULL, 0, NULL, 0) < 0)
@@ -236,7 +237,7 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	c->pid = pid;
 	c->client = m->fds[FD_CLIENT];
 	c->timed_out = false;
-	proc_deadline_in(&c->deadline, (double)m->a / 1e9);
+	deadline_in(&c->deadline, (double)m->a / 1e9);
 }
 
 static bool is_call(pid_t pid)
@@ -302,29 +303,23 @@ static void reap(void)
 	}
 }
 
-static void kill_call(struct call *c)
-{
-	kill(-c->pid, SIGKILL);
-	kill(c->pid, SIGKILL);
-}
-
 /* Deadlines passed; returns the poll timeout in ms until the next one. */
 static int check_deadlines(void)
 {
 	int next = -1;
 
 	for (size_t i = 0; i < n_calls; i++) {
-		double left = proc_seconds_left(&calls[i].deadline);
+		double left = deadline_left(&calls[i].deadline);
 		int ms;
 
 		if (left <= 0) {
 			if (!calls[i].timed_out) {
 				calls[i].timed_out = true;
-				kill_call(&calls[i]);
+				proc_kill_group(calls[i].pid);
 			}
 			ms = 50;
 		} else {
-			ms = left > 3600 ? 3600000 : (int)(left * 1000) + 1;
+			ms = deadline_poll_ms(left);
 		}
 		if (next < 0 || ms < next)
 			next = ms;
@@ -337,10 +332,10 @@ static void client_gone(struct call *c)
 {
 	close(c->client);
 	c->client = -1;
-	kill_call(c);
+	proc_kill_group(c->pid);
 }
 
-void zygote_main(int ctl, const struct zygote_env *env)
+void zygote_main(int ctl, const struct warm_key *env)
 {
 	sigset_t mask, old;
 	int sig;
@@ -438,16 +433,16 @@ void zygote_exec(int ctl, const uint8_t *key, size_t len)
 void zygote_exec_main(void)
 {
 	static uint8_t key[WIRE_MAX_PAYLOAD + 1];
-	struct zygote_env env;
+	struct warm_key env;
 	ssize_t got = pread(ZYGOTE_KEY_FD, key, sizeof(key) - 1, 0);
 
 	close(ZYGOTE_KEY_FD);
 	(void)fcntl(ZYGOTE_CTL_FD, F_SETFD, FD_CLOEXEC);
 	if (got < 0)
 		zygote_fail(ZYGOTE_CTL_FD, "cannot read the zygote's key");
-	/* server_key_env reads NUL-terminated entries; a key ends with one,
+	/* warm_key_decode reads NUL-terminated entries; a key ends with one,
 	 * and the extra NUL guards one that does not. */
 	key[got] = '\0';
-	server_key_env(key, (size_t)got, &env);
+	warm_key_decode(key, (size_t)got, &env);
 	zygote_main(ZYGOTE_CTL_FD, &env);
 }

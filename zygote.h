@@ -10,18 +10,7 @@
 #ifndef DOLSOT_ZYGOTE_H
 #define DOLSOT_ZYGOTE_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-struct zygote_env {
-	const char *cwd;
-	const char *pythonpath;         /* "" when unset */
-	const char *venv;               /* "" when unset */
-	const char *modules[256];
-	size_t n_modules;
-	const char *env[4096];          /* NAME=VALUE: the whole environment */
-	size_t n_env;
-};
+#include "warm_proto.h"
 
 /*
  * Become a zygote for env, talking to the server over ctl: report
@@ -29,7 +18,7 @@ struct zygote_env {
  * worker, supervising it against its deadline and its client's connection.
  * Exits once ctl is closed and no call is in flight.
  */
-void zygote_main(int ctl, const struct zygote_env *env) __attribute__((noreturn));
+void zygote_main(int ctl, const struct warm_key *env) __attribute__((noreturn));
 
 /*
  * A zygote is a fresh exec of dolsot, never a fork of the server: the

@@ -3,7 +3,7 @@
 # A harness is fuzz/fuzz_NAME.c with its seeds in fuzz/corpus/NAME/, added
 # with one line at the bottom:
 #
-#   $(eval $(call fuzz_harness,NAME,the .c files it links))
+#   $(eval $(call fuzz_harness,NAME,the .c files it links[,libraries]))
 #
 # `make fuzz` runs every harness for FUZZ_SECONDS each; `make fuzz-NAME` runs
 # one.  The seeds are copied into fuzz/out/NAME/, which holds the growing
@@ -12,7 +12,7 @@
 # under tests/regress/NAME/.
 #
 # Each harness is also a unit test, tests/check_regress_NAME (and its -asan
-# twin): built with the test compiler and tests/check_regress.c as main, it
+# twin; both built under build/tests/, like the fuzzers under build/fuzz/): built with the test compiler and tests/check_regress.c as main, it
 # replays the seeds and tests/regress/NAME/ through the harness's checks.
 #
 # ALL_CFLAGS is not used: it carries the gcc build's -O2 and Python defines,
@@ -29,21 +29,24 @@ FUZZ_HARNESSES :=
 
 define fuzz_harness
 FUZZ_HARNESSES += $(1)
-fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
-	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$(filter %.c,$$^)
+$(B)/fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+	@mkdir -p $$(@D)
+	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$(filter %.c,$$^) $(3)
 
-tests/check_regress_$(1): tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+$(B)/tests/check_regress_$(1): tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
-		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm
+		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm $(3)
 
-tests/check_regress_$(1)-asan: tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+$(B)/tests/check_regress_$(1)-asan: tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $$(SAN_FLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
-		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm
+		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm $(3)
 
-fuzz-$(1): fuzz/fuzz_$(1)
+fuzz-$(1): $(B)/fuzz/fuzz_$(1)
 	mkdir -p fuzz/out/$(1)
 	cp fuzz/corpus/$(1)/* fuzz/out/$(1)/
-	$$(FUZZ_ENV) ./fuzz/fuzz_$(1) -max_total_time=$$(FUZZ_SECONDS) \
+	$$(FUZZ_ENV) ./$(B)/fuzz/fuzz_$(1) -max_total_time=$$(FUZZ_SECONDS) \
 		-print_final_stats=1 -artifact_prefix=fuzz/out/$(1)- \
 		fuzz/out/$(1)
 
@@ -55,8 +58,9 @@ endef
 
 $(eval $(call fuzz_harness,frame,frame.c))
 $(eval $(call fuzz_harness,typegate,typegate_parse.c))
-$(eval $(call fuzz_harness,opts,opts.c store_id.c rlimits.c))
-$(eval $(call fuzz_harness,store,store_name.c store_id.c store_file.c fdio.c))
-$(eval $(call fuzz_harness,server_key,server_key.c wire.c))
-$(eval $(call fuzz_harness,mem_list,mem_list.c store_id.c))
+$(eval $(call fuzz_harness,opts,opts.c store_name.c rlimits.c))
+$(eval $(call fuzz_harness,store,store_name.c store_file.c fdio.c deadline.c))
+$(eval $(call fuzz_harness,warm_key,warm_proto.c wire.c))
+$(eval $(call fuzz_harness,mem_list,mem_list.c store_name.c))
 $(eval $(call fuzz_harness,output,output.c))
+$(eval $(call fuzz_harness,json,output_json.c output.c display_files.c frame.c fdio.c rlimits.c,-ljansson))

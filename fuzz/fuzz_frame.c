@@ -11,16 +11,7 @@
 #include <string.h>
 
 #include "frame.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-			__LINE__, #cond); \
-		abort(); \
-	} \
-} while (0)
+#include "fuzz.h"
 
 static void check_span(struct span a, struct span b)
 {

@@ -1,6 +1,6 @@
 /*
  * fuzz_mem_list.c - libFuzzer harness for the memory store's session list
- * (mem_list.c), which store_remote.c reads from the warm server.
+ * (mem_list.c), which mem_client.c reads from the warm server.
  *
  * Whatever parses must hold valid ids and in-range times, and formatting
  * the parsed list then parsing it again must give the same list.
@@ -9,16 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "mem_list.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		abort(); \
-	} \
-} while (0)
+#include "store_name.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 /*
  * fuzz_opts.c - libFuzzer harness for what a caller types: toolbox specs,
- * numbers, DOLSOT_* variables (opts.c) and session ids (store_id.c).
+ * numbers, DOLSOT_* variables (opts.c) and session ids (store_name.c).
  *
  * The input, cut at its first NUL as argv and environ would cut it, goes
  * to every parser.  Whatever a parser accepts must satisfy the contract
@@ -12,17 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "opts.h"
-#include "store.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		abort(); \
-	} \
-} while (0)
+#include "store_name.h"
 
 /* A message for the caller: NUL-terminated in len, printable, one line. */
 static void check_message(const char *s, size_t len)
@@ -165,7 +157,7 @@ static void fuzz_env(uint8_t pick, const char *s)
 	CHECK(isfinite(st.timeout) && st.timeout > 0 && st.timeout <= 366.0 * 86400);
 	CHECK(isfinite(st.ttl_days) && st.ttl_days >= 0);
 	CHECK(isfinite(st.server_idle) && st.server_idle > 0);
-	CHECK(!st.memory_store || st.server);
+	CHECK(st.store != STORE_KIND_MEMORY || st.server);
 	CHECK(st.cache_dir == NULL || st.cache_dir[0] != '\0');
 }
 

@@ -19,17 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz.h"
 #include "store.h"
+#include "store_file.h"
 #include "store_name.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		abort(); \
-	} \
-} while (0)
 
 #define MAX_NAMES 24
 #define NAME_MAX_LEN 255

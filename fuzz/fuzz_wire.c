@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "wire.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const keys[] = { "cwd", "pythonpath", "venv", "toolbox", "env",
                                     "file", "id" };

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 
 static struct cli_test fx;
@@ -72,13 +73,6 @@ static void teardown(void)
 	cleanup();
 }
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* A cell that leaves "ghost", a list of objects of a module only that call
  * has (made in sys.modules): later calls cannot load it and keep it. */
@@ -174,7 +168,7 @@ START_TEST(sigkill_at_random_moments_keeps_old_or_new)
 	                             "n += 1\nn", NULL };
 	int saved = 0, lost = 0, finished = 0, mid_save = 0;
 	long prev = 0;
-	double call = 0, t0 = now();
+	double call = 0, t0 = cli_now();
 	unsigned seed = (unsigned)time(NULL);
 
 	srandom(seed);
@@ -236,7 +230,7 @@ START_TEST(sigkill_at_random_moments_keeps_old_or_new)
 	ck_ghost_kept("k");
 	printf("kill -9: %d kills in %.1fs (a call took %.3fs at the end): %d saved, %d not saved, "
 	       "%d finished before the kill, %d left a temp file; seed %u\n",
-	       KILLS, now() - t0, call, saved, lost, finished, mid_save, seed);
+	       KILLS, cli_now() - t0, call, saved, lost, finished, mid_save, seed);
 }
 END_TEST
 
@@ -486,7 +480,7 @@ START_TEST(two_hundred_concurrent_calls)
 	usleep(200000);
 	for (size_t i = 0; i < n_srv; i++)
 		srv_fds_before[i] = cli_count_fds(srv[i]);
-	t0 = now();
+	t0 = cli_now();
 	for (int i = 0; i < CALLS; i++) {
 		const char *const a[] = { "dolsot", "--session", sessions[i % SESSIONS],
 		                          "--timeout", "300", "n += 1", NULL };
@@ -505,7 +499,7 @@ START_TEST(two_hundred_concurrent_calls)
 	}
 	ck_assert_msg(failed == 0, "%d of %d calls failed", failed, CALLS);
 	printf("load: %d calls over %d sessions in %.1fs, peak RSS of one call %ld kB\n",
-	       CALLS, SESSIONS, now() - t0, max_rss);
+	       CALLS, SESSIONS, cli_now() - t0, max_rss);
 	for (int s = 0; s < SESSIONS; s++)
 		ck_state(sessions[s], "n", "10\n");
 	ck_no_strays();
@@ -553,11 +547,5 @@ static Suite *faults_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(faults_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(faults_suite());
 }

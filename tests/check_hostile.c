@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 
 static struct cli_test fx;
@@ -875,11 +876,5 @@ static Suite *hostile_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(hostile_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(hostile_suite());
 }

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ck_run.h"
 #include "opts.h"
-#include "store.h"
+#include "store_name.h"
 
 static void toolbox_ok(const char *spec, const char *module, const char *alias)
 {
@@ -453,8 +454,6 @@ int main(void)
 {
 	Suite *s = suite_create("opts");
 	TCase *tc = tcase_create("opts");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, toolbox_specs);
 	tcase_add_test(tc, seconds);
@@ -471,9 +470,5 @@ int main(void)
 	tcase_add_test(tc, env_specs);
 	tcase_add_test(tc, sandbox_and_limits_from_env);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ck_run.h"
 #include "output.h"
 
 /* Render r and return what went to stdout and stderr. */
@@ -196,8 +197,6 @@ int main(void)
 {
 	Suite *s = suite_create("output");
 	TCase *tc = tcase_create("output");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, capture_counts_code_points);
 	tcase_add_test(tc, capture_split_utf8_across_feeds);
@@ -209,9 +208,5 @@ int main(void)
 	tcase_add_test(tc, render_failure_order);
 	tcase_add_test(tc, render_truncation_marker);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ck_run.h"
+
 #ifndef HARNESS
 #error "build with -DHARNESS='\"name\"'"
 #endif
@@ -72,16 +74,10 @@ int main(void)
 {
 	Suite *s = suite_create("regress " HARNESS);
 	TCase *tc = tcase_create(HARNESS);
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, seeds_pass);
 	tcase_add_test(tc, past_crashes_pass);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 #include "sandbox_ids.h"
 
@@ -93,7 +94,7 @@ static void setup(void)
 	         (long)time(NULL), (int)getpid());
 	atexit(cleanup);
 	if (cli_mode.warm) {
-		/* Sandboxed calls have their own zygote (see warm_key_of). */
+		/* Sandboxed calls have their own zygote (see warm_want_of). */
 		server_cmd("--server-start");
 		server_cmd("--server-start --sandbox");
 	}
@@ -341,8 +342,8 @@ START_TEST(cannot_read_home_or_shadow)
 	RUN_ENV(&r, ((const char *[]){ home_env, NULL }), "--session", "s", "--sandbox", code);
 	ck_code(&r, 0);
 	ck_out(&r, "(['FileNotFoundError', 'FileNotFoundError', 'read', 'FileNotFoundError'], "
-	           "False, ['alternatives', 'group', 'hostname', 'hosts', 'ld.so.cache', "
-	           "'nsswitch.conf', 'passwd'])\n");
+	           "False, ['alternatives', 'fonts', 'group', 'hostname', 'hosts', "
+	           "'ld.so.cache', 'matplotlibrc', 'nsswitch.conf', 'passwd'])\n");
 	cli_run_release(&r);
 }
 END_TEST
@@ -1470,7 +1471,6 @@ static void add_cases(TCase *tc)
 int main(void)
 {
 	Suite *s = suite_create("sandbox");
-	SRunner *sr;
 	int failed;
 	/* The test user must be able to run the binary wherever the checkout is. */
 	char *bin_dir = cli_bin_shared_copy();
@@ -1478,10 +1478,7 @@ int main(void)
 	cli_modes_add(s, add_cases, setup, teardown, 180);
 	if (!cli_mode.userns_root && !cli_mode.userns_user)
 		printf("SKIP: sandbox cases: user namespaces are not available here\n");
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = ck_run(s);
 	cli_rmtree(bin_dir);
 	free(bin_dir);
 	return failed ? 1 : 0;

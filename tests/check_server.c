@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 
 static struct cli_test fx;
@@ -805,8 +806,6 @@ int main(void)
 {
 	Suite *s = suite_create("server");
 	TCase *tc = tcase_create("server");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
@@ -834,9 +833,5 @@ int main(void)
 	tcase_add_test(tc, memory_store_serializes_a_session);
 	tcase_add_test(tc, memory_store_needs_the_server);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }

@@ -24,7 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
+#include "mem_store.h"
 #include "store.h"
+#include "store_file.h"
 
 #define DAY 86400.0
 #define HOUR 3600.0
@@ -84,7 +87,7 @@ static struct store *open_file(void)
 
 static struct store *open_mem(void)
 {
-	struct store *s = store_mem_open();
+	struct store *s = mem_store_open();
 
 	ck_assert_ptr_nonnull(s);
 	return s;
@@ -983,7 +986,7 @@ START_TEST(test_lock_serializes_processes)
 }
 END_TEST
 
-/* ---- sessions as fds (store_blob.c), once per backend and way ---- */
+/* ---- sessions as fds (store.c), once per backend and way ---- */
 
 /* _i picks the backend (_i / 2) and whether the save is forced into a
  * memfd (_i % 2), as under --max-file-size. */
@@ -1329,7 +1332,6 @@ static Suite *store_suite(void)
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
-	SRunner *sr;
 	int failed;
 
 	umask(022);
@@ -1339,10 +1341,7 @@ int main(void)
 		perror("check_store: mkdtemp");
 		return 1;
 	}
-	sr = srunner_create(store_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = ck_run(store_suite());
 	rm_rf(base_dir);
 	return failed != 0 ? 1 : 0;
 }

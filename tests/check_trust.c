@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 #include "sandbox_ids.h"
 
@@ -631,15 +632,11 @@ static void add_cases(TCase *tc)
 int main(void)
 {
 	Suite *s = suite_create("trust");
-	SRunner *sr;
 	int failed;
 	char *bin_dir = cli_bin_shared_copy();
 
 	cli_modes_add(s, add_cases, setup, teardown, 240);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = ck_run(s);
 	cli_rmtree(bin_dir);
 	free(bin_dir);
 	return failed ? 1 : 0;

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 #include "typegate.h"
 
@@ -31,16 +32,16 @@ static const char *server_env = "DOLSOT_SERVER";
 
 /* ---- parsers on recorded output ---- */
 
-static struct tg_diags parse_ok(enum tg_checker k, const char *text)
+static struct typegate_diags parse_ok(enum typegate_checker k, const char *text)
 {
-	struct tg_diags d;
+	struct typegate_diags d;
 
-	ck_assert_int_eq(tg_parse(k, text, strlen(text), &d), 0);
+	ck_assert_int_eq(typegate_parse(k, text, strlen(text), &d), 0);
 	return d;
 }
 
-static void ck_diag(const struct tg_diag *g, const char *path, unsigned long line,
-                    unsigned long col, enum tg_severity sev, const char *code,
+static void ck_diag(const struct typegate_diag *g, const char *path, unsigned long line,
+                    unsigned long col, enum typegate_severity sev, const char *code,
                     const char *message)
 {
 	ck_assert_str_eq(g->path, path);
@@ -57,7 +58,7 @@ static void ck_diag(const struct tg_diag *g, const char *path, unsigned long lin
 /* Recorded from mypy 1.0.1 (Debian 12) with the gate's flags. */
 START_TEST(parses_mypy_output)
 {
-	struct tg_diags d = parse_ok(TG_MYPY,
+	struct typegate_diags d = parse_ok(TYPEGATE_MYPY,
 		"/tmp/g/_dolsot_cell.py:7:1: error: Too many arguments for \"add\"  [call-arg]\n"
 		"/tmp/g/_dolsot_cell.py:8:8: error: Argument 1 to \"add\" has incompatible type "
 		"\"str\"; expected \"int\"  [arg-type]\n"
@@ -65,21 +66,21 @@ START_TEST(parses_mypy_output)
 		"cell.py:19:1: error: \"await\" outside function\n");
 
 	ck_assert_uint_eq(d.n, 4);
-	ck_diag(&d.v[0], "/tmp/g/_dolsot_cell.py", 7, 1, TG_SEV_ERROR, "call-arg",
+	ck_diag(&d.v[0], "/tmp/g/_dolsot_cell.py", 7, 1, TYPEGATE_SEV_ERROR, "call-arg",
 	        "Too many arguments for \"add\"");
-	ck_diag(&d.v[1], "/tmp/g/_dolsot_cell.py", 8, 8, TG_SEV_ERROR, "arg-type",
+	ck_diag(&d.v[1], "/tmp/g/_dolsot_cell.py", 8, 8, TYPEGATE_SEV_ERROR, "arg-type",
 	        "Argument 1 to \"add\" has incompatible type \"str\"; expected \"int\"");
-	ck_diag(&d.v[2], "/tmp/g/_dolsot_cell.py", 9, 0, TG_SEV_NOTE, NULL,
+	ck_diag(&d.v[2], "/tmp/g/_dolsot_cell.py", 9, 0, TYPEGATE_SEV_NOTE, NULL,
 	        "See https://mypy.readthedocs.io");
-	ck_diag(&d.v[3], "cell.py", 19, 1, TG_SEV_ERROR, NULL, "\"await\" outside function");
-	tg_diags_release(&d);
+	ck_diag(&d.v[3], "cell.py", 19, 1, TYPEGATE_SEV_ERROR, NULL, "\"await\" outside function");
+	typegate_diags_release(&d);
 }
 END_TEST
 
 /* Recorded from pyright 1.1.414 --outputjson (trimmed: one diagnostic less). */
 START_TEST(parses_pyright_json)
 {
-	struct tg_diags d = parse_ok(TG_PYRIGHT,
+	struct typegate_diags d = parse_ok(TYPEGATE_PYRIGHT,
 		"{\n  \"version\": \"1.1.414\",\n  \"time\": \"1795955230790\",\n"
 		"  \"generalDiagnostics\": [\n"
 		"    {\"file\": \"/tmp/tg/s.py\", \"severity\": \"error\",\n"
@@ -102,14 +103,14 @@ START_TEST(parses_pyright_json)
 		"              \"informationCount\": 0, \"timeInSec\": 0.677}\n}\n");
 
 	ck_assert_uint_eq(d.n, 3);
-	ck_diag(&d.v[0], "/tmp/tg/s.py", 2, 14, TG_SEV_ERROR, "reportCallIssue",
+	ck_diag(&d.v[0], "/tmp/tg/s.py", 2, 14, TYPEGATE_SEV_ERROR, "reportCallIssue",
 	        "Expected 2 positional arguments");
-	ck_diag(&d.v[1], "/tmp/tg/s.py", 3, 8, TG_SEV_ERROR, "reportArgumentType",
+	ck_diag(&d.v[1], "/tmp/tg/s.py", 3, 8, TYPEGATE_SEV_ERROR, "reportArgumentType",
 	        "Argument of type \"Literal['a']\" cannot be assigned\n"
 	        "  \"Literal['a']\" is not assignable to \"int\"");
-	ck_diag(&d.v[2], "/tmp/tg/s.py", 4, 1, TG_SEV_WARNING, NULL,
+	ck_diag(&d.v[2], "/tmp/tg/s.py", 4, 1, TYPEGATE_SEV_WARNING, NULL,
 	        "Expression value is unused");
-	tg_diags_release(&d);
+	typegate_diags_release(&d);
 }
 END_TEST
 
@@ -122,7 +123,7 @@ END_TEST
  */
 START_TEST(parses_ty_concise_sample)
 {
-	struct tg_diags d = parse_ok(TG_TY,
+	struct typegate_diags d = parse_ok(TYPEGATE_TY,
 		"_dolsot_cell.py:5:1: error[missing-argument] No argument provided for "
 		"required parameter `b` of function `add`\n"
 		"_dolsot_cell.py:6:8: error[invalid-argument-type] Argument to function `add` is "
@@ -134,58 +135,58 @@ START_TEST(parses_ty_concise_sample)
 		"Found 4 diagnostics\n");
 
 	ck_assert_uint_eq(d.n, 4);
-	ck_diag(&d.v[0], "_dolsot_cell.py", 5, 1, TG_SEV_ERROR, "missing-argument",
+	ck_diag(&d.v[0], "_dolsot_cell.py", 5, 1, TYPEGATE_SEV_ERROR, "missing-argument",
 	        "No argument provided for required parameter `b` of function `add`");
-	ck_diag(&d.v[1], "_dolsot_cell.py", 6, 8, TG_SEV_ERROR, "invalid-argument-type",
+	ck_diag(&d.v[1], "_dolsot_cell.py", 6, 8, TYPEGATE_SEV_ERROR, "invalid-argument-type",
 	        "Argument to function `add` is incorrect: Expected `int`, found `Literal[\"a\"]`");
-	ck_assert_int_eq(d.v[2].severity, TG_SEV_WARNING);
-	ck_diag(&d.v[3], "/tmp/g/_dolsot_cell.py", 8, 3, TG_SEV_ERROR, "unresolved-reference",
+	ck_assert_int_eq(d.v[2].severity, TYPEGATE_SEV_WARNING);
+	ck_diag(&d.v[3], "/tmp/g/_dolsot_cell.py", 8, 3, TYPEGATE_SEV_ERROR, "unresolved-reference",
 	        "Name `x` used when not defined");
-	tg_diags_release(&d);
+	typegate_diags_release(&d);
 }
 END_TEST
 
 START_TEST(parses_generic_lines)
 {
-	struct tg_diags d = parse_ok(TG_GENERIC,
+	struct typegate_diags d = parse_ok(TYPEGATE_GENERIC,
 		"checking...\r\n"
 		"C:\\work\\a.py:3:9: error: bad call\r\n"
 		"a.py:4: warning: odd\n"
 		"a.py: error: no location\n");
 
 	ck_assert_uint_eq(d.n, 2);
-	ck_diag(&d.v[0], "C:\\work\\a.py", 3, 9, TG_SEV_ERROR, NULL, "bad call");
-	ck_diag(&d.v[1], "a.py", 4, 0, TG_SEV_WARNING, NULL, "odd");
-	tg_diags_release(&d);
+	ck_diag(&d.v[0], "C:\\work\\a.py", 3, 9, TYPEGATE_SEV_ERROR, NULL, "bad call");
+	ck_diag(&d.v[1], "a.py", 4, 0, TYPEGATE_SEV_WARNING, NULL, "odd");
+	typegate_diags_release(&d);
 }
 END_TEST
 
 START_TEST(unreadable_output_is_refused)
 {
-	struct tg_diags d;
+	struct typegate_diags d;
 	const char *bad_json[] = { "", "[]", "{}", "{\"generalDiagnostics\": [}",
 	                           "{\"generalDiagnostics\": []} trailing",
 	                           "{\"generalDiagnostics\": [{\"message\": \"\\q\"}]}",
 	                           "Traceback (most recent call last):", NULL };
 
 	for (size_t i = 0; bad_json[i]; i++) {
-		ck_assert_msg(tg_parse(TG_PYRIGHT, bad_json[i], strlen(bad_json[i]), &d) < 0,
+		ck_assert_msg(typegate_parse(TYPEGATE_PYRIGHT, bad_json[i], strlen(bad_json[i]), &d) < 0,
 		              "accepted %s", bad_json[i]);
-		tg_diags_release(&d);
+		typegate_diags_release(&d);
 	}
-	ck_assert_int_lt(tg_parse(TG_MYPY, "Traceback:\n  boom\n", 18, &d), 0);
-	tg_diags_release(&d);
-	ck_assert_int_eq(tg_parse(TG_MYPY, "\n  \n", 4, &d), 0);
+	ck_assert_int_lt(typegate_parse(TYPEGATE_MYPY, "Traceback:\n  boom\n", 18, &d), 0);
+	typegate_diags_release(&d);
+	ck_assert_int_eq(typegate_parse(TYPEGATE_MYPY, "\n  \n", 4, &d), 0);
 	ck_assert_uint_eq(d.n, 0);
-	tg_diags_release(&d);
+	typegate_diags_release(&d);
 }
 END_TEST
 
 START_TEST(texts_are_capped_and_cleaned)
 {
-	size_t big = TG_MAX_TEXT * 3;
+	size_t big = TYPEGATE_MAX_TEXT * 3;
 	char *s = malloc(big + 64);
-	struct tg_diags d;
+	struct typegate_diags d;
 	size_t n;
 
 	n = (size_t)sprintf(s, "f.py:1:1: error: ");
@@ -193,28 +194,28 @@ START_TEST(texts_are_capped_and_cleaned)
 	s[n + 5] = '\0';
 	s[n + 6] = '\x1b';
 	memcpy(s + n + big, "\n", 2);
-	ck_assert_int_eq(tg_parse(TG_GENERIC, s, n + big + 1, &d), 0);
+	ck_assert_int_eq(typegate_parse(TYPEGATE_GENERIC, s, n + big + 1, &d), 0);
 	ck_assert_uint_eq(d.n, 1);
-	ck_assert_uint_eq(strlen(d.v[0].message), TG_MAX_TEXT);
+	ck_assert_uint_eq(strlen(d.v[0].message), TYPEGATE_MAX_TEXT);
 	ck_assert_int_eq(d.v[0].message[5], '?');
 	ck_assert_int_eq(d.v[0].message[6], '?');
-	tg_diags_release(&d);
+	typegate_diags_release(&d);
 	free(s);
 }
 END_TEST
 
 START_TEST(diagnostics_are_capped)
 {
-	size_t n = TG_MAX_DIAGS + 10, len = 0;
+	size_t n = TYPEGATE_MAX_DIAGS + 10, len = 0;
 	char *s = malloc(n * 32);
-	struct tg_diags d;
+	struct typegate_diags d;
 
 	for (size_t i = 0; i < n; i++)
 		len += (size_t)sprintf(s + len, "f.py:%zu:1: error: e\n", i + 1);
-	ck_assert_int_eq(tg_parse(TG_MYPY, s, len, &d), 0);
-	ck_assert_uint_eq(d.n, TG_MAX_DIAGS);
+	ck_assert_int_eq(typegate_parse(TYPEGATE_MYPY, s, len, &d), 0);
+	ck_assert_uint_eq(d.n, TYPEGATE_MAX_DIAGS);
 	ck_assert(d.truncated);
-	tg_diags_release(&d);
+	typegate_diags_release(&d);
 	free(s);
 }
 END_TEST
@@ -224,16 +225,16 @@ START_TEST(json_escapes_decode)
 	const char *j = "{\"generalDiagnostics\": [{\"file\": \"\\u00e9\\ud83d\\ude00\\ud800x\","
 	                "\"severity\": \"information\", \"message\": \"a\\u0000b\\tc\","
 	                "\"range\": {\"start\": {\"line\": 1e20, \"character\": -3}}}]}";
-	struct tg_diags d;
+	struct typegate_diags d;
 
-	ck_assert_int_eq(tg_parse(TG_PYRIGHT, j, strlen(j), &d), 0);
+	ck_assert_int_eq(typegate_parse(TYPEGATE_PYRIGHT, j, strlen(j), &d), 0);
 	ck_assert_uint_eq(d.n, 1);
 	ck_assert_str_eq(d.v[0].path, "\xc3\xa9\xf0\x9f\x98\x80\xef\xbf\xbdx");
 	ck_assert_str_eq(d.v[0].message, "a?b\tc");
-	ck_assert_int_eq(d.v[0].severity, TG_SEV_NOTE);
+	ck_assert_int_eq(d.v[0].severity, TYPEGATE_SEV_NOTE);
 	ck_assert_uint_eq(d.v[0].col, 1);
 	ck_assert_uint_gt(d.v[0].line, 1000);
-	tg_diags_release(&d);
+	typegate_diags_release(&d);
 }
 END_TEST
 
@@ -241,30 +242,30 @@ START_TEST(deep_json_is_refused)
 {
 	char s[4096];
 	size_t n = (size_t)sprintf(s, "{\"generalDiagnostics\": [{\"x\": ");
-	struct tg_diags d;
+	struct typegate_diags d;
 
 	for (int i = 0; i < 1000; i++)
 		s[n++] = '[';
 	s[n] = '\0';
-	ck_assert_int_lt(tg_parse(TG_PYRIGHT, s, n, &d), 0);
-	tg_diags_release(&d);
+	ck_assert_int_lt(typegate_parse(TYPEGATE_PYRIGHT, s, n, &d), 0);
+	typegate_diags_release(&d);
 }
 END_TEST
 
 START_TEST(checker_is_chosen_by_name)
 {
-	ck_assert_int_eq(tg_checker_of("ty"), TG_TY);
-	ck_assert_int_eq(tg_checker_of("/usr/bin/mypy"), TG_MYPY);
-	ck_assert_int_eq(tg_checker_of("node_modules/.bin/pyright"), TG_PYRIGHT);
-	ck_assert_int_eq(tg_checker_of("basedpyright"), TG_PYRIGHT);
-	ck_assert_int_eq(tg_checker_of("/opt/mypy/bin/mycheck"), TG_GENERIC);
-	ck_assert_int_eq(tg_checker_of("tyx"), TG_GENERIC);
+	ck_assert_int_eq(typegate_checker_of("ty"), TYPEGATE_TY);
+	ck_assert_int_eq(typegate_checker_of("/usr/bin/mypy"), TYPEGATE_MYPY);
+	ck_assert_int_eq(typegate_checker_of("node_modules/.bin/pyright"), TYPEGATE_PYRIGHT);
+	ck_assert_int_eq(typegate_checker_of("basedpyright"), TYPEGATE_PYRIGHT);
+	ck_assert_int_eq(typegate_checker_of("/opt/mypy/bin/mycheck"), TYPEGATE_GENERIC);
+	ck_assert_int_eq(typegate_checker_of("tyx"), TYPEGATE_GENERIC);
 }
 END_TEST
 
 /* ---- the runner on real programs ---- */
 
-static int run_sh(const char *script, double seconds, size_t cap, struct tg_run *r)
+static int run_sh(const char *script, double seconds, size_t cap, struct typegate_run *r)
 {
 	const char *argv[] = { "/bin/sh", "-c", script, NULL };
 	struct timespec d;
@@ -275,32 +276,32 @@ static int run_sh(const char *script, double seconds, size_t cap, struct tg_run 
 	ns = d.tv_nsec + (long)((seconds - (double)(long)seconds) * 1e9);
 	d.tv_sec += (time_t)seconds + ns / 1000000000L;
 	d.tv_nsec = ns % 1000000000L;
-	return tg_run(argv, NULL, NULL, &d, cap, r, err, sizeof(err));
+	return typegate_run(argv, NULL, NULL, &d, cap, r, err, sizeof(err));
 }
 
 START_TEST(runner_captures_output_and_status)
 {
-	struct tg_run r;
+	struct typegate_run r;
 
 	ck_assert_int_eq(run_sh("echo out; echo err >&2; exit 3", 10, 1024, &r), 0);
-	ck_assert_int_eq(r.status, TG_RUN_EXITED);
+	ck_assert_int_eq(r.status, TYPEGATE_RUN_EXITED);
 	ck_assert_int_eq(r.code, 3);
 	ck_assert_str_eq(r.out, "out\n");
 	ck_assert_str_eq(r.err, "err\n");
-	tg_run_release(&r);
+	typegate_run_release(&r);
 }
 END_TEST
 
 START_TEST(runner_caps_output)
 {
-	struct tg_run r;
+	struct typegate_run r;
 
 	ck_assert_int_eq(run_sh("head -c 1000000 /dev/zero | tr '\\0' x", 20, 1000, &r), 0);
-	ck_assert_int_eq(r.status, TG_RUN_EXITED);
+	ck_assert_int_eq(r.status, TYPEGATE_RUN_EXITED);
 	ck_assert_uint_eq(r.out_len, 1000);
 	ck_assert(r.out_truncated);
 	ck_assert(!r.err_truncated);
-	tg_run_release(&r);
+	typegate_run_release(&r);
 }
 END_TEST
 
@@ -310,7 +311,7 @@ START_TEST(runner_reports_missing_and_unstartable)
 	char path[4300];
 	const char *noexec[] = { path, NULL };
 	struct timespec d;
-	struct tg_run r;
+	struct typegate_run r;
 	char err[256];
 
 	snprintf(path, sizeof(path), "%s/not-executable", tmp);
@@ -318,24 +319,24 @@ START_TEST(runner_reports_missing_and_unstartable)
 
 	clock_gettime(CLOCK_MONOTONIC, &d);
 	d.tv_sec += 10;
-	ck_assert_int_eq(tg_run(missing, NULL, NULL, &d, 100, &r, err, sizeof(err)), 0);
-	ck_assert_int_eq(r.status, TG_RUN_NOT_FOUND);
-	tg_run_release(&r);
-	ck_assert_int_eq(tg_run(noexec, NULL, NULL, &d, 100, &r, err, sizeof(err)), 0);
-	ck_assert_int_eq(r.status, TG_RUN_CANNOT_START);
+	ck_assert_int_eq(typegate_run(missing, NULL, NULL, &d, 100, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.status, TYPEGATE_RUN_NOT_FOUND);
+	typegate_run_release(&r);
+	ck_assert_int_eq(typegate_run(noexec, NULL, NULL, &d, 100, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.status, TYPEGATE_RUN_CANNOT_START);
 	ck_assert_int_eq(r.code, EACCES);
-	tg_run_release(&r);
+	typegate_run_release(&r);
 }
 END_TEST
 
 START_TEST(runner_reports_a_crash)
 {
-	struct tg_run r;
+	struct typegate_run r;
 
 	ck_assert_int_eq(run_sh("kill -SEGV $$", 10, 100, &r), 0);
-	ck_assert_int_eq(r.status, TG_RUN_SIGNALED);
+	ck_assert_int_eq(r.status, TYPEGATE_RUN_SIGNALED);
 	ck_assert_int_eq(r.code, SIGSEGV);
-	tg_run_release(&r);
+	typegate_run_release(&r);
 }
 END_TEST
 
@@ -343,15 +344,15 @@ END_TEST
 START_TEST(runner_kills_a_hanging_group_at_the_deadline)
 {
 	char script[512], path[4200], *pid_text;
-	struct tg_run r;
+	struct typegate_run r;
 	pid_t child;
 
 	snprintf(path, sizeof(path), "%s/pid", tmp);
 	snprintf(script, sizeof(script), "sleep 100 & echo $! > %s; exec >&- 2>&-; wait", path);
 	ck_assert_int_eq(run_sh(script, 0.5, 100, &r), 0);
-	ck_assert_int_eq(r.status, TG_RUN_TIMEOUT);
+	ck_assert_int_eq(r.status, TYPEGATE_RUN_TIMEOUT);
 	ck_assert_msg(r.seconds >= 0.45 && r.seconds < 2.0, "took %.2fs", r.seconds);
-	tg_run_release(&r);
+	typegate_run_release(&r);
 	pid_text = cli_read_file(path, NULL);
 	ck_assert_ptr_nonnull(pid_text);
 	child = (pid_t)atoi(pid_text);
@@ -376,7 +377,7 @@ static struct checker checkers[2];
 static void find_checkers(void)
 {
 	static char pyright[4200];
-	char *mypy = tg_which("mypy"), cwd[4096];
+	char *mypy = typegate_which("mypy"), cwd[4096];
 
 	checkers[0].name = "mypy";
 	checkers[0].bin = mypy;
@@ -1323,15 +1324,11 @@ static Suite *typegate_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
 	int failed;
 
 	suite_tmp = cli_tempdir();
 	find_checkers();
-	sr = srunner_create(typegate_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = ck_run(typegate_suite());
 	cli_rmtree(suite_tmp);
 	free(suite_tmp);
 	free((char *)checkers[0].bin);

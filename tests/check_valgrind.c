@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 
 #define VG_ERROR 99
@@ -146,17 +147,11 @@ int main(void)
 {
 	Suite *s = suite_create("valgrind");
 	TCase *tc = tcase_create("memcheck");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, cold_calls_are_clean);
 	tcase_add_test(tc, warm_calls_are_clean);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }

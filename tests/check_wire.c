@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "wire.h"
 
 static struct wire_msg m;
@@ -121,17 +122,11 @@ int main(void)
 {
 	Suite *s = suite_create("wire");
 	TCase *tc = tcase_create("wire");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, round_trip_with_fds);
 	tcase_add_test(tc, rejects_malformed);
 	tcase_add_test(tc, next_stops_at_unterminated_entry);
 	tcase_add_test(tc, replays_regressions);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ char *cli_bin_shared_copy(void)
 	return dir;
 }
 
-static double now(void)
+double cli_now(void)
 {
 	struct timespec t;
 
@@ -119,9 +120,22 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
 	_exit(126);
 }
 
+/* The bytes *buf holds room for when used are in use: a power of two, so
+ * a growing buffer is copied O(log n) times (a realloc per chunk made a
+ * 20 MB read quadratic under AddressSanitizer, past the test timeout). */
+static size_t room(size_t used)
+{
+	size_t c = 64;
+
+	while (c < used)
+		c *= 2;
+	return c;
+}
+
 static void append(char **buf, size_t *len, const char *data, size_t n)
 {
-	*buf = realloc(*buf, *len + n + 1);
+	if (!*buf || room(*len + 1) < *len + n + 1)
+		*buf = realloc(*buf, room(*len + n + 1));
 	memcpy(*buf + *len, data, n);
 	*len += n;
 	(*buf)[*len] = '\0';
@@ -132,7 +146,7 @@ void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *arg
 	int inp[2], outp[2], errp[2];
 	size_t in_left = o->stdin_data ? (o->stdin_len ? o->stdin_len : strlen(o->stdin_data)) : 0;
 	const char *in_pos = o->stdin_data;
-	double t0 = now(), limit = o->timeout > 0 ? o->timeout : 120;
+	double t0 = cli_now(), limit = o->timeout > 0 ? o->timeout : 120;
 	pid_t pid;
 
 	cli_bin();   /* resolve before a test's cwd applies */
@@ -162,7 +176,7 @@ void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *arg
 		                       { inp[1], POLLOUT, 0 } };
 		char buf[65536];
 
-		if (now() - t0 > limit) {
+		if (cli_now() - t0 > limit) {
 			kill(pid, SIGKILL);
 			limit = 1e9;
 		}
@@ -208,7 +222,7 @@ void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *arg
 				fatal("wait4");
 		r->maxrss_kb = ru.ru_maxrss;
 	}
-	r->seconds = now() - t0;
+	r->seconds = cli_now() - t0;
 	r->code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 128 + WTERMSIG(r->status);
 }
 
@@ -393,10 +407,10 @@ int cli_strays(const char *env_entry, char *desc, size_t desclen)
 
 int cli_wait_no_strays(const char *env_entry, double seconds, char *desc, size_t desclen)
 {
-	double t0 = now();
+	double t0 = cli_now();
 	int n;
 
-	while ((n = cli_strays(env_entry, desc, desclen)) > 0 && now() - t0 < seconds)
+	while ((n = cli_strays(env_entry, desc, desclen)) > 0 && cli_now() - t0 < seconds)
 		usleep(20000);
 	return n;
 }
@@ -507,6 +521,19 @@ void cli_test_run(const struct cli_test *t, struct cli_run *r, const char *cwd,
 	}
 	env[n] = NULL;
 	cli_run(r, &(struct cli_opts){ .env = env, .cwd = cwd }, argv);
+}
+
+bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb)
+{
+	uint64_t index = 0;
+
+	if (na != nb || na < 13 || memcmp(a, b, 5) != 0)
+		return false;
+	for (int i = 7; i >= 0; i--)
+		index = index << 8 | (unsigned char)a[5 + i];
+	if (index > na - 13)
+		return false;
+	return memcmp(a + 13 + index, b + 13 + index, na - 13 - index) == 0;
 }
 
 /* ---- root and user, cold and warm ---- */

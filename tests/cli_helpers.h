@@ -37,6 +37,9 @@ struct cli_opts {
 	const char *prog;       /* run this program instead of dolsot */
 };
 
+/* The monotonic clock, in seconds. */
+double cli_now(void);
+
 /* Absolute path of the binary under test ($DOLSOT_BIN or ./dolsot). */
 const char *cli_bin(void);
 
@@ -126,6 +129,13 @@ int cli_wait_no_strays(const char *env_entry, double seconds, char *desc, size_t
 
 /* Open fds of pid (0 for this process), or -1. */
 int cli_count_fds(pid_t pid);
+
+/*
+ * True when two session files hold the same values and carried state: the
+ * same bytes after their index (magic, u64 LE length, index), which also
+ * holds the cell counter and so changes with every saved call.
+ */
+bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb);
 
 /* True when haystack contains needle. */
 bool cli_has(const char *haystack, const char *needle);

@@ -1,11 +1,13 @@
 /*
- * store_mem.c - MemoryStore: sessions in a table in this process.
+ * mem_store.c - MemoryStore: sessions in a table in this process.
  *
  * The table is an array sorted by id.  One mutex guards it and the list of
  * held session locks; a condition variable on CLOCK_MONOTONIC wakes lockers
  * when a lock is released.  There is no TTL: sessions live until deleted or
  * until the store is closed.
  */
+#include "mem_store.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "store.h"
+#include "deadline.h"
 
 struct ment {
 	char id[STORE_ID_MAX + 1];
@@ -246,20 +248,6 @@ static bool ms_held(const struct mstore *ms, const char *id)
 	return false;
 }
 
-static struct timespec deadline_after(long ms)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
 /* Wait (mutex held) until id is free; EWOULDBLOCK once the deadline passes. */
 static int ms_wait_free(struct mstore *ms, const char *id, long timeout_ms)
 {
@@ -267,7 +255,7 @@ static int ms_wait_free(struct mstore *ms, const char *id, long timeout_ms)
 	int r = 0;
 
 	if (timeout_ms >= 0)
-		deadline = deadline_after(timeout_ms);
+		deadline_in_ms(&deadline, timeout_ms);
 	while (ms_held(ms, id)) {
 		if (r == ETIMEDOUT) {
 			errno = EWOULDBLOCK;
@@ -366,7 +354,7 @@ static const struct store_ops mstore_ops = {
  * See store.h.  Returns NULL with errno on failure (out of memory).  The
  * store is safe to use from several threads; store_close() frees it all.
  */
-struct store *store_mem_open(void)
+struct store *mem_store_open(void)
 {
 	pthread_condattr_t ca;
 	struct mstore *ms;
@@ -391,6 +379,7 @@ struct store *store_mem_open(void)
 	}
 	ms->s.ops = &mstore_ops;
 	ms->s.priv = ms;
+	ms->s.home = -1;
 	return &ms->s;
 out:
 	free(ms);

@@ -1,7 +1,7 @@
 /*
- * server_mem.c - the memory store behind DOLSOT_STORE=memory.
+ * mem_server.c - the memory store behind DOLSOT_STORE=memory.
  */
-#include "server_mem.h"
+#include "mem_server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "mem_list.h"
+#include "mem_store.h"
 #include "store.h"
 
 #define MAX_LOCKS 1024
@@ -23,19 +25,19 @@ struct lock_slot {
 	bool held;
 };
 
-struct server_mem {
+struct mem_server {
 	struct store *store;
 	struct lock_slot locks[MAX_LOCKS];   /* holders and waiters, FIFO by index */
 	size_t n_locks;
 };
 
-struct server_mem *server_mem_new(void)
+struct mem_server *mem_server_new(void)
 {
-	struct server_mem *sm = calloc(1, sizeof(*sm));
+	struct mem_server *sm = calloc(1, sizeof(*sm));
 
 	if (!sm)
 		return NULL;
-	sm->store = store_mem_open();
+	sm->store = mem_store_open();
 	if (!sm->store) {
 		free(sm);
 		return NULL;
@@ -55,22 +57,12 @@ static int to_memfd(const uint8_t *p, size_t n)
 
 	if (fd < 0)
 		return -1;
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			close(fd);
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
+	if (fd_write_all(fd, p, n) < 0)
+		fd_close(&fd);
 	return fd;
 }
 
-static void on_load(struct server_mem *sm, int fd, const char *id)
+static void on_load(struct mem_server *sm, int fd, const char *id)
 {
 	char err[STORE_ERR_MAX];
 	uint8_t *blob = NULL;
@@ -96,7 +88,7 @@ static void on_load(struct server_mem *sm, int fd, const char *id)
 	close(mfd);
 }
 
-static void on_save(struct server_mem *sm, int fd, const char *id, struct wire_msg *m)
+static void on_save(struct mem_server *sm, int fd, const char *id, struct wire_msg *m)
 {
 	char err[STORE_ERR_MAX];
 	struct stat st;
@@ -122,7 +114,7 @@ static void on_save(struct server_mem *sm, int fd, const char *id, struct wire_m
 		munmap(p, (size_t)st.st_size);
 }
 
-static void on_list(struct server_mem *sm, int fd)
+static void on_list(struct mem_server *sm, int fd)
 {
 	char err[STORE_ERR_MAX];
 	struct session_info *info = NULL;
@@ -157,7 +149,7 @@ static void on_list(struct server_mem *sm, int fd)
 	close(mfd);
 }
 
-static bool lock_held(const struct server_mem *sm, const char *id)
+static bool lock_held(const struct mem_server *sm, const char *id)
 {
 	for (size_t i = 0; i < sm->n_locks; i++)
 		if (sm->locks[i].held && strcmp(sm->locks[i].id, id) == 0)
@@ -166,7 +158,7 @@ static bool lock_held(const struct server_mem *sm, const char *id)
 }
 
 /* Grant each waiter whose session is free, oldest first. */
-static void grant_waiters(struct server_mem *sm)
+static void grant_waiters(struct mem_server *sm)
 {
 	for (size_t i = 0; i < sm->n_locks; i++) {
 		struct lock_slot *l = &sm->locks[i];
@@ -178,7 +170,7 @@ static void grant_waiters(struct server_mem *sm)
 	}
 }
 
-static bool on_lock(struct server_mem *sm, int fd, const char *id)
+static bool on_lock(struct mem_server *sm, int fd, const char *id)
 {
 	struct lock_slot *l;
 
@@ -194,7 +186,7 @@ static bool on_lock(struct server_mem *sm, int fd, const char *id)
 	return true;
 }
 
-void server_mem_closed(struct server_mem *sm, int fd)
+void mem_server_closed(struct mem_server *sm, int fd)
 {
 	for (size_t i = 0; i < sm->n_locks; i++) {
 		if (sm->locks[i].fd != fd)
@@ -207,7 +199,7 @@ void server_mem_closed(struct server_mem *sm, int fd)
 	grant_waiters(sm);
 }
 
-bool server_mem_handle(struct server_mem *sm, int fd, struct wire_msg *m)
+bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 {
 	char err[STORE_ERR_MAX];
 	size_t pos = 0;
@@ -255,7 +247,7 @@ bool server_mem_handle(struct server_mem *sm, int fd, struct wire_msg *m)
 	}
 }
 
-unsigned server_mem_count(struct server_mem *sm)
+unsigned mem_server_count(struct mem_server *sm)
 {
 	char err[STORE_ERR_MAX];
 	struct session_info *info = NULL;

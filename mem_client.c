@@ -1,5 +1,5 @@
 /*
- * store_remote.c - DOLSOT_STORE=memory: the store is the warm server's
+ * mem_client.c - DOLSOT_STORE=memory: the store is the warm server's
  * memory, reached over its socket.  Nothing of a session touches the disk;
  * sessions live as long as the server does.
  *
@@ -7,6 +7,8 @@
  * WIRE_MEM_LOCKED and releases it when the connection closes, so a client
  * that dies while holding it releases it too.
  */
+#include "mem_client.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -19,10 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "mem_list.h"
-#include "proc.h"
-#include "server.h"
-#include "store.h"
+#include "warm_proto.h"
 #include "wire.h"
 
 struct rstore {
@@ -33,20 +34,11 @@ struct rstore {
 
 static int rs_connect(struct rstore *rs, char *err)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = warm_proto_connect(rs->dirfd);
 
-	if (fd < 0) {
-		snprintf(err, STORE_ERR_MAX, "socket: %s", strerror(errno));
-		return -1;
-	}
-	server_socket_path(rs->dirfd, addr.sun_path, sizeof(addr.sun_path));
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+	if (fd < 0)
 		snprintf(err, STORE_ERR_MAX, "the memory store is gone: no warm server runs "
 		         "for this store (%s)", strerror(errno));
-		close(fd);
-		return -1;
-	}
 	return fd;
 }
 
@@ -140,25 +132,17 @@ static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 {
 	static struct wire_msg m;
 	int fd = memfd_create("dolsot-session", MFD_CLOEXEC), ret;
-	size_t done = 0;
 
 	if (fd < 0) {
 		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': memfd_create: %s", id,
 		         strerror(errno));
 		return -1;
 	}
-	while (done < len) {
-		ssize_t w = write(fd, blob + done, len - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			snprintf(err, STORE_ERR_MAX, "cannot save session '%s': write: %s", id,
-			         strerror(errno));
-			close(fd);
-			return -1;
-		}
-		done += (size_t)w;
+	if (fd_write_all(fd, blob, len) < 0) {
+		snprintf(err, STORE_ERR_MAX, "cannot save session '%s': write: %s", id,
+		         strerror(errno));
+		close(fd);
+		return -1;
 	}
 	ret = rs_ask(s->priv, WIRE_MEM_SAVE, sandboxed, id, &fd, 1, &m, err);
 	close(fd);
@@ -262,11 +246,6 @@ static void rs_close(struct store *s)
 	free(rs);
 }
 
-static int rs_dirfd(struct store *s)
-{
-	return ((struct rstore *)s->priv)->dirfd;
-}
-
 static const struct store_ops rstore_ops = {
 	.load = rs_load,
 	.save = rs_save,
@@ -276,13 +255,11 @@ static const struct store_ops rstore_ops = {
 	.lock = rs_lock,
 	.unlock = rs_unlock,
 	.close = rs_close,
-	.dirfd = rs_dirfd,
 };
 
-struct store *store_remote_open(struct store *dir, char *err)
+struct store *mem_client_open(struct store *dir, char *err)
 {
 	struct rstore *rs = calloc(1, sizeof(*rs));
-	int fd;
 
 	if (!rs) {
 		snprintf(err, STORE_ERR_MAX, "out of memory");
@@ -290,14 +267,9 @@ struct store *store_remote_open(struct store *dir, char *err)
 		return NULL;
 	}
 	rs->dir = dir;
-	rs->dirfd = store_dirfd(dir);
+	rs->dirfd = dir->home;
 	rs->s.ops = &rstore_ops;
 	rs->s.priv = rs;
-	fd = rs_connect(rs, err);
-	if (fd < 0) {
-		rs_close(&rs->s);
-		return NULL;
-	}
-	close(fd);
+	rs->s.home = dir->home;
 	return &rs->s;
 }

@@ -1,32 +1,32 @@
 /*
- * server_mem.h - DOLSOT_STORE=memory: sessions kept in the server's memory.
+ * mem_server.h - DOLSOT_STORE=memory: sessions kept in the server's memory.
  *
  * The server holds a MemoryStore and answers WIRE_MEM_* requests from
- * store_remote.c.  A session lock belongs to a connection: granted with
+ * mem_client.c.  A session lock belongs to a connection: granted with
  * WIRE_MEM_LOCKED, released when that connection closes (so a client killed
  * while holding it cannot wedge the session).
  */
-#ifndef DOLSOT_SERVER_MEM_H
-#define DOLSOT_SERVER_MEM_H
+#ifndef DOLSOT_MEM_SERVER_H
+#define DOLSOT_MEM_SERVER_H
 
 #include <stdbool.h>
 
 #include "wire.h"
 
-struct server_mem;
+struct mem_server;
 
-struct server_mem *server_mem_new(void);
+struct mem_server *mem_server_new(void);
 
 /*
  * Handle one request on connection fd.  Returns true when the server must
  * keep watching fd (a lock held or awaited), false when fd can be closed.
  */
-bool server_mem_handle(struct server_mem *sm, int fd, struct wire_msg *m);
+bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m);
 
 /* Connection fd closed: release its lock or stop its wait. */
-void server_mem_closed(struct server_mem *sm, int fd);
+void mem_server_closed(struct mem_server *sm, int fd);
 
 /* Number of sessions held. */
-unsigned server_mem_count(struct server_mem *sm);
+unsigned mem_server_count(struct mem_server *sm);
 
 #endif

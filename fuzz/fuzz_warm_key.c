@@ -1,6 +1,6 @@
 /*
- * fuzz_server_key.c - libFuzzer harness for the warm server's text inputs
- * (server_key.c): the key of a call, which picks and configures a zygote,
+ * fuzz_warm_key.c - libFuzzer harness for the warm path's text inputs
+ * (warm_proto.c): the key of a call, which picks and configures a zygote,
  * and the module file entries that decide when a zygote is stale.
  *
  * The input is a payload as wire_decode hands it over (a final NUL is
@@ -11,17 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server_key.h"
+#include "fuzz.h"
+#include "warm_proto.h"
 #include "wire.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		abort(); \
-	} \
-} while (0)
 
 static const uint8_t *lo, *hi;
 
@@ -42,7 +34,7 @@ static void fuzz_file(const char *entry)
 	char path[64], again[256];
 	long long mtime, size;
 
-	if (server_key_file(entry, path, sizeof(path), &mtime, &size) < 0)
+	if (warm_key_file(entry, path, sizeof(path), &mtime, &size) < 0)
 		return;
 	CHECK(strlen(path) < sizeof(path) && path[0] != '\0');
 	snprintf(again, sizeof(again), "%s\t%lld\t%lld", path, mtime, size);
@@ -52,7 +44,7 @@ static void fuzz_file(const char *entry)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct zygote_env env;
+	static struct warm_key env;
 	uint8_t *key;
 	size_t len = size, pos = 0;
 	const char *v;
@@ -66,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		key[len++] = '\0';
 	lo = key;
 	hi = key + len;
-	server_key_env(key, len, &env);
+	warm_key_decode(key, len, &env);
 	check_inside(env.cwd, "/");
 	check_inside(env.pythonpath, "");
 	check_inside(env.venv, "");

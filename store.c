@@ -1,5 +1,6 @@
 /*
- * store_blob.c - sessions as file descriptors, for any store.
+ * store.c - the store door: the factory that opens a store of a kind,
+ * and sessions as file descriptors for any store.
  *
  * The worker reads the session from an fd and writes the new one into
  * another, so the client never copies a session through its own memory.
@@ -8,7 +9,10 @@
  * writer runs under RLIMIT_FSIZE, goes through a memfd: loaded bytes are
  * written into one, and a saved memfd is mapped and passed to ops->save.
  */
+#include "store.h"
+
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,7 +24,29 @@
 #include <unistd.h>
 
 #include "fdio.h"
-#include "store.h"
+#include "mem_client.h"
+#include "store_file.h"
+
+void store_dir_path(const char *dir, char *buf, size_t len)
+{
+	store_file_path(dir, buf, len);
+}
+
+struct store *store_open(enum store_kind kind, const char *dir, double ttl_days,
+                         char *err)
+{
+	struct store *st = store_file_open(dir, ttl_days, err);
+
+	switch (kind) {
+	case STORE_KIND_MEMORY:
+		/* The directory still hosts the server's socket; the sessions
+		 * themselves live in the server. */
+		return st ? mem_client_open(st, err) : NULL;
+	case STORE_KIND_FILE:
+	default:
+		return st;
+	}
+}
 
 /* The bytes of a store without fds, in a memfd. */
 static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,

@@ -1,0 +1,41 @@
+/*
+ * call_path.h - what one call hands a worker and gets back, on either path.
+ *
+ * A call path (cold.c forks the worker from this process, warm.c has the
+ * warm server fork it from a zygote) starts a worker with these files and
+ * fills a struct call_outcome.  call.c tries the warm path, then the cold.
+ */
+#ifndef DOLSOT_CALL_PATH_H
+#define DOLSOT_CALL_PATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The files a worker starts with; the parent's copies are CLOEXEC. */
+struct worker_fds {
+	int request;             /* the request frame, written */
+	int result;              /* the answer frame, empty */
+	int load;                /* the session to load; -1: a new session */
+	int save;                /* an empty file for the new session */
+};
+
+struct call_outcome {
+	int status;              /* wait status of the worker */
+	bool timed_out;
+	int signal;              /* non-zero: the caller got this signal and must re-raise it */
+	uint8_t *result;         /* mmap'd result frame, or NULL when empty */
+	size_t result_len;
+	double elapsed;          /* seconds from fork to reap */
+};
+
+/* How a call path ended. */
+enum call_status {
+	CALL_DONE,        /* the outcome is filled */
+	CALL_NO_SERVER,   /* warm: nobody listens; run cold, then start a server */
+	CALL_FALLBACK,    /* warm: declined before the cell ran; run cold */
+	CALL_BROKEN,      /* warm: failed after the cell may have run (err says how) */
+	CALL_FAILED,      /* cold: a syscall failed, nothing ran (err says which) */
+};
+
+#endif

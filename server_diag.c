@@ -1,0 +1,119 @@
+/*
+ * server_diag.c - the --server-status text: figures and memory of the
+ * server, its zygotes and their spares.
+ */
+#include "server_diag.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "warm_proto.h"
+
+struct mem { long rss, pss, priv; };   /* kB; -1 when unknown */
+
+/* "Rss: N kB" style fields of /proc/PID/smaps_rollup, in kB. */
+static struct mem memory_of(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+	long v, clean = 0, dirty = 0;
+	struct mem m = { -1, -1, -1 };
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return m;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Rss: %ld", &v) == 1)
+			m.rss = v;
+		else if (sscanf(line, "Pss: %ld", &v) == 1)
+			m.pss = v;
+		else if (sscanf(line, "Private_Clean: %ld", &v) == 1)
+			clean = v;
+		else if (sscanf(line, "Private_Dirty: %ld", &v) == 1)
+			dirty = v;
+	}
+	fclose(f);
+	m.priv = clean + dirty;
+	return m;
+}
+
+/* The zygote's spare (the worker it forked ahead of the next call), or 0. */
+static pid_t spare_of(pid_t zygote)
+{
+	pid_t kids[16];
+	size_t n = proc_list_children(zygote, kids, 16);
+
+	for (size_t i = 0; i < n; i++) {
+		char path[64], comm[32] = "";
+		FILE *f;
+		bool spare;
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)kids[i]);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		spare = fgets(comm, sizeof(comm), f) && strcmp(comm, "dolsot-spare\n") == 0;
+		fclose(f);
+		if (spare)
+			return kids[i];
+	}
+	return 0;
+}
+
+static void append(char *text, size_t *n, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void append(char *text, size_t *n, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (*n >= cap)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(text + *n, cap - *n, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*n += (size_t)w;
+}
+
+void server_diag_server(char *text, size_t *n, size_t cap, double uptime,
+                        uint64_t warm, uint64_t cold, unsigned sessions)
+{
+	struct mem m = memory_of(getpid());
+
+	append(text, n, cap, "pid %d\nuptime %.0f s\ncalls %llu warm, %llu cold\n"
+	       "memory %ld kB rss, %ld kB pss, %ld kB private\n"
+	       "sessions in memory %u\n",
+	       (int)getpid(), uptime, (unsigned long long)warm, (unsigned long long)cold,
+	       m.rss, m.pss, m.priv, sessions);
+}
+
+void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
+                        const char *state, double idle, const uint8_t *key,
+                        size_t key_len)
+{
+	static struct warm_key env;
+	struct mem m = memory_of(pid);
+	pid_t spare;
+
+	warm_key_decode(key, key_len, &env);
+	append(text, n, cap, "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "
+	       "%ld kB private\n  cwd %s\n  pythonpath %s\n  venv %s\n  toolboxes",
+	       (int)pid, state, idle, m.rss, m.pss, m.priv, env.cwd,
+	       *env.pythonpath ? env.pythonpath : "-", *env.venv ? env.venv : "-");
+	for (size_t j = 0; j < env.n_modules && *n < cap - 300; j++)
+		append(text, n, cap, " %s", env.modules[j]);
+	append(text, n, cap, "%s\n", env.n_modules ? "" : " -");
+	spare = spare_of(pid);
+	if (spare > 0) {
+		m = memory_of(spare);
+		append(text, n, cap, "  spare %d: %ld kB rss, %ld kB pss, %ld kB private\n",
+		       (int)spare, m.rss, m.pss, m.priv);
+	}
+}

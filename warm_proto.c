@@ -1,0 +1,140 @@
+/*
+ * warm_proto.c - the warm path's protocol: socket, exe identity, the
+ * zygote key in both directions.  The decoders read what other processes
+ * of the same user wrote; they are fuzzed by fuzz/fuzz_warm_key.c.
+ */
+#include "warm_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "le.h"
+#include "wire.h"
+
+#define COUNT(a) (sizeof(a) / sizeof(*(a)))
+
+uint64_t warm_proto_exe_id(void)
+{
+	struct stat st;
+	uint8_t parts[5 * 8];
+	int fd, got;
+
+	/* open+fstat, not stat: tools such as valgrind show the program they
+	 * run through an open of /proc/self/exe, while stat sees the tool. */
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = fstat(fd, &st);
+	close(fd);
+	if (got < 0)
+		return 0;
+	le_put_u64(parts, st.st_dev);
+	le_put_u64(parts + 8, st.st_ino);
+	le_put_u64(parts + 16, (uint64_t)st.st_size);
+	le_put_u64(parts + 24, (uint64_t)st.st_mtim.tv_sec);
+	le_put_u64(parts + 32, (uint64_t)st.st_mtim.tv_nsec);
+	return le_fnv(LE_FNV_BASIS, parts, sizeof(parts));
+}
+
+void warm_proto_socket_path(int dirfd, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d/" WARM_SOCKET, dirfd);
+}
+
+int warm_proto_connect(int dirfd)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), e;
+
+	if (fd < 0)
+		return -1;
+	warm_proto_socket_path(dirfd, addr.sun_path, sizeof(addr.sun_path));
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int warm_key_encode(const struct warm_key *k, uint8_t *buf, size_t *len)
+{
+	*len = 0;
+	if (wire_put(buf, len, "cwd", k->cwd) < 0 ||
+	    wire_put(buf, len, "pythonpath", k->pythonpath) < 0 ||
+	    wire_put(buf, len, "venv", k->venv) < 0)
+		return -1;
+	for (size_t i = 0; i < k->n_modules; i++)
+		if (wire_put(buf, len, "toolbox", k->modules[i]) < 0)
+			return -1;
+	for (size_t i = 0; i < k->n_env; i++)
+		if (wire_put(buf, len, "env", k->env[i]) < 0)
+			return -1;
+	return 0;
+}
+
+void warm_key_decode(const uint8_t *payload, size_t len, struct warm_key *k)
+{
+	size_t pos = 0;
+	const char *v;
+
+	memset(k, 0, sizeof(*k));
+	k->cwd = wire_next(payload, len, "cwd", &pos);
+	pos = 0;
+	k->pythonpath = wire_next(payload, len, "pythonpath", &pos);
+	pos = 0;
+	k->venv = wire_next(payload, len, "venv", &pos);
+	pos = 0;
+	while (k->n_modules < COUNT(k->modules) &&
+	       (v = wire_next(payload, len, "toolbox", &pos)))
+		k->modules[k->n_modules++] = v;
+	pos = 0;
+	while (k->n_env < COUNT(k->env) && (v = wire_next(payload, len, "env", &pos)))
+		k->env[k->n_env++] = v;
+	if (!k->cwd)
+		k->cwd = "/";
+	if (!k->pythonpath)
+		k->pythonpath = "";
+	if (!k->venv)
+		k->venv = "";
+}
+
+/* A whole decimal number, optionally negative, that fits a long long. */
+static int parse_ll(const char *s, const char *end, long long *out)
+{
+	char *stop;
+
+	if (s == end || !((*s >= '0' && *s <= '9') || (*s == '-' && s + 1 < end)))
+		return -1;
+	errno = 0;
+	*out = strtoll(s, &stop, 10);
+	return errno == 0 && stop == end ? 0 : -1;
+}
+
+int warm_key_file(const char *entry, char *path, size_t pathlen,
+                  long long *mtime_ns, long long *size)
+{
+	const char *end = entry + strlen(entry);
+	const char *t2 = strrchr(entry, '\t'), *t1;
+
+	/* From the right: the numbers have no tabs, a path may. */
+	if (!t2 || t2 == entry)
+		return -1;
+	for (t1 = t2 - 1; t1 > entry && *t1 != '\t'; t1--)
+		;
+	if (*t1 != '\t' || t1 == entry || (size_t)(t1 - entry) >= pathlen)
+		return -1;
+	if (parse_ll(t1 + 1, t2, mtime_ns) < 0 || parse_ll(t2 + 1, end, size) < 0)
+		return -1;
+	memcpy(path, entry, (size_t)(t1 - entry));
+	path[t1 - entry] = '\0';
+	return 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * warm_proto.h - the warm path's protocol, shared by its client (warm.c),
+ * the memory store's client and the daemon (server.c, zygote.c).
+ *
+ * Where the server listens and how a fresh exec of dolsot is handed its
+ * store, which build a server serves, and the zygote key: what picks and
+ * prepares a zygote, encoded by the client into a WIRE_CALL's payload and
+ * decoded by the server, both through struct warm_key.  The messages
+ * themselves are wire.c's.
+ */
+#ifndef DOLSOT_WARM_PROTO_H
+#define DOLSOT_WARM_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* In the store directory: the socket, and the lock a server (or one that
+ * is starting) holds for as long as it lives. */
+#define WARM_SOCKET ".server.sock"
+#define WARM_LOCK ".server.lock"
+
+/*
+ * How a client hands over to a fresh exec of dolsot as the server:
+ * argv[0] is WARM_ARGV0 and argv[1] the idle seconds; the store directory
+ * is open on WARM_DIR_FD, a memfd on WARM_KEY_FD holds the key to warm
+ * first, and WARM_LOCK, flock'ed by the spawner, is on WARM_LOCK_FD.
+ */
+#define WARM_ARGV0 "dolsot-server"
+#define WARM_DIR_FD 3
+#define WARM_KEY_FD 4
+#define WARM_LOCK_FD 5
+
+#define WARM_KEY_MODULES 256
+#define WARM_KEY_ENV 4096
+
+/*
+ * The zygote key: the working directory, PYTHONPATH, VIRTUAL_ENV ("" when
+ * unset), the toolbox modules to import, and the NAME=VALUE environment a
+ * zygote is warmed with.  The strings are borrowed: from the caller when
+ * encoding, from the payload when decoded.
+ */
+struct warm_key {
+	const char *cwd;
+	const char *pythonpath;
+	const char *venv;
+	const char *modules[WARM_KEY_MODULES];
+	size_t n_modules;
+	const char *env[WARM_KEY_ENV];
+	size_t n_env;
+};
+
+/* An identity of the running binary: a server only serves its own build. */
+uint64_t warm_proto_exe_id(void);
+
+/* "/proc/self/fd/N/.server.sock" for dirfd, into buf (at least 108 bytes). */
+void warm_proto_socket_path(int dirfd, char *buf, size_t len);
+
+/* A CLOEXEC connection to the server of the store directory dirfd, or -1
+ * with errno set (ECONNREFUSED or ENOENT: none listens). */
+int warm_proto_connect(int dirfd);
+
+/* k as a WIRE_CALL payload into buf (WIRE_MAX_PAYLOAD bytes), *len its
+ * length.  0, or -1 when it does not fit. */
+int warm_key_encode(const struct warm_key *k, uint8_t *buf, size_t *len);
+
+/*
+ * Fill k from a WIRE_CALL payload (NUL-separated "name=value" entries
+ * ending with a NUL, as wire_decode guarantees).  k's strings point into
+ * payload; missing fields read as "/" (cwd) or "".  Entries past k's
+ * arrays are ignored.  Fuzzed by fuzz/fuzz_warm_key.c.
+ */
+void warm_key_decode(const uint8_t *payload, size_t len, struct warm_key *k);
+
+/*
+ * Split a "PATH<TAB>MTIME_NS<TAB>SIZE" entry of the module files a zygote
+ * reports (the path may hold tabs; the numbers are decimal).  Returns 0
+ * with path (NUL-terminated, at most pathlen bytes), *mtime_ns and *size
+ * set, or -1 when the entry is malformed or the path does not fit.
+ */
+int warm_key_file(const char *entry, char *path, size_t pathlen,
+                  long long *mtime_ns, long long *size);
+
+#endif
