@@ -30,12 +30,6 @@
 #include "cli_helpers.h"
 #include "sandbox_ids.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
-
 static char *tmp;               /* per-test directory, the calls' cwd */
 static char store_env[4300];
 static char mark_env[128];      /* DOLSOT_TEST_MARK=...: finds a call's leftovers */

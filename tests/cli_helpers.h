@@ -145,6 +145,14 @@ bool cli_has(const char *haystack, const char *needle);
 	"session was rolled back to before it, so every name it held is unaffected and " \
 	"nothing this cell assigned was kept: do less per cell, or pass a larger --timeout\n"
 
+/* Whether this test program is built with AddressSanitizer (as the binary
+ * it tests is, in `make asan`). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
 /* Checks of a struct cli_run, for Check tests; long outputs are cut. */
 #define ck_code(r, want) ck_assert_msg((r)->code == (want), \
 	"exit %d, want %d\nstdout: %.2000s\nstderr: %.2000s", (r)->code, (want), (r)->out, \
