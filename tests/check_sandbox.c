@@ -1000,7 +1000,10 @@ START_TEST(cpu_limit_ends_a_busy_loop)
 		ck_code(&r, 1);
 		ck_assert_str_eq(r.err, "dolsot: the cell hit the CPU time limit (--cpu-seconds 1); "
 		                        "session unchanged\n");
-		ck_assert_msg(r.seconds < 10, "took %.2fs", r.seconds);
+		/* The message proves the limit ended it; the bound only that it did
+		 * not run on to the call's timeout (under a load of 20 on 2 cores,
+		 * one CPU second took 13 s). */
+		ck_assert_msg(r.seconds < 60, "took %.2fs", r.seconds);
 		cli_run_release(&r);
 		expect_out(sandbox, NULL, "x", "1\n");
 	}
