@@ -18,15 +18,22 @@
 #include <time.h>
 #include <unistd.h>
 
-/* True when the comma-separated list has the word. */
-static bool has_word(const char *list, const char *word)
+/* True when the list, words separated by sep, has the word. */
+static bool has_in(const char *list, char sep, const char *word)
 {
 	size_t n = strlen(word);
 
-	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (strncmp(p, word, n) == 0 && (p[n] == ',' || p[n] == '\0' || p[n] == '\n'))
+	for (const char *p = list; p && *p; p = strchr(p, sep) ? strchr(p, sep) + 1 : NULL)
+		if (strncmp(p, word, n) == 0 &&
+		    (p[n] == sep || p[n] == '\0' || p[n] == '\n'))
 			return true;
 	return false;
+}
+
+/* True when the comma-separated list has the word. */
+static bool has_word(const char *list, const char *word)
+{
+	return has_in(list, ',', word);
 }
 
 /* Our path in the v1 hierarchy of controller (v1 true) or in the v2 one. */
@@ -85,7 +92,8 @@ static int hierarchy_mount(bool v1, const char *controller, char *mnt, size_t ml
 
 /* The directory of our own cgroup in a hierarchy with the controller (v1
  * first; the v2 one is a candidate whether or not it is enabled there). */
-static int own_dir(const char *controller, char *dir, size_t len, bool *is_v1)
+static int own_dir(const char *controller, char *dir, size_t len, bool *is_v1,
+                   size_t *mnt_len)
 {
 	char rel[4096], mnt[4096], root[4096];
 
@@ -96,6 +104,7 @@ static int own_dir(const char *controller, char *dir, size_t len, bool *is_v1)
 		    hierarchy_mount(v1, controller, mnt, sizeof(mnt), root, sizeof(root)) < 0)
 			continue;
 		*is_v1 = v1;
+		*mnt_len = strlen(mnt);
 		tail = rel;
 		if (strcmp(root, "/") != 0) {
 			size_t n = strlen(root);
@@ -129,16 +138,78 @@ static int write_file(const char *dir, const char *name, const char *text)
 	return w == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-/* A new cgroup below ours in the controller's hierarchy, into path. */
-static int make_dir(const char *controller, char *path, size_t pathlen, bool *v1,
-                    char *err, size_t errlen)
+/* The first line of dir/name, into buf ("" when it cannot be read). */
+static void read_line(const char *dir, const char *name, char *buf, size_t len)
 {
-	char dir[PIDCG_PATH_MAX];
-	struct timespec t;
+	char path[PIDCG_PATH_MAX + 32];
+	FILE *f;
 
-	if (own_dir(controller, dir, sizeof(dir), v1) < 0) {
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if ((f = fopen(path, "re"))) {
+		if (!fgets(buf, (int)len, f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+}
+
+/* Whether the v2 cgroup at dir gives its children the controller, and we
+ * may make a child there and move a process of ours into it (the writer of
+ * cgroup.procs needs the common ancestor's: for a cgroup above ours, that
+ * is its own). */
+static bool v2_usable(const char *dir, const char *controller, const char *also)
+{
+	char line[1024], procs[PIDCG_PATH_MAX + 32];
+
+	read_line(dir, "cgroup.subtree_control", line, sizeof(line));
+	if (!has_in(line, ' ', controller) || (also && !has_in(line, ' ', also)))
+		return false;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	return access(dir, W_OK) == 0 && access(procs, W_OK) == 0;
+}
+
+/*
+ * On cgroup v2 a controller works in a cgroup only when its parent lists it
+ * in cgroup.subtree_control, and a cgroup with processes in it (ours) may
+ * not list one.  So the call's cgroup goes below the nearest cgroup, ours or
+ * one above it up to the top we see, that gives its children the
+ * controller (and also, when given) and that we may use: ours when it is
+ * a delegated one, else a sibling of ours or of an ancestor (for root, the
+ * slice above a service or session, say).  dir is cut to that cgroup.
+ */
+static int v2_parent(char *dir, size_t top, const char *controller, const char *also)
+{
+	for (;;) {
+		char *slash;
+
+		if (v2_usable(dir, controller, also))
+			return 0;
+		slash = strrchr(dir, '/');
+		if (strlen(dir) <= top || !slash || (size_t)(slash - dir) < top)
+			return -1;
+		*slash = '\0';
+	}
+}
+
+/* A new cgroup for the controller (and on v2 also, when given; NULL for
+ * none) below ours or, on v2, near it (see v2_parent), into path. */
+static int make_dir(const char *controller, const char *also, char *path, size_t pathlen,
+                    bool *v1, char *err, size_t errlen)
+{
+	char dir[PIDCG_PATH_MAX], own[PIDCG_PATH_MAX];
+	struct timespec t;
+	size_t top;
+
+	if (own_dir(controller, dir, sizeof(dir), v1, &top) < 0) {
 		snprintf(err, errlen, "no cgroup hierarchy with the %s controller is mounted",
 		         controller);
+		return -1;
+	}
+	snprintf(own, sizeof(own), "%s", dir);
+	if (!*v1 && v2_parent(dir, top, controller, also) < 0) {
+		snprintf(err, errlen, "no cgroup at or above %s that we may use gives its "
+		         "children the %s%s%s controller (cgroup.subtree_control)", own,
+		         controller, also ? " and " : "", also ? also : "");
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t);
@@ -155,13 +226,16 @@ static int make_dir(const char *controller, char *path, size_t pathlen, bool *v1
 	return 0;
 }
 
-int pidcg_create(uint64_t max, char *path, size_t pathlen, char *err,
-                 size_t errlen)
+int pidcg_create(uint64_t max, bool with_memory, char *path, size_t pathlen,
+                 char *err, size_t errlen)
 {
 	char num[32];
 	bool v1;
 
-	if (make_dir("pids", path, pathlen, &v1, err, errlen) < 0)
+	/* On v2 the memory limit must go into this same cgroup: look for a
+	 * place with both first. */
+	if ((!with_memory || make_dir("pids", "memory", path, pathlen, &v1, err, errlen) < 0) &&
+	    make_dir("pids", NULL, path, pathlen, &v1, err, errlen) < 0)
 		return -1;
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)max);
 	if (write_file(path, "pids.max", num) < 0) {
@@ -206,7 +280,17 @@ int pidcg_create_memory(uint64_t bytes, const char *pids_path, char *path,
 		snprintf(path, pathlen, "%s", pids_path);
 		return set_memory(path, false, bytes, err, errlen);
 	}
-	if (make_dir("memory", path, pathlen, &v1, err, errlen) < 0) {
+	if (make_dir("memory", NULL, path, pathlen, &v1, err, errlen) < 0) {
+		path[0] = '\0';
+		return -1;
+	}
+	/* A process is in one v2 cgroup: joining a second one would take the
+	 * worker out of its pids cgroup. */
+	snprintf(probe, sizeof(probe), "%s/cgroup.controllers", pids_path ? pids_path : "");
+	if (!v1 && pids_path && pids_path[0] && stat(probe, &st) == 0) {
+		snprintf(err, errlen, "the call's cgroup v2 pids cgroup %s has no memory "
+		         "controller", pids_path);
+		rmdir(path);
 		path[0] = '\0';
 		return -1;
 	}

@@ -4,9 +4,13 @@
  *
  * RLIMIT_NPROC never applies to the host's uid 0, so when dolsot runs as
  * root the process count is capped by a pids cgroup instead: the parent
- * makes one below its own (cgroup v1 "pids" hierarchy, or v2 when the pids
- * controller is enabled for children), the worker joins it before anything
+ * makes one (cgroup v1: below its own in the "pids" hierarchy; v2: below the
+ * nearest cgroup, its own or one above it, that enables the controller for
+ * its children and that it may write), the worker joins it before anything
  * else, and the parent removes it once every process of the call is gone.
+ * Nothing here writes cgroup.subtree_control: a cgroup's controllers are
+ * the ones its parent enables, so a cgroup of dolsot's own could pass on
+ * only what its parent already gives, and the call's cgroup is made there.
  */
 #ifndef DOLSOT_PIDCG_H
 #define DOLSOT_PIDCG_H
@@ -19,10 +23,13 @@
 
 /*
  * Make a cgroup allowing at most max tasks; its directory goes into path.
- * Returns 0, or -1 with a reason in err (no pids controller, not writable).
+ * On cgroup v2, where the call has one cgroup for both, with_memory asks
+ * for a place whose cgroups can have the memory controller too (when there
+ * is one).  Returns 0, or -1 with a reason in err (no pids controller, not
+ * writable).
  */
-int pidcg_create(uint64_t max, char *path, size_t pathlen, char *err,
-                 size_t errlen);
+int pidcg_create(uint64_t max, bool with_memory, char *path, size_t pathlen,
+                 char *err, size_t errlen);
 
 /*
  * Make a cgroup holding its processes to bytes of memory (anonymous, shared,

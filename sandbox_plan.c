@@ -490,8 +490,8 @@ int sandbox_plan_begin(const struct settings *s, struct plan_cgroups *cg,
 	/* RLIMIT_NPROC does not hold uid 0 back: count in a cgroup instead.
 	 * In a sandbox the outer waiting process is in it too. */
 	if (max && geteuid() == 0 &&
-	    pidcg_create(max + (s->sandbox ? 1 : 0), cg->pids, sizeof(cg->pids), why,
-	                 sizeof(why)) < 0) {
+	    pidcg_create(max + (s->sandbox ? 1 : 0), mem != 0, cg->pids, sizeof(cg->pids),
+	                 why, sizeof(why)) < 0) {
 		cg->pids[0] = '\0';
 		snprintf(err, errlen, "cannot enforce --max-procs for root, which process "
 		         "rlimits do not hold back: %s", why);

@@ -21,16 +21,9 @@
 # differences.
 set -eu
 
-cd "$(dirname "$0")/.."
-PY=/usr/bin/python3.11
-ROUNDS=${BENCH_ROUNDS:-40}
-WARMUP=${BENCH_WARMUP:-3}
-STAMP=$(date -u +%Y%m%dT%H%M%SZ)
-OUT=$(pwd)/bench/out/sandbox-$STAMP
-TIMEIT="$PY $(pwd)/bench/timeit.py"
-
-case $ROUNDS in '' | *[!0-9]* | 0) echo "BENCH_ROUNDS must be a positive integer" >&2; exit 2 ;; esac
-case $WARMUP in '' | *[!0-9]*) echo "BENCH_WARMUP must be an integer >= 0" >&2; exit 2 ;; esac
+# shellcheck source=bench/pair.sh
+. "$(dirname "$0")/pair.sh"
+pair_init sandbox 40
 if [ -z "${BENCH_USER+set}" ]; then
 	BENCH_USER=
 	if [ "$(id -u)" -eq 0 ] && id dolsot-test >/dev/null 2>&1; then
@@ -39,7 +32,6 @@ if [ -z "${BENCH_USER+set}" ]; then
 fi
 [ -x ./dolsot ] || make dolsot
 
-mkdir -p "$OUT"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dolsot-bench-sbx.XXXXXX")
 chmod 755 "$WORK"
 # One binary for the whole run, readable by the other user too.
@@ -172,24 +164,22 @@ run_as() {
 		BIN=$DBIN
 	fi
 	limits="--memory 1G --max-file-size 1G --cpu-seconds 60 --recursion-limit 1000 --max-procs 64"
-	(cd "$RUN" && $TIMEIT time --scenario cold --rounds "$ROUNDS" \
-		--warmup "$WARMUP" --raw "$raw" \
+	(cd "$RUN" && pair_time cold "$raw" \
 		--sys plain "$(sys_cmd "$u" "$tag-cold" off)" \
 		--sys sandbox "$(sys_cmd "$u" "$tag-cold-sbx" off --sandbox)" \
 		--sys limits "$(sys_cmd "$u" "$tag-cold-lim" off "$limits")" \
 		${DBASE:+--sys sandbox-base "$base_cold" --expect sandbox-base 2} \
-		--expect plain 2 --expect sandbox 2 --expect limits 2) | tee -a "$OUT/run.log"
+		--expect plain 2 --expect sandbox 2 --expect limits 2)
 	# The warm calls' work is done in the server's process tree: count its CPU.
 	pid_plain=$(server_pid "$u" "$tag-warm")
 	pid_sbx=$(server_pid "$u" "$tag-warm-sbx")
-	(cd "$RUN" && $TIMEIT time --scenario warm --rounds "$ROUNDS" \
-		--warmup "$WARMUP" --raw "$raw" \
+	(cd "$RUN" && pair_time warm "$raw" \
 		--sys plain "$(sys_cmd "$u" "$tag-warm" auto)" \
 		--sys sandbox "$(sys_cmd "$u" "$tag-warm-sbx" auto --sandbox)" \
 		${DBASE:+--sys sandbox-base "$base_warm" --expect sandbox-base 2} \
 		${DBASE:+--server-pid sandbox-base "$pid_base"} \
 		--expect plain 2 --expect sandbox 2 \
-		--server-pid plain "$pid_plain" --server-pid sandbox "$pid_sbx") | tee -a "$OUT/run.log"
+		--server-pid plain "$pid_plain" --server-pid sandbox "$pid_sbx")
 	{
 		echo
 		echo "## as $tag (uid $(id -u "$tag"))"

@@ -20,20 +20,15 @@
 #           zygote up (a zygote is now a fresh exec)
 set -eu
 
-cd "$(dirname "$0")/.."
-PY=/usr/bin/python3.11
-ROUNDS=${BENCH_ROUNDS:-30}
-WARMUP=${BENCH_WARMUP:-3}
-STAMP=$(date -u +%Y%m%dT%H%M%SZ)
-OUT=$(pwd)/bench/out/trust-$STAMP
-TIMEIT="$PY $(pwd)/bench/timeit.py"
+# shellcheck source=bench/pair.sh
+. "$(dirname "$0")/pair.sh"
+pair_init trust 30
 
 [ -n "${BENCH_BASE:-}" ] && [ -x "$BENCH_BASE" ] || {
 	echo "set BENCH_BASE to the baseline dolsot binary" >&2
 	exit 2
 }
 [ -x ./dolsot ] || make dolsot
-mkdir -p "$OUT"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dolsot-bench-trust.XXXXXX")
 cp "$BENCH_BASE" "$WORK/base"
 cp ./dolsot "$WORK/trust"
@@ -74,18 +69,15 @@ done
 for sc in plain sbx sbx16m; do
 	flag=
 	[ "$sc" != plain ] && flag=--sandbox
-	$TIMEIT time --scenario "$sc" --rounds "$ROUNDS" --warmup "$WARMUP" \
-		--raw "$OUT/raw-$sc.csv" \
+	pair_time "$sc" "$OUT/raw-$sc.csv" \
 		--sys base "$(cmd base "$sc" $flag)" --sys trust "$(cmd trust "$sc" $flag)" \
-		--expect base 2 --expect trust 2 | tee -a "$OUT/run.log"
+		--expect base 2 --expect trust 2
 done
-$TIMEIT time --scenario zygote --rounds "$ROUNDS" --warmup "$WARMUP" \
-	--raw "$OUT/raw-zygote.csv" \
+pair_time zygote "$OUT/raw-zygote.csv" \
 	--pre base "DOLSOT_CACHE_DIR=$WORK/base-zygote $WORK/base --server-stop" \
 	--pre trust "DOLSOT_CACHE_DIR=$WORK/trust-zygote $WORK/trust --server-stop" \
 	--sys base "DOLSOT_CACHE_DIR=$WORK/base-zygote $WORK/base --server-start --sandbox" \
-	--sys trust "DOLSOT_CACHE_DIR=$WORK/trust-zygote $WORK/trust --server-start --sandbox" \
-	| tee -a "$OUT/run.log"
+	--sys trust "DOLSOT_CACHE_DIR=$WORK/trust-zygote $WORK/trust --server-start --sandbox"
 for sc in plain sbx sbx16m zygote; do
 	echo "## $sc" | tee -a "$OUT/run.log"
 	$TIMEIT summary --raw "$OUT/raw-$sc.csv" --base base | tee -a "$OUT/run.log"

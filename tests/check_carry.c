@@ -59,9 +59,6 @@ static long warm_calls(void)
 	return warm;
 }
 
-#define ck_err_lacks(r, s) ck_assert_msg(!cli_has((r)->err, (s)), \
-	"stderr has '%s':\n%s", (s), (r)->err)
-
 /* Run dolsot in tmp with args (after argv[0]) and extra environment entries. */
 static void run_args(struct cli_run *r, const char *const *extra, const char *const *args)
 {

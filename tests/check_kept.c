@@ -45,9 +45,6 @@ static void teardown(void)
 	cli_test_end(&fx);
 }
 
-#define ck_err_lacks(r, s) ck_assert_msg(!cli_has((r)->err, (s)), \
-	"stderr has '%s':\n%s", (s), (r)->err)
-
 /* One cell in session, in tmp; with_toolbox adds --toolbox kepttb:kt and
  * the toolbox's directory. */
 static void cell(struct cli_run *r, const char *session, bool with_toolbox,

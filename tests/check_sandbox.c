@@ -30,32 +30,11 @@
 #include "cli_helpers.h"
 #include "sandbox_ids.h"
 
-#define TEST_USER "dolsot-test"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
-
 static char *tmp;               /* per-test directory, the calls' cwd */
 static char store_env[4300];
 static char mark_env[128];      /* DOLSOT_TEST_MARK=...: finds a call's leftovers */
-static bool as_user;            /* this test runs dolsot as TEST_USER */
-static bool warm;               /* this test runs with the warm server up */
-static uid_t user_uid;
-static gid_t user_gid;
-static bool userns_root, userns_user;   /* can each create a user namespace */
 
 /* ---- set-up ---- */
-
-/* Give a path made by the test (as root) to the test user, in user mode. */
-static void own(const char *path)
-{
-	if (as_user && geteuid() == 0)
-		ck_assert_msg(lchown(path, user_uid, user_gid) == 0, "chown %s: %s", path,
-		              strerror(errno));
-}
 
 static void run_full(struct cli_run *r, const char *const *extra_env,
                      const char *const *wrapper, const char *const *argv);
@@ -99,41 +78,20 @@ static void cleanup(void)
 	tmp = NULL;
 }
 
-static void setup(bool user, bool warm_path)
+/* Each case, in the way cli_mode says (cli_modes_add). */
+static void setup(void)
 {
-	as_user = user;
-	warm = warm_path;
 	tmp = cli_tempdir();
-	own(tmp);
+	cli_own(tmp);
 	snprintf(store_env, sizeof(store_env), "DOLSOT_CACHE_DIR=%s/store", tmp);
 	snprintf(mark_env, sizeof(mark_env), "DOLSOT_TEST_MARK=m%ld-%d",
 	         (long)time(NULL), (int)getpid());
 	atexit(cleanup);
-	if (warm) {
+	if (cli_mode.warm) {
 		/* Sandboxed calls have their own zygote (see warm_want_of). */
 		server_cmd("--server-start");
 		server_cmd("--server-start --sandbox");
 	}
-}
-
-static void setup_root_cold(void)
-{
-	setup(false, false);
-}
-
-static void setup_root_warm(void)
-{
-	setup(false, true);
-}
-
-static void setup_user_cold(void)
-{
-	setup(true, false);
-}
-
-static void setup_user_warm(void)
-{
-	setup(true, true);
 }
 
 static void teardown(void)
@@ -143,12 +101,7 @@ static void teardown(void)
 
 static char *path_in(const char *rel)
 {
-	static char buf[8][4400];
-	static int next;
-	char *p = buf[next++ % 8];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", tmp, rel);
-	return p;
+	return cli_path(tmp, rel);
 }
 
 /* Beside the test's directory, not in it: the calls run there, and an rw
@@ -165,8 +118,7 @@ static char *rw_in(const char *rel)
 
 static void make_dir(const char *rel)
 {
-	ck_assert_int_eq(mkdir(path_in(rel), 0755), 0);
-	own(path_in(rel));
+	cli_mkdir_own(path_in(rel));
 }
 
 /* A directory an rw mount writes to: a root caller's sandbox writes as
@@ -177,22 +129,15 @@ static void make_rw_dir(const char *rel)
 	if (mkdir(rw_in(""), 0755) < 0)
 		ck_assert_int_eq(errno, EEXIST);
 	ck_assert_int_eq(mkdir(rw_in(rel), 0755), 0);
-	own(rw_in(rel));
-	if (!as_user)
+	cli_own(rw_in(rel));
+	if (!cli_mode.as_user)
 		ck_assert(chown(rw_in(rel), SANDBOX_ROOT_ID, SANDBOX_ROOT_ID) == 0);
 }
 
 static void make_file(const char *rel, const char *text)
 {
 	cli_write_file(path_in(rel), text);
-	own(path_in(rel));
-}
-
-static bool file_exists(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0;
+	cli_own(path_in(rel));
 }
 
 /* ---- running the binary ---- */
@@ -226,15 +171,15 @@ static void run_full(struct cli_run *r, const char *const *extra_env,
 	 * sandboxed calls pass it on with --env for what the cell execs. */
 	env[n++] = store_env;
 	env[n++] = mark_env;
-	env[n++] = warm ? "DOLSOT_SERVER=auto" : "DOLSOT_SERVER=off";
+	env[n++] = cli_mode.warm ? "DOLSOT_SERVER=auto" : "DOLSOT_SERVER=off";
 	for (size_t i = 0; unset[i]; i++)
 		env[n++] = unset[i];
 	for (size_t i = 0; extra_env && extra_env[i]; i++)
 		env[n++] = extra_env[i];
 	env[n] = NULL;
 	cli_run(r, &(struct cli_opts){ .env = env, .cwd = tmp, .timeout = 90,
-	                               .drop = as_user && geteuid() == 0,
-	                               .uid = user_uid, .gid = user_gid,
+	                               .drop = cli_mode.as_user && geteuid() == 0,
+	                               .uid = cli_mode.uid, .gid = cli_mode.gid,
 	                               .wrapper = wrapper }, argv);
 }
 
@@ -262,13 +207,6 @@ static void run_cell(struct cli_run *r, bool sandbox, const char *const *more,
 	run_full(r, NULL, NULL, a.v);
 }
 
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %s, want %s\nstderr: %s", (r)->out, (want), (r)->err)
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%s", (s), (r)->err)
-
 static void ok_cell(bool sandbox, const char *code)
 {
 	struct cli_run r;
@@ -288,18 +226,6 @@ static void expect_out(bool sandbox, const char *const *more, const char *code,
 	ck_out(&r, out);
 	cli_run_release(&r);
 }
-
-static bool userns_available(void)
-{
-	return as_user ? userns_user : userns_root;
-}
-
-#define NEED_USERNS() do { \
-	if (!userns_available()) { \
-		printf("SKIP: %s: user namespaces are not available here\n", __func__); \
-		return; \
-	} \
-} while (0)
 
 /* The long-lived processes of the warm path, which carry the mark of the
  * call that started them and are not the call's (a spare is a worker forked
@@ -357,7 +283,7 @@ static int marked_processes(void)
 /* A usage error touches no store (on the warm path the set-up made one). */
 static bool store_untouched(void)
 {
-	return warm ? !file_exists(path_in("store/s.pkl")) : !file_exists(path_in("store"));
+	return cli_mode.warm ? !cli_exists(path_in("store/s.pkl")) : !cli_exists(path_in("store"));
 }
 
 /* How many calls the warm server ran warm: -1 on the cold path. */
@@ -367,7 +293,7 @@ static long warm_calls(void)
 	long n = -1;
 	const char *p;
 
-	if (!warm)
+	if (!cli_mode.warm)
 		return -1;
 	run_full(&r, NULL, NULL, (const char *const[]){ "dolsot", "--server-status", NULL });
 	p = strstr(r.out, "calls ");
@@ -380,7 +306,7 @@ static long warm_calls(void)
 /* On the warm path, the calls so far (n of them) all went to a zygote. */
 static void all_warm(long n)
 {
-	if (warm)
+	if (cli_mode.warm)
 		ck_assert_int_eq(warm_calls(), n);
 }
 
@@ -433,7 +359,7 @@ START_TEST(cannot_write_outside_mounts_and_tmp)
 	 * (made inside the private /tmp, as the caller's is below /tmp), /tmp,
 	 * /usr, /. */
 	expect_out(true, NULL, code, "(['ok', 30, 30, 2, 'ok', 'ok', 30, 30], True)\n");
-	ck_assert(!file_exists(path_in("x")));
+	ck_assert(!cli_exists(path_in("x")));
 }
 END_TEST
 
@@ -582,7 +508,7 @@ START_TEST(ro_mount_reads_and_refuses_writes)
 		snprintf(spec, sizeof(spec), "%s:/data:ro", path_in("data"));
 		expect_out(true, more, "open('/data/a.txt').read()", "'hello'\n");
 	}
-	ck_assert(!file_exists(path_in("data/new")));
+	ck_assert(!cli_exists(path_in("data/new")));
 }
 END_TEST
 
@@ -596,8 +522,8 @@ START_TEST(rw_mount_writes_to_the_host)
 	 * the worker's import path; see check_trust). */
 	snprintf(out, sizeof(out), "%s-out", tmp);
 	ck_assert_int_eq(mkdir(out, 0755), 0);
-	own(out);
-	if (!as_user)
+	cli_own(out);
+	if (!cli_mode.as_user)
 		ck_assert(chown(out, SANDBOX_ROOT_ID, SANDBOX_ROOT_ID) == 0);
 	snprintf(spec, sizeof(spec), "%s:/out:rw", out);
 	expect_out(true, more, "open('/out/r.txt', 'w').write('result')", "6\n");
@@ -634,8 +560,8 @@ START_TEST(overlay_keeps_writes_inside_the_call)
 	text = cli_read_file(path_in("proj/sub/b.txt"), NULL);
 	ck_assert_str_eq(text, "deep");
 	free(text);
-	ck_assert(!file_exists(path_in("proj/new.txt")));
-	ck_assert(!file_exists(path_in("proj/dir")));
+	ck_assert(!cli_exists(path_in("proj/new.txt")));
+	ck_assert(!cli_exists(path_in("proj/dir")));
 	/* The next call starts from the host's files again. */
 	expect_out(true, more, "import os\nsorted(os.listdir('/proj'))", "['a.txt', 'sub']\n");
 }
@@ -754,9 +680,9 @@ START_TEST(virtualenv_is_visible_read_only)
 	         path_in("venv"));
 	ck_assert_int_eq(system(cmd), 0);
 	make_file("venv/lib/python3.11/site-packages/venvtool.py", "WHERE = 'venv'\n");
-	snprintf(cmd, sizeof(cmd), "chown -R %u:%u '%s'", (unsigned)user_uid,
-	         (unsigned)user_gid, path_in("venv"));
-	if (as_user)
+	snprintf(cmd, sizeof(cmd), "chown -R %u:%u '%s'", (unsigned)cli_mode.uid,
+	         (unsigned)cli_mode.gid, path_in("venv"));
+	if (cli_mode.as_user)
 		ck_assert_int_eq(system(cmd), 0);
 	snprintf(venv_env, sizeof(venv_env), "VIRTUAL_ENV=%s", path_in("venv"));
 	RUN_ENV(&r, ((const char *[]){ venv_env, NULL }), "--session", "s", "--sandbox",
@@ -865,14 +791,14 @@ START_TEST(refused_user_namespaces_fail_closed)
 	 * it would on such a machine: the one of the set-up is stopped. */
 	const char *const wrapper[] = {
 		"unshare", "-U", "-r", "sh", "-c",
-		warm ? "echo 0 > /proc/sys/user/max_user_namespaces && "
+		cli_mode.warm ? "echo 0 > /proc/sys/user/max_user_namespaces && "
 		       "\"$0\" --server-start && \"$0\" \"$@\"; rc=$?; \"$0\" --server-stop >/dev/null; exit $rc"
 		     : "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"",
 		NULL,
 	};
 
 	NEED_USERNS();
-	if (warm)
+	if (cli_mode.warm)
 		server_cmd("--server-stop");
 	snprintf(code, sizeof(code), "open('%s', 'w').write('ran')", path_in("ran"));
 	run_full(&r, NULL, wrapper, (const char *const[]){ "dolsot", "--session", "s",
@@ -882,13 +808,13 @@ START_TEST(refused_user_namespaces_fail_closed)
 	ck_err_has(&r, "dolsot: cannot create the sandbox: the kernel refused new namespaces");
 	ck_err_has(&r, "the cell was not run");
 	cli_run_release(&r);
-	ck_assert(!file_exists(path_in("ran")));
+	ck_assert(!cli_exists(path_in("ran")));
 	/* Without --sandbox the same wrapper runs the cell: the refusal was the cause. */
 	run_full(&r, NULL, wrapper, (const char *const[]){ "dolsot", "--session", "s",
 	                                                    code, NULL });
 	ck_code(&r, 0);
 	cli_run_release(&r);
-	ck_assert(file_exists(path_in("ran")));
+	ck_assert(cli_exists(path_in("ran")));
 }
 END_TEST
 
@@ -909,7 +835,7 @@ START_TEST(memory_hog_gets_memory_error_and_keeps_state)
 	for (int sandbox = 0; sandbox < 2; sandbox++) {
 		struct cli_run r;
 
-		if (sandbox && !userns_available())
+		if (sandbox && !cli_userns_available())
 			break;
 		ok_cell(sandbox, "x = 1");
 		run_cell(&r, sandbox, more, "x = 2\nblob = bytearray(512 << 20)");
@@ -949,7 +875,7 @@ START_TEST(fork_bomb_is_contained_and_cleaned_up)
 {
 	fork_bomb(false);
 	all_warm(3);
-	if (userns_available()) {
+	if (cli_userns_available()) {
 		fork_bomb(true);
 		all_warm(6);
 	}
@@ -984,7 +910,7 @@ static void saturated_bomb(bool sandbox)
 START_TEST(saturating_fork_bomb_leaves_the_user_working)
 {
 	saturated_bomb(false);
-	if (userns_available())
+	if (cli_userns_available())
 		saturated_bomb(true);
 }
 END_TEST
@@ -1011,7 +937,7 @@ START_TEST(recursion_limit_raises_recursion_error)
 	for (int sandbox = 0; sandbox < 2; sandbox++) {
 		struct cli_run r;
 
-		if (sandbox && !userns_available())
+		if (sandbox && !cli_userns_available())
 			break;
 		ok_cell(sandbox, "x = 1\ndef g(n):\n    return 0 if n == 0 else 1 + g(n - 1)");
 		expect_out(sandbox, more, "g(80)", "80\n");
@@ -1037,7 +963,7 @@ START_TEST(file_size_limit_stops_big_writes)
 		struct stat st;
 		const char *target = sandbox ? "/tmp/big" : path_in("big");
 
-		if (sandbox && !userns_available())
+		if (sandbox && !cli_userns_available())
 			break;
 		/* A session far bigger than the limit still saves: the limit is the
 		 * cell's, not the worker's. */
@@ -1067,14 +993,17 @@ START_TEST(cpu_limit_ends_a_busy_loop)
 	for (int sandbox = 0; sandbox < 2; sandbox++) {
 		struct cli_run r;
 
-		if (sandbox && !userns_available())
+		if (sandbox && !cli_userns_available())
 			break;
 		ok_cell(sandbox, "x = 1");
 		run_cell(&r, sandbox, more, "x = 2\nwhile True:\n    pass");
 		ck_code(&r, 1);
 		ck_assert_str_eq(r.err, "dolsot: the cell hit the CPU time limit (--cpu-seconds 1); "
 		                        "session unchanged\n");
-		ck_assert_msg(r.seconds < 10, "took %.2fs", r.seconds);
+		/* The message proves the limit ended it; the bound only that it did
+		 * not run on to the call's timeout (under a load of 20 on 2 cores,
+		 * one CPU second took 13 s). */
+		ck_assert_msg(r.seconds < 60, "took %.2fs", r.seconds);
 		cli_run_release(&r);
 		expect_out(sandbox, NULL, "x", "1\n");
 	}
@@ -1148,36 +1077,6 @@ END_TEST
 
 /* ---- the suite ---- */
 
-static bool can_unshare_as(bool drop)
-{
-	pid_t kid = fork();
-	int st;
-
-	if (kid == 0) {
-		if (drop && (setgroups(0, NULL) < 0 || setresgid(user_gid, user_gid, user_gid) < 0 ||
-		             setresuid(user_uid, user_uid, user_uid) < 0))
-			_exit(2);
-		_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
-	}
-	return kid > 0 && waitpid(kid, &st, 0) == kid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
-/* The unprivileged user the suite runs dolsot as; made when missing. */
-static bool find_test_user(void)
-{
-	struct passwd *pw = getpwnam(TEST_USER);
-
-	if (!pw && geteuid() == 0 &&
-	    system("useradd --system --no-create-home --home-dir /nonexistent "
-	           "--shell /usr/sbin/nologin " TEST_USER " >/dev/null 2>&1") == 0)
-		pw = getpwnam(TEST_USER);
-	if (!pw)
-		return false;
-	user_uid = pw->pw_uid;
-	user_gid = pw->pw_gid;
-	return true;
-}
-
 /* ---- what a cell cannot change or learn (issue 20) ---- */
 
 /* The host's core_pattern, to check it did not change. */
@@ -1239,10 +1138,10 @@ START_TEST(sandbox_is_not_host_root)
 	ck_assert_int_eq(lstat(rw_in("out/f"), &st), 0);
 	ck_assert_uint_ne(st.st_uid, 0);
 	ck_assert_uint_ne(st.st_gid, 0);
-	ck_assert_uint_eq(st.st_uid, as_user ? user_uid : SANDBOX_ROOT_ID);
-	ck_assert_uint_eq(st.st_gid, as_user ? user_gid : SANDBOX_ROOT_ID);
+	ck_assert_uint_eq(st.st_uid, cli_mode.as_user ? cli_mode.uid : SANDBOX_ROOT_ID);
+	ck_assert_uint_eq(st.st_gid, cli_mode.as_user ? cli_mode.gid : SANDBOX_ROOT_ID);
 	/* And what the kernel says the sandbox is on the outside. */
-	if (as_user)
+	if (cli_mode.as_user)
 		expect_out(true, NULL, "open('/proc/self/uid_map').read().split()[1] == "
 		           "str(__import__('os').getuid())", "True\n");
 	else
@@ -1298,7 +1197,7 @@ START_TEST(setuid_files_and_devices_have_no_effect)
 	 * device is chmod-ed to its own mode: a sandbox that allows it fails
 	 * the test without changing the host. */
 	copy_file("/usr/bin/id", rw_in("out/id"));
-	ck_assert_int_eq(chown(rw_in("out/id"), as_user ? 0 : user_uid, 0), 0);
+	ck_assert_int_eq(chown(rw_in("out/id"), cli_mode.as_user ? 0 : cli_mode.uid, 0), 0);
 	ck_assert_int_eq(chmod(rw_in("out/id"), 04755), 0);
 	snprintf(spec, sizeof(spec), "%s:/out:rw", rw_in("out"));
 	expect_out(true, more,
@@ -1324,27 +1223,78 @@ START_TEST(setuid_files_and_devices_have_no_effect)
 	           "(True, (True, True, True, True, True), [])\n");
 	ck_assert_int_eq(lstat(rw_in("out/mine"), &st), 0);
 	ck_assert(!(st.st_mode & S_ISUID));
-	ck_assert(!file_exists(rw_in("out/new")) || lstat(rw_in("out/new"), &st) != 0 ||
+	ck_assert(!cli_exists(rw_in("out/new")) || lstat(rw_in("out/new"), &st) != 0 ||
 	          !(st.st_mode & S_ISUID));
 	ck_assert_int_eq(lstat("/dev/null", &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0666);
 }
 END_TEST
 
-/* Whether this mode's calls get a memory cgroup: shown by an unsandboxed
- * call's own cgroup path.  Root with a v1 memory hierarchy must get one. */
+/* Whether root's calls here must get a memory cgroup: a cgroup v1 memory
+ * hierarchy, or on cgroup v2 our cgroup or one above it enabling the memory
+ * controller for its children (pidcg.c makes the call's cgroup below it). */
+static bool root_memory_cgroup_expected(void)
+{
+	char *self = cli_read_file("/proc/self/cgroup", NULL), *v2;
+	char dir[4096], *ctl;
+	bool found = false;
+
+	if (access("/sys/fs/cgroup/memory/tasks", F_OK) == 0) {
+		free(self);
+		return true;
+	}
+	v2 = strstr(self, "0::");
+	if (v2 && (v2 == self || v2[-1] == '\n') && access("/sys/fs/cgroup/cgroup.procs", F_OK) == 0) {
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup%.*s", (int)strcspn(v2 + 3, "\n"), v2 + 3);
+		for (;;) {
+			char f[4200];
+
+			snprintf(f, sizeof(f), "%s/cgroup.subtree_control", dir);
+			ctl = cli_read_file(f, NULL);
+			found = ctl && (strncmp(ctl, "memory", 6) == 0 || strstr(ctl, " memory"));
+			free(ctl);
+			if (found || strcmp(dir, "/sys/fs/cgroup") == 0)
+				break;
+			*strrchr(dir, '/') = '\0';
+		}
+	}
+	free(self);
+	return found;
+}
+
+/* Whether this mode's calls get a memory cgroup, shown by an unsandboxed
+ * call's own cgroup path; and that the call removed it when it ended. */
 static bool memory_cgroup_used(void)
 {
+	static const char *const mounts[] = {
+		"/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified", "/sys/fs/cgroup",
+	};
 	struct cli_run r;
-	bool used;
+	bool used, parent_seen = false;
+	char *line;
 
 	run_cell(&r, false, (const char *const[]){ "--memory", "64M", NULL },
-	         "print('dolsot-m' in open('/proc/self/cgroup').read())");
+	         "print(''.join(l.split(':', 2)[2] + '\\n' for l in\n"
+	         "              open('/proc/self/cgroup').read().splitlines() if 'dolsot-m' in l), end='')");
 	ck_code(&r, 0);
-	used = strcmp(r.out, "True\n") == 0;
+	used = r.out[0] != '\0';
+	for (line = r.out; used && *line; line += strcspn(line, "\n") + 1) {
+		for (size_t i = 0; i < sizeof(mounts) / sizeof(*mounts); i++) {
+			char path[4400], *slash;
+			struct stat st;
+
+			snprintf(path, sizeof(path), "%s%.*s", mounts[i], (int)strcspn(line, "\n"), line);
+			ck_assert_msg(lstat(path, &st) < 0, "the call's cgroup %s is still there", path);
+			slash = strrchr(path, '/');
+			*slash = '\0';
+			parent_seen |= stat(path, &st) == 0;
+		}
+	}
+	if (used)
+		ck_assert_msg(parent_seen, "the call's cgroup %s is in no hierarchy we know", r.out);
 	cli_run_release(&r);
-	if (!as_user && geteuid() == 0 && access("/sys/fs/cgroup/memory/tasks", F_OK) == 0)
-		ck_assert_msg(used, "root with a memory hierarchy got no memory cgroup");
+	if (!cli_mode.as_user && geteuid() == 0 && root_memory_cgroup_expected())
+		ck_assert_msg(used, "root got no memory cgroup, where one can be made");
 	return used;
 }
 
@@ -1377,7 +1327,14 @@ START_TEST(memory_limit_holds_shared_memory_and_tmpfs)
 	           "([64, 64], 28, 28)\n");
 	cgroup = memory_cgroup_used();
 	if (!cgroup) {
-		printf("SKIP: %s: no memory cgroup here: rlimits and tmpfs sizes only\n", __func__);
+		/* What the README says --memory is then: RLIMIT_DATA and the tmpfs
+		 * sizes, which shared anonymous memory is not held to. */
+		for (int sandbox = 0; sandbox < 2; sandbox++)
+			expect_out(sandbox, more, "import mmap\n"
+			           "m = mmap.mmap(-1, 128 << 20, flags=mmap.MAP_SHARED)\n"
+			           "for i in range(0, 128 << 20, 4096):\n    m[i] = 1\n"
+			           "m.close()\n'not bounded'", "'not bounded'\n");
+		printf("NOTE: %s: no memory cgroup here: rlimits and tmpfs sizes only\n", __func__);
 		return;
 	}
 	for (int sandbox = 0; sandbox < 2; sandbox++) {
@@ -1434,6 +1391,38 @@ START_TEST(host_cmdline_boot_id_cgroup_and_code_are_hidden)
 }
 END_TEST
 
+/* Item 10 of issue 20, the part that cannot be hidden: a bind's root
+ * field in mountinfo is its directory's path in the host file system (the
+ * README says so); an overlay shows only /proc/self/fd/N.  And the call's
+ * memory cgroup is hidden by the cgroup namespace like any other. */
+START_TEST(mountinfo_shows_binds_not_overlays_and_cgroups_are_hidden)
+{
+	char ro[4500], ov[4500], code[9500];
+	const char *more[] = { "--mount", ro, "--mount", ov, NULL };
+	const char *mem[] = { "--memory", "64M", NULL };
+
+	NEED_USERNS();
+	make_dir("seen");
+	make_dir("hidden");
+	snprintf(ro, sizeof(ro), "%s:/seen:ro", path_in("seen"));
+	snprintf(ov, sizeof(ov), "%s:/hidden:overlay", path_in("hidden"));
+	/* The root field is relative to the host file system /tmp is on. */
+	snprintf(code, sizeof(code),
+	         "info = {l.split()[4]: l for l in open('/proc/self/mountinfo')}\n"
+	         "root = info['/seen'].split()[3]\n"
+	         "(root.endswith('/seen') and '%s'.endswith(root),\n"
+	         " [l for l in info.values() if '%s' in l] == [info['/seen']],\n"
+	         " 'lowerdir=/proc/self/fd/' in info['/hidden'], info['/hidden'].split()[3])",
+	         path_in("seen"), strrchr(tmp, '/') + 1);
+	expect_out(true, more, code, "(True, True, True, '/')\n");
+	if (SANITIZED)
+		return;   /* --memory cannot work under AddressSanitizer */
+	expect_out(true, mem,
+	           "{l.split(':', 2)[2] for l in open('/proc/self/cgroup').read().splitlines()}",
+	           "{'/'}\n");
+}
+END_TEST
+
 static void add_cases(TCase *tc)
 {
 	tcase_add_test(tc, cannot_read_home_or_shadow);
@@ -1473,16 +1462,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, memory_limit_holds_shared_memory_and_tmpfs);
 	tcase_add_test(tc, only_inet_and_unix_sockets);
 	tcase_add_test(tc, host_cmdline_boot_id_cgroup_and_code_are_hidden);
-}
-
-static void add_tcase(Suite *s, const char *name, void (*setup_fn)(void))
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup_fn, teardown);
-	tcase_set_timeout(tc, 180);
-	add_cases(tc);
-	suite_add_tcase(s, tc);
+	tcase_add_test(tc, mountinfo_shows_binds_not_overlays_and_cgroups_are_hidden);
 }
 
 int main(void)
@@ -1492,24 +1472,8 @@ int main(void)
 	/* The test user must be able to run the binary wherever the checkout is. */
 	char *bin_dir = cli_bin_shared_copy();
 
-	if (geteuid() == 0) {
-		userns_root = can_unshare_as(false);
-		add_tcase(s, "root-cold", setup_root_cold);
-		add_tcase(s, "root-warm", setup_root_warm);
-		if (!find_test_user()) {
-			printf("SKIP: the unprivileged half: user %s cannot be made\n", TEST_USER);
-			goto run;
-		}
-		userns_user = can_unshare_as(true);
-	} else {
-		/* Already unprivileged: run the user half as ourselves. */
-		printf("SKIP: the root half of check_sandbox needs root\n");
-		userns_user = can_unshare_as(false);
-	}
-	add_tcase(s, "user-cold", setup_user_cold);
-	add_tcase(s, "user-warm", setup_user_warm);
-run:
-	if (!userns_root && !userns_user)
+	cli_modes_add(s, add_cases, setup, teardown, 180);
+	if (!cli_mode.userns_root && !cli_mode.userns_user)
 		printf("SKIP: sandbox cases: user namespaces are not available here\n");
 	failed = ck_run(s);
 	cli_rmtree(bin_dir);

@@ -491,13 +491,6 @@ static void run(struct cli_run *r, const char *checker, const char *typecheck,
 	run_with(r, checker, typecheck, session, code, timeout, NULL);
 }
 
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %s\nstderr: %s", (r)->code, (want), (r)->out, (r)->err)
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%s", (s), (r)->err)
-#define ck_err_lacks(r, s) ck_assert_msg(!cli_has((r)->err, (s)), \
-	"stderr has '%s':\n%s", (s), (r)->err)
-
 /* A cell run without the gate, that must succeed. */
 static void prepare(const char *session, const char *code)
 {

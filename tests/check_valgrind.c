@@ -74,6 +74,9 @@ static void vg_call(const char *const *env, const char *stdin_code, int want,
  * a timeout, and the store commands. */
 static void run_calls(const char *const *env)
 {
+	struct cli_run r;
+	bool sandboxed;
+
 	VG(env, 0, "--toolbox", "json:js", "--session", "v",
 	   "import socket, collections\nx = 1\ns = socket.socket()\n"
 	   "d = collections.OrderedDict(a=1)\ndef f(a):\n    return a\nprint(js.dumps([x]))\nx");
@@ -81,6 +84,19 @@ static void run_calls(const char *const *env)
 	vg_call(env, "x + 1\n", 0, (const char *const[]){ "dolsot", "--session", "v", NULL });
 	VG(env, 124, "--session", "v", "--timeout", "2", "import time\ntime.sleep(30)");
 	VG(env, 2, "--session", "v", "--timeout", "nan", "1");
+	/* The limits (as root: the pids and memory cgroups); --memory leaves
+	 * room for valgrind's own pages.  valgrind cannot run a sandboxed call
+	 * (it lacks open_tree and the other new mount calls): a sandboxed call
+	 * without it writes a session, whose load without the sandbox, under
+	 * valgrind, is refused. */
+	VG(env, 0, "--session", "lim", "--max-procs", "64", "--memory", "8G",
+	   "--max-file-size", "1G", "--cpu-seconds", "600", "x = 1\nx");
+	cli_run(&r, &(struct cli_opts){ .env = env },
+	        (const char *const[]){ "dolsot", "--session", "sb", "--sandbox", "x = 1", NULL });
+	sandboxed = r.code == 0;
+	cli_run_release(&r);
+	if (sandboxed)
+		VG(env, 1, "--session", "sb", "x");
 	VG(env, 0, "--list-sessions");
 	VG(env, 0, "--reset", "v");
 }

@@ -13,17 +13,8 @@
 
 #include "cli_helpers.h"
 
-#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
-	"exit %d, want %d\nstdout: %.2000s\nstderr: %.4000s", (r)->code, (want), (r)->out, \
-	(r)->err)
-#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
-	"stdout %.2000s, want %s\nstderr: %.4000s", (r)->out, (want), (r)->err)
-#define ck_err(r, want) ck_assert_msg(strcmp((r)->err, (want)) == 0, \
-	"stderr:\n%.4000s\nwant:\n%s", (r)->err, (want))
-#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
-	"stderr lacks '%s':\n%.4000s", (s), (r)->err)
-#define ck_out_has(r, s) ck_assert_msg(cli_has((r)->out, (s)), \
-	"stdout lacks '%s':\n%.2000s\nstderr: %.4000s", (s), (r)->out, (r)->err)
+/* ck_code, ck_out, ck_err, ck_err_has, ck_err_lacks and ck_out_has are in
+ * cli_helpers.h. */
 
 /* A call in session that must exit 0. */
 static inline void cli_ok_call(const struct cli_test *t, const char *session,

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pwd.h>
+#include <sched.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -289,6 +291,23 @@ char *cli_read_file(const char *path, size_t *len)
 	return buf;
 }
 
+char *cli_path(const char *dir, const char *rel)
+{
+	static char buf[8][PATH_MAX + 256];
+	static int next;
+	char *p = buf[next++ % 8];
+
+	snprintf(p, sizeof(buf[0]), "%s/%s", dir, rel);
+	return p;
+}
+
+bool cli_exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
 bool cli_pid_alive(pid_t pid)
 {
 	char path[64], state = 0;
@@ -562,4 +581,100 @@ bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb)
 	if (index > na - 13)
 		return false;
 	return memcmp(a + 13 + index, b + 13 + index, na - 13 - index) == 0;
+}
+
+/* ---- root and user, cold and warm ---- */
+
+struct cli_modes cli_mode;
+static void (*mode_setup)(void);
+
+static void setup_root_cold(void) { cli_mode.as_user = false; cli_mode.warm = false; mode_setup(); }
+static void setup_root_warm(void) { cli_mode.as_user = false; cli_mode.warm = true; mode_setup(); }
+static void setup_user_cold(void) { cli_mode.as_user = true; cli_mode.warm = false; mode_setup(); }
+static void setup_user_warm(void) { cli_mode.as_user = true; cli_mode.warm = true; mode_setup(); }
+
+/* Whether a child (as the test user, when drop) can unshare a user
+ * namespace. */
+static bool can_unshare_as(bool drop)
+{
+	pid_t kid = fork();
+	int st;
+
+	if (kid == 0) {
+		if (drop && (setgroups(0, NULL) < 0 ||
+		             setresgid(cli_mode.gid, cli_mode.gid, cli_mode.gid) < 0 ||
+		             setresuid(cli_mode.uid, cli_mode.uid, cli_mode.uid) < 0))
+			_exit(2);
+		_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+	}
+	return kid > 0 && waitpid(kid, &st, 0) == kid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* The unprivileged user the suites run dolsot as; made when missing. */
+static bool find_test_user(void)
+{
+	struct passwd *pw = getpwnam(CLI_TEST_USER);
+
+	if (!pw && geteuid() == 0 &&
+	    system("useradd --system --no-create-home --home-dir /nonexistent "
+	           "--shell /usr/sbin/nologin " CLI_TEST_USER " >/dev/null 2>&1") == 0)
+		pw = getpwnam(CLI_TEST_USER);
+	if (!pw)
+		return false;
+	cli_mode.uid = pw->pw_uid;
+	cli_mode.gid = pw->pw_gid;
+	return true;
+}
+
+static void add_mode(Suite *s, const char *name, void (*add_cases)(TCase *),
+                     void (*setup)(void), void (*teardown)(void), double timeout)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, timeout);
+	add_cases(tc);
+	suite_add_tcase(s, tc);
+}
+
+void cli_modes_add(Suite *s, void (*add_cases)(TCase *), void (*setup)(void),
+                   void (*teardown)(void), double timeout)
+{
+	mode_setup = setup;
+	if (geteuid() == 0) {
+		cli_mode.userns_root = can_unshare_as(false);
+		add_mode(s, "root-cold", add_cases, setup_root_cold, teardown, timeout);
+		add_mode(s, "root-warm", add_cases, setup_root_warm, teardown, timeout);
+		if (!find_test_user()) {
+			printf("SKIP: the unprivileged half: user %s cannot be made\n", CLI_TEST_USER);
+			return;
+		}
+		cli_mode.userns_user = can_unshare_as(true);
+	} else {
+		/* Already unprivileged: run the user half as ourselves. */
+		printf("SKIP: the root half needs root\n");
+		cli_mode.uid = getuid();
+		cli_mode.gid = getgid();
+		cli_mode.userns_user = can_unshare_as(false);
+	}
+	add_mode(s, "user-cold", add_cases, setup_user_cold, teardown, timeout);
+	add_mode(s, "user-warm", add_cases, setup_user_warm, teardown, timeout);
+}
+
+bool cli_userns_available(void)
+{
+	return cli_mode.as_user ? cli_mode.userns_user : cli_mode.userns_root;
+}
+
+void cli_own(const char *path)
+{
+	if (cli_mode.as_user && geteuid() == 0)
+		ck_assert_msg(lchown(path, cli_mode.uid, cli_mode.gid) == 0, "chown %s: %s", path,
+		              strerror(errno));
+}
+
+void cli_mkdir_own(const char *path)
+{
+	ck_assert_msg(mkdir(path, 0755) == 0, "mkdir %s: %s", path, strerror(errno));
+	cli_own(path);
 }

@@ -5,8 +5,10 @@
 #ifndef DOLSOT_CLI_HELPERS_H
 #define DOLSOT_CLI_HELPERS_H
 
+#include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/types.h>
 
 struct cli_run {
@@ -103,6 +105,13 @@ void cli_rmtree(const char *path);
 void cli_write_file(const char *path, const char *text);
 char *cli_read_file(const char *path, size_t *len);
 
+/* dir/rel in one of 8 buffers used in turn (so a few can be in use at
+ * once). */
+char *cli_path(const char *dir, const char *rel);
+
+/* True when path exists (lstat). */
+bool cli_exists(const char *path);
+
 /* True when pid names a live (not zombie) process. */
 bool cli_pid_alive(pid_t pid);
 
@@ -142,5 +151,66 @@ bool cli_has(const char *haystack, const char *needle);
 #define TIMEOUT_HINT_LINE(secs) "hint: the call ran for its whole " secs " and was killed; the " \
 	"session was rolled back to before it, so every name it held is unaffected and " \
 	"nothing this cell assigned was kept: do less per cell, or pass a larger --timeout\n"
+
+/* Whether this test program is built with AddressSanitizer (as the binary
+ * it tests is, in `make asan`). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
+/* Checks of a struct cli_run, for Check tests; long outputs are cut. */
+#define ck_code(r, want) ck_assert_msg((r)->code == (want), \
+	"exit %d, want %d\nstdout: %.2000s\nstderr: %.2000s", (r)->code, (want), (r)->out, \
+	(r)->err)
+#define ck_out(r, want) ck_assert_msg(strcmp((r)->out, (want)) == 0, \
+	"stdout %.2000s, want %s\nstderr: %.2000s", (r)->out, (want), (r)->err)
+#define ck_err(r, want) ck_assert_msg(strcmp((r)->err, (want)) == 0, \
+	"stderr:\n%.2000s\nwant:\n%s", (r)->err, (want))
+#define ck_err_has(r, s) ck_assert_msg(cli_has((r)->err, (s)), \
+	"stderr lacks '%s':\n%.2000s", (s), (r)->err)
+#define ck_err_lacks(r, s) ck_assert_msg(!cli_has((r)->err, (s)), \
+	"stderr has '%s':\n%.2000s", (s), (r)->err)
+#define ck_out_has(r, s) ck_assert_msg(cli_has((r)->out, (s)), \
+	"stdout lacks '%s':\n%.2000s\nstderr: %.2000s", (s), (r)->out, (r)->err)
+
+/*
+ * Suites that run every case four ways: as root and as an ordinary user
+ * (CLI_TEST_USER, made with useradd when missing; dolsot is run as it with
+ * cli_opts.drop), each on the cold path and the warm one.  cli_modes_add()
+ * adds a TCase per way that can run here (all four as root; the user's two,
+ * as ourselves, otherwise), each with the suite's cases, and runs setup
+ * with cli_mode saying which way the case runs.
+ */
+#define CLI_TEST_USER "dolsot-test"
+
+struct cli_modes {
+	bool as_user;                /* this case runs dolsot as the test user */
+	bool warm;                   /* this case runs with the warm server up */
+	uid_t uid;                   /* the test user's ids */
+	gid_t gid;
+	bool userns_root, userns_user;   /* whether each can make a user namespace */
+};
+extern struct cli_modes cli_mode;
+
+void cli_modes_add(Suite *s, void (*add_cases)(TCase *), void (*setup)(void),
+                   void (*teardown)(void), double timeout);
+
+/* Whether this case's caller can make a user namespace (a sandbox). */
+bool cli_userns_available(void);
+
+/* Give a path the test made (as root) to the test user, in its cases. */
+void cli_own(const char *path);
+
+/* mkdir path (0755; a failure fails the test), owned as cli_own says. */
+void cli_mkdir_own(const char *path);
+
+#define NEED_USERNS() do { \
+	if (!cli_userns_available()) { \
+		printf("SKIP: %s: user namespaces are not available here\n", __func__); \
+		return; \
+	} \
+} while (0)
 
 #endif
