@@ -261,7 +261,7 @@ static int list_images(int dirfd, struct image **out, size_t *n)
 			alloc = alloc ? alloc * 2 : 16;
 		}
 		im.mtime = st.st_mtim;
-		snprintf(im.name, sizeof(im.name), "%s", e->d_name);
+		memcpy(im.name, e->d_name, strlen(e->d_name) + 1);   /* image_name bounds it */
 		v[(*n)++] = im;
 	}
 	errsv = errno;

@@ -450,8 +450,24 @@ START_TEST(json_sandboxed_call)
 
 	ck_code(&r, 0);
 	ck_str(o, "status", "ok");
+	ck_str(o, "stdout", "False\n");
 	ck_str(o, "value", "6");
+	ck_int(o, "execution_count", 1);
 	ck_str(o, "session.state", "created");
+	ck_len(o, "session.held", 2);
+	ck_null(o, "error");
+	ck_assert(json_is_number(at(o, "timings_ms.total")));
+	json_decref(o);
+	cli_run_release(&r);
+	/* A failure inside the sandbox is structured the same way. */
+	o = JSON(&r, "--json", "--sandbox", "--session", "t",
+	         "w = v + 1\nopen('/etc/shadow').read()");
+	ck_code(&r, 1);
+	ck_str(o, "status", "error");
+	ck_str(o, "error.ename", "FileNotFoundError");
+	ck_int(o, "error.line", 2);
+	ck_str(o, "session.state", "committed");
+	ck_int(o, "execution_count", 2);
 	json_decref(o);
 	cli_run_release(&r);
 }
@@ -566,6 +582,53 @@ START_TEST(figure_caps_hold)
 	         "big = plt.figure(figsize=(100, 50), dpi=100)\nplt.plot([1])");
 	ck_len(o, "displays", 1);
 	ck_png_display(o, 0, 2000, 1000);
+	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* The bounds of what one display may carry: a PNG of at most 2 MiB (a
+ * figure is rendered smaller until it fits), 100,000 chars of HTML or
+ * Markdown. */
+START_TEST(rich_forms_are_bounded)
+{
+	struct cli_run r;
+	size_t n;
+	unsigned char *png;
+	json_t *o = JSON(&r, "--json", "--session", "t",
+	                 "class Big:\n"
+	                 "    def _repr_html_(self):\n        return '<p>' + 'x' * 150000\n"
+	                 "    def _repr_markdown_(self):\n        return 'y' * 100001\n"
+	                 "    def _repr_png_(self):\n"
+	                 "        return b'\\x89PNG\\r\\n\\x1a\\n' + bytes(2 << 20)\n"
+	                 "    def __repr__(self):\n        return 'Big()'\nBig()");
+
+	ck_code(&r, 0);
+	ck_len(o, "displays", 1);
+	ck_assert(at(o, "displays.0.data.image/png") == NULL);
+	ck_assert_int_eq(strlen(str_at(o, "displays.0.data.text/html")), 100000);
+	ck_assert_int_eq(strlen(str_at(o, "displays.0.data.text/markdown")), 100000);
+	ck_len(o, "warnings", 3);
+	ck_str(o, "warnings.0", "warning: the value's PNG form was not shown: it exceeds "
+	       "2097152 bytes");
+	ck_str(o, "warnings.1", "warning: the value's text/html form was cut to 100000 of "
+	       "150003 chars");
+	json_decref(o);
+	cli_run_release(&r);
+	/* Noise does not compress: 1000x800 of it is over 2 MiB of PNG, so the
+	 * figure is drawn again at half the resolution. */
+	o = JSON(&r, "--json", "--session", "t", "--timeout", "120",
+	         "import numpy as np\nimport matplotlib\nmatplotlib.use('agg')\n"
+	         "import matplotlib.pyplot as plt\nfig = plt.figure(figsize=(10, 8), dpi=100)\n"
+	         "ax = fig.add_axes([0, 0, 1, 1])\nax.set_axis_off()\n"
+	         "noise = np.random.default_rng(1).integers(0, 256, (800, 1000, 3), np.uint8)\n"
+	         "ax.imshow(noise, aspect='auto', interpolation='nearest')\ndel noise\n0");
+	ck_code(&r, 0);
+	ck_len(o, "displays", 1);
+	ck_png_display(o, 0, 500, 400);
+	png = unbase64(str_at(o, "displays.0.data.image/png"), &n);
+	ck_assert_int_le(n, 2 << 20);
+	free(png);
 	json_decref(o);
 	cli_run_release(&r);
 }
@@ -1161,6 +1224,7 @@ static Suite *json_suite(void)
 	tcase_add_test(fig, figure_in_json_is_a_png_of_its_size);
 	tcase_add_test(fig, two_figures_give_two_and_a_closed_one_none);
 	tcase_add_test(fig, figure_caps_hold);
+	tcase_add_test(fig, rich_forms_are_bounded);
 	tcase_add_test(fig, display_function_shows_a_figure_and_values);
 	tcase_add_test(fig, dataframe_gets_a_compact_form);
 	tcase_add_test(fig, figure_in_text_mode_is_a_file);

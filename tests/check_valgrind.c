@@ -70,8 +70,21 @@ static void vg_call(const char *const *env, const char *stdin_code, int want,
 #define VG(env, want, ...) vg_call((env), NULL, (want), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
+/* A value with a 1x1 PNG form: an image display without matplotlib. */
+static const char png_cell[] =
+	"import struct, zlib\n"
+	"def chunk(t, d):\n"
+	"    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))\n"
+	"png = (b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 0, 0, 0, 0))"
+	" + chunk(b'IDAT', zlib.compress(b'\\0\\0')) + chunk(b'IEND', b''))\n"
+	"class Dot:\n"
+	"    def _repr_png_(self):\n        return png\n"
+	"    def _repr_html_(self):\n        return '<b>dot</b>'\n"
+	"Dot()";
+
 /* The calls every path gets: values, drops, a toolbox, failures, stdin,
- * a timeout, and the store commands. */
+ * a timeout, --json, images (a file, then inline), --describe, and the
+ * store commands (--reset removing the images). */
 static void run_calls(const char *const *env)
 {
 	VG(env, 0, "--toolbox", "json:js", "--session", "v",
@@ -81,7 +94,13 @@ static void run_calls(const char *const *env)
 	vg_call(env, "x + 1\n", 0, (const char *const[]){ "dolsot", "--session", "v", NULL });
 	VG(env, 124, "--session", "v", "--timeout", "2", "import time\ntime.sleep(30)");
 	VG(env, 2, "--session", "v", "--timeout", "nan", "1");
+	VG(env, 0, "--session", "v", png_cell);
+	VG(env, 0, "--json", "--session", "v", png_cell);
+	VG(env, 1, "--json", "--session", "v", "y = x\n1 / 0");
+	VG(env, 0, "--describe", "--session", "v");
+	VG(env, 0, "--json", "--list-sessions");
 	VG(env, 0, "--list-sessions");
+	VG(env, 0, "--json", "--reset", "v");
 	VG(env, 0, "--reset", "v");
 }
 
