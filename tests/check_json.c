@@ -396,6 +396,14 @@ START_TEST(json_invalid_utf8_becomes_replacement_chars)
 	ck_str(o, "stderr", "\xef\xbf\xbd");
 	json_decref(o);
 	cli_run_release(&r);
+	/* A lone surrogate printed, or in an exception's message, is valid
+	 * JSON text too. */
+	o = JSON(&r, "--json", "--session", "t", "print('\\udcff x')\nraise ValueError('\\udcff')");
+	ck_code(&r, 1);
+	ck_str(o, "stdout", "\xef\xbf\xbd x\n");
+	ck_str(o, "error.evalue", "\\udcff");
+	json_decref(o);
+	cli_run_release(&r);
 }
 END_TEST
 
