@@ -37,7 +37,7 @@ static void setup(void)
 	env_off[0] = env_auto[0] = store_env;
 	env_off[1] = "DOLSOT_SERVER=off";
 	env_auto[1] = "DOLSOT_SERVER=auto";
-	env_off[2] = env_auto[2] = "DOLSOT_TIMEOUT=60";
+	env_off[2] = env_auto[2] = "DOLSOT_TIMEOUT=240";
 	env_off[3] = env_auto[3] = NULL;
 }
 
@@ -152,7 +152,7 @@ int main(void)
 	TCase *tc = tcase_create("memcheck");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 900);
+	tcase_set_timeout(tc, 3000);
 	tcase_add_test(tc, cold_calls_are_clean);
 	tcase_add_test(tc, warm_calls_are_clean);
 	suite_add_tcase(s, tc);
