@@ -27,6 +27,14 @@ static void setup(void)
 	ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "--server-start: %s", err);
 }
 
+/* Figures import and render with matplotlib: under a sanitizer on a
+ * loaded machine that alone can pass the usual 20 s. */
+static void setup_figures(void)
+{
+	setup();
+	cli_test_add_env(&fx, "DOLSOT_TIMEOUT=180");
+}
+
 static void teardown(void)
 {
 	cli_test_end(&fx);
@@ -1212,8 +1220,8 @@ static Suite *json_suite(void)
 	TCase *all[] = { js, fig, desc };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
-		tcase_add_checked_fixture(all[i], setup, teardown);
-		tcase_set_timeout(all[i], 180);
+		tcase_add_checked_fixture(all[i], all[i] == fig ? setup_figures : setup, teardown);
+		tcase_set_timeout(all[i], all[i] == fig ? 900 : 180);
 		suite_add_tcase(s, all[i]);
 	}
 	tcase_add_test(js, json_success_has_every_field);
