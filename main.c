@@ -423,18 +423,22 @@ static int cmd_list(const struct settings *s, bool json)
 static int cmd_reset(const struct settings *s, const char *target, bool json)
 {
 	char err[REPL_ERR_MAX];
-	unsigned removed = 0;
+	unsigned removed = 0, images = 0;
 
 	if (strcmp(target, "all") != 0)
 		check_session_id(target);
-	if (repl_reset(s, target, &removed, err, sizeof(err)) < 0)
+	if (repl_reset(s, target, &removed, &images, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
 	if (json) {
-		if (output_json_reset(target, removed, stdout) < 0 && errno != EPIPE)
+		if (output_json_reset(target, removed, images, stdout) < 0 && errno != EPIPE)
 			die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
 		return 0;
 	}
-	printf("reset %s: removed %u session(s)\n", target, removed);
+	if (images)
+		printf("reset %s: removed %u session(s) and %u image(s)\n", target, removed,
+		       images);
+	else
+		printf("reset %s: removed %u session(s)\n", target, removed);
 	return 0;
 }
 
@@ -511,23 +515,6 @@ static int cmd_server(const struct cli *c, const struct settings *s)
 	default:
 		return 0;
 	}
-}
-
-/* The text contract's images: files in the session's output directory;
- * when they cannot be written, a warning says why. */
-static void write_displays(const struct settings *s, struct result *res)
-{
-	char dir[PATH_MAX], err[REPL_ERR_MAX], *grown = NULL;
-
-	if (display_dir(s->cache_dir, res->session, dir, sizeof(dir)) < 0)
-		snprintf(err, sizeof(err), "the output directory's name is too long");
-	else if (display_files_write(res, dir, err, sizeof(err)) == 0)
-		return;
-	if (asprintf(&grown, "%s%swarning: %s", res->warnings ? res->warnings : "",
-	             res->warnings ? "\n" : "", err) < 0)
-		return;
-	free(res->warnings);
-	res->warnings = grown;
 }
 
 /* The --mount paths as path NUL mode NUL, for --describe to list. */
@@ -637,8 +624,6 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}
-	if (!c->json && res.displays.p)
-		write_displays(s, &res);
 	if ((c->json ? output_json_run(&res, stdout) : output_render(&res, stdout, stderr)) < 0 &&
 	    errno != EPIPE)
 		die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));

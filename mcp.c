@@ -334,13 +334,19 @@ static json_t *list_result(const struct server *s)
 static json_t *reset_result(const struct server *s, const struct job *j)
 {
 	char err[REPL_ERR_MAX], line[STORE_ERR_MAX + 64];
-	unsigned removed = 0;
+	unsigned removed = 0, images = 0;
 	json_t *obj;
 
-	if (repl_reset(s->m->settings, j->session, &removed, err, sizeof(err)) < 0)
+	if (repl_reset(s->m->settings, j->session, &removed, &images, err, sizeof(err)) < 0)
 		return error_result(s, "dolsot: %s", err);
-	obj = json_pack("{s:s, s:I}", "reset", j->session, "removed", (json_int_t)removed);
-	snprintf(line, sizeof(line), "reset %s: removed %u session(s)\n", j->session, removed);
+	obj = json_pack("{s:s, s:I, s:I}", "reset", j->session, "removed", (json_int_t)removed,
+	                "removed_images", (json_int_t)images);
+	if (images)
+		snprintf(line, sizeof(line), "reset %s: removed %u session(s) and %u image(s)\n",
+		         j->session, removed, images);
+	else
+		snprintf(line, sizeof(line), "reset %s: removed %u session(s)\n", j->session,
+		         removed);
 	return tool_result(s, json_pack("[o]", text_block(line, strlen(line))), obj, false);
 }
 

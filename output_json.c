@@ -607,7 +607,7 @@ int output_json_sessions(const struct session_info *info, size_t n, FILE *out)
 	return emit(o, bad, out);
 }
 
-int output_json_reset(const char *target, unsigned removed, FILE *out)
+int output_json_reset(const char *target, unsigned removed, unsigned images, FILE *out)
 {
 	json_t *o = json_object();
 	bool bad = !o;
@@ -615,6 +615,7 @@ int output_json_reset(const char *target, unsigned removed, FILE *out)
 	if (!bad) {
 		put(o, "reset", jstr0(target), &bad);
 		put(o, "removed", json_integer(removed), &bad);
+		put(o, "removed_images", json_integer(images), &bad);
 	}
 	return emit(o, bad, out);
 }

@@ -9,6 +9,8 @@
  */
 #include "repl.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +18,53 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "display_files.h"
 #include "fdio.h"
 #include "pidcg.h"
 #include "warm.h"
+
+static bool store_holds(const struct session_info *info, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(info[i].id, id) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The file store reaps expired sessions on every operation; the images of
+ * a session it no longer holds go as well, once their directory has not
+ * changed for the TTL.  A call making that session anew holds its lock
+ * (taken here without waiting, or the directory is skipped) from before
+ * its load until its images are written.  Never fails the operation.
+ */
+static void reap_images(const struct settings *s, struct store *st)
+{
+	char root[PATH_MAX], err[REPL_ERR_MAX], serr[STORE_ERR_MAX];
+	struct session_info *info = NULL;
+	double ttl = s->ttl_days * 86400.0;
+	size_t n = 0, held = 0;
+	char **ids = NULL;
+
+	if (s->store != STORE_KIND_FILE || !(ttl > 0) ||
+	    display_root(s->cache_dir, root, sizeof(root)) < 0 ||
+	    display_files_stale(root, ttl, &ids, &n, err, sizeof(err)) < 0 || n == 0)
+		return;
+	if (store_list(st, &info, &held, serr, sizeof(serr)) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			struct store_lock lk;
+			unsigned removed;
+
+			if (store_holds(info, held, ids[i]) ||
+			    store_lock(st, ids[i], 0, &lk, serr, sizeof(serr)) < 0)
+				continue;
+			(void)display_files_remove(root, ids[i], ttl, &removed, err, sizeof(err));
+			store_unlock(st, &lk);
+		}
+	}
+	free(info);
+	display_files_stale_free(ids, n);
+}
 
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen)
 {
@@ -38,7 +84,26 @@ struct store *repl_open_store(const struct settings *s, char *err, size_t errlen
 		store_close(st);
 		return NULL;
 	}
+	reap_images(s, st);
 	return st;
+}
+
+/* The text contract's images: files in the session's output directory,
+ * written under the session's lock; when they cannot be, a warning says
+ * why. */
+static void write_images(const struct settings *s, struct result *res)
+{
+	char dir[PATH_MAX], err[REPL_ERR_MAX], *grown = NULL;
+
+	if (display_dir(s->cache_dir, res->session, dir, sizeof(dir)) < 0)
+		snprintf(err, sizeof(err), "the output directory's name is too long");
+	else if (display_files_write(res, dir, err, sizeof(err)) == 0)
+		return;
+	if (asprintf(&grown, "%s%swarning: %s", res->warnings ? res->warnings : "",
+	             res->warnings ? "\n" : "", err) < 0)
+		return;
+	free(res->warnings);
+	res->warnings = grown;
 }
 
 /* Make what the worker wrote the session, or say why not. */
@@ -204,6 +269,8 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	ret = run_locked(a, st, t0, res, sig, &no_server, err, errlen);
 	if (ret == 0)
 		res->timings_ms[TIMING_TOTAL] = (deadline_now() - t0) * 1e3;
+	if (ret == 0 && !*sig && !a->json && res->displays.p)
+		write_images(a->settings, res);
 	store_unlock(st, &lk);
 	if (no_server && !*sig) {
 		struct warm_want key = call_warm_want(a);
@@ -216,9 +283,9 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 }
 
 int repl_reset(const struct settings *s, const char *target, unsigned *removed,
-               char *err, size_t errlen)
+               unsigned *images, char *err, size_t errlen)
 {
-	char serr[STORE_ERR_MAX];
+	char serr[STORE_ERR_MAX], root[PATH_MAX];
 	struct store *st = repl_open_store(s, err, errlen);
 	struct store_lock lk;
 	bool one = strcmp(target, "all") != 0;
@@ -230,6 +297,10 @@ int repl_reset(const struct settings *s, const char *target, unsigned *removed,
 	    store_lock(st, target, (long)(s->timeout * 1000), &lk, serr, sizeof(serr)) < 0)
 		goto out;
 	ret = store_del(st, target, removed, serr, sizeof(serr));
+	*images = 0;
+	if (ret == 0 && display_root(s->cache_dir, root, sizeof(root)) == 0 &&
+	    display_files_remove(root, target, 0, images, serr, sizeof(serr)) < 0)
+		ret = -1;
 	if (one)
 		store_unlock(st, &lk);
 out:

@@ -2,8 +2,9 @@
  * repl.h - the engine: run one cell in a session, list and reset sessions.
  *
  * repl_run() takes the session lock, loads the blob, runs a worker under the
- * deadline, saves the new blob and releases the lock.  It fills a struct
- * result for output.c to render; it never prints and never exits.
+ * deadline, saves the new blob, writes the text contract's images
+ * (display_files.h) and releases the lock.  It fills a struct result for
+ * output.c to render; it never prints and never exits.
  */
 #ifndef DOLSOT_REPL_H
 #define DOLSOT_REPL_H
@@ -30,11 +31,13 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 
 /*
  * Forget one session (waiting, like a run, up to the timeout for its lock so
- * a call in flight cannot save over the reset) or, with "all", every one.
- * Returns 0 with *removed set, or -1 with a reason in err.
+ * a call in flight cannot save over the reset) or, with "all", every one,
+ * and the images of the text contract with it (display_files.h).  Returns
+ * 0 with *removed (sessions) and *images (files) set, or -1 with a reason
+ * in err.
  */
 int repl_reset(const struct settings *s, const char *target, unsigned *removed,
-               char *err, size_t errlen);
+               unsigned *images, char *err, size_t errlen);
 
 /*
  * The warm server of the configured store.  repl_server_start() starts it

@@ -156,8 +156,12 @@ def _value_data(value, text, rich):
     png = _repr_of(value, "_repr_png_")
     if isinstance(png, (bytes, bytearray)) and len(png) <= MAX_PNG:
         data["image/png"] = _b64(bytes(png))
+    elif isinstance(png, (bytes, bytearray)):
+        _warnings.append(f"warning: the value's PNG form was not shown: it exceeds "
+                         f"{MAX_PNG} bytes")
     elif png is not None:
-        _warnings.append("warning: the value's PNG form was not shown")
+        _warnings.append(f"warning: the value's PNG form was not shown: _repr_png_ "
+                         f"returned {type(png).__name__}, not bytes")
     if rich:
         for method, mime in (("_repr_html_", "text/html"),
                              ("_repr_markdown_", "text/markdown")):

@@ -44,59 +44,29 @@ static inline int store_home(const struct store *s)
 	return s->home;
 }
 
-static inline int store_load(struct store *s, const char *id, uint8_t **blob,
-                             size_t *len, bool *found, char *err, size_t errlen)
-{
-	if (!store_id_valid(id, err, errlen))
-		return -1;
-	return s->ops->load(s, id, blob, len, found, err, errlen);
-}
+/* The operations below check the session id once (store_name.h's rule),
+ * then call the backend's ops. */
+int store_load(struct store *s, const char *id, uint8_t **blob,
+               size_t *len, bool *found, char *err, size_t errlen);
 
-static inline int store_save(struct store *s, const char *id,
-                             const uint8_t *blob, size_t len, bool sandboxed,
-                             char *err, size_t errlen)
-{
-	if (!store_id_valid(id, err, errlen))
-		return -1;
-	return s->ops->save(s, id, blob, len, sandboxed, err, errlen);
-}
+int store_save(struct store *s, const char *id,
+               const uint8_t *blob, size_t len, bool sandboxed,
+               char *err, size_t errlen);
 
 /* See store_ops.origin. */
-static inline int store_origin(struct store *s, const char *id, bool *sandboxed,
-                               char *err, size_t errlen)
-{
-	*sandboxed = true;
-	if (!store_id_valid(id, err, errlen))
-		return -1;
-	return s->ops->origin(s, id, sandboxed, err, errlen);
-}
+int store_origin(struct store *s, const char *id, bool *sandboxed,
+                 char *err, size_t errlen);
 
-static inline int store_del(struct store *s, const char *id,
-                            unsigned *removed, char *err, size_t errlen)
-{
-	if (strcmp(id, "all") != 0 && !store_id_valid(id, err, errlen))
-		return -1;
-	return s->ops->del(s, id, removed, err, errlen);
-}
+int store_del(struct store *s, const char *id,
+              unsigned *removed, char *err, size_t errlen);
 
-static inline int store_list(struct store *s, struct session_info **out,
-                             size_t *n, char *err, size_t errlen)
-{
-	return s->ops->list(s, out, n, err, errlen);
-}
+int store_list(struct store *s, struct session_info **out,
+               size_t *n, char *err, size_t errlen);
 
-static inline int store_lock(struct store *s, const char *id, long timeout_ms,
-                             struct store_lock *lk, char *err, size_t errlen)
-{
-	if (!store_id_valid(id, err, errlen))
-		return -1;
-	return s->ops->lock(s, id, timeout_ms, lk, err, errlen);
-}
+int store_lock(struct store *s, const char *id, long timeout_ms,
+               struct store_lock *lk, char *err, size_t errlen);
 
-static inline void store_unlock(struct store *s, struct store_lock *lk)
-{
-	s->ops->unlock(s, lk);
-}
+void store_unlock(struct store *s, struct store_lock *lk);
 
 /*
  * Sessions as fds, for a worker that reads and writes them

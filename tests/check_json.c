@@ -5,11 +5,14 @@
  * python3-jsonschema.
  */
 #include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_check.h"
@@ -23,6 +26,14 @@ static void setup(void)
 
 	cli_test_begin(&fx, cli_usual_env);
 	ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "--server-start: %s", err);
+}
+
+/* Figures import and render with matplotlib: under a sanitizer on a
+ * loaded machine that alone can pass the usual 20 s. */
+static void setup_figures(void)
+{
+	setup();
+	cli_test_add_env(&fx, "DOLSOT_TIMEOUT=180");
 }
 
 static void teardown(void)
@@ -391,6 +402,14 @@ START_TEST(json_invalid_utf8_becomes_replacement_chars)
 	ck_str(o, "stderr", "\xef\xbf\xbd");
 	json_decref(o);
 	cli_run_release(&r);
+	/* A lone surrogate printed, or in an exception's message, is valid
+	 * JSON text too. */
+	o = JSON(&r, "--json", "--session", "t", "print('\\udcff x')\nraise ValueError('\\udcff')");
+	ck_code(&r, 1);
+	ck_str(o, "stdout", "\xef\xbf\xbd x\n");
+	ck_str(o, "error.evalue", "\\udcff");
+	json_decref(o);
+	cli_run_release(&r);
 }
 END_TEST
 
@@ -445,8 +464,24 @@ START_TEST(json_sandboxed_call)
 
 	ck_code(&r, 0);
 	ck_str(o, "status", "ok");
+	ck_str(o, "stdout", "False\n");
 	ck_str(o, "value", "6");
+	ck_int(o, "execution_count", 1);
 	ck_str(o, "session.state", "created");
+	ck_len(o, "session.held", 2);
+	ck_null(o, "error");
+	ck_assert(json_is_number(at(o, "timings_ms.total")));
+	json_decref(o);
+	cli_run_release(&r);
+	/* A failure inside the sandbox is structured the same way. */
+	o = JSON(&r, "--json", "--sandbox", "--session", "t",
+	         "w = v + 1\nopen('/etc/shadow').read()");
+	ck_code(&r, 1);
+	ck_str(o, "status", "error");
+	ck_str(o, "error.ename", "FileNotFoundError");
+	ck_int(o, "error.line", 2);
+	ck_str(o, "session.state", "committed");
+	ck_int(o, "execution_count", 2);
 	json_decref(o);
 	cli_run_release(&r);
 }
@@ -472,9 +507,25 @@ START_TEST(json_list_sessions_and_reset)
 	ck_assert_int_eq(strlen(str_at(o, "sessions.0.last_used")), 25);
 	json_decref(o);
 	cli_run_release(&r);
+	/* The text forms, beside them. */
+	CLI(&r, "--list-sessions");
+	ck_code(&r, 0);
+	ck_assert_msg(strncmp(r.out, "one\t", 4) == 0 && strchr(r.out, '\n') == r.out + r.out_len - 1,
+	              "%s", r.out);
+	cli_run_release(&r);
 	o = JSON(&r, "--json", "--reset", "one");
 	ck_str(o, "reset", "one");
 	ck_int(o, "removed", 1);
+	ck_int(o, "removed_images", 0);
+	json_decref(o);
+	cli_run_release(&r);
+	o = JSON(&r, "--json", "--reset", "all");
+	ck_str(o, "reset", "all");
+	ck_int(o, "removed", 0);
+	json_decref(o);
+	cli_run_release(&r);
+	o = JSON(&r, "--json", "--list-sessions");
+	ck_len(o, "sessions", 0);
 	json_decref(o);
 	cli_run_release(&r);
 }
@@ -545,6 +596,53 @@ START_TEST(figure_caps_hold)
 	         "big = plt.figure(figsize=(100, 50), dpi=100)\nplt.plot([1])");
 	ck_len(o, "displays", 1);
 	ck_png_display(o, 0, 2000, 1000);
+	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* The bounds of what one display may carry: a PNG of at most 2 MiB (a
+ * figure is rendered smaller until it fits), 100,000 chars of HTML or
+ * Markdown. */
+START_TEST(rich_forms_are_bounded)
+{
+	struct cli_run r;
+	size_t n;
+	unsigned char *png;
+	json_t *o = JSON(&r, "--json", "--session", "t",
+	                 "class Big:\n"
+	                 "    def _repr_html_(self):\n        return '<p>' + 'x' * 150000\n"
+	                 "    def _repr_markdown_(self):\n        return 'y' * 100001\n"
+	                 "    def _repr_png_(self):\n"
+	                 "        return b'\\x89PNG\\r\\n\\x1a\\n' + bytes(2 << 20)\n"
+	                 "    def __repr__(self):\n        return 'Big()'\nBig()");
+
+	ck_code(&r, 0);
+	ck_len(o, "displays", 1);
+	ck_assert(at(o, "displays.0.data.image/png") == NULL);
+	ck_assert_int_eq(strlen(str_at(o, "displays.0.data.text/html")), 100000);
+	ck_assert_int_eq(strlen(str_at(o, "displays.0.data.text/markdown")), 100000);
+	ck_len(o, "warnings", 3);
+	ck_str(o, "warnings.0", "warning: the value's PNG form was not shown: it exceeds "
+	       "2097152 bytes");
+	ck_str(o, "warnings.1", "warning: the value's text/html form was cut to 100000 of "
+	       "150003 chars");
+	json_decref(o);
+	cli_run_release(&r);
+	/* Noise does not compress: 1000x800 of it is over 2 MiB of PNG, so the
+	 * figure is drawn again at half the resolution. */
+	o = JSON(&r, "--json", "--session", "t", "--timeout", "120",
+	         "import numpy as np\nimport matplotlib\nmatplotlib.use('agg')\n"
+	         "import matplotlib.pyplot as plt\nfig = plt.figure(figsize=(10, 8), dpi=100)\n"
+	         "ax = fig.add_axes([0, 0, 1, 1])\nax.set_axis_off()\n"
+	         "noise = np.random.default_rng(1).integers(0, 256, (800, 1000, 3), np.uint8)\n"
+	         "ax.imshow(noise, aspect='auto', interpolation='nearest')\ndel noise\n0");
+	ck_code(&r, 0);
+	ck_len(o, "displays", 1);
+	ck_png_display(o, 0, 500, 400);
+	png = unbase64(str_at(o, "displays.0.data.image/png"), &n);
+	ck_assert_int_le(n, 2 << 20);
+	free(png);
 	json_decref(o);
 	cli_run_release(&r);
 }
@@ -694,6 +792,182 @@ START_TEST(no_figure_work_without_pyplot)
 	ck_str(o, "value", "[]");
 	json_decref(o);
 	cli_run_release(&r);
+}
+END_TEST
+
+/* ---- the text contract's image files: their lifetime ---- */
+
+/* How many of our image names (cell-*.png) are in the session's output
+ * directory; -1 when it is absent. */
+static int images_of(const char *session)
+{
+	char dir[4400];
+	const struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/output/%s", fx.store, session);
+	if (!(d = opendir(dir)))
+		return -1;
+	while ((e = readdir(d)))
+		n += strncmp(e->d_name, "cell-", 5) == 0;
+	closedir(d);
+	return n;
+}
+
+static bool image_exists(const char *session, const char *name)
+{
+	char path[4500];
+
+	snprintf(path, sizeof(path), "%s/output/%s/%s", fx.store, session, name);
+	return access(path, F_OK) == 0;
+}
+
+/* A text-mode cell that leaves n small figures open. */
+static void draw(const char *session, int n)
+{
+	struct cli_run r;
+	char code[1024];
+
+	snprintf(code, sizeof(code), "import matplotlib\nmatplotlib.use('agg')\n"
+	         "import matplotlib.pyplot as plt\nfor i in range(%d):\n"
+	         "    plt.figure(figsize=(1, 1), dpi=10)\n", n);
+	cli_test_run(&fx, &r, NULL, NULL,
+	             (const char *const[]){ "dolsot", "--session", session, code, NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+}
+
+START_TEST(reset_removes_a_sessions_images)
+{
+	struct cli_run r;
+	char path[4500];
+	json_t *o;
+
+	draw("t", 2);
+	draw("u", 1);
+	ck_assert_int_eq(images_of("t"), 2);
+	ck_assert_int_eq(images_of("u"), 1);
+	CLI(&r, "--reset", "t");
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.out, "reset t: removed 1 session(s) and 2 image(s)\n");
+	cli_run_release(&r);
+	ck_assert_int_eq(images_of("t"), -1);
+	ck_assert_int_eq(images_of("u"), 1);
+	/* Nothing left: the usual line. */
+	CLI(&r, "--reset", "t");
+	ck_assert_str_eq(r.out, "reset t: removed 0 session(s)\n");
+	cli_run_release(&r);
+	/* Only dolsot's names go; a directory with others in it stays. */
+	snprintf(path, sizeof(path), "%s/output/u/notes.txt", fx.store);
+	cli_write_file(path, "mine\n");
+	o = JSON(&r, "--json", "--reset", "all");
+	ck_code(&r, 0);
+	ck_int(o, "removed", 1);
+	ck_int(o, "removed_images", 1);
+	json_decref(o);
+	cli_run_release(&r);
+	ck_assert_int_eq(images_of("u"), 0);
+	ck_assert(access(path, F_OK) == 0);
+}
+END_TEST
+
+/* Removal goes through the directories it checked: a session's output
+ * directory that is a symbolic link is refused, and what it points to is
+ * left alone. */
+START_TEST(reset_refuses_a_symlinked_output_directory)
+{
+	struct cli_run r;
+	char target[4400], link[4400], path[4500];
+
+	draw("t", 1);
+	snprintf(target, sizeof(target), "%s/elsewhere", fx.tmp);
+	ck_assert(mkdir(target, 0700) == 0);
+	snprintf(path, sizeof(path), "%s/cell-1-1.png", target);
+	cli_write_file(path, "not yours\n");
+	snprintf(link, sizeof(link), "%s/output/evil", fx.store);
+	ck_assert(symlink(target, link) == 0);
+	CLI(&r, "--reset", "evil");
+	ck_code(&r, 1);
+	ck_assert_msg(cli_has(r.err, "is a symbolic link"), "%s", r.err);
+	cli_run_release(&r);
+	CLI(&r, "--reset", "all");
+	ck_code(&r, 1);
+	cli_run_release(&r);
+	ck_assert(access(path, F_OK) == 0);
+	ck_assert_int_eq(images_of("t"), -1);
+}
+END_TEST
+
+START_TEST(a_session_keeps_its_newest_images)
+{
+	for (int i = 0; i < 5; i++)
+		draw("t", 8);
+	/* 40 written, the newest 32 kept: cells 2 to 5. */
+	ck_assert_int_eq(images_of("t"), 32);
+	ck_assert(!image_exists("t", "cell-1-8.png"));
+	ck_assert(image_exists("t", "cell-2-1.png"));
+	ck_assert(image_exists("t", "cell-5-8.png"));
+	/* A cell's own images are all kept. */
+	draw("t", 1);
+	ck_assert_int_eq(images_of("t"), 32);
+	ck_assert(!image_exists("t", "cell-2-1.png"));
+	ck_assert(image_exists("t", "cell-6-1.png"));
+}
+END_TEST
+
+/* Set path's modification time days back. */
+static void age(const char *path, int days)
+{
+	struct timespec t[2];
+
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= days * 86400;
+	t[1] = t[0];
+	ck_assert_msg(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW) == 0, "utimensat %s", path);
+}
+
+START_TEST(expired_sessions_lose_their_images)
+{
+	struct cli_run r;
+	char path[4500];
+
+	draw("old", 1);
+	draw("held", 1);
+	draw("orphan", 1);
+	/* old expired with its images; held was used since its last image;
+	 * orphan's session is gone (a reset through another store) but its
+	 * images are recent. */
+	snprintf(path, sizeof(path), "%s/old.pkl", fx.store);
+	age(path, 3);
+	snprintf(path, sizeof(path), "%s/output/old", fx.store);
+	age(path, 3);
+	snprintf(path, sizeof(path), "%s/output/held", fx.store);
+	age(path, 3);
+	snprintf(path, sizeof(path), "%s/orphan.pkl", fx.store);
+	ck_assert(unlink(path) == 0);
+	cli_test_run(&fx, &r, NULL, (const char *const[]){ "DOLSOT_SESSION_TTL_DAYS=1", NULL },
+	             (const char *const[]){ "dolsot", "--list-sessions", NULL });
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_msg(!cli_has(r.out, "old\t"), "%s", r.out);
+	cli_run_release(&r);
+	ck_assert_int_eq(images_of("old"), -1);
+	ck_assert_int_eq(images_of("held"), 1);
+	ck_assert_int_eq(images_of("orphan"), 1);
+	/* With sessions that never expire, neither do their images. */
+	snprintf(path, sizeof(path), "%s/output/orphan", fx.store);
+	age(path, 10);
+	cli_test_run(&fx, &r, NULL, (const char *const[]){ "DOLSOT_SESSION_TTL_DAYS=0", NULL },
+	             (const char *const[]){ "dolsot", "--list-sessions", NULL });
+	cli_run_release(&r);
+	ck_assert_int_eq(images_of("orphan"), 1);
+	cli_test_run(&fx, &r, NULL, (const char *const[]){ "DOLSOT_SESSION_TTL_DAYS=1", NULL },
+	             (const char *const[]){ "dolsot", "--session", "held", "1", NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_assert_int_eq(images_of("orphan"), -1);
+	ck_assert_int_eq(images_of("held"), 1);
 }
 END_TEST
 
@@ -944,8 +1218,8 @@ static Suite *json_suite(void)
 	TCase *all[] = { js, fig, desc };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
-		tcase_add_checked_fixture(all[i], setup, teardown);
-		tcase_set_timeout(all[i], 180);
+		tcase_add_checked_fixture(all[i], all[i] == fig ? setup_figures : setup, teardown);
+		tcase_set_timeout(all[i], all[i] == fig ? 900 : 180);
 		suite_add_tcase(s, all[i]);
 	}
 	tcase_add_test(js, json_success_has_every_field);
@@ -964,12 +1238,17 @@ static Suite *json_suite(void)
 	tcase_add_test(fig, figure_in_json_is_a_png_of_its_size);
 	tcase_add_test(fig, two_figures_give_two_and_a_closed_one_none);
 	tcase_add_test(fig, figure_caps_hold);
+	tcase_add_test(fig, rich_forms_are_bounded);
 	tcase_add_test(fig, display_function_shows_a_figure_and_values);
 	tcase_add_test(fig, dataframe_gets_a_compact_form);
 	tcase_add_test(fig, figure_in_text_mode_is_a_file);
 	tcase_add_test(fig, repr_png_value_is_shown);
 	tcase_add_test(fig, figure_in_the_sandbox);
 	tcase_add_test(fig, no_figure_work_without_pyplot);
+	tcase_add_test(fig, reset_removes_a_sessions_images);
+	tcase_add_test(fig, reset_refuses_a_symlinked_output_directory);
+	tcase_add_test(fig, a_session_keeps_its_newest_images);
+	tcase_add_test(fig, expired_sessions_lose_their_images);
 	tcase_add_test(desc, describe_lists_a_toolbox_public_api);
 	tcase_add_test(desc, describe_without_all_skips_private_and_imported_names);
 	tcase_add_test(desc, describe_shows_held_names_and_changes_nothing);

@@ -37,7 +37,7 @@ static void setup(void)
 	env_off[0] = env_auto[0] = store_env;
 	env_off[1] = "DOLSOT_SERVER=off";
 	env_auto[1] = "DOLSOT_SERVER=auto";
-	env_off[2] = env_auto[2] = "DOLSOT_TIMEOUT=60";
+	env_off[2] = env_auto[2] = "DOLSOT_TIMEOUT=240";
 	env_off[3] = env_auto[3] = NULL;
 }
 
@@ -70,8 +70,21 @@ static void vg_call(const char *const *env, const char *stdin_code, int want,
 #define VG(env, want, ...) vg_call((env), NULL, (want), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
+/* A value with a 1x1 PNG form: an image display without matplotlib. */
+static const char png_cell[] =
+	"import struct, zlib\n"
+	"def chunk(t, d):\n"
+	"    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))\n"
+	"png = (b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 0, 0, 0, 0))"
+	" + chunk(b'IDAT', zlib.compress(b'\\0\\0')) + chunk(b'IEND', b''))\n"
+	"class Dot:\n"
+	"    def _repr_png_(self):\n        return png\n"
+	"    def _repr_html_(self):\n        return '<b>dot</b>'\n"
+	"Dot()";
+
 /* The calls every path gets: values, drops, a toolbox, failures, stdin,
- * a timeout, and the store commands. */
+ * a timeout, --json, images (a file, then inline), --describe, and the
+ * store commands (--reset removing the images). */
 static void run_calls(const char *const *env)
 {
 	struct cli_run r;
@@ -84,6 +97,11 @@ static void run_calls(const char *const *env)
 	vg_call(env, "x + 1\n", 0, (const char *const[]){ "dolsot", "--session", "v", NULL });
 	VG(env, 124, "--session", "v", "--timeout", "2", "import time\ntime.sleep(30)");
 	VG(env, 2, "--session", "v", "--timeout", "nan", "1");
+	VG(env, 0, "--session", "v", png_cell);
+	VG(env, 0, "--json", "--session", "v", png_cell);
+	VG(env, 1, "--json", "--session", "v", "y = x\n1 / 0");
+	VG(env, 0, "--describe", "--session", "v");
+	VG(env, 0, "--json", "--list-sessions");
 	/* The limits (as root: the pids and memory cgroups); --memory leaves
 	 * room for valgrind's own pages.  valgrind cannot run a sandboxed call
 	 * (it lacks open_tree and the other new mount calls): a sandboxed call
@@ -98,6 +116,7 @@ static void run_calls(const char *const *env)
 	if (sandboxed)
 		VG(env, 1, "--session", "sb", "x");
 	VG(env, 0, "--list-sessions");
+	VG(env, 0, "--json", "--reset", "v");
 	VG(env, 0, "--reset", "v");
 }
 
@@ -149,7 +168,7 @@ int main(void)
 	TCase *tc = tcase_create("memcheck");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 900);
+	tcase_set_timeout(tc, 3000);
 	tcase_add_test(tc, cold_calls_are_clean);
 	tcase_add_test(tc, warm_calls_are_clean);
 	suite_add_tcase(s, tc);
