@@ -82,7 +82,7 @@ $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
-T_FRAME := tests/check_frame.o frame.o
+T_FRAME := tests/check_frame.o frame.o rlimits.o
 T_STORE := tests/check_store.o fdio.o deadline.o store.o store_name.o store_file.o mem_store.o \
 	mem_client.o warm_proto.o wire.o mem_list.o
 T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o
