@@ -48,8 +48,10 @@ static int rs_ask(struct rstore *rs, uint16_t type, uint64_t a, const char *id,
 {
 	uint8_t payload[STORE_ID_MAX + 8];
 	size_t len = 0;
-	int fd = rs_connect(rs, err), got;
+	int fd, got;
 
+	memset(m, 0, sizeof(*m));
+	fd = rs_connect(rs, err);
 	if (fd < 0)
 		return -1;
 	if (id)
@@ -59,18 +61,22 @@ static int rs_ask(struct rstore *rs, uint16_t type, uint64_t a, const char *id,
 		close(fd);
 		return -1;
 	}
-	memset(m, 0, sizeof(*m));
 	got = wire_recv(fd, m);
 	close(fd);
 	if (got == 1 && m->type == WIRE_MEM_ERR) {
-		snprintf(err, STORE_ERR_MAX, "%.*s", (int)m->len, (const char *)m->payload);
-		wire_close_fds(m);
+		snprintf(err, STORE_ERR_MAX, "%.*s", (int)m->len,
+		         m->len ? (const char *)m->payload : "");
+		wire_msg_release(m);
 		return -1;
 	}
 	if (got != 1) {
 		snprintf(err, STORE_ERR_MAX, "the warm server did not answer");
 		return -1;
 	}
+	/* Every other answer says it all in its header and fds. */
+	free(m->payload);
+	m->payload = NULL;
+	m->len = 0;
 	return 0;
 }
 
@@ -102,7 +108,7 @@ static int read_memfd(int fd, uint8_t **out, size_t *len)
 static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
                    bool *found, char *err)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	int ret;
 
 	*blob = NULL;
@@ -130,7 +136,7 @@ static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
                    bool sandboxed, char *err)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	int fd = memfd_create("dolsot-session", MFD_CLOEXEC), ret;
 
 	if (fd < 0) {
@@ -152,7 +158,7 @@ static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 
 static int rs_origin(struct store *s, const char *id, bool *sandboxed, char *err)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 
 	*sandboxed = true;
 	if (rs_ask(s->priv, WIRE_MEM_ORIGIN, 0, id, NULL, 0, &m, err) < 0)
@@ -168,7 +174,7 @@ static int rs_origin(struct store *s, const char *id, bool *sandboxed, char *err
 
 static int rs_del(struct store *s, const char *id, unsigned *removed, char *err)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 
 	if (rs_ask(s->priv, WIRE_MEM_DEL, 0, id, NULL, 0, &m, err) < 0)
 		return -1;
@@ -179,7 +185,7 @@ static int rs_del(struct store *s, const char *id, unsigned *removed, char *err)
 
 static int rs_list(struct store *s, struct session_info **out, size_t *n, char *err)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	uint8_t *text = NULL;
 	size_t len = 0;
 	int ret;
@@ -199,11 +205,11 @@ static int rs_list(struct store *s, struct session_info **out, size_t *n, char *
 static int rs_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
                    char *err)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	uint8_t payload[STORE_ID_MAX + 8];
 	size_t len = 0;
 	struct pollfd p;
-	int fd = rs_connect(s->priv, err);
+	int fd = rs_connect(s->priv, err), got;
 
 	lk->fd = -1;
 	lk->priv = NULL;
@@ -219,8 +225,9 @@ static int rs_lock(struct store *s, const char *id, long timeout_ms, struct stor
 		errno = EWOULDBLOCK;
 		return -1;
 	}
-	memset(&m, 0, sizeof(m));
-	if (wire_recv(fd, &m) != 1 || m.type != WIRE_MEM_LOCKED)
+	got = wire_recv(fd, &m);
+	wire_msg_release(&m);
+	if (got != 1 || m.type != WIRE_MEM_LOCKED)
 		goto fail;
 	lk->fd = fd;
 	return 0;

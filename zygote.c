@@ -133,7 +133,7 @@ static struct {
 
 static void spare_main(pid_t zygote, int sock, const sigset_t *mask)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	int got;
 
 	prctl(PR_SET_NAME, "dolsot-spare");
@@ -145,6 +145,7 @@ static void spare_main(pid_t zygote, int sock, const sigset_t *mask)
 	if (got != 1 || m.type != WIRE_RUN || m.nfds < RUN_FDS - 1 || m.nfds > RUN_FDS)
 		_exit(0);   /* the zygote is done with us */
 	close(sock);
+	free(m.payload);   /* a WIRE_RUN says it all in its fds */
 	worker_run(m.fds, m.nfds);
 }
 
@@ -229,6 +230,7 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	pid = worker_for(m, mask);
 	for (size_t i = FD_REQUEST; i < m->nfds; i++)
 		close(m->fds[i]);
+	m->nfds = 0;   /* every fd is closed or the call's now */
 	if (pid < 0) {
 		close(m->fds[FD_CLIENT]);
 		return;
@@ -340,7 +342,6 @@ void zygote_main(int ctl, const struct warm_key *env)
 	sigset_t mask, old;
 	int sig;
 	struct pollfd p[MAX_CALLS + 2];
-	static struct wire_msg m;
 
 	prctl(PR_SET_NAME, "dolsot-zygote");
 	/* Block SIGCHLD before the toolboxes load: threads they start (OpenBLAS)
@@ -373,15 +374,16 @@ void zygote_main(int ctl, const struct warm_key *env)
 			if (calls[i].client >= 0 && p[2 + i].revents)
 				client_gone(&calls[i]);
 		if (ctl >= 0 && p[1].revents) {
-			memset(&m, 0, sizeof(m));
+			struct wire_msg m;
 			int got = wire_recv(ctl, &m);
 
 			if (got == 1 && m.type == WIRE_RUN) {
-				start_call(&m, &old);
+				start_call(&m, &old);   /* takes the fds */
 				make_spare(&old);   /* for the next call */
-			} else if (got == 1) {
-				wire_close_fds(&m);
-			} else if (got == 0 || errno != EAGAIN) {
+			}
+			if (got == 1)
+				wire_msg_release(&m);
+			else if (got == 0 || errno != EAGAIN) {
 				close(ctl);   /* the server is gone or done with us */
 				ctl = -1;
 				drop_spare();
@@ -432,9 +434,10 @@ void zygote_exec(int ctl, const uint8_t *key, size_t len)
 
 void zygote_exec_main(void)
 {
-	static uint8_t key[WIRE_MAX_PAYLOAD + 1];
+	/* On the heap, for as long as the zygote lives: env points into it. */
+	uint8_t *key = malloc(WIRE_MAX_PAYLOAD + 1);
 	struct warm_key env;
-	ssize_t got = pread(ZYGOTE_KEY_FD, key, sizeof(key) - 1, 0);
+	ssize_t got = key ? pread(ZYGOTE_KEY_FD, key, WIRE_MAX_PAYLOAD, 0) : -1;
 
 	close(ZYGOTE_KEY_FD);
 	(void)fcntl(ZYGOTE_CTL_FD, F_SETFD, FD_CLOEXEC);
