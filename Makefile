@@ -44,7 +44,7 @@ OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/result_schema.o
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
-	tests/check_output tests/check_wire tests/check_cli tests/check_server \
+	tests/check_output tests/check_wire tests/check_proc tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust \
@@ -95,12 +95,13 @@ $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
-T_FRAME := tests/check_frame.o frame.o
+T_FRAME := tests/check_frame.o frame.o rlimits.o
 T_STORE := tests/check_store.o fdio.o deadline.o store.o store_name.o store_file.o mem_store.o \
 	mem_client.o warm_proto.o wire.o mem_list.o
 T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
+T_PROC := tests/check_proc.o proc.o deadline.o fdio.o output.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o
 T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_parse.o deadline.o fdio.o proc.o output.o
@@ -119,6 +120,7 @@ $(B)/tests/check_store: $(addprefix $(B)/,$(T_STORE))
 $(B)/tests/check_opts: $(addprefix $(B)/,$(T_OPTS))
 $(B)/tests/check_output: $(addprefix $(B)/,$(T_OUTPUT))
 $(B)/tests/check_wire: $(addprefix $(B)/,$(T_WIRE))
+$(B)/tests/check_proc: $(addprefix $(B)/,$(T_PROC))
 $(B)/tests/check_cli: $(addprefix $(B)/,$(T_CLI))
 $(B)/tests/check_server: $(addprefix $(B)/,$(T_SERVER))
 $(B)/tests/check_typegate: $(addprefix $(B)/,$(T_TYPEGATE))
@@ -136,6 +138,7 @@ $(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
 $(B)/tests/check_opts-asan: $(addprefix $(B)/,$(T_OPTS:.o=.asan.o))
 $(B)/tests/check_output-asan: $(addprefix $(B)/,$(T_OUTPUT:.o=.asan.o))
 $(B)/tests/check_wire-asan: $(addprefix $(B)/,$(T_WIRE:.o=.asan.o))
+$(B)/tests/check_proc-asan: $(addprefix $(B)/,$(T_PROC:.o=.asan.o))
 $(B)/tests/check_cli-asan: $(addprefix $(B)/,$(T_CLI:.o=.asan.o))
 $(B)/tests/check_server-asan: $(addprefix $(B)/,$(T_SERVER:.o=.asan.o))
 $(B)/tests/check_typegate-asan: $(addprefix $(B)/,$(T_TYPEGATE:.o=.asan.o))

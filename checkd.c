@@ -258,8 +258,8 @@ static char *read_memfd(int fd, size_t cap, size_t *len)
 int checkd_ask(const char *path, const struct checkd_drv_spec *spec, const char *text,
                size_t len, const struct timespec *deadline, struct typegate_run *r)
 {
-	static uint8_t payload[WIRE_MAX_PAYLOAD];
-	static struct wire_msg m;
+	uint8_t *payload = NULL;
+	struct wire_msg m = { 0 };
 	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
 	size_t plen = 0;
@@ -270,13 +270,16 @@ int checkd_ask(const char *path, const struct checkd_drv_spec *spec, const char 
 	if (!slash || (size_t)(slash - path) >= sizeof(dir) || left <= 0)
 		return 0;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	payload = malloc(WIRE_MAX_PAYLOAD);
+	if (!payload)
+		return 0;
 	if (wire_put(payload, &plen, "kind", spec->kind) < 0 ||
 	    wire_put(payload, &plen, "bin", spec->bin) < 0 ||
 	    wire_put(payload, &plen, "python", spec->python) < 0 ||
 	    wire_put(payload, &plen, "config", spec->config ? spec->config : "") < 0 ||
 	    put_list(payload, &plen, "arg", spec->args) < 0 ||
 	    put_list(payload, &plen, "env", spec->env) < 0)
-		return 0;
+		goto out;
 	dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0 || (sock = connect_to(dirfd, slash + 1)) < 0)
 		goto out;
@@ -301,11 +304,8 @@ int checkd_ask(const char *path, const struct checkd_drv_spec *spec, const char 
 		if (got > 0)
 			break;
 	}
-	memset(&m, 0, sizeof(m));
-	if (wire_recv(sock, &m) != 1 || m.type != WIRE_CHECKED) {
-		wire_close_fds(&m);
+	if (wire_recv(sock, &m) != 1 || m.type != WIRE_CHECKED)
 		goto out;
-	}
 	if (m.a == CHECKD_LATE) {
 		r->status = TYPEGATE_RUN_TIMEOUT;
 		ret = 1;
@@ -320,8 +320,9 @@ int checkd_ask(const char *path, const struct checkd_drv_spec *spec, const char 
 			typegate_run_release(r);
 		}
 	}
-	wire_close_fds(&m);
 out:
+	wire_msg_release(&m);
+	free(payload);
 	r->seconds = deadline_now() - t0;
 	if (mfd >= 0)
 		close(mfd);
@@ -514,29 +515,30 @@ static void check(int client, const struct wire_msg *m)
 	/* A checker that misbehaved, or grew too big, is replaced now, so the
 	 * next cell finds a fresh one warming up. */
 	if (r != CHECKD_DRV_OK || checkd_drv_rss_kib(D.drv) > D.max_kib) {
-		struct wire_msg *copy = malloc(sizeof(*copy));
+		/* The spec read from a copy: m's payload is the caller's. */
+		struct wire_msg copy = { .len = m->len };
 
 		stop_drv();
-		if (copy) {
-			memcpy(copy->payload, m->payload, m->len);
-			copy->len = m->len;
-			start_drv(copy);
-			free(copy);
+		copy.payload = m->len ? malloc(m->len) : NULL;
+		if (!m->len || copy.payload) {
+			if (m->len)
+				memcpy(copy.payload, m->payload, m->len);
+			start_drv(&copy);
 		}
+		free(copy.payload);
 	}
 }
 
 /* Serve one connection: a check or a quit. */
 static void serve_one(void)
 {
-	static struct wire_msg m;
+	struct wire_msg m = { 0 };
 	struct pollfd p;
 	int client = accept4(D.listen, NULL, NULL, SOCK_CLOEXEC);
 
 	if (client < 0)
 		return;
 	p = (struct pollfd){ client, POLLIN, 0 };
-	memset(&m, 0, sizeof(m));
 	/* A message arrives whole right after connect; one that does not is
 	 * not worth waiting for. */
 	if (poll(&p, 1, 1000) == 1 && wire_recv(client, &m) == 1) {
@@ -553,7 +555,7 @@ static void serve_one(void)
 			check(client, &m);
 		}
 	}
-	wire_close_fds(&m);
+	wire_msg_release(&m);
 	close(client);
 }
 

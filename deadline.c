@@ -57,6 +57,15 @@ int deadline_poll_ms(double left)
 	                                            : (int)(left * 1000) + 1;
 }
 
+int deadline_poll_min(int a, int b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
 double deadline_now(void)
 {
 	struct timespec t;

@@ -30,6 +30,9 @@ long long deadline_ns_left(const struct timespec *d);
  * most DEADLINE_POLL_MAX_MS. */
 int deadline_poll_ms(double left);
 
+/* The sooner of two poll() timeouts in ms, -1 meaning none. */
+int deadline_poll_min(int a, int b);
+
 /* The monotonic clock in seconds, for measuring durations. */
 double deadline_now(void);
 

@@ -34,15 +34,12 @@ enum frame_tag {
 	FT_REQ_BUDGET_NS = 0x0106,
 	FT_REQ_FLAGS = 0x0107,
 	FT_REQ_TY_BIN = 0x0108,
-	FT_REQ_MEMORY = 0x0109,
-	FT_REQ_MAX_PROCS = 0x010a,
-	FT_REQ_MAX_FILE_SIZE = 0x010b,
-	FT_REQ_CPU_SECONDS = 0x010c,
-	FT_REQ_RECURSION_LIMIT = 0x010d,
+	/* 0x0109-0x010d were the five limits, one field each: retired. */
 	FT_REQ_BINDS = 0x010e,		/* host NUL path NUL mode NUL, repeated */
 	FT_REQ_PIDS_CGROUP = 0x010f,
 	FT_REQ_MEM_CGROUP = 0x0110,
-	FT_REQ_CHECKD = 0x0111,
+	FT_REQ_LIMITS = 0x0111,		/* name NUL value u64, per limit set */
+	FT_REQ_CHECKD = 0x0112,
 	FT_REQ_ENV = 0x0120,		/* NAME=VALUE entries, NUL-separated */
 	FT_REQ_CWD = 0x0121,
 	FT_REQ_BLOB_LEN = 0x0122,
@@ -77,6 +74,7 @@ enum field_type {
 	FIELD_U64,		/* uint64_t at off */
 	FIELD_I64,		/* int64_t at off */
 	FIELD_TOOLBOX,		/* struct request's toolbox array */
+	FIELD_LIMITS,		/* struct limits at off, keyed by limit_name */
 };
 
 struct field_desc {
@@ -114,16 +112,8 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, cwd), "cwd" },
 	{ FT_REQ_TY_BIN, FIELD_BYTES, false,
 	  offsetof(struct request, ty_bin), "ty_bin" },
-	{ FT_REQ_MEMORY, FIELD_U64, false,
-	  offsetof(struct request, memory), "memory" },
-	{ FT_REQ_MAX_PROCS, FIELD_U64, false,
-	  offsetof(struct request, max_procs), "max_procs" },
-	{ FT_REQ_MAX_FILE_SIZE, FIELD_U64, false,
-	  offsetof(struct request, max_file_size), "max_file_size" },
-	{ FT_REQ_CPU_SECONDS, FIELD_U64, false,
-	  offsetof(struct request, cpu_seconds), "cpu_seconds" },
-	{ FT_REQ_RECURSION_LIMIT, FIELD_U64, false,
-	  offsetof(struct request, recursion_limit), "recursion_limit" },
+	{ FT_REQ_LIMITS, FIELD_LIMITS, false,
+	  offsetof(struct request, limits), "limits" },
 	{ FT_REQ_BINDS, FIELD_BINDS, false,
 	  offsetof(struct request, binds), "binds" },
 	{ FT_REQ_PIDS_CGROUP, FIELD_BYTES, false,
@@ -223,6 +213,23 @@ static uint64_t field_scalar(const void *obj, const struct field_desc *f)
 	return *(const uint64_t *)p;
 }
 
+static const struct limits *field_limits(const void *obj,
+                                         const struct field_desc *f)
+{
+	return (const struct limits *)((const char *)obj + f->off);
+}
+
+/* Bytes of the limits field: name NUL value for each limit set. */
+static uint64_t limits_len(const struct limits *l)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < LIMIT_COUNT; k++)
+		if (l->v[k])
+			n += strlen(limit_name((enum limit_kind)k)) + 1 + SCALAR_LEN;
+	return n;
+}
+
 /* ---- lists of NUL-terminated items ---- */
 
 bool span_next_item(struct span *rest, struct span *item)
@@ -309,6 +316,8 @@ static size_t field_count(const void *obj, const struct field_desc *f)
 		return field_span(obj, f)->present;
 	case FIELD_TOOLBOX:
 		return ((const struct request *)obj)->n_toolboxes;
+	case FIELD_LIMITS:
+		return limits_len(field_limits(obj, f)) != 0;
 	case FIELD_U64:
 	case FIELD_I64:
 		/* An optional scalar of 0 is left out: absent decodes as 0. */
@@ -330,6 +339,8 @@ static uint64_t field_data_len(const void *obj, const struct field_desc *f,
 	case FIELD_TOOLBOX:
 		tb = &((const struct request *)obj)->toolboxes[i];
 		return (uint64_t)tb->module.len + 1 + tb->alias.len;
+	case FIELD_LIMITS:
+		return limits_len(field_limits(obj, f));
 	case FIELD_U64:
 	case FIELD_I64:
 		return SCALAR_LEN;
@@ -404,6 +415,21 @@ static uint8_t *put_bytes(uint8_t *w, struct span s)
 	return w + s.len;
 }
 
+static uint8_t *put_limits(uint8_t *w, const struct limits *l)
+{
+	for (int k = 0; k < LIMIT_COUNT; k++) {
+		const char *name = limit_name((enum limit_kind)k);
+		size_t n = strlen(name) + 1;
+
+		if (!l->v[k])
+			continue;
+		memcpy(w, name, n);
+		le_put_u64(w + n, l->v[k]);
+		w += n + SCALAR_LEN;
+	}
+	return w;
+}
+
 static uint8_t *put_field(uint8_t *w, const void *obj,
                           const struct field_desc *f, size_t i)
 {
@@ -419,6 +445,8 @@ static uint8_t *put_field(uint8_t *w, const void *obj,
 		w = put_bytes(w, tb->module);
 		*w++ = '\0';
 		return put_bytes(w, tb->alias);
+	case FIELD_LIMITS:
+		return put_limits(w, field_limits(obj, f));
 	case FIELD_U64:
 	case FIELD_I64:
 		le_put_u64(w, field_scalar(obj, f));
@@ -590,6 +618,44 @@ static int decode_toolbox(struct decoder *d, const uint8_t *p, size_t len,
 	return 0;
 }
 
+/* Entries "name NUL value(u64)": every name a limit's, none twice, no
+ * value 0, nothing left over, at least one. */
+static int decode_limits(struct decoder *d, struct limits *l, const uint8_t *p,
+                         size_t len, size_t at)
+{
+	size_t pos = 0;
+
+	if (len == 0)
+		return fail(d, "field limits at offset %zu is empty", at);
+	while (pos < len) {
+		const uint8_t *nul = memchr(p + pos, '\0', len - pos);
+		size_t nlen;
+		enum limit_kind k;
+
+		if (!nul)
+			return fail(d, "field limits at offset %zu has a name without a nul",
+				    at);
+		nlen = (size_t)(nul - (p + pos));
+		if (!limit_by_name((const char *)p + pos, nlen, &k))
+			return fail(d, "field limits at offset %zu names an unknown limit "
+				    "(%zu bytes at %zu)", at, nlen, pos);
+		pos += nlen + 1;
+		if (len - pos < SCALAR_LEN)
+			return fail(d, "field limits at offset %zu: limit %s has %zu "
+				    "value bytes, want %d", at, limit_name(k), len - pos,
+				    SCALAR_LEN);
+		if (l->v[k])
+			return fail(d, "field limits at offset %zu repeats limit %s", at,
+				    limit_name(k));
+		l->v[k] = le_get_u64(p + pos);
+		if (!l->v[k])
+			return fail(d, "field limits at offset %zu: limit %s is 0", at,
+				    limit_name(k));
+		pos += SCALAR_LEN;
+	}
+	return 0;
+}
+
 static int store_field(struct decoder *d, const struct field_desc *f,
                        const uint8_t *p, size_t len, size_t at)
 {
@@ -609,6 +675,8 @@ static int store_field(struct decoder *d, const struct field_desc *f,
 		return 0;
 	case FIELD_TOOLBOX:
 		return decode_toolbox(d, p, len, at);
+	case FIELD_LIMITS:
+		return decode_limits(d, (struct limits *)dst, p, len, at);
 	case FIELD_U64:
 		*(uint64_t *)dst = le_get_u64(p);
 		return 0;

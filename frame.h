@@ -12,7 +12,10 @@
  *             data len bytes
  *
  * Unknown tags are rejected (both ends are the same binary).  A scalar field
- * (u64) has len 8.  A field may appear once, except FT_TOOLBOX.  The decoder
+ * (u64) has len 8.  The limits field holds, for each limit that is set,
+ * its name (rlimits.h's limit_name) NUL and its value u64 LE (the encoder
+ * writes them in kind order); an unknown, repeated or zero limit is rejected, as is an empty
+ * field (no limit set means no field).  A field may appear once, except FT_TOOLBOX.  The decoder
  * never reads past the buffer, never trusts a length before checking it
  * against what is left and against FRAME_MAX, and returns -1 with a reason on
  * anything malformed: bad magic, wrong kind, truncated header or field, a
@@ -35,6 +38,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "rlimits.h"
 
 #define FRAME_MAGIC "DLF1"
 #define FRAME_HEADER_LEN 16
@@ -76,12 +81,9 @@ struct request {
 	struct span env;
 	struct span cwd;                 /* the caller's working directory (warm path) */
 	struct span ty_bin;              /* the type checker; absent = "ty" */
-	/* Isolation (issue 5): limits are 0 when not set (see rlimits.h). */
-	uint64_t memory;                 /* bytes */
-	uint64_t max_procs;
-	uint64_t max_file_size;          /* bytes */
-	uint64_t cpu_seconds;
-	uint64_t recursion_limit;
+	/* Isolation (issue 5): the limits by kind (rlimits.h), 0 when not set.
+	 * One field on the wire, keyed by each limit's name. */
+	struct limits limits;
 	struct span binds;               /* sandbox binds: host NUL path NUL mode NUL,
 	                                  * repeated; mode "ro", "rw" or "overlay" */
 	struct span pids_cgroup;         /* a cgroup directory the worker joins */

@@ -109,7 +109,7 @@ static int enter_sandbox(const struct request *r, const struct worker_fds *fds,
 {
 	int keep[3] = { fds->request, fds->result, fds->save };
 	struct sandbox_cfg cfg = { .keep_fds = keep, .n_keep_fds = 3,
-	                           .tmpfs_size = r->memory };
+	                           .tmpfs_size = r->limits.v[LIMIT_MEMORY] };
 	char why[SANDBOX_ERR_MAX], cwd[PATH_MAX];
 
 	int ret = -1;
@@ -242,10 +242,7 @@ static int join(struct span cgroup, const char *limit, char *err, size_t errlen)
 int isolate_worker(const struct request *r, const struct worker_fds *fds,
                    char *err, size_t errlen)
 {
-	struct limits l = { { [LIMIT_MEMORY] = r->memory, [LIMIT_MAX_PROCS] = r->max_procs,
-	                      [LIMIT_MAX_FILE_SIZE] = r->max_file_size,
-	                      [LIMIT_CPU_SECONDS] = r->cpu_seconds,
-	                      [LIMIT_RECURSION] = r->recursion_limit } };
+	const uint64_t *l = r->limits.v;
 	bool sandbox = r->flags & REQ_SANDBOX;
 	enum procs_count procs = sandbox ? PROCS_BY_USERNS : PROCS_BY_USER;
 	char why[512];
@@ -261,14 +258,14 @@ int isolate_worker(const struct request *r, const struct worker_fds *fds,
 	if (sandbox ? enter_sandbox(r, fds, err, errlen) < 0
 	            : set_env(r->env, err, errlen) < 0)
 		return -1;
-	if (r->max_file_size && (presize(fds->result, "result", err, errlen) < 0 ||
+	if (l[LIMIT_MAX_FILE_SIZE] && (presize(fds->result, "result", err, errlen) < 0 ||
 	                         presize(fds->save, "session", err, errlen) < 0))
 		return -1;
-	if (limits_apply(&l, procs, why, sizeof(why)) < 0) {
+	if (limits_apply(&r->limits, procs, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "dolsot: cannot apply the limits: %s", why);
 		return -1;
 	}
-	if (r->cpu_seconds && prepare_cpu_answer(r->cpu_seconds, fds->result, err, errlen) < 0)
+	if (l[LIMIT_CPU_SECONDS] && prepare_cpu_answer(l[LIMIT_CPU_SECONDS], fds->result, err, errlen) < 0)
 		return -1;
 	return 0;
 }

@@ -55,8 +55,10 @@ static int rs_ask(struct rstore *rs, uint16_t type, uint64_t a, const char *id,
 {
 	uint8_t payload[STORE_ID_MAX + 8];
 	size_t len = 0;
-	int fd = rs_connect(rs, err, errlen), got;
+	int fd, got;
 
+	memset(m, 0, sizeof(*m));
+	fd = rs_connect(rs, err, errlen);
 	if (fd < 0)
 		return -1;
 	if (id)
@@ -66,18 +68,22 @@ static int rs_ask(struct rstore *rs, uint16_t type, uint64_t a, const char *id,
 		close(fd);
 		return -1;
 	}
-	memset(m, 0, sizeof(*m));
 	got = wire_recv(fd, m);
 	close(fd);
 	if (got == 1 && m->type == WIRE_MEM_ERR) {
-		snprintf(err, errlen, "%.*s", (int)m->len, (const char *)m->payload);
-		wire_close_fds(m);
+		snprintf(err, errlen, "%.*s", (int)m->len,
+		         m->len ? (const char *)m->payload : "");
+		wire_msg_release(m);
 		return -1;
 	}
 	if (got != 1) {
 		snprintf(err, errlen, "the warm server did not answer");
 		return -1;
 	}
+	/* Every other answer says it all in its header and fds. */
+	free(m->payload);
+	m->payload = NULL;
+	m->len = 0;
 	return 0;
 }
 
@@ -109,7 +115,7 @@ static int read_memfd(int fd, uint8_t **out, size_t *len)
 static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
                    bool *found, char *err, size_t errlen)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	int ret;
 
 	*blob = NULL;
@@ -137,7 +143,7 @@ static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
                    bool sandboxed, char *err, size_t errlen)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	int fd = memfd_create("dolsot-session", MFD_CLOEXEC), ret;
 
 	if (fd < 0) {
@@ -160,7 +166,7 @@ static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 static int rs_origin(struct store *s, const char *id, bool *sandboxed, char *err,
                      size_t errlen)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 
 	*sandboxed = true;
 	if (rs_ask(s->priv, WIRE_MEM_ORIGIN, 0, id, NULL, 0, &m, err, errlen) < 0)
@@ -177,7 +183,7 @@ static int rs_origin(struct store *s, const char *id, bool *sandboxed, char *err
 static int rs_del(struct store *s, const char *id, unsigned *removed, char *err,
                   size_t errlen)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 
 	if (rs_ask(s->priv, WIRE_MEM_DEL, 0, id, NULL, 0, &m, err, errlen) < 0)
 		return -1;
@@ -189,7 +195,7 @@ static int rs_del(struct store *s, const char *id, unsigned *removed, char *err,
 static int rs_list(struct store *s, struct session_info **out, size_t *n, char *err,
                    size_t errlen)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	uint8_t *text = NULL;
 	size_t len = 0;
 	int ret;
@@ -226,12 +232,12 @@ static bool answered_by(int fd, const struct timespec *deadline)
 static int rs_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
                    char *err, size_t errlen)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	uint8_t payload[STORE_ID_MAX + 8];
 	struct timespec deadline;
 	struct rs_lock *held;
 	size_t len = 0;
-	int fd;
+	int fd, got;
 
 	lk->priv = NULL;
 	held = malloc(sizeof(*held));
@@ -252,8 +258,9 @@ static int rs_lock(struct store *s, const char *id, long timeout_ms, struct stor
 		errno = EWOULDBLOCK;
 		goto out;
 	}
-	memset(&m, 0, sizeof(m));
-	if (wire_recv(fd, &m) != 1 || m.type != WIRE_MEM_LOCKED)
+	got = wire_recv(fd, &m);
+	wire_msg_release(&m);
+	if (got != 1 || m.type != WIRE_MEM_LOCKED)
 		goto fail;
 	held->fd = fd;
 	lk->priv = held;

@@ -196,6 +196,48 @@ void proc_kill_group(pid_t pid)
 	kill(pid, SIGKILL);
 }
 
+void proc_kill_rest_of_group(pid_t pgid)
+{
+	kill(-pgid, SIGKILL);
+}
+
+int proc_deadline_check(struct proc_deadline *d)
+{
+	double left = deadline_left(&d->deadline);
+
+	if (left > 0)
+		return deadline_poll_ms(left);
+	if (!d->timed_out) {
+		d->timed_out = true;
+		proc_kill_group(d->pid);
+	}
+	return PROC_REAP_POLL_MS;
+}
+
+/* At most this many children are looked at per round, and rounds are
+ * bounded, so a fork bomb cannot hold the caller forever. */
+#define ORPHANS_PER_ROUND 512
+#define ORPHAN_ROUNDS 1000
+
+void proc_kill_orphans(bool (*keep)(pid_t pid, void *ctx), void *ctx)
+{
+	pid_t kids[ORPHANS_PER_ROUND];
+
+	for (int rounds = 0; rounds < ORPHAN_ROUNDS; rounds++) {
+		size_t n = proc_list_children(0, kids, ORPHANS_PER_ROUND), killed = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (keep(kids[i], ctx))
+				continue;
+			kill(kids[i], SIGKILL);
+			waitpid(kids[i], NULL, 0);
+			killed++;
+		}
+		if (!killed)
+			return;
+	}
+}
+
 bool proc_wait_until(pid_t pid, const struct timespec *deadline, int *status)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);

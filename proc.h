@@ -5,7 +5,9 @@
  * subreaper, kill whatever it left behind.
  *
  * The cold worker (cold.c), the type checker (typegate.c) and the warm
- * client's supervision (warm.c) are built on these.  What a freshly
+ * client's supervision (warm.c) are built on these; the zygote, which
+ * supervises many calls in one poll loop, on the deadline and orphan
+ * helpers.  What a freshly
  * forked child does to itself is proc_child.h's.
  */
 #ifndef DOLSOT_PROC_H
@@ -68,6 +70,35 @@ void proc_drain(struct proc_pipe *p, int ms);
 
 /* SIGKILL to pid's process group and to pid itself. */
 void proc_kill_group(pid_t pid);
+
+/* After its leader is reaped: SIGKILL what is left of process group pgid
+ * (not the pid itself, which may belong to another process by now). */
+void proc_kill_rest_of_group(pid_t pgid);
+
+/*
+ * One of many children at once, each under its own deadline, which a
+ * single poll loop supervises (the zygote's calls): the caller reaps them,
+ * proc_deadline_check kills their groups on time.
+ */
+struct proc_deadline {
+	pid_t pid;                  /* a process group leader */
+	struct timespec deadline;
+	bool timed_out;             /* its group was killed at the deadline */
+};
+
+/* Once d's deadline has passed, kill its group (the first time only) and
+ * set timed_out.  Returns the ms a poll() may wait before d needs looking
+ * at again: until the deadline, or PROC_REAP_POLL_MS while a killed child
+ * is not reaped yet.  Combine several with deadline_poll_min(). */
+#define PROC_REAP_POLL_MS 50
+int proc_deadline_check(struct proc_deadline *d);
+
+/*
+ * Kill and reap every child of this process that keep(pid, ctx) does not
+ * claim, round after round until a round finds none: what killed
+ * children left behind, reparented to this child subreaper.
+ */
+void proc_kill_orphans(bool (*keep)(pid_t pid, void *ctx), void *ctx);
 
 /* Wait for pid without passing deadline; true when it was reaped (or is
  * not ours to wait for), with *status set. */

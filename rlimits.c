@@ -36,6 +36,17 @@ const char *limit_name(enum limit_kind k)
 	return kinds[k].name;
 }
 
+bool limit_by_name(const char *name, size_t len, enum limit_kind *k)
+{
+	for (int i = 0; i < LIMIT_COUNT; i++) {
+		if (strlen(kinds[i].name) == len && memcmp(kinds[i].name, name, len) == 0) {
+			*k = (enum limit_kind)i;
+			return true;
+		}
+	}
+	return false;
+}
+
 const char *limit_env(enum limit_kind k)
 {
 	return kinds[k].env;

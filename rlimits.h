@@ -33,6 +33,10 @@ struct limits {
 /* The option's name without dashes ("memory", "max-procs", ...). */
 const char *limit_name(enum limit_kind k);
 
+/* The kind whose name is name[0..len) (not NUL-terminated): true with *k
+ * set, false when no limit has that name. */
+bool limit_by_name(const char *name, size_t len, enum limit_kind *k);
+
 /* The variable that sets it ("DOLSOT_MEMORY", ...). */
 const char *limit_env(enum limit_kind k);
 

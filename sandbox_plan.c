@@ -526,11 +526,7 @@ void sandbox_plan_fill(const struct sandbox_plan *p, const struct settings *s,
 {
 	if (s->sandbox)
 		r->flags |= REQ_SANDBOX;
-	r->memory = s->limits.v[LIMIT_MEMORY];
-	r->max_procs = s->limits.v[LIMIT_MAX_PROCS];
-	r->max_file_size = s->limits.v[LIMIT_MAX_FILE_SIZE];
-	r->cpu_seconds = s->limits.v[LIMIT_CPU_SECONDS];
-	r->recursion_limit = s->limits.v[LIMIT_RECURSION];
+	r->limits = s->limits;
 	if (p) {
 		r->binds = wire_span(p->binds, p->binds_len);
 		if (p->env)

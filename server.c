@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "fdio.h"
 #include "le.h"
 #include "proc_child.h"
 #include "server_diag.h"
@@ -43,8 +44,8 @@
 enum zstate { Z_STARTING, Z_READY, Z_FAILED };
 
 struct zygote {
-	uint8_t key[WIRE_MAX_PAYLOAD];
-	size_t key_len;
+	uint8_t *key;             /* the WIRE_CALL payload that made it (malloc'd) */
+	size_t key_len;           /* 0: the slot is free */
 	pid_t pid;
 	int ctl;
 	enum zstate state;
@@ -73,23 +74,23 @@ struct server {
 
 int server_exec_main(int argc, char **argv)
 {
-	static struct wire_msg prewarm;
+	struct wire_msg prewarm = { .type = WIRE_CALL };
 	double idle;
 	char *end;
-	ssize_t got;
 
-	memset(&prewarm, 0, sizeof(prewarm));
 	if (argc != 2)
 		_exit(2);
 	idle = strtod(argv[1], &end);
 	if (*end || !(idle > 0))
 		_exit(2);
-	got = pread(WARM_KEY_FD, prewarm.payload, sizeof(prewarm.payload), 0);
-	close(WARM_KEY_FD);
-	if (got < 0)
+	/* The spawner wrote the key, so the memfd's offset is at its end. */
+	if (lseek(WARM_KEY_FD, 0, SEEK_SET) < 0 ||
+	    fd_read_all(WARM_KEY_FD, 4096, &prewarm.payload, &prewarm.len) < 0)
 		_exit(1);
-	prewarm.len = (size_t)got;
-	server_main(WARM_DIR_FD, WARM_LOCK_FD, idle, got > 0 ? &prewarm : NULL);
+	close(WARM_KEY_FD);
+	if (prewarm.len > WIRE_MAX_PAYLOAD)
+		prewarm.len = WIRE_MAX_PAYLOAD;
+	server_main(WARM_DIR_FD, WARM_LOCK_FD, idle, prewarm.len ? &prewarm : NULL);
 }
 
 /* ---- zygotes ---- */
@@ -99,6 +100,7 @@ static void zygote_forget(struct zygote *z)
 	if (z->ctl >= 0)
 		close(z->ctl);   /* it finishes its calls, then exits */
 	free(z->files);
+	free(z->key);
 	memset(z, 0, sizeof(*z));
 	z->ctl = -1;
 	z->pid = 0;
@@ -109,6 +111,9 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 	int sv[2];
 	pid_t pid;
 
+	z->key = malloc(m->len);
+	if (!z->key)
+		return;   /* the slot stays free: a later call tries again */
 	memcpy(z->key, m->payload, m->len);
 	z->key_len = m->len;
 	z->state = Z_STARTING;
@@ -186,11 +191,9 @@ static struct zygote *zygote_slot(struct server *s)
 
 static void on_zygote_message(struct zygote *z)
 {
-	static struct wire_msg m;
-	int got;
+	struct wire_msg m;
+	int got = wire_recv(z->ctl, &m);
 
-	memset(&m, 0, sizeof(m));
-	got = wire_recv(z->ctl, &m);
 	if (got <= 0) {
 		if (got < 0 && errno == EAGAIN)
 			return;
@@ -201,18 +204,18 @@ static void on_zygote_message(struct zygote *z)
 	}
 	wire_close_fds(&m);
 	if (m.type == WIRE_READY && z->state == Z_STARTING) {
-		z->files = malloc(m.len ? m.len : 1);
-		if (!z->files) {
-			z->state = Z_FAILED;
-			return;
-		}
-		memcpy(z->files, m.payload, m.len);
+		/* The payload is the files to watch: it is the zygote's now. */
+		free(z->files);
+		z->files = (char *)m.payload;
 		z->files_len = m.len;
+		m.payload = NULL;
 		z->state = Z_READY;
 	} else if (m.type == WIRE_FAILED) {
 		z->state = Z_FAILED;
-		snprintf(z->why, sizeof(z->why), "%.*s", (int)m.len, (const char *)m.payload);
+		snprintf(z->why, sizeof(z->why), "%.*s", (int)m.len,
+		         m.len ? (const char *)m.payload : "");
 	}
+	wire_msg_release(&m);
 }
 
 /* ---- calls ---- */
@@ -334,12 +337,10 @@ static void drop_client(struct server *s, size_t i, bool close_it)
 
 static void on_client(struct server *s, size_t i)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	int fd = s->clients[i];
-	int got;
+	int got = wire_recv(fd, &m);
 
-	memset(&m, 0, sizeof(m));
-	got = wire_recv(fd, &m);
 	if (got < 0 && errno == EAGAIN)
 		return;
 	if (got <= 0) {
@@ -349,7 +350,7 @@ static void on_client(struct server *s, size_t i)
 	switch (m.type) {
 	case WIRE_CALL:
 		if (on_call(s, fd, &m)) {
-			wire_close_fds(&m);
+			wire_msg_release(&m);
 			drop_client(s, i, true);   /* the zygote has its own copy */
 			return;
 		}
@@ -369,7 +370,7 @@ static void on_client(struct server *s, size_t i)
 			break;
 		}
 		if (mem_server_handle(s->mem, fd, &m) && s->n_held < MAX_CLIENTS) {
-			wire_close_fds(&m);
+			wire_msg_release(&m);
 			s->held[s->n_held++] = fd;
 			drop_client(s, i, false);
 			return;
@@ -380,12 +381,13 @@ static void on_client(struct server *s, size_t i)
 		 * gone, zygotes included. */
 		s->stopping = true;
 		wire_send(fd, WIRE_STOPPING, (uint64_t)getpid(), 0, NULL, 0, NULL, 0);
+		wire_msg_release(&m);
 		drop_client(s, i, false);
 		return;
 	default:
 		break;
 	}
-	wire_close_fds(&m);
+	wire_msg_release(&m);
 	drop_client(s, i, true);
 }
 
@@ -587,7 +589,7 @@ static void server_loop(struct server *s)
 void server_main(int dirfd, int lock_fd, double idle_seconds,
                  const struct wire_msg *prewarm)
 {
-	static struct server s;
+	struct server s;   /* server_main never returns: its frame lives as long */
 	sigset_t mask;
 	int keep[] = { dirfd, lock_fd };
 	int null;

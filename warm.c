@@ -103,31 +103,54 @@ static int key_environment(struct warm_key *k, const char *entries, size_t entri
 	return 0;
 }
 
-/* The WIRE_CALL payload for w: the key that selects the zygote. */
-static int key_payload(const struct warm_want *w, uint8_t *buf, size_t *len)
+/* The WIRE_CALL payload for w, the key that selects the zygote: malloc'd
+ * (the caller frees it), *len bytes; NULL with errno set. */
+static uint8_t *key_payload(const struct warm_want *w, size_t *len)
 {
-	/* Static: the key is 34 KB of pointers, and cwd outlives it here. */
-	static struct warm_key k;
-	static char cwd[PATH_MAX];
+	/* On the heap: the key is 34 KB of pointers, and cwd outlives it here. */
+	struct key_parts {
+		struct warm_key k;
+		char cwd[PATH_MAX];
+	} *t = calloc(1, sizeof(*t));
+	uint8_t *buf = malloc(WIRE_MAX_PAYLOAD);
 	const char *pp = getenv("PYTHONPATH"), *venv = getenv("VIRTUAL_ENV");
+	int rc = -1;
 
 	*len = 0;
-	if (!getcwd(cwd, sizeof(cwd)) || w->n_toolboxes > WARM_KEY_MODULES)
-		return -1;
-	memset(&k, 0, sizeof(k));
-	k.cwd = cwd;
-	k.pythonpath = pp ? pp : "";
-	k.venv = venv ? venv : "";
+	if (!t || !buf) {
+		errno = ENOMEM;
+		goto out;
+	}
+	if (!getcwd(t->cwd, sizeof(t->cwd)))
+		goto out;
+	if (w->n_toolboxes > WARM_KEY_MODULES) {
+		errno = E2BIG;
+		goto out;
+	}
+	t->k.cwd = t->cwd;
+	t->k.pythonpath = pp ? pp : "";
+	t->k.venv = venv ? venv : "";
 	for (size_t i = 0; i < w->n_toolboxes; i++)
-		k.modules[k.n_modules++] = w->toolboxes[i].module;
+		t->k.modules[t->k.n_modules++] = w->toolboxes[i].module;
 	/* Modules read the environment when imported (TZ, settings, keys), so a
 	 * zygote is warmed with the caller's own: all of it but dolsot's
 	 * variables and what shells change from one command to the next,
 	 * sorted, since wrappers reorder the same variables.  (A sandboxed
 	 * call's zygote gets the sandbox's environment instead.) */
-	if (key_environment(&k, w->env, w->env_len) < 0)
-		return -1;
-	return warm_key_encode(&k, buf, len);
+	if (key_environment(&t->k, w->env, w->env_len) < 0) {
+		errno = ENOMEM;
+		goto out;
+	}
+	rc = warm_key_encode(&t->k, buf, len);
+	if (rc < 0)
+		errno = E2BIG;
+out:
+	free(t);
+	if (rc < 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 struct call {
@@ -141,12 +164,12 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
                      const struct worker_fds *session, double budget,
                      const struct warm_want *key)
 {
-	static uint8_t payload[WIRE_MAX_PAYLOAD];
 	size_t plen;
+	uint8_t *payload = key_payload(key, &plen);
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, req = -1, fds[6];
 	int ret = -1;
 
-	if (key_payload(key, payload, &plen) < 0)
+	if (!payload)
 		return -1;
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    (req = memfd_create("dolsot-request", MFD_CLOEXEC)) < 0 ||
@@ -175,22 +198,21 @@ out:
 	fd_close(&errp[0]);
 	fd_close(&errp[1]);
 	fd_close(&req);
+	free(payload);
 	return ret;
 }
 
 /* One message from the server or zygote; returns false at end of stream. */
 static bool on_message(struct call *c)
 {
-	static struct wire_msg m;
-	int got;
+	struct wire_msg m;
+	int got = wire_recv(c->sock, &m);
 
-	memset(&m, 0, sizeof(m));
-	got = wire_recv(c->sock, &m);
 	if (got < 0 && errno == EAGAIN)
 		return true;
 	if (got <= 0)
 		return false;
-	wire_close_fds(&m);
+	wire_msg_release(&m);   /* what matters is in the header */
 	switch (m.type) {
 	case WIRE_STARTED:
 		c->started = true;
@@ -321,16 +343,14 @@ static __attribute__((noreturn)) void exec_server(int dir_copy, int key_copy,
  */
 int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *key)
 {
-	static struct wire_msg prewarm;
 	char idle[64];
 	char *argv[] = { WARM_ARGV0, idle, NULL };
 	int lock = -1, memfd = -1, ret = -1;
 	int dir_copy = -1, key_copy = -1, lock_copy = -1;
+	size_t plen;
+	uint8_t *prewarm;
 	pid_t pid;
 
-	memset(&prewarm, 0, sizeof(prewarm));
-	if (key_payload(key, prewarm.payload, &prewarm.len) < 0)
-		return -1;
 	lock = openat(dirfd, WARM_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lock < 0)
 		return -1;
@@ -338,8 +358,11 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *ke
 		close(lock);
 		return errno == EWOULDBLOCK ? 0 : -1;   /* one runs, or is starting */
 	}
+	prewarm = key_payload(key, &plen);
+	if (!prewarm)
+		goto out;
 	memfd = memfd_create("dolsot-prewarm", MFD_CLOEXEC);
-	if (memfd < 0 || fd_write_all(memfd, prewarm.payload, prewarm.len) < 0)
+	if (memfd < 0 || fd_write_all(memfd, prewarm, plen) < 0)
 		goto out;
 	snprintf(idle, sizeof(idle), "%.17g", idle_seconds);
 	/* We must not become the server's reaper, nor kill it as a descendant. */
@@ -363,6 +386,7 @@ out:
 	fd_close(&key_copy);
 	fd_close(&lock_copy);
 	fd_close(&memfd);
+	free(prewarm);
 	close(lock);   /* the server holds the lock through its own copy */
 	return ret;
 }
@@ -380,12 +404,15 @@ static bool server_starting(int dirfd)
 }
 
 
-/* Send one request and wait for one answer of the given type.  With
+/* Send one request and wait for one answer of the given type, into *m
+ * (the caller releases it; it is empty unless an answer came).  With
  * linger, wait after it until the server closes the connection. */
 static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
                uint16_t want, struct wire_msg *m, bool linger)
 {
 	int fd = warm_proto_connect(dirfd), got;
+
+	memset(m, 0, sizeof(*m));
 
 	/* A server that holds its lock but does not listen yet is starting. */
 	for (int i = 0; fd < 0 && i < WARM_CONNECT_RETRIES && server_starting(dirfd); i++) {
@@ -398,16 +425,15 @@ static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
 		close(fd);
 		return -1;
 	}
-	memset(m, 0, sizeof(*m));
 	got = wire_recv(fd, m);
 	if (got == 1)
 		wire_close_fds(m);
 	if (got == 1 && linger) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		static struct wire_msg rest;
+		struct wire_msg rest;
 
 		while (poll(&p, 1, WARM_LINGER_MS) > 0 && wire_recv(fd, &rest) > 0)
-			wire_close_fds(&rest);
+			wire_msg_release(&rest);
 	}
 	close(fd);
 	return got == 1 && m->type == want ? 1 : -1;
@@ -415,13 +441,13 @@ static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
 
 bool warm_info(int dirfd, char *buf, size_t len)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	int got = ask(dirfd, WIRE_INFO_REQ, NULL, 0, WIRE_INFO, &m, false);
 
-	if (got <= 0)
-		return false;
-	snprintf(buf, len, "%.*s", (int)m.len, (const char *)m.payload);
-	return true;
+	if (got > 0)
+		snprintf(buf, len, "%.*s", (int)m.len, m.len ? (const char *)m.payload : "");
+	wire_msg_release(&m);
+	return got > 0;
 }
 
 /*
@@ -457,11 +483,12 @@ static void wait_exited(pid_t pid, double seconds)
 
 int warm_stop(int dirfd, long *pid, char *err, size_t errlen)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	int got = ask(dirfd, WIRE_STOP, NULL, 0, WIRE_STOPPING, &m, true);
 
 	if (got < 0)
 		snprintf(err, errlen, "%s", strerror(errno));
+	wire_msg_release(&m);
 	if (got > 0) {
 		*pid = (long)m.a;
 		wait_exited((pid_t)m.a, WARM_STOP_WAIT);
@@ -472,31 +499,38 @@ int warm_stop(int dirfd, long *pid, char *err, size_t errlen)
 enum warm_ready warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
                                 double seconds, char *err, size_t errlen)
 {
-	static uint8_t payload[WIRE_MAX_PAYLOAD];
-	static struct wire_msg m;
 	size_t plen;
+	uint8_t *payload = key_payload(key, &plen);
 	struct timespec deadline;
+	enum warm_ready ret = WARM_READY_TIMEOUT;
 
-	if (key_payload(key, payload, &plen) < 0)
+	if (!payload)
 		goto error;
 	deadline_in(&deadline, seconds);
-	while (deadline_left(&deadline) > 0) {
+	while (ret == WARM_READY_TIMEOUT && deadline_left(&deadline) > 0) {
+		struct wire_msg m;
 		int got = ask(dirfd, WIRE_CALL, payload, plen, WIRE_READY, &m, false);
 
-		if (got == 1)
-			return WARM_READY;
-		if (got < 0 && m.type == WIRE_FAILED) {
-			snprintf(err, errlen, "%.*s", (int)m.len, (const char *)m.payload);
-			return WARM_READY_FAILED;
+		if (got == 1) {
+			ret = WARM_READY;
+		} else if (got < 0 && m.type == WIRE_FAILED) {
+			snprintf(err, errlen, "%.*s", (int)m.len,
+			         m.len ? (const char *)m.payload : "");
+			ret = WARM_READY_FAILED;
 		}
+		wire_msg_release(&m);
+		if (ret != WARM_READY_TIMEOUT)
+			break;
 		/* None runs (or one of another build just stopped): start ours. */
 		if (got == 0 && warm_spawn_server(dirfd, idle_seconds, key) < 0)
 			goto error;
 		usleep(WARM_READY_POLL_US);
 	}
-	return WARM_READY_TIMEOUT;
+	free(payload);
+	return ret;
 error:
 	snprintf(err, errlen, "%s", strerror(errno));
+	free(payload);
 	return WARM_READY_ERROR;
 }
 

@@ -4,6 +4,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -55,29 +56,50 @@ int wire_send(int sock, uint16_t type, uint64_t a, uint64_t b,
 	return 0;
 }
 
-int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
+/* Check buf as a message with m->nfds fds; 0 with the header in m and
+ * *plen the payload's length, or -1 (EBADMSG). */
+static int decode_header(const uint8_t *buf, size_t len, struct wire_msg *m, size_t *plen)
 {
-	uint32_t plen;
+	uint32_t n;
 
 	if (len < WIRE_HEADER_LEN || le_get(buf, 4) != WIRE_MAGIC)
 		goto bad;
 	m->type = (uint16_t)le_get(buf + 4, 2);
 	m->a = le_get(buf + 8, 8);
 	m->b = le_get(buf + 16, 8);
-	plen = (uint32_t)le_get(buf + 24, 4);
-	if (m->type == 0 || m->type >= WIRE_TYPE_MAX || plen > WIRE_MAX_PAYLOAD ||
-	    plen != len - WIRE_HEADER_LEN || le_get(buf + 6, 2) != m->nfds)
+	n = (uint32_t)le_get(buf + 24, 4);
+	if (m->type == 0 || m->type >= WIRE_TYPE_MAX || n > WIRE_MAX_PAYLOAD ||
+	    n != len - WIRE_HEADER_LEN || le_get(buf + 6, 2) != m->nfds)
 		goto bad;
 	/* Key/value payloads end with a NUL; check it once here. */
-	if (plen && buf[len - 1] != '\0' && m->type != WIRE_INFO &&
+	if (n && buf[len - 1] != '\0' && m->type != WIRE_INFO &&
 	    m->type != WIRE_FALLBACK && m->type != WIRE_FAILED && m->type != WIRE_MEM_ERR)
 		goto bad;
-	memcpy(m->payload, buf + WIRE_HEADER_LEN, plen);
-	m->len = plen;
+	*plen = n;
 	return 0;
 bad:
 	errno = EBADMSG;
 	return -1;
+}
+
+int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
+{
+	size_t plen;
+
+	m->payload = NULL;
+	m->len = 0;
+	if (decode_header(buf, len, m, &plen) < 0)
+		return -1;
+	if (plen) {
+		m->payload = malloc(plen);
+		if (!m->payload) {
+			errno = ENOMEM;
+			return -1;
+		}
+		memcpy(m->payload, buf + WIRE_HEADER_LEN, plen);
+	}
+	m->len = plen;
+	return 0;
 }
 
 void wire_close_fds(struct wire_msg *m)
@@ -108,31 +130,73 @@ static void take_fds(struct msghdr *msg, struct wire_msg *m)
 	}
 }
 
+void wire_msg_release(struct wire_msg *m)
+{
+	wire_close_fds(m);
+	free(m->payload);
+	m->payload = NULL;
+	m->len = 0;
+}
+
+/*
+ * A SOCK_SEQPACKET message is read whole or its rest is lost, so its size
+ * is asked first (MSG_PEEK | MSG_TRUNC gives the real length) and the
+ * buffer made to fit; one byte more than a message may have shows an
+ * oversized one as truncated.  The payload is then moved to the front of
+ * that same buffer, which becomes m->payload.
+ */
 int wire_recv(int sock, struct wire_msg *m)
 {
-	static uint8_t buf[WIRE_HEADER_LEN + WIRE_MAX_PAYLOAD + 1];
 	union {
 		struct cmsghdr c;
 		char buf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
 	} ctl;
-	struct iovec iov = { buf, sizeof(buf) };
+	struct iovec iov;
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 	                      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
-	ssize_t got;
+	ssize_t size, got;
+	size_t cap, plen;
+	uint8_t *buf;
 
+	memset(m, 0, sizeof(*m));
+	do
+		size = recv(sock, NULL, 0, MSG_PEEK | MSG_TRUNC);
+	while (size < 0 && errno == EINTR);
+	if (size < 0)
+		return -1;
+	cap = (size_t)size < WIRE_HEADER_LEN + WIRE_MAX_PAYLOAD ? (size_t)size
+	                                                        : WIRE_HEADER_LEN + WIRE_MAX_PAYLOAD;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	iov = (struct iovec){ buf, cap + 1 };
 	do
 		got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
 	while (got < 0 && errno == EINTR);
-	if (got < 0)
+	if (got < 0) {
+		free(buf);
 		return -1;
+	}
 	take_fds(&msg, m);
-	if (got == 0 && m->nfds == 0)
+	if (got == 0 && m->nfds == 0) {
+		free(buf);
 		return 0;
+	}
 	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    wire_decode(buf, (size_t)got, m) < 0) {
+	    decode_header(buf, (size_t)got, m, &plen) < 0) {
+		free(buf);
 		wire_close_fds(m);
 		errno = EBADMSG;
 		return -1;
+	}
+	if (plen) {
+		memmove(buf, buf + WIRE_HEADER_LEN, plen);
+		m->payload = buf;
+		m->len = plen;
+	} else {
+		free(buf);
 	}
 	return 1;
 }

@@ -74,10 +74,16 @@ enum wire_type {
 	WIRE_TYPE_MAX,
 };
 
+/*
+ * A received message.  Its payload is on the heap, as long as it arrived
+ * (NULL when empty); wire_msg_release() frees it and closes the fds still
+ * held.  A message wire_recv() did not fill (it returned 0 or -1) holds
+ * nothing, so releasing it is harmless.
+ */
 struct wire_msg {
 	uint16_t type;
 	uint64_t a, b;
-	uint8_t payload[WIRE_MAX_PAYLOAD];
+	uint8_t *payload;
 	size_t len;
 	int fds[WIRE_MAX_FDS];
 	size_t nfds;
@@ -91,17 +97,24 @@ int wire_send(int sock, uint16_t type, uint64_t a, uint64_t b,
               const void *payload, size_t len, const int *fds, size_t nfds);
 
 /*
- * Receive one message.  Returns 1 with *m filled (received fds are
- * CLOEXEC and owned by the caller), 0 at end of stream, or -1 with errno set
- * (EBADMSG for a malformed message; any fds that came with it are closed).
+ * Receive one message into *m (whatever it held is overwritten, not
+ * released).  Returns 1 with *m filled (received fds are CLOEXEC and owned
+ * by the caller, the payload too: wire_msg_release), 0 at end of stream,
+ * or -1 with errno set (EBADMSG for a malformed message, ENOMEM); after 0
+ * or -1, *m holds nothing and any fds that came are closed.
  */
 int wire_recv(int sock, struct wire_msg *m);
 
-/* Decode a header+payload buffer as received; 0 or -1 (EBADMSG). */
+/* Decode a header+payload buffer as received (m->nfds says how many fds
+ * came with it); 0 with m's payload a heap copy (wire_msg_release), or -1
+ * (EBADMSG, ENOMEM) with nothing allocated. */
 int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m);
 
-/* Close every fd in m and mark them taken. */
+/* Close every fd in m and mark them taken; the payload stays. */
 void wire_close_fds(struct wire_msg *m);
+
+/* Close m's fds and free its payload; m is then empty. */
+void wire_msg_release(struct wire_msg *m);
 
 /*
  * Find "key=" in a NUL-separated payload of len bytes, starting at *pos (0

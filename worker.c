@@ -309,11 +309,7 @@ static PyObject *env_dict(const struct request *r)
  * limit_name, 0: unset). */
 static PyObject *limit_dict(const struct request *r)
 {
-	uint64_t v[LIMIT_COUNT] = {
-		[LIMIT_MEMORY] = r->memory, [LIMIT_MAX_PROCS] = r->max_procs,
-		[LIMIT_MAX_FILE_SIZE] = r->max_file_size, [LIMIT_CPU_SECONDS] = r->cpu_seconds,
-		[LIMIT_RECURSION] = r->recursion_limit,
-	};
+	const uint64_t *v = r->limits.v;
 	PyObject *d = PyDict_New();
 
 	for (int k = 0; d && k < LIMIT_COUNT; k++) {
@@ -560,7 +556,7 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	if (fill_result(answer, &res, &parts) < 0)
 		answer_python_error(result_fd, "worker answered badly");
 	if (parts != Py_None) {
-		rc = write_session(fds->save, parts, r->max_file_size != 0 || fd_grow_sealed(fds->save),
+		rc = write_session(fds->save, parts, r->limits.v[LIMIT_MAX_FILE_SIZE] != 0 || fd_grow_sealed(fds->save),
 		                   &res.blob_len);
 		if (rc < 0)
 			answer_python_error(result_fd, "cannot write the session");

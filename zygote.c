@@ -47,11 +47,13 @@
 enum { FD_CLIENT, FD_REQUEST, FD_RESULT, FD_OUT, FD_ERR, FD_SAVE, FD_LOAD, RUN_FDS };
 _Static_assert(RUN_FDS <= WIRE_MAX_FDS, "a WIRE_RUN's fds must fit in one message");
 
+/* With calls running, look for finished workers at least this often (ms):
+ * a wait status is never lost, whatever happens to a signal. */
+#define ZYGOTE_REAP_POLL_MS 100
+
 struct call {
-	pid_t pid;
-	int client;              /* -1 once the client is gone */
-	struct timespec deadline;
-	bool timed_out;
+	struct proc_deadline run;   /* the worker, a group leader, and its deadline */
+	int client;                 /* -1 once the client is gone */
 };
 
 static struct call calls[MAX_CALLS];
@@ -133,7 +135,7 @@ static struct {
 
 static void spare_main(pid_t zygote, int sock, const sigset_t *mask)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 	int got;
 
 	prctl(PR_SET_NAME, "dolsot-spare");
@@ -145,6 +147,7 @@ static void spare_main(pid_t zygote, int sock, const sigset_t *mask)
 	if (got != 1 || m.type != WIRE_RUN || m.nfds < RUN_FDS - 1 || m.nfds > RUN_FDS)
 		_exit(0);   /* the zygote is done with us */
 	close(sock);
+	free(m.payload);   /* a WIRE_RUN says it all in its fds */
 	worker_run(m.fds, m.nfds);
 }
 
@@ -229,44 +232,26 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	pid = worker_for(m, mask);
 	for (size_t i = FD_REQUEST; i < m->nfds; i++)
 		close(m->fds[i]);
+	m->nfds = 0;   /* every fd is closed or the call's now */
 	if (pid < 0) {
 		close(m->fds[FD_CLIENT]);
 		return;
 	}
 	c = &calls[n_calls++];
-	c->pid = pid;
+	c->run.pid = pid;
+	c->run.timed_out = false;
+	deadline_in_ns(&c->run.deadline, m->a);
 	c->client = m->fds[FD_CLIENT];
-	c->timed_out = false;
-	deadline_in(&c->deadline, (double)m->a / 1e9);
 }
 
-static bool is_call(pid_t pid)
+/* proc_kill_orphans' keep: a running worker, or the spare. */
+static bool is_ours(pid_t pid, void *ctx)
 {
+	(void)ctx;
 	for (size_t i = 0; i < n_calls; i++)
-		if (calls[i].pid == pid)
+		if (calls[i].run.pid == pid)
 			return true;
-	return false;
-}
-
-/* Kill and reap every child that is not a running worker: what killed
- * workers left behind, reparented to us. */
-static void sweep_orphans(void)
-{
-	pid_t kids[512];
-
-	for (int rounds = 0; rounds < 1000; rounds++) {
-		size_t n = proc_list_children(0, kids, 512), killed = 0;
-
-		for (size_t i = 0; i < n; i++) {
-			if (is_call(kids[i]) || kids[i] == spare.pid)
-				continue;
-			kill(kids[i], SIGKILL);
-			waitpid(kids[i], NULL, 0);
-			killed++;
-		}
-		if (!killed)
-			return;
-	}
+	return pid == spare.pid;
 }
 
 static void finish_call(size_t i, int status)
@@ -274,11 +259,11 @@ static void finish_call(size_t i, int status)
 	struct call c = calls[i];
 
 	calls[i] = calls[--n_calls];
-	kill(-c.pid, SIGKILL);
-	sweep_orphans();
+	proc_kill_rest_of_group(c.run.pid);
+	proc_kill_orphans(is_ours, NULL);
 	if (c.client >= 0) {
-		wire_send(c.client, WIRE_STATUS, (uint64_t)(unsigned)status, c.timed_out, NULL, 0,
-		          NULL, 0);
+		wire_send(c.client, WIRE_STATUS, (uint64_t)(unsigned)status, c.run.timed_out,
+		          NULL, 0, NULL, 0);
 		close(c.client);
 	}
 }
@@ -295,7 +280,7 @@ static void reap(void)
 			continue;
 		}
 		for (size_t i = 0; i < n_calls; i++) {
-			if (calls[i].pid == pid) {
+			if (calls[i].run.pid == pid) {
 				finish_call(i, status);
 				break;
 			}
@@ -303,27 +288,16 @@ static void reap(void)
 	}
 }
 
-/* Deadlines passed; returns the poll timeout in ms until the next one. */
+/* Kill the calls past their deadlines; the poll timeout in ms until the
+ * next one needs looking at (-1: no call runs). */
 static int check_deadlines(void)
 {
 	int next = -1;
 
-	for (size_t i = 0; i < n_calls; i++) {
-		double left = deadline_left(&calls[i].deadline);
-		int ms;
-
-		if (left <= 0) {
-			if (!calls[i].timed_out) {
-				calls[i].timed_out = true;
-				proc_kill_group(calls[i].pid);
-			}
-			ms = 50;
-		} else {
-			ms = deadline_poll_ms(left);
-		}
-		if (next < 0 || ms < next)
-			next = ms;
-	}
+	for (size_t i = 0; i < n_calls; i++)
+		next = deadline_poll_min(next, proc_deadline_check(&calls[i].run));
+	if (n_calls)
+		next = deadline_poll_min(next, ZYGOTE_REAP_POLL_MS);
 	return next;
 }
 
@@ -332,7 +306,7 @@ static void client_gone(struct call *c)
 {
 	close(c->client);
 	c->client = -1;
-	proc_kill_group(c->pid);
+	proc_kill_group(c->run.pid);
 }
 
 void zygote_main(int ctl, const struct warm_key *env)
@@ -340,7 +314,6 @@ void zygote_main(int ctl, const struct warm_key *env)
 	sigset_t mask, old;
 	int sig;
 	struct pollfd p[MAX_CALLS + 2];
-	static struct wire_msg m;
 
 	prctl(PR_SET_NAME, "dolsot-zygote");
 	/* Block SIGCHLD before the toolboxes load: threads they start (OpenBLAS)
@@ -359,10 +332,6 @@ void zygote_main(int ctl, const struct warm_key *env)
 		nfds_t n = 0;
 		int timeout = check_deadlines();
 
-		/* With calls running, look for finished workers now and then too:
-		 * a wait status is never lost, whatever happens to a signal. */
-		if (n_calls && (timeout < 0 || timeout > 100))
-			timeout = 100;
 		p[n++] = (struct pollfd){ .fd = sig, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = ctl, .events = POLLIN };
 		for (size_t i = 0; i < n_calls; i++)
@@ -373,15 +342,16 @@ void zygote_main(int ctl, const struct warm_key *env)
 			if (calls[i].client >= 0 && p[2 + i].revents)
 				client_gone(&calls[i]);
 		if (ctl >= 0 && p[1].revents) {
-			memset(&m, 0, sizeof(m));
+			struct wire_msg m;
 			int got = wire_recv(ctl, &m);
 
 			if (got == 1 && m.type == WIRE_RUN) {
-				start_call(&m, &old);
+				start_call(&m, &old);   /* takes the fds */
 				make_spare(&old);   /* for the next call */
-			} else if (got == 1) {
-				wire_close_fds(&m);
-			} else if (got == 0 || errno != EAGAIN) {
+			}
+			if (got == 1)
+				wire_msg_release(&m);
+			else if (got == 0 || errno != EAGAIN) {
 				close(ctl);   /* the server is gone or done with us */
 				ctl = -1;
 				drop_spare();
@@ -432,9 +402,10 @@ void zygote_exec(int ctl, const uint8_t *key, size_t len)
 
 void zygote_exec_main(void)
 {
-	static uint8_t key[WIRE_MAX_PAYLOAD + 1];
+	/* On the heap, for as long as the zygote lives: env points into it. */
+	uint8_t *key = malloc(WIRE_MAX_PAYLOAD + 1);
 	struct warm_key env;
-	ssize_t got = pread(ZYGOTE_KEY_FD, key, sizeof(key) - 1, 0);
+	ssize_t got = key ? pread(ZYGOTE_KEY_FD, key, WIRE_MAX_PAYLOAD, 0) : -1;
 
 	close(ZYGOTE_KEY_FD);
 	(void)fcntl(ZYGOTE_CTL_FD, F_SETFD, FD_CLOEXEC);

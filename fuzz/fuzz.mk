@@ -56,7 +56,7 @@ endef
 
 .PHONY: fuzz
 
-$(eval $(call fuzz_harness,frame,frame.c))
+$(eval $(call fuzz_harness,frame,frame.c rlimits.c))
 $(eval $(call fuzz_harness,typegate,typegate_parse.c))
 $(eval $(call fuzz_harness,lsp,lsp.c typegate_parse.c,-ljansson))
 $(eval $(call fuzz_harness,opts,opts.c store_name.c rlimits.c))

@@ -36,11 +36,8 @@ static void check_requests(const struct request *a, const struct request *b)
 	CHECK(a->max_output == b->max_output);
 	CHECK(a->budget_ns == b->budget_ns);
 	CHECK(a->flags == b->flags);
-	CHECK(a->memory == b->memory);
-	CHECK(a->max_procs == b->max_procs);
-	CHECK(a->max_file_size == b->max_file_size);
-	CHECK(a->cpu_seconds == b->cpu_seconds);
-	CHECK(a->recursion_limit == b->recursion_limit);
+	for (int k = 0; k < LIMIT_COUNT; k++)
+		CHECK(a->limits.v[k] == b->limits.v[k]);
 	check_span(a->binds, b->binds);
 	check_span(a->pids_cgroup, b->pids_cgroup);
 	check_span(a->mem_cgroup, b->mem_cgroup);

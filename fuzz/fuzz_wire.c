@@ -2,7 +2,8 @@
  * fuzz_wire.c - libFuzzer harness for the warm path's message decoder.
  *
  * The input is a received message (header and payload, no fds).  Whatever
- * decodes has its payload walked with wire_next for every key the server
+ * decodes has its payload (a heap copy of its own size, so ASan sees any
+ * read past it) walked with wire_next for every key the server
  * and zygotes read, which must stay inside the payload.
  */
 #include <stdlib.h>
@@ -16,12 +17,15 @@ static const char *const keys[] = { "cwd", "pythonpath", "venv", "toolbox", "env
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct wire_msg m;
+	struct wire_msg m;
 
 	memset(&m, 0, sizeof(m));
-	if (wire_decode(data, size, &m) < 0)
+	if (wire_decode(data, size, &m) < 0) {
+		if (m.payload || m.len)
+			abort();   /* nothing may be left allocated */
 		return 0;
-	if (m.len > WIRE_MAX_PAYLOAD)
+	}
+	if (m.len > WIRE_MAX_PAYLOAD || (m.len == 0) != (m.payload == NULL))
 		abort();
 	for (size_t k = 0; k < sizeof(keys) / sizeof(*keys); k++) {
 		size_t pos = 0;
@@ -34,5 +38,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 	}
+	wire_msg_release(&m);
 	return 0;
 }

@@ -20,9 +20,9 @@
 enum {
 	T_CODE = 0x0101, T_SESSION = 0x0102, T_OLD_REQ_BLOB = 0x0103,
 	T_TOOLBOX = 0x0104, T_MAX_OUTPUT = 0x0105, T_BUDGET_NS = 0x0106,
-	T_REQ_FLAGS = 0x0107, T_TY_BIN = 0x0108, T_MEMORY = 0x0109,
-	T_MAX_PROCS = 0x010a, T_MAX_FILE_SIZE = 0x010b, T_CPU_SECONDS = 0x010c,
-	T_RECURSION_LIMIT = 0x010d, T_BINDS = 0x010e, T_PIDS_CGROUP = 0x010f,
+	T_REQ_FLAGS = 0x0107, T_TY_BIN = 0x0108, T_OLD_MEMORY = 0x0109,
+	T_OLD_RECURSION_LIMIT = 0x010d, T_BINDS = 0x010e, T_PIDS_CGROUP = 0x010f,
+	T_LIMITS = 0x0111,
 	T_REQ_BLOB_LEN = 0x0122,
 	T_EXIT_CODE = 0x0201, T_RES_FLAGS = 0x0202, T_VALUE = 0x0203,
 	T_ERROR = 0x0204, T_HELD = 0x0205, T_DROPPED = 0x0206,
@@ -170,6 +170,17 @@ static void reject_res(struct raw *r, const char *want)
 	free(r->p);
 }
 
+/* A minimal request with one more field, tag holding data[0..len), must be
+ * refused with want in the message. */
+static void reject_field(uint16_t tag, const void *data, size_t len, const char *want)
+{
+	struct raw r = raw_min_request();
+
+	raw_field(&r, tag, data, len);
+	raw_end(&r);
+	reject_req(&r, want);
+}
+
 static void assert_span(struct span got, struct span want)
 {
 	ck_assert_int_eq(got.present, want.present);
@@ -221,11 +232,8 @@ static void request_round_trip(const struct request *r)
 	ck_assert_uint_eq(out->budget_ns, r->budget_ns);
 	ck_assert_uint_eq(out->flags, r->flags);
 	assert_span(out->ty_bin, r->ty_bin);
-	ck_assert_uint_eq(out->memory, r->memory);
-	ck_assert_uint_eq(out->max_procs, r->max_procs);
-	ck_assert_uint_eq(out->max_file_size, r->max_file_size);
-	ck_assert_uint_eq(out->cpu_seconds, r->cpu_seconds);
-	ck_assert_uint_eq(out->recursion_limit, r->recursion_limit);
+	for (int k = 0; k < LIMIT_COUNT; k++)
+		ck_assert_uint_eq(out->limits.v[k], r->limits.v[k]);
 	assert_span(out->binds, r->binds);
 	assert_span(out->pids_cgroup, r->pids_cgroup);
 	assert_span(out->mem_cgroup, r->mem_cgroup);
@@ -273,16 +281,97 @@ START_TEST(request_round_trips_all_fields)
 	r->env = span_bytes((const uint8_t *)"A=1\0PATH=/bin\0", 15);
 	r->cwd = span_str("/home/agent/work");
 	r->ty_bin = span_str("/usr/bin/mypy");
-	r->memory = 256u << 20;
-	r->max_procs = 20;
-	r->max_file_size = 1u << 20;
-	r->cpu_seconds = 3;
-	r->recursion_limit = 100;
+	r->limits.v[LIMIT_MEMORY] = 256u << 20;
+	r->limits.v[LIMIT_MAX_PROCS] = 20;
+	r->limits.v[LIMIT_MAX_FILE_SIZE] = 1u << 20;
+	r->limits.v[LIMIT_CPU_SECONDS] = 3;
+	r->limits.v[LIMIT_RECURSION] = 100;
 	r->binds = span_bytes("/h\0/v\0ro\0/a\0/b\0overlay\0", 23);
 	r->pids_cgroup = span_str("/sys/fs/cgroup/pids/dolsot-1");
 	r->mem_cgroup = span_str("/sys/fs/cgroup/memory/dolsot-m1");
 	request_round_trip(r);
 	free(r);
+}
+END_TEST
+
+/* Each limit alone, the largest value, and none: only what is set is sent,
+ * as one field of name NUL value entries. */
+START_TEST(request_round_trips_limits)
+{
+	struct request *r = new_request("1", "s");
+	struct frame_buf buf = { 0 };
+
+	request_round_trip(r);
+	ck_assert_int_eq(frame_encode_request(&buf, r), 0);
+	ck_assert_ptr_null(memmem(buf.data, buf.len, "\x11\x01", 2));
+	frame_buf_release(&buf);
+	for (int k = 0; k < LIMIT_COUNT; k++) {
+		memset(&r->limits, 0, sizeof(r->limits));
+		r->limits.v[k] = k == LIMIT_CPU_SECONDS ? UINT64_MAX : 7;
+		request_round_trip(r);
+	}
+	memset(&r->limits, 0, sizeof(r->limits));
+	r->limits.v[LIMIT_MAX_PROCS] = 5;
+	ck_assert_int_eq(frame_encode_request(&buf, r), 0);
+	/* header, code, session, then: tag, length, "max-procs" NUL, 5 */
+	ck_assert_uint_eq(buf.len, FRAME_HEADER_LEN + 3 * 10 + 1 + 1 + 10 + 8);
+	ck_assert_int_eq(memcmp(buf.data + buf.len - 28, "\x11\x01\x12\0\0\0\0\0\0\0"
+	                        "max-procs\0\x05\0\0\0\0\0\0\0", 28), 0);
+	frame_buf_release(&buf);
+	free(r);
+}
+END_TEST
+
+START_TEST(rejects_malformed_limits)
+{
+	reject_field(T_LIMITS, "", 0, "field limits at offset 43 is empty");
+	reject_field(T_LIMITS, "memory", 6, "has a name without a nul");
+	reject_field(T_LIMITS, "memory\0\1\0\0\0", 11, "limit memory has 4 value bytes, want 8");
+	reject_field(T_LIMITS, "memory\0\1\0\0\0\0\0\0\0max-procs", 24, "has a name without a nul");
+	reject_field(T_LIMITS, "memory\0\0\0\0\0\0\0\0\0", 15, "limit memory is 0");
+	reject_field(T_LIMITS, "memory\0\1\0\0\0\0\0\0\0memory\0\2\0\0\0\0\0\0\0", 30,
+	              "repeats limit memory");
+}
+END_TEST
+
+/* Only rlimits.c's names are keys; the option's dashes are part of them. */
+START_TEST(rejects_unknown_limit)
+{
+	reject_field(T_LIMITS, "swap\0\1\0\0\0\0\0\0\0", 13, "names an unknown limit");
+	reject_field(T_LIMITS, "max_procs\0\1\0\0\0\0\0\0\0", 18, "names an unknown limit");
+	reject_field(T_LIMITS, "\0\1\0\0\0\0\0\0\0", 9, "names an unknown limit");
+	reject_field(T_LIMITS, "Memory\0\1\0\0\0\0\0\0\0", 15, "names an unknown limit");
+}
+END_TEST
+
+/* The limits were five fields of their own once; their tags are retired. */
+START_TEST(rejects_retired_limit_tags)
+{
+	struct raw r = raw_min_request(), t = raw_min_request();
+
+	raw_u64(&r, T_OLD_MEMORY, 1 << 30);
+	raw_end(&r);
+	reject_req(&r, "unknown tag 0x0109");
+	raw_u64(&t, T_OLD_RECURSION_LIMIT, 100);
+	raw_end(&t);
+	reject_req(&t, "unknown tag 0x010d");
+}
+END_TEST
+
+START_TEST(decoder_takes_limits_in_any_order)
+{
+	struct raw r = raw_min_request();
+	struct request out;
+	char err[256] = "";
+
+	raw_field(&r, T_LIMITS, "recursion-limit\0\x64\0\0\0\0\0\0\0"
+	          "memory\0\0\0\0\x40\0\0\0\0", 39);
+	raw_end(&r);
+	ck_assert_msg(decode_req(r.p, r.len, &out, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(out.limits.v[LIMIT_RECURSION], 100);
+	ck_assert_uint_eq(out.limits.v[LIMIT_MEMORY], 1ull << 30);
+	ck_assert_uint_eq(out.limits.v[LIMIT_MAX_PROCS], 0);
+	free(r.p);
 }
 END_TEST
 
@@ -822,24 +911,15 @@ START_TEST(rejects_scalar_of_wrong_length)
 }
 END_TEST
 
-static void reject_binds(const void *data, size_t len, const char *want)
-{
-	struct raw r = raw_min_request();
-
-	raw_field(&r, T_BINDS, data, len);
-	raw_end(&r);
-	reject_req(&r, want);
-}
-
 START_TEST(rejects_malformed_binds)
 {
-	reject_binds("/h\0/v\0ro", 8, "field binds at offset 43 does not end with a nul");
-	reject_binds("/h\0/v\0", 6, "does not hold whole host, path, mode triples");
-	reject_binds("/h\0/v\0rw\0/x\0", 12, "does not hold whole");
-	reject_binds("h\0/v\0ro\0", 8, "has a path that is not absolute");
-	reject_binds("/h\0\0ro\0", 7, "has a path that is not absolute");
-	reject_binds("/h\0/v\0RO\0", 9, "has a mode other than ro, rw or overlay");
-	reject_binds("/h\0/v\0overlayx\0", 15, "has a mode other");
+	reject_field(T_BINDS, "/h\0/v\0ro", 8, "field binds at offset 43 does not end with a nul");
+	reject_field(T_BINDS, "/h\0/v\0", 6, "does not hold whole host, path, mode triples");
+	reject_field(T_BINDS, "/h\0/v\0rw\0/x\0", 12, "does not hold whole");
+	reject_field(T_BINDS, "h\0/v\0ro\0", 8, "has a path that is not absolute");
+	reject_field(T_BINDS, "/h\0\0ro\0", 7, "has a path that is not absolute");
+	reject_field(T_BINDS, "/h\0/v\0RO\0", 9, "has a mode other than ro, rw or overlay");
+	reject_field(T_BINDS, "/h\0/v\0overlayx\0", 15, "has a mode other");
 }
 END_TEST
 
@@ -1070,6 +1150,8 @@ static Suite *frame_suite(void)
 	tcase_add_test(rt, request_round_trips_absent_and_empty_blob);
 	tcase_add_test(rt, request_round_trips_4gb_blob_length);
 	tcase_add_test(rt, request_round_trips_empty_binds);
+	tcase_add_test(rt, request_round_trips_limits);
+	tcase_add_test(rt, decoder_takes_limits_in_any_order);
 	tcase_add_test(rt, list_items_are_walked_in_order);
 	tcase_add_test(rt, encoder_refuses_invalid_binds);
 	tcase_add_test(rt, result_round_trips_all_fields);
@@ -1108,6 +1190,9 @@ static Suite *frame_suite(void)
 	tcase_add_test(rej, rejects_toolbox_with_empty_side);
 	tcase_add_test(rej, rejects_scalar_of_wrong_length);
 	tcase_add_test(rej, rejects_malformed_binds);
+	tcase_add_test(rej, rejects_malformed_limits);
+	tcase_add_test(rej, rejects_unknown_limit);
+	tcase_add_test(rej, rejects_retired_limit_tags);
 	tcase_add_test(rej, rejects_save_flag_without_blob);
 	tcase_add_test(rej, rejects_blob_without_save_flag);
 	tcase_add_test(rej, rejects_blob_length_without_session_flag);

@@ -4,6 +4,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +15,9 @@
 #include "ck_run.h"
 #include "wire.h"
 
-static struct wire_msg m;
-
 START_TEST(round_trip_with_fds)
 {
+	struct wire_msg m;
 	int sv[2], pipefd[2];
 	uint8_t payload[WIRE_MAX_PAYLOAD];
 	size_t len = 0, pos = 0;
@@ -29,8 +29,9 @@ START_TEST(round_trip_with_fds)
 	ck_assert_int_eq(wire_put(payload, &len, "toolbox", "a"), 0);
 	ck_assert_int_eq(wire_put(payload, &len, "toolbox", "b.c"), 0);
 	ck_assert_int_eq(wire_send(sv[0], WIRE_CALL, 42, 7, payload, len, &pipefd[1], 1), 0);
-	memset(&m, 0, sizeof(m));
 	ck_assert_int_eq(wire_recv(sv[1], &m), 1);
+	ck_assert_uint_eq(m.len, len);
+	ck_assert_int_eq(memcmp(m.payload, payload, len), 0);
 	ck_assert_uint_eq(m.type, WIRE_CALL);
 	ck_assert_uint_eq(m.a, 42);
 	ck_assert_uint_eq(m.b, 7);
@@ -44,11 +45,15 @@ START_TEST(round_trip_with_fds)
 	ck_assert_int_eq(write(m.fds[0], "hi", 2), 2);
 	ck_assert_int_eq(read(pipefd[0], buf, sizeof(buf)), 2);
 	ck_assert(fcntl(m.fds[0], F_GETFD) & FD_CLOEXEC);
-	wire_close_fds(&m);
+	wire_msg_release(&m);
+	ck_assert_ptr_null(m.payload);
+	ck_assert_uint_eq(m.nfds, 0);
+	wire_msg_release(&m);   /* twice is harmless */
 	close(pipefd[0]);
 	close(pipefd[1]);
 	close(sv[0]);
 	ck_assert_int_eq(wire_recv(sv[1], &m), 0);   /* end of stream */
+	ck_assert_ptr_null(m.payload);
 	close(sv[1]);
 }
 END_TEST
@@ -57,6 +62,7 @@ START_TEST(rejects_malformed)
 {
 	static const uint8_t bad_magic[28] = "XLW1";
 	uint8_t ok[28 + 4] = "DLW1";
+	struct wire_msg m;
 
 	memset(&m, 0, sizeof(m));
 	ck_assert_int_eq(wire_decode(bad_magic, sizeof(bad_magic), &m), -1);
@@ -67,6 +73,9 @@ START_TEST(rejects_malformed)
 	ck_assert_int_eq(wire_decode(ok, sizeof(ok), &m), -1);
 	ok[31] = '\0';
 	ck_assert_int_eq(wire_decode(ok, sizeof(ok), &m), 0);
+	ck_assert_uint_eq(m.len, 4);
+	ck_assert_str_eq((const char *)m.payload, "ab=");
+	wire_msg_release(&m);
 	ok[24] = 5;                                               /* says more than there is */
 	ck_assert_int_eq(wire_decode(ok, sizeof(ok), &m), -1);
 	ok[24] = 4;
@@ -86,11 +95,82 @@ START_TEST(next_stops_at_unterminated_entry)
 }
 END_TEST
 
+/* The payload comes on the heap at its own size, from empty to the
+ * largest; a message past the largest is refused whole and its fds are
+ * closed. */
+START_TEST(payload_sizes_and_oversized_messages)
+{
+	static const size_t sizes[] = { 0, 1, 27, 28, 4096, WIRE_MAX_PAYLOAD - 1,
+	                                WIRE_MAX_PAYLOAD };
+	uint8_t *big = calloc(1, 28 + WIRE_MAX_PAYLOAD + 64);
+	struct wire_msg m;
+	int sv[2], pipefd[2];
+
+	ck_assert_ptr_nonnull(big);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+		memset(big, 'x', sizes[i]);
+		if (sizes[i])
+			big[sizes[i] - 1] = '\0';
+		ck_assert_int_eq(wire_send(sv[0], WIRE_INFO, i, 0, big, sizes[i], NULL, 0), 0);
+		ck_assert_int_eq(wire_recv(sv[1], &m), 1);
+		ck_assert_uint_eq(m.a, i);
+		ck_assert_uint_eq(m.len, sizes[i]);
+		if (sizes[i])
+			ck_assert_int_eq(memcmp(m.payload, big, sizes[i]), 0);
+		else
+			ck_assert_ptr_null(m.payload);
+		wire_msg_release(&m);
+	}
+	/* Longer than any message may be: a raw datagram with a valid header
+	 * and an fd, which must come back closed. */
+	memset(big, 0, 28);
+	memcpy(big, "DLW1", 4);
+	big[4] = WIRE_INFO;
+	big[6] = 1;
+	big[24] = 0x40;   /* 0x10040 bytes of payload */
+	big[26] = 0x01;
+	{
+		union {
+			struct cmsghdr c;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} ctl;
+		struct iovec iov = { big, 28 + WIRE_MAX_PAYLOAD + 64 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+		                      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.c.cmsg_level = SOL_SOCKET;
+		ctl.c.cmsg_type = SCM_RIGHTS;
+		ctl.c.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&ctl.c), &pipefd[1], sizeof(int));
+		ck_assert_int_eq(sendmsg(sv[0], &msg, 0), (ssize_t)iov.iov_len);
+	}
+	ck_assert_int_eq(wire_recv(sv[1], &m), -1);
+	ck_assert_int_eq(errno, EBADMSG);
+	ck_assert_ptr_null(m.payload);
+	ck_assert_uint_eq(m.nfds, 0);
+	/* The copy of the pipe's write end was closed: ours is the last. */
+	close(pipefd[1]);
+	{
+		char c;
+
+		ck_assert_int_eq(read(pipefd[0], &c, 1), 0);
+	}
+	close(pipefd[0]);
+	close(sv[0]);
+	close(sv[1]);
+	free(big);
+}
+END_TEST
+
 /* Inputs that once crashed the fuzz harness must now be handled. */
 START_TEST(replays_regressions)
 {
 	DIR *d = opendir("tests/regress/wire");
 	struct dirent *e;
+	struct wire_msg m;
 	int seen = 0;
 
 	ck_assert_ptr_nonnull(d);
@@ -111,6 +191,7 @@ START_TEST(replays_regressions)
 			while (wire_next(m.payload, m.len, "toolbox", &pos))
 				ck_assert_uint_le(pos, m.len);
 		ck_assert_uint_le(pos, m.len);
+		wire_msg_release(&m);
 		seen++;
 	}
 	closedir(d);
@@ -126,6 +207,7 @@ int main(void)
 	tcase_add_test(tc, round_trip_with_fds);
 	tcase_add_test(tc, rejects_malformed);
 	tcase_add_test(tc, next_stops_at_unterminated_entry);
+	tcase_add_test(tc, payload_sizes_and_oversized_messages);
 	tcase_add_test(tc, replays_regressions);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
