@@ -476,7 +476,8 @@ static int start_drv(const struct wire_msg *m)
 	struct checkd_drv_spec s;
 	char err[512];
 
-	if (D.drv && D.spec_len == m->len && memcmp(D.spec, m->payload, m->len) == 0)
+	if (D.drv && D.spec_len == m->len &&
+	    (m->len == 0 || memcmp(D.spec, m->payload, m->len) == 0))
 		return 0;
 	stop_drv();
 	if (spec_of(m, &s) < 0)
@@ -484,7 +485,8 @@ static int start_drv(const struct wire_msg *m)
 	D.drv = checkd_drv_start(&s, D.work, err, sizeof(err));
 	if (!D.drv)
 		return -1;
-	memcpy(D.spec, m->payload, m->len);
+	if (m->len)
+		memcpy(D.spec, m->payload, m->len);
 	D.spec_len = m->len;
 	return 0;
 }
