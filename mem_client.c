@@ -5,7 +5,10 @@
  *
  * A lock is a connection of its own: the server grants it with
  * WIRE_MEM_LOCKED and releases it when the connection closes, so a client
- * that dies while holding it releases it too.
+ * that dies while holding it releases it too.  The grant names the
+ * server's incarnation and a token; every request about a session whose
+ * lock this store holds carries them ("lock=INCARNATION:TOKEN"), so that a
+ * server started after the one that granted it refuses them.
  */
 #include "mem_client.h"
 
@@ -27,16 +30,40 @@
 #include "warm_proto.h"
 #include "wire.h"
 
+/* How long a lock that must not wait (timeout 0) waits for the server's
+ * yes or no. */
+#define TRY_LOCK_ANSWER_MS 5000
+
+/* A held lock (store_lock.priv): the connection the server granted it on,
+ * and the grant's incarnation and token. */
+struct rs_lock {
+	struct rs_lock *next;
+	int fd;
+	uint64_t incarnation, token;
+	char id[STORE_ID_MAX + 1];
+};
+
 struct rstore {
 	struct store s;
 	struct store *dir;      /* the FileStore whose directory holds the socket */
 	int dirfd;
+	struct rs_lock *held;   /* the locks this store holds */
 };
 
-/* A held lock (store_lock.priv): the connection the server granted it on. */
-struct rs_lock {
-	int fd;
-};
+/* "lock=INC:TOKEN" for id into payload when this store holds its lock. */
+static void put_lock(const struct rstore *rs, const char *id, uint8_t *payload,
+                     size_t *len)
+{
+	char v[64];
+
+	for (const struct rs_lock *l = rs->held; l; l = l->next)
+		if (strcmp(l->id, id) == 0) {
+			snprintf(v, sizeof(v), "%016llx:%llu", (unsigned long long)l->incarnation,
+			         (unsigned long long)l->token);
+			wire_put(payload, len, "lock", v);
+			return;
+		}
+}
 
 static int rs_connect(struct rstore *rs, char *err, size_t errlen)
 {
@@ -53,7 +80,7 @@ static int rs_ask(struct rstore *rs, uint16_t type, uint64_t a, const char *id,
                   const int *fds, size_t nfds, struct wire_msg *m, char *err,
                   size_t errlen)
 {
-	uint8_t payload[STORE_ID_MAX + 8];
+	uint8_t payload[STORE_ID_MAX + 96];
 	size_t len = 0;
 	int fd, got;
 
@@ -61,8 +88,10 @@ static int rs_ask(struct rstore *rs, uint16_t type, uint64_t a, const char *id,
 	fd = rs_connect(rs, err, errlen);
 	if (fd < 0)
 		return -1;
-	if (id)
+	if (id) {
 		wire_put(payload, &len, "id", id);
+		put_lock(rs, id, payload, &len);
+	}
 	if (wire_send(fd, type, a, 0, payload, len, fds, nfds) < 0) {
 		snprintf(err, errlen, "cannot talk to the warm server: %s", strerror(errno));
 		close(fd);
@@ -229,9 +258,15 @@ static bool answered_by(int fd, const struct timespec *deadline)
 	}
 }
 
+/*
+ * The lock is granted on a connection of its own, kept open while held.
+ * timeout_ms 0 asks the server to answer busy at once rather than queue
+ * (the answer itself may take up to TRY_LOCK_ANSWER_MS).
+ */
 static int rs_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
                    char *err, size_t errlen)
 {
+	struct rstore *rs = s->priv;
 	struct wire_msg m;
 	uint8_t payload[STORE_ID_MAX + 8];
 	struct timespec deadline;
@@ -240,18 +275,18 @@ static int rs_lock(struct store *s, const char *id, long timeout_ms, struct stor
 	int fd, got;
 
 	lk->priv = NULL;
-	held = malloc(sizeof(*held));
+	held = calloc(1, sizeof(*held));
 	if (!held) {
 		snprintf(err, errlen, "cannot lock session '%s': %s", id, strerror(errno));
 		return -1;
 	}
 	if (timeout_ms >= 0)
-		deadline_in_ms(&deadline, timeout_ms);
-	fd = rs_connect(s->priv, err, errlen);
+		deadline_in_ms(&deadline, timeout_ms ? timeout_ms : TRY_LOCK_ANSWER_MS);
+	fd = rs_connect(rs, err, errlen);
 	if (fd < 0)
 		goto out;
 	wire_put(payload, &len, "id", id);
-	if (wire_send(fd, WIRE_MEM_LOCK, 0, 0, payload, len, NULL, 0) < 0)
+	if (wire_send(fd, WIRE_MEM_LOCK, timeout_ms == 0, 0, payload, len, NULL, 0) < 0)
 		goto fail;
 	if (!answered_by(fd, timeout_ms >= 0 ? &deadline : NULL)) {
 		snprintf(err, errlen, "session '%s' is busy: another call is using it", id);
@@ -259,10 +294,22 @@ static int rs_lock(struct store *s, const char *id, long timeout_ms, struct stor
 		goto out;
 	}
 	got = wire_recv(fd, &m);
+	if (got == 1 && m.type == WIRE_MEM_ERR) {
+		/* Busy at once, or the server's table of locks is full. */
+		snprintf(err, errlen, "%.*s", (int)m.len, m.len ? (const char *)m.payload : "");
+		wire_msg_release(&m);
+		errno = EWOULDBLOCK;
+		goto out;
+	}
 	wire_msg_release(&m);
 	if (got != 1 || m.type != WIRE_MEM_LOCKED)
 		goto fail;
 	held->fd = fd;
+	held->incarnation = m.a;
+	held->token = m.b;
+	snprintf(held->id, sizeof(held->id), "%s", id);
+	held->next = rs->held;
+	rs->held = held;
 	lk->priv = held;
 	return 0;
 fail:
@@ -275,10 +322,15 @@ out:
 
 static void rs_unlock(struct store *s, struct store_lock *lk)
 {
-	struct rs_lock *held = lk->priv;
+	struct rstore *rs = s->priv;
+	struct rs_lock *held = lk->priv, **pp;
 
-	(void)s;
 	if (held) {
+		for (pp = &rs->held; *pp; pp = &(*pp)->next)
+			if (*pp == held) {
+				*pp = held->next;
+				break;
+			}
 		close(held->fd);
 		free(held);
 	}
@@ -289,6 +341,13 @@ static void rs_close(struct store *s)
 {
 	struct rstore *rs = s->priv;
 
+	while (rs->held) {   /* a caller's missing unlock: release them all the same */
+		struct rs_lock *l = rs->held;
+
+		rs->held = l->next;
+		close(l->fd);
+		free(l);
+	}
 	store_close(rs->dir);
 	free(rs);
 }

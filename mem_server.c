@@ -1,15 +1,32 @@
 /*
  * mem_server.c - the memory store behind DOLSOT_STORE=memory.
+ *
+ * Invariants:
+ * - Every lock request ends in exactly one of: a slot in the table (held
+ *   or awaited, released by mem_server_closed), or an answer and no slot.
+ *   A full table answers busy; nothing is ever left behind for a
+ *   connection the server no longer watches.
+ * - A request naming a lock (a call's origin, load, save, delete) is
+ *   served only when that lock is held now, in this incarnation; a save
+ *   must name one.  So a call that locked in an earlier incarnation, or
+ *   lost its lock, never changes a session.
+ * - The ids file only ever holds ids and times, rewritten whole (a temp
+ *   file renamed over it) when the set of ids changes; failing to write it
+ *   never fails a request.
  */
 #include "mem_server.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fdio.h"
@@ -17,23 +34,139 @@
 #include "mem_store.h"
 #include "store.h"
 
-#define MAX_LOCKS 1024
+#define IDS_TEMP ".memory-sessions.new"
+#define IDS_MAX_BYTES (8u << 20)   /* an ids file longer than this is ignored */
+#define FDS_BESIDE_LOCKS 512       /* the server's other clients, zygotes, spares */
 
 struct lock_slot {
 	char id[STORE_ID_MAX + 1];
 	int fd;                 /* the connection holding or awaiting it */
 	bool held;
+	uint64_t token;         /* unique in this incarnation */
 };
 
 struct mem_server {
 	struct store *store;
-	struct lock_slot locks[MAX_LOCKS];   /* holders and waiters, FIFO by index */
+	int dirfd;              /* where the ids file is kept, or -1 */
+	uint64_t incarnation;
+	time_t started;         /* CLOCK_REALTIME seconds */
+	uint64_t next_token;
+	struct lock_slot locks[MEM_SERVER_MAX_LOCKS];   /* holders and waiters, FIFO by index */
 	size_t n_locks;
+	struct session_info *lost;   /* id, and in mtime when it was lost */
+	size_t n_lost;
 };
 
-struct mem_server *mem_server_new(void)
+static void when_text(time_t t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+}
+
+/* ---- the ids file ---- */
+
+static ssize_t lost_find(const struct mem_server *sm, const char *id)
+{
+	for (size_t i = 0; i < sm->n_lost; i++)
+		if (strcmp(sm->lost[i].id, id) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Forget that id was lost; true when it was. */
+static bool lost_drop(struct mem_server *sm, const char *id)
+{
+	ssize_t i = lost_find(sm, id);
+
+	if (i < 0)
+		return false;
+	sm->lost[i] = sm->lost[--sm->n_lost];
+	return true;
+}
+
+/* Write what this incarnation holds (time 0) and what was lost.  Best
+ * effort: a store directory that cannot be written (full, read-only)
+ * only costs the next incarnation its memory of these ids. */
+static void ids_write(struct mem_server *sm)
+{
+	struct session_info *held = NULL;
+	size_t n = 0, len = 0;
+	char err[STORE_ERR_MAX], *text = NULL;
+	FILE *f;
+	bool ok;
+	int fd;
+
+	if (sm->dirfd < 0 || store_list(sm->store, &held, &n, err, sizeof(err)) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		held[i].size = 0, held[i].mtime.tv_sec = 0, held[i].mtime.tv_nsec = 0;
+	f = open_memstream(&text, &len);
+	ok = f && mem_list_format(f, held, n) == 0 &&
+	     mem_list_format(f, sm->lost, sm->n_lost) == 0;
+	if (f && fclose(f) != 0)
+		ok = false;
+	free(held);
+	if (!ok)
+		goto out;
+	fd = openat(sm->dirfd, IDS_TEMP, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	            0600);
+	if (fd < 0)
+		goto out;
+	ok = fd_write_all(fd, text, len) == 0;
+	if (close(fd) < 0)
+		ok = false;
+	if (!ok || renameat(sm->dirfd, IDS_TEMP, sm->dirfd, MEM_SERVER_IDS_FILE) < 0)
+		(void)unlinkat(sm->dirfd, IDS_TEMP, 0);
+out:
+	free(text);
+}
+
+static int by_lost_time_desc(const void *a, const void *b)
+{
+	const struct session_info *x = a, *y = b;
+
+	return (x->mtime.tv_sec < y->mtime.tv_sec) - (x->mtime.tv_sec > y->mtime.tv_sec);
+}
+
+/* The last incarnation's ids: what it held is lost as of now, what it had
+ * lost stays lost; the most recent MEM_SERVER_LOST_MAX are kept. */
+static void ids_read(struct mem_server *sm)
+{
+	struct session_info *v = NULL;
+	uint8_t *text = NULL;
+	struct stat st;
+	size_t len = 0, n = 0;
+	int fd;
+
+	fd = openat(sm->dirfd, MEM_SERVER_IDS_FILE,
+	            O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= IDS_MAX_BYTES &&
+	    fd_read_all(fd, (size_t)st.st_size, &text, &len) == 0 &&
+	    mem_list_parse((const char *)text, len, &v, &n) == 0) {
+		for (size_t i = 0; i < n; i++)
+			if (v[i].mtime.tv_sec <= 0)
+				v[i].mtime.tv_sec = sm->started;
+		qsort(v, n, sizeof(*v), by_lost_time_desc);
+		/* An id listed twice keeps its first (latest) entry. */
+		sm->lost = v;
+		for (size_t i = 0; i < n && sm->n_lost < MEM_SERVER_LOST_MAX; i++)
+			if (lost_find(sm, v[i].id) < 0)
+				v[sm->n_lost++] = v[i];
+		v = NULL;
+	}
+	free(v);
+	free(text);
+	fd_close(&fd);
+}
+
+struct mem_server *mem_server_new(int dirfd)
 {
 	struct mem_server *sm = calloc(1, sizeof(*sm));
+	uint64_t inc = 0;
 
 	if (!sm)
 		return NULL;
@@ -42,8 +175,41 @@ struct mem_server *mem_server_new(void)
 		free(sm);
 		return NULL;
 	}
+	/* One fd per lock held or awaited: make room under the hard limit. */
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur < MEM_SERVER_MAX_LOCKS + FDS_BESIDE_LOCKS) {
+		rl.rlim_cur = rl.rlim_max < MEM_SERVER_MAX_LOCKS + FDS_BESIDE_LOCKS
+		              ? rl.rlim_max : MEM_SERVER_MAX_LOCKS + FDS_BESIDE_LOCKS;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);   /* else the bound is the fds */
+	}
+	sm->dirfd = dirfd;
+	sm->started = time(NULL);
+	/* Only distinctness matters; mix the time and pid in if getrandom
+	 * cannot answer at once. */
+	if (getrandom(&inc, sizeof(inc), GRND_NONBLOCK) != (ssize_t)sizeof(inc))
+		inc = ((uint64_t)sm->started << 20) ^ (uint64_t)getpid() ^
+		      (uint64_t)(uintptr_t)sm;
+	sm->incarnation = inc ? inc : 1;
+	sm->next_token = 1;
+	if (dirfd >= 0) {
+		ids_read(sm);
+		ids_write(sm);
+	}
 	return sm;
 }
+
+void mem_server_free(struct mem_server *sm)
+{
+	if (!sm)
+		return;
+	store_close(sm->store);
+	free(sm->lost);
+	free(sm);
+}
+
+/* ---- requests ---- */
 
 static void reply_err(int fd, const char *why)
 {
@@ -62,6 +228,77 @@ static int to_memfd(const uint8_t *p, size_t n)
 	return fd;
 }
 
+static const struct lock_slot *holder(const struct mem_server *sm, const char *id)
+{
+	for (size_t i = 0; i < sm->n_locks; i++)
+		if (sm->locks[i].held && strcmp(sm->locks[i].id, id) == 0)
+			return &sm->locks[i];
+	return NULL;
+}
+
+/* The gone message for a lost id into why; false when id is not lost. */
+static bool gone(const struct mem_server *sm, const char *id, char *why, size_t len)
+{
+	char when[64];
+	ssize_t i = lost_find(sm, id);
+
+	if (i < 0)
+		return false;
+	when_text(sm->lost[i].mtime.tv_sec, when, sizeof(when));
+	snprintf(why, len, "session '%s' is gone: the memory store was restarted at %s and "
+	         "its sessions lived only in the old server's memory; 'dolsot --reset %s' "
+	         "starts it anew", id, when, id);
+	return true;
+}
+
+/*
+ * The fence: a request that names a lock ("lock=INCARNATION:TOKEN") is
+ * served only while that lock is held, in this incarnation; a save must
+ * name one.  Returns true to serve it, else false with the reason in why.
+ */
+static bool fenced_ok(const struct mem_server *sm, const struct wire_msg *m, const char *id,
+                      char *why, size_t len)
+{
+	size_t pos = 0;
+	const char *lock = wire_next(m->payload, m->len, "lock", &pos);
+	const struct lock_slot *h = holder(sm, id);
+	bool save = m->type == WIRE_MEM_SAVE;
+	unsigned long long inc, token;
+	char when[64], tail;
+
+	if (!lock) {
+		if (!save)
+			return true;
+		snprintf(why, len, "cannot save session '%s': the call does not hold its lock", id);
+		return false;
+	}
+	if (sscanf(lock, "%16llx:%llu%c", &inc, &token, &tail) != 2) {
+		snprintf(why, len, "malformed lock for session '%s'", id);
+		return false;
+	}
+	if (inc == sm->incarnation && h && h->token == token)
+		return true;
+	if (inc == sm->incarnation) {
+		snprintf(why, len, "session '%s' is not locked by this call", id);
+		return false;
+	}
+	when_text(sm->started, when, sizeof(when));
+	if (save && lost_find(sm, id) >= 0)
+		snprintf(why, len, "the memory store was restarted at %s while this call held "
+		         "session '%s', so the cell's result is not saved, and the session "
+		         "is gone with the old server; 'dolsot --reset %s' starts it anew",
+		         when, id, id);
+	else if (save)
+		snprintf(why, len, "the memory store was restarted at %s while this call held "
+		         "session '%s', so the cell's result is not saved; run the call again",
+		         when, id);
+	else if (!gone(sm, id, why, len))
+		snprintf(why, len, "the memory store was restarted at %s while this call "
+		         "waited for session '%s'; the cell did not run: run the call again",
+		         when, id);
+	return false;
+}
+
 static void on_load(struct mem_server *sm, int fd, const char *id)
 {
 	char err[STORE_ERR_MAX];
@@ -75,7 +312,10 @@ static void on_load(struct mem_server *sm, int fd, const char *id)
 		return;
 	}
 	if (!found) {
-		wire_send(fd, WIRE_MEM_BLOB, 0, 0, NULL, 0, NULL, 0);
+		if (gone(sm, id, err, sizeof(err)))
+			reply_err(fd, err);
+		else
+			wire_send(fd, WIRE_MEM_BLOB, 0, 0, NULL, 0, NULL, 0);
 		return;
 	}
 	mfd = to_memfd(blob, len);
@@ -93,6 +333,7 @@ static void on_save(struct mem_server *sm, int fd, const char *id, struct wire_m
 	char err[STORE_ERR_MAX];
 	struct stat st;
 	void *p = NULL;
+	unsigned before = mem_server_count(sm);
 
 	if (m->nfds != 1 || fstat(m->fds[0], &st) < 0) {
 		reply_err(fd, "malformed save");
@@ -106,12 +347,52 @@ static void on_save(struct mem_server *sm, int fd, const char *id, struct wire_m
 		}
 	}
 	if (store_save(sm->store, id, p ? p : (const uint8_t *)"", (size_t)st.st_size,
-	               m->a != 0, err, sizeof(err)) < 0)
+	               m->a != 0, err, sizeof(err)) < 0) {
 		reply_err(fd, err);
-	else
+	} else {
+		bool was_lost = lost_drop(sm, id);
+
+		/* A new id is on disk before the save is acknowledged. */
+		if (was_lost || mem_server_count(sm) != before)
+			ids_write(sm);
 		wire_send(fd, WIRE_MEM_OK, 0, 0, NULL, 0, NULL, 0);
+	}
 	if (p)
 		munmap(p, (size_t)st.st_size);
+}
+
+/* Delete id, or with "all" every session no call holds (and every lost
+ * id); a = removed. */
+static void on_del(struct mem_server *sm, int fd, const char *id)
+{
+	char err[STORE_ERR_MAX];
+	struct session_info *v = NULL;
+	unsigned removed = 0, one;
+	size_t n = 0;
+	bool changed;
+
+	if (strcmp(id, "all") != 0) {
+		if (store_del(sm->store, id, &removed, err, sizeof(err)) < 0) {
+			reply_err(fd, err);
+			return;
+		}
+		changed = lost_drop(sm, id) || removed;
+	} else {
+		if (store_list(sm->store, &v, &n, err, sizeof(err)) < 0) {
+			reply_err(fd, err);
+			return;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (!holder(sm, v[i].id) &&
+			    store_del(sm->store, v[i].id, &one, err, sizeof(err)) == 0)
+				removed += one;
+		free(v);
+		changed = sm->n_lost || removed;
+		sm->n_lost = 0;
+	}
+	if (changed)
+		ids_write(sm);
+	wire_send(fd, WIRE_MEM_OK, removed, 0, NULL, 0, NULL, 0);
 }
 
 static void on_list(struct mem_server *sm, int fd)
@@ -149,12 +430,11 @@ static void on_list(struct mem_server *sm, int fd)
 	close(mfd);
 }
 
-static bool lock_held(const struct mem_server *sm, const char *id)
+/* The grant: a = this incarnation, b = the lock's token. */
+static void grant(const struct mem_server *sm, struct lock_slot *l)
 {
-	for (size_t i = 0; i < sm->n_locks; i++)
-		if (sm->locks[i].held && strcmp(sm->locks[i].id, id) == 0)
-			return true;
-	return false;
+	l->held = true;
+	wire_send(l->fd, WIRE_MEM_LOCKED, sm->incarnation, l->token, NULL, 0, NULL, 0);
 }
 
 /* Grant each waiter whose session is free, oldest first. */
@@ -163,25 +443,35 @@ static void grant_waiters(struct mem_server *sm)
 	for (size_t i = 0; i < sm->n_locks; i++) {
 		struct lock_slot *l = &sm->locks[i];
 
-		if (l->held || lock_held(sm, l->id))
-			continue;
-		l->held = true;
-		wire_send(l->fd, WIRE_MEM_LOCKED, 0, 0, NULL, 0, NULL, 0);
+		if (!l->held && !holder(sm, l->id))
+			grant(sm, l);
 	}
 }
 
-static bool on_lock(struct mem_server *sm, int fd, const char *id)
+/* A lock request; with try (a = 1), one that is not free at once is
+ * answered busy instead of waiting.  True when fd now has a slot. */
+static bool on_lock(struct mem_server *sm, int fd, const char *id, bool try)
 {
+	char why[STORE_ERR_MAX];
 	struct lock_slot *l;
 
-	if (sm->n_locks == MAX_LOCKS) {
-		reply_err(fd, "too many session locks held or awaited");
+	if (try && holder(sm, id)) {
+		snprintf(why, sizeof(why), "session '%s' is busy: another call is using it", id);
+		reply_err(fd, why);
+		return false;
+	}
+	if (sm->n_locks == MEM_SERVER_MAX_LOCKS) {
+		snprintf(why, sizeof(why), "session '%s' is busy: the memory store already has "
+		         "%d calls holding or waiting for session locks; try again later", id,
+		         MEM_SERVER_MAX_LOCKS);
+		reply_err(fd, why);
 		return false;
 	}
 	l = &sm->locks[sm->n_locks++];
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	l->fd = fd;
 	l->held = false;
+	l->token = sm->next_token++;
 	grant_waiters(sm);
 	return true;
 }
@@ -204,10 +494,15 @@ bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 	char err[STORE_ERR_MAX];
 	size_t pos = 0;
 	const char *id = m->type == WIRE_MEM_LIST ? "" : wire_next(m->payload, m->len, "id", &pos);
-	unsigned removed = 0;
 
 	if (!id) {
 		reply_err(fd, "missing session id");
+		return false;
+	}
+	if ((m->type == WIRE_MEM_LOAD || m->type == WIRE_MEM_SAVE ||
+	     m->type == WIRE_MEM_ORIGIN || m->type == WIRE_MEM_DEL) &&
+	    !fenced_ok(sm, m, id, err, sizeof(err))) {
+		reply_err(fd, err);
 		return false;
 	}
 	switch (m->type) {
@@ -218,10 +513,7 @@ bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 		on_save(sm, fd, id, m);
 		return false;
 	case WIRE_MEM_DEL:
-		if (store_del(sm->store, id, &removed, err, sizeof(err)) < 0)
-			reply_err(fd, err);
-		else
-			wire_send(fd, WIRE_MEM_OK, removed, 0, NULL, 0, NULL, 0);
+		on_del(sm, fd, id);
 		return false;
 	case WIRE_MEM_LIST:
 		on_list(sm, fd);
@@ -240,7 +532,7 @@ bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 			reply_err(fd, err);
 			return false;
 		}
-		return on_lock(sm, fd, id);
+		return on_lock(sm, fd, id, m->a == 1);
 	default:
 		reply_err(fd, "unknown request");
 		return false;

@@ -66,7 +66,7 @@ struct server {
 	bool stopping;
 	uint64_t calls_served, calls_fallback;
 	struct mem_server *mem;   /* DOLSOT_STORE=memory sessions, made on first use */
-	int held[MAX_CLIENTS];    /* connections holding or awaiting a session lock */
+	int held[MEM_SERVER_MAX_LOCKS];   /* connections holding or awaiting a session lock */
 	size_t n_held;
 	uint64_t seen[SEEN_KEYS]; /* hashes of environments called without a zygote */
 	size_t seen_next;
@@ -365,11 +365,12 @@ static void on_client(struct server *s, size_t i)
 	case WIRE_MEM_LOCK:
 	case WIRE_MEM_ORIGIN:
 		s->last_call = deadline_now();
-		if (!s->mem && !(s->mem = mem_server_new())) {
+		if (!s->mem && !(s->mem = mem_server_new(s->dirfd))) {
 			wire_send(fd, WIRE_MEM_ERR, 0, 0, "out of memory", 13, NULL, 0);
 			break;
 		}
-		if (mem_server_handle(s->mem, fd, &m) && s->n_held < MAX_CLIENTS) {
+		/* mem_server keeps at most MEM_SERVER_MAX_LOCKS, as held[] does */
+		if (mem_server_handle(s->mem, fd, &m)) {
 			wire_msg_release(&m);
 			s->held[s->n_held++] = fd;
 			drop_client(s, i, false);
@@ -391,14 +392,16 @@ static void on_client(struct server *s, size_t i)
 	drop_client(s, i, true);
 }
 
+/* While the table is full, the rest wait in the listen queue (closing
+ * them would fail their calls, a lock request among them). */
 static void on_accept(struct server *s)
 {
-	for (;;) {
+	while (s->n_clients < MAX_CLIENTS) {
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
 		if (fd < 0)
 			return;
-		if (!peer_is_ours(fd) || s->n_clients == MAX_CLIENTS) {
+		if (!peer_is_ours(fd)) {
 			close(fd);
 			continue;
 		}
@@ -414,8 +417,11 @@ static int open_listener(struct server *s)
 	int fd;
 
 	if (s->lock_fd < 0) {
+		/* Read-only: flock needs no more, and a file open for writing
+		 * would keep the store's filesystem from being remounted
+		 * read-only while the server runs. */
 		s->lock_fd = openat(s->dirfd, WARM_LOCK,
-		                    O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		                    O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
 			return -1;   /* another server holds the store */
 	}
@@ -528,7 +534,7 @@ static void server_exit(struct server *s, int code, bool kill_calls)
 
 static void server_loop(struct server *s)
 {
-	struct pollfd p[2 + SERVER_MAX_ZYGOTES + 2 * MAX_CLIENTS];
+	struct pollfd p[2 + SERVER_MAX_ZYGOTES + MAX_CLIENTS + MEM_SERVER_MAX_LOCKS];
 
 	for (;;) {
 		nfds_t n = 0;
@@ -542,7 +548,8 @@ static void server_loop(struct server *s)
 			server_exit(s, 0, false);
 		evict_idle_zygotes(s);
 		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
-		p[n++] = (struct pollfd){ .fd = s->listen_fd, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = s->listen_fd,
+		                          .events = s->n_clients < MAX_CLIENTS ? POLLIN : 0 };
 		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
 			zi[i] = -1;
 			if (s->z[i].ctl >= 0) {

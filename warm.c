@@ -351,7 +351,8 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *ke
 	uint8_t *prewarm;
 	pid_t pid;
 
-	lock = openat(dirfd, WARM_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* Read-only: the server keeps it for its life (see server.c). */
+	lock = openat(dirfd, WARM_LOCK, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lock < 0)
 		return -1;
 	if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
