@@ -97,7 +97,7 @@ $(B)/tests/%.o: tests/%.c
 
 T_FRAME := tests/check_frame.o frame.o rlimits.o
 T_STORE := tests/check_store.o fdio.o deadline.o store.o store_name.o store_file.o mem_store.o \
-	mem_client.o warm_proto.o wire.o mem_list.o
+	mem_client.o warm_proto.o wire.o mem_list.o mem_server.o
 T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o

@@ -424,21 +424,25 @@ static int cmd_reset(const struct settings *s, const char *target, bool json)
 {
 	char err[REPL_ERR_MAX];
 	unsigned removed = 0, images = 0;
+	char *kept = NULL;
 
 	if (strcmp(target, "all") != 0)
 		check_session_id(target);
-	if (repl_reset(s, target, &removed, &images, err, sizeof(err)) < 0)
+	if (repl_reset(s, target, &removed, &images, &kept, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
 	if (json) {
-		if (output_json_reset(target, removed, images, stdout) < 0 && errno != EPIPE)
+		if (output_json_reset(target, removed, images, kept, stdout) < 0 && errno != EPIPE)
 			die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
+		free(kept);
 		return 0;
 	}
+	printf("reset %s: removed %u session(s)", target, removed);
 	if (images)
-		printf("reset %s: removed %u session(s) and %u image(s)\n", target, removed,
-		       images);
-	else
-		printf("reset %s: removed %u session(s)\n", target, removed);
+		printf(" and %u image(s)", images);
+	if (kept)
+		printf("; kept, in use by a call: %s", kept);
+	putchar('\n');
+	free(kept);
 	return 0;
 }
 

@@ -337,7 +337,8 @@ static json_t *reset_result(const struct server *s, const struct job *j)
 	unsigned removed = 0, images = 0;
 	json_t *obj;
 
-	if (repl_reset(s->m->settings, j->session, &removed, &images, err, sizeof(err)) < 0)
+	if (repl_reset(s->m->settings, j->session, &removed, &images, NULL, err,
+	               sizeof(err)) < 0)
 		return error_result(s, "dolsot: %s", err);
 	obj = json_pack("{s:s, s:I, s:I}", "reset", j->session, "removed", (json_int_t)removed,
 	                "removed_images", (json_int_t)images);

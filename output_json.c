@@ -607,15 +607,29 @@ int output_json_sessions(const struct session_info *info, size_t n, FILE *out)
 	return emit(o, bad, out);
 }
 
-int output_json_reset(const char *target, unsigned removed, unsigned images, FILE *out)
+int output_json_reset(const char *target, unsigned removed, unsigned images,
+                      const char *kept, FILE *out)
 {
-	json_t *o = json_object();
-	bool bad = !o;
+	json_t *o = json_object(), *ids = json_array();
+	bool bad = !o || !ids;
 
+	/* kept is "a, b": the ids a call held, which --reset all left */
+	for (const char *p = kept; !bad && p && *p;) {
+		size_t n = strcspn(p, ",");
+
+		bad = json_array_append_new(ids, json_stringn(p, n)) < 0;
+		p += n;
+		p += strspn(p, ", ");
+	}
 	if (!bad) {
 		put(o, "reset", jstr0(target), &bad);
 		put(o, "removed", json_integer(removed), &bad);
 		put(o, "removed_images", json_integer(images), &bad);
+		if (strcmp(target, "all") == 0) {
+			put(o, "kept_in_use", ids, &bad);
+			ids = NULL;
+		}
 	}
+	json_decref(ids);
 	return emit(o, bad, out);
 }

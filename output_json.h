@@ -23,8 +23,10 @@ int output_json_run(const struct result *r, FILE *out);
 int output_json_describe(const struct result *r, const struct limits *l, double timeout,
                          FILE *out);
 int output_json_sessions(const struct session_info *info, size_t n, FILE *out);
-/* --reset's counts: sessions removed, and the text contract's images with them. */
-int output_json_reset(const char *target, unsigned removed, unsigned images, FILE *out);
+/* --reset's counts: sessions removed, and the text contract's images with
+ * them; for "all", kept_in_use lists kept ("a, b" or NULL: none). */
+int output_json_reset(const char *target, unsigned removed, unsigned images,
+                      const char *kept, FILE *out);
 
 /* The "limits:" line that ends --describe's text. */
 void output_describe_limits(const struct limits *l, double timeout, FILE *out);

@@ -282,27 +282,132 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	return ret;
 }
 
+/* Append id to the comma-separated list *text (malloc'd); false when out
+ * of memory. */
+static bool list_add(char **text, const char *id)
+{
+	char *grown = NULL;
+
+	if (asprintf(&grown, "%s%s%s", *text ? *text : "", *text ? ", " : "", id) < 0)
+		return false;
+	free(*text);
+	*text = grown;
+	return true;
+}
+
+/* Delete id and its images under its lock, unless a call holds it (*busy). */
+static int reset_free_one(struct store *st, const char *id, const char *root,
+                          unsigned *removed, unsigned *images, bool *busy,
+                          char *serr, size_t len)
+{
+	char lerr[STORE_ERR_MAX], derr[REPL_ERR_MAX];
+	struct store_lock lk;
+	unsigned n = 0, m = 0;
+	int ret = 0;
+
+	*busy = store_lock(st, id, 0, &lk, lerr, sizeof(lerr)) < 0;
+	if (*busy)
+		return 0;
+	if (removed)
+		ret = store_del(st, id, &n, serr, len);
+	/* Like the reaper's, a directory that is not ours is left alone. */
+	if (ret == 0 && root && display_files_remove(root, id, 0, &m, derr, sizeof(derr)) == 0)
+		*images += m;
+	if (removed)
+		*removed += n;
+	store_unlock(st, &lk);
+	return ret;
+}
+
+/*
+ * --reset all: each session whose lock can be had at once is deleted
+ * under it, with its images; one a call holds is kept, with its save in
+ * progress, and named in *kept if it is still there at the end.  The
+ * store's own "all" (which skips locked sessions too) then sweeps what is
+ * left of sessions no call holds, and the images of sessions now gone go.
+ */
+static int reset_all(const struct settings *s, struct store *st, unsigned *removed,
+                     unsigned *images, char **kept, char *serr, size_t len)
+{
+	char rootbuf[PATH_MAX], derr[REPL_ERR_MAX];
+	const char *root = display_root(s->cache_dir, rootbuf, sizeof(rootbuf)) == 0
+	                   ? rootbuf : NULL;
+	struct session_info *info = NULL, *after = NULL;
+	size_t n = 0, n_after = 0, n_img = 0;
+	bool *busy = NULL, b;
+	char **img = NULL;
+	unsigned swept = 0;
+	int ret = -1;
+
+	*removed = *images = 0;
+	if (store_list(st, &info, &n, serr, len) < 0)
+		return -1;
+	busy = calloc(n ? n : 1, sizeof(*busy));
+	if (!busy) {
+		snprintf(serr, len, "cannot reset all sessions: %s", strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (reset_free_one(st, info[i].id, root, removed, images, &busy[i], serr,
+		                   len) < 0)
+			goto out;
+	if (store_del(st, "all", &swept, serr, len) < 0 ||
+	    store_list(st, &after, &n_after, serr, len) < 0)
+		goto out;
+	*removed += swept;
+	for (size_t i = 0; i < n; i++)
+		if (busy[i] && store_holds(after, n_after, info[i].id) &&
+		    kept && !list_add(kept, info[i].id)) {
+			snprintf(serr, len, "cannot reset all sessions: %s", strerror(ENOMEM));
+			goto out;
+		}
+	/* Images whose session is gone; a session still held keeps its own. */
+	if (root && n_after == 0) {
+		unsigned m = 0;
+
+		ret = display_files_remove(root, "all", 0, &m, serr, len);
+		*images += m;
+		goto out;
+	}
+	if (root && display_files_stale(root, 0, &img, &n_img, derr, sizeof(derr)) == 0) {
+		for (size_t i = 0; i < n_img; i++)
+			if (!store_holds(after, n_after, img[i]))
+				(void)reset_free_one(st, img[i], root, NULL, images, &b, derr,
+				                     sizeof(derr));
+		display_files_stale_free(img, n_img);
+	}
+	ret = 0;
+out:
+	free(busy);
+	free(after);
+	free(info);
+	return ret;
+}
+
 int repl_reset(const struct settings *s, const char *target, unsigned *removed,
-               unsigned *images, char *err, size_t errlen)
+               unsigned *images, char **kept, char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX], root[PATH_MAX];
 	struct store *st = repl_open_store(s, err, errlen);
 	struct store_lock lk;
-	bool one = strcmp(target, "all") != 0;
 	int ret = -1;
 
+	if (kept)
+		*kept = NULL;
 	if (!st)
 		return -1;
-	if (one &&
-	    store_lock(st, target, (long)(s->timeout * 1000), &lk, serr, sizeof(serr)) < 0)
+	*images = 0;
+	if (strcmp(target, "all") == 0) {
+		ret = reset_all(s, st, removed, images, kept, serr, sizeof(serr));
+		goto out;
+	}
+	if (store_lock(st, target, (long)(s->timeout * 1000), &lk, serr, sizeof(serr)) < 0)
 		goto out;
 	ret = store_del(st, target, removed, serr, sizeof(serr));
-	*images = 0;
 	if (ret == 0 && display_root(s->cache_dir, root, sizeof(root)) == 0 &&
 	    display_files_remove(root, target, 0, images, serr, sizeof(serr)) < 0)
 		ret = -1;
-	if (one)
-		store_unlock(st, &lk);
+	store_unlock(st, &lk);
 out:
 	if (ret < 0)
 		snprintf(err, errlen, "%s", serr);

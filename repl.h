@@ -31,13 +31,15 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 
 /*
  * Forget one session (waiting, like a run, up to the timeout for its lock so
- * a call in flight cannot save over the reset) or, with "all", every one,
- * and the images of the text contract with it (display_files.h).  Returns
- * 0 with *removed (sessions) and *images (files) set, or -1 with a reason
- * in err.
+ * a call in flight cannot save over the reset) or, with "all", every one
+ * no call holds (without waiting: a session locked by a call in flight is
+ * kept, with its save), and the images of the text contract with them
+ * (display_files.h).  Returns 0 with *removed (sessions) and *images
+ * (files) set, and, unless kept is NULL, *kept the ids kept as in use,
+ * comma-separated (malloc'd; NULL when none); or -1 with a reason in err.
  */
 int repl_reset(const struct settings *s, const char *target, unsigned *removed,
-               unsigned *images, char *err, size_t errlen);
+               unsigned *images, char **kept, char *err, size_t errlen);
 
 /*
  * The warm server of the configured store.  repl_server_start() starts it

@@ -26,7 +26,14 @@
  *   session's temp file, however old: a worker fills it at the end of a
  *   call that may run for hours (save_begin comes before the call).
  * - A lock file MUST only be unlinked while its flock is held, and a locker
- *   MUST check after flock that the name still refers to its inode.
+ *   MUST check after flock that the name still refers to its inode.  The
+ *   holder removes it on unlock when the session is gone (reset, expired,
+ *   or a first call that saved nothing): no lock file outlives its session.
+ * - An expired session MUST only be reaped under its lock, its age checked
+ *   again once the lock is held: a save that lands after the first look
+ *   is fresh and stays.  A locked session is never reaped by another.
+ * - Deleting every session MUST skip the locked ones, with their temp
+ *   files: a call in flight keeps its session and its save.
  * - ID.sandboxed is made and removed only here, in the client, under the
  *   session's lock (a worker gets no fd of this directory): it MUST exist
  *   before a sandboxed session's rename and MUST only go after an
@@ -72,6 +79,7 @@ struct fs_save {
 /* A held lock (store_lock.priv): the flock'ed ID.lock. */
 struct fs_lock {
 	int fd;
+	char id[STORE_ID_MAX + 1];
 };
 
 /* Called for each of our files in the directory; -1 (errno set) stops the scan. */
@@ -237,6 +245,65 @@ out:
 	errno = errsv;
 }
 
+/*
+ * Take session id's lock without waiting, creating ID.lock if need be;
+ * the held fd, or -1 when someone holds it (or it cannot be had).
+ */
+static int try_lock(struct fstore *fs, const char *id)
+{
+	char name[NAME_BUF];
+	bool notreg;
+	int fd, errsv = errno;
+
+	snprintf(name, sizeof(name), "%s.lock", id);
+	fd = open_lock(fs, name, &notreg);
+	if (fd >= 0 && (flock(fd, LOCK_EX | LOCK_NB) < 0 || !still_named(fs, fd, name)))
+		fd_close(&fd);
+	errno = errsv;
+	return fd;
+}
+
+/* Unlink ID.lock, whose flock fd holds, when ID.pkl is gone, then close fd. */
+static void unlock_and_tidy(struct fstore *fs, const char *id, int fd)
+{
+	char name[NAME_BUF];
+	struct stat st;
+	int errsv = errno;
+
+	snprintf(name, sizeof(name), "%s.pkl", id);
+	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+		snprintf(name, sizeof(name), "%s.lock", id);
+		if (still_named(fs, fd, name))
+			(void)unlinkat(fs->dirfd, name, 0);
+	}
+	close(fd);
+	errno = errsv;
+}
+
+/*
+ * Remove session id if it is still older than the TTL once its lock is
+ * held (held: by us already); a save between a scan's look and now made
+ * it fresh.  Unless held, a locked session is in use and stays.
+ */
+static void reap_expired(struct fstore *fs, const char *id, bool held,
+                         const struct timespec *now)
+{
+	char name[NAME_BUF];
+	struct stat st;
+	int fd = held ? -1 : try_lock(fs, id);
+
+	if (!held && fd < 0)
+		return;
+	snprintf(name, sizeof(name), "%s.pkl", id);
+	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    age_of(&st, now) > fs->ttl) {
+		(void)unlinkat(fs->dirfd, name, 0);
+		drop_orphan_mark(fs, id, true);
+	}
+	if (fd >= 0)
+		unlock_and_tidy(fs, id, fd);
+}
+
 struct reap_ctx {
 	struct timespec now;
 	const char *locked;     /* the session whose lock we hold, or NULL */
@@ -261,7 +328,7 @@ static int reap_one(struct fstore *fs, const char *name, enum store_name_kind ki
 	switch (kind) {
 	case STORE_NAME_SESSION:
 		if (fs->ttl > 0 && age > fs->ttl)
-			(void)unlinkat(fs->dirfd, name, 0);
+			reap_expired(fs, id, ctx->locked && strcmp(id, ctx->locked) == 0, &ctx->now);
 		break;
 	case STORE_NAME_TEMP:
 		if ((age > TEMP_MAX_AGE || (fs->ttl > 0 && age > fs->ttl)) &&
@@ -579,15 +646,24 @@ static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind
 	    (!S_ISREG(st.st_mode) && kind != STORE_NAME_MARK))
 		return 0;
 	switch (kind) {
-	case STORE_NAME_SESSION:
+	case STORE_NAME_SESSION: {
+		int fd = try_lock(fs, id);
+
+		if (fd < 0)
+			break;   /* a call holds it: it stays, with its save */
 		if (unlinkat(fs->dirfd, name, 0) == 0)
 			acc->removed++;
 		else if (errno != ENOENT && acc->errsv == 0)
 			acc->errsv = errno;
-		drop_orphan_mark(fs, id, false);
+		drop_orphan_mark(fs, id, true);
+		unlock_and_tidy(fs, id, fd);
 		break;
+	}
 	case STORE_NAME_TEMP:
-		(void)unlinkat(fs->dirfd, name, 0);
+		/* Saves hold the lock: an unlocked session's temp file is a
+		 * killed save's; a locked one's may be a save in progress. */
+		if (!session_locked(fs, id))
+			(void)unlinkat(fs->dirfd, name, 0);
 		break;
 	case STORE_NAME_LOCK:
 		remove_lock_if_free(fs, name);
@@ -637,6 +713,7 @@ static int fs_del(struct store *s, const char *id, unsigned *removed,
 		return fail(err, errlen, "cannot delete session '%s': unlink: %s", id,
 		            strerror(errno));
 	drop_orphan_mark(fs, id, true);   /* repl_reset holds the lock */
+	/* ID.lock goes when its holder unlocks (fs_unlock); unlocked, now. */
 	snprintf(name, sizeof(name), "%s.lock", id);
 	remove_lock_if_free(fs, name);
 	return 0;
@@ -804,6 +881,7 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 		close(fd);
 	}
 	held->fd = fd;
+	snprintf(held->id, sizeof(held->id), "%s", id);
 	lk->priv = held;
 	reap_locked(fs, id);
 	return 0;
@@ -815,13 +893,14 @@ bad:
 	return -1;
 }
 
+/* A session that is gone (reset, reaped, never saved) loses its lock file
+ * too, while the flock still keeps lockers off it. */
 static void fs_unlock(struct store *s, struct store_lock *lk)
 {
 	struct fs_lock *held = lk->priv;
 
-	(void)s;
 	if (held) {
-		close(held->fd);
+		unlock_and_tidy(s->priv, held->id, held->fd);
 		free(held);
 	}
 	lk->priv = NULL;

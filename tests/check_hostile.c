@@ -682,7 +682,8 @@ START_TEST(too_many_toolboxes_is_a_usage_error)
 }
 END_TEST
 
-/* --reset ID waits for a call in flight; --reset all does not. */
+/* --reset ID waits for a call in flight; --reset all does not: it keeps
+ * the busy session and says so. */
 START_TEST(reset_all_does_not_wait_for_a_busy_session)
 {
 	struct cli_run r;
@@ -700,9 +701,13 @@ START_TEST(reset_all_does_not_wait_for_a_busy_session)
 	cli_run_release(&r);
 	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TIMEOUT=0.3", NULL }), "--reset", "all");
 	ck_code(&r, 0);
-	ck_out(&r, "reset all: removed 1 session(s)\n");
+	ck_out(&r, "reset all: removed 0 session(s); kept, in use by a call: t\n");
 	cli_run_release(&r);
 	close(fd);
+	RUN_ENV(&r, ((const char *[]){ NULL }), "--reset", "all");
+	ck_code(&r, 0);
+	ck_out(&r, "reset all: removed 1 session(s)\n");
+	cli_run_release(&r);
 }
 END_TEST
 

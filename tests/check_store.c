@@ -18,16 +18,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ck_run.h"
+#include "mem_server.h"
 #include "mem_store.h"
 #include "store.h"
 #include "store_file.h"
+#include "wire.h"
 
 #define DAY 86400.0
 #define HOUR 3600.0
@@ -971,7 +975,8 @@ START_TEST(test_lock_busy_across_processes)
 	ck_assert_int_eq(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
 	store_unlock(s, &lk);
 	ck_assert_ptr_null(lk.priv);
-	ck_assert_int_eq(fd_on(sess_dir, "a.lock"), -1);
+	/* No session "a": its holder took the lock file with it. */
+	ck_assert(!exists(sess_dir, "a.lock"));
 	store_close(s);
 }
 END_TEST
@@ -1316,6 +1321,309 @@ START_TEST(test_bounded_save_refuses_more)
 }
 END_TEST
 
+/* issue 21: an expired session a call holds is not reaped by another
+ * process's sweep (it would delete the save the call is about to make);
+ * once free, it is, with its lock file. */
+START_TEST(test_reap_spares_an_expired_session_a_call_holds)
+{
+	struct store *s = open_file(), *other = open_file_ttl(1);
+	struct session_info *v;
+	struct store_lock lk;
+	size_t n;
+
+	save_str(s, "a", "1");
+	ck_assert_int_eq(store_lock(s, "a", -1, &lk, ERR), 0);
+	age_file(sess_dir, "a.pkl", 2 * DAY);
+	ck_assert_int_eq(store_list(other, &v, &n, ERR), 0);   /* reaps */
+	free(v);
+	ck_assert(exists(sess_dir, "a.pkl"));
+	store_unlock(s, &lk);
+	ck_assert_int_eq(store_list(other, &v, &n, ERR), 0);
+	free(v);
+	ck_assert_uint_eq(n, 0);
+	ck_assert(!exists(sess_dir, "a.pkl"));
+	ck_assert(!exists(sess_dir, "a.lock"));
+	store_close(other);
+	store_close(s);
+}
+END_TEST
+
+/* issue 21: deleting every session skips a locked one and its save in
+ * progress, which then commits; a free one goes with its killed save's
+ * temp file. */
+START_TEST(test_del_all_keeps_a_locked_session_and_its_save)
+{
+	struct store *s = open_file(), *other = open_file();
+	struct store_save sv;
+	struct store_lock lk;
+	char name[PATH_MAX];
+	unsigned removed;
+
+	save_str(s, "a", "1");
+	save_str(s, "b", "2");
+	ck_assert_int_eq(store_lock(s, "a", -1, &lk, ERR), 0);
+	begin(s, "a", false, &sv);
+	ck_assert(temp_name(sess_dir, "a", name));
+	put_file(sess_dir, ".b.AbC123.tmp", "killed save");
+	ck_assert_msg(store_del(other, "all", &removed, ERR) == 0, "%s", err);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert(exists(sess_dir, "a.pkl"));
+	ck_assert(exists(sess_dir, name));
+	ck_assert(!exists(sess_dir, "b.pkl"));
+	ck_assert(!exists(sess_dir, ".b.AbC123.tmp"));
+	ck_assert(!exists(sess_dir, "b.lock"));
+	write_str(sv.fd, "22");
+	ck_assert_msg(store_save_commit(s, &sv, 2, ERR) == 0, "commit: %s", err);
+	store_unlock(s, &lk);
+	assert_session(other, "a", "22");
+	store_close(other);
+	store_close(s);
+}
+END_TEST
+
+/* issue 21: --reset ID deletes under the lock; the unlock takes the lock
+ * file with it.  A session that stays keeps its lock file. */
+START_TEST(test_unlock_of_a_deleted_session_removes_its_lock_file)
+{
+	struct store *s = open_file();
+	struct store_lock lk;
+	unsigned removed;
+
+	save_str(s, "a", "1");
+	ck_assert_int_eq(store_lock(s, "a", -1, &lk, ERR), 0);
+	ck_assert_int_eq(store_del(s, "a", &removed, ERR), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert(exists(sess_dir, "a.lock"));
+	store_unlock(s, &lk);
+	ck_assert(!exists(sess_dir, "a.lock"));
+	ck_assert_int_eq(count_entries(sess_dir), 0);
+	ck_assert_int_eq(store_lock(s, "b", -1, &lk, ERR), 0);
+	save_str(s, "b", "2");
+	store_unlock(s, &lk);
+	ck_assert(exists(sess_dir, "b.lock"));
+	store_close(s);
+}
+END_TEST
+
+/* ---- mem_server: the lock table and the incarnation fence ---- */
+
+/* One request to sm on a fresh socketpair; *client is our end, *srv the
+ * server's.  Returns what mem_server_handle said (keep watching srv). */
+static bool mem_ask(struct mem_server *sm, uint16_t type, uint64_t a, const char *id,
+                    const char *lock, int fd, int *client, int *srv)
+{
+	uint8_t payload[512];
+	struct wire_msg m = { .type = type, .a = a };
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	m.len = 0;
+	ck_assert_int_eq(wire_put(payload, &m.len, "id", id), 0);
+	if (lock)
+		ck_assert_int_eq(wire_put(payload, &m.len, "lock", lock), 0);
+	m.payload = payload;
+	if (fd >= 0) {
+		m.fds[0] = fd;
+		m.nfds = 1;
+	}
+	*client = sv[0];
+	*srv = sv[1];
+	return mem_server_handle(sm, sv[1], &m);
+}
+
+/* The answer on client, released; its type, and a and b into *a and *b. */
+static uint16_t mem_answer(int client, uint64_t *a, uint64_t *b, char *text, size_t len)
+{
+	struct wire_msg m;
+
+	ck_assert_int_eq(wire_recv(client, &m), 1);
+	if (a)
+		*a = m.a;
+	if (b)
+		*b = m.b;
+	if (text)
+		snprintf(text, len, "%.*s", (int)m.len, m.len ? (const char *)m.payload : "");
+	wire_msg_release(&m);
+	return m.type;
+}
+
+static bool has_answer(int client)
+{
+	char c;
+
+	return recv(client, &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
+}
+
+/* Room for the fds of a full lock table and as many again. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < 4 * MEM_SERVER_MAX_LOCKS + 64) {
+		rl.rlim_cur = rl.rlim_max;
+		ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	if (rl.rlim_cur < 4 * MEM_SERVER_MAX_LOCKS + 64)
+		ck_abort_msg("RLIMIT_NOFILE %lu too low for the test", (unsigned long)rl.rlim_cur);
+}
+
+/* issue 21: past the bound, a lock request is answered busy and leaves
+ * no entry; once the connections close, the whole table is free again. */
+START_TEST(test_mem_lock_table_bound_rejects_cleanly)
+{
+	static int cl[MEM_SERVER_MAX_LOCKS], sv[MEM_SERVER_MAX_LOCKS];
+	struct mem_server *sm = mem_server_new(-1);
+	char text[STORE_ERR_MAX];
+	int c, sfd;
+
+	raise_nofile();
+	ck_assert_ptr_nonnull(sm);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < MEM_SERVER_MAX_LOCKS; i++)
+			ck_assert_msg(mem_ask(sm, WIRE_MEM_LOCK, 0, "x", NULL, -1, &cl[i], &sv[i]),
+			              "round %d: lock %d refused", round, i);
+		ck_assert_int_eq(mem_answer(cl[0], NULL, NULL, NULL, 0), WIRE_MEM_LOCKED);
+		ck_assert(!has_answer(cl[1]));   /* waiting */
+		for (int extra = 0; extra < 5; extra++) {
+			ck_assert(!mem_ask(sm, WIRE_MEM_LOCK, 0, extra ? "y" : "x", NULL, -1, &c, &sfd));
+			ck_assert_int_eq(mem_answer(c, NULL, NULL, text, sizeof(text)), WIRE_MEM_ERR);
+			ck_assert_msg(strstr(text, "is busy: the memory store already has 1024 calls"),
+			              "%s", text);
+			close(c);
+			close(sfd);
+		}
+		/* Every connection goes, holder last: nothing stays behind. */
+		for (int i = MEM_SERVER_MAX_LOCKS; i-- > 0;) {
+			mem_server_closed(sm, sv[i]);
+			close(sv[i]);
+			close(cl[i]);
+		}
+	}
+	ck_assert(mem_ask(sm, WIRE_MEM_LOCK, 1, "x", NULL, -1, &c, &sfd));
+	ck_assert_int_eq(mem_answer(c, NULL, NULL, NULL, 0), WIRE_MEM_LOCKED);
+	/* A lock that must not wait is answered busy at once, with no entry. */
+	{
+		int c2, s2;
+
+		ck_assert(!mem_ask(sm, WIRE_MEM_LOCK, 1, "x", NULL, -1, &c2, &s2));
+		ck_assert_int_eq(mem_answer(c2, NULL, NULL, text, sizeof(text)), WIRE_MEM_ERR);
+		ck_assert_str_eq(text, "session 'x' is busy: another call is using it");
+		close(c2);
+		close(s2);
+	}
+	mem_server_closed(sm, sfd);
+	close(sfd);
+	close(c);
+	mem_server_free(sm);
+}
+END_TEST
+
+static int memfd_of(const char *v)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	write_str(fd, v);
+	return fd;
+}
+
+/* Send one request that is answered at once; its answer's type. */
+static uint16_t mem_once(struct mem_server *sm, uint16_t type, uint64_t a, const char *id,
+                         const char *lock, const char *blob, uint64_t *ra, char *text,
+                         size_t len)
+{
+	int c, srv, fd = blob ? memfd_of(blob) : -1;
+	uint16_t t;
+
+	ck_assert(!mem_ask(sm, type, a, id, lock, fd, &c, &srv));
+	t = mem_answer(c, ra, NULL, text, len);
+	if (fd >= 0)
+		close(fd);
+	close(c);
+	close(srv);
+	return t;
+}
+
+/* issue 21: a save must name a lock held in this incarnation; the next
+ * incarnation refuses the old one's lock and says the session is gone,
+ * from the ids the first kept on disk, until it is reset. */
+START_TEST(test_mem_incarnation_fences_saves_and_names_lost_sessions)
+{
+	char lock[64], text[STORE_ERR_MAX], when[64];
+	struct mem_server *one, *two;
+	uint64_t inc, token, a;
+	int c, srv, dfd;
+
+	ck_assert_int_eq(mkdir(sess_dir, 0700), 0);
+	dfd = open(sess_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	one = mem_server_new(dfd);
+	ck_assert_ptr_nonnull(one);
+	ck_assert(mem_ask(one, WIRE_MEM_LOCK, 0, "x", NULL, -1, &c, &srv));
+	ck_assert_int_eq(mem_answer(c, &inc, &token, NULL, 0), WIRE_MEM_LOCKED);
+	snprintf(lock, sizeof(lock), "%016llx:%llu", (unsigned long long)inc,
+	         (unsigned long long)token);
+	ck_assert_int_eq(mem_once(one, WIRE_MEM_SAVE, 0, "x", NULL, "v1", NULL, text,
+	                          sizeof(text)), WIRE_MEM_ERR);
+	ck_assert_str_eq(text, "cannot save session 'x': the call does not hold its lock");
+	ck_assert_int_eq(mem_once(one, WIRE_MEM_SAVE, 0, "x", lock, "v1", NULL, NULL, 0),
+	                 WIRE_MEM_OK);
+	ck_assert(exists(sess_dir, MEM_SERVER_IDS_FILE));
+
+	/* The server dies with the lock held; another takes its place. */
+	two = mem_server_new(dfd);
+	ck_assert_ptr_nonnull(two);
+	ck_assert_int_eq(mem_once(two, WIRE_MEM_SAVE, 0, "x", lock, "v2", NULL, text,
+	                          sizeof(text)), WIRE_MEM_ERR);
+	ck_assert_msg(strstr(text, "the memory store was restarted at ") &&
+	              strstr(text, "while this call held session 'x', so the cell's result "
+	                     "is not saved"), "%s", text);
+	ck_assert_int_eq(mem_once(two, WIRE_MEM_LOAD, 0, "x", NULL, NULL, NULL, text,
+	                          sizeof(text)), WIRE_MEM_ERR);
+	ck_assert_msg(strncmp(text, "session 'x' is gone: the memory store was restarted at ",
+	                      55) == 0, "%s", text);
+	ck_assert_msg(strstr(text, "'dolsot --reset x' starts it anew"), "%s", text);
+	snprintf(when, sizeof(when), "%.25s", text + 55);
+	ck_assert_msg(when[4] == '-' && strcmp(when + 19, "+00:00") == 0, "%s", when);
+	/* A third incarnation still remembers it, lost at the same time. */
+	mem_server_free(two);
+	two = mem_server_new(dfd);
+	ck_assert_int_eq(mem_once(two, WIRE_MEM_LOAD, 0, "x", NULL, NULL, NULL, text,
+	                          sizeof(text)), WIRE_MEM_ERR);
+	ck_assert_msg(strstr(text, when), "%s vs %s", text, when);
+	/* --reset x forgets it: x starts anew. */
+	{
+		int c2, s2;
+		uint64_t i2, t2;
+		char lock2[64];
+
+		ck_assert(mem_ask(two, WIRE_MEM_LOCK, 0, "x", NULL, -1, &c2, &s2));
+		ck_assert_int_eq(mem_answer(c2, &i2, &t2, NULL, 0), WIRE_MEM_LOCKED);
+		ck_assert_uint_ne(i2, inc);
+		snprintf(lock2, sizeof(lock2), "%016llx:%llu", (unsigned long long)i2,
+		         (unsigned long long)t2);
+		ck_assert_int_eq(mem_once(two, WIRE_MEM_DEL, 0, "x", lock2, NULL, &a, NULL, 0),
+		                 WIRE_MEM_OK);
+		ck_assert_uint_eq(a, 0);
+		ck_assert_int_eq(mem_once(two, WIRE_MEM_LOAD, 0, "x", lock2, NULL, &a, NULL, 0),
+		                 WIRE_MEM_BLOB);
+		ck_assert_uint_eq(a, 0);
+		ck_assert_int_eq(mem_once(two, WIRE_MEM_SAVE, 0, "x", lock2, "v3", NULL, NULL, 0),
+		                 WIRE_MEM_OK);
+		mem_server_closed(two, s2);
+		close(s2);
+		close(c2);
+	}
+	mem_server_free(two);
+	mem_server_closed(one, srv);
+	close(srv);
+	close(c);
+	mem_server_free(one);
+	close(dfd);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *su = suite_create("store");
@@ -1373,6 +1681,16 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_list_skips_foreign_names);
 	tcase_add_test(tc, test_lock_busy_across_processes);
 	tcase_add_test(tc, test_lock_serializes_processes);
+	tcase_add_test(tc, test_reap_spares_an_expired_session_a_call_holds);
+	tcase_add_test(tc, test_del_all_keeps_a_locked_session_and_its_save);
+	tcase_add_test(tc, test_unlock_of_a_deleted_session_removes_its_lock_file);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("mem_server");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_mem_lock_table_bound_rejects_cleanly);
+	tcase_add_test(tc, test_mem_incarnation_fences_saves_and_names_lost_sessions);
 	suite_add_tcase(su, tc);
 	return su;
 }
