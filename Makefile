@@ -45,7 +45,7 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_proc tests/check_cli tests/check_server \
-	tests/check_typegate tests/check_hostile tests/check_faults \
+	tests/check_typegate tests/check_hostile tests/check_faults tests/check_storefaults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust \
 	tests/check_json tests/check_mcp
@@ -107,6 +107,7 @@ T_SERVER := tests/check_server.o tests/cli_helpers.o
 T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_parse.o deadline.o fdio.o proc.o output.o
 T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
 T_FAULTS := tests/check_faults.o tests/cli_helpers.o
+T_STOREFAULTS := tests/check_storefaults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o
 T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
@@ -126,6 +127,7 @@ $(B)/tests/check_server: $(addprefix $(B)/,$(T_SERVER))
 $(B)/tests/check_typegate: $(addprefix $(B)/,$(T_TYPEGATE))
 $(B)/tests/check_hostile: $(addprefix $(B)/,$(T_HOSTILE))
 $(B)/tests/check_faults: $(addprefix $(B)/,$(T_FAULTS))
+$(B)/tests/check_storefaults: $(addprefix $(B)/,$(T_STOREFAULTS))
 $(B)/tests/check_carry: $(addprefix $(B)/,$(T_CARRY))
 $(B)/tests/check_kept: $(addprefix $(B)/,$(T_KEPT))
 $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
@@ -144,6 +146,7 @@ $(B)/tests/check_server-asan: $(addprefix $(B)/,$(T_SERVER:.o=.asan.o))
 $(B)/tests/check_typegate-asan: $(addprefix $(B)/,$(T_TYPEGATE:.o=.asan.o))
 $(B)/tests/check_hostile-asan: $(addprefix $(B)/,$(T_HOSTILE:.o=.asan.o))
 $(B)/tests/check_faults-asan: $(addprefix $(B)/,$(T_FAULTS:.o=.asan.o))
+$(B)/tests/check_storefaults-asan: $(addprefix $(B)/,$(T_STOREFAULTS:.o=.asan.o))
 $(B)/tests/check_carry-asan: $(addprefix $(B)/,$(T_CARRY:.o=.asan.o))
 $(B)/tests/check_kept-asan: $(addprefix $(B)/,$(T_KEPT:.o=.asan.o))
 $(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
@@ -167,7 +170,8 @@ $(TESTS:%=$(B)/%):
 deps:
 	@sh tools/deps.sh build
 
-CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry \
+CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_storefaults \
+	tests/check_carry \
 	tests/check_kept tests/check_json tests/check_mcp
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
