@@ -76,7 +76,9 @@ struct store_ops {
 	 */
 	int (*origin)(struct store *s, const char *id, bool *sandboxed, char *err,
 	              size_t errlen);
-	/* id "all" removes every session of this store; *removed counts them. */
+	/* id "all" removes every session of this store that no call has
+	 * locked (a locked one, and its save in progress, stay); *removed
+	 * counts them. */
 	int (*del)(struct store *s, const char *id, unsigned *removed, char *err,
 	           size_t errlen);
 	/* *out is malloc'd, sorted by id; caller frees. */
