@@ -270,7 +270,9 @@ static void stream_client(const char *id, int client, const char *killed, const 
 		snprintf(code, sizeof(code),
 		         "log = globals().get('log', []); log.append('%s-%d-%d')", id, client, i);
 		RUN_IN(&r, NULL, memory_env, "--session", id, "--timeout", "120", code);
-		gone = cli_has(r.err, "is gone");
+		/* Said by the load (before the cell) or by the refused save. */
+		gone = cli_has(r.err, "' is gone: the memory store was restarted at ") ||
+		       cli_has(r.err, "is gone with the old server");
 		if (gone && !cli_has(r.err, "'dolsot --reset "))
 			_exit(98);
 		snprintf(line, sizeof(line), "%s-%d-%d %.6f %d %d\n", id, client, i, t, r.code,
