@@ -724,8 +724,16 @@ START_TEST(memory_store_keeps_sessions_off_disk)
 	CLI(&r, "--session", "t", "'x' in globals()");
 	ck_out(&r, "False\n");
 	cli_run_release(&r);
-	/* Sessions live as long as the server. */
+	/* Sessions live as long as the server; the next one says t is gone
+	 * (issue 21) until it is reset. */
 	CLI(&r, "--server-stop");
+	cli_run_release(&r);
+	RUN_IN(&r, NULL, memory_env, "--session", "t", "'x' in globals()");
+	ck_code(&r, 1);
+	ck_err_has(&r, "dolsot: session 't' is gone: the memory store was restarted at ");
+	cli_run_release(&r);
+	RUN_IN(&r, NULL, memory_env, "--reset", "t");
+	ck_code(&r, 0);
 	cli_run_release(&r);
 	RUN_IN(&r, NULL, memory_env, "--session", "t", "'x' in globals()");
 	ck_out(&r, "False\n");
