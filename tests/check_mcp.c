@@ -1,6 +1,7 @@
 /*
  * check_mcp.c - `dolsot mcp` end to end: the official TypeScript SDK as the
- * client (tests/mcp_client.mjs), then raw bytes on the real binary's stdin
+ * client (tests/mcp_client.mjs), the MCP Inspector's CLI as a second one,
+ * then raw bytes on the real binary's stdin
  * (version negotiation, malformed and oversized messages, wrong params,
  * stdout holding nothing but protocol lines, a client that goes away or
  * closes stdin mid-call, SIGTERM), --print-config, the run flags applying
@@ -127,6 +128,120 @@ START_TEST(sdk_client_drives_the_server)
 	        (const char *const[]){ "node", "tests/mcp_client.mjs", cli_bin(), scratch, NULL });
 	ck_assert_msg(r.code == 0 && cli_has(r.out, "ok close\n"),
 	              "exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+	cli_run_release(&r);
+	cli_rmtree(scratch);
+}
+END_TEST
+
+#define INSPECTOR "tools/node/node_modules/.bin/mcp-inspector"
+
+/*
+ * The MCP Inspector's CLI (@modelcontextprotocol/inspector), a client
+ * written apart from ours, runs one method against `dolsot mcp` and prints
+ * its answer as JSON: *out is that answer, the return its exit status
+ * (5: the tool answered isError).
+ */
+static int inspector(json_t **out, const char *scratch, const char *const *args)
+{
+	static char catalog[4200];
+	const char *env[CLI_TEST_ENV_MAX + 2];
+	const char *argv[2 * CLI_TEST_ENV_MAX + 24] = { "mcp-inspector", "--cli" };
+	size_t n = 0, a = 2;
+	struct cli_run r;
+	json_error_t e;
+	int code;
+
+	/* Its catalog file goes into the test's directory, not $HOME. */
+	snprintf(catalog, sizeof(catalog), "MCP_CATALOG_PATH=%s/catalog.json", scratch);
+	for (; fx.env[n]; n++)
+		env[n] = fx.env[n];
+	env[n++] = catalog;
+	env[n] = NULL;
+	/* The server it starts gets a few variables of its own (PATH, HOME...)
+	 * and those given with -e: the test's settings, its store first. */
+	for (size_t i = 0; fx.env[i]; i++) {
+		if (strchr(fx.env[i], '=')) {
+			argv[a++] = "-e";
+			argv[a++] = fx.env[i];
+		}
+	}
+	for (size_t i = 0; args[i] && a < sizeof(argv) / sizeof(*argv) - 1; i++)
+		argv[a++] = args[i];
+	argv[a] = NULL;
+	cli_run(&r, &(struct cli_opts){ .env = env, .prog = INSPECTOR, .timeout = 120 }, argv);
+	*out = json_loadb(r.out, r.out_len, 0, &e);
+	ck_assert_msg(json_is_object(*out), "inspector: exit %d, stdout not JSON (%s): %.2000s\n"
+	              "stderr: %.2000s", r.code, e.text, r.out, r.err);
+	code = r.code;
+	cli_run_release(&r);
+	return code;
+}
+
+static const char *structured_str(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(o, "structuredContent"), key));
+}
+
+START_TEST(inspector_cli_lists_and_calls_the_tools)
+{
+	char *scratch = cli_tempdir();
+	const char *bin = cli_bin();
+	json_t *o, *tool;
+	struct cli_run r;
+	size_t i;
+	int seen = 0;
+
+	if (access("/usr/bin/node", X_OK) != 0 || access(INSPECTOR, X_OK) != 0) {
+		printf("SKIP %s: node or tools/node's @modelcontextprotocol/inspector is missing "
+		       "(tools/npm-deps.sh installs it)\n", __func__);
+		cli_rmtree(scratch);
+		return;
+	}
+	/* --strict: no tool schema has a portability error. */
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		"--strict", bin, "mcp", "--method", "tools/list", NULL }), 0);
+	json_array_foreach(json_object_get(o, "tools"), i, tool) {
+		const char *name = json_string_value(json_object_get(tool, "name"));
+
+		seen |= strcmp(name, "python") == 0 ? 1 : strcmp(name, "list_sessions") == 0 ? 2
+		        : strcmp(name, "reset_session") == 0 ? 4 : 8;
+		ck_assert_msg(json_is_object(json_object_get(tool, "outputSchema")), "%s", name);
+	}
+	ck_assert_int_eq(seen, 7);
+	json_decref(o);
+
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "python",
+		"--tool-arg", "code=x = 41", "--tool-arg", "session=insp", NULL }), 0);
+	ck_assert(json_is_false(json_object_get(o, "isError")));
+	json_decref(o);
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "python",
+		"--tool-arg", "code=x + 1", "--tool-arg", "session=insp", NULL }), 0);
+	ck_assert_str_eq(structured_str(o, "value"), "42");
+	json_decref(o);
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "python",
+		"--tool-arg", "code=x / 0", "--tool-arg", "session=insp", NULL }), 5);
+	ck_assert(json_is_true(json_object_get(o, "isError")));
+	ck_assert_str_eq(structured_str(o, "status"), "error");
+	json_decref(o);
+
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "list_sessions", NULL }), 0);
+	tool = json_array_get(json_object_get(json_object_get(o, "structuredContent"), "sessions"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(tool, "id")), "insp");
+	json_decref(o);
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "reset_session",
+		"--tool-arg", "session=insp", NULL }), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(
+		json_object_get(o, "structuredContent"), "removed")), 1);
+	json_decref(o);
+	/* Everything happened in the test's own store. */
+	CLI(&r, "--list-sessions");
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_str_eq(r.out, "");
 	cli_run_release(&r);
 	cli_rmtree(scratch);
 }
@@ -714,6 +829,7 @@ static Suite *mcp_suite(void)
 		suite_add_tcase(s, all[i]);
 	}
 	tcase_add_test(sdk, sdk_client_drives_the_server);
+	tcase_add_test(sdk, inspector_cli_lists_and_calls_the_tools);
 	tcase_add_test(raw, version_negotiation);
 	tcase_add_test(raw, malformed_messages_get_errors_and_the_server_goes_on);
 	tcase_add_test(raw, oversized_message_is_refused_and_the_stream_recovers);
