@@ -287,6 +287,106 @@ START_TEST(version_negotiation)
 }
 END_TEST
 
+/* Each stdout line parsed, objects and arrays alike. */
+static json_t *values(const struct cli_run *r)
+{
+	json_t *all = json_array();
+	const char *p = r->out;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		json_error_t e;
+		json_t *v;
+
+		ck_assert_msg(nl, "stdout ends mid-line: %s", r->out);
+		v = json_loadb(p, (size_t)(nl - p), 0, &e);
+		ck_assert_msg(v, "not JSON (%s): %.*s", e.text, (int)(nl - p), p);
+		json_array_append_new(all, v);
+		p = nl + 1;
+	}
+	return all;
+}
+
+START_TEST(batches_under_2025_03_26)
+{
+	static const char in[] =
+		INIT("2025-03-26")
+		/* two calls on two sessions, a ping, a non-message, a notification,
+		 * an initialize (never in a batch), a call on a bad session id */
+		"[" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+		"\"python\",\"arguments\":{\"code\":\"import time; time.sleep(0.3); 6 * 7\","
+		"\"session\":\"b1\"}}},"
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+		"\"python\",\"arguments\":{\"code\":\"1 / 0\",\"session\":\"b2\"}}},"
+		"5,"
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"},"
+		"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{}},"
+		"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+		"\"python\",\"arguments\":{\"code\":\"1\",\"session\":\"../x\"}}}"
+		"]\n"
+		"[]\n"
+		"[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}]\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}\n";
+	struct cli_run r;
+	json_t *all, *batch, *o;
+	size_t i;
+	unsigned seen = 0;
+
+	run_mcp(&r, in, 0, NULL);
+	all = values(&r);
+	/* initialize's answer, the empty batch's error and the last ping come
+	 * at once; the batch's one array when its last call is done; nothing
+	 * for the batch of a notification. */
+	ck_assert_msg(json_array_size(all) == 4, "%.3000s", r.out);
+	ck_assert(json_is_object(json_object_get(json_array_get(all, 0), "result")));
+	o = json_array_get(all, 1);
+	ck_assert(json_is_null(json_object_get(o, "id")));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(o, "error"), "code")),
+	                 -32600);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(all, 2), "id")), 6);
+	batch = json_array_get(all, 3);
+	ck_assert_msg(json_is_array(batch) && json_array_size(batch) == 6, "%.3000s", r.out);
+	json_array_foreach(batch, i, o) {
+		json_t *id = json_object_get(o, "id");
+		json_t *res = json_object_get(o, "result");
+		int code = (int)json_integer_value(json_object_get(json_object_get(o, "error"),
+		                                                   "code"));
+
+		if (json_is_null(id)) {
+			ck_assert_int_eq(code, -32600);
+			seen |= 1u << 0;
+			continue;
+		}
+		switch (json_integer_value(id)) {
+		case 1:     /* 2025-03-26 has no structuredContent */
+			ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
+				json_object_get(res, "content"), 0), "text")),
+			                 "42\nsession now holds: time\n");
+			break;
+		case 2:
+			ck_assert(json_is_object(res) && json_object_size(res) == 0);
+			break;
+		case 3:
+			ck_assert(json_is_true(json_object_get(res, "isError")));
+			break;
+		case 4:
+			ck_assert_int_eq(code, -32600);
+			break;
+		case 5:
+			ck_assert_int_eq(code, -32602);
+			break;
+		default:
+			ck_abort_msg("an answer to id %lld in the batch", (long long)json_integer_value(id));
+		}
+		seen |= 1u << json_integer_value(id);
+	}
+	ck_assert_uint_eq(seen, 0x3f);
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(malformed_messages_get_errors_and_the_server_goes_on)
 {
 	static const char in[] =
@@ -831,6 +931,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(sdk, sdk_client_drives_the_server);
 	tcase_add_test(sdk, inspector_cli_lists_and_calls_the_tools);
 	tcase_add_test(raw, version_negotiation);
+	tcase_add_test(raw, batches_under_2025_03_26);
 	tcase_add_test(raw, malformed_messages_get_errors_and_the_server_goes_on);
 	tcase_add_test(raw, oversized_message_is_refused_and_the_stream_recovers);
 	tcase_add_test(raw, stdout_holds_only_protocol_messages);
