@@ -20,6 +20,8 @@
 
 #define COUNT(a) (sizeof(a) / sizeof(*(a)))
 
+static int warm_proto_connect_flags(int dirfd, int flags);
+
 uint64_t warm_proto_exe_id(void)
 {
 	struct stat st;
@@ -50,8 +52,18 @@ void warm_proto_socket_path(int dirfd, char *buf, size_t len)
 
 int warm_proto_connect(int dirfd)
 {
+	return warm_proto_connect_flags(dirfd, 0);
+}
+
+int warm_proto_connect_nonblock(int dirfd)
+{
+	return warm_proto_connect_flags(dirfd, SOCK_NONBLOCK);
+}
+
+static int warm_proto_connect_flags(int dirfd, int flags)
+{
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), e;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | flags, 0), e;
 
 	if (fd < 0)
 		return -1;

@@ -59,6 +59,10 @@ void warm_proto_socket_path(int dirfd, char *buf, size_t len);
  * with errno set (ECONNREFUSED or ENOENT: none listens). */
 int warm_proto_connect(int dirfd);
 
+/* The same, never blocking: the socket is non-blocking too, and a server
+ * that does not accept (its queue is full) gives EAGAIN at once. */
+int warm_proto_connect_nonblock(int dirfd);
+
 /* k as a WIRE_CALL payload into buf (WIRE_MAX_PAYLOAD bytes), *len its
  * length.  0, or -1 when it does not fit. */
 int warm_key_encode(const struct warm_key *k, uint8_t *buf, size_t *len);
