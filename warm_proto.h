@@ -49,7 +49,8 @@ struct warm_key {
 	size_t n_env;
 };
 
-/* An identity of the running binary: a server only serves its own build. */
+/* The running build's identity, from its content (the linker's build id):
+ * a server only serves its own build, at whatever path it is. */
 uint64_t warm_proto_exe_id(void);
 
 /* "/proc/self/fd/N/.server.sock" for dirfd, into buf (at least 108 bytes). */

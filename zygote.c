@@ -126,9 +126,12 @@ static void worker_run(const int *fds, size_t nfds)
 		_exit(127);   /* the client is gone: do not run its cell */
 	/* The client's word decides, so that a client giving up on a stuck
 	 * server (and running the call cold) and this cell never both run. */
-	do
-		got = wire_recv(fds[FD_CLIENT], &go);
-	while (got < 0 && errno == EINTR);
+	do {
+		struct pollfd p = { fds[FD_CLIENT], POLLIN, 0 };
+
+		/* The connection may be non-blocking (the server's end is). */
+		got = poll(&p, 1, -1) < 0 ? -1 : wire_recv(fds[FD_CLIENT], &go);
+	} while (got < 0 && (errno == EINTR || errno == EAGAIN));
 	if (got != 1 || go.type != WIRE_GO)
 		_exit(127);
 	wire_msg_release(&go);
