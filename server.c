@@ -42,9 +42,10 @@
 #define MAX_CLIENTS 256
 #define RETRY_FAILED_SECONDS 10
 #define SEEN_KEYS 64
-/* A zygote that leaves calls unread this long is stuck (stopped, frozen,
- * blocked): it is killed and replaced (issue 21). */
-#define ZYGOTE_STALL_SECONDS 3.0
+/* A zygote with calls waiting that reads none of them for this long is
+ * stuck (stopped, frozen, blocked): it is killed and replaced (issue 21).
+ * A busy one that reads slowly is not. */
+#define ZYGOTE_STALL_SECONDS 5.0
 /* While a zygote has calls unread, look at it this often (ms). */
 #define ZYGOTE_STALL_POLL_MS 250
 
@@ -60,7 +61,8 @@ struct zygote {
 	size_t files_len;
 	double last_used;
 	double started;
-	double unread_since;      /* calls sent to it wait unread since; 0: none */
+	double unread_since;      /* it last read a call, with calls waiting; 0: none wait */
+	int unread;               /* bytes of calls waiting when we last looked */
 	pid_t prev_pid;           /* the zygote it replaced, not reaped yet */
 	char why[256];            /* why it failed, or why the one before it went */
 };
@@ -198,7 +200,12 @@ static void zygote_replace(struct server *s, struct zygote *z, const char *why)
 	snprintf(z->why, sizeof(z->why), "%s", why);
 }
 
-/* True when z has calls it has not read for ZYGOTE_STALL_SECONDS. */
+/*
+ * Look at what z has not read of what we sent it (SIOCOUTQ: only we write
+ * to its socket, so the figure drops only when it reads).  Called before
+ * and after each send and from the loop; true when calls have waited
+ * ZYGOTE_STALL_SECONDS without it reading any.
+ */
 static bool zygote_stuck(struct zygote *z)
 {
 	int unread = 0;
@@ -206,10 +213,12 @@ static bool zygote_stuck(struct zygote *z)
 	if (z->state != Z_READY || z->ctl < 0 || ioctl(z->ctl, SIOCOUTQ, &unread) < 0 ||
 	    unread == 0) {
 		z->unread_since = 0;
+		z->unread = 0;
 		return false;
 	}
-	if (!z->unread_since)
-		z->unread_since = deadline_now();
+	if (!z->unread_since || unread < z->unread)
+		z->unread_since = deadline_now();   /* calls began to wait, or it read one */
+	z->unread = unread;
 	return deadline_now() - z->unread_since > ZYGOTE_STALL_SECONDS;
 }
 
@@ -390,6 +399,7 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	}
 	fds[0] = client;
 	memcpy(fds + 1, m->fds, sizeof(int) * m->nfds);
+	(void)zygote_stuck(z);   /* notes whether it read since the last send */
 	if (wire_send(z->ctl, WIRE_RUN, m->a, 0, NULL, 0, fds, m->nfds + 1) < 0) {
 		/* Its queue is full (it stopped reading) or it is gone. */
 		fallback(client, "the zygote does not answer");
@@ -400,6 +410,7 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 		return false;
 	}
 	z->last_used = deadline_now();
+	(void)zygote_stuck(z);   /* what waits now, this call included */
 	s->calls_served++;
 	return true;
 }
@@ -662,8 +673,8 @@ static void server_loop(struct server *s)
 			server_exit(s, 0, false);   /* never kill a running cell for that */
 		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
 			if (s->z[i].key_len && zygote_stuck(&s->z[i]))
-				zygote_replace(s, &s->z[i], "the zygote before this one left calls "
-				               "unread for 3 s; killed");
+				zygote_replace(s, &s->z[i], "the zygote before this one read no "
+				               "call for 5 s while calls waited; killed");
 			if (s->z[i].unread_since)
 				timeout = ZYGOTE_STALL_POLL_MS;
 		}

@@ -166,7 +166,7 @@ START_TEST(frozen_zygote_falls_back_cold_and_is_replaced)
 	ck_assert_msg(r.seconds < 5 + SLACK, "status took %.1f s", r.seconds);
 	cli_run_release(&r);
 	/* It is killed and replaced, and the status says why. */
-	ck_assert_msg(status_says("left calls unread", 30), "the frozen zygote stays");
+	ck_assert_msg(status_says("read no call for 5 s", 40), "the frozen zygote stays");
 	ck_assert_msg(wait_gone(zygote, 10), "zygote %d still runs", (int)zygote);
 	stopped = 0;   /* the server killed it */
 	server_start_in(NULL);
