@@ -46,6 +46,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_output tests/check_wire tests/check_proc tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults tests/check_storefaults \
+	tests/check_warm_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust \
 	tests/check_json tests/check_mcp
@@ -55,7 +56,7 @@ all: dolsot
 # Not a PIE: libpython's tables of pointers would need ~39,000 relocations
 # at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -Wl,--build-id=sha1 -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
 
 $(B)/worker.o $(B)/dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
@@ -108,6 +109,7 @@ T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_par
 T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
 T_FAULTS := tests/check_faults.o tests/cli_helpers.o
 T_STOREFAULTS := tests/check_storefaults.o tests/cli_helpers.o
+T_WARM_FAULTS := tests/check_warm_faults.o tests/cli_helpers.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o
 T_KEPT := tests/check_kept.o tests/cli_helpers.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
@@ -128,6 +130,7 @@ $(B)/tests/check_typegate: $(addprefix $(B)/,$(T_TYPEGATE))
 $(B)/tests/check_hostile: $(addprefix $(B)/,$(T_HOSTILE))
 $(B)/tests/check_faults: $(addprefix $(B)/,$(T_FAULTS))
 $(B)/tests/check_storefaults: $(addprefix $(B)/,$(T_STOREFAULTS))
+$(B)/tests/check_warm_faults: $(addprefix $(B)/,$(T_WARM_FAULTS))
 $(B)/tests/check_carry: $(addprefix $(B)/,$(T_CARRY))
 $(B)/tests/check_kept: $(addprefix $(B)/,$(T_KEPT))
 $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
@@ -147,6 +150,7 @@ $(B)/tests/check_typegate-asan: $(addprefix $(B)/,$(T_TYPEGATE:.o=.asan.o))
 $(B)/tests/check_hostile-asan: $(addprefix $(B)/,$(T_HOSTILE:.o=.asan.o))
 $(B)/tests/check_faults-asan: $(addprefix $(B)/,$(T_FAULTS:.o=.asan.o))
 $(B)/tests/check_storefaults-asan: $(addprefix $(B)/,$(T_STOREFAULTS:.o=.asan.o))
+$(B)/tests/check_warm_faults-asan: $(addprefix $(B)/,$(T_WARM_FAULTS:.o=.asan.o))
 $(B)/tests/check_carry-asan: $(addprefix $(B)/,$(T_CARRY:.o=.asan.o))
 $(B)/tests/check_kept-asan: $(addprefix $(B)/,$(T_KEPT:.o=.asan.o))
 $(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
@@ -173,7 +177,7 @@ deps:
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_storefaults \
 	tests/check_carry \
 	tests/check_kept tests/check_json tests/check_mcp
-UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
+UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server tests/check_warm_faults,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
 
@@ -186,7 +190,7 @@ check: layers
 	sh tests/run.sh $(UNIT_TESTS) $(REGRESS_TESTS)
 	DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS)
 	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh $(CLI_TESTS)
-	sh tests/run.sh tests/check_server
+	sh tests/run.sh tests/check_server tests/check_warm_faults
 	$(MAKE) check-python
 
 # The Python package (python/dolsot) against the built binary, cold and
@@ -220,7 +224,7 @@ $(B)/tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 $(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o) $(B)/result_schema.asan.o
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -Wl,--build-id=sha1 -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
 
 $(ASAN_TESTS:%=$(B)/%):
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)

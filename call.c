@@ -322,6 +322,24 @@ struct warm_want call_warm_want(const struct run_args *a)
 	return warm_want_of(a);
 }
 
+/* The truth about processes of the cell that SIGKILL did not end (in
+ * uninterruptible sleep: a hung network filesystem, a frozen cgroup), as
+ * one more warning line. */
+static void note_left_behind(struct result *res, size_t n)
+{
+	char *w = dup_printf("%s%sdolsot: %zu process%s the cell started did not die when "
+	                     "killed (uninterruptible sleep?) and %s left behind",
+	                     res->warnings ? res->warnings : "",
+	                     res->warnings && *res->warnings &&
+	                     res->warnings[strlen(res->warnings) - 1] != '\n' ? "\n" : "", n,
+	                     n == 1 ? "" : "es", n == 1 ? "was" : "were");
+
+	if (w) {
+		free(res->warnings);
+		res->warnings = w;
+	}
+}
+
 /* Try the warm path; CALL_NO_SERVER or CALL_FALLBACK when the cold one
  * must run. */
 static enum call_status run_warm(const struct call_args *c, const struct request *r,
@@ -388,6 +406,8 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 		sv->errnum = (int)wr.save_errno;
 		sv->len = (size_t)wr.blob_len;
 	}
+	if (o.left_behind)
+		note_left_behind(res, o.left_behind);
 	take_timings(wr.timings, c->t0 * 1e3, res);
 	call_outcome_release(&o);
 	return 0;

@@ -27,6 +27,7 @@ struct call_outcome {
 	uint8_t *result;         /* mmap'd result frame, or NULL when empty */
 	size_t result_len;
 	double elapsed;          /* seconds from fork to reap */
+	size_t left_behind;      /* processes of the cell that did not die when killed */
 };
 
 /* How a call path ended. */

@@ -23,6 +23,9 @@
 
 /* While the worker ends, the signalfd is polled this often (ms). */
 #define COLD_REAP_POLL_MS 50
+/* With a process of the cell left behind, draining its pipes stops after
+ * this long without output (ms). */
+#define COLD_DRAIN_MS 1000
 
 struct supervisor {
 	struct proc_child c;
@@ -157,9 +160,10 @@ enum call_status cold_run(const uint8_t *request, size_t request_len,
 	o->elapsed = deadline_now() - t0;
 	/* The worker is gone; so must be everything it started. */
 	kill(-s.c.pid, SIGKILL);
-	proc_kill_descendants();
-	proc_drain(&s.c.out, -1);
-	proc_drain(&s.c.err, -1);
+	o->left_behind = proc_kill_descendants();
+	/* One left behind may hold the pipes: then stop at a pause. */
+	proc_drain(&s.c.out, o->left_behind ? COLD_DRAIN_MS : -1);
+	proc_drain(&s.c.err, o->left_behind ? COLD_DRAIN_MS : -1);
 	if (proc_map(res, &o->result, &o->result_len) < 0) {
 		fail(err, errlen, "cannot read the worker's result");
 		goto out;

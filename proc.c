@@ -68,10 +68,15 @@ void proc_spare(pid_t pid)
 	spared = pid;
 }
 
-void proc_kill_descendants(void)
+/* Between looks for children that died after SIGKILL (ns). */
+#define PROC_KILL_POLL_NS 1000000
+
+size_t proc_kill_descendants(void)
 {
 	pid_t pids[256];
+	struct timespec until, pause = { 0, PROC_KILL_POLL_NS };
 
+	deadline_in(&until, PROC_KILL_WAIT);
 	for (;;) {
 		size_t n = proc_list_children(0, pids, sizeof(pids) / sizeof(*pids)), killed = 0;
 		pid_t got;
@@ -83,18 +88,20 @@ void proc_kill_descendants(void)
 			killed++;
 		}
 		if (!killed && spared)
-			return;   /* only the spared one is left */
-		got = waitpid(-1, NULL, killed ? 0 : WNOHANG);
+			return 0;   /* only the spared one is left */
+		/* Never a blocking wait: a process in uninterruptible sleep (a
+		 * hung NFS read, a frozen cgroup) dies only when it wakes, and
+		 * the call must not wait for that (issue 21). */
+		got = waitpid(-1, NULL, WNOHANG);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
-			return;       /* ECHILD: nothing of ours is left */
-		if (got == 0) {
-			/* A child we could not list (no /proc?): kill all we may. */
-			struct timespec pause = { 0, 1000000 };
-
-			nanosleep(&pause, NULL);
-		}
+			return 0;     /* ECHILD: nothing of ours is left */
+		if (got > 0)
+			continue;
+		if (deadline_left(&until) <= 0)
+			return killed ? killed : 1;
+		nanosleep(&pause, NULL);
 	}
 }
 
@@ -218,24 +225,47 @@ int proc_deadline_check(struct proc_deadline *d)
  * bounded, so a fork bomb cannot hold the caller forever. */
 #define ORPHANS_PER_ROUND 512
 #define ORPHAN_ROUNDS 1000
+/* How long one sweep waits for what it killed to die (ns). */
+#define ORPHAN_WAIT_NS 20000000
 
-void proc_kill_orphans(bool (*keep)(pid_t pid, void *ctx), void *ctx)
+size_t proc_kill_orphans(bool (*keep)(pid_t pid, void *ctx), void *ctx)
 {
 	pid_t kids[ORPHANS_PER_ROUND];
+	struct timespec until, pause = { 0, PROC_KILL_POLL_NS };
 
+	deadline_in_ns(&until, ORPHAN_WAIT_NS);
 	for (int rounds = 0; rounds < ORPHAN_ROUNDS; rounds++) {
-		size_t n = proc_list_children(0, kids, ORPHANS_PER_ROUND), killed = 0;
+		size_t n = proc_list_children(0, kids, ORPHANS_PER_ROUND), left = 0;
+		bool killed;
 
 		for (size_t i = 0; i < n; i++) {
-			if (keep(kids[i], ctx))
+			if (keep(kids[i], ctx)) {
+				kids[i] = 0;
 				continue;
+			}
 			kill(kids[i], SIGKILL);
-			waitpid(kids[i], NULL, 0);
-			killed++;
+			left++;
+		}
+		killed = left != 0;
+		/* A short wait, never a blocking one: a process in
+		 * uninterruptible sleep dies only when it wakes (issue 21); a
+		 * later call, on the next SIGCHLD, reaps it and what it left. */
+		while (left) {
+			left = 0;
+			for (size_t i = 0; i < n; i++) {
+				if (kids[i] && waitpid(kids[i], NULL, WNOHANG) != 0)
+					kids[i] = 0;
+				left += kids[i] != 0;
+			}
+			if (left && deadline_left(&until) <= 0)
+				return left;
+			if (left)
+				nanosleep(&pause, NULL);
 		}
 		if (!killed)
-			return;
+			return 0;   /* else look again for what they left */
 	}
+	return 0;
 }
 
 bool proc_wait_until(pid_t pid, const struct timespec *deadline, int *status)

@@ -95,10 +95,12 @@ int proc_deadline_check(struct proc_deadline *d);
 
 /*
  * Kill and reap every child of this process that keep(pid, ctx) does not
- * claim, round after round until a round finds none: what killed
- * children left behind, reparented to this child subreaper.
+ * claim, round after round until a round reaps none: what killed
+ * children left behind, reparented to this child subreaper.  Never
+ * waits: returns how many were killed but not dead yet (a later call, on
+ * the next SIGCHLD, reaps them and kills what they left).
  */
-void proc_kill_orphans(bool (*keep)(pid_t pid, void *ctx), void *ctx);
+size_t proc_kill_orphans(bool (*keep)(pid_t pid, void *ctx), void *ctx);
 
 /* Wait for pid without passing deadline; true when it was reaped (or is
  * not ours to wait for), with *status set. */
@@ -113,9 +115,13 @@ void proc_feed_capture(void *ctx, const char *buf, size_t n);
 
 /*
  * Kill every child of this process (and, transitively, anything that gets
- * reparented to us meanwhile) and reap them all.  Used after the worker ends.
+ * reparented to us meanwhile) and reap them all, waiting at most
+ * PROC_KILL_WAIT seconds for them to die.  Returns 0 when none is left,
+ * else about how many were left behind (a process in uninterruptible
+ * sleep dies only when it wakes).  Used after the worker ends.
  */
-void proc_kill_descendants(void);
+#define PROC_KILL_WAIT 1.0
+size_t proc_kill_descendants(void);
 
 /* Leave pid (the warm server this call started) out of
  * proc_kill_descendants: it is our child but belongs to no call. */

@@ -457,11 +457,14 @@ int repl_server_info(const struct settings *s, char *buf, size_t len, char *err,
                      size_t errlen)
 {
 	struct store *st = repl_open_store(s, err, errlen);
+	char why[STORE_ERR_MAX];
 	int ret;
 
 	if (!st)
 		return -1;
-	ret = warm_info(store_home(st), buf, len);
+	ret = warm_info(store_home(st), buf, len, why, sizeof(why));
+	if (ret < 0)
+		snprintf(err, errlen, "the server does not answer: %s", why);
 	store_close(st);
 	return ret;
 }

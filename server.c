@@ -18,11 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <linux/sockios.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +42,12 @@
 #define MAX_CLIENTS 256
 #define RETRY_FAILED_SECONDS 10
 #define SEEN_KEYS 64
+/* A zygote with calls waiting that reads none of them for this long is
+ * stuck (stopped, frozen, blocked): it is killed and replaced (issue 21).
+ * A busy one that reads slowly is not. */
+#define ZYGOTE_STALL_SECONDS 5.0
+/* While a zygote has calls unread, look at it this often (ms). */
+#define ZYGOTE_STALL_POLL_MS 250
 
 enum zstate { Z_STARTING, Z_READY, Z_FAILED };
 
@@ -53,7 +61,10 @@ struct zygote {
 	size_t files_len;
 	double last_used;
 	double started;
-	char why[256];
+	double unread_since;      /* it last read a call, with calls waiting; 0: none wait */
+	int unread;               /* bytes of calls waiting when we last looked */
+	pid_t prev_pid;           /* the zygote it replaced, not reaped yet */
+	char why[256];            /* why it failed, or why the one before it went */
 };
 
 struct server {
@@ -64,6 +75,7 @@ struct server {
 	int clients[MAX_CLIENTS];
 	size_t n_clients;
 	bool stopping;
+	bool replaced;            /* a call of another build came: leave, letting calls finish */
 	uint64_t calls_served, calls_fallback;
 	struct mem_server *mem;   /* DOLSOT_STORE=memory sessions, made on first use */
 	int held[MEM_SERVER_MAX_LOCKS];   /* connections holding or awaiting a session lock */
@@ -136,6 +148,8 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 		zygote_exec(sv[1], m->payload, m->len);
 	}
 	close(sv[1]);
+	/* Our end never blocks: a zygote that stops reading must not stop us. */
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	z->ctl = sv[0];
 	z->pid = pid;
 	return;
@@ -165,6 +179,49 @@ static bool zygote_stale(const struct zygote *z)
 	return false;
 }
 
+/*
+ * Kill z (stuck, or already gone) and start a new one for its
+ * environment in its slot, why saying what happened, for --server-status.
+ * The calls it was running end with it; calls it had not read yet see
+ * their connection close before the cell started, and run cold.
+ */
+static void zygote_replace(struct server *s, struct zygote *z, const char *why)
+{
+	struct wire_msg key = { .type = WIRE_CALL, .payload = z->key, .len = z->key_len };
+	pid_t old = z->pid;
+
+	if (old > 0)
+		kill(old, SIGKILL);
+	z->key = NULL;   /* kept across zygote_forget */
+	zygote_forget(z);
+	zygote_spawn(s, z, &key);
+	free(key.payload);
+	z->prev_pid = old;
+	snprintf(z->why, sizeof(z->why), "%s", why);
+}
+
+/*
+ * Look at what z has not read of what we sent it (SIOCOUTQ: only we write
+ * to its socket, so the figure drops only when it reads).  Called before
+ * and after each send and from the loop; true when calls have waited
+ * ZYGOTE_STALL_SECONDS without it reading any.
+ */
+static bool zygote_stuck(struct zygote *z)
+{
+	int unread = 0;
+
+	if (z->state != Z_READY || z->ctl < 0 || ioctl(z->ctl, SIOCOUTQ, &unread) < 0 ||
+	    unread == 0) {
+		z->unread_since = 0;
+		z->unread = 0;
+		return false;
+	}
+	if (!z->unread_since || unread < z->unread)
+		z->unread_since = deadline_now();   /* calls began to wait, or it read one */
+	z->unread = unread;
+	return deadline_now() - z->unread_since > ZYGOTE_STALL_SECONDS;
+}
+
 static struct zygote *zygote_find(struct server *s, const struct wire_msg *m)
 {
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
@@ -174,22 +231,58 @@ static struct zygote *zygote_find(struct server *s, const struct wire_msg *m)
 	return NULL;
 }
 
-/* A free slot, evicting the least recently used zygote when all are taken. */
+/* The least recently used zygote that is not starting, or NULL. */
+static struct zygote *zygote_lru(struct server *s)
+{
+	struct zygote *lru = NULL;
+
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+		if (s->z[i].key_len && s->z[i].state != Z_STARTING &&
+		    (!lru || s->z[i].last_used < lru->last_used))
+			lru = &s->z[i];
+	return lru;
+}
+
+/* The private memory of the zygotes in kB. */
+static long zygotes_memory(const struct server *s, size_t *n)
+{
+	long total = 0;
+
+	*n = 0;
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+		if (s->z[i].key_len && s->z[i].pid > 0) {
+			long kb = server_diag_private_kb(s->z[i].pid);
+
+			total += kb > 0 ? kb : 0;
+			(*n)++;
+		}
+	return total;
+}
+
+/*
+ * A free slot.  Zygotes are bounded by the memory they hold
+ * (SERVER_ZYGOTE_MEMORY_KB of private memory together) more than by
+ * their number: the least recently used ones make room while the others
+ * hold more than that, and when every slot is taken.
+ */
 static struct zygote *zygote_slot(struct server *s)
 {
-	struct zygote *lru = &s->z[0];
+	struct zygote *lru;
+	size_t n;
 
-	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
+	while (zygotes_memory(s, &n) > SERVER_ZYGOTE_MEMORY_KB && n > 1 && (lru = zygote_lru(s)))
+		zygote_forget(lru);
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		if (!s->z[i].key_len)
 			return &s->z[i];
-		if (s->z[i].last_used < lru->last_used)
-			lru = &s->z[i];
-	}
+	lru = zygote_lru(s);
+	if (!lru)
+		lru = &s->z[0];
 	zygote_forget(lru);
 	return lru;
 }
 
-static void on_zygote_message(struct zygote *z)
+static void on_zygote_message(struct server *s, struct zygote *z)
 {
 	struct wire_msg m;
 	int got = wire_recv(z->ctl, &m);
@@ -197,7 +290,15 @@ static void on_zygote_message(struct zygote *z)
 	if (got <= 0) {
 		if (got < 0 && errno == EAGAIN)
 			return;
+		if (z->state == Z_READY) {
+			/* It died while serving (killed, say): a new one takes its
+			 * place, and the status says what became of the old. */
+			zygote_replace(s, z, "the zygote before this one exited while serving");
+			return;
+		}
 		z->state = Z_FAILED;
+		if (!z->why[0])
+			snprintf(z->why, sizeof(z->why), "the zygote exited while starting");
 		close(z->ctl);
 		z->ctl = -1;
 		return;
@@ -251,8 +352,8 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	s->last_call = deadline_now();
 	if (m->b != s->exe_id) {
 		/* Another build of dolsot: let it start its own server. */
-		fallback(client, "the server belongs to another dolsot binary; it stops");
-		s->stopping = true;
+		fallback(client, "the server belongs to another dolsot build; it stops");
+		s->replaced = true;
 		return false;
 	}
 	/* request, result, stdout, stderr, save, and load unless new */
@@ -298,12 +399,18 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	}
 	fds[0] = client;
 	memcpy(fds + 1, m->fds, sizeof(int) * m->nfds);
+	(void)zygote_stuck(z);   /* notes whether it read since the last send */
 	if (wire_send(z->ctl, WIRE_RUN, m->a, 0, NULL, 0, fds, m->nfds + 1) < 0) {
-		fallback(client, "the zygote is gone");
-		zygote_forget(z);
+		/* Its queue is full (it stopped reading) or it is gone. */
+		fallback(client, "the zygote does not answer");
+		s->calls_fallback++;
+		zygote_replace(s, z, errno == EAGAIN
+		               ? "the zygote before this one stopped reading calls; killed"
+		               : "the zygote before this one was gone");
 		return false;
 	}
 	z->last_used = deadline_now();
+	(void)zygote_stuck(z);   /* what waits now, this call included */
 	s->calls_served++;
 	return true;
 }
@@ -323,7 +430,8 @@ static void on_info(struct server *s, int client)
 
 		if (z->key_len)
 			server_diag_zygote(text, &n, sizeof(text), z->pid, state_names[z->state],
-			                   deadline_now() - z->last_used, z->key, z->key_len);
+			                   deadline_now() - z->last_used, z->key, z->key_len,
+			                   z->why);
 	}
 	wire_send(client, WIRE_INFO, 0, 0, text, n, NULL, 0);
 }
@@ -397,7 +505,8 @@ static void on_client(struct server *s, size_t i)
 static void on_accept(struct server *s)
 {
 	while (s->n_clients < MAX_CLIENTS) {
-		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		/* Non-blocking: a client that does not read must not stop us. */
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 		if (fd < 0)
 			return;
@@ -446,22 +555,43 @@ static bool dir_gone(const struct server *s)
 	return fstat(s->dirfd, &st) < 0 || st.st_nlink == 0;
 }
 
+/* The replaced zygote's end, added to why its successor's slot gives. */
+static void describe_death(struct zygote *z, int status)
+{
+	size_t n = strlen(z->why);
+
+	if (WIFSIGNALED(status))
+		snprintf(z->why + n, sizeof(z->why) - n, " (pid %d, killed by signal %d: %s)",
+		         (int)z->prev_pid, WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(z->why + n, sizeof(z->why) - n, " (pid %d, exit status %d)",
+		         (int)z->prev_pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 /* A zygote that died while starting keeps its slot as failed, with its
  * reason, so calls fall back at once and it is retried only later. */
 static void reap_zygotes(struct server *s)
 {
 	pid_t pid;
+	int status;
 
-	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
 			struct zygote *z = &s->z[i];
 
+			if (z->prev_pid == pid) {
+				describe_death(z, status);
+				z->prev_pid = 0;
+			}
 			if (z->pid != pid)
 				continue;
 			if (z->state == Z_STARTING && z->ctl >= 0)
-				on_zygote_message(z);   /* its last word: why it failed */
+				on_zygote_message(s, z);   /* its last word: why it failed */
 			if (z->state == Z_READY) {
-				zygote_forget(z);
+				/* Killed while serving: replaced, and the status says so. */
+				zygote_replace(s, z, "the zygote before this one exited while serving");
+				describe_death(z, status);   /* z->prev_pid is pid, reaped */
+				z->prev_pid = 0;
 				continue;
 			}
 			if (z->state == Z_STARTING)
@@ -541,8 +671,19 @@ static void server_loop(struct server *s)
 		size_t nc = s->n_clients;
 		int zi[SERVER_MAX_ZYGOTES];
 
+		int timeout = 1000;
+
 		if (s->stopping)
 			server_exit(s, 0, true);
+		if (s->replaced)
+			server_exit(s, 0, false);   /* never kill a running cell for that */
+		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
+			if (s->z[i].key_len && zygote_stuck(&s->z[i]))
+				zygote_replace(s, &s->z[i], "the zygote before this one read no "
+				               "call for 5 s while calls waited; killed");
+			if (s->z[i].unread_since)
+				timeout = ZYGOTE_STALL_POLL_MS;
+		}
 		if (dir_gone(s) ||
 		    (deadline_now() - s->last_call > s->idle && s->n_clients == 0 && s->n_held == 0))
 			server_exit(s, 0, false);
@@ -563,7 +704,7 @@ static void server_loop(struct server *s)
 			p[n++] = (struct pollfd){ .fd = s->held[i], .events = POLLIN };
 		for (size_t i = 0; i < nc; i++)
 			p[n++] = (struct pollfd){ .fd = s->clients[i], .events = POLLIN };
-		if (poll(p, n, 1000) < 0 && errno != EINTR)
+		if (poll(p, n, timeout) < 0 && errno != EINTR)
 			server_exit(s, 1, true);
 		/* A lock connection only ever closes: release what it held. */
 		for (size_t i = nh; i-- > 0;)
@@ -583,7 +724,7 @@ static void server_loop(struct server *s)
 		}
 		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 			if (zi[i] >= 0 && p[zi[i]].revents && s->z[i].ctl >= 0)
-				on_zygote_message(&s->z[i]);
+				on_zygote_message(s, &s->z[i]);
 		/* Clients last, newest first, since handling one may drop it. */
 		for (size_t i = nc; i-- > 0;)
 			if (p[n - nc + i].revents)

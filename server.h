@@ -1,8 +1,8 @@
 /*
  * server.h - the warm path's per-store server.
  *
- * One server per store directory listens on DIR/.server.sock, keeps up to
- * SERVER_MAX_ZYGOTES zygotes (one per environment and toolbox set) and hands
+ * One server per store directory listens on DIR/.server.sock, keeps
+ * zygotes (one per environment and toolbox set) and hands
  * each call to the matching one.  It runs as the user, refuses any other
  * uid, and exits when idle, when its directory disappears, or when asked.
  */
@@ -13,7 +13,11 @@
 
 #include "wire.h"
 
-#define SERVER_MAX_ZYGOTES 8
+/* Zygotes are kept while together they hold at most
+ * SERVER_ZYGOTE_MEMORY_KB of private memory, and at most
+ * SERVER_MAX_ZYGOTES of them. */
+#define SERVER_MAX_ZYGOTES 32
+#define SERVER_ZYGOTE_MEMORY_KB (1024L * 1024)
 #define SERVER_ZYGOTE_IDLE 600      /* seconds a zygote may sit unused */
 
 /*

@@ -94,9 +94,14 @@ void server_diag_server(char *text, size_t *n, size_t cap, double uptime,
 	       m.rss, m.pss, m.priv, sessions);
 }
 
+long server_diag_private_kb(pid_t pid)
+{
+	return memory_of(pid).priv;
+}
+
 void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
                         const char *state, double idle, const uint8_t *key,
-                        size_t key_len)
+                        size_t key_len, const char *note)
 {
 	static struct warm_key env;
 	struct mem m = memory_of(pid);
@@ -110,6 +115,8 @@ void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
 	for (size_t j = 0; j < env.n_modules && *n < cap - 300; j++)
 		append(text, n, cap, " %s", env.modules[j]);
 	append(text, n, cap, "%s\n", env.n_modules ? "" : " -");
+	if (note && *note)
+		append(text, n, cap, "  note %s\n", note);
 	spare = spare_of(pid);
 	if (spare > 0) {
 		m = memory_of(spare);

@@ -19,10 +19,15 @@ void server_diag_server(char *text, size_t *n, size_t cap, double uptime,
 
 /*
  * Append one zygote's lines: pid, state, idle seconds, memory, the key it
- * was started with (a WIRE_CALL payload), and its spare worker if any.
+ * was started with (a WIRE_CALL payload), note (why it failed or why the
+ * one before it was replaced) unless empty, and its spare worker if any.
  */
 void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
                         const char *state, double idle, const uint8_t *key,
-                        size_t key_len);
+                        size_t key_len, const char *note);
+
+/* The private memory of process pid in kB (from smaps_rollup), -1 when
+ * unknown. */
+long server_diag_private_kb(pid_t pid);
 
 #endif

@@ -23,6 +23,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/file.h>
@@ -37,10 +38,20 @@
 
 extern char **environ;
 
-/* Seconds the client waits past its deadline for the server's verdict. */
+/* Seconds the client waits past its deadline for the server's verdict
+ * (the README's grace, with PROC_KILL_WAIT and WARM_DRAIN_MS). */
 #define GRACE 2.0
 /* Once the verdict is in, each read of the cell's pipes waits this long (ms). */
 #define WARM_DRAIN_MS 1000
+/* How long a call waits for its worker to say it can start: this share of
+ * its budget, at most WARM_START_MAX seconds.  A server or zygote that
+ * has not answered by then is stuck (stopped, frozen, overloaded): the
+ * call gives up on it and runs cold, which it may, since nothing ran. */
+#define WARM_START_SHARE 0.25
+#define WARM_START_MAX 2.0
+/* How long a request that is not a call (status, stop, a readiness
+ * probe) waits for the server's answer, in seconds. */
+#define WARM_ASK_SECONDS 5.0
 /* A server that holds its lock but does not listen yet is starting: try
  * to connect this often, this many times. */
 #define WARM_CONNECT_RETRY_US 10000
@@ -154,14 +165,15 @@ out:
 }
 
 struct call {
-	int sock, res, sig;
+	int sock, res, sig, pidfd;
+	pid_t worker;               /* from WIRE_STARTED; 0 before */
 	struct proc_pipe out, err;
 	bool started, done;
 	struct call_outcome *o;
 };
 
 static int send_call(struct call *c, const uint8_t *request, size_t len,
-                     const struct worker_fds *session, double budget,
+                     const struct worker_fds *session, const struct timespec *deadline,
                      const struct warm_want *key)
 {
 	size_t plen;
@@ -183,8 +195,11 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
 	fds[3] = errp[1];
 	fds[4] = session->save;
 	fds[5] = session->load;
-	if (wire_send(c->sock, WIRE_CALL, (uint64_t)(budget * 1e9), warm_proto_exe_id(),
-	              payload, plen, fds, session->load >= 0 ? 6 : 5) < 0)
+	/* The budget is what is left of ours, so the zygote's deadline and
+	 * ours are the same moment.  The socket does not block: a server
+	 * whose queue is full is a stuck one. */
+	if (wire_send(c->sock, WIRE_CALL, (uint64_t)deadline_ns_left(deadline),
+	              warm_proto_exe_id(), payload, plen, fds, session->load >= 0 ? 6 : 5) < 0)
 		goto out;
 	c->out.fd = outp[0];
 	c->err.fd = errp[0];
@@ -202,7 +217,22 @@ out:
 	return ret;
 }
 
-/* One message from the server or zygote; returns false at end of stream. */
+/* The worker is ready: hold it by a pidfd (it waits for us, so it is
+ * alive and its pid is its own), then let it run the cell. */
+static bool on_started(struct call *c, uint64_t pid)
+{
+	if (pid > 0 && pid < (uint64_t)INT_MAX) {
+		c->worker = (pid_t)pid;
+		c->pidfd = (int)syscall(SYS_pidfd_open, c->worker, 0);
+	}
+	if (wire_send(c->sock, WIRE_GO, 0, 0, NULL, 0, NULL, 0) < 0)
+		return false;   /* it is gone, and ran nothing */
+	c->started = true;
+	return true;
+}
+
+/* One message from the server or worker or zygote; returns false at end of
+ * stream or when the call cannot go on this way. */
 static bool on_message(struct call *c)
 {
 	struct wire_msg m;
@@ -215,11 +245,11 @@ static bool on_message(struct call *c)
 	wire_msg_release(&m);   /* what matters is in the header */
 	switch (m.type) {
 	case WIRE_STARTED:
-		c->started = true;
-		break;
+		return !c->started && on_started(c, m.a);
 	case WIRE_STATUS:
 		c->o->status = (int)m.a;
-		c->o->timed_out = m.b != 0;
+		c->o->timed_out = (m.b & 1) != 0;
+		c->o->left_behind = (size_t)(m.b >> 1);
 		c->done = true;
 		break;
 	default:
@@ -236,8 +266,18 @@ static void on_signals(struct call *c)
 		c->o->signal = (int)si.ssi_signo;
 }
 
-/* Wait for the verdict while reading the cell's output. */
-static enum call_status supervise(struct call *c, const struct timespec *deadline)
+/* The zygote did not end the cell in time (it is stuck): end it here. */
+static void kill_worker(struct call *c)
+{
+	if (c->pidfd >= 0 && syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0) == 0)
+		kill(-c->worker, SIGKILL);   /* its group, named after it while it lives */
+}
+
+/* Wait for the verdict while reading the cell's output: until the worker
+ * says it can start for at most start_by, then until the deadline plus
+ * GRACE. */
+static enum call_status supervise(struct call *c, const struct timespec *deadline,
+                                  const struct timespec *start_by)
 {
 	struct proc_pipe *pipes = &c->out;   /* out, err */
 
@@ -245,9 +285,13 @@ static enum call_status supervise(struct call *c, const struct timespec *deadlin
 		struct pollfd p[2] = { { c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 } };
 		double left = deadline_left(deadline) + GRACE;
 
+		if (!c->started && deadline_left(start_by) < left)
+			left = deadline_left(start_by);
+		if (left <= 0 && !c->started)
+			return CALL_FALLBACK;   /* closing the socket stops the worker */
 		if (left <= 0) {
-			/* The server did not enforce the deadline: give up on it.
-			 * Closing our end makes the zygote kill the cell. */
+			/* The server did not enforce the deadline: give up on it. */
+			kill_worker(c);
 			c->o->timed_out = true;
 			return CALL_DONE;
 		}
@@ -268,25 +312,29 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           struct capture *errc, struct call_outcome *o,
                           char *err, size_t errlen)
 {
-	struct call c = { .sock = -1, .res = -1, .sig = -1, .o = o,
+	struct call c = { .sock = -1, .res = -1, .sig = -1, .pidfd = -1, .o = o,
 	                  .out = { -1, proc_feed_capture, out },
 	                  .err = { -1, proc_feed_capture, errc } };
 	enum call_status st = CALL_FALLBACK;
+	struct timespec start_by;
 	sigset_t mask, oldmask;
 
 	memset(o, 0, sizeof(*o));
-	c.sock = warm_proto_connect(dirfd);
+	deadline_in(&start_by, budget * WARM_START_SHARE < WARM_START_MAX
+	                       ? budget * WARM_START_SHARE : WARM_START_MAX);
+	c.sock = warm_proto_connect_nonblock(dirfd);
 	if (c.sock < 0)
-		return CALL_NO_SERVER;
+		/* A full queue is a server that does not accept: stuck. */
+		return errno == EAGAIN ? CALL_FALLBACK : CALL_NO_SERVER;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	c.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (c.sig < 0 || send_call(&c, request, request_len, session, budget, key) < 0)
+	if (c.sig < 0 || send_call(&c, request, request_len, session, deadline, key) < 0)
 		goto out;
-	st = supervise(&c, deadline);
+	st = supervise(&c, deadline, &start_by);
 	if (st == CALL_BROKEN)
 		snprintf(err, errlen, "dolsot: the warm server failed during the call, after "
 		         "the cell may have started; session unchanged (DOLSOT_SERVER=off "
@@ -308,6 +356,7 @@ out:
 	fd_close(&c.err.fd);
 	fd_close(&c.res);
 	fd_close(&c.sig);
+	fd_close(&c.pidfd);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return st;
 }
@@ -405,28 +454,61 @@ static bool server_starting(int dirfd)
 }
 
 
+/* One message from fd within seconds into *m: 1, 0 at end of stream, -1
+ * with errno set (ETIMEDOUT when none came in time). */
+static int recv_within(int fd, struct wire_msg *m, double seconds)
+{
+	struct timespec until;
+
+	deadline_in(&until, seconds);
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		double left = deadline_left(&until);
+		int got;
+
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		if (poll(&p, 1, deadline_poll_ms(left)) < 0 && errno != EINTR)
+			return -1;
+		got = wire_recv(fd, m);
+		if (got >= 0 || (errno != EAGAIN && errno != EINTR))
+			return got;
+	}
+}
+
 /* Send one request and wait for one answer of the given type, into *m
  * (the caller releases it; it is empty unless an answer came).  With
- * linger, wait after it until the server closes the connection. */
+ * linger, wait after it until the server closes the connection.  No wait
+ * is unbounded: a server that does not answer within seconds
+ * (stopped, frozen) gives -1 with errno ETIMEDOUT. */
 static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
-               uint16_t want, struct wire_msg *m, bool linger)
+               uint16_t want, struct wire_msg *m, bool linger, double seconds)
 {
-	int fd = warm_proto_connect(dirfd), got;
+	int fd = warm_proto_connect_nonblock(dirfd), got;
 
 	memset(m, 0, sizeof(*m));
 
 	/* A server that holds its lock but does not listen yet is starting. */
-	for (int i = 0; fd < 0 && i < WARM_CONNECT_RETRIES && server_starting(dirfd); i++) {
+	for (int i = 0; fd < 0 && errno != EAGAIN && i < WARM_CONNECT_RETRIES &&
+	                server_starting(dirfd); i++) {
 		usleep(WARM_CONNECT_RETRY_US);
-		fd = warm_proto_connect(dirfd);
+		fd = warm_proto_connect_nonblock(dirfd);
+	}
+	if (fd < 0 && errno == EAGAIN) {
+		errno = ETIMEDOUT;   /* it listens but accepts nobody */
+		return -1;
 	}
 	if (fd < 0)
 		return 0;
 	if (wire_send(fd, type, 0, warm_proto_exe_id(), payload, len, NULL, 0) < 0) {
+		if (errno == EAGAIN)
+			errno = ETIMEDOUT;
 		close(fd);
 		return -1;
 	}
-	got = wire_recv(fd, m);
+	got = recv_within(fd, m, seconds);
 	if (got == 1)
 		wire_close_fds(m);
 	if (got == 1 && linger) {
@@ -436,19 +518,23 @@ static int ask(int dirfd, uint16_t type, const void *payload, size_t len,
 		while (poll(&p, 1, WARM_LINGER_MS) > 0 && wire_recv(fd, &rest) > 0)
 			wire_msg_release(&rest);
 	}
-	close(fd);
+	fd_close(&fd);
+	if (got < 0)
+		return -1;
 	return got == 1 && m->type == want ? 1 : -1;
 }
 
-bool warm_info(int dirfd, char *buf, size_t len)
+int warm_info(int dirfd, char *buf, size_t len, char *err, size_t errlen)
 {
 	struct wire_msg m;
-	int got = ask(dirfd, WIRE_INFO_REQ, NULL, 0, WIRE_INFO, &m, false);
+	int got = ask(dirfd, WIRE_INFO_REQ, NULL, 0, WIRE_INFO, &m, false, WARM_ASK_SECONDS);
 
 	if (got > 0)
 		snprintf(buf, len, "%.*s", (int)m.len, m.len ? (const char *)m.payload : "");
+	else if (got < 0)
+		snprintf(err, errlen, "%s", strerror(errno));
 	wire_msg_release(&m);
-	return got > 0;
+	return got;
 }
 
 /*
@@ -485,7 +571,7 @@ static void wait_exited(pid_t pid, double seconds)
 int warm_stop(int dirfd, long *pid, char *err, size_t errlen)
 {
 	struct wire_msg m;
-	int got = ask(dirfd, WIRE_STOP, NULL, 0, WIRE_STOPPING, &m, true);
+	int got = ask(dirfd, WIRE_STOP, NULL, 0, WIRE_STOPPING, &m, true, WARM_ASK_SECONDS);
 
 	if (got < 0)
 		snprintf(err, errlen, "%s", strerror(errno));
@@ -510,7 +596,9 @@ enum warm_ready warm_wait_ready(int dirfd, double idle_seconds, const struct war
 	deadline_in(&deadline, seconds);
 	while (ret == WARM_READY_TIMEOUT && deadline_left(&deadline) > 0) {
 		struct wire_msg m;
-		int got = ask(dirfd, WIRE_CALL, payload, plen, WIRE_READY, &m, false);
+		double left = deadline_left(&deadline);
+		int got = ask(dirfd, WIRE_CALL, payload, plen, WIRE_READY, &m, false,
+		              left < WARM_ASK_SECONDS ? left : WARM_ASK_SECONDS);
 
 		if (got == 1) {
 			ret = WARM_READY;

@@ -52,8 +52,10 @@ int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *ke
  * with the reason in err. */
 int warm_ensure_server(int dirfd, double idle_seconds, char *err, size_t errlen);
 
-/* Text from the server about itself into buf; false when none answers. */
-bool warm_info(int dirfd, char *buf, size_t len);
+/* Text from the server about itself into buf: 1, 0 when none runs, -1
+ * with the reason in err when it does not answer in time (stopped,
+ * frozen) or the exchange failed. */
+int warm_info(int dirfd, char *buf, size_t len, char *err, size_t errlen);
 
 /* Ask the server to stop and wait until it is gone; *pid gets its pid.
  * Returns 1 when one was stopped, 0 when none ran, -1 with the reason in

@@ -5,7 +5,9 @@
  */
 #include "warm_proto.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +22,48 @@
 
 #define COUNT(a) (sizeof(a) / sizeof(*(a)))
 
-uint64_t warm_proto_exe_id(void)
+static int warm_proto_connect_flags(int dirfd, int flags);
+
+/* The bytes of our own NT_GNU_BUILD_ID note: the first object
+ * dl_iterate_phdr reports is the program itself. */
+struct build_note {
+	const uint8_t *id;
+	size_t len;
+};
+
+static int find_build_note(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct build_note *b = data;
+
+	(void)size;
+	for (size_t i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		const uint8_t *end = p + ph->p_memsz;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)(const void *)p;
+			size_t name = (n->n_namesz + 3) & ~(size_t)3, desc = (n->n_descsz + 3) & ~(size_t)3;
+			const uint8_t *d = p + sizeof(*n) + name;
+
+			if (d + desc > end)
+				break;
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+			    memcmp(p + sizeof(*n), "GNU", 4) == 0 && n->n_descsz > 0) {
+				b->id = d;
+				b->len = n->n_descsz;
+				return 1;
+			}
+			p = d + desc;
+		}
+	}
+	return 1;   /* only the program itself */
+}
+
+/* Without a build id (linked with --build-id=none): the file's identity. */
+static uint64_t file_identity(void)
 {
 	struct stat st;
 	uint8_t parts[5 * 8];
@@ -43,6 +86,24 @@ uint64_t warm_proto_exe_id(void)
 	return le_fnv(LE_FNV_BASIS, parts, sizeof(parts));
 }
 
+/*
+ * The build's identity is its content: the linker's build id (a hash of
+ * the linked bytes, -Wl,--build-id=sha1) read from our own mapped note,
+ * so a byte-identical copy at another path is the same build (issue 21).
+ * It costs a walk of our program headers, once per process.
+ */
+uint64_t warm_proto_exe_id(void)
+{
+	static uint64_t id;
+	struct build_note b = { NULL, 0 };
+
+	if (id)
+		return id;
+	dl_iterate_phdr(find_build_note, &b);
+	id = b.id ? le_fnv(LE_FNV_BASIS, b.id, b.len) : file_identity();
+	return id;
+}
+
 void warm_proto_socket_path(int dirfd, char *buf, size_t len)
 {
 	snprintf(buf, len, "/proc/self/fd/%d/" WARM_SOCKET, dirfd);
@@ -50,8 +111,18 @@ void warm_proto_socket_path(int dirfd, char *buf, size_t len)
 
 int warm_proto_connect(int dirfd)
 {
+	return warm_proto_connect_flags(dirfd, 0);
+}
+
+int warm_proto_connect_nonblock(int dirfd)
+{
+	return warm_proto_connect_flags(dirfd, SOCK_NONBLOCK);
+}
+
+static int warm_proto_connect_flags(int dirfd, int flags)
+{
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), e;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | flags, 0), e;
 
 	if (fd < 0)
 		return -1;

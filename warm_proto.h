@@ -49,7 +49,8 @@ struct warm_key {
 	size_t n_env;
 };
 
-/* An identity of the running binary: a server only serves its own build. */
+/* The running build's identity, from its content (the linker's build id):
+ * a server only serves its own build, at whatever path it is. */
 uint64_t warm_proto_exe_id(void);
 
 /* "/proc/self/fd/N/.server.sock" for dirfd, into buf (at least 108 bytes). */
@@ -58,6 +59,10 @@ void warm_proto_socket_path(int dirfd, char *buf, size_t len);
 /* A CLOEXEC connection to the server of the store directory dirfd, or -1
  * with errno set (ECONNREFUSED or ENOENT: none listens). */
 int warm_proto_connect(int dirfd);
+
+/* The same, never blocking: the socket is non-blocking too, and a server
+ * that does not accept (its queue is full) gives EAGAIN at once. */
+int warm_proto_connect_nonblock(int dirfd);
 
 /* k as a WIRE_CALL payload into buf (WIRE_MAX_PAYLOAD bytes), *len its
  * length.  0, or -1 when it does not fit. */

@@ -27,9 +27,12 @@ enum wire_type {
 	WIRE_CALL = 1,
 	/* server -> client: run the cold path; payload: why (for tracing) */
 	WIRE_FALLBACK,
-	/* worker -> client: the cell is about to run; from here on no fallback */
+	/* worker -> client: ready to run the cell, which waits for WIRE_GO; a:
+	 * the worker's pid */
 	WIRE_STARTED,
-	/* zygote -> client: a: wait status, b: 1 when the deadline killed it */
+	/* zygote -> client: a: wait status, b: bit 0 set when the deadline
+	 * killed it, the rest (b >> 1) how many of its processes did not die
+	 * when killed */
 	WIRE_STATUS,
 	/* client -> server: describe yourself; reply WIRE_INFO with text */
 	WIRE_INFO_REQ,
@@ -71,6 +74,10 @@ enum wire_type {
 	WIRE_CHECKED,
 	/* client -> checker daemon: exit (it is evicted) */
 	WIRE_CHECKD_QUIT,
+	/* client -> worker, in answer to WIRE_STARTED: run the cell; from here
+	 * on no fallback (a client that gives up before it closes instead,
+	 * and the worker exits without running anything) */
+	WIRE_GO,
 	WIRE_TYPE_MAX,
 };
 

@@ -58,6 +58,9 @@ struct call {
 
 static struct call calls[MAX_CALLS];
 static size_t n_calls;
+/* Orphans the last sweep killed that had not died yet (in uninterruptible
+ * sleep, say): every SIGCHLD sweeps again until none is left. */
+static size_t lingering;
 
 static __attribute__((noreturn)) void zygote_fail(int ctl, const char *why)
 {
@@ -111,14 +114,27 @@ static void worker_run(const int *fds, size_t nfds)
 	struct worker_fds w = { fds[FD_REQUEST], fds[FD_RESULT],
 	                        nfds > FD_LOAD ? fds[FD_LOAD] : -1, fds[FD_SAVE] };
 	int keep[] = { fds[FD_CLIENT], w.request, w.result, w.save, w.load };
+	struct wire_msg go;
+	int got;
 
 	if (proc_child_stdio(fds[FD_OUT], fds[FD_ERR]) < 0)
 		_exit(127);
 	proc_child_close_fds(keep, 5);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_NAME, "dolsot-worker");
-	if (wire_send(fds[FD_CLIENT], WIRE_STARTED, 0, 0, NULL, 0, NULL, 0) < 0)
+	if (wire_send(fds[FD_CLIENT], WIRE_STARTED, (uint64_t)getpid(), 0, NULL, 0, NULL, 0) < 0)
 		_exit(127);   /* the client is gone: do not run its cell */
+	/* The client's word decides, so that a client giving up on a stuck
+	 * server (and running the call cold) and this cell never both run. */
+	do {
+		struct pollfd p = { fds[FD_CLIENT], POLLIN, 0 };
+
+		/* The connection may be non-blocking (the server's end is). */
+		got = poll(&p, 1, -1) < 0 ? -1 : wire_recv(fds[FD_CLIENT], &go);
+	} while (got < 0 && (errno == EINTR || errno == EAGAIN));
+	if (got != 1 || go.type != WIRE_GO)
+		_exit(127);
+	wire_msg_release(&go);
 	close(fds[FD_CLIENT]);
 	worker_zygote_child(&w);
 }
@@ -260,10 +276,12 @@ static void finish_call(size_t i, int status)
 
 	calls[i] = calls[--n_calls];
 	proc_kill_rest_of_group(c.run.pid);
-	proc_kill_orphans(is_ours, NULL);
+	lingering = proc_kill_orphans(is_ours, NULL);
 	if (c.client >= 0) {
-		wire_send(c.client, WIRE_STATUS, (uint64_t)(unsigned)status, c.run.timed_out,
-		          NULL, 0, NULL, 0);
+		/* The verdict does not wait for a process that cannot die yet:
+		 * it says how many there are instead (issue 21). */
+		wire_send(c.client, WIRE_STATUS, (uint64_t)(unsigned)status,
+		          (uint64_t)c.run.timed_out | (uint64_t)lingering << 1, NULL, 0, NULL, 0);
 		close(c.client);
 	}
 }
@@ -286,6 +304,8 @@ static void reap(void)
 			}
 		}
 	}
+	if (lingering)
+		lingering = proc_kill_orphans(is_ours, NULL);
 }
 
 /* Kill the calls past their deadlines; the poll timeout in ms until the
@@ -335,11 +355,13 @@ void zygote_main(int ctl, const struct warm_key *env)
 		p[n++] = (struct pollfd){ .fd = sig, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = ctl, .events = POLLIN };
 		for (size_t i = 0; i < n_calls; i++)
-			p[n++] = (struct pollfd){ .fd = calls[i].client, .events = POLLIN };
+			/* Hang-ups only: the client's WIRE_GO is the worker's to read. */
+			p[n++] = (struct pollfd){ .fd = calls[i].client, .events = POLLRDHUP };
 		if (poll(p, n, timeout) < 0 && errno != EINTR)
 			_exit(1);
 		for (size_t i = 0; i < n_calls; i++)
-			if (calls[i].client >= 0 && p[2 + i].revents)
+			if (calls[i].client >= 0 &&
+			    (p[2 + i].revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)))
 				client_gone(&calls[i]);
 		if (ctl >= 0 && p[1].revents) {
 			struct wire_msg m;

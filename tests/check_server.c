@@ -25,19 +25,13 @@ static struct cli_test fx;
 
 static void setup(void)
 {
-	cli_test_begin(&fx, cli_usual_env);
-	cli_test_add_env(&fx, "DOLSOT_SERVER=auto");
-	cli_test_add_env(&fx, "DOLSOT_SERVER_IDLE");
-	cli_test_add_env(&fx, "DOLSOT_STORE");
+	cli_test_begin_server(&fx);
 }
 
 static void teardown(void)
 {
 	cli_test_end(&fx);
 }
-
-#define RUN_IN(r, cwd, extra, ...) cli_test_run(&fx, (r), (cwd), (extra), \
-	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
 static void server_start(void)
 {

@@ -496,6 +496,14 @@ static void end_current_test(void)
 		cli_test_end(current_test);
 }
 
+void cli_test_begin_server(struct cli_test *t)
+{
+	cli_test_begin(t, cli_usual_env);
+	cli_test_add_env(t, "DOLSOT_SERVER=auto");
+	cli_test_add_env(t, "DOLSOT_SERVER_IDLE");
+	cli_test_add_env(t, "DOLSOT_STORE");
+}
+
 void cli_test_add_env(struct cli_test *t, const char *entry)
 {
 	size_t n = 0;

@@ -77,6 +77,10 @@ extern const char *const cli_usual_env[];
  * check), t is ended then. */
 void cli_test_begin(struct cli_test *t, const char *const *entries);
 
+/* cli_test_begin for the warm server's suites: the usual entries, the
+ * server on, its idle time and the store kind the defaults. */
+void cli_test_begin_server(struct cli_test *t);
+
 /* Append one entry (kept by the caller) to t's environment. */
 void cli_test_add_env(struct cli_test *t, const char *entry);
 
@@ -95,6 +99,9 @@ void cli_test_run(const struct cli_test *t, struct cli_run *r, const char *cwd,
 /* Convenience: run the binary with argv and the test's environment, which
  * a suite keeps in its struct cli_test named fx. */
 #define CLI(r, ...) cli_run((r), &(struct cli_opts){ .env = fx.env }, \
+	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
+/* The same in directory cwd (NULL: ours), with extra entries (or NULL). */
+#define RUN_IN(r, cwd, extra, ...) cli_test_run(&fx, (r), (cwd), (extra), \
 	(const char *const[]){ "dolsot", __VA_ARGS__, NULL })
 
 /* A fresh private directory; removed (recursively) by cli_rmtree. */
