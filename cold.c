@@ -23,9 +23,11 @@
 
 /* While the worker ends, the signalfd is polled this often (ms). */
 #define COLD_REAP_POLL_MS 50
+/* How long past the deadline a killed worker may take to die (seconds). */
+#define COLD_KILL_GRACE 1.0
 /* With a process of the cell left behind, draining its pipes stops after
  * this long without output (ms). */
-#define COLD_DRAIN_MS 1000
+#define COLD_DRAIN_MS 250
 
 struct supervisor {
 	struct proc_child c;
@@ -98,6 +100,10 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 			s->o->timed_out = true;
 			proc_kill_group(s->c.pid);
 		}
+		/* A worker that SIGKILL does not end (in uninterruptible sleep)
+		 * is left behind rather than waited for (issue 21). */
+		if (s->o->timed_out && left < -COLD_KILL_GRACE)
+			break;
 		ms = s->o->timed_out || s->o->signal ? COLD_REAP_POLL_MS : deadline_poll_ms(left);
 		if (proc_poll(pipes, 2, &sig, 1, ms) < 0)
 			break;

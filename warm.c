@@ -41,8 +41,12 @@ extern char **environ;
 /* Seconds the client waits past its deadline for the server's verdict
  * (the README's grace, with PROC_KILL_WAIT and WARM_DRAIN_MS). */
 #define GRACE 2.0
-/* Once the verdict is in, each read of the cell's pipes waits this long (ms). */
+/* Once the verdict is in, each read of the cell's pipes waits this long
+ * (ms), or the shorter time when a process of the cell was left behind or
+ * we ended the worker ourselves (what still holds a pipe may never close
+ * it). */
 #define WARM_DRAIN_MS 1000
+#define WARM_DRAIN_SHORT_MS 250
 /* How long a call waits for its worker to say it can start: this share of
  * its budget, at most WARM_START_MAX seconds.  A server or zygote that
  * has not answered by then is stuck (stopped, frozen, overloaded): the
@@ -168,7 +172,7 @@ struct call {
 	int sock, res, sig, pidfd;
 	pid_t worker;               /* from WIRE_STARTED; 0 before */
 	struct proc_pipe out, err;
-	bool started, done;
+	bool started, done, killed;
 	struct call_outcome *o;
 };
 
@@ -292,6 +296,7 @@ static enum call_status supervise(struct call *c, const struct timespec *deadlin
 		if (left <= 0) {
 			/* The server did not enforce the deadline: give up on it. */
 			kill_worker(c);
+			c->killed = true;
 			c->o->timed_out = true;
 			return CALL_DONE;
 		}
@@ -320,8 +325,6 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 	sigset_t mask, oldmask;
 
 	memset(o, 0, sizeof(*o));
-	deadline_in(&start_by, budget * WARM_START_SHARE < WARM_START_MAX
-	                       ? budget * WARM_START_SHARE : WARM_START_MAX);
 	c.sock = warm_proto_connect_nonblock(dirfd);
 	if (c.sock < 0)
 		/* A full queue is a server that does not accept: stuck. */
@@ -334,6 +337,10 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 	c.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sig < 0 || send_call(&c, request, request_len, session, deadline, key) < 0)
 		goto out;
+	/* Counted from the send: our own slowness (valgrind, say) is not the
+	 * server's. */
+	deadline_in(&start_by, budget * WARM_START_SHARE < WARM_START_MAX
+	                       ? budget * WARM_START_SHARE : WARM_START_MAX);
 	st = supervise(&c, deadline, &start_by);
 	if (st == CALL_BROKEN)
 		snprintf(err, errlen, "dolsot: the warm server failed during the call, after "
@@ -343,8 +350,8 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 		goto out;
 	fd_close(&c.sock);   /* if the cell still runs, this makes the zygote kill it */
 	/* After the verdict every writer is gone: read the pipes to the end. */
-	proc_drain(&c.out, WARM_DRAIN_MS);
-	proc_drain(&c.err, WARM_DRAIN_MS);
+	proc_drain(&c.out, c.killed || o->left_behind ? WARM_DRAIN_SHORT_MS : WARM_DRAIN_MS);
+	proc_drain(&c.err, c.killed || o->left_behind ? WARM_DRAIN_SHORT_MS : WARM_DRAIN_MS);
 	if (!o->timed_out && !o->signal && proc_map(c.res, &o->result, &o->result_len) < 0) {
 		snprintf(err, errlen, "dolsot: cannot read the worker's result: %s",
 		         strerror(errno));

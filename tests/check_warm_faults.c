@@ -238,7 +238,7 @@ END_TEST
  * and checks only that the call is right.  Returns the cgroup's
  * directory (freezer says which file freezes it), or NULL to skip.
  */
-static char *freezer_cgroup(const char **freeze_file, const char **frozen)
+static char *freezer_cgroup_at(const char **freeze_file, const char **frozen)
 {
 	static char dir[256];
 
@@ -263,6 +263,21 @@ static char *freezer_cgroup(const char **freeze_file, const char **frozen)
 	}
 	rmdir(dir);
 	return NULL;
+}
+
+/* The cgroup, made and recorded for release_frozen, with "FZ=DIR" (how
+ * the cell finds it) into env; NULL to skip. */
+static char *freezer_cgroup(const char **freeze_file, const char **frozen, char *env,
+                            size_t envlen)
+{
+	char *dir = freezer_cgroup_at(freeze_file, frozen);
+
+	if (dir) {
+		snprintf(frozen_cg, sizeof(frozen_cg), "%s", dir);
+		frozen_cg_file = *freeze_file;
+		snprintf(env, envlen, "FZ=%s", dir);
+	}
+	return dir;
 }
 
 static void thaw_and_remove(const char *dir, const char *freeze_file)
@@ -290,7 +305,8 @@ static void thaw_and_remove(const char *dir, const char *freeze_file)
 START_TEST(cell_leaving_an_unkillable_child_reports_and_the_next_call_runs)
 {
 	const char *freeze_file = NULL, *frozen = NULL;
-	char *dir = freezer_cgroup(&freeze_file, &frozen), code[2048], env[600];
+	char code[2048], env[600];
+	char *dir = freezer_cgroup(&freeze_file, &frozen, env, sizeof(env));
 	static const char *const modes[] = { "DOLSOT_SERVER=off", "DOLSOT_SERVER=auto" };
 
 	if (!dir) {
@@ -298,9 +314,6 @@ START_TEST(cell_leaving_an_unkillable_child_reports_and_the_next_call_runs)
 		        "freezer or cgroup v2's cgroup.freeze)\n");
 		return;
 	}
-	snprintf(frozen_cg, sizeof(frozen_cg), "%s", dir);
-	frozen_cg_file = freeze_file;
-	snprintf(env, sizeof(env), "FZ=%s", dir);
 	snprintf(code, sizeof(code),
 	         "import os, subprocess\n"
 	         "p = subprocess.Popen(['sleep', '1000'])\n"
@@ -328,6 +341,45 @@ START_TEST(cell_leaving_an_unkillable_child_reports_and_the_next_call_runs)
 		cli_run_release(&r);
 		cli_write_file(cli_path(dir, freeze_file),
 		               strcmp(freeze_file, "freezer.state") == 0 ? "THAWED" : "0");
+	}
+	release_frozen();
+}
+END_TEST
+
+/* The cell's own process cannot die: the call still ends, as a timeout,
+ * within the grace, and the next call runs. */
+START_TEST(unkillable_worker_times_out_within_the_grace)
+{
+	const char *freeze_file = NULL, *frozen_value = NULL;
+	char code[1024], env[600];
+	char *dir = freezer_cgroup(&freeze_file, &frozen_value, env, sizeof(env));
+	static const char *const modes[] = { "DOLSOT_SERVER=off", "DOLSOT_SERVER=auto" };
+
+	if (!dir || strcmp(freeze_file, "freezer.state") != 0) {
+		release_frozen();
+		fprintf(stderr, "skipped: no cgroup v1 freezer (a v2 freeze does not stop "
+		        "SIGKILL)\n");
+		return;
+	}
+	snprintf(code, sizeof(code),
+	         "import os\n"
+	         "open(os.environ['FZ'] + '/cgroup.procs', 'w').write(str(os.getpid()))\n"
+	         "open(os.environ['FZ'] + '/freezer.state', 'w').write('FROZEN')\n");
+	for (size_t m = 0; m < 2; m++) {
+		const char *extra[] = { modes[m], env, NULL };
+		struct cli_run r;
+
+		if (m == 1)
+			server_start_in(NULL);
+		RUN_IN(&r, NULL, extra, "--timeout", "3", "--session", "w", code);
+		ck_code(&r, 124);
+		ck_assert_msg(r.seconds < 3 + GRACE + SLACK, "took %.1f s", r.seconds);
+		cli_run_release(&r);
+		RUN_IN(&r, NULL, extra, "--timeout", "10", "--session", "w", "1 + 1");
+		ck_code(&r, 0);
+		ck_out(&r, "2\n");
+		cli_run_release(&r);
+		cli_write_file(cli_path(dir, freeze_file), "THAWED");
 	}
 	release_frozen();
 }
@@ -474,6 +526,7 @@ int main(void)
 	tcase_add_test(tc, frozen_server_falls_back_cold_and_status_times_out);
 	tcase_add_test(tc, two_hundred_clients_against_a_frozen_server);
 	tcase_add_test(tc, cell_leaving_an_unkillable_child_reports_and_the_next_call_runs);
+	tcase_add_test(tc, unkillable_worker_times_out_within_the_grace);
 	tcase_add_test(tc, zygote_killed_while_serving_is_replaced_with_a_reason);
 	tcase_add_test(tc, a_copy_at_another_path_shares_the_server);
 	tcase_add_test(tc, another_build_does_not_kill_a_running_cell);
