@@ -52,7 +52,7 @@ TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_typegate tests/check_hostile tests/check_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust \
-	tests/check_json tests/check_mcp
+	tests/check_json tests/check_mcp tests/check_stores
 
 all: dolsot
 
@@ -118,6 +118,7 @@ T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
 T_TRUST := tests/check_trust.o tests/cli_helpers.o
 T_JSON := tests/check_json.o tests/cli_helpers.o
 T_MCP := tests/check_mcp.o tests/cli_helpers.o
+T_STORES := tests/check_stores.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
@@ -137,6 +138,7 @@ $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
 $(B)/tests/check_trust: $(addprefix $(B)/,$(T_TRUST))
 $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
+$(B)/tests/check_stores: $(addprefix $(B)/,$(T_STORES))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
 $(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
@@ -157,6 +159,8 @@ $(B)/tests/check_json-asan: $(addprefix $(B)/,$(T_JSON:.o=.asan.o))
 $(B)/tests/check_json $(B)/tests/check_json-asan: CHECK_LIBS += -ljansson
 $(B)/tests/check_store $(B)/tests/check_store-asan: CHECK_LIBS += $(HIREDIS_LIBS) -lpthread
 $(B)/tests/check_mcp-asan: $(addprefix $(B)/,$(T_MCP:.o=.asan.o))
+$(B)/tests/check_stores-asan: $(addprefix $(B)/,$(T_STORES:.o=.asan.o))
+$(B)/tests/check_stores $(B)/tests/check_stores-asan: CHECK_LIBS += $(HIREDIS_LIBS)
 $(B)/tests/check_mcp $(B)/tests/check_mcp-asan: CHECK_LIBS += -ljansson
 $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o))
 
@@ -174,7 +178,7 @@ deps:
 	@sh tools/deps.sh build
 
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry \
-	tests/check_kept tests/check_json tests/check_mcp
+	tests/check_kept tests/check_json tests/check_mcp tests/check_stores
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
