@@ -378,10 +378,10 @@ static int rd_origin(struct store *s, const char *id, bool *sandboxed, char *err
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
 		const redisReply *sb = r->element[0], *saved = r->element[1];
 
-		if (sb->type == REDIS_REPLY_NIL && saved->type == REDIS_REPLY_NIL)
-			*sandboxed = false;   /* no such session */
-		else if (sb->type == REDIS_REPLY_STRING && strcmp(sb->str, "0") == 0)
-			*sandboxed = false;
+		bool absent = sb->type == REDIS_REPLY_NIL && saved->type == REDIS_REPLY_NIL;
+
+		*sandboxed = !absent &&   /* no such session: false */
+		             !(sb->type == REDIS_REPLY_STRING && strcmp(sb->str, "0") == 0);
 	}
 	freeReplyObject(r);
 	return 0;
