@@ -441,8 +441,8 @@ static int try_lock(struct cmd_store *cs, const char *id, char *err, size_t errl
 		return -1;
 	if (exited(&r, 0) && r.out.len == 0)
 		ret = 2;
-	else if (exited(&r, 0) && (strcmp(r.out.p, "locked\n") == 0 ||
-	                           strcmp(r.out.p, "locked") == 0))
+	else if (exited(&r, 0) && (r.out.len == 7 || r.out.len == 6) &&
+	         memcmp(r.out.p, "locked\n", r.out.len) == 0)
 		ret = 1;
 	else if (exited(&r, 1) && r.out.len == 0)
 		ret = 0;

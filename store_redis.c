@@ -746,6 +746,16 @@ static int rd_lock(struct store *s, const char *id, long timeout_ms, struct stor
 		}
 		got = r->type == REDIS_REPLY_STATUS;
 		freeReplyObject(r);
+		if (!got) {
+			/* A SET tried again after a broken connection may have
+			 * been applied the first time: the lock is then ours. */
+			const char *get[] = { "GET", l->key };
+
+			r = rd_run(rs, &rs->c, "lock", 2, get, NULL, err, errlen);
+			got = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, l->token) == 0;
+			if (r)
+				freeReplyObject(r);
+		}
 		if (got)
 			break;
 		if (timeout_ms >= 0 && deadline_left(&deadline) <= 0) {
@@ -866,11 +876,7 @@ struct store *store_redis_open(struct store *dir, const struct store_spec *sp,
 	rs->s.ops = &redis_ops;
 	rs->s.priv = rs;
 	rs->s.home = dir->home;
-	rs->c = rd_connect(rs, err, errlen);
-	if (!rs->c) {
-		store_close(dir);
-		free(rs);
-		return NULL;
-	}
+	/* Connected at the first command: --server-status and --server-stop,
+	 * which need only the directory, work while the server is away. */
 	return &rs->s;
 }

@@ -15,8 +15,9 @@
  * knobs read with store_spec_redis_env).  dir (owned from now on) keeps
  * its directory for the warm server's socket.  Sessions expire
  * ttl_days after their last save (0: never); one command, and the
- * connection, may take timeout seconds.  Connects now: NULL with a reason
- * naming the server in err when it cannot (dir is closed then).
+ * connection, may take timeout seconds.  Connects at its first command
+ * (each operation's error names the server); NULL with err only when out
+ * of memory (dir is closed then).
  */
 struct store *store_redis_open(struct store *dir, const struct store_spec *sp,
                                double ttl_days, double timeout, char *err,
