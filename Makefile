@@ -18,6 +18,10 @@ SECCOMP_LIBS := -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
 # jansson (the --json output, the warm type checker's LSP and dmypy
 # messages) is linked in too.
 JANSSON_LIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic
+# hiredis (the Redis store) too, when Debian's static library is there.
+HIREDIS_STATIC := -Wl,-Bstatic -lhiredis -Wl,-Bdynamic
+HIREDIS_LIBS := $(if $(wildcard /usr/lib/*/libhiredis.a /usr/lib/libhiredis.a),\
+	$(HIREDIS_STATIC),-lhiredis)
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -27,7 +31,7 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CF
 LDFLAGS ?=
 VERSION := 0.3.0
 
-CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c mem_store.c \
+CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c store_spec.c store_redis.c store_cmd.c store_cmd_parse.c mem_store.c \
 	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c lsp.c rlimits.c pidcg.c \
 	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c
@@ -49,14 +53,14 @@ TESTS := tests/check_frame tests/check_store tests/check_opts \
 	tests/check_warm_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust \
-	tests/check_json tests/check_mcp
+	tests/check_json tests/check_mcp tests/check_stores
 
 all: dolsot
 
 # Not a PIE: libpython's tables of pointers would need ~39,000 relocations
 # at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -Wl,--build-id=sha1 -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -Wl,--build-id=sha1 -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS)
 
 $(B)/worker.o $(B)/dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
@@ -98,8 +102,9 @@ $(B)/tests/%.o: tests/%.c
 
 T_FRAME := tests/check_frame.o frame.o rlimits.o
 T_STORE := tests/check_store.o fdio.o deadline.o store.o store_name.o store_file.o mem_store.o \
-	mem_client.o warm_proto.o wire.o mem_list.o mem_server.o
-T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o
+	mem_client.o warm_proto.o wire.o mem_list.o mem_server.o store_spec.o store_redis.o \
+	store_cmd.o store_cmd_parse.o proc.o proc_child.o output.o
+T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o store_spec.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_PROC := tests/check_proc.o proc.o deadline.o fdio.o output.o
@@ -116,6 +121,7 @@ T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
 T_TRUST := tests/check_trust.o tests/cli_helpers.o
 T_JSON := tests/check_json.o tests/cli_helpers.o
 T_MCP := tests/check_mcp.o tests/cli_helpers.o
+T_STORES := tests/check_stores.o tests/cli_helpers.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
@@ -137,6 +143,7 @@ $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
 $(B)/tests/check_trust: $(addprefix $(B)/,$(T_TRUST))
 $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
+$(B)/tests/check_stores: $(addprefix $(B)/,$(T_STORES))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
 $(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
@@ -157,7 +164,10 @@ $(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
 $(B)/tests/check_trust-asan: $(addprefix $(B)/,$(T_TRUST:.o=.asan.o))
 $(B)/tests/check_json-asan: $(addprefix $(B)/,$(T_JSON:.o=.asan.o))
 $(B)/tests/check_json $(B)/tests/check_json-asan: CHECK_LIBS += -ljansson
+$(B)/tests/check_store $(B)/tests/check_store-asan: CHECK_LIBS += $(HIREDIS_LIBS) -lpthread
 $(B)/tests/check_mcp-asan: $(addprefix $(B)/,$(T_MCP:.o=.asan.o))
+$(B)/tests/check_stores-asan: $(addprefix $(B)/,$(T_STORES:.o=.asan.o))
+$(B)/tests/check_stores $(B)/tests/check_stores-asan: CHECK_LIBS += $(HIREDIS_LIBS)
 $(B)/tests/check_mcp $(B)/tests/check_mcp-asan: CHECK_LIBS += -ljansson
 $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o))
 
@@ -165,7 +175,7 @@ $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o)
 $(B)/tests/check_sandbox_enter.o $(B)/tests/check_sandbox_enter.asan.o: \
 	ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/tests/check_sandbox_enter $(B)/tests/check_sandbox_enter-asan: \
-	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
+	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS)
 
 $(TESTS:%=$(B)/%):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -175,8 +185,7 @@ deps:
 	@sh tools/deps.sh build
 
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_storefaults \
-	tests/check_carry \
-	tests/check_kept tests/check_json tests/check_mcp
+	tests/check_carry tests/check_kept tests/check_json tests/check_mcp tests/check_stores
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server tests/check_warm_faults,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
@@ -224,7 +233,7 @@ $(B)/tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 $(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o) $(B)/result_schema.asan.o
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -Wl,--build-id=sha1 -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -Wl,--build-id=sha1 -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS)
 
 $(ASAN_TESTS:%=$(B)/%):
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)

@@ -39,8 +39,8 @@ static const char usage_text[] =
 	"              [--cpu-seconds N] [--recursion-limit N] [--json] [CODE]\n"
 	"       dolsot [--toolbox MODULE:ALIAS]... [--session ID] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--json] --describe\n"
-	"       dolsot --list-sessions [--json]\n"
-	"       dolsot --reset ID|all [--json]\n"
+	"       dolsot --list-sessions [--store STORE] [--json]\n"
+	"       dolsot --reset ID|all [--store STORE] [--json]\n"
 	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
@@ -57,6 +57,9 @@ static const char help_text[] =
 	"  --toolbox MODULE:ALIAS  import MODULE in the worker as ALIAS (repeatable)\n"
 	"  --session ID            the session to run in (required to run code)\n"
 	"  --timeout SECONDS       wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)\n"
+	"  --store STORE           where sessions live, with any form: file (default), memory,\n"
+	"                          redis://[user:password@]host[:port][/db] or\n"
+	"                          cmd:PROGRAM [ARGS] ($DOLSOT_STORE)\n"
 	"  --sandbox               run the cell isolated: no host files, network or\n"
 	"                          environment beyond what is granted ($DOLSOT_SANDBOX=1)\n"
 	"  --mount HOST:VIRTUAL[:MODE]\n"
@@ -120,6 +123,7 @@ struct cli {
 	size_t n_toolboxes;
 	const char *session;
 	const char *timeout;
+	const char *store;
 	const char *reset;
 	bool list;
 	enum { SERVER_NONE, SERVER_START, SERVER_STATUS, SERVER_STOP } server;
@@ -139,7 +143,7 @@ struct cli {
 enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
        OPT_MEMORY, OPT_MAX_PROCS, OPT_MAX_FILE_SIZE, OPT_CPU_SECONDS,
        OPT_RECURSION_LIMIT, OPT_JSON, OPT_DESCRIBE, OPT_LIST, OPT_RESET, OPT_SERVER_START,
-       OPT_SERVER_STATUS, OPT_SERVER_STOP, OPT_PRINT_CONFIG };
+       OPT_SERVER_STATUS, OPT_SERVER_STOP, OPT_PRINT_CONFIG, OPT_STORE };
 
 static const struct option long_options[] = {
 	{ "toolbox", required_argument, NULL, OPT_TOOLBOX },
@@ -161,6 +165,7 @@ static const struct option long_options[] = {
 	{ "server-status", no_argument, NULL, OPT_SERVER_STATUS },
 	{ "server-stop", no_argument, NULL, OPT_SERVER_STOP },
 	{ "print-config", required_argument, NULL, OPT_PRINT_CONFIG },
+	{ "store", required_argument, NULL, OPT_STORE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -289,6 +294,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 		case OPT_PRINT_CONFIG:
 			c->print_config = optarg;
 			break;
+		case OPT_STORE:
+			c->store = optarg;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_text, stdout);
@@ -376,6 +384,7 @@ static struct settings resolve_settings(const struct cli *c)
 	}
 	s.sandbox = c->sandbox;
 	s.limits = c->limits;
+	s.store_spec = c->store;
 	if (opts_settings_from_env(&s, err, sizeof(err)) < 0)
 		usage_error("%s", err);
 	return s;

@@ -413,6 +413,43 @@ static int typegate_from_env(struct settings *s, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * --store (already in s->store_spec) or DOLSOT_STORE: the kind, and the
+ * Redis store's knobs checked now, so a bad value is a usage error.
+ */
+static int store_from_env(struct settings *s, char *err, size_t errlen)
+{
+	const char *what = s->store_spec ? "--store" : "DOLSOT_STORE";
+	char why[OPTS_ERR_MAX], q[300];
+	struct store_spec *sp = malloc(sizeof(*sp));
+	int ret = 0;
+
+	if (!sp) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (!s->store_spec)
+		s->store_spec = env("DOLSOT_STORE");
+	if (store_spec_parse(s->store_spec, sp, why, sizeof(why)) < 0) {
+		/* The value may hold a password: never echo it. */
+		if (s->store_spec && strncmp(s->store_spec, "redis", 5) == 0)
+			snprintf(q, sizeof(q), "redis://...");
+		else
+			opts_quote(q, sizeof(q), s->store_spec ? s->store_spec : "");
+		snprintf(err, errlen, "%s='%s' is not valid: %s", what, q, why);
+		ret = -1;
+	} else if (sp->kind == STORE_KIND_REDIS && store_spec_redis_env(sp, err, errlen) < 0) {
+		ret = -1;
+	} else if (sp->kind == STORE_KIND_MEMORY && !s->server) {
+		snprintf(err, errlen, "%s=memory keeps sessions in the warm "
+		         "server's memory, so it cannot work with DOLSOT_SERVER=off", what);
+		ret = -1;
+	}
+	s->store = sp->kind;
+	free(sp);
+	return ret;
+}
+
 int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 {
 	const char *v;
@@ -438,17 +475,8 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 			return env_error("DOLSOT_SERVER", v, "auto or off", err, errlen);
 		s->server = strcmp(v, "auto") == 0;
 	}
-	s->store = STORE_KIND_FILE;
-	if ((v = env("DOLSOT_STORE"))) {
-		if (strcmp(v, "file") != 0 && strcmp(v, "memory") != 0)
-			return env_error("DOLSOT_STORE", v, "file or memory", err, errlen);
-		s->store = strcmp(v, "memory") == 0 ? STORE_KIND_MEMORY : STORE_KIND_FILE;
-		if (s->store == STORE_KIND_MEMORY && !s->server) {
-			snprintf(err, errlen, "DOLSOT_STORE=memory keeps sessions in the warm "
-			         "server's memory, so it cannot work with DOLSOT_SERVER=off");
-			return -1;
-		}
-	}
+	if (store_from_env(s, err, errlen) < 0)
+		return -1;
 	s->server_idle = DEFAULT_SERVER_IDLE;
 	if ((v = env("DOLSOT_SERVER_IDLE")) && opts_parse_seconds(v, &s->server_idle) < 0)
 		return env_error("DOLSOT_SERVER_IDLE", v, "a positive number of seconds",

@@ -30,7 +30,8 @@ struct settings {
 	const char *cache_dir;   /* NULL = the default directory */
 	bool server;             /* DOLSOT_SERVER=auto: use and start the warm server */
 	double server_idle;      /* seconds an unused server lives */
-	enum store_kind store;   /* DOLSOT_STORE: file, or memory (in the server's memory) */
+	enum store_kind store;   /* DOLSOT_STORE: file, memory, redis://..., cmd:... */
+	const char *store_spec;  /* --store or DOLSOT_STORE as given (NULL: file) */
 	bool typecheck;          /* run the type gate before a cell */
 	const char *ty_bin;      /* the type checker to run */
 	bool carry;              /* carry interpreter and library state */
@@ -102,7 +103,8 @@ int opts_parse_nonneg(const char *s, double *out);
 
 /*
  * Fill *s from the environment and defaults, keeping fields the caller
- * already set from flags (timeout > 0, sandbox true, a limit > 0 mean set).  Returns 0, or -1 with a
+ * already set from flags (timeout > 0, sandbox true, a limit > 0,
+ * store_spec non-NULL mean set; a store_spec of --store's is checked too).  Returns 0, or -1 with a
  * reason naming the variable.
  */
 int opts_settings_from_env(struct settings *s, char *err, size_t errlen);

@@ -69,8 +69,8 @@ static void reap_images(const struct settings *s, struct store *st)
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
-	struct store *st = store_open(s->store, s->cache_dir, s->ttl_days, serr,
-	                              sizeof(serr));
+	struct store *st = store_open(s->store, s->store_spec, s->cache_dir, s->ttl_days,
+	                              s->timeout, serr, sizeof(serr));
 
 	if (!st) {
 		snprintf(err, errlen, "%s", serr);

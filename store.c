@@ -25,7 +25,9 @@
 
 #include "fdio.h"
 #include "mem_client.h"
+#include "store_cmd.h"
 #include "store_file.h"
+#include "store_redis.h"
 
 int store_load(struct store *s, const char *id, uint8_t **blob,
                size_t *len, bool *found, char *err, size_t errlen)
@@ -85,16 +87,51 @@ void store_dir_path(const char *dir, char *buf, size_t len)
 	store_file_path(dir, buf, len);
 }
 
-struct store *store_open(enum store_kind kind, const char *dir, double ttl_days,
-                         char *err, size_t errlen)
+/* A Redis or helper store over dir, where spec says. */
+static struct store *open_remote(struct store *dir, const char *spec, double ttl_days,
+                                 double timeout, char *err, size_t errlen)
 {
-	struct store *st = store_file_open(dir, ttl_days, err, errlen);
+	struct store_spec *sp = malloc(sizeof(*sp));
+	struct store *st = NULL;
+	char why[STORE_ERR_MAX];
+
+	if (!sp) {
+		snprintf(err, errlen, "out of memory");
+		store_close(dir);
+		return NULL;
+	}
+	if (store_spec_parse(spec, sp, why, sizeof(why)) < 0 ||
+	    (sp->kind == STORE_KIND_REDIS && store_spec_redis_env(sp, why, sizeof(why)) < 0)) {
+		snprintf(err, errlen, "DOLSOT_STORE is not valid: %s", why);
+		store_close(dir);
+	} else if (sp->kind == STORE_KIND_REDIS) {
+		st = store_redis_open(dir, sp, ttl_days, timeout, err, errlen);
+	} else if (sp->kind == STORE_KIND_CMD) {
+		st = store_cmd_open(dir, sp, timeout, err, errlen);
+	} else {
+		snprintf(err, errlen, "DOLSOT_STORE is not a Redis URL or a helper");
+		store_close(dir);
+	}
+	free(sp);
+	return st;
+}
+
+struct store *store_open(enum store_kind kind, const char *spec, const char *dir,
+                         double ttl_days, double timeout, char *err, size_t errlen)
+{
+	/* Only the FileStore's own sessions are reaped by its TTL; a Redis
+	 * or helper store's expire where they live. */
+	bool local = kind == STORE_KIND_FILE || kind == STORE_KIND_MEMORY;
+	struct store *st = store_file_open(dir, local ? ttl_days : 0, err, errlen);
 
 	switch (kind) {
 	case STORE_KIND_MEMORY:
 		/* The directory still hosts the server's socket; the sessions
 		 * themselves live in the server. */
 		return st ? mem_client_open(st, err, errlen) : NULL;
+	case STORE_KIND_REDIS:
+	case STORE_KIND_CMD:
+		return st ? open_remote(st, spec, ttl_days, timeout, err, errlen) : NULL;
 	case STORE_KIND_FILE:
 	default:
 		return st;

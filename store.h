@@ -15,22 +15,20 @@
 
 #include "store_name.h"
 #include "store_ops.h"
-
-/* The kinds of store the factory opens (DOLSOT_STORE). */
-enum store_kind {
-	STORE_KIND_FILE,        /* "file": store_file.c, the default */
-	STORE_KIND_MEMORY,      /* "memory": the warm server's memory (mem_client.c) */
-};
+#include "store_spec.h"
 
 /*
  * Open the store of kind in dir (NULL: the default directory, see
  * store_file.h), reaping sessions older than ttl_days (0: never).  A memory
  * store keeps its directory for the server's socket; opening one never
  * starts a server (the caller does: its operations fail until one runs).
- * Returns NULL with a reason in err (errlen bytes) on refusal.
+ * A Redis or helper store (kind STORE_KIND_REDIS or STORE_KIND_CMD) is
+ * where spec (DOLSOT_STORE's value, store_spec.h) says, keeps dir for the
+ * server's socket too, and gives each command or helper run timeout
+ * seconds.  Returns NULL with a reason in err (errlen bytes) on refusal.
  */
-struct store *store_open(enum store_kind kind, const char *dir, double ttl_days,
-                         char *err, size_t errlen);
+struct store *store_open(enum store_kind kind, const char *spec, const char *dir,
+                         double ttl_days, double timeout, char *err, size_t errlen);
 
 /* The directory a store opened with dir keeps its files in (sessions, or
  * the warm server's socket), as a path into buf; nothing is checked or

@@ -1,0 +1,566 @@
+/*
+ * store_cmd.c - DOLSOT_STORE=cmd:PROGRAM [ARGS]: sessions kept by a helper
+ * program, in the spirit of git's credential helpers.
+ *
+ * dolsot runs PROGRAM ARGS VERB [ID] (execvp: PATH applies; no shell),
+ * with dolsot's environment, stdin on /dev/null (or the blob, for save),
+ * and each run under the call's timeout (its process group is killed when
+ * it passes):
+ *   load ID        the blob on stdout, exit 0; exit 1 with no output: none
+ *   save ID        the blob on stdin; exit 0 once it is stored, atomically
+ *   delete ID|all  prints how many it deleted
+ *   list           prints "ID SIZE LAST_USED" lines (store_cmd_parse.h)
+ *   lock ID        optional: prints "locked" and exits 0 when it took the
+ *                  lock, exits 1 with no output while another holds it;
+ *                  exit 0 with no output says the helper has no locks
+ *   unlock ID      releases what lock took
+ * Anything else (another exit status, a signal, output where none or a
+ * number belongs) is an error naming the helper.
+ *
+ * MUSTs:
+ * - Every call also holds the FileStore's lock on this machine, so calls
+ *   here never overlap whether or not the helper locks across machines.
+ * - Each blob the helper stores begins with ORIGIN_LEN bytes saying
+ *   whether a sandboxed call wrote it; a blob without them is refused.
+ *   The helper stores and returns the bytes as given.
+ */
+#include "store_cmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "deadline.h"
+#include "fdio.h"
+#include "proc.h"
+#include "proc_child.h"
+#include "store_cmd_parse.h"
+
+#define LOCK_POLL_MS 100              /* between tries of a busy helper lock */
+#define OUT_MAX ((size_t)1 << 31)     /* the most stdout a helper may print */
+#define ERR_KEEP 400                  /* stderr bytes kept for a message */
+#define WRITE_CHUNK ((size_t)1 << 20)
+#define ORIGIN_LEN 11
+static const char origin_sandboxed[ORIGIN_LEN + 1] = "dolsot:1:s\n";
+static const char origin_host[ORIGIN_LEN + 1] = "dolsot:1:u\n";
+
+struct cmd_store {
+	struct store s;
+	struct store *dir;      /* the FileStore: this machine's locks, the server's socket */
+	struct store_spec sp;
+	double timeout;
+	char name[160];         /* "store helper 'PROGRAM'" */
+	int helper_locks;       /* -1 not known yet, 0 the helper has none, 1 it has */
+	/* The last session loaded (origin, then load, read it once). */
+	char cached_id[STORE_ID_MAX + 1];
+	uint8_t *cached;
+	size_t cached_len;
+	bool cached_found;
+};
+
+struct cmd_lock {
+	struct store_lock local;
+	char id[STORE_ID_MAX + 1];
+	bool remote;            /* the helper holds it too */
+};
+
+/* A helper's output. */
+struct buf {
+	char *p;
+	size_t len, alloc, max;
+	bool over;              /* it printed more than max */
+};
+
+struct run {
+	struct buf out, err;
+	int status;
+	bool timed_out;
+};
+
+static void buf_feed(void *ctx, const char *data, size_t n)
+{
+	struct buf *b = ctx;
+
+	if (b->over || b->len + n > b->max) {
+		size_t room = b->max > b->len ? b->max - b->len : 0;
+
+		b->over = b->over || n > room;
+		n = n < room ? n : room;
+	}
+	if (!n)
+		return;
+	if (b->len + n + 1 > b->alloc) {
+		size_t want = b->alloc ? b->alloc : 4096;
+		char *grown;
+
+		while (want < b->len + n + 1)
+			want *= 2;
+		grown = realloc(b->p, want);
+		if (!grown) {
+			b->over = true;
+			return;
+		}
+		b->p = grown;
+		b->alloc = want;
+	}
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+struct child_args {
+	pid_t parent;
+	char *const *argv;
+	int in;                 /* the blob's pipe, or -1: /dev/null */
+};
+
+static void child_exec(void *arg, int out, int err)
+{
+	const struct child_args *a = arg;
+	int keep[1] = { a->in };
+	sigset_t none;
+
+	sigemptyset(&none);
+	if (proc_child_prepare(a->parent, out, err, keep, a->in >= 0, &none) < 0 ||
+	    (a->in >= 0 && dup2(a->in, 0) < 0))
+		_exit(127);
+	execvp(a->argv[0], a->argv);
+	dprintf(2, "cannot run %s: %s\n", a->argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Feed in[0..len) to fd (non-blocking) as far as it takes now; close it
+ * when the helper stopped reading. */
+static void feed_stdin(int *fd, const uint8_t *in, size_t len, size_t *off)
+{
+	while (*fd >= 0 && *off < len) {
+		size_t n = len - *off < WRITE_CHUNK ? len - *off : WRITE_CHUNK;
+		ssize_t w = write(*fd, in + *off, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return;
+		if (w <= 0) {
+			fd_close(fd);   /* EPIPE: its exit status will say why */
+			return;
+		}
+		*off += (size_t)w;
+	}
+}
+
+/*
+ * Run the helper with verb and id (NULL: none), writing hdr then in to its
+ * stdin when hdr is set.  *r gets what it printed and its status.
+ * Returns 0 once it ended (or was killed at the timeout: r->timed_out),
+ * -1 with err when it could not be started.
+ */
+static int run_helper(struct cmd_store *cs, const char *verb, const char *id,
+                      const char *hdr, const uint8_t *in, size_t inlen, struct run *r,
+                      char *err, size_t errlen)
+{
+	char *argv[STORE_SPEC_ARGS + 3];
+	int n = 0, inp[2] = { -1, -1 };
+	struct child_args ca = { getpid(), argv, -1 };
+	struct proc_child c = { .out = { -1, buf_feed, &r->out },
+	                        .err = { -1, buf_feed, &r->err } };
+	struct timespec dl;
+	const char *what = "";
+	size_t hoff = 0, off = 0, hlen = hdr ? strlen(hdr) : 0;
+
+	memset(r, 0, sizeof(*r));
+	r->out.max = OUT_MAX;
+	r->err.max = ERR_KEEP;
+	for (int i = 0; i < cs->sp.argc; i++)
+		argv[n++] = cs->sp.argv[i];
+	argv[n++] = (char *)verb;
+	if (id)
+		argv[n++] = (char *)id;
+	argv[n] = NULL;
+	if (hdr) {
+		if (pipe2(inp, O_CLOEXEC) < 0) {
+			snprintf(err, errlen, "cannot run %s: pipe2: %s", cs->name, strerror(errno));
+			return -1;
+		}
+		ca.in = inp[0];
+	}
+	deadline_in(&dl, cs->timeout);
+	if (proc_start(&c, child_exec, &ca, &what) < 0) {
+		int errsv = errno;
+
+		fd_close(&inp[0]);
+		fd_close(&inp[1]);
+		snprintf(err, errlen, "cannot run %s: %s: %s", cs->name, what, strerror(errsv));
+		return -1;
+	}
+	fd_close(&inp[0]);
+	if (inp[1] >= 0 && fcntl(inp[1], F_SETFL, O_NONBLOCK) < 0)
+		fd_close(&inp[1]);
+	while (c.out.fd >= 0 || c.err.fd >= 0 || inp[1] >= 0) {
+		struct proc_pipe pipes[2] = { c.out, c.err };
+		struct pollfd x = { .fd = inp[1], .events = POLLOUT };
+		double left = deadline_left(&dl);
+
+		if (left <= 0) {
+			r->timed_out = true;
+			break;
+		}
+		feed_stdin(&inp[1], (const uint8_t *)hdr, hlen, &hoff);
+		if (hoff == hlen)
+			feed_stdin(&inp[1], in, inlen, &off);
+		if (hoff == hlen && off == inlen)
+			fd_close(&inp[1]);   /* all written: its EOF */
+		x.fd = inp[1];
+		proc_poll(pipes, 2, &x, inp[1] >= 0, deadline_poll_ms(left));
+		c.out.fd = pipes[0].fd;
+		c.err.fd = pipes[1].fd;
+	}
+	fd_close(&inp[1]);
+	if (r->timed_out || !proc_wait_until(c.pid, &dl, &r->status)) {
+		r->timed_out = true;
+		proc_kill_group(c.pid);
+		while (waitpid(c.pid, &r->status, 0) < 0 && errno == EINTR)
+			;
+	}
+	/* The helper is gone; so must be anything it left in its group. */
+	kill(-c.pid, SIGKILL);
+	fd_close(&c.out.fd);
+	fd_close(&c.err.fd);
+	return 0;
+}
+
+static void run_release(struct run *r)
+{
+	free(r->out.p);
+	free(r->err.p);
+	memset(r, 0, sizeof(*r));
+}
+
+static bool exited(const struct run *r, int code)
+{
+	return !r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == code;
+}
+
+/* What went wrong with run r of "verb [id]", into err; returns -1. */
+static int helper_failed(const struct cmd_store *cs, const char *verb, const char *id,
+                         const struct run *r, const char *why, char *err, size_t errlen)
+{
+	char status[64], line[ERR_KEEP + 1] = "";
+
+	if (r->err.len) {
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(r->err.p, "\n"), r->err.p);
+		for (char *p = line; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+	}
+	if (why)
+		snprintf(status, sizeof(status), "%s", why);
+	else if (r->timed_out)
+		snprintf(status, sizeof(status), "killed after %g s (the call's timeout)",
+		         cs->timeout);
+	else if (WIFSIGNALED(r->status))
+		snprintf(status, sizeof(status), "killed by signal %d", WTERMSIG(r->status));
+	else
+		snprintf(status, sizeof(status), "exit status %d", WEXITSTATUS(r->status));
+	snprintf(err, errlen, "%s failed (%s%s%s): %s%s%s", cs->name, verb, id ? " " : "",
+	         id ? id : "", status, line[0] ? ": " : "", line);
+	errno = EIO;
+	return -1;
+}
+
+static void drop_cache(struct cmd_store *cs)
+{
+	free(cs->cached);
+	cs->cached = NULL;
+	cs->cached_len = 0;
+	cs->cached_id[0] = '\0';
+}
+
+/* Load id through the helper into the cache (unless it holds id). */
+static int fetch(struct cmd_store *cs, const char *id, char *err, size_t errlen)
+{
+	struct run r;
+
+	if (cs->cached_id[0] && strcmp(cs->cached_id, id) == 0)
+		return 0;
+	drop_cache(cs);
+	if (run_helper(cs, "load", id, NULL, NULL, 0, &r, err, errlen) < 0)
+		return -1;
+	if (exited(&r, 1) && r.out.len == 0) {
+		cs->cached_found = false;
+	} else if (!exited(&r, 0) || r.out.over) {
+		helper_failed(cs, "load", id, &r,
+		              exited(&r, 1) ? "exit status 1 with output (1 means no session, "
+		                              "and prints nothing)"
+		              : r.out.over ? "more output than a session may hold" : NULL,
+		              err, errlen);
+		run_release(&r);
+		return -1;
+	} else if (r.out.len < ORIGIN_LEN ||
+	           (memcmp(r.out.p, origin_sandboxed, ORIGIN_LEN) != 0 &&
+	            memcmp(r.out.p, origin_host, ORIGIN_LEN) != 0)) {
+		helper_failed(cs, "load", id, &r, "what it printed is not a session dolsot "
+		              "saved (it lacks the dolsot:1 line)", err, errlen);
+		run_release(&r);
+		return -1;
+	} else {
+		cs->cached_found = true;
+		cs->cached = (uint8_t *)r.out.p;
+		cs->cached_len = r.out.len;
+		r.out.p = NULL;
+	}
+	snprintf(cs->cached_id, sizeof(cs->cached_id), "%s", id);
+	run_release(&r);
+	return 0;
+}
+
+static int cmd_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
+                    bool *found, char *err, size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+
+	*blob = NULL;
+	*len = 0;
+	*found = false;
+	if (fetch(cs, id, err, errlen) < 0)
+		return -1;
+	if (cs->cached_found) {
+		*len = cs->cached_len - ORIGIN_LEN;
+		*blob = malloc(*len ? *len : 1);
+		if (!*blob) {
+			snprintf(err, errlen, "cannot load session '%s': out of memory", id);
+			errno = ENOMEM;
+			return -1;
+		}
+		memcpy(*blob, cs->cached + ORIGIN_LEN, *len);
+		*found = true;
+	}
+	/* Handed on: a later load asks the helper again. */
+	drop_cache(cs);
+	return 0;
+}
+
+static int cmd_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+                      size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+
+	*sandboxed = true;
+	if (fetch(cs, id, err, errlen) < 0)
+		return -1;
+	*sandboxed = cs->cached_found &&
+	             memcmp(cs->cached, origin_sandboxed, ORIGIN_LEN) == 0;
+	return 0;
+}
+
+static int cmd_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
+                    bool sandboxed, char *err, size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+	struct run r;
+	int ret = 0;
+
+	drop_cache(cs);
+	if (run_helper(cs, "save", id, sandboxed ? origin_sandboxed : origin_host, blob, len,
+	               &r, err, errlen) < 0)
+		return -1;
+	if (!exited(&r, 0)) {
+		char why[STORE_ERR_MAX];
+
+		helper_failed(cs, "save", id, &r, NULL, why, sizeof(why));
+		snprintf(err, errlen, "cannot save session '%s': %s", id, why);
+		ret = -1;
+	}
+	run_release(&r);
+	return ret;
+}
+
+/* Run verb [id] expecting a count on stdout. */
+static int run_count(struct cmd_store *cs, const char *verb, const char *id,
+                     unsigned *count, char *err, size_t errlen)
+{
+	struct run r;
+	int ret = 0;
+
+	if (run_helper(cs, verb, id, NULL, NULL, 0, &r, err, errlen) < 0)
+		return -1;
+	if (!exited(&r, 0))
+		ret = helper_failed(cs, verb, id, &r, NULL, err, errlen);
+	else if (store_cmd_parse_count(r.out.p ? r.out.p : "", r.out.len, count) < 0)
+		ret = helper_failed(cs, verb, id, &r, "its output is not a count", err,
+		                    errlen);
+	run_release(&r);
+	return ret;
+}
+
+static int cmd_del(struct store *s, const char *id, unsigned *removed, char *err,
+                   size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+
+	*removed = 0;
+	drop_cache(cs);
+	return run_count(cs, "delete", id, removed, err, errlen);
+}
+
+static int cmd_list(struct store *s, struct session_info **out, size_t *n, char *err,
+                    size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+	char why[STORE_ERR_MAX];
+	struct run r;
+	int ret = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (run_helper(cs, "list", NULL, NULL, NULL, 0, &r, err, errlen) < 0)
+		return -1;
+	if (!exited(&r, 0) || r.out.over)
+		ret = helper_failed(cs, "list", NULL, &r, r.out.over ? "too much output" : NULL,
+		                    err, errlen);
+	else if (store_cmd_parse_list(r.out.p ? r.out.p : "", r.out.len, out, n, why,
+	                              sizeof(why)) < 0)
+		ret = helper_failed(cs, "list", NULL, &r, why, err, errlen);
+	run_release(&r);
+	return ret;
+}
+
+/* One "lock ID": 1 taken, 0 busy, 2 the helper has no locks, -1 error. */
+static int try_lock(struct cmd_store *cs, const char *id, char *err, size_t errlen)
+{
+	struct run r;
+	int ret;
+
+	if (run_helper(cs, "lock", id, NULL, NULL, 0, &r, err, errlen) < 0)
+		return -1;
+	if (exited(&r, 0) && r.out.len == 0)
+		ret = 2;
+	else if (exited(&r, 0) && (r.out.len == 7 || r.out.len == 6) &&
+	         memcmp(r.out.p, "locked\n", r.out.len) == 0)
+		ret = 1;
+	else if (exited(&r, 1) && r.out.len == 0)
+		ret = 0;
+	else
+		ret = helper_failed(cs, "lock", id, &r,
+		                    exited(&r, 0) || exited(&r, 1)
+		                    ? "expected \"locked\" or no output" : NULL, err, errlen);
+	run_release(&r);
+	return ret;
+}
+
+static int cmd_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
+                    char *err, size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+	struct cmd_lock *l = calloc(1, sizeof(*l));
+	struct timespec dl;
+	int got = 2;
+
+	lk->priv = NULL;
+	if (!l) {
+		snprintf(err, errlen, "cannot lock session '%s': out of memory", id);
+		return -1;
+	}
+	deadline_in_ms(&dl, timeout_ms >= 0 ? timeout_ms : 0);
+	if (cs->dir->ops->lock(cs->dir, id, timeout_ms, &l->local, err, errlen) < 0) {
+		free(l);
+		return -1;
+	}
+	while (cs->helper_locks != 0 && (got = try_lock(cs, id, err, errlen)) == 0) {
+		if (timeout_ms >= 0 && deadline_left(&dl) <= 0) {
+			snprintf(err, errlen, "session '%s' is busy: another call is using it "
+			         "(its lock in %s)", id, cs->name);
+			errno = EWOULDBLOCK;
+			break;
+		}
+		poll(NULL, 0, LOCK_POLL_MS);
+	}
+	if (got == 2)
+		cs->helper_locks = 0;
+	if (got < 0 || (got == 0)) {
+		int errsv = errno;
+
+		cs->dir->ops->unlock(cs->dir, &l->local);
+		free(l);
+		errno = errsv;
+		return -1;
+	}
+	if (got == 1)
+		cs->helper_locks = 1;
+	l->remote = got == 1;
+	snprintf(l->id, sizeof(l->id), "%s", id);
+	lk->priv = l;
+	return 0;
+}
+
+static void cmd_unlock(struct store *s, struct store_lock *lk)
+{
+	struct cmd_store *cs = s->priv;
+	struct cmd_lock *l = lk->priv;
+	char err[STORE_ERR_MAX];
+
+	if (!l)
+		return;
+	drop_cache(cs);
+	if (l->remote) {
+		/* One that fails leaves the helper's lock to the helper (a
+		 * lock it cannot release is its own to expire). */
+		struct run r;
+
+		if (run_helper(cs, "unlock", l->id, NULL, NULL, 0, &r, err, sizeof(err)) == 0)
+			run_release(&r);
+	}
+	cs->dir->ops->unlock(cs->dir, &l->local);
+	free(l);
+	lk->priv = NULL;
+}
+
+static void cmd_close(struct store *s)
+{
+	struct cmd_store *cs = s->priv;
+
+	drop_cache(cs);
+	store_close(cs->dir);
+	free(cs);
+}
+
+static const struct store_ops cmd_ops = {
+	.load = cmd_load,
+	.save = cmd_save,
+	.origin = cmd_origin,
+	.del = cmd_del,
+	.list = cmd_list,
+	.lock = cmd_lock,
+	.unlock = cmd_unlock,
+	.close = cmd_close,
+};
+
+struct store *store_cmd_open(struct store *dir, const struct store_spec *sp,
+                             double timeout, char *err, size_t errlen)
+{
+	struct cmd_store *cs = calloc(1, sizeof(*cs));
+
+	if (!cs) {
+		snprintf(err, errlen, "out of memory");
+		store_close(dir);
+		return NULL;
+	}
+	cs->dir = dir;
+	cs->sp = *sp;
+	/* argv points into sp->buf: point it into our copy. */
+	for (int i = 0; i < sp->argc; i++)
+		cs->sp.argv[i] = cs->sp.buf + (sp->argv[i] - sp->buf);
+	cs->timeout = timeout > 0 ? timeout : 20;
+	cs->helper_locks = -1;
+	snprintf(cs->name, sizeof(cs->name), "store helper '%.120s'", sp->argv[0]);
+	cs->s.ops = &cmd_ops;
+	cs->s.priv = cs;
+	cs->s.home = dir->home;
+	return &cs->s;
+}

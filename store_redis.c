@@ -1,0 +1,882 @@
+/*
+ * store_redis.c - sessions in a Redis server (hiredis), shared by every
+ * host that names the same server.
+ *
+ * Keys, all under the prefix P (DOLSOT_REDIS_PREFIX, "dolsot:"):
+ *   P session:ID   a hash: blob (the session's bytes), saved (the last
+ *                  save, Unix time "SECONDS.NANOSECONDS"), sandboxed ("1"
+ *                  when a sandboxed call wrote it, else "0"); it expires
+ *                  DOLSOT_SESSION_TTL_DAYS after its last save
+ *   P lock:ID      the session's lock: a random token, with a time to live
+ *
+ * MUSTs:
+ * - The lock is SET NX PX with a 128-bit random token; only the holder of
+ *   the token renews it (a compare-and-PEXPIRE script) or releases it (a
+ *   compare-and-DEL script).  A holder that dies stops renewing, so its
+ *   lock expires after DOLSOT_REDIS_LOCK_MS.
+ * - A save is one script that checks the token and writes the hash: a
+ *   holder whose lock expired or was taken is refused, never applied, and
+ *   a save is either all of the new hash or none of it.
+ * - Listing and --reset all walk the keys with SCAN, never KEYS, and touch
+ *   only keys under the prefix.
+ * - Every socket is CLOEXEC (we connect it, then hand it to hiredis).
+ *
+ * Who renews: a thread started when the lock is taken, on a connection of
+ * its own, with every signal blocked (the client's signalfd and SIGCHLD
+ * stay the main thread's); it stops at unlock, when the lock is found
+ * lost, or once the call's time is long over (twice the lock wait plus
+ * HOLD_SLACK_MS), whichever comes first.
+ */
+#include "store_redis.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "deadline.h"
+#include "store_name.h"
+
+#define LOCK_POLL_MS 25         /* between tries of a busy lock */
+#define HOLD_SLACK_MS 60000L    /* renewal goes on this long past the call's time */
+#define SCAN_COUNT "1000"       /* keys SCAN looks at per round */
+#define NAME_MAX_LEN 300
+#define KEY_MAX (128 + 16 + STORE_ID_MAX)
+
+static const char save_script[] =
+	"if redis.call('get', KEYS[2]) ~= ARGV[1] then "
+	"return redis.error_reply('DOLSOT_LOCK_LOST') end "
+	"redis.call('hset', KEYS[1], 'blob', ARGV[2], 'saved', ARGV[3], 'sandboxed', ARGV[4]) "
+	"if ARGV[5] ~= '0' then redis.call('pexpire', KEYS[1], ARGV[5]) "
+	"else redis.call('persist', KEYS[1]) end "
+	"return 1";
+static const char renew_script[] =
+	"if redis.call('get', KEYS[1]) == ARGV[1] then "
+	"return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+static const char unlock_script[] =
+	"if redis.call('get', KEYS[1]) == ARGV[1] then "
+	"return redis.call('del', KEYS[1]) else return 0 end";
+
+struct rd_store;
+
+/* One held lock (store_lock.priv), and its renewer. */
+struct rd_lock {
+	struct rd_lock *next;
+	const struct rd_store *rs;
+	char id[STORE_ID_MAX + 1];
+	char key[KEY_MAX];
+	char token[33];
+	pthread_t thread;
+	bool running;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* signalled at unlock */
+	bool stop;
+	struct timespec until;  /* renewal stops here; tv_sec 0: not bounded */
+	redisContext *c;        /* the renewer's connection */
+};
+
+struct rd_store {
+	struct store s;
+	struct store *dir;      /* the FileStore: the warm server's socket lives there */
+	struct store_spec sp;
+	char name[NAME_MAX_LEN];    /* redis://host:port/db, for messages */
+	struct timeval tv;      /* a connect's and a command's limit */
+	long long ttl_ms;       /* key expiry after a save; 0: none */
+	redisContext *c;
+	struct rd_lock *locks;  /* the locks this store holds */
+};
+
+/* Connect a CLOEXEC socket to the server within rs->tv, then talk AUTH and
+ * SELECT on it.  NULL with err. */
+static redisContext *rd_connect(const struct rd_store *rs, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL, *a;
+	char port[16];
+	int fd = -1, gai, e = ECONNREFUSED;
+	long ms = rs->tv.tv_sec * 1000L + rs->tv.tv_usec / 1000;
+	redisContext *c;
+	redisReply *r = NULL;
+
+	snprintf(port, sizeof(port), "%d", rs->sp.port);
+	gai = getaddrinfo(rs->sp.host, port, &hints, &ai);
+	if (gai != 0) {
+		snprintf(err, errlen, "%s: cannot resolve '%s': %s", rs->name, rs->sp.host,
+		         gai_strerror(gai));
+		return NULL;
+	}
+	for (a = ai; a && fd < 0; a = a->ai_next) {
+		struct pollfd p;
+		socklen_t sl = sizeof(e);
+
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		            a->ai_protocol);
+		if (fd < 0) {
+			e = errno;
+			continue;
+		}
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+			break;
+		e = errno;
+		if (e == EINPROGRESS) {
+			p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+			e = ETIMEDOUT;
+			if (poll(&p, 1, (int)ms) == 1 &&
+			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl) == 0 && e == 0)
+				break;
+		}
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0 || fcntl(fd, F_SETFL, 0) < 0) {
+		snprintf(err, errlen, "%s: cannot connect: %s", rs->name, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	c = redisConnectFd(fd);
+	if (!c || c->err) {
+		snprintf(err, errlen, "%s: cannot connect: %s", rs->name,
+		         c ? c->errstr : "out of memory");
+		if (c)
+			redisFree(c);
+		else
+			close(fd);
+		return NULL;
+	}
+	redisSetTimeout(c, rs->tv);
+	if (rs->sp.password[0]) {
+		r = rs->sp.user[0] ? redisCommand(c, "AUTH %s %s", rs->sp.user, rs->sp.password)
+		                   : redisCommand(c, "AUTH %s", rs->sp.password);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "%s: authentication failed: %s", rs->name,
+			         r ? r->str : c->errstr);
+			goto bad;
+		}
+		freeReplyObject(r);
+	}
+	if (rs->sp.db) {
+		r = redisCommand(c, "SELECT %d", rs->sp.db);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "%s: cannot select database %d: %s", rs->name,
+			         rs->sp.db, r ? r->str : c->errstr);
+			goto bad;
+		}
+		freeReplyObject(r);
+	}
+	return c;
+bad:
+	if (r)
+		freeReplyObject(r);
+	redisFree(c);
+	return NULL;
+}
+
+/* hiredis's errstr for a timeout is strerror(EAGAIN): say what it means. */
+static const char *io_why(const redisContext *c, const struct rd_store *rs, char *buf,
+                          size_t len)
+{
+	if (strstr(c->errstr, strerror(EAGAIN))) {
+		snprintf(buf, len, "no answer within %ld s", (long)rs->tv.tv_sec);
+		return buf;
+	}
+	return c->errstr;
+}
+
+/*
+ * One command on *cp (connected again first when NULL), argv as bytes.
+ * A connection that broke (not a timeout) is made again and the command
+ * tried once more: every command here may run twice (the save script
+ * writes the same hash again).  Returns the reply (an error reply is
+ * turned into NULL with err), NULL with err.
+ */
+static redisReply *rd_run(const struct rd_store *rs, redisContext **cp, const char *what,
+                          int argc, const char **argv, const size_t *lens, char *err,
+                          size_t errlen)
+{
+	char why[128];
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		redisReply *r;
+		bool timeout;
+
+		if (!*cp && !(*cp = rd_connect(rs, err, errlen)))
+			return NULL;
+		r = redisCommandArgv(*cp, argc, argv, lens);
+		if (r && r->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "%s: %s: %s", rs->name, what, r->str);
+			freeReplyObject(r);
+			return NULL;
+		}
+		if (r)
+			return r;
+		timeout = strstr((*cp)->errstr, strerror(EAGAIN)) != NULL;
+		snprintf(err, errlen, "%s: %s: %s", rs->name, what, io_why(*cp, rs, why,
+		                                                           sizeof(why)));
+		redisFree(*cp);
+		*cp = NULL;
+		if (timeout)
+			return NULL;
+	}
+	return NULL;
+}
+
+static void key_of(const struct rd_store *rs, const char *kind, const char *id, char *buf)
+{
+	snprintf(buf, KEY_MAX, "%s%s:%s", rs->sp.prefix, kind, id);
+}
+
+/* The save's reply, or the reason it had none, as a message into err. */
+static int save_failed(struct rd_store *rs, const char *id, size_t len, char *err,
+                       size_t errlen)
+{
+	char why[STORE_ERR_MAX], cerr[STORE_ERR_MAX];
+	const char *argv[] = { "CONFIG", "GET", "proto-max-bulk-len" };
+	redisContext *c = NULL;
+	redisReply *r;
+	unsigned long long limit = 0;
+
+	snprintf(why, sizeof(why), "%s", err);
+	if (strstr(why, "DOLSOT_LOCK_LOST")) {
+		snprintf(err, errlen, "cannot save session '%s' to %s: its lock was lost (it "
+		         "expired or another call took it); the new state is dropped, the "
+		         "stored one kept", id, rs->name);
+		errno = ENOLCK;
+		return -1;
+	}
+	/* A bulk longer than the server takes breaks the connection: ask the
+	 * server (on a new one) what it takes. */
+	r = rd_run(rs, &c, "CONFIG GET", 3, argv, NULL, cerr, sizeof(cerr));
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING)
+		limit = strtoull(r->element[1]->str, NULL, 10);
+	if (r)
+		freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	if (limit && len > limit) {
+		snprintf(err, errlen, "cannot save session '%s' to %s: it is %zu bytes, over "
+		         "the server's proto-max-bulk-len of %llu bytes (raise it in the "
+		         "server's configuration); the stored one is kept", id, rs->name, len,
+		         limit);
+		errno = EFBIG;
+		return -1;
+	}
+	snprintf(err, errlen, "cannot save session '%s': %s; the stored one is kept", id, why);
+	errno = EIO;
+	return -1;
+}
+
+static struct rd_lock *held_lock(const struct rd_store *rs, const char *id)
+{
+	for (struct rd_lock *l = rs->locks; l; l = l->next)
+		if (strcmp(l->id, id) == 0)
+			return l;
+	return NULL;
+}
+
+static int rd_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
+                   bool sandboxed, char *err, size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	struct rd_lock *l = held_lock(rs, id);
+	char key[KEY_MAX], when[64], ttl[32];
+	struct timespec now;
+	const char *argv[10];
+	size_t lens[10];
+	redisReply *r;
+
+	if (!l) {
+		snprintf(err, errlen, "cannot save session '%s' to %s: its lock is not held",
+		         id, rs->name);
+		errno = ENOLCK;
+		return -1;
+	}
+	key_of(rs, "session", id, key);
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(when, sizeof(when), "%lld.%09ld", (long long)now.tv_sec, now.tv_nsec);
+	snprintf(ttl, sizeof(ttl), "%lld", rs->ttl_ms);
+	argv[0] = "EVAL";
+	argv[1] = save_script;
+	argv[2] = "2";
+	argv[3] = key;
+	argv[4] = l->key;
+	argv[5] = l->token;
+	argv[6] = len ? (const char *)blob : "";
+	argv[7] = when;
+	argv[8] = sandboxed ? "1" : "0";
+	argv[9] = ttl;
+	for (int i = 0; i < 10; i++)
+		lens[i] = strlen(argv[i]);
+	lens[6] = len;
+	r = rd_run(rs, &rs->c, "save", 10, argv, lens, err, errlen);
+	if (!r)
+		return save_failed(rs, id, len, err, errlen);
+	freeReplyObject(r);
+	return 0;
+}
+
+static int rd_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
+                   bool *found, char *err, size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	char key[KEY_MAX];
+	const char *argv[] = { "HGET", key, "blob" };
+	redisReply *r;
+
+	*blob = NULL;
+	*len = 0;
+	*found = false;
+	key_of(rs, "session", id, key);
+	r = rd_run(rs, &rs->c, "load", 3, argv, NULL, err, errlen);
+	if (!r) {
+		char why[STORE_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "cannot load session '%s': %s", id, why);
+		errno = EIO;
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_STRING) {
+		/* Take the reply's bytes (hiredis allocates with malloc): a
+		 * large session is not copied again. */
+		*blob = (uint8_t *)r->str;
+		*len = r->len;
+		r->str = NULL;
+		*found = true;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+static int rd_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+                     size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	char key[KEY_MAX];
+	const char *argv[] = { "HMGET", key, "sandboxed", "saved" };
+	redisReply *r;
+
+	key_of(rs, "session", id, key);
+	r = rd_run(rs, &rs->c, "origin", 4, argv, NULL, err, errlen);
+	if (!r)
+		return -1;
+	*sandboxed = true;   /* cannot tell: the safe side */
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+		const redisReply *sb = r->element[0], *saved = r->element[1];
+
+		bool absent = sb->type == REDIS_REPLY_NIL && saved->type == REDIS_REPLY_NIL;
+
+		*sandboxed = !absent &&   /* no such session: false */
+		             !(sb->type == REDIS_REPLY_STRING && strcmp(sb->str, "0") == 0);
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+/* Every session key under the prefix, by SCAN (never KEYS): *keys (malloc'd
+ * strings in a malloc'd array; free with free_keys). */
+static int scan_sessions(struct rd_store *rs, char ***keys, size_t *n, char *err,
+                         size_t errlen)
+{
+	char pattern[2 * 128 + 16], cursor[32] = "0";
+	size_t o = 0, cap = 0;
+	const char *p;
+
+	*keys = NULL;
+	*n = 0;
+	/* The prefix is the caller's: its glob characters match only
+	 * themselves. */
+	for (p = rs->sp.prefix; *p && o + 3 < sizeof(pattern); p++) {
+		if (strchr("*?[]\\", *p))
+			pattern[o++] = '\\';
+		pattern[o++] = *p;
+	}
+	snprintf(pattern + o, sizeof(pattern) - o, "session:*");
+	do {
+		const char *argv[] = { "SCAN", cursor, "MATCH", pattern, "COUNT", SCAN_COUNT };
+		redisReply *r = rd_run(rs, &rs->c, "scan", 6, argv, NULL, err, errlen);
+		const redisReply *batch;
+
+		if (!r)
+			return -1;
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			snprintf(err, errlen, "%s: scan: an unexpected reply", rs->name);
+			return -1;
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		batch = r->element[1];
+		for (size_t i = 0; i < batch->elements; i++) {
+			if (batch->element[i]->type != REDIS_REPLY_STRING)
+				continue;
+			if (*n == cap) {
+				char **grown = realloc(*keys, (cap ? cap * 2 : 64) * sizeof(**keys));
+
+				if (!grown) {
+					freeReplyObject(r);
+					snprintf(err, errlen, "%s: scan: out of memory", rs->name);
+					return -1;
+				}
+				*keys = grown;
+				cap = cap ? cap * 2 : 64;
+			}
+			if (!((*keys)[*n] = strdup(batch->element[i]->str))) {
+				freeReplyObject(r);
+				snprintf(err, errlen, "%s: scan: out of memory", rs->name);
+				return -1;
+			}
+			(*n)++;
+		}
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0") != 0);
+	return 0;
+}
+
+static void free_keys(char **keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+/* The session id of a key under the prefix, or NULL when it is not one. */
+static const char *id_of(const struct rd_store *rs, const char *key)
+{
+	size_t pl = strlen(rs->sp.prefix);
+	char scratch[8];
+
+	if (strncmp(key, rs->sp.prefix, pl) != 0 || strncmp(key + pl, "session:", 8) != 0 ||
+	    !store_id_valid(key + pl + 8, scratch, sizeof(scratch)))
+		return NULL;
+	return key + pl + 8;
+}
+
+static int rd_del(struct store *s, const char *id, unsigned *removed, char *err,
+                  size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	char key[KEY_MAX], **keys = NULL;
+	size_t n = 0;
+	int ret = 0;
+
+	*removed = 0;
+	if (strcmp(id, "all") != 0) {
+		const char *argv[] = { "DEL", key };
+		redisReply *r;
+
+		key_of(rs, "session", id, key);
+		if (!(r = rd_run(rs, &rs->c, "delete", 2, argv, NULL, err, errlen)))
+			return -1;
+		*removed = r->type == REDIS_REPLY_INTEGER ? (unsigned)r->integer : 0;
+		freeReplyObject(r);
+		return 0;
+	}
+	if (scan_sessions(rs, &keys, &n, err, errlen) < 0) {
+		free_keys(keys, n);
+		return -1;
+	}
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		const char *argv[] = { "DEL", keys[i] };
+		redisReply *r;
+
+		if (!id_of(rs, keys[i]))
+			continue;
+		if (!(r = rd_run(rs, &rs->c, "delete", 2, argv, NULL, err, errlen))) {
+			ret = -1;
+			break;
+		}
+		if (r->type == REDIS_REPLY_INTEGER)
+			*removed += (unsigned)r->integer;
+		freeReplyObject(r);
+	}
+	free_keys(keys, n);
+	return ret;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	return strcmp(((const struct session_info *)a)->id,
+	              ((const struct session_info *)b)->id);
+}
+
+/* One listed session's size and last save, or false when it went away. */
+static bool describe(struct rd_store *rs, const char *key, struct session_info *si,
+                     char *err, size_t errlen, int *failed)
+{
+	const char *a1[] = { "HSTRLEN", key, "blob" }, *a2[] = { "HGET", key, "saved" };
+	redisReply *r1 = rd_run(rs, &rs->c, "list", 3, a1, NULL, err, errlen), *r2;
+	bool ok;
+
+	if (!r1) {
+		*failed = -1;
+		return false;
+	}
+	r2 = rd_run(rs, &rs->c, "list", 3, a2, NULL, err, errlen);
+	if (!r2) {
+		freeReplyObject(r1);
+		*failed = -1;
+		return false;
+	}
+	ok = r2->type == REDIS_REPLY_STRING && r1->type == REDIS_REPLY_INTEGER;
+	if (ok) {
+		char *end;
+		double t = strtod(r2->str, &end);
+
+		si->size = (uint64_t)r1->integer;
+		si->mtime.tv_sec = (time_t)t;
+		si->mtime.tv_nsec = 0;
+		if (*end == '.')
+			si->mtime.tv_nsec = strtol(end + 1, NULL, 10) % 1000000000L;
+	}
+	freeReplyObject(r1);
+	freeReplyObject(r2);
+	return ok;
+}
+
+static int rd_list(struct store *s, struct session_info **out, size_t *n, char *err,
+                   size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	char **keys = NULL;
+	size_t nk = 0, m = 0;
+	int failed = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (scan_sessions(rs, &keys, &nk, err, errlen) < 0) {
+		free_keys(keys, nk);
+		return -1;
+	}
+	*out = calloc(nk ? nk : 1, sizeof(**out));
+	if (!*out) {
+		free_keys(keys, nk);
+		snprintf(err, errlen, "%s: list: out of memory", rs->name);
+		return -1;
+	}
+	for (size_t i = 0; i < nk && !failed; i++) {
+		const char *id = id_of(rs, keys[i]);
+
+		if (!id)
+			continue;
+		/* SCAN may return a key twice. */
+		for (size_t j = 0; j < m; j++)
+			if (strcmp((*out)[j].id, id) == 0)
+				id = NULL;
+		if (id && describe(rs, keys[i], &(*out)[m], err, errlen, &failed))
+			snprintf((*out)[m++].id, sizeof((*out)[0].id), "%s", id);
+	}
+	free_keys(keys, nk);
+	if (failed) {
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	qsort(*out, m, sizeof(**out), by_id);
+	*n = m;
+	return 0;
+}
+
+/* The compare-and-PEXPIRE: 1 renewed, 0 lost, -1 no answer. */
+static int renew(struct rd_lock *l)
+{
+	char ms[32], err[STORE_ERR_MAX];
+	const char *argv[] = { "EVAL", renew_script, "1", l->key, l->token, ms };
+	redisReply *r;
+	int ret;
+
+	snprintf(ms, sizeof(ms), "%ld", l->rs->sp.lock_ms);
+	r = rd_run(l->rs, &l->c, "renew the lock", 6, argv, NULL, err, sizeof(err));
+	if (!r)
+		return -1;
+	ret = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	return ret;
+}
+
+static void add_ms(struct timespec *t, long ms)
+{
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (ms % 1000) * 1000000L;
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
+	}
+}
+
+static void *renewer(void *arg)
+{
+	struct rd_lock *l = arg;
+
+	pthread_mutex_lock(&l->mu);
+	while (!l->stop) {
+		struct timespec wake;
+
+		clock_gettime(CLOCK_MONOTONIC, &wake);
+		add_ms(&wake, l->rs->sp.renew_ms);
+		while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &wake) != ETIMEDOUT)
+			;
+		if (l->stop || (l->until.tv_sec && deadline_left(&l->until) < 0))
+			break;
+		pthread_mutex_unlock(&l->mu);
+		/* Unanswered: try again next round; the lock may expire meanwhile,
+		 * and then the save is refused. */
+		if (renew(l) == 0) {
+			pthread_mutex_lock(&l->mu);
+			break;
+		}
+		pthread_mutex_lock(&l->mu);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* Start l's renewer; false when no thread could be made. */
+static bool start_renewer(struct rd_lock *l)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	bool ok;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&l->mu, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ok = pthread_create(&l->thread, NULL, renewer, l) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	l->running = ok;
+	return ok;
+}
+
+static void stop_renewer(struct rd_lock *l)
+{
+	if (!l->running)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = true;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	pthread_join(l->thread, NULL);
+	l->running = false;
+}
+
+static void free_lock(struct rd_lock *l)
+{
+	stop_renewer(l);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
+	if (l->c)
+		redisFree(l->c);
+	free(l);
+}
+
+static int new_token(char *hex, size_t len)
+{
+	unsigned char raw[16];
+	size_t got = 0;
+
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+static int rd_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
+                   char *err, size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	struct rd_lock *l = calloc(1, sizeof(*l));
+	struct timespec deadline;
+	char ms[32];
+
+	lk->priv = NULL;
+	if (!l) {
+		snprintf(err, errlen, "cannot lock session '%s': out of memory", id);
+		return -1;
+	}
+	l->rs = rs;
+	snprintf(l->id, sizeof(l->id), "%s", id);
+	key_of(rs, "lock", id, l->key);
+	if (new_token(l->token, sizeof(l->token)) < 0) {
+		snprintf(err, errlen, "cannot lock session '%s': getrandom: %s", id,
+		         strerror(errno));
+		free(l);
+		return -1;
+	}
+	snprintf(ms, sizeof(ms), "%ld", rs->sp.lock_ms);
+	deadline_in_ms(&deadline, timeout_ms >= 0 ? timeout_ms : 0);
+	for (;;) {
+		const char *argv[] = { "SET", l->key, l->token, "NX", "PX", ms };
+		redisReply *r = rd_run(rs, &rs->c, "lock", 6, argv, NULL, err, errlen);
+		bool got;
+
+		if (!r) {
+			char why[STORE_ERR_MAX];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "cannot lock session '%s': %s", id, why);
+			free(l);
+			return -1;
+		}
+		got = r->type == REDIS_REPLY_STATUS;
+		freeReplyObject(r);
+		if (!got) {
+			/* A SET tried again after a broken connection may have
+			 * been applied the first time: the lock is then ours. */
+			const char *get[] = { "GET", l->key };
+
+			r = rd_run(rs, &rs->c, "lock", 2, get, NULL, err, errlen);
+			got = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, l->token) == 0;
+			if (r)
+				freeReplyObject(r);
+		}
+		if (got)
+			break;
+		if (timeout_ms >= 0 && deadline_left(&deadline) <= 0) {
+			snprintf(err, errlen, "session '%s' is busy: another call is using it "
+			         "(its lock on %s)", id, rs->name);
+			free(l);
+			errno = EWOULDBLOCK;
+			return -1;
+		}
+		poll(NULL, 0, LOCK_POLL_MS);
+	}
+	if (timeout_ms >= 0) {
+		clock_gettime(CLOCK_MONOTONIC, &l->until);
+		add_ms(&l->until, 2 * timeout_ms + HOLD_SLACK_MS);
+	}
+	/* The renewer's own connection now, so a refused one is said now. */
+	l->c = rd_connect(rs, err, errlen);
+	if (!l->c || !start_renewer(l)) {
+		char why[STORE_ERR_MAX];
+		const char *argv[] = { "EVAL", unlock_script, "1", l->key, l->token };
+		redisReply *r;
+
+		snprintf(why, sizeof(why), "%s", l->c ? "cannot start a thread" : err);
+		snprintf(err, errlen, "cannot lock session '%s': %s", id, why);
+		r = rd_run(rs, &rs->c, "unlock", 5, argv, NULL, why, sizeof(why));
+		if (r)
+			freeReplyObject(r);
+		if (l->c)
+			redisFree(l->c);
+		free(l);
+		return -1;
+	}
+	l->next = rs->locks;
+	rs->locks = l;
+	lk->priv = l;
+	return 0;
+}
+
+static void rd_unlock(struct store *s, struct store_lock *lk)
+{
+	struct rd_store *rs = s->priv;
+	struct rd_lock *l = lk->priv, **pp;
+	char err[STORE_ERR_MAX];
+	redisReply *r;
+
+	if (!l)
+		return;
+	for (pp = &rs->locks; *pp; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	{
+		const char *argv[] = { "EVAL", unlock_script, "1", l->key, l->token };
+
+		/* Stop renewing first, then release: a lock we could not
+		 * release expires by itself. */
+		stop_renewer(l);
+		r = rd_run(rs, &rs->c, "unlock", 5, argv, NULL, err, sizeof(err));
+		if (r)
+			freeReplyObject(r);
+	}
+	free_lock(l);
+	lk->priv = NULL;
+}
+
+static void rd_close(struct store *s)
+{
+	struct rd_store *rs = s->priv;
+
+	while (rs->locks) {
+		struct rd_lock *l = rs->locks;
+		struct store_lock lk = { l };
+
+		rd_unlock(s, &lk);
+	}
+	if (rs->c)
+		redisFree(rs->c);
+	store_close(rs->dir);
+	free(rs);
+}
+
+static const struct store_ops redis_ops = {
+	.load = rd_load,
+	.save = rd_save,
+	.origin = rd_origin,
+	.del = rd_del,
+	.list = rd_list,
+	.lock = rd_lock,
+	.unlock = rd_unlock,
+	.close = rd_close,
+};
+
+struct store *store_redis_open(struct store *dir, const struct store_spec *sp,
+                               double ttl_days, double timeout, char *err,
+                               size_t errlen)
+{
+	struct rd_store *rs = calloc(1, sizeof(*rs));
+
+	if (!rs) {
+		snprintf(err, errlen, "out of memory");
+		store_close(dir);
+		return NULL;
+	}
+	rs->dir = dir;
+	rs->sp = *sp;
+	store_spec_redis_name(sp, rs->name, sizeof(rs->name));
+	if (!(timeout > 0) || timeout > 86400)
+		timeout = 86400;
+	rs->tv.tv_sec = (time_t)timeout;
+	rs->tv.tv_usec = (suseconds_t)((timeout - (double)rs->tv.tv_sec) * 1e6);
+	if (rs->tv.tv_sec == 0 && rs->tv.tv_usec < 100000)
+		rs->tv.tv_usec = 100000;
+	/* At most about 31,000 years: PEXPIRE takes any of those. */
+	rs->ttl_ms = ttl_days > 0 ? (long long)(fmin(ttl_days, 1e7) * 86400e3) : 0;
+	if (ttl_days > 0 && rs->ttl_ms < 1)
+		rs->ttl_ms = 1;
+	rs->s.ops = &redis_ops;
+	rs->s.priv = rs;
+	rs->s.home = dir->home;
+	/* Connected at the first command: --server-status and --server-stop,
+	 * which need only the directory, work while the server is away. */
+	return &rs->s;
+}

@@ -1,0 +1,721 @@
+/*
+ * check_stores.c - where sessions live (issue 13): the same calls over
+ * the FileStore, a Redis server and a store helper (cmd:), and what each
+ * remote store does when things go wrong.
+ *
+ * Real parts only: every Redis case starts its own redis-server on
+ * 127.0.0.1 on a free port, in the test's directory, and stops it after
+ * (a system Redis is never touched); the helper is examples/dolsot-store-dir,
+ * run for real, or a small script of the test's.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_helpers.h"
+
+#define READY_SECONDS 60.0      /* a loaded machine starts redis-server slowly */
+#define CALL_TIMEOUT "120"
+
+static struct cli_test fx;
+
+enum kind { FILE_STORE, REDIS_STORE, CMD_STORE };
+static const char *const kind_names[] = { "file", "redis", "cmd" };
+#define NKINDS 3
+
+/* The test's redis-server. */
+static struct {
+	pid_t pid;
+	int port;
+	char dir[4400];
+	char url[200];
+} rd = { .pid = -1 };
+
+static char store_env[4600], helper_dir[4400];
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* A connection to the test's server (password: requirepass, or NULL). */
+static redisContext *rd_conn(const char *password)
+{
+	struct timeval tv = { 10, 0 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", rd.port, tv);
+
+	if (c && !c->err && password) {
+		redisReply *r = redisCommand(c, "AUTH %s", password);
+
+		if (r)
+			freeReplyObject(r);
+	}
+	return c;
+}
+
+/*
+ * Start redis-server on rd.port (a free one when 0) in rd.dir, with the
+ * extra config arguments, and wait until it answers PING.
+ */
+static void rd_start(const char *const *extra, const char *password)
+{
+	const char *argv[40];
+	char port[16];
+	int n = 0;
+	double t0 = cli_now();
+
+	if (!rd.port)
+		rd.port = free_port();
+	snprintf(port, sizeof(port), "%d", rd.port);
+	argv[n++] = "redis-server";
+	argv[n++] = "--port";
+	argv[n++] = port;
+	argv[n++] = "--bind";
+	argv[n++] = "127.0.0.1";
+	argv[n++] = "--dir";
+	argv[n++] = rd.dir;
+	argv[n++] = "--save";
+	argv[n++] = "";
+	argv[n++] = "--daemonize";
+	argv[n++] = "no";
+	argv[n++] = "--logfile";
+	argv[n++] = "redis.log";
+	for (int i = 0; extra && extra[i]; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	rd.pid = fork();
+	ck_assert_int_ge(rd.pid, 0);
+	if (rd.pid == 0) {
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	for (;;) {
+		redisContext *c = rd_conn(password);
+		redisReply *r = c && !c->err ? redisCommand(c, "PING") : NULL;
+		bool up = r && (r->type == REDIS_REPLY_STATUS);
+
+		if (r)
+			freeReplyObject(r);
+		if (c)
+			redisFree(c);
+		if (up)
+			break;
+		ck_assert_msg(cli_now() - t0 < READY_SECONDS && waitpid(rd.pid, NULL, WNOHANG) == 0,
+		              "redis-server did not start on port %d", rd.port);
+		usleep(50000);
+	}
+}
+
+/* Stop it (SIGTERM: an append-only file is flushed) and reap it. */
+static void rd_stop(void)
+{
+	double t0 = cli_now();
+
+	if (rd.pid <= 0)
+		return;
+	kill(rd.pid, SIGTERM);
+	while (waitpid(rd.pid, NULL, WNOHANG) == 0) {
+		if (cli_now() - t0 > READY_SECONDS)
+			kill(rd.pid, SIGKILL);
+		usleep(20000);
+	}
+	rd.pid = -1;
+}
+
+/* The reply to a command on the test's server, as text ("(nil)", an
+ * integer's digits, a string), into buf. */
+static const char *rd_query(char *buf, size_t len, const char *password, const char *fmt,
+                            const char *arg)
+{
+	redisContext *c = rd_conn(password);
+	redisReply *r;
+
+	ck_assert_msg(c && !c->err, "cannot reach the test's redis-server");
+	r = redisCommand(c, fmt, arg);
+	ck_assert_ptr_nonnull(r);
+	if (r->type == REDIS_REPLY_INTEGER)
+		snprintf(buf, len, "%lld", r->integer);
+	else if (r->type == REDIS_REPLY_NIL)
+		snprintf(buf, len, "(nil)");
+	else
+		snprintf(buf, len, "%.*s", (int)r->len, r->str ? r->str : "");
+	freeReplyObject(r);
+	redisFree(c);
+	return buf;
+}
+
+static void begin(void)
+{
+	cli_test_begin(&fx, cli_usual_env);
+	cli_test_add_env(&fx, "DOLSOT_TIMEOUT=" CALL_TIMEOUT);
+	rd.pid = -1;
+	rd.port = 0;
+	snprintf(rd.dir, sizeof(rd.dir), "%s/redis", fx.tmp);
+	ck_assert_int_eq(mkdir(rd.dir, 0700), 0);
+	snprintf(helper_dir, sizeof(helper_dir), "%s/helper-store", fx.tmp);
+}
+
+/* Sessions in store k, the warm server started if this is the warm run. */
+static void use_store(enum kind k, const char *const *redis_extra)
+{
+	char err[4096];
+
+	switch (k) {
+	case REDIS_STORE:
+		rd_start(redis_extra, NULL);
+		snprintf(rd.url, sizeof(rd.url), "redis://127.0.0.1:%d", rd.port);
+		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=%s", rd.url);
+		break;
+	case CMD_STORE:
+		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s/examples/dolsot-store-dir %s",
+		         getcwd(err, sizeof(err)), helper_dir);
+		break;
+	case FILE_STORE:
+	default:
+		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=file");
+		break;
+	}
+	cli_test_add_env(&fx, store_env);
+	ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "--server-start: %s", err);
+}
+
+static void setup(void)
+{
+	begin();
+}
+
+static void teardown(void)
+{
+	/* The server stops through the store: Redis must still answer. */
+	cli_test_end(&fx);
+	rd_stop();
+}
+
+static void cell(struct cli_run *r, const char *session, const char *code)
+{
+	cli_test_run(&fx, r, fx.tmp, NULL, (const char *const[]){
+		"dolsot", "--session", session, code, NULL });
+}
+
+static void cell_ok(const char *session, const char *code, const char *want_out)
+{
+	struct cli_run r;
+
+	cell(&r, session, code);
+	ck_code(&r, 0);
+	if (want_out)
+		ck_out(&r, want_out);
+	cli_run_release(&r);
+}
+
+static void run_ok(struct cli_run *r, const char *const *argv)
+{
+	cli_test_run(&fx, r, fx.tmp, NULL, argv);
+	ck_code(r, 0);
+}
+
+/* Runs, keeps, lists and forgets sessions the same way on every store. */
+START_TEST(sessions_live_in_every_store)
+{
+	struct cli_run r;
+	char buf[256];
+
+	use_store((enum kind)_i, NULL);
+	cell_ok("a", "x = 1", NULL);
+	cell_ok("a", "x += 1; print(x)", "2\n");
+	cell_ok("b", "y = 'b'", NULL);
+	run_ok(&r, (const char *const[]){ "dolsot", "--list-sessions", NULL });
+	ck_assert_msg(strncmp(r.out, "a\t", 2) == 0 && cli_has(r.out, "\nb\t"),
+	              "%s list:\n%s", kind_names[_i], r.out);
+	cli_run_release(&r);
+	if (_i == REDIS_STORE) {
+		ck_assert_str_eq(rd_query(buf, sizeof(buf), NULL, "EXISTS %s",
+		                          "dolsot:session:a"), "1");
+		ck_assert_str_eq(rd_query(buf, sizeof(buf), NULL, "HGET %s sandboxed",
+		                          "dolsot:session:a"), "0");
+	}
+	if (_i == CMD_STORE) {
+		size_t len;
+		char *blob = cli_read_file(cli_path(helper_dir, "a"), &len);
+
+		ck_assert_msg(len > 11 && memcmp(blob, "dolsot:1:u\n", 11) == 0,
+		              "the helper's blob lacks its origin line");
+		free(blob);
+	}
+	run_ok(&r, (const char *const[]){ "dolsot", "--reset", "a", NULL });
+	ck_out(&r, "reset a: removed 1 session(s)\n");
+	cli_run_release(&r);
+	cell(&r, "a", "print(x)");
+	ck_code(&r, 1);
+	ck_err_has(&r, "NameError");
+	cli_run_release(&r);
+	run_ok(&r, (const char *const[]){ "dolsot", "--reset", "all", NULL });
+	ck_out(&r, "reset all: removed 2 session(s)\n");
+	cli_run_release(&r);
+	run_ok(&r, (const char *const[]){ "dolsot", "--list-sessions", NULL });
+	ck_out(&r, "");
+	ck_err(&r, "(no sessions)\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* One increment from a child process, with its own cache directory. */
+static void increments(const char *cache_dir, int n)
+{
+	char env[4500];
+	const char *extra[] = { env, NULL };
+	int failed = 0;
+
+	snprintf(env, sizeof(env), "DOLSOT_CACHE_DIR=%s", cache_dir);
+	for (int i = 0; i < n; i++) {
+		struct cli_run r;
+
+		cli_test_run(&fx, &r, fx.tmp, extra, (const char *const[]){
+			"dolsot", "--session", "count",
+			"try:\n    n += 1\nexcept NameError:\n    n = 1", NULL });
+		if (r.code != 0) {
+			fprintf(stderr, "increment: exit %d: %s\n", r.code, r.err);
+			failed++;
+		}
+		cli_run_release(&r);
+	}
+	_exit(failed ? 1 : 0);
+}
+
+/* Two hosts (two cache directories) sharing one store: 20 increments, 10
+ * from each at once, end at exactly 20. */
+START_TEST(concurrent_increments_from_two_hosts_all_count)
+{
+	pid_t kids[2];
+	int status;
+	struct cli_run r;
+
+	use_store(_i == 0 ? REDIS_STORE : CMD_STORE, NULL);
+	for (int k = 0; k < 2; k++) {
+		char *dir = cli_path(fx.tmp, k ? "host2" : "host1");
+
+		ck_assert_int_eq(mkdir(dir, 0700), 0);
+		kids[k] = fork();
+		ck_assert_int_ge(kids[k], 0);
+		if (kids[k] == 0)
+			increments(dir, 10);
+	}
+	for (int k = 0; k < 2; k++) {
+		ck_assert_int_eq(waitpid(kids[k], &status, 0), kids[k]);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		              "host %d: an increment failed", k + 1);
+	}
+	for (int k = 0; k < 2; k++) {
+		char env[4500];
+		const char *extra[] = { env, NULL };
+
+		snprintf(env, sizeof(env), "DOLSOT_CACHE_DIR=%s",
+		         cli_path(fx.tmp, k ? "host2" : "host1"));
+		cli_test_run(&fx, &r, fx.tmp, extra, (const char *const[]){
+			"dolsot", "--server-stop", NULL });
+		cli_run_release(&r);
+	}
+	cell_ok("count", "print(n)", "20\n");
+}
+END_TEST
+
+/* A call runs code in a child process so the test can act meanwhile. */
+static pid_t cell_async(const char *session, const char *code, const char *out_path)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct cli_run r;
+		FILE *f;
+
+		cell(&r, session, code);
+		f = fopen(out_path, "w");
+		if (f) {
+			fprintf(f, "%d\n%s", r.code, r.err);
+			fclose(f);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+static void wait_for_key(const char *key)
+{
+	char buf[64];
+	double t0 = cli_now();
+
+	while (strcmp(rd_query(buf, sizeof(buf), NULL, "EXISTS %s", key), "1") != 0) {
+		ck_assert_msg(cli_now() - t0 < 120, "%s never appeared", key);
+		usleep(20000);
+	}
+}
+
+/* The server stops during a call and comes back: that call fails naming
+ * the server and saves nothing; calls meanwhile fail the same way; after
+ * the restart the stored state is the one before, and the dead call's
+ * lock has expired by itself. */
+START_TEST(redis_stopped_mid_call_and_restarted)
+{
+	const char *aof[] = { "--appendonly", "yes", "--appendfsync", "always", NULL };
+	char *out = cli_path(fx.tmp, "slow.out"), *res;
+	struct cli_run r;
+	pid_t slow;
+	int status;
+
+	cli_test_add_env(&fx, "DOLSOT_REDIS_LOCK_MS=3000");
+	use_store(REDIS_STORE, aof);
+	cell_ok("s", "x = 1", NULL);
+	slow = cell_async("s", "import time\ntime.sleep(4)\nx = 2", out);
+	wait_for_key("dolsot:lock:s");
+	usleep(500000);
+	rd_stop();
+	ck_assert_int_eq(waitpid(slow, &status, 0), slow);
+	res = cli_read_file(out, NULL);
+	ck_assert_msg(strncmp(res, "1\n", 2) == 0, "the call lost its server: %s", res);
+	ck_assert_msg(cli_has(res, rd.url + strlen("redis://")), "names no server: %s", res);
+	free(res);
+	cell(&r, "s", "print(x)");
+	ck_code(&r, 1);
+	ck_err_has(&r, "cannot connect");
+	ck_err_has(&r, rd.url);
+	cli_run_release(&r);
+	/* The warm server is this host's: it is looked at without Redis. */
+	cli_test_run(&fx, &r, fx.tmp, NULL, (const char *const[]){
+		"dolsot", "--server-status", NULL });
+	ck_err_lacks(&r, "cannot connect");
+	cli_run_release(&r);
+	rd_start(aof, NULL);
+	cell_ok("s", "print(x)", "1\n");
+}
+END_TEST
+
+/* requirepass: no password and a wrong one are refused naming the server
+ * (never echoing the password); the right one works. */
+START_TEST(redis_password_required_and_wrong)
+{
+	const char *pass[] = { "--requirepass", "s3cret-pw", NULL };
+	char env[300];
+	const char *bad[] = { env, NULL };
+	struct cli_run r;
+
+	use_store(FILE_STORE, NULL);
+	rd_start(pass, "s3cret-pw");
+	snprintf(env, sizeof(env), "DOLSOT_STORE=redis://127.0.0.1:%d", rd.port);
+	cli_test_run(&fx, &r, fx.tmp, bad, (const char *const[]){
+		"dolsot", "--session", "p", "x = 1", NULL });
+	ck_code(&r, 1);
+	ck_err_has(&r, "redis://127.0.0.1:");
+	ck_err_has(&r, "NOAUTH");
+	cli_run_release(&r);
+	snprintf(env, sizeof(env), "DOLSOT_STORE=redis://:wrong-pw@127.0.0.1:%d", rd.port);
+	cli_test_run(&fx, &r, fx.tmp, bad, (const char *const[]){
+		"dolsot", "--session", "p", "x = 1", NULL });
+	ck_code(&r, 1);
+	ck_err_has(&r, "authentication failed");
+	ck_err_lacks(&r, "wrong-pw");
+	cli_run_release(&r);
+	snprintf(env, sizeof(env), "DOLSOT_STORE=redis://default:s3cret-pw@127.0.0.1:%d/3",
+	         rd.port);
+	cli_test_run(&fx, &r, fx.tmp, bad, (const char *const[]){
+		"dolsot", "--session", "p", "x = 1", NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	cli_test_run(&fx, &r, fx.tmp, bad, (const char *const[]){
+		"dolsot", "--list-sessions", NULL });
+	ck_code(&r, 0);
+	ck_assert_msg(strncmp(r.out, "p\t", 2) == 0, "list: %s", r.out);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A lock that expires under a slow call (never renewed in time): another
+ * call takes it, and the slow call's late save is refused. */
+START_TEST(redis_lock_lost_under_a_slow_call_refuses_its_save)
+{
+	char *out = cli_path(fx.tmp, "slow.out"), *res;
+	pid_t slow;
+	int status;
+
+	cli_test_add_env(&fx, "DOLSOT_REDIS_LOCK_MS=1000");
+	cli_test_add_env(&fx, "DOLSOT_REDIS_RENEW_MS=3600000");
+	use_store(REDIS_STORE, NULL);
+	cell_ok("l", "x = 1", NULL);
+	slow = cell_async("l", "import time\ntime.sleep(6)\nx = 2", out);
+	wait_for_key("dolsot:lock:l");
+	cell_ok("l", "x = 100", NULL);
+	ck_assert_int_eq(waitpid(slow, &status, 0), slow);
+	res = cli_read_file(out, NULL);
+	ck_assert_msg(strncmp(res, "1\n", 2) == 0 && cli_has(res, "its lock was lost"),
+	              "the late save: %s", res);
+	free(res);
+	cell_ok("l", "print(x)", "100\n");
+}
+END_TEST
+
+/* A lock renewed while the call runs outlives its time to live. */
+START_TEST(redis_lock_is_renewed_during_a_long_call)
+{
+	cli_test_add_env(&fx, "DOLSOT_REDIS_LOCK_MS=600");
+	use_store(REDIS_STORE, NULL);
+	cell_ok("r", "import time\ntime.sleep(3)\nx = 7", NULL);
+	cell_ok("r", "print(x)", "7\n");
+}
+END_TEST
+
+/* A session over the server's proto-max-bulk-len is refused saying so;
+ * the stored one is kept. */
+START_TEST(redis_bulk_limit_is_reported)
+{
+	const char *small[] = { "--proto-max-bulk-len", "1mb", NULL };
+	struct cli_run r;
+
+	use_store(REDIS_STORE, small);
+	cell_ok("big", "x = 1", NULL);
+	cell(&r, "big", "import os\nb = os.urandom(3_000_000)");
+	ck_code(&r, 1);
+	ck_err_has(&r, "proto-max-bulk-len of 1048576 bytes");
+	cli_run_release(&r);
+	cell_ok("big", "print(x, 'b' in dir())", "1 False\n");
+}
+END_TEST
+
+/* 100 MB sessions go through. */
+START_TEST(redis_holds_a_100_mb_session)
+{
+	use_store(REDIS_STORE, NULL);
+	cell_ok("huge", "import os\nb = os.urandom(100 * 2**20)", NULL);
+	cell_ok("huge", "print(len(b))", "104857600\n");
+}
+END_TEST
+
+/* Keys live under DOLSOT_REDIS_PREFIX and expire with the session TTL;
+ * --reset all removes only the prefix's sessions. */
+START_TEST(redis_prefix_ttl_and_reset_all_scope)
+{
+	char buf[64];
+	struct cli_run r;
+	redisContext *c;
+	redisReply *rep;
+	long long ttl;
+
+	cli_test_add_env(&fx, "DOLSOT_REDIS_PREFIX=t1:");
+	cli_test_add_env(&fx, "DOLSOT_SESSION_TTL_DAYS=1");
+	use_store(REDIS_STORE, NULL);
+	c = rd_conn(NULL);
+	rep = redisCommand(c, "HSET dolsot:session:other blob x saved 1 sandboxed 0");
+	freeReplyObject(rep);
+	rep = redisCommand(c, "SET unrelated 1");
+	freeReplyObject(rep);
+	redisFree(c);
+	cell_ok("k", "x = 1", NULL);
+	ttl = atoll(rd_query(buf, sizeof(buf), NULL, "PTTL %s", "t1:session:k"));
+	ck_assert_msg(ttl > 86400000LL - 600000 && ttl <= 86400000LL, "pttl %lld", ttl);
+	run_ok(&r, (const char *const[]){ "dolsot", "--list-sessions", NULL });
+	ck_assert_msg(strncmp(r.out, "k\t", 2) == 0 && !cli_has(r.out, "other"), "%s", r.out);
+	cli_run_release(&r);
+	run_ok(&r, (const char *const[]){ "dolsot", "--reset", "all", NULL });
+	ck_out(&r, "reset all: removed 1 session(s)\n");
+	cli_run_release(&r);
+	ck_assert_str_eq(rd_query(buf, sizeof(buf), NULL, "EXISTS %s", "dolsot:session:other"),
+	                 "1");
+	ck_assert_str_eq(rd_query(buf, sizeof(buf), NULL, "EXISTS %s", "unrelated"), "1");
+}
+END_TEST
+
+START_TEST(redis_ttl_zero_never_expires)
+{
+	char buf[64];
+
+	cli_test_add_env(&fx, "DOLSOT_SESSION_TTL_DAYS=0");
+	use_store(REDIS_STORE, NULL);
+	cell_ok("k", "x = 1", NULL);
+	ck_assert_str_eq(rd_query(buf, sizeof(buf), NULL, "PTTL %s", "dolsot:session:k"), "-1");
+}
+END_TEST
+
+/* Malformed store values are usage errors, before anything runs. */
+START_TEST(malformed_store_values_are_usage_errors)
+{
+	static const char *const bad[] = {
+		"bogus", "redis://", "redis://h:0", "redis://h:70000", "redis://h/x",
+		"redis://user@h", "redis://u:@h", "redis://h junk", "rediss://h:6380",
+		"cmd:", "cmd:   ", "redis://[zz]:1",
+	};
+	struct cli_run r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		cli_test_run(&fx, &r, fx.tmp, NULL, (const char *const[]){
+			"dolsot", "--store", bad[i], "--session", "m", "x = 1", NULL });
+		ck_assert_msg(r.code == 2 && cli_has(r.err, "--store="),
+		              "%s: exit %d: %s", bad[i], r.code, r.err);
+		cli_run_release(&r);
+	}
+	cli_test_run(&fx, &r, fx.tmp, (const char *const[]){ "DOLSOT_STORE=rediss://h", NULL },
+	             (const char *const[]){ "dolsot", "--list-sessions", NULL });
+	ck_code(&r, 2);
+	ck_err_has(&r, "TLS");
+	cli_run_release(&r);
+	cli_test_run(&fx, &r, fx.tmp, (const char *const[]){ "DOLSOT_STORE=redis://h",
+	             "DOLSOT_REDIS_LOCK_MS=soon", NULL },
+	             (const char *const[]){ "dolsot", "--list-sessions", NULL });
+	ck_code(&r, 2);
+	ck_err_has(&r, "DOLSOT_REDIS_LOCK_MS");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A helper of the test's: body is the case statement's arms. */
+static void use_helper(const char *body)
+{
+	char path[4500], text[4096];
+
+	snprintf(path, sizeof(path), "%s/helper", fx.tmp);
+	snprintf(text, sizeof(text), "#!/bin/sh\ncase $1 in\n%s\n*) exit 0 ;;\nesac\n", body);
+	cli_write_file(path, text);
+	ck_assert_int_eq(chmod(path, 0755), 0);
+	snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s", path);
+	cli_test_add_env(&fx, store_env);
+}
+
+/* Output that breaks the protocol is an error naming the helper. */
+START_TEST(helper_output_errors)
+{
+	struct cli_run r;
+
+	use_helper("list) echo 'a 12 yesterday' ;;\n"
+	           "delete) echo lots ;;\n"
+	           "load) echo oops; exit 1 ;;");
+	cli_test_run(&fx, &r, fx.tmp, NULL, (const char *const[]){ "dolsot", "--list-sessions", NULL });
+	ck_code(&r, 1);
+	ck_err_has(&r, "store helper '");
+	ck_err_has(&r, "list: line 1: LAST_USED");
+	cli_run_release(&r);
+	cli_test_run(&fx, &r, fx.tmp, NULL, (const char *const[]){ "dolsot", "--reset", "all", NULL });
+	ck_code(&r, 1);
+	ck_err_has(&r, "(delete all): its output is not a count");
+	cli_run_release(&r);
+	cell(&r, "h", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "(load h): exit status 1 with output");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(helper_that_hangs_is_killed_at_the_timeout)
+{
+	struct cli_run r;
+	char desc[1024];
+
+	use_helper("load) sleep 1000 ;;");
+	cli_test_run(&fx, &r, fx.tmp, (const char *const[]){ "DOLSOT_TIMEOUT=2", NULL },
+	             (const char *const[]){ "dolsot", "--session", "h", "x = 1", NULL });
+	ck_code(&r, 1);
+	ck_err_has(&r, "(load h): killed after 2 s");
+	cli_run_release(&r);
+	ck_assert_msg(cli_wait_no_strays(fx.store_env, 30, desc, sizeof(desc)) == 0,
+	              "left behind: %s", desc);
+}
+END_TEST
+
+START_TEST(helper_that_crashes_is_an_error)
+{
+	struct cli_run r;
+
+	use_helper("save) kill -SEGV $$ ;;\nload) exit 1 ;;");
+	cell(&r, "h", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "(save h): killed by signal 11");
+	cli_run_release(&r);
+	use_helper("load) echo 'broken: it went wrong' >&2; exit 3 ;;");
+	cell(&r, "h", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "(load h): exit status 3: broken: it went wrong");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A helper without lock/unlock still works (the calls of one machine are
+ * serialized by its own lock); a missing program is named. */
+START_TEST(helper_without_locks_and_a_missing_helper)
+{
+	struct cli_run r;
+	char arms[4096];
+
+	snprintf(arms, sizeof(arms),
+	         "load) [ -f %s/s ] || exit 1; cat %s/s ;;\n"
+	         "save) cat > %s/s ;;", fx.tmp, fx.tmp, fx.tmp);
+	use_helper(arms);
+	cell_ok("s", "x = 5", NULL);
+	cell_ok("s", "print(x)", "5\n");
+	cli_test_run(&fx, &r, fx.tmp, (const char *const[]){
+	             "DOLSOT_STORE=cmd:/nonexistent/helper", NULL },
+	             (const char *const[]){ "dolsot", "--session", "s", "x = 1", NULL });
+	ck_code(&r, 1);
+	ck_err_has(&r, "store helper '/nonexistent/helper' failed");
+	ck_err_has(&r, "exit status 127");
+	cli_run_release(&r);
+}
+END_TEST
+
+static Suite *stores_suite(void)
+{
+	Suite *s = suite_create("stores");
+	TCase *every = tcase_create("every store"), *redis = tcase_create("redis"),
+	      *helper = tcase_create("helper");
+	TCase *all[] = { every, redis, helper };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
+		tcase_add_checked_fixture(all[i], setup, teardown);
+		tcase_set_timeout(all[i], 600);
+	}
+	tcase_add_loop_test(every, sessions_live_in_every_store, 0, NKINDS);
+	tcase_add_loop_test(every, concurrent_increments_from_two_hosts_all_count, 0, 2);
+	tcase_add_test(every, malformed_store_values_are_usage_errors);
+	tcase_add_test(redis, redis_stopped_mid_call_and_restarted);
+	tcase_add_test(redis, redis_password_required_and_wrong);
+	tcase_add_test(redis, redis_lock_lost_under_a_slow_call_refuses_its_save);
+	tcase_add_test(redis, redis_lock_is_renewed_during_a_long_call);
+	tcase_add_test(redis, redis_bulk_limit_is_reported);
+	tcase_add_test(redis, redis_holds_a_100_mb_session);
+	tcase_add_test(redis, redis_prefix_ttl_and_reset_all_scope);
+	tcase_add_test(redis, redis_ttl_zero_never_expires);
+	tcase_add_test(helper, helper_output_errors);
+	tcase_add_test(helper, helper_that_hangs_is_killed_at_the_timeout);
+	tcase_add_test(helper, helper_that_crashes_is_an_error);
+	tcase_add_test(helper, helper_without_locks_and_a_missing_helper);
+	suite_add_tcase(s, every);
+	suite_add_tcase(s, redis);
+	suite_add_tcase(s, helper);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(stores_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
