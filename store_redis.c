@@ -65,6 +65,10 @@ static const char save_script[] =
 static const char renew_script[] =
 	"if redis.call('get', KEYS[1]) == ARGV[1] then "
 	"return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+/* --reset all: a session whose lock is held stays, with its save to come. */
+static const char del_unlocked_script[] =
+	"if redis.call('exists', KEYS[2]) == 1 then return 0 end "
+	"return redis.call('del', KEYS[1])";
 static const char unlock_script[] =
 	"if redis.call('get', KEYS[1]) == ARGV[1] then "
 	"return redis.call('del', KEYS[1]) else return 0 end";
@@ -492,12 +496,15 @@ static int rd_del(struct store *s, const char *id, unsigned *removed, char *err,
 		return -1;
 	}
 	for (size_t i = 0; i < n && ret == 0; i++) {
-		const char *argv[] = { "DEL", keys[i] };
+		const char *sid = id_of(rs, keys[i]);
+		char lock[KEY_MAX];
+		const char *argv[] = { "EVAL", del_unlocked_script, "2", keys[i], lock };
 		redisReply *r;
 
-		if (!id_of(rs, keys[i]))
+		if (!sid)
 			continue;
-		if (!(r = rd_run(rs, &rs->c, "delete", 2, argv, NULL, err, errlen))) {
+		key_of(rs, "lock", sid, lock);
+		if (!(r = rd_run(rs, &rs->c, "delete", 5, argv, NULL, err, errlen))) {
 			ret = -1;
 			break;
 		}
