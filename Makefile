@@ -18,6 +18,8 @@ SECCOMP_LIBS := -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
 # jansson (the --json output, the warm type checker's LSP and dmypy
 # messages) is linked in too.
 JANSSON_LIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic
+# libcrypto (SHA-256 for the sessions' signatures, sign.c) is linked in too.
+CRYPTO_LIBS := -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -ldl -lpthread
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -27,7 +29,7 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CF
 LDFLAGS ?=
 VERSION := 0.3.0
 
-CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c mem_store.c \
+CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c sign.c store_name.c store_file.c mem_store.c \
 	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c lsp.c rlimits.c pidcg.c \
 	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c
@@ -42,8 +44,8 @@ B := build
 OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/result_schema.o
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
-TESTS := tests/check_frame tests/check_store tests/check_opts \
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null) $(CRYPTO_LIBS)
+TESTS := tests/check_frame tests/check_store tests/check_sign tests/check_opts \
 	tests/check_output tests/check_wire tests/check_proc tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
@@ -55,7 +57,7 @@ all: dolsot
 # Not a PIE: libpython's tables of pointers would need ~39,000 relocations
 # at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS)
 
 $(B)/worker.o $(B)/dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
@@ -96,23 +98,24 @@ $(B)/tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 T_FRAME := tests/check_frame.o frame.o rlimits.o
-T_STORE := tests/check_store.o fdio.o deadline.o store.o store_name.o store_file.o mem_store.o \
+T_STORE := tests/check_store.o fdio.o deadline.o store.o sign.o store_name.o store_file.o mem_store.o \
 	mem_client.o warm_proto.o wire.o mem_list.o
 T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_PROC := tests/check_proc.o proc.o deadline.o fdio.o output.o
-T_CLI := tests/check_cli.o tests/cli_helpers.o
-T_SERVER := tests/check_server.o tests/cli_helpers.o
-T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_parse.o deadline.o fdio.o proc.o output.o
-T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
-T_FAULTS := tests/check_faults.o tests/cli_helpers.o
-T_CARRY := tests/check_carry.o tests/cli_helpers.o
-T_KEPT := tests/check_kept.o tests/cli_helpers.o
-T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
-T_TRUST := tests/check_trust.o tests/cli_helpers.o
-T_JSON := tests/check_json.o tests/cli_helpers.o
-T_MCP := tests/check_mcp.o tests/cli_helpers.o
+T_CLI := tests/check_cli.o tests/cli_helpers.o sign.o fdio.o
+T_SERVER := tests/check_server.o tests/cli_helpers.o sign.o fdio.o
+T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o sign.o typegate.o typegate_parse.o deadline.o fdio.o proc.o output.o
+T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o sign.o fdio.o
+T_FAULTS := tests/check_faults.o tests/cli_helpers.o sign.o fdio.o
+T_CARRY := tests/check_carry.o tests/cli_helpers.o sign.o fdio.o
+T_KEPT := tests/check_kept.o tests/cli_helpers.o sign.o fdio.o
+T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o sign.o fdio.o
+T_TRUST := tests/check_trust.o tests/cli_helpers.o sign.o fdio.o
+T_JSON := tests/check_json.o tests/cli_helpers.o sign.o fdio.o
+T_MCP := tests/check_mcp.o tests/cli_helpers.o sign.o fdio.o
+T_SIGN := tests/check_sign.o sign.o fdio.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
@@ -133,6 +136,8 @@ $(B)/tests/check_trust: $(addprefix $(B)/,$(T_TRUST))
 $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
+$(B)/tests/check_sign: $(addprefix $(B)/,$(T_SIGN))
+$(B)/tests/check_sign-asan: $(addprefix $(B)/,$(T_SIGN:.o=.asan.o))
 $(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
 $(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
 $(B)/tests/check_opts-asan: $(addprefix $(B)/,$(T_OPTS:.o=.asan.o))
@@ -158,7 +163,7 @@ $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o)
 $(B)/tests/check_sandbox_enter.o $(B)/tests/check_sandbox_enter.asan.o: \
 	ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/tests/check_sandbox_enter $(B)/tests/check_sandbox_enter-asan: \
-	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
+	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS)
 
 $(TESTS:%=$(B)/%):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -216,7 +221,7 @@ $(B)/tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 $(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o) $(B)/result_schema.asan.o
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS)
 
 $(ASAN_TESTS:%=$(B)/%):
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -232,7 +237,7 @@ asan:
 
 # valgrind memcheck on real calls, cold and warm; see tests/check_valgrind.c
 # and, for what is suppressed and why, tests/valgrind.supp.
-$(B)/tests/check_valgrind: $(B)/tests/check_valgrind.o $(B)/tests/cli_helpers.o
+$(B)/tests/check_valgrind: $(B)/tests/check_valgrind.o $(B)/tests/cli_helpers.o $(B)/sign.o $(B)/fdio.o
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 valgrind:
