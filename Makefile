@@ -49,7 +49,7 @@ TESTS := tests/check_frame tests/check_store tests/check_sign tests/check_opts \
 	tests/check_output tests/check_wire tests/check_proc tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
-	tests/check_trust \
+	tests/check_trust tests/check_signed \
 	tests/check_json tests/check_mcp
 
 all: dolsot
@@ -116,6 +116,8 @@ T_TRUST := tests/check_trust.o tests/cli_helpers.o sign.o fdio.o
 T_JSON := tests/check_json.o tests/cli_helpers.o sign.o fdio.o
 T_MCP := tests/check_mcp.o tests/cli_helpers.o sign.o fdio.o
 T_SIGN := tests/check_sign.o sign.o fdio.o
+T_SIGNED := tests/check_signed.o tests/cli_helpers.o sign.o fdio.o deadline.o store.o \
+	store_name.o store_file.o mem_store.o mem_client.o warm_proto.o wire.o mem_list.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
@@ -137,6 +139,8 @@ $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_sign: $(addprefix $(B)/,$(T_SIGN))
+$(B)/tests/check_signed: $(addprefix $(B)/,$(T_SIGNED))
+$(B)/tests/check_signed-asan: $(addprefix $(B)/,$(T_SIGNED:.o=.asan.o))
 $(B)/tests/check_sign-asan: $(addprefix $(B)/,$(T_SIGN:.o=.asan.o))
 $(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
 $(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
@@ -173,7 +177,7 @@ deps:
 	@sh tools/deps.sh build
 
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_carry \
-	tests/check_kept tests/check_json tests/check_mcp
+	tests/check_kept tests/check_json tests/check_mcp tests/check_signed
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
