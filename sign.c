@@ -41,11 +41,18 @@ static const uint8_t magic[SIGN_TRAILER - SIGN_MAC_LEN] = { 'D', 'L', 'S', 'S', 
 /* The padded key block K0 of RFC 2104. */
 static void key_block(const uint8_t *k, size_t klen, uint8_t block[64])
 {
+	SHA256_CTX c;
+
 	memset(block, 0, 64);
-	if (klen > 64)
-		SHA256(k, klen, block);
-	else
+	if (klen > 64) {
+		/* Not SHA256(): OpenSSL 3's one-shot goes through EVP and would
+		 * link in its providers (4 MB). */
+		SHA256_Init(&c);
+		SHA256_Update(&c, k, klen);
+		SHA256_Final(block, &c);
+	} else {
 		memcpy(block, k, klen);
+	}
 }
 
 /* The two contexts after the padded key, for one MAC. */
