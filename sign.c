@@ -33,7 +33,7 @@
 
 #include "fdio.h"
 
-#define KEY_BYTES 32            /* random bytes of a key dolsot makes (64 hex) */
+#define KEY_BYTES ((size_t)32)  /* random bytes of a key dolsot makes (64 hex) */
 #define DOMAIN "dolsot session v1"
 
 static const uint8_t magic[SIGN_TRAILER - SIGN_MAC_LEN] = { 'D', 'L', 'S', 'S', 'I', 'G', 1, 0 };
