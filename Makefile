@@ -22,6 +22,8 @@ JANSSON_LIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic
 HIREDIS_STATIC := -Wl,-Bstatic -lhiredis -Wl,-Bdynamic
 HIREDIS_LIBS := $(if $(wildcard /usr/lib/*/libhiredis.a /usr/lib/libhiredis.a),\
 	$(HIREDIS_STATIC),-lhiredis)
+# libcrypto (SHA-256 for the sessions' signatures, sign.c) is linked in too.
+CRYPTO_LIBS := -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -ldl -lpthread
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -31,7 +33,7 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CF
 LDFLAGS ?=
 VERSION := 0.3.0
 
-CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c store_name.c store_file.c store_spec.c store_redis.c store_cmd.c store_cmd_parse.c mem_store.c \
+CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c sign.c store_name.c store_file.c store_spec.c store_redis.c store_cmd.c store_cmd_parse.c mem_store.c \
 	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c lsp.c rlimits.c pidcg.c \
 	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c
@@ -46,13 +48,13 @@ B := build
 OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/result_schema.o
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
-TESTS := tests/check_frame tests/check_store tests/check_opts \
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null) $(CRYPTO_LIBS)
+TESTS := tests/check_frame tests/check_store tests/check_sign tests/check_opts \
 	tests/check_output tests/check_wire tests/check_proc tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults tests/check_storefaults \
 	tests/check_warm_faults \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
-	tests/check_trust \
+	tests/check_trust tests/check_signed \
 	tests/check_json tests/check_mcp tests/check_stores
 
 all: dolsot
@@ -60,7 +62,7 @@ all: dolsot
 # Not a PIE: libpython's tables of pointers would need ~39,000 relocations
 # at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -Wl,--build-id=sha1 -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -Wl,--build-id=sha1 -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS) $(CRYPTO_LIBS)
 
 $(B)/worker.o $(B)/dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
@@ -101,27 +103,8 @@ $(B)/tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 T_FRAME := tests/check_frame.o frame.o rlimits.o
-T_STORE := tests/check_store.o fdio.o deadline.o store.o store_name.o store_file.o mem_store.o \
-	mem_client.o warm_proto.o wire.o mem_list.o mem_server.o store_spec.o store_redis.o \
-	store_cmd.o store_cmd_parse.o proc.o proc_child.o output.o
-T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o store_spec.o
-T_OUTPUT := tests/check_output.o output.o
-T_WIRE := tests/check_wire.o wire.o
-T_PROC := tests/check_proc.o proc.o deadline.o fdio.o output.o
-T_CLI := tests/check_cli.o tests/cli_helpers.o
-T_SERVER := tests/check_server.o tests/cli_helpers.o
-T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o typegate.o typegate_parse.o deadline.o fdio.o proc.o output.o
-T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o
-T_FAULTS := tests/check_faults.o tests/cli_helpers.o
-T_STOREFAULTS := tests/check_storefaults.o tests/cli_helpers.o
-T_WARM_FAULTS := tests/check_warm_faults.o tests/cli_helpers.o
-T_CARRY := tests/check_carry.o tests/cli_helpers.o
-T_KEPT := tests/check_kept.o tests/cli_helpers.o
-T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o
-T_TRUST := tests/check_trust.o tests/cli_helpers.o
-T_JSON := tests/check_json.o tests/cli_helpers.o
-T_MCP := tests/check_mcp.o tests/cli_helpers.o
-T_STORES := tests/check_stores.o tests/cli_helpers.o
+	tests/check_trust tests/check_signed \
+	tests/check_json tests/check_mcp tests/check_stores
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
@@ -145,6 +128,10 @@ $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
 $(B)/tests/check_stores: $(addprefix $(B)/,$(T_STORES))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
+$(B)/tests/check_sign: $(addprefix $(B)/,$(T_SIGN))
+$(B)/tests/check_signed: $(addprefix $(B)/,$(T_SIGNED))
+$(B)/tests/check_signed-asan: $(addprefix $(B)/,$(T_SIGNED:.o=.asan.o))
+$(B)/tests/check_sign-asan: $(addprefix $(B)/,$(T_SIGN:.o=.asan.o))
 $(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
 $(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
 $(B)/tests/check_opts-asan: $(addprefix $(B)/,$(T_OPTS:.o=.asan.o))
@@ -175,7 +162,7 @@ $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o)
 $(B)/tests/check_sandbox_enter.o $(B)/tests/check_sandbox_enter.asan.o: \
 	ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/tests/check_sandbox_enter $(B)/tests/check_sandbox_enter-asan: \
-	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS)
+	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS) $(CRYPTO_LIBS)
 
 $(TESTS:%=$(B)/%):
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -185,7 +172,8 @@ deps:
 	@sh tools/deps.sh build
 
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_storefaults \
-	tests/check_carry tests/check_kept tests/check_json tests/check_mcp tests/check_stores
+	tests/check_carry tests/check_kept tests/check_json tests/check_mcp tests/check_stores \
+	tests/check_signed
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server tests/check_warm_faults,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
@@ -233,7 +221,7 @@ $(B)/tests/%.asan.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 $(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o) $(B)/result_schema.asan.o
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -Wl,--build-id=sha1 -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -Wl,--build-id=sha1 -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS) $(CRYPTO_LIBS)
 
 $(ASAN_TESTS:%=$(B)/%):
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -249,7 +237,7 @@ asan:
 
 # valgrind memcheck on real calls, cold and warm; see tests/check_valgrind.c
 # and, for what is suppressed and why, tests/valgrind.supp.
-$(B)/tests/check_valgrind: $(B)/tests/check_valgrind.o $(B)/tests/cli_helpers.o
+$(B)/tests/check_valgrind: $(B)/tests/check_valgrind.o $(B)/tests/cli_helpers.o $(B)/sign.o $(B)/fdio.o
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 valgrind:

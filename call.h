@@ -32,6 +32,11 @@ struct run_args {
 	bool describe;
 	const char *describe_mounts;
 	size_t describe_mounts_len;
+	/* --fork: the session starts as a copy of this one's stored state
+	 * (repl.c holds both locks); fork_replace: even when it exists.  With
+	 * fork and no code (NULL), the copy is the whole call. */
+	const char *fork;
+	bool fork_replace;
 };
 
 /* One call: the cell, and the session's state as repl.c opened it. */

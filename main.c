@@ -33,10 +33,11 @@
 #define MAX_CODE_BYTES ((size_t)256 << 20)
 
 static const char usage_text[] =
-	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--timeout SECONDS]\n"
-	"              [--sandbox] [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]...\n"
-	"              [--memory SIZE] [--max-procs N] [--max-file-size SIZE]\n"
-	"              [--cpu-seconds N] [--recursion-limit N] [--json] [CODE]\n"
+	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--fork SRC [--replace]]\n"
+	"              [--timeout SECONDS] [--sandbox] [--mount HOST:VIRTUAL[:MODE]]...\n"
+	"              [--env NAME[=VALUE]]... [--memory SIZE] [--max-procs N]\n"
+	"              [--max-file-size SIZE] [--cpu-seconds N] [--recursion-limit N]\n"
+	"              [--json] [CODE]\n"
 	"       dolsot [--toolbox MODULE:ALIAS]... [--session ID] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--json] --describe\n"
 	"       dolsot --list-sessions [--store STORE] [--json]\n"
@@ -56,6 +57,9 @@ static const char help_text[] =
 	"\n"
 	"  --toolbox MODULE:ALIAS  import MODULE in the worker as ALIAS (repeatable)\n"
 	"  --session ID            the session to run in (required to run code)\n"
+	"  --fork SRC              start the session as a copy of session SRC (it must\n"
+	"                          not exist yet); then run CODE, if given\n"
+	"  --replace               with --fork: replace the session if it exists\n"
 	"  --timeout SECONDS       wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)\n"
 	"  --store STORE           where sessions live, with any form: file (default), memory,\n"
 	"                          redis://[user:password@]host[:port][/db] or\n"
@@ -122,6 +126,8 @@ struct cli {
 	struct toolbox_arg *toolboxes;
 	size_t n_toolboxes;
 	const char *session;
+	const char *fork;          /* --fork SRC */
+	bool replace;              /* --replace */
 	const char *timeout;
 	const char *store;
 	const char *reset;
@@ -140,7 +146,7 @@ struct cli {
 	const char *print_config;
 };
 
-enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
+enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_FORK, OPT_REPLACE, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
        OPT_MEMORY, OPT_MAX_PROCS, OPT_MAX_FILE_SIZE, OPT_CPU_SECONDS,
        OPT_RECURSION_LIMIT, OPT_JSON, OPT_DESCRIBE, OPT_LIST, OPT_RESET, OPT_SERVER_START,
        OPT_SERVER_STATUS, OPT_SERVER_STOP, OPT_PRINT_CONFIG, OPT_STORE };
@@ -148,6 +154,8 @@ enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_
 static const struct option long_options[] = {
 	{ "toolbox", required_argument, NULL, OPT_TOOLBOX },
 	{ "session", required_argument, NULL, OPT_SESSION },
+	{ "fork", required_argument, NULL, OPT_FORK },
+	{ "replace", no_argument, NULL, OPT_REPLACE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "sandbox", no_argument, NULL, OPT_SANDBOX },
 	{ "mount", required_argument, NULL, OPT_MOUNT },
@@ -242,6 +250,12 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_SESSION:
 			c->session = optarg;
+			break;
+		case OPT_FORK:
+			c->fork = optarg;
+			break;
+		case OPT_REPLACE:
+			c->replace = true;
 			break;
 		case OPT_TIMEOUT:
 			c->timeout = optarg;
@@ -601,6 +615,16 @@ static int cmd_describe(const struct cli *c, const struct settings *s)
 	return code;
 }
 
+/* --fork SRC: a session id other than the call's own. */
+static void check_fork(const struct cli *c)
+{
+	check_session_id(c->fork);
+	if (strcmp(c->fork, "all") == 0)
+		usage_error("--fork all: 'all' is not a session; name the session to copy");
+	if (strcmp(c->fork, c->session) == 0)
+		usage_error("--fork %s: a session cannot be forked into itself", c->fork);
+}
+
 static int cmd_run(const struct cli *c, const struct settings *s)
 {
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
@@ -619,14 +643,23 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 	if (strcmp(c->session, "all") == 0)
 		usage_error("session id 'all' is reserved (it means every session to --reset); "
 		            "choose another id");
+	if (c->fork)
+		check_fork(c);
 	if (c->code) {
 		a.code = c->code;
 		a.code_len = strlen(c->code);
 	} else {
 		a.code = stdin_code = read_stdin(&a.code_len);
 	}
-	if (!a.code || is_blank(a.code, a.code_len))
+	if (c->fork && (!a.code || is_blank(a.code, a.code_len))) {
+		if (c->json)
+			usage_error("--json needs code to run: --fork alone prints one line");
+		a.code = NULL;   /* the fork alone */
+	} else if (!a.code || is_blank(a.code, a.code_len)) {
 		usage_error("empty code: pass the cell as an argument or on stdin");
+	}
+	a.fork = c->fork;
+	a.fork_replace = c->replace;
 	build_plan(c, s, &plan);
 	a.plan = &plan;
 	a.json = c->json;
@@ -636,6 +669,13 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 	if (sig) {
 		signal(sig, SIG_DFL);
 		raise(sig);
+	}
+	if (!a.code) {
+		printf("forked %s into %s\n", c->fork, c->session);
+		result_release(&res);
+		sandbox_plan_release(&plan);
+		free(stdin_code);
+		return 0;
 	}
 	if ((c->json ? output_json_run(&res, stdout) : output_render(&res, stdout, stderr)) < 0 &&
 	    errno != EPIPE)
@@ -738,10 +778,18 @@ int main(int argc, char **argv)
 	if ((c.list != 0) + (c.reset != NULL) + (c.server != SERVER_NONE) + c.describe > 1)
 		usage_error("--list-sessions, --reset, --describe and --server-* cannot be "
 		            "combined");
+	if ((c.fork || c.replace) &&
+	    (c.mcp || c.list || c.reset || c.server || c.describe))
+		usage_error("--fork and --replace belong to running code in a session");
+	if (c.replace && !c.fork)
+		usage_error("--replace goes with --fork SRC");
 	if (c.json && c.server)
 		usage_error("--json applies to running code, --describe, --list-sessions and "
 		            "--reset, not to --server-*");
 	s = resolve_settings(&c);
+	/* The key is ours: no worker, server or zygote gets it in its
+	 * environment (s.session_key still points at the string). */
+	unsetenv("DOLSOT_SESSION_KEY");
 	if (c.mcp)
 		code = cmd_mcp(&c, &s, argc, argv);
 	else if (c.server)

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sign.h"
+
 static const char *const python_keywords[] = {
 	"False", "None", "True", "and", "as", "assert", "async", "await",
 	"break", "class", "continue", "def", "del", "elif", "else", "except",
@@ -503,6 +505,15 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 	    opts_parse_switch(v, &s->rw_code_mounts) < 0)
 		return env_error("DOLSOT_ALLOW_RW_CODE_MOUNTS", v, "0 (refuse) or 1 (allow)",
 		                 err, errlen);
+	/* Never quoted back: the value may be the key itself. */
+	s->session_key = env("DOLSOT_SESSION_KEY");
+	v = s->session_key;
+	if (v && v[0] != '/' && (strlen(v) < SIGN_KEY_MIN || strlen(v) > SIGN_KEY_MAX)) {
+		snprintf(err, errlen, "DOLSOT_SESSION_KEY is not valid: expected a key of %d "
+		         "to %d bytes, or the absolute path of a key file", SIGN_KEY_MIN,
+		         SIGN_KEY_MAX);
+		return -1;
+	}
 	for (int k = 0; k < LIMIT_COUNT; k++) {
 		const char *name = limit_env((enum limit_kind)k);
 

@@ -39,6 +39,8 @@ struct settings {
 	uint64_t max_session;    /* DOLSOT_MAX_SESSION_SIZE: bytes a saved session may hold */
 	bool trust_sandboxed;    /* DOLSOT_TRUST_SANDBOXED=1: load them without the sandbox */
 	bool rw_code_mounts;     /* DOLSOT_ALLOW_RW_CODE_MOUNTS=1: rw --mount over code */
+	const char *session_key; /* DOLSOT_SESSION_KEY: the key, or a key file's path
+	                          * (begins with '/'); NULL: the store's key file */
 	struct limits limits;    /* 0 = not set */
 };
 

@@ -72,8 +72,9 @@ struct store *repl_open_store(const struct settings *s, char *err, size_t errlen
 	struct store *st = store_open(s->store, s->store_spec, s->cache_dir, s->ttl_days,
 	                              s->timeout, serr, sizeof(serr));
 
-	if (!st) {
+	if (!st || store_sign_with(st, s->session_key, serr, sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
+		store_close(st);
 		return NULL;
 	}
 	/* Sessions that live in the server need one running. */
@@ -154,12 +155,12 @@ static int check_origin(const struct run_args *a, struct store *st, char *err,
 }
 
 /*
- * The session's files for the worker: its file to read (none when new) and
- * an empty one to write the next state into.  Under --max-file-size that
- * one is a memfd: the worker's own save must not trip the cell's limit.
- * A sandboxed worker gets memfds only, never a file of the store: a copy
- * of the session, and a memfd that cannot grow past the maximum session
- * size, so the cell cannot fill the host's disk or rewrite the store.
+ * The session's files for the worker: its verified copy to read (none when
+ * new) and an empty one to write the next state into.  Under
+ * --max-file-size that one is a memfd: the worker's own save must not trip
+ * the cell's limit.  A sandboxed worker gets memfds only, never a file of
+ * the store: a memfd that cannot grow past the maximum session size, so
+ * the cell cannot fill the host's disk or rewrite the store.
  */
 static int open_session(const struct run_args *a, struct store *st,
                         struct worker_fds *fds, struct store_save *sv,
@@ -171,7 +172,7 @@ static int open_session(const struct run_args *a, struct store *st,
 
 	if (check_origin(a, st, err, errlen) < 0)
 		return -1;
-	if (store_open_blob(st, a->session, sandbox, &fds->load, blob_len, found, serr,
+	if (store_open_blob(st, a->session, &fds->load, blob_len, found, serr,
 	                    sizeof(serr)) < 0 ||
 	    store_save_begin(st, a->session, memfd, a->settings->max_session, sv, serr,
 	                     sizeof(serr)) < 0) {
@@ -243,14 +244,56 @@ static int describe_alone(const struct run_args *a, double t0, struct result *re
 	return ret;
 }
 
+/* The locks a call holds: its session's and, for a fork, the source's. */
+struct call_locks {
+	struct store_lock lk[2];
+	int n;                  /* how many of lk are held */
+};
+
+/*
+ * Lock the call's session and, for a fork, its source too: both in the
+ * order of their ids, so two forks between the same sessions in opposite
+ * directions cannot each hold one lock and wait for the other.
+ */
+static int lock_call(const struct run_args *a, struct store *st, struct call_locks *l,
+                     char *err, size_t errlen)
+{
+	long ms = (long)(a->settings->timeout * 1000);
+	const char *ids[2] = { a->session, a->fork };
+	char serr[STORE_ERR_MAX];
+
+	l->n = 0;
+	if (ids[1] && strcmp(ids[1], ids[0]) < 0) {
+		ids[0] = a->fork;
+		ids[1] = a->session;
+	}
+	for (int i = 0; i < 2 && ids[i]; i++) {
+		if (store_lock(st, ids[i], ms, &l->lk[i], serr, sizeof(serr)) < 0) {
+			snprintf(err, errlen, "%s", serr);
+			while (l->n > 0)
+				store_unlock(st, &l->lk[--l->n]);
+			return -1;
+		}
+		l->n++;
+	}
+	return 0;
+}
+
+static void unlock_call(struct store *st, struct call_locks *l)
+{
+	while (l->n > 0)
+		store_unlock(st, &l->lk[--l->n]);
+}
+
 int repl_run(const struct run_args *a, struct result *res, int *sig,
              char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
 	struct store *st;
-	struct store_lock lk;
+	struct call_locks lk;
 	bool no_server = false;
 	double t0 = deadline_now();
+	size_t forked;
 	int ret;
 
 	*sig = 0;
@@ -260,18 +303,28 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	st = repl_open_store(a->settings, err, errlen);
 	if (!st)
 		return -1;
-	if (store_lock(st, a->session, (long)(a->settings->timeout * 1000), &lk, serr,
-	               sizeof(serr)) < 0) {
-		snprintf(err, errlen, "%s", serr);
+	if (lock_call(a, st, &lk, err, errlen) < 0) {
 		store_close(st);
 		return -1;
+	}
+	if (a->fork && store_fork(st, a->fork, a->session, a->fork_replace, &forked, serr,
+	                          sizeof(serr)) < 0) {
+		snprintf(err, errlen, "%s", serr);
+		unlock_call(st, &lk);
+		store_close(st);
+		return -1;
+	}
+	if (!a->code) {   /* the fork was the whole call */
+		unlock_call(st, &lk);
+		store_close(st);
+		return 0;
 	}
 	ret = run_locked(a, st, t0, res, sig, &no_server, err, errlen);
 	if (ret == 0)
 		res->timings_ms[TIMING_TOTAL] = (deadline_now() - t0) * 1e3;
 	if (ret == 0 && !*sig && !a->json && res->displays.p)
 		write_images(a->settings, res);
-	store_unlock(st, &lk);
+	unlock_call(st, &lk);
 	if (no_server && !*sig) {
 		struct warm_want key = call_warm_want(a);
 

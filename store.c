@@ -8,6 +8,12 @@
  * its temp file.  Any other store (memory, remote), and any save whose
  * writer runs under RLIMIT_FSIZE, goes through a memfd: loaded bytes are
  * written into one, and a saved memfd is mapped and passed to ops->save.
+ *
+ * Every session a worker reads or writes passes through here signed
+ * (sign.h): the new session gets its trailer before the store sees it,
+ * and a stored one is copied into a memfd of ours and verified there,
+ * then handed on without its trailer, so the bytes a worker unpickles are
+ * the ones verified, whatever the backend and whoever can write to it.
  */
 #include "store.h"
 
@@ -25,6 +31,7 @@
 
 #include "fdio.h"
 #include "mem_client.h"
+#include "sign.h"
 #include "store_cmd.h"
 #include "store_file.h"
 #include "store_redis.h"
@@ -138,7 +145,50 @@ struct store *store_open(enum store_kind kind, const char *spec, const char *dir
 	}
 }
 
-/* The bytes of a store without fds, in a memfd. */
+int store_sign_with(struct store *s, const char *spec, char *err, size_t errlen)
+{
+	struct sign_key *key = malloc(sizeof(*key));
+
+	if (!key) {
+		snprintf(err, errlen, "cannot load the session key: %s", strerror(errno));
+		return -1;
+	}
+	if (sign_key_open(spec, s->home, key, err, errlen) < 0) {
+		free(key);
+		return -1;
+	}
+	free(s->key);
+	s->key = key;
+	return 0;
+}
+
+/* No signing without a key: a store that store_sign_with never keyed
+ * hands no session to a worker and takes none from it. */
+static int need_key(const struct store *s, const char *id, char *err, size_t errlen)
+{
+	if (s->key)
+		return 0;
+	snprintf(err, errlen, "session '%s': this store has no session key", id);
+	errno = EINVAL;
+	return -1;
+}
+
+/* 0 when stored[0..n) is id's, signed with the store's key; else -1 with
+ * the refusal, which names the reset. */
+static int check_signed(const struct store *s, const char *id, const uint8_t *stored,
+                        size_t n, char *err, size_t errlen)
+{
+	enum sign_verdict v = sign_verify(s->key, id, stored, n);
+
+	if (v == SIGN_OK)
+		return 0;
+	snprintf(err, errlen, "session '%s' cannot be loaded: %s; run 'dolsot --reset %s' "
+	         "to start it afresh", id, sign_verdict_reason(v), id);
+	errno = EBADMSG;
+	return -1;
+}
+
+/* The verified blob of a store without fds, in a memfd. */
 static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
                       bool *found, char *err, size_t errlen)
 {
@@ -151,6 +201,12 @@ static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
 		free(blob);
 		return 0;
 	}
+	if (check_signed(s, id, blob, *len, err, errlen) < 0) {
+		*found = false;
+		free(blob);
+		return -1;
+	}
+	*len -= SIGN_TRAILER;
 	*fd = memfd_create("dolsot-session", MFD_CLOEXEC);
 	if (*fd < 0 || fd_write_all(*fd, blob, *len) < 0) {
 		errsv = errno;
@@ -197,19 +253,54 @@ static int copy_to_memfd(const char *id, int *fd, size_t len, char *err,
 	return -1;
 }
 
-int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t *len,
-                    bool *found, char *err, size_t errlen)
+/* Verify the memfd copy *fd (len bytes) and cut its trailer off. */
+static int verify_memfd(struct store *s, const char *id, int fd, size_t *len, char *err,
+                        size_t errlen)
+{
+	void *p = NULL;
+	int ret, errsv;
+
+	if (*len >= SIGN_TRAILER) {
+		p = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			errsv = errno;
+			snprintf(err, errlen, "cannot load session '%s': mmap: %s", id,
+			         strerror(errsv));
+			errno = errsv;
+			return -1;
+		}
+	}
+	ret = check_signed(s, id, p, *len, err, errlen);
+	if (p)
+		munmap(p, *len);
+	if (ret < 0)
+		return -1;
+	*len -= SIGN_TRAILER;
+	if (ftruncate(fd, (off_t)*len) < 0) {
+		errsv = errno;
+		snprintf(err, errlen, "cannot load session '%s': ftruncate: %s", id,
+		         strerror(errsv));
+		errno = errsv;
+		return -1;
+	}
+	return 0;
+}
+
+int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool *found,
+                    char *err, size_t errlen)
 {
 	*fd = -1;
 	*len = 0;
 	*found = false;
-	if (!store_id_valid(id, err, errlen))
+	if (!store_id_valid(id, err, errlen) || need_key(s, id, err, errlen) < 0)
 		return -1;
 	if (!s->ops->open_blob)
 		return memfd_blob(s, id, fd, len, found, err, errlen);   /* a copy already */
 	if (s->ops->open_blob(s, id, fd, len, found, err, errlen) < 0)
 		return -1;
-	if (copy && *found && copy_to_memfd(id, fd, *len, err, errlen) < 0) {
+	if (*found && (copy_to_memfd(id, fd, *len, err, errlen) < 0 ||
+	               verify_memfd(s, id, *fd, len, err, errlen) < 0)) {
+		fd_close(fd);
 		*found = false;
 		return -1;
 	}
@@ -264,31 +355,65 @@ int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
 	return 0;
 }
 
-/* Map the memfd's len bytes and hand them to the store's save. */
+/*
+ * Map the memfd's len bytes with room for the trailer after them, sign,
+ * and hand the whole to the store's save.  The room is an anonymous
+ * mapping the file's pages are mapped over (private: the memfd, which may
+ * be sealed against growing, is never written).
+ */
 static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char *err,
                         size_t errlen)
 {
+	size_t total = len + SIGN_TRAILER;
 	struct stat st;
-	void *p = NULL;
+	uint8_t *p;
 	int ret, errsv;
 
 	if (fstat(sv->fd, &st) < 0)
 		return store_save_fail(s, sv, "fstat", errno, err, errlen);
 	if ((uint64_t)st.st_size != (uint64_t)len)
 		return store_save_fail(s, sv, "write", EIO, err, errlen);
-	if (len) {
-		p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, sv->fd, 0);
-		if (p == MAP_FAILED)
-			return store_save_fail(s, sv, "mmap", errno, err, errlen);
+	p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return store_save_fail(s, sv, "mmap", errno, err, errlen);
+	if (len && mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, sv->fd, 0) ==
+	           MAP_FAILED) {
+		errsv = errno;
+		munmap(p, total);
+		return store_save_fail(s, sv, "mmap", errsv, err, errlen);
 	}
-	ret = s->ops->save(s, sv->id, p ? p : (const uint8_t *)"", len, sv->sandboxed, err,
-	                   errlen);
+	sign_trailer(s->key, sv->id, p, len, p + len);
+	ret = s->ops->save(s, sv->id, p, total, sv->sandboxed, err, errlen);
 	errsv = errno;
-	if (p)
-		munmap(p, len);
+	munmap(p, total);
 	store_save_abort(s, sv);
 	errno = errsv;
 	return ret;
+}
+
+/* Append the trailer to a backend's save file, which holds len bytes. */
+static int sign_save_file(struct store *s, struct store_save *sv, size_t len, char *err,
+                          size_t errlen)
+{
+	uint8_t trailer[SIGN_TRAILER];
+	struct stat st;
+	void *p = NULL;
+
+	if (fstat(sv->fd, &st) < 0)
+		return store_save_fail(s, sv, "fstat", errno, err, errlen);
+	if ((uint64_t)st.st_size != (uint64_t)len)
+		return store_save_fail(s, sv, "write", EIO, err, errlen);
+	if (len) {
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, sv->fd, 0);
+		if (p == MAP_FAILED)
+			return store_save_fail(s, sv, "mmap", errno, err, errlen);
+	}
+	sign_trailer(s->key, sv->id, p, len, trailer);
+	if (p)
+		munmap(p, len);
+	if (pwrite(sv->fd, trailer, sizeof(trailer), (off_t)len) != (ssize_t)sizeof(trailer))
+		return store_save_fail(s, sv, "write", errno ? errno : EIO, err, errlen);
+	return 0;
 }
 
 int store_save_too_big(const struct store_save *sv, uint64_t len, char *err,
@@ -308,9 +433,15 @@ int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *
 		store_save_abort(s, sv);
 		return store_save_too_big(sv, len, err, errlen);
 	}
+	if (need_key(s, sv->id, err, errlen) < 0) {
+		store_save_abort(s, sv);
+		return -1;
+	}
 	if (!sv->priv)
 		return commit_memfd(s, sv, len, err, errlen);
-	return s->ops->save_commit(s, sv, len, err, errlen);
+	if (sign_save_file(s, sv, len, err, errlen) < 0)
+		return -1;
+	return s->ops->save_commit(s, sv, len + SIGN_TRAILER, err, errlen);
 }
 
 void store_save_abort(struct store *s, struct store_save *sv)
@@ -335,4 +466,63 @@ int store_save_fail(struct store *s, struct store_save *sv, const char *op,
 	         strerror(errnum));
 	errno = errnum;
 	return -1;
+}
+
+/* Whether id has a stored session (its bytes are not read). */
+static int exists(struct store *s, const char *id, bool *found, char *err, size_t errlen)
+{
+	uint8_t *blob = NULL;
+	size_t len;
+	int fd = -1, ret;
+
+	if (s->ops->open_blob) {
+		ret = s->ops->open_blob(s, id, &fd, &len, found, err, errlen);
+		fd_close(&fd);
+		return ret;
+	}
+	ret = s->ops->load(s, id, &blob, &len, found, err, errlen);
+	free(blob);
+	return ret;
+}
+
+int store_fork(struct store *s, const char *src, const char *dst, bool replace,
+               size_t *len, char *err, size_t errlen)
+{
+	uint8_t *blob = NULL;
+	bool found, sandboxed;
+	int ret = -1;
+
+	*len = 0;
+	if (!store_id_valid(src, err, errlen) || !store_id_valid(dst, err, errlen) ||
+	    need_key(s, dst, err, errlen) < 0)
+		return -1;
+	if (!replace) {
+		if (exists(s, dst, &found, err, errlen) < 0)
+			return -1;
+		if (found) {
+			snprintf(err, errlen, "cannot fork session '%s' into '%s': '%s' already "
+			         "exists (add --replace to start it over from '%s', or pick "
+			         "another id)", src, dst, dst, src);
+			errno = EEXIST;
+			return -1;
+		}
+	}
+	if (s->ops->load(s, src, &blob, len, &found, err, errlen) < 0)
+		return -1;
+	if (!found) {
+		snprintf(err, errlen, "cannot fork session '%s': there is no such session", src);
+		errno = ENOENT;
+		goto out;
+	}
+	/* The copy keeps where the bytes came from: a sandboxed call's stay
+	 * refused outside the sandbox under their new id too. */
+	if (check_signed(s, src, blob, *len, err, errlen) < 0 ||
+	    s->ops->origin(s, src, &sandboxed, err, errlen) < 0)
+		goto out;
+	sign_trailer(s->key, dst, blob, *len - SIGN_TRAILER, blob + *len - SIGN_TRAILER);
+	ret = s->ops->save(s, dst, blob, *len, sandboxed, err, errlen);
+	*len -= SIGN_TRAILER;
+out:
+	free(blob);
+	return ret;
 }

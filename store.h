@@ -67,17 +67,27 @@ int store_lock(struct store *s, const char *id, long timeout_ms,
 void store_unlock(struct store *s, struct store_lock *lk);
 
 /*
+ * Signed sessions (sign.h): key the store with DOLSOT_SESSION_KEY's value
+ * spec (NULL: the key file in its directory, made on first use).  Until
+ * then the fd operations below and store_fork refuse.  0, or -1 with err.
+ */
+int store_sign_with(struct store *s, const char *spec, char *err, size_t errlen);
+
+/*
  * Sessions as fds, for a worker that reads and writes them
  * itself.  Every store has these; one without its own ops goes through a
- * memfd and its load/save.
+ * memfd and its load/save.  The store's load and save (above) trade in the
+ * stored bytes, trailer included; these trade in the worker's blob.
  *
- * store_open_blob: like store_load, but *fd (caller closes) holds the
- * session; *fd is -1 when it is absent.  With copy, *fd is a memfd of its
- * own holding a copy, never a file of the store (a sandboxed worker could
- * reopen that one for writing through /proc/self/fd).
+ * store_open_blob: *fd (caller closes) holds id's blob, checked against
+ * its signature, and *len its size; *fd is -1 when the session is absent.
+ * *fd is always a memfd of its own holding the verified copy, never a
+ * file of the store (which someone could change after the check, and a
+ * sandboxed worker could reopen for writing through /proc/self/fd).  A
+ * refused signature is -1 with err naming the reset.
  */
-int store_open_blob(struct store *s, const char *id, bool copy, int *fd, size_t *len,
-                    bool *found, char *err, size_t errlen);
+int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool *found,
+                    char *err, size_t errlen);
 
 /*
  * Begin a save of id: sv->fd is an empty file to write the session into.
@@ -95,8 +105,9 @@ int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
 int store_save_too_big(const struct store_save *sv, uint64_t len, char *err,
                        size_t errlen);
 
-/* Make sv->fd's len bytes the session (fstat must agree; len at most
- * sv->max); -1 with err, the old session kept, and no temp file left. */
+/* Make sv->fd's len bytes the session, signed for sv->id (fstat must
+ * agree; len at most sv->max); -1 with err, the old session kept, and no
+ * temp file left. */
 int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err,
                       size_t errlen);
 
@@ -107,5 +118,15 @@ void store_save_abort(struct store *s, struct store_save *sv);
  * "cannot save session 'ID': OP: strerror" in err; returns -1. */
 int store_save_fail(struct store *s, struct store_save *sv, const char *op,
                     int errnum, char *err, size_t errlen);
+
+/*
+ * --fork: make dst a copy of src's stored session (src's signature checked,
+ * the copy signed for dst, src's origin kept), through the store's load
+ * and save, nothing unpickled.  The caller holds both locks.  An existing
+ * dst is refused unless replace.  Returns 0 with *len the blob's bytes,
+ * or -1 with err.
+ */
+int store_fork(struct store *s, const char *src, const char *dst, bool replace,
+               size_t *len, char *err, size_t errlen);
 
 #endif

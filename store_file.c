@@ -468,8 +468,9 @@ static int create_temp(struct fstore *fs, const char *id, char *tmp,
 			sfx[i] = alnum[rnd[i] % (sizeof(alnum) - 1)];
 		sfx[STORE_TEMP_RAND_LEN] = '\0';
 		snprintf(tmp, tmplen, ".%s.%s.tmp", id, sfx);
+		/* Read and write: store.c signs what the worker wrote. */
 		fd = openat(fs->dirfd, tmp, O_CREAT | O_EXCL | O_NOFOLLOW |
-		            O_WRONLY | O_CLOEXEC, 0600);
+		            O_RDWR | O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
 			break;
 	}

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define STORE_ID_MAX 128
@@ -116,16 +117,24 @@ struct store_ops {
 	void (*save_abort)(struct store *s, struct store_save *sv);
 };
 
+struct sign_key;
+
 struct store {
 	const struct store_ops *ops;
 	void *priv;
 	int home;               /* the directory the warm server's socket is in, or -1 */
+	/* The session key (sign.h, malloc'd): set by store.h's store_sign_with,
+	 * never by a backend; NULL until then. */
+	struct sign_key *key;
 };
 
 static inline void store_close(struct store *s)
 {
-	if (s)
+	if (s) {
+		free(s->key);
+		s->key = NULL;
 		s->ops->close(s);
+	}
 }
 
 #endif

@@ -354,20 +354,22 @@ START_TEST(damaged_session_is_an_error_naming_reset)
 	ok("x = list(range(100))\ny = 'text'");
 	if (asprintf(&path, "%s/t.pkl", fx.store) < 0)
 		abort();
-	blob = cli_read_file(path, &n);
+	blob = cli_read_session(fx.store, "t", &n);
 	ck_assert_uint_gt(n, 20);
 	for (size_t i = 0; i < 3; i++) {
 		struct cli_run r;
-		FILE *f = fopen(path, "we");
 		static const char bad_index[] = "DLSS\002\005\0\0\0\0\0\0\0junk!";
+		char *grown = malloc(n + 2);
 
+		/* Damaged blobs, signed: the worker's own refusals. */
+		ck_assert_ptr_nonnull(grown);
+		memcpy(grown, blob, n);
+		memcpy(grown + n, "++", 2);
 		if (i == 1)
-			fwrite(bad_index, 1, sizeof(bad_index) - 1, f);
+			cli_put_session(fx.store, "t", bad_index, sizeof(bad_index) - 1);
 		else
-			fwrite(blob, 1, i == 0 ? n - 5 : n, f);
-		if (i == 2)
-			fputs("++", f);
-		fclose(f);
+			cli_put_session(fx.store, "t", grown, i == 0 ? n - 5 : n + 2);
+		free(grown);
 		RUN(&r, "1");
 		ck_code(&r, 1);
 		ck_assert_msg(cli_has(r.err, "dolsot: session 't' cannot be loaded: "),
@@ -390,6 +392,16 @@ START_TEST(version_1_session_still_loads)
 	         "pickle.dumps({\"x\": [5], \"y\": \"old\"}, protocol=5))' '%s/t.pkl'",
 	         fx.store, fx.store);
 	ck_assert_int_eq(system(cmd), 0);
+	{
+		char path[4400], *v1;
+		size_t n;
+
+		snprintf(path, sizeof(path), "%s/t.pkl", fx.store);
+		v1 = cli_read_file(path, &n);
+		ck_assert_ptr_nonnull(v1);
+		cli_put_session(fx.store, "t", v1, n);   /* as if a signing dolsot wrote it */
+		free(v1);
+	}
 	expect("x, y", "([5], 'old')\n");
 	expect("x", "[5]\n");
 }

@@ -398,7 +398,7 @@ START_TEST(empty_session_file_names_itself_and_the_reset)
 
 	ok_call("t", "n = 1");
 	snprintf(path, sizeof(path), "%s/t.pkl", fx.store);
-	cli_write_file(path, "");
+	cli_put_session(fx.store, "t", "", 0);   /* signed: the worker reads it */
 	CLI(&r, "--session", "t", "n");
 	ck_code(&r, 1);
 	ck_err_has(&r, "dolsot: session 't' cannot be loaded: not a dolsot session "
@@ -917,13 +917,13 @@ START_TEST(corrupt_session_names_reset)
 
 	ok_call("t", "x = 1");
 	snprintf(path, sizeof(path), "%s/t.pkl", fx.store);
-	cli_write_file(path, "DLSS\001garbage");
+	cli_put_session(fx.store, "t", "DLSS\001garbage", 12);
 	CLI(&r, "--session", "t", "x");
 	ck_code(&r, 1);
 	ck_err_has(&r, "session 't' cannot be loaded");
 	ck_err_has(&r, "dolsot --reset t");
 	cli_run_release(&r);
-	cli_write_file(path, "");
+	cli_put_session(fx.store, "t", "", 0);
 	CLI(&r, "--session", "t", "x");
 	ck_code(&r, 1);
 	ck_err_has(&r, "session 't' cannot be loaded");
@@ -931,7 +931,7 @@ START_TEST(corrupt_session_names_reset)
 	/* The file is never silently replaced. */
 	{
 		size_t n;
-		char *s = cli_read_file(path, &n);
+		char *s = cli_read_session(fx.store, "t", &n);
 
 		ck_assert_uint_eq(n, 0);
 		free(s);

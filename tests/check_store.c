@@ -29,6 +29,7 @@
 #include "ck_run.h"
 #include "mem_server.h"
 #include "mem_store.h"
+#include "sign.h"
 #include "store.h"
 #include "store_file.h"
 #include "wire.h"
@@ -137,6 +138,32 @@ static char *load_str(struct store *s, const char *id)
 	str[len] = '\0';
 	free(blob);
 	return str;
+}
+
+#define TEST_KEY "a test key of more than thirty-two bytes"
+
+/* A store of the fd door: keyed, as repl.c keys every store it opens. */
+static struct store *keyed(struct store *s)
+{
+	ck_assert_msg(store_sign_with(s, TEST_KEY, ERR) == 0, "key: %s", err);
+	return s;
+}
+
+/* The stored bytes of id are want, signed for id with TEST_KEY. */
+static void assert_signed(struct store *s, const char *id, const char *want)
+{
+	struct sign_key key;
+	uint8_t *blob;
+	size_t len;
+	bool found;
+
+	ck_assert_int_eq(sign_key_open(TEST_KEY, -1, &key, ERR), 0);
+	ck_assert_msg(store_load(s, id, &blob, &len, &found, ERR) == 0 && found,
+	              "load %s: %s", id, err);
+	ck_assert_uint_eq(len, strlen(want) + SIGN_TRAILER);
+	ck_assert(memcmp(blob, want, strlen(want)) == 0);
+	ck_assert_int_eq(sign_verify(&key, id, blob, len), SIGN_OK);
+	free(blob);
 }
 
 static void assert_session(struct store *s, const char *id, const char *want)
@@ -1069,14 +1096,14 @@ static void begin(struct store *s, const char *id, bool memfd, struct store_save
 
 START_TEST(test_blob_fd_round_trip)
 {
-	struct store *s = backends[_i / 2].open();
+	struct store *s = keyed(backends[_i / 2].open());
 	struct store_save sv;
 	size_t len;
 	bool found;
 	int fd;
 	char *got;
 
-	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, ERR), 0);
+	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, ERR), 0);
 	ck_assert(!found);
 	ck_assert_int_eq(fd, -1);
 	begin(s, "a", _i % 2, &sv);
@@ -1084,8 +1111,8 @@ START_TEST(test_blob_fd_round_trip)
 	ck_assert_msg(store_save_commit(s, &sv, 19, ERR) == 0, "commit: %s", err);
 	ck_assert_int_eq(sv.fd, -1);
 	store_save_abort(s, &sv);   /* after a commit: nothing left to drop */
-	assert_session(s, "a", "written by a worker");
-	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, ERR), 0);
+	assert_signed(s, "a", "written by a worker");
+	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, ERR), 0);
 	ck_assert(found);
 	ck_assert_uint_eq(len, 19);
 	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
@@ -1099,7 +1126,7 @@ END_TEST
 
 START_TEST(test_blob_abort_keeps_old)
 {
-	struct store *s = backends[_i / 2].open();
+	struct store *s = keyed(backends[_i / 2].open());
 	struct store_save sv;
 
 	save_str(s, "a", "old");
@@ -1117,7 +1144,7 @@ END_TEST
 /* A writer that stopped short (or wrote on) saves nothing. */
 START_TEST(test_blob_commit_checks_length)
 {
-	struct store *s = backends[_i / 2].open();
+	struct store *s = keyed(backends[_i / 2].open());
 	struct store_save sv;
 
 	save_str(s, "a", "old");
@@ -1135,7 +1162,7 @@ END_TEST
 
 START_TEST(test_blob_save_fail_words_it)
 {
-	struct store *s = backends[_i / 2].open();
+	struct store *s = keyed(backends[_i / 2].open());
 	struct store_save sv;
 
 	save_str(s, "a", "old");
@@ -1152,13 +1179,13 @@ END_TEST
 
 START_TEST(test_blob_refuses_invalid_id)
 {
-	struct store *s = backends[_i / 2].open();
+	struct store *s = keyed(backends[_i / 2].open());
 	struct store_save sv;
 	size_t len;
 	bool found;
 	int fd;
 
-	ck_assert_int_eq(store_open_blob(s, "../x", false, &fd, &len, &found, ERR), -1);
+	ck_assert_int_eq(store_open_blob(s, "../x", &fd, &len, &found, ERR), -1);
 	ck_assert_int_eq(fd, -1);
 	ck_assert_int_eq(store_save_begin(s, "../x", _i % 2, 0, &sv, ERR), -1);
 	ck_assert_int_eq(sv.fd, -1);
@@ -1169,7 +1196,7 @@ END_TEST
 /* The FileStore's save fd is its own 0600 temp file, renamed into place. */
 START_TEST(test_blob_file_save_is_a_temp_file)
 {
-	struct store *s = open_file();
+	struct store *s = keyed(open_file());
 	struct store_save sv;
 	char path[PATH_MAX], tmp[PATH_MAX];
 
@@ -1182,39 +1209,38 @@ START_TEST(test_blob_file_save_is_a_temp_file)
 	ck_assert_int_eq(store_save_commit(s, &sv, 3, ERR), 0);
 	ck_assert_uint_eq(file_mode(path_in(path, sess_dir, "a.pkl")), 0600);
 	ck_assert_int_eq(count_entries(sess_dir), 1);
-	assert_session(s, "a", "new");
+	assert_signed(s, "a", "new");
 	store_close(s);
 }
 END_TEST
 
-/* A session file is handed out as it is, not copied. */
-START_TEST(test_blob_file_open_is_the_session_file)
+/* A session file is never handed out: the worker gets a memfd of its
+ * own with the verified copy, without its trailer; writing to it, or
+ * reopening it, cannot reach the store. */
+START_TEST(test_blob_file_open_is_a_verified_copy)
 {
-	struct store *s = open_file();
+	struct store *s = keyed(open_file());
+	struct store_save sv;
 	struct stat a, b;
 	char path[PATH_MAX];
 	size_t len;
 	bool found;
 	int fd;
 
-	save_str(s, "a", "state");
-	ck_assert_int_eq(store_open_blob(s, "a", false, &fd, &len, &found, ERR), 0);
-	ck_assert(found);
-	ck_assert_int_eq(fstat(fd, &a), 0);
-	ck_assert_int_eq(stat(path_in(path, sess_dir, "a.pkl"), &b), 0);
-	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
-	close(fd);
-	/* A copy (for a sandboxed worker) is a memfd of its own: writing to it,
-	 * or reopening it, cannot reach the store. */
-	ck_assert_int_eq(store_open_blob(s, "a", true, &fd, &len, &found, ERR), 0);
+	begin(s, "a", false, &sv);
+	write_str(sv.fd, "state");
+	ck_assert_msg(store_save_commit(s, &sv, 5, ERR) == 0, "commit: %s", err);
+	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, ERR), 0);
 	ck_assert(found);
 	ck_assert_uint_eq(len, 5);
 	ck_assert_int_eq(fstat(fd, &a), 0);
+	ck_assert_int_eq((int)a.st_size, 5);
+	ck_assert_int_eq(stat(path_in(path, sess_dir, "a.pkl"), &b), 0);
 	ck_assert(a.st_ino != b.st_ino || a.st_dev != b.st_dev);
 	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	ck_assert_int_eq(pwrite(fd, "XXXXX", 5, 0), 5);
 	close(fd);
-	assert_session(s, "a", "state");
+	assert_signed(s, "a", "state");
 	store_close(s);
 }
 END_TEST
@@ -1223,7 +1249,7 @@ END_TEST
  * is kept however long the call runs, as long as its session is locked. */
 START_TEST(test_reap_keeps_a_locked_sessions_old_temp_file)
 {
-	struct store *s = open_file(), *other = open_file();
+	struct store *s = keyed(open_file()), *other = open_file();
 	struct store_save sv;
 	struct store_lock lk;
 	char name[PATH_MAX];
@@ -1240,7 +1266,7 @@ START_TEST(test_reap_keeps_a_locked_sessions_old_temp_file)
 	write_str(sv.fd, "late");
 	ck_assert_msg(store_save_commit(s, &sv, 4, ERR) == 0, "commit: %s", err);
 	store_unlock(s, &lk);
-	assert_session(other, "slow", "late");
+	assert_signed(other, "slow", "late");
 	/* Once its session is free, an old temp file is a killed save's. */
 	put_file(sess_dir, ".slow.AbC123.tmp", "killed save");
 	age_file(sess_dir, ".slow.AbC123.tmp", 2 * HOUR);
@@ -1257,7 +1283,7 @@ END_TEST
  * commit, cleared by an unsandboxed one, gone with the session. */
 START_TEST(test_origin_follows_the_last_writer)
 {
-	struct store *s = backends[_i / 2].open();
+	struct store *s = keyed(backends[_i / 2].open());
 	struct store_save sv;
 	unsigned removed;
 	bool sb;
@@ -1279,7 +1305,7 @@ START_TEST(test_origin_follows_the_last_writer)
 	ck_assert_msg(store_save_commit(s, &sv, 3, ERR) == 0, "commit: %s", err);
 	ck_assert_int_eq(store_origin(s, "a", &sb, ERR), 0);
 	ck_assert(sb);
-	assert_session(s, "a", "zzz");
+	assert_signed(s, "a", "zzz");
 	ck_assert_int_eq(store_del(s, "a", &removed, ERR), 0);
 	ck_assert_int_eq(store_origin(s, "a", &sb, ERR), 0);
 	ck_assert(!sb);
@@ -1297,7 +1323,7 @@ END_TEST
  * it is refused with the old session kept and no temp file left. */
 START_TEST(test_bounded_save_refuses_more)
 {
-	struct store *s = backends[_i / 2].open();
+	struct store *s = keyed(backends[_i / 2].open());
 	struct store_save sv;
 	char big[64];
 
@@ -1624,6 +1650,149 @@ START_TEST(test_mem_incarnation_fences_saves_and_names_lost_sessions)
 }
 END_TEST
 
+/* ---- signed sessions and forks, on every backend ---- */
+
+/* id's blob through the fd door: its text, or NULL with err set. */
+static char *open_str(struct store *s, const char *id)
+{
+	size_t len;
+	bool found;
+	int fd;
+	char *got;
+
+	if (store_open_blob(s, id, &fd, &len, &found, ERR) < 0) {
+		ck_assert_int_eq(fd, -1);
+		ck_assert(!found);
+		return NULL;
+	}
+	ck_assert(found);
+	got = read_fd(fd, len);
+	close(fd);
+	return got;
+}
+
+static void commit_str(struct store *s, const char *id, const char *v, bool sandboxed)
+{
+	struct store_save sv;
+
+	begin(s, id, false, &sv);
+	write_str(sv.fd, v);
+	sv.sandboxed = sandboxed;
+	ck_assert_msg(store_save_commit(s, &sv, strlen(v), ERR) == 0, "commit: %s", err);
+}
+
+static void assert_refused(struct store *s, const char *id, const char *why)
+{
+	char want[256];
+
+	ck_assert_ptr_null(open_str(s, id));
+	ck_assert_msg(strstr(err, why), "%s: %s", id, err);
+	snprintf(want, sizeof(want), "session '%s' cannot be loaded: ", id);
+	ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+	snprintf(want, sizeof(want), "; run 'dolsot --reset %s' to start it afresh", id);
+	ck_assert_msg(strstr(err, want), "%s", err);
+}
+
+/* A changed byte anywhere, the bytes under another id, another key, no
+ * signature at all: each refused before anything is handed on. */
+START_TEST(test_signature_refusals)
+{
+	struct store *s = keyed(backends[_i].open());
+	uint8_t *blob;
+	size_t len;
+	bool found;
+	char *got;
+
+	commit_str(s, "a", "pickle bytes", false);
+	got = open_str(s, "a");
+	ck_assert_str_eq(got, "pickle bytes");
+	free(got);
+	ck_assert_int_eq(store_load(s, "a", &blob, &len, &found, ERR), 0);
+	/* under another id */
+	ck_assert_int_eq(store_save(s, "b", blob, len, false, ERR), 0);
+	assert_refused(s, "b", "its signature does not match");
+	/* each byte changed in turn, the trailer's included */
+	for (size_t i = 0; i < len; i++) {
+		blob[i] ^= 0x20;
+		ck_assert_int_eq(store_save(s, "c", blob, len, false, ERR), 0);
+		assert_refused(s, "c", i + 8 < len ? "its signature does not match"
+		                                     : "it carries no signature");
+		blob[i] ^= 0x20;
+	}
+	/* cut short */
+	ck_assert_int_eq(store_save(s, "c", blob, len - 1, false, ERR), 0);
+	assert_refused(s, "c", "it carries no signature");
+	/* written before signing */
+	save_str(s, "old", "DLSS\002unsigned");
+	assert_refused(s, "old", "it carries no signature (it was written before dolsot "
+	               "signed sessions");
+	/* another key */
+	ck_assert_int_eq(store_sign_with(s, TEST_KEY " but another", ERR), 0);
+	assert_refused(s, "a", "signed with another key");
+	free(blob);
+	store_close(s);
+}
+END_TEST
+
+/* A store nobody keyed hands out nothing and takes nothing. */
+START_TEST(test_unkeyed_store_refuses)
+{
+	struct store *s = backends[_i].open();
+	struct store_save sv;
+	size_t len;
+	bool found;
+	int fd;
+
+	save_str(s, "a", "x");
+	ck_assert_int_eq(store_open_blob(s, "a", &fd, &len, &found, ERR), -1);
+	ck_assert_str_eq(err, "session 'a': this store has no session key");
+	begin(s, "a", false, &sv);
+	write_str(sv.fd, "y");
+	ck_assert_int_eq(store_save_commit(s, &sv, 1, ERR), -1);
+	assert_session(s, "a", "x");
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_fork_copies_and_signs_for_the_new_id)
+{
+	struct store *s = keyed(backends[_i].open());
+	size_t len;
+	bool sb;
+	char *got;
+
+	commit_str(s, "src", "the state", true);
+	ck_assert_msg(store_fork(s, "src", "dst", false, &len, ERR) == 0, "fork: %s", err);
+	ck_assert_uint_eq(len, 9);
+	got = open_str(s, "dst");
+	ck_assert_str_eq(got, "the state");
+	free(got);
+	assert_signed(s, "dst", "the state");
+	assert_signed(s, "src", "the state");
+	/* The origin travels: a sandboxed call's bytes stay marked. */
+	ck_assert_int_eq(store_origin(s, "dst", &sb, ERR), 0);
+	ck_assert(sb);
+	/* An existing destination: only when asked. */
+	commit_str(s, "dst", "moved on", false);
+	ck_assert_int_eq(store_fork(s, "src", "dst", false, &len, ERR), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	ck_assert_msg(strstr(err, "'dst' already exists (add --replace"), "%s", err);
+	assert_signed(s, "dst", "moved on");
+	ck_assert_int_eq(store_fork(s, "src", "dst", true, &len, ERR), 0);
+	assert_signed(s, "dst", "the state");
+	/* No source; a source that does not verify. */
+	ck_assert_int_eq(store_fork(s, "none", "new", false, &len, ERR), -1);
+	ck_assert_str_eq(err, "cannot fork session 'none': there is no such session");
+	save_str(s, "bad", "DLSS\002unsigned");
+	ck_assert_int_eq(store_fork(s, "bad", "new", false, &len, ERR), -1);
+	ck_assert_msg(strstr(err, "session 'bad' cannot be loaded: it carries no signature"),
+	              "%s", err);
+	assert_session(s, "new", NULL);
+	ck_assert_int_eq(store_fork(s, "src", "../x", false, &len, ERR), -1);
+	store_close(s);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *su = suite_create("store");
@@ -1644,6 +1813,9 @@ static Suite *store_suite(void)
 	tc = tcase_create("blob");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_blob_fd_round_trip, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_signature_refusals, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_unkeyed_store_refuses, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_fork_copies_and_signs_for_the_new_id, 0, NBACKENDS);
 	tcase_add_loop_test(tc, test_blob_abort_keeps_old, 0, BLOB_WAYS);
 	tcase_add_loop_test(tc, test_blob_commit_checks_length, 0, BLOB_WAYS);
 	tcase_add_loop_test(tc, test_blob_save_fail_words_it, 0, BLOB_WAYS);
@@ -1651,7 +1823,7 @@ static Suite *store_suite(void)
 	tcase_add_loop_test(tc, test_origin_follows_the_last_writer, 0, BLOB_WAYS);
 	tcase_add_loop_test(tc, test_bounded_save_refuses_more, 0, BLOB_WAYS);
 	tcase_add_test(tc, test_blob_file_save_is_a_temp_file);
-	tcase_add_test(tc, test_blob_file_open_is_the_session_file);
+	tcase_add_test(tc, test_blob_file_open_is_a_verified_copy);
 	tcase_add_test(tc, test_reap_keeps_a_locked_sessions_old_temp_file);
 	suite_add_tcase(su, tc);
 

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sign.h"
+
 extern char **environ;
 
 static void fatal(const char *what)
@@ -484,7 +486,7 @@ int cli_count_fds(pid_t pid)
 
 const char *const cli_usual_env[] = {
 	"DOLSOT_TIMEOUT", "DOLSOT_MAX_OUTPUT", "DOLSOT_SESSION_TTL_DAYS", "PYTHONPATH",
-	"VIRTUAL_ENV", "DOLSOT_TYPECHECK=0", NULL,
+	"VIRTUAL_ENV", "DOLSOT_TYPECHECK=0", "DOLSOT_SESSION_KEY", NULL,
 };
 
 /* The test that ends if the process exits first. */
@@ -582,13 +584,50 @@ bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb)
 {
 	uint64_t index = 0;
 
-	if (na != nb || na < 13 || memcmp(a, b, 5) != 0)
+	if (na != nb || na < 13 + SIGN_TRAILER || memcmp(a, b, 5) != 0)
 		return false;
+	na -= SIGN_TRAILER;
 	for (int i = 7; i >= 0; i--)
 		index = index << 8 | (unsigned char)a[5 + i];
 	if (index > na - 13)
 		return false;
 	return memcmp(a + 13 + index, b + 13 + index, na - 13 - index) == 0;
+}
+
+void cli_put_session(const char *store, const char *id, const void *blob, size_t len)
+{
+	char path[PATH_MAX], err[SIGN_ERR_MAX];
+	uint8_t trailer[SIGN_TRAILER];
+	struct sign_key key;
+	int dfd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	ck_assert_msg(dfd >= 0, "open %s: %s", store, strerror(errno));
+	ck_assert_msg(sign_key_open(NULL, dfd, &key, err, sizeof(err)) == 0, "key: %s", err);
+	close(dfd);
+	sign_trailer(&key, id, blob, len, trailer);
+	snprintf(path, sizeof(path), "%s/%s.pkl", store, id);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	ck_assert(write(fd, blob, len) == (ssize_t)len);
+	ck_assert(write(fd, trailer, sizeof(trailer)) == (ssize_t)sizeof(trailer));
+	close(fd);
+}
+
+char *cli_read_session(const char *store, const char *id, size_t *len)
+{
+	char path[PATH_MAX], *text;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s.pkl", store, id);
+	text = cli_read_file(path, &n);
+	if (!text)
+		return NULL;
+	ck_assert_uint_ge(n, SIGN_TRAILER);
+	n -= SIGN_TRAILER;
+	text[n] = '\0';
+	if (len)
+		*len = n;
+	return text;
 }
 
 /* ---- root and user, cold and warm ---- */

@@ -147,9 +147,20 @@ int cli_count_fds(pid_t pid);
 /*
  * True when two session files hold the same values and carried state: the
  * same bytes after their index (magic, u64 LE length, index), which also
- * holds the cell counter and so changes with every saved call.
+ * holds the cell counter and so changes with every saved call, and before
+ * their signature, which covers the index.
  */
 bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb);
+
+/*
+ * Signed sessions (sign.h), for tests that put a blob of their own in a
+ * FileStore: cli_put_session writes blob (len bytes) as store/ID.pkl with
+ * the trailer dolsot would add, under the store's key file (made, as
+ * dolsot makes it, when missing); cli_read_session is the file's blob
+ * without its trailer (malloc'd, *len its size; NULL when missing).
+ */
+void cli_put_session(const char *store, const char *id, const void *blob, size_t len);
+char *cli_read_session(const char *store, const char *id, size_t *len);
 
 /* True when haystack contains needle. */
 bool cli_has(const char *haystack, const char *needle);
