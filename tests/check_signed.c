@@ -98,7 +98,7 @@ static void ok(const struct store_case *sc, const char *id, const char *code,
 static struct store *open_store(const struct store_case *sc)
 {
 	char err[STORE_ERR_MAX];
-	struct store *st = store_open(sc->kind, fx.store, 0, err, sizeof(err));
+	struct store *st = store_open(sc->kind, NULL, fx.store, 0, 30, err, sizeof(err));
 
 	ck_assert_msg(st != NULL, "%s: %s", sc->name, err);
 	return st;
