@@ -4,7 +4,7 @@ usage: /usr/bin/python3.11 bench/typegate_warm.py [ROUNDS]   (from the repo root
        after `make dolsot`; needs tools/node's pyright)
 
 Two measurements, each interleaved round by round, for both checkers kept
-warm, mypy (checkd_mypy.py: an interpreter that imported mypy) and pyright
+warm, mypy (checkd_mypy.py: a kept build, forked per cell) and pyright
 (its language server); give CHECKERS=mypy or CHECKERS=pyright for one:
 
   checker   inside one warm dolsot call, the gate's own two ways of checking
@@ -44,7 +44,7 @@ PROBE = r'''
 import _dolsot, time, os
 g = _dolsot.embedded("gate")
 kind, binary = _dolsot.checker_kind(BIN), BIN
-src, off, col = g.build_source(kind, CELL, {"x": 1}, {"mt": __import__("mytools")})
+src, off, col = g.build_source(kind, @CELL@, {"x": 1}, {"mt": __import__("mytools")})
 warm, cold = [], []
 for i in range(ROUNDS):
     t = time.perf_counter()
@@ -94,7 +94,7 @@ def main():
                 call(binary, "1", "x + 1")
             for cell_name, cell in CELLS:
                 probe = (PROBE.replace("BIN", repr(binary)).replace("ROUNDS", str(rounds))
-                         .replace("CELL", repr(cell)))
+                         .replace("@CELL@", repr(cell)))
                 r = call(binary, "1", probe, "probe")
                 lines = r.stdout.split("\n")
                 try:
