@@ -35,6 +35,7 @@ line would.  After an exit status other than 0 or 1 the process answers
 and exits, so that the next cell gets a fresh one.
 """
 
+import contextlib
 import gc
 import io
 import json
@@ -245,12 +246,9 @@ def fallback(run, flags, cell):
     return status, out, False
 
 
-def check(run, flags, base, seq, text, kept):
-    """(status, stdout, grew) of mypy on text, in a directory of its own:
-    with the kept build (kept[0]) when the files it read are unchanged,
-    else with a new build, kept in its place.  grew: the cell imported
-    modules the kept build had not loaded."""
-    state = kept[0]
+@contextlib.contextmanager
+def cell_file(base, seq, text):
+    """The cell written to base/cN/, made the current directory while used."""
     where = os.path.join(base, "c%d" % seq)
     os.mkdir(where, 0o700)
     try:
@@ -258,6 +256,19 @@ def check(run, flags, base, seq, text, kept):
         with open(cell, "w", encoding="utf-8", newline="") as f:
             f.write(text)
         os.chdir(where)
+        yield cell
+    finally:
+        os.chdir(base)
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def check(run, flags, base, seq, text, kept):
+    """(status, stdout, grew) of mypy on text, in a directory of its own:
+    with the kept build (kept[0]) when the files it read are unchanged,
+    else with a new build, kept in its place.  grew: the cell imported
+    modules the kept build had not loaded."""
+    state = kept[0]
+    with cell_file(base, seq, text) as cell:
         if state is not None and state.unchanged():
             got = forked(quick_check, state, cell)
             if got is None:
@@ -271,9 +282,6 @@ def check(run, flags, base, seq, text, kept):
         except BaseException:   # anything unusual: mypy's own main() says it
             out, _err, status = run(list(flags) + [cell])
         return status, out, False
-    finally:
-        os.chdir(base)
-        shutil.rmtree(where, ignore_errors=True)
 
 
 def forget(kept):
@@ -286,19 +294,11 @@ def forget(kept):
 def rebuild(flags, base, seq, text, kept):
     """A new kept build, of a cell that imported more than the kept one."""
     forget(kept)
-    where = os.path.join(base, "c%d" % seq)
-    os.mkdir(where, 0o700)
-    try:
-        cell = os.path.join(where, CELL_FILE)
-        with open(cell, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.chdir(where)
-        kept[0] = full_build(flags, cell)[2]
-    except BaseException:
-        kept[0] = None
-    finally:
-        os.chdir(base)
-        shutil.rmtree(where, ignore_errors=True)
+    with cell_file(base, seq, text) as cell:
+        try:
+            kept[0] = full_build(flags, cell)[2]
+        except BaseException:
+            kept[0] = None
 
 
 def main():
