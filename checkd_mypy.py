@@ -115,6 +115,27 @@ def answer(messages, blockers=False):
     return status, "".join(m + "\n" for m, serious in messages if not serious)
 
 
+def load_rest(graph, manager):
+    """Load from the cache what the build left unloaded (all of it when the
+    cell itself was fresh, say a cell the cold run checked before), in
+    dependency order, so that later cells find it loaded.  False when an
+    import cycle is half loaded: then nothing is kept."""
+    from mypy import build
+    for ascc in build.sorted_components(graph):
+        unloaded = [i for i in ascc if graph[i].tree is None]
+        if not unloaded:
+            continue
+        if len(unloaded) != len(ascc) or any(graph[i].meta is None for i in ascc):
+            return False
+        scc = build.order_ascc(graph, ascc)
+        if "builtins" in ascc:
+            scc = sorted(scc, reverse=True)
+            scc.remove("builtins")
+            scc.append("builtins")
+        build.process_fresh_modules(graph, scc, manager)
+    return True
+
+
 def full_build(flags, cell):
     """mypy's main() on the cell, in this process, keeping the build:
     (status, stdout, Warm or None)."""
@@ -142,6 +163,8 @@ def full_build(flags, cell):
         status, text = answer(messages, True)
         return status, text, None
     status, text = answer(messages)
+    if not load_rest(result.graph, result.manager):
+        return status, text, None
     warm = Warm(result.manager, result.graph, sources[0].module)
     warm.sink = messages
     # What is kept is never collected, so a forked child's collector does
