@@ -125,7 +125,7 @@ int jsonrpc_parse(const char *line, size_t len, struct jsonrpc_msg *m,
                   struct jsonrpc_fault *f)
 {
 	json_error_t je;
-	json_t *root, *id, *method, *ver, *params;
+	json_t *root;
 	char why[160];
 
 	memset(m, 0, sizeof(*m));
@@ -137,11 +137,24 @@ int jsonrpc_parse(const char *line, size_t len, struct jsonrpc_msg *m,
 		         je.position);
 		return fault(f, JSONRPC_PARSE_ERROR, NULL, why);
 	}
-	if (json_is_array(root)) {
+	if (!json_is_array(root))
+		return jsonrpc_parse_value(root, m, f);
+	if (json_array_size(root) == 0) {
 		json_decref(root);
 		return fault(f, JSONRPC_INVALID_REQUEST, NULL,
-		             "invalid request: batches (arrays) are not supported");
+		             "invalid request: an empty batch");
 	}
+	m->kind = JSONRPC_BATCH;
+	m->root = root;
+	return 0;
+}
+
+int jsonrpc_parse_value(json_t *root, struct jsonrpc_msg *m, struct jsonrpc_fault *f)
+{
+	json_t *id, *method, *ver, *params;
+
+	memset(m, 0, sizeof(*m));
+	memset(f, 0, sizeof(*f));
 	if (!json_is_object(root)) {
 		json_decref(root);
 		return fault(f, JSONRPC_INVALID_REQUEST, NULL,

@@ -50,7 +50,8 @@ enum jsonrpc_line jsonrpc_next(struct jsonrpc_reader *r, const char **line, size
 /* At end of input: the unterminated last line, as a line (NONE if none). */
 enum jsonrpc_line jsonrpc_rest(struct jsonrpc_reader *r, const char **line, size_t *len);
 
-enum jsonrpc_kind { JSONRPC_REQUEST, JSONRPC_NOTIFICATION, JSONRPC_RESPONSE };
+enum jsonrpc_kind { JSONRPC_REQUEST, JSONRPC_NOTIFICATION, JSONRPC_RESPONSE,
+                   JSONRPC_BATCH };
 
 /* One parsed message.  root owns everything; the rest point into it. */
 struct jsonrpc_msg {
@@ -71,11 +72,15 @@ struct jsonrpc_fault {
 
 /*
  * Parse one line.  Returns 0 with *m filled (release with
- * jsonrpc_msg_release), or -1 with *f filled (release f->id).  A batch
- * (an array) is refused as an invalid request.
+ * jsonrpc_msg_release), or -1 with *f filled (release f->id).  A batch, a
+ * non-empty array, comes back as JSONRPC_BATCH with only root set: each of
+ * its elements is then parsed with jsonrpc_parse_value.
  */
 int jsonrpc_parse(const char *line, size_t len, struct jsonrpc_msg *m,
                   struct jsonrpc_fault *f);
+/* The same for a value already parsed (an element of a batch, where an
+ * array is refused); takes v's reference. */
+int jsonrpc_parse_value(json_t *v, struct jsonrpc_msg *m, struct jsonrpc_fault *f);
 void jsonrpc_msg_release(struct jsonrpc_msg *m);
 
 /*

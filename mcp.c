@@ -49,6 +49,16 @@ static const char structured_since[] = "2025-06-18";
 
 enum job_kind { JOB_PYTHON, JOB_LIST, JOB_RESET };
 
+/* A batch (revision 2025-03-26): its answers, gathered into one array that
+ * is written when the last of them is in; held by the line being read and
+ * by each of its calls still waiting or running. */
+struct batch {
+	struct server *s;
+	char *buf;                  /* the answers so far, comma-separated */
+	size_t len, cap;
+	unsigned holds;
+};
+
 struct job {
 	struct job *next;
 	enum job_kind kind;
@@ -64,6 +74,7 @@ struct job {
 	size_t len, cap;
 	double started, progressed;
 	bool cancelled;
+	struct batch *batch;        /* the batch it came in, or NULL */
 };
 
 struct server {
@@ -78,6 +89,7 @@ struct server {
 	struct job *waiting;        /* in arrival order */
 	struct job *running;
 	unsigned n_running, n_waiting;
+	struct batch *collect;      /* where answers go now; NULL: stdout */
 };
 
 static double now(void)
@@ -87,10 +99,18 @@ static double now(void)
 
 /* ---- writing to the client ---- */
 
+static void batch_add(struct batch *b, const char *line, size_t len);
+
+/* Every message out goes through here: line ends in '\n' and is freed. */
 static void send_line(struct server *s, char *line, size_t len)
 {
 	if (!line) {
 		fprintf(stderr, "dolsot mcp: cannot build a message: %s\n", strerror(errno));
+		return;
+	}
+	if (s->collect) {
+		batch_add(s->collect, line, len - 1);
+		free(line);
 		return;
 	}
 	if (!s->gone && fd_write_all(1, line, len) < 0) {
@@ -104,6 +124,61 @@ static void send_line(struct server *s, char *line, size_t len)
 
 static void send_error(struct server *s, const json_t *id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* ---- batches ---- */
+
+static struct batch *batch_new(struct server *s)
+{
+	struct batch *b = calloc(1, sizeof(*b));
+
+	if (b) {
+		b->s = s;
+		b->holds = 1;
+	}
+	return b;
+}
+
+static void batch_add(struct batch *b, const char *line, size_t len)
+{
+	if (b->cap - b->len < len + 3) {
+		size_t cap = (b->len + len + 3) * 2;
+		char *grown = realloc(b->buf, cap);
+
+		if (!grown) {
+			fprintf(stderr, "dolsot mcp: out of memory: an answer in a batch is lost\n");
+			return;
+		}
+		b->buf = grown;
+		b->cap = cap;
+	}
+	b->buf[b->len] = b->len ? ',' : '[';
+	b->len++;
+	memcpy(b->buf + b->len, line, len);
+	b->len += len;
+}
+
+/* Let go of one hold; the last writes the answers (none when the batch
+ * held only notifications and answers nobody waits for). */
+static void batch_put(struct batch *b)
+{
+	struct server *s;
+
+	if (!b || --b->holds)
+		return;
+	s = b->s;
+	if (b->len) {
+		struct batch *was = s->collect;
+
+		b->buf[b->len++] = ']';
+		b->buf[b->len++] = '\n';
+		s->collect = NULL;
+		send_line(s, b->buf, b->len);
+		s->collect = was;
+	} else {
+		free(b->buf);
+	}
+	free(b);
+}
 
 static void send_error(struct server *s, const json_t *id, int code, const char *fmt, ...)
 {
@@ -408,6 +483,7 @@ static void job_free(struct job *j)
 	free(j->buf);
 	fd_close(&j->pidfd);
 	fd_close(&j->out);
+	batch_put(j->batch);
 	free(j);
 }
 
@@ -478,8 +554,10 @@ static void dispatch(struct server *s)
 		*pp = j->next;
 		s->n_waiting--;
 		if (job_start(s, j) < 0) {
+			s->collect = j->batch;
 			send_error(s, j->id, JSONRPC_INTERNAL_ERROR, "cannot start the call: %s",
 			           strerror(errno));
+			s->collect = NULL;
 			job_free(j);
 			continue;
 		}
@@ -512,8 +590,17 @@ static void drain_output(struct job *j)
 	}
 }
 
-/* The child of j ended: answer the call. */
+static void job_answer(struct server *s, struct job *j);
+
+/* The child of j ended: answer the call, in its batch if it came in one. */
 static void job_finish(struct server *s, struct job *j)
+{
+	s->collect = j->batch;
+	job_answer(s, j);
+	s->collect = NULL;
+}
+
+static void job_answer(struct server *s, struct job *j)
 {
 	int status = 0;
 	size_t len = 0;
@@ -983,6 +1070,8 @@ static void tools_call(struct server *s, const struct jsonrpc_msg *m)
 		;
 	*tail = j;
 	s->n_waiting++;
+	if ((j->batch = s->collect))
+		j->batch->holds++;
 }
 
 static void initialize(struct server *s, const struct jsonrpc_msg *m)
@@ -1055,6 +1144,55 @@ static void on_notification(struct server *s, const struct jsonrpc_msg *m)
 	/* notifications/initialized and any other notification need nothing. */
 }
 
+static void on_message(struct server *s, const struct jsonrpc_msg *m)
+{
+	if (m->kind == JSONRPC_REQUEST)
+		on_request(s, m);
+	else if (m->kind == JSONRPC_NOTIFICATION)
+		on_notification(s, m);
+	/* We send no requests, so a response answers nothing: ignored. */
+}
+
+/* Only revision 2025-03-26 has batches, and there initialize may not be
+ * in one; each element is a message, answered in one array. */
+static void on_batch(struct server *s, json_t *batch)
+{
+	struct batch *b;
+	size_t i;
+	json_t *v;
+
+	if (!s->version || strcmp(s->version, "2025-03-26") != 0) {
+		send_error(s, NULL, JSONRPC_INVALID_REQUEST, "invalid request: batches (arrays) "
+		           "are part of MCP revision 2025-03-26 only, not of %s",
+		           s->version ? s->version : "a session not yet initialized");
+		return;
+	}
+	b = batch_new(s);
+	if (!b) {
+		send_error(s, NULL, JSONRPC_INTERNAL_ERROR, "out of memory");
+		return;
+	}
+	s->collect = b;
+	json_array_foreach(batch, i, v) {
+		struct jsonrpc_msg m;
+		struct jsonrpc_fault f;
+
+		if (jsonrpc_parse_value(json_incref(v), &m, &f) < 0) {
+			send_error(s, f.id, f.code, "%s", f.message);
+			json_decref(f.id);
+			continue;
+		}
+		if (m.kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0)
+			send_error(s, m.id, JSONRPC_INVALID_REQUEST,
+			           "invalid request: initialize may not be part of a batch");
+		else
+			on_message(s, &m);
+		jsonrpc_msg_release(&m);
+	}
+	s->collect = NULL;
+	batch_put(b);
+}
+
 static void on_line(struct server *s, const char *line, size_t len)
 {
 	struct jsonrpc_msg m;
@@ -1067,11 +1205,10 @@ static void on_line(struct server *s, const char *line, size_t len)
 		json_decref(f.id);
 		return;
 	}
-	if (m.kind == JSONRPC_REQUEST)
-		on_request(s, &m);
-	else if (m.kind == JSONRPC_NOTIFICATION)
-		on_notification(s, &m);
-	/* We send no requests, so a response answers nothing: ignored. */
+	if (m.kind == JSONRPC_BATCH)
+		on_batch(s, m.root);
+	else
+		on_message(s, &m);
 	jsonrpc_msg_release(&m);
 }
 

@@ -502,8 +502,25 @@ def warm_up(modules):
     _session._import_dill()
     for name in modules:
         importlib.import_module(name)
+    if modules:
+        _warm_gate(modules)
     _state.look_at_modules()
     return "\n".join(_module_files())
+
+
+def _warm_gate(modules):
+    """With toolboxes the type gate may run on every call: load its code
+    (and hints.py, which it shares) and take one dry pass over the
+    toolboxes, so a forked call does not pay that first-use cost.  No
+    checker runs and nothing of a session is involved; failing is harmless,
+    the gate then warms itself in the call as on the cold path."""
+    try:
+        import _dolsot
+        gate = _dolsot.embedded("gate")
+        gate.build_source("pyright", "pass\n", {},
+                          {f"_dolsot_tb{i}": sys.modules[n] for i, n in enumerate(modules)})
+    except Exception:
+        pass
 
 
 def _module_files():

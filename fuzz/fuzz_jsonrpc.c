@@ -30,48 +30,77 @@ static void check_line(char *line, size_t n)
 	free(line);
 }
 
-static void answer(const char *line, size_t len)
+static void check_fault(const struct jsonrpc_fault *f)
 {
-	struct jsonrpc_msg m;
-	struct jsonrpc_fault f;
 	size_t n = 0;
 	char *out;
 
-	if (jsonrpc_parse(line, len, &m, &f) < 0) {
-		CHECK(f.code == JSONRPC_PARSE_ERROR || f.code == JSONRPC_INVALID_REQUEST);
-		CHECK(!f.id || json_is_string(f.id) || json_is_integer(f.id));
-		out = jsonrpc_error(f.id, f.code, f.message, &n);
-		check_line(out, n);
-		json_decref(f.id);
-		return;
-	}
-	CHECK(json_is_object(m.root));
-	switch (m.kind) {
+	CHECK(f->code == JSONRPC_PARSE_ERROR || f->code == JSONRPC_INVALID_REQUEST);
+	CHECK(!f->id || json_is_string(f->id) || json_is_integer(f->id));
+	out = jsonrpc_error(f->id, f->code, f->message, &n);
+	check_line(out, n);
+	json_decref(f->id);
+}
+
+/* One message (never a batch): what it holds, and every answer to it. */
+static void check_message(struct jsonrpc_msg *m)
+{
+	size_t n = 0;
+	char *out;
+
+	CHECK(json_is_object(m->root));
+	switch (m->kind) {
 	case JSONRPC_REQUEST:
-		CHECK(m.id && m.method && *m.method);
+		CHECK(m->id && m->method && *m->method);
 		break;
 	case JSONRPC_NOTIFICATION:
-		CHECK(!m.id && m.method);
+		CHECK(!m->id && m->method);
 		break;
 	case JSONRPC_RESPONSE:
-		CHECK(m.id && !m.method);
+		CHECK(m->id && !m->method);
 		break;
+	case JSONRPC_BATCH:
 	default:
 		CHECK(0);
 	}
-	CHECK(!m.params || json_is_object(m.params) || json_is_array(m.params));
-	out = jsonrpc_result(m.id, m.root, &n);
+	CHECK(!m->params || json_is_object(m->params) || json_is_array(m->params));
+	out = jsonrpc_result(m->id, m->root, &n);
 	check_line(out, n);
-	out = jsonrpc_result_raw(m.id, "{}", 2, &n);
+	out = jsonrpc_result_raw(m->id, "{}", 2, &n);
 	check_line(out, n);
-	if (m.method) {
+	if (m->method) {
 		char msg[200];
 
-		snprintf(msg, sizeof(msg), "unknown method '%s'", m.method);
-		out = jsonrpc_error(m.id, JSONRPC_METHOD_NOT_FOUND, msg, &n);
+		snprintf(msg, sizeof(msg), "unknown method '%s'", m->method);
+		out = jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, msg, &n);
 		check_line(out, n);
-		out = jsonrpc_notification(m.method, m.params, &n);
+		out = jsonrpc_notification(m->method, m->params, &n);
 		check_line(out, n);
+	}
+	jsonrpc_msg_release(m);
+}
+
+static void answer(const char *line, size_t len)
+{
+	struct jsonrpc_msg m, e;
+	struct jsonrpc_fault f;
+	size_t i;
+	json_t *v;
+
+	if (jsonrpc_parse(line, len, &m, &f) < 0) {
+		check_fault(&f);
+		return;
+	}
+	if (m.kind != JSONRPC_BATCH) {
+		check_message(&m);
+		return;
+	}
+	CHECK(json_is_array(m.root) && json_array_size(m.root) > 0 && !m.id && !m.method);
+	json_array_foreach(m.root, i, v) {
+		if (jsonrpc_parse_value(json_incref(v), &e, &f) < 0)
+			check_fault(&f);
+		else
+			check_message(&e);
 	}
 	jsonrpc_msg_release(&m);
 }

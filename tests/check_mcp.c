@@ -1,6 +1,7 @@
 /*
  * check_mcp.c - `dolsot mcp` end to end: the official TypeScript SDK as the
- * client (tests/mcp_client.mjs), then raw bytes on the real binary's stdin
+ * client (tests/mcp_client.mjs), the MCP Inspector's CLI as a second one,
+ * then raw bytes on the real binary's stdin
  * (version negotiation, malformed and oversized messages, wrong params,
  * stdout holding nothing but protocol lines, a client that goes away or
  * closes stdin mid-call, SIGTERM), --print-config, the run flags applying
@@ -132,6 +133,120 @@ START_TEST(sdk_client_drives_the_server)
 }
 END_TEST
 
+#define INSPECTOR "tools/node/node_modules/.bin/mcp-inspector"
+
+/*
+ * The MCP Inspector's CLI (@modelcontextprotocol/inspector), a client
+ * written apart from ours, runs one method against `dolsot mcp` and prints
+ * its answer as JSON: *out is that answer, the return its exit status
+ * (5: the tool answered isError).
+ */
+static int inspector(json_t **out, const char *scratch, const char *const *args)
+{
+	static char catalog[4200];
+	const char *env[CLI_TEST_ENV_MAX + 2];
+	const char *argv[2 * CLI_TEST_ENV_MAX + 24] = { "mcp-inspector", "--cli" };
+	size_t n = 0, a = 2;
+	struct cli_run r;
+	json_error_t e;
+	int code;
+
+	/* Its catalog file goes into the test's directory, not $HOME. */
+	snprintf(catalog, sizeof(catalog), "MCP_CATALOG_PATH=%s/catalog.json", scratch);
+	for (; fx.env[n]; n++)
+		env[n] = fx.env[n];
+	env[n++] = catalog;
+	env[n] = NULL;
+	/* The server it starts gets a few variables of its own (PATH, HOME...)
+	 * and those given with -e: the test's settings, its store first. */
+	for (size_t i = 0; fx.env[i]; i++) {
+		if (strchr(fx.env[i], '=')) {
+			argv[a++] = "-e";
+			argv[a++] = fx.env[i];
+		}
+	}
+	for (size_t i = 0; args[i] && a < sizeof(argv) / sizeof(*argv) - 1; i++)
+		argv[a++] = args[i];
+	argv[a] = NULL;
+	cli_run(&r, &(struct cli_opts){ .env = env, .prog = INSPECTOR, .timeout = 120 }, argv);
+	*out = json_loadb(r.out, r.out_len, 0, &e);
+	ck_assert_msg(json_is_object(*out), "inspector: exit %d, stdout not JSON (%s): %.2000s\n"
+	              "stderr: %.2000s", r.code, e.text, r.out, r.err);
+	code = r.code;
+	cli_run_release(&r);
+	return code;
+}
+
+static const char *structured_str(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(o, "structuredContent"), key));
+}
+
+START_TEST(inspector_cli_lists_and_calls_the_tools)
+{
+	char *scratch = cli_tempdir();
+	const char *bin = cli_bin();
+	json_t *o, *tool;
+	struct cli_run r;
+	size_t i;
+	int seen = 0;
+
+	if (access("/usr/bin/node", X_OK) != 0 || access(INSPECTOR, X_OK) != 0) {
+		printf("SKIP %s: node or tools/node's @modelcontextprotocol/inspector is missing "
+		       "(tools/npm-deps.sh installs it)\n", __func__);
+		cli_rmtree(scratch);
+		return;
+	}
+	/* --strict: no tool schema has a portability error. */
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		"--strict", bin, "mcp", "--method", "tools/list", NULL }), 0);
+	json_array_foreach(json_object_get(o, "tools"), i, tool) {
+		const char *name = json_string_value(json_object_get(tool, "name"));
+
+		seen |= strcmp(name, "python") == 0 ? 1 : strcmp(name, "list_sessions") == 0 ? 2
+		        : strcmp(name, "reset_session") == 0 ? 4 : 8;
+		ck_assert_msg(json_is_object(json_object_get(tool, "outputSchema")), "%s", name);
+	}
+	ck_assert_int_eq(seen, 7);
+	json_decref(o);
+
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "python",
+		"--tool-arg", "code=x = 41", "--tool-arg", "session=insp", NULL }), 0);
+	ck_assert(json_is_false(json_object_get(o, "isError")));
+	json_decref(o);
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "python",
+		"--tool-arg", "code=x + 1", "--tool-arg", "session=insp", NULL }), 0);
+	ck_assert_str_eq(structured_str(o, "value"), "42");
+	json_decref(o);
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "python",
+		"--tool-arg", "code=x / 0", "--tool-arg", "session=insp", NULL }), 5);
+	ck_assert(json_is_true(json_object_get(o, "isError")));
+	ck_assert_str_eq(structured_str(o, "status"), "error");
+	json_decref(o);
+
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "list_sessions", NULL }), 0);
+	tool = json_array_get(json_object_get(json_object_get(o, "structuredContent"), "sessions"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(tool, "id")), "insp");
+	json_decref(o);
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "reset_session",
+		"--tool-arg", "session=insp", NULL }), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(
+		json_object_get(o, "structuredContent"), "removed")), 1);
+	json_decref(o);
+	/* Everything happened in the test's own store. */
+	CLI(&r, "--list-sessions");
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_str_eq(r.out, "");
+	cli_run_release(&r);
+	cli_rmtree(scratch);
+}
+END_TEST
+
 START_TEST(version_negotiation)
 {
 	static const char in[] =
@@ -167,6 +282,106 @@ START_TEST(version_negotiation)
 	ck_assert(json_is_false(json_object_get(res, "isError")));
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
 		json_object_get(res, "content"), 0), "text")), "42\nsession now holds: (nothing)\n");
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* Each stdout line parsed, objects and arrays alike. */
+static json_t *values(const struct cli_run *r)
+{
+	json_t *all = json_array();
+	const char *p = r->out;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		json_error_t e;
+		json_t *v;
+
+		ck_assert_msg(nl, "stdout ends mid-line: %s", r->out);
+		v = json_loadb(p, (size_t)(nl - p), 0, &e);
+		ck_assert_msg(v, "not JSON (%s): %.*s", e.text, (int)(nl - p), p);
+		json_array_append_new(all, v);
+		p = nl + 1;
+	}
+	return all;
+}
+
+START_TEST(batches_under_2025_03_26)
+{
+	static const char in[] =
+		INIT("2025-03-26")
+		/* two calls on two sessions, a ping, a non-message, a notification,
+		 * an initialize (never in a batch), a call on a bad session id */
+		"[" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+		"\"python\",\"arguments\":{\"code\":\"import time; time.sleep(0.3); 6 * 7\","
+		"\"session\":\"b1\"}}},"
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+		"\"python\",\"arguments\":{\"code\":\"1 / 0\",\"session\":\"b2\"}}},"
+		"5,"
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"},"
+		"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{}},"
+		"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+		"\"python\",\"arguments\":{\"code\":\"1\",\"session\":\"../x\"}}}"
+		"]\n"
+		"[]\n"
+		"[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}]\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}\n";
+	struct cli_run r;
+	json_t *all, *batch, *o;
+	size_t i;
+	unsigned seen = 0;
+
+	run_mcp(&r, in, 0, NULL);
+	all = values(&r);
+	/* initialize's answer, the empty batch's error and the last ping come
+	 * at once; the batch's one array when its last call is done; nothing
+	 * for the batch of a notification. */
+	ck_assert_msg(json_array_size(all) == 4, "%.3000s", r.out);
+	ck_assert(json_is_object(json_object_get(json_array_get(all, 0), "result")));
+	o = json_array_get(all, 1);
+	ck_assert(json_is_null(json_object_get(o, "id")));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(o, "error"), "code")),
+	                 -32600);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(all, 2), "id")), 6);
+	batch = json_array_get(all, 3);
+	ck_assert_msg(json_is_array(batch) && json_array_size(batch) == 6, "%.3000s", r.out);
+	json_array_foreach(batch, i, o) {
+		json_t *id = json_object_get(o, "id");
+		json_t *res = json_object_get(o, "result");
+		int code = (int)json_integer_value(json_object_get(json_object_get(o, "error"),
+		                                                   "code"));
+
+		if (json_is_null(id)) {
+			ck_assert_int_eq(code, -32600);
+			seen |= 1u << 0;
+			continue;
+		}
+		switch (json_integer_value(id)) {
+		case 1:     /* 2025-03-26 has no structuredContent */
+			ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
+				json_object_get(res, "content"), 0), "text")),
+			                 "42\nsession now holds: time\n");
+			break;
+		case 2:
+			ck_assert(json_is_object(res) && json_object_size(res) == 0);
+			break;
+		case 3:
+			ck_assert(json_is_true(json_object_get(res, "isError")));
+			break;
+		case 4:
+			ck_assert_int_eq(code, -32600);
+			break;
+		case 5:
+			ck_assert_int_eq(code, -32602);
+			break;
+		default:
+			ck_abort_msg("an answer to id %lld in the batch", (long long)json_integer_value(id));
+		}
+		seen |= 1u << json_integer_value(id);
+	}
+	ck_assert_uint_eq(seen, 0x3f);
 	json_decref(all);
 	cli_run_release(&r);
 }
@@ -714,7 +929,9 @@ static Suite *mcp_suite(void)
 		suite_add_tcase(s, all[i]);
 	}
 	tcase_add_test(sdk, sdk_client_drives_the_server);
+	tcase_add_test(sdk, inspector_cli_lists_and_calls_the_tools);
 	tcase_add_test(raw, version_negotiation);
+	tcase_add_test(raw, batches_under_2025_03_26);
 	tcase_add_test(raw, malformed_messages_get_errors_and_the_server_goes_on);
 	tcase_add_test(raw, oversized_message_is_refused_and_the_stream_recovers);
 	tcase_add_test(raw, stdout_holds_only_protocol_messages);

@@ -209,6 +209,35 @@ START_TEST(edited_toolbox_is_reimported)
 }
 END_TEST
 
+/* A zygote with toolboxes has the gate's code loaded before any call (the
+ * gate is off here, so the call does not load it itself); one without
+ * toolboxes does not. */
+START_TEST(zygote_with_toolboxes_preloads_the_gate)
+{
+	static const char *const gate_off[] = { "DOLSOT_TYPECHECK=0", NULL };
+	static const char probe[] = "import sys\n"
+		"('_dolsot_gate' in sys.modules, '_dolsot_hints' in sys.modules)";
+	struct cli_run r;
+	char path[4300];
+
+	snprintf(path, sizeof(path), "%s/gtool.py", fx.tmp);
+	cli_write_file(path, "def add(a: int, b: int) -> int:\n    return a + b\n");
+	RUN_IN(&r, fx.tmp, gate_off, "--server-start", "--toolbox", "gtool:gt");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	RUN_IN(&r, fx.tmp, gate_off, "--toolbox", "gtool:gt", "--session", "t", probe);
+	ck_out(&r, "(True, True)\n");
+	cli_run_release(&r);
+	RUN_IN(&r, fx.tmp, gate_off, "--server-start");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	RUN_IN(&r, fx.tmp, gate_off, "--session", "u", probe);
+	ck_out(&r, "(False, False)\n");
+	cli_run_release(&r);
+	ck_assert_int_ge(warm_calls(), 2);
+}
+END_TEST
+
 /* A module that reads the environment when imported sees the caller's. */
 START_TEST(import_time_environment_is_the_callers)
 {
@@ -814,6 +843,7 @@ int main(void)
 	tcase_add_test(tc, server_off_never_starts_one);
 	tcase_add_test(tc, library_state_does_not_leak_between_calls);
 	tcase_add_test(tc, edited_toolbox_is_reimported);
+	tcase_add_test(tc, zygote_with_toolboxes_preloads_the_gate);
 	tcase_add_test(tc, import_time_environment_is_the_callers);
 	tcase_add_test(tc, broken_toolbox_stays_cold_and_says_why);
 	tcase_add_test(tc, idle_exit_lets_running_cells_finish);
