@@ -179,9 +179,11 @@ static bool warm_checker(const struct call_args *c, const struct request *r,
 	ssize_t got;
 	int w;
 
+	enum typegate_checker k = typegate_checker_of(c->run->settings->ty_bin);
+
 	if (!(r->flags & REQ_TYPECHECK) || (r->flags & REQ_SANDBOX) || c->dirfd < 0 ||
-	    typegate_checker_of(c->run->settings->ty_bin) != TYPEGATE_PYRIGHT)
-		return false;   /* only pyright is kept warm (checkd_drv.c says why) */
+	    (k != TYPEGATE_PYRIGHT && k != TYPEGATE_MYPY))
+		return false;   /* pyright and mypy are kept warm (checkd_drv.c) */
 	for (size_t i = 0; i < c->run->n_toolboxes; i++) {
 		parts[n++] = c->run->toolboxes[i].module;
 		parts[n++] = c->run->toolboxes[i].alias;

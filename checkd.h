@@ -1,8 +1,7 @@
 /*
  * checkd.h - the warm type checker: a small daemon per environment,
  * beside the warm server, that keeps one checker (checkd_drv.h) running so
- * a gated cell does not start pyright from nothing (mypy is not kept warm:
- * checkd_drv.c says why).
+ * a gated cell does not start pyright or mypy from nothing.
  *
  * Three parties.  The client (call.c, on the warm path with the gate on)
  * names the environment's daemon and makes sure one runs: checkd_ensure()

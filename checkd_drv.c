@@ -7,10 +7,13 @@
  * for that version.  Writes to the server are non-blocking and interleaved
  * with reads, so a server that talks while we talk cannot deadlock us.
  *
- * mypy is not kept warm: its daemon (dmypy) refuses to follow imports
- * silently and does not read mypy's cache for what a cell imports, so the
- * first cell that imports numpy or pandas costs it a full analysis of
- * their stubs, far beyond a cold mypy with its cache (bench/RESULTS.md).
+ * mypy: not its daemon (dmypy refuses to follow imports silently and reads
+ * no cache for what a cell imports, so the first cell importing numpy
+ * costs it a full analysis of numpy's stubs), but the interpreter of the
+ * mypy script's #! line running checkd_mypy.py, compiled in: mypy
+ * imported once, then mypy.api.run per cell with the cold run's flags,
+ * cache and environment.  It speaks the same framing and JSON-RPC as the
+ * language server, so the same code talks to both.
  *
  * The checker runs in its own process group (proc.c) and dies with us.
  */
@@ -36,7 +39,13 @@
 
 extern char **environ;
 
+/* Made by tools/embed.py from checkd_mypy.py: its source, NUL-terminated. */
+extern const unsigned char checkd_mypy_py[];
+
 #define MAX_ENV 4096
+#define MAX_ARGS 256
+#define SHEBANG_MAX 512
+#define MYPY_SCRIPT "_dolsot_mypy.py"   /* checkd_mypy.py, in the work directory */
 #define ERR_KEEP 4096
 #define INIT_ID 1
 
@@ -48,14 +57,15 @@ struct buf {
 
 struct checkd_drv {
 	struct proc_child c;
-	int in;                 /* the checker's stdin (pyright) */
+	int in;                 /* the checker's stdin */
 	struct buf rx, tx, junk;
 	char cell[PATH_MAX];
 	char uri[PATH_MAX + 16];
 	char python[PATH_MAX];
-	long version;           /* pyright: the document's; 0 until opened */
+	long version;           /* pyright: the document's, 0 until opened; mypy: cells asked */
 	long asked;             /* the id of the diagnostics we wait for; 0: none */
 	bool initialized;
+	bool mypy;              /* checkd_mypy.py, not a language server */
 };
 
 static void buf_feed(void *ctx, const char *p, size_t n)
@@ -191,6 +201,23 @@ static int beside(const char *bin, const char *suffix, char *buf, size_t len)
 	return w > 0 && (size_t)w < len && access(buf, X_OK) == 0 ? 0 : -1;
 }
 
+/* text as the file dir/name (its path into path), for the checker to read. */
+static int write_file(const char *dir, const char *name, const char *text, char *path,
+                      size_t len, char *err, size_t errlen)
+{
+	int fd;
+
+	snprintf(path, len, "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fd_write_all(fd, text, strlen(text)) < 0) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		fd_close(&fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* ---- pyright: LSP ---- */
 
 static int send_msg(struct checkd_drv *d, json_t *msg)
@@ -247,6 +274,22 @@ static int open_document(struct checkd_drv *d, const char *text, size_t len)
 	return ask_diagnostics(d);
 }
 
+/* checkd_mypy.py's result, {"code": STATUS, "stdout": TEXT}, as *out and
+ * *code; 0, or -1 when it is not one. */
+static int mypy_answer(const json_t *result, char **out, int *code)
+{
+	const json_t *c = json_object_get(result, "code"), *o = json_object_get(result, "stdout");
+	json_int_t v = json_integer_value(c);
+
+	if (!json_is_integer(c) || v < 0 || v > 255 || !json_is_string(o))
+		return -1;
+	*out = strndup(json_string_value(o), json_string_length(o));
+	if (!*out)
+		return -1;
+	*code = (int)v;
+	return 0;
+}
+
 /*
  * One message from the server.  Returns 1 when it is the diagnostics of
  * the current version (*out, *code set), 0 to go on, -1 when broken.
@@ -276,14 +319,17 @@ static int handle(struct checkd_drv *d, const char *body, size_t n, const char *
 			ret = open_document(d, text, len);
 	} else if (m.kind == LSP_RESPONSE && d->asked &&
 	           json_integer_value(m.id) == d->asked) {
-		size_t errors;
+		size_t errors = 0;
 
 		d->asked = 0;
-		ret = m.error || !m.result ? -1 : lsp_diagnostics(m.result, d->cell, out, &errors);
-		if (ret == 0) {
+		if (m.error || !m.result)
+			ret = -1;
+		else if (d->mypy)
+			ret = mypy_answer(m.result, out, code);
+		else if ((ret = lsp_diagnostics(m.result, d->cell, out, &errors)) == 0)
 			*code = errors ? 1 : 0;
+		if (ret == 0)
 			ret = 1;
-		}
 	}
 	json_decref(root);
 	return ret;
@@ -364,22 +410,14 @@ static int pyright_start(struct checkd_drv *d, const struct checkd_drv_spec *s,
 {
 	char path[PATH_MAX], conf[PATH_MAX], root[PATH_MAX + 16];
 	char *argv[] = { path, "--stdio", NULL };
-	int fd;
 
 	if (beside(s->bin, "-langserver", path, sizeof(path)) < 0) {
 		snprintf(err, errlen, "no %s-langserver beside %s", strrchr(s->bin, '/') + 1, s->bin);
 		return -1;
 	}
-	snprintf(conf, sizeof(conf), "%s/pyrightconfig.json", workdir);
-	fd = open(conf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || fd_write_all(fd, s->config ? s->config : "{}",
-	                           strlen(s->config ? s->config : "{}")) < 0) {
-		snprintf(err, errlen, "cannot write %s: %s", conf, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (write_file(workdir, "pyrightconfig.json", s->config ? s->config : "{}", conf,
+	               sizeof(conf), err, errlen) < 0)
 		return -1;
-	}
-	close(fd);
 	snprintf(root, sizeof(root), "file://%s", workdir);
 	if (spawn(d, path, argv, s, workdir, err, errlen) < 0)
 		return -1;
@@ -412,6 +450,75 @@ static enum checkd_drv_result pyright_check(struct checkd_drv *d, const char *te
 	return lsp_talk(d, text, len, deadline, out, code);
 }
 
+/* ---- mypy: checkd_mypy.py ---- */
+
+/*
+ * The interpreter named by the #! line of the script bin into buf: an
+ * absolute path and no argument, as Debian's /usr/bin/mypy has (a line
+ * with flags or env would not start mypy the way the cold run does).
+ */
+static int interpreter_of(const char *bin, char *buf, size_t len)
+{
+	char line[SHEBANG_MAX];
+	int fd = open(bin, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, line, sizeof(line) - 1) : -1;
+	const char *p = line + 2;
+	size_t path_len;
+
+	if (fd >= 0)
+		close(fd);
+	if (n < 3 || line[0] != '#' || line[1] != '!')
+		return -1;
+	line[n] = '\0';
+	p += strspn(p, " \t");
+	path_len = strcspn(p, " \t\r\n");
+	if (p[0] != '/' || path_len >= len || p[path_len + strspn(p + path_len, " \t\r")] != '\n')
+		return -1;
+	memcpy(buf, p, path_len);
+	buf[path_len] = '\0';
+	return access(buf, X_OK);
+}
+
+static int mypy_start(struct checkd_drv *d, const struct checkd_drv_spec *s,
+                      const char *workdir, char *err, size_t errlen)
+{
+	char python[PATH_MAX], script[PATH_MAX], *argv[MAX_ARGS + 3];
+	size_t n = 0;
+
+	if (interpreter_of(s->bin, python, sizeof(python)) < 0) {
+		snprintf(err, errlen, "%s has no #! line naming its interpreter alone", s->bin);
+		return -1;
+	}
+	if (write_file(workdir, MYPY_SCRIPT, (const char *)checkd_mypy_py, script, sizeof(script),
+	               err, errlen) < 0)
+		return -1;
+	argv[n++] = python;
+	argv[n++] = script;
+	for (const char *const *a = s->args; a && *a; a++) {
+		if (n >= MAX_ARGS + 2) {
+			snprintf(err, errlen, "more than %d flags for %s", MAX_ARGS, s->bin);
+			return -1;
+		}
+		argv[n++] = (char *)*a;
+	}
+	argv[n] = NULL;
+	d->mypy = true;
+	d->initialized = true;      /* nothing to initialize: it reads requests at once */
+	return spawn(d, python, argv, s, workdir, err, errlen);
+}
+
+/* One request per cell; its id counts the cells (d->version). */
+static enum checkd_drv_result mypy_check(struct checkd_drv *d, const char *text, size_t len,
+                                     const struct timespec *deadline, int *code, char **out)
+{
+	d->asked = ++d->version;
+	if (send_msg(d, json_pack("{s:s, s:i, s:s, s:{s:s%}}", "jsonrpc", "2.0", "id",
+	                          (int)d->asked, "method", "check", "params", "text", text,
+	                          len)) < 0)
+		return CHECKD_DRV_BROKEN;
+	return lsp_talk(d, text, len, deadline, out, code);
+}
+
 /* ---- the door ---- */
 
 struct checkd_drv *checkd_drv_start(const struct checkd_drv_spec *s, const char *workdir,
@@ -430,12 +537,13 @@ struct checkd_drv *checkd_drv_start(const struct checkd_drv_spec *s, const char 
 	snprintf(d->uri, sizeof(d->uri), "file://%s", d->cell);
 	snprintf(d->python, sizeof(d->python), "%s", s->python ? s->python : "");
 	if (!s->bin || s->bin[0] != '/' ||
-	    strcmp(s->kind, "pyright") != 0) {
+	    (strcmp(s->kind, "pyright") != 0 && strcmp(s->kind, "mypy") != 0)) {
 		snprintf(err, errlen, "no warm %s checker", s->kind);
 		free(d);
 		return NULL;
 	}
-	rc = pyright_start(d, s, workdir, err, errlen);
+	rc = strcmp(s->kind, "mypy") == 0 ? mypy_start(d, s, workdir, err, errlen)
+	                                  : pyright_start(d, s, workdir, err, errlen);
 	if (rc < 0) {
 		checkd_drv_stop(d);
 		return NULL;
@@ -451,7 +559,8 @@ enum checkd_drv_result checkd_drv_check(struct checkd_drv *d, const char *text, 
 
 	*out = NULL;
 	*code = 0;
-	r = pyright_check(d, text, len, deadline, code, out);
+	r = d->mypy ? mypy_check(d, text, len, deadline, code, out)
+	            : pyright_check(d, text, len, deadline, code, out);
 	if (r != CHECKD_DRV_OK) {
 		free(*out);
 		*out = NULL;

@@ -1,6 +1,7 @@
 /*
  * checkd_drv.h - one warm type checker, kept running for the warm checker
- * daemon (checkd.c): pyright's language server over stdio (lsp.h).  A
+ * daemon (checkd.c): pyright's language server, or mypy imported once in
+ * an interpreter running checkd_mypy.py, over stdio (lsp.h's framing).  A
  * driver starts its checker,
  * checks one file's text at a time under a deadline, and answers as the
  * checker's command line would: the same output format, so the gate reads
@@ -16,11 +17,12 @@
 
 /* What the gate would run cold, which is what the warm one must match. */
 struct checkd_drv_spec {
-	const char *kind;           /* "pyright" (basedpyright too) */
+	const char *kind;           /* "pyright" (basedpyright too) or "mypy" */
 	const char *bin;            /* the checker, an absolute path */
 	const char *python;         /* the interpreter the cell runs in */
-	const char *config;         /* pyrightconfig.json's text */
-	const char *const *args;    /* its flags, NULL-terminated (the language server takes none) */
+	const char *config;         /* pyrightconfig.json's text (pyright) */
+	const char *const *args;    /* its flags, NULL-terminated: mypy's, less the file
+	                             * (the language server takes none) */
 	const char *const *env;     /* NAME=VALUE for its environment, NULL-terminated */
 };
 

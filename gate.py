@@ -227,14 +227,27 @@ def command(kind, binary, path, tmp):
 def _check_warm(kind, binary, source, seconds):
     """What run_checker returns, from the warm checker beside the warm
     server (checkd.c), or None when there is none for this call or it
-    could not check: then the checker runs cold.  pyright only, as its
-    language server, with the cold run's configuration; its answer is
-    written in the cold run's output format."""
+    could not check: then the checker runs cold.  pyright as its language
+    server, with the cold run's configuration; mypy in an interpreter that
+    keeps it imported (checkd_mypy.py), with the cold run's flags (less
+    the file) and environment (MYPYPATH, and the caller's MYPY* and
+    PYTHON* variables, which the cold run inherits).  Either answer is in
+    the cold run's output format."""
     path = _dolsot.warm_checker()
-    if path is None or kind != "pyright":
+    if path is None or kind not in ("pyright", "mypy"):
         return None
-    return _dolsot.check_warm(path, kind, binary, sys.executable, _pyright_config_text(),
-                              [], [], source.encode("utf-8"), seconds)
+    config, args, env = "", [], []
+    if kind == "mypy":
+        argv, extra = command(kind, binary, CELL_FILE, None)
+        args = argv[1:-1]
+        inherited = {k: v for k, v in os.environ.items()
+                     if k.startswith(("MYPY", "PYTHON"))}
+        inherited.update(extra)
+        env = [f"{k}={v}" for k, v in sorted(inherited.items())]
+    else:
+        config = _pyright_config_text()
+    return _dolsot.check_warm(path, kind, binary, sys.executable, config,
+                              args, env, source.encode("utf-8"), seconds)
 
 
 def _environment(extra):

@@ -3,15 +3,18 @@
 usage: [DOLSOT_BIN=path] /usr/bin/python3.11 bench/typegate_warm.py [ROUNDS]   (from the repo root,
        after `make dolsot`; needs tools/node's pyright)
 
-Two measurements, each interleaved round by round, for pyright (the one
-checker kept warm; mypy was measured with a dmypy driver at commit b2605d8,
-since removed, see bench/RESULTS.md):
+Two measurements, each interleaved round by round, for both checkers kept
+warm, mypy (checkd_mypy.py: a kept build, forked per cell) and pyright
+(its language server); give CHECKERS=mypy or CHECKERS=pyright for one:
 
   checker   inside one warm dolsot call, the gate's own two ways of checking
-            the same gate-shaped file (a trivial cell under the prelude
-            gate.py writes): the warm checker (_dolsot.check_warm, the round
-            trip to dolsot-checkd) and the cold one (_dolsot.run_checker with
-            the argv the gate runs cold); medians, p90, paired cold/warm.
+            the same gate-shaped file (a cell under the prelude gate.py
+            writes: a trivial one, and one importing numpy): the warm checker
+            (_dolsot.check_warm, the round trip to dolsot-checkd) and the
+            cold one (_dolsot.run_checker with the argv the gate runs cold);
+            medians, p90, paired cold/warm, and the cold checker's median
+            against its nominal cost on a quiet machine (NOMINAL_MS), which
+            says how loaded the machine was.
   per cell  whole warm-path dolsot calls of a trivial cell (`x + 1`) with a
             toolbox: the gate off, and the gate on with its checker warm;
             the paired difference is what the gate adds to a cell, and
@@ -36,6 +39,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOLSOT = os.environ.get("DOLSOT_BIN") or os.path.join(ROOT, "dolsot")
 PYRIGHT = os.path.join(ROOT, "tools/node/node_modules/.bin/pyright")
+MYPY = shutil.which("mypy") or "/usr/bin/mypy"
+# A cold check of the trivial cell on a quiet machine (issue 18's figures).
+NOMINAL_MS = {"mypy": 170.0, "pyright": 900.0}
+CELLS = (("trivial", "y = x + 1\n"),
+         ("numpy", "import numpy as np\ny = int(np.arange(3).sum()) + x\n"))
 WARMUP = 10
 TOOLBOX = "def add(a: int, b: int) -> int:\n    return a + b\n"
 
@@ -44,7 +52,7 @@ PROBE = r'''
 import _dolsot, time, os
 g = _dolsot.embedded("gate")
 kind, binary = _dolsot.checker_kind(BIN), BIN
-src, off, col = g.build_source(kind, "y = x + 1\n", {"x": 1}, {"mt": __import__("mytools")})
+src, off, col = g.build_source(kind, @CELL@, {"x": 1}, {"mt": __import__("mytools")})
 warm, cold = [], []
 for i in range(ROUNDS):
     t = time.perf_counter()
@@ -127,25 +135,35 @@ def main():
                                    "--timeout", "300", code], cwd=work, env=e,
                                   capture_output=True, text=True)
 
-        for name, binary in (("pyright", PYRIGHT),):
+        wanted = os.environ.get("CHECKERS", "mypy,pyright").split(",")
+        for name, binary in (("mypy", MYPY), ("pyright", PYRIGHT)):
+            if name not in wanted:
+                continue
             call(binary, "0", "x = 1")
             for _ in range(3):          # server, daemon, checker, warm
                 call(binary, "1", "x + 1")
-            probe = PROBE.replace("BIN", repr(binary)).replace("ROUNDS", str(rounds))
-            r = call(binary, "1", probe, "probe")
-            lines = r.stdout.split("\n")
-            if len(lines) < 2:
-                print(name, "checker: the probe failed:", r.returncode, r.stderr.strip())
-                continue
-            warm = [float(x) for x in lines[0].split()]
-            cold = [float(x) for x in lines[1].split()]
-            if min(warm + cold) < 0:
-                print(name, "checker: some runs failed", warm, cold)
-            wm, wp = stats(warm)
-            cm, cp = stats(cold)
-            ratios = [c / w for c, w in zip(cold, warm) if w > 0]
-            print(f"{name:8} checker  warm median {wm:7.1f} ms p90 {wp:7.1f} | cold median "
-                  f"{cm:7.1f} ms p90 {cp:7.1f} | paired cold/warm {statistics.median(ratios):.1f}")
+            for cell_name, cell in CELLS:
+                probe = (PROBE.replace("BIN", repr(binary)).replace("ROUNDS", str(rounds))
+                         .replace("@CELL@", repr(cell)))
+                r = call(binary, "1", probe, "probe")
+                lines = r.stdout.split("\n")
+                try:
+                    warm = [float(x) for x in lines[0].split()]
+                    cold = [float(x) for x in lines[1].split()]
+                except (ValueError, IndexError):
+                    print(name, cell_name, "probe failed:", r.returncode, r.stderr.strip())
+                    continue
+                if min(warm + cold) < 0:
+                    print(name, "checker: some runs failed", warm, cold)
+                wm, wp = stats(warm)
+                cm, cp = stats(cold)
+                ratios = [c / w for c, w in zip(cold, warm) if w > 0]
+                inflation = ""
+                if cell_name == "trivial":
+                    inflation = f" | cold/nominal {cm / NOMINAL_MS[name]:.1f}"
+                print(f"{name:8} checker {cell_name:8} warm median {wm:7.1f} ms p90 {wp:7.1f} "
+                      f"| cold median {cm:7.1f} ms p90 {cp:7.1f} | paired cold/warm "
+                      f"{statistics.median(ratios):.1f}{inflation}")
             for _ in range(WARMUP):     # the language server's JIT settles
                 call(binary, "1", "x + 1")
             off, on, phase = [], [], []
