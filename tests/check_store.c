@@ -1379,7 +1379,7 @@ END_TEST
  * temp file. */
 START_TEST(test_del_all_keeps_a_locked_session_and_its_save)
 {
-	struct store *s = open_file(), *other = open_file();
+	struct store *s = keyed(open_file()), *other = keyed(open_file());
 	struct store_save sv;
 	struct store_lock lk;
 	char name[PATH_MAX];
@@ -1401,7 +1401,7 @@ START_TEST(test_del_all_keeps_a_locked_session_and_its_save)
 	write_str(sv.fd, "22");
 	ck_assert_msg(store_save_commit(s, &sv, 2, ERR) == 0, "commit: %s", err);
 	store_unlock(s, &lk);
-	assert_session(other, "a", "22");
+	assert_signed(other, "a", "22");
 	store_close(other);
 	store_close(s);
 }

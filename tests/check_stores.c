@@ -310,6 +310,9 @@ START_TEST(concurrent_increments_from_two_hosts_all_count)
 	struct cli_run r;
 
 	use_store(_i == 0 ? REDIS_STORE : CMD_STORE, NULL);
+	/* Hosts sharing a store share its session key. */
+	cli_test_add_env(&fx, "DOLSOT_SESSION_KEY="
+	                 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
 	for (int k = 0; k < 2; k++) {
 		char *dir = cli_path(fx.tmp, k ? "host2" : "host1");
 
