@@ -59,7 +59,7 @@ endef
 $(eval $(call fuzz_harness,frame,frame.c rlimits.c))
 $(eval $(call fuzz_harness,typegate,typegate_parse.c))
 $(eval $(call fuzz_harness,lsp,lsp.c typegate_parse.c,-ljansson))
-$(eval $(call fuzz_harness,opts,opts.c store_name.c rlimits.c))
+$(eval $(call fuzz_harness,opts,opts.c store_name.c rlimits.c store_spec.c))
 $(eval $(call fuzz_harness,store,store_name.c store_file.c fdio.c deadline.c))
 $(eval $(call fuzz_harness,warm_key,warm_proto.c wire.c))
 $(eval $(call fuzz_harness,mem_list,mem_list.c store_name.c))
