@@ -111,15 +111,11 @@ static void evict(int dirfd)
 	char oldest[NAME_MAX + 1] = "";
 	struct timespec when = { 0, 0 };
 	size_t n = 0;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = fd_opendir_at(dirfd, ".", 0);
 	struct dirent *e;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return;
-	}
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
 		struct stat st;
@@ -348,17 +344,15 @@ static struct {
 
 /* Remove the work directory: the files we and the checker put there, and
  * whatever the checker made one level down. */
-static void remove_tree(int dirfd, const char *path, int depth)
+static void remove_tree(int parent, const char *path, int depth)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = fd_opendir_at(parent, path, O_NOFOLLOW);
 	struct dirent *e;
+	int fd;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return;
-	}
+	fd = dirfd(d);
 	while ((e = readdir(d))) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
@@ -366,7 +360,7 @@ static void remove_tree(int dirfd, const char *path, int depth)
 			remove_tree(fd, e->d_name, depth - 1);
 	}
 	closedir(d);
-	unlinkat(dirfd, path, AT_REMOVEDIR);
+	unlinkat(parent, path, AT_REMOVEDIR);
 }
 
 static __attribute__((noreturn)) void quit(int code)

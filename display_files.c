@@ -228,8 +228,7 @@ static int image_cmp(const void *pa, const void *pb)
  * malloc'd (caller frees).  Returns 0, or -1 with errno set. */
 static int list_images(int dirfd, struct image **out, size_t *n)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = fd_opendir_at(dirfd, ".", 0);
 	struct image *v = NULL;
 	size_t alloc = 0;
 	const struct dirent *e;
@@ -237,10 +236,8 @@ static int list_images(int dirfd, struct image **out, size_t *n)
 
 	*out = NULL;
 	*n = 0;
-	if (!d) {
-		fd_close(&fd);
+	if (!d)
 		return -1;
-	}
 	for (errno = 0; (e = readdir(d)); errno = 0) {
 		struct image im;
 		struct stat st;
@@ -470,16 +467,13 @@ out:
 static int each_session(int rootfd, int (*fn)(int rootfd, const char *id, void *arg),
                         void *arg)
 {
-	int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = fd_opendir_at(rootfd, ".", 0);
 	const struct dirent *e;
 	char why[8];
 	int rc = 0, errsv;
 
-	if (!d) {
-		fd_close(&fd);
+	if (!d)
 		return -1;
-	}
 	for (errno = 0; (e = readdir(d)); errno = 0)
 		if (store_id_valid(e->d_name, why, sizeof(why)) && fn(rootfd, e->d_name, arg) < 0)
 			rc = -1;

@@ -70,6 +70,16 @@ int fd_read_all(int fd, size_t hint, uint8_t **out, size_t *len)
 	return 0;
 }
 
+DIR *fd_opendir_at(int dirfd, const char *path, int flags)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | flags);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d)
+		fd_close(&fd);
+	return d;
+}
+
 void fd_close(int *fd)
 {
 	int errsv = errno;

@@ -5,6 +5,7 @@
 #ifndef DOLSOT_FDIO_H
 #define DOLSOT_FDIO_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,14 @@ int fd_read_all(int fd, size_t hint, uint8_t **out, size_t *len);
 /* Close *fd unless it is -1, then set it to -1; errno is kept, so this
  * fits on an error path. */
 void fd_close(int *fd);
+
+/*
+ * The directory path names below dirfd ("." for dirfd itself), open for
+ * readdir on a file description of its own, so its offset is private;
+ * flags add to O_RDONLY | O_DIRECTORY | O_CLOEXEC (O_NOFOLLOW, say).
+ * Returns NULL with errno set and nothing left open; closedir ends it.
+ */
+DIR *fd_opendir_at(int dirfd, const char *path, int flags);
 
 /*
  * True when fd is sealed against growing (F_SEAL_GROW): a save memfd that

@@ -126,17 +126,11 @@ static int scan_dir(struct fstore *fs, scan_fn fn, void *arg)
 	char id[STORE_ID_MAX + 1];
 	struct dirent *de;
 	enum store_name_kind kind;
-	DIR *d;
-	int fd, errsv, ret = -1;
+	DIR *d = fd_opendir_at(fs->dirfd, ".", 0);
+	int errsv, ret = -1;
 
-	fd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (d == NULL)
 		return -1;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		fd_close(&fd);
-		return -1;
-	}
 	for (;;) {
 		errno = 0;
 		de = readdir(d);
