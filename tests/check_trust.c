@@ -328,6 +328,8 @@ START_TEST(mounts_of_the_session_key_are_refused)
 		const char *what[] = { "keys/k", "keys" };
 
 		for (size_t w = 0; w < 2; w++) {
+			if (w == 0 && strcmp(modes[i], "overlay") == 0)
+				continue;   /* an overlay takes directories only */
 			snprintf(spec, sizeof(spec), "%s:/k:%s", path_in(what[w]), modes[i]);
 			RUN_ENV(&r, with_key, "--session", "s", "--sandbox", "--mount", spec, "1");
 			ck_code(&r, 2);
