@@ -110,7 +110,7 @@ T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o store_spec.o
 T_OUTPUT := tests/check_output.o output.o
 T_WIRE := tests/check_wire.o wire.o
 T_PROC := tests/check_proc.o proc.o deadline.o fdio.o output.o
-T_CLI := tests/check_cli.o tests/cli_helpers.o sign.o fdio.o
+T_CLI := tests/check_cli.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o sign.o fdio.o
 T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o sign.o typegate.o typegate_parse.o deadline.o fdio.o proc.o output.o
 T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o sign.o fdio.o
@@ -123,9 +123,9 @@ T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o sign.o fdio.o
 T_TRUST := tests/check_trust.o tests/cli_helpers.o sign.o fdio.o
 T_JSON := tests/check_json.o tests/cli_helpers.o sign.o fdio.o
 T_MCP := tests/check_mcp.o tests/cli_helpers.o sign.o fdio.o
-T_STORES := tests/check_stores.o tests/cli_helpers.o sign.o fdio.o
+T_STORES := tests/check_stores.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o
 T_SIGN := tests/check_sign.o sign.o fdio.o
-T_SIGNED := tests/check_signed.o tests/cli_helpers.o sign.o fdio.o deadline.o store.o \
+T_SIGNED := tests/check_signed.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o deadline.o store.o \
 	store_name.o store_file.o mem_store.o mem_client.o warm_proto.o wire.o mem_list.o \
 	mem_server.o store_spec.o store_redis.o store_cmd.o store_cmd_parse.o proc.o \
 	proc_child.o output.o
@@ -178,7 +178,8 @@ $(B)/tests/check_json $(B)/tests/check_json-asan: CHECK_LIBS += -ljansson
 $(B)/tests/check_store $(B)/tests/check_store-asan: CHECK_LIBS += $(HIREDIS_LIBS) -lpthread
 $(B)/tests/check_mcp-asan: $(addprefix $(B)/,$(T_MCP:.o=.asan.o))
 $(B)/tests/check_stores-asan: $(addprefix $(B)/,$(T_STORES:.o=.asan.o))
-$(B)/tests/check_stores $(B)/tests/check_stores-asan: CHECK_LIBS += $(HIREDIS_LIBS)
+$(B)/tests/check_stores $(B)/tests/check_stores-asan $(B)/tests/check_cli \
+	$(B)/tests/check_cli-asan: CHECK_LIBS += $(HIREDIS_LIBS)
 $(B)/tests/check_signed $(B)/tests/check_signed-asan: CHECK_LIBS += $(HIREDIS_LIBS) -lpthread
 $(B)/tests/check_mcp $(B)/tests/check_mcp-asan: CHECK_LIBS += -ljansson
 $(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o))

@@ -481,6 +481,11 @@ static void build_plan(const struct cli *c, const struct settings *s,
 	                         .n_env = c->n_env, .store_dir = store_dir,
 	                         .rw_code_mounts = s->rw_code_mounts };
 
+	/* A key file named by DOLSOT_SESSION_KEY (the default one is in the
+	 * store's directory, guarded with it). */
+	if (s->session_key && s->session_key[0] == '/')
+		in.key_file = s->session_key;
+
 	store_dir_path(s->cache_dir, store_dir, sizeof(store_dir));
 
 	switch (sandbox_plan_build(&in, plan, err, sizeof(err))) {

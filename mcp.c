@@ -66,6 +66,8 @@ struct job {
 	json_t *progress;           /* its progress token, or NULL */
 	char *session;              /* NULL: touches no session; "all": every one */
 	char *code;
+	char *fork;                 /* python: the session to start from, or NULL */
+	bool replace;               /* with fork: over an existing session */
 	double timeout;
 	bool minted;
 	pid_t pid;
@@ -319,7 +321,8 @@ static json_t *python_result(const struct server *s, const struct job *j)
 	struct run_args a = { .session = j->session, .code = j->code,
 	                      .code_len = strlen(j->code), .toolboxes = s->m->toolboxes,
 	                      .n_toolboxes = s->m->n_toolboxes, .settings = &set,
-	                      .plan = s->m->plan, .json = true };
+	                      .plan = s->m->plan, .json = true, .fork = j->fork,
+	                      .fork_replace = j->replace };
 	struct result res;
 	char err[REPL_ERR_MAX], *text = NULL;
 	size_t n = 0;
@@ -481,6 +484,7 @@ static void job_free(struct job *j)
 	json_decref(j->progress);
 	free(j->session);
 	free(j->code);
+	free(j->fork);
 	free(j->buf);
 	fd_close(&j->pidfd);
 	fd_close(&j->out);
@@ -789,7 +793,10 @@ static json_t *python_tool(struct server *s, json_t *schema)
 	             "imports and functions persist per `session` across calls; the value of "
 	             "the last expression is shown, as in a notebook. Omit `session` to start "
 	             "a new one: its id is made for the call (mcp-...) and returned; pass it "
-	             "on later calls. %s. Each call runs at most `timeout` seconds (default "
+	             "on later calls. Pass `fork` with another session's id to start this "
+	             "call's session as a copy of that one first (the source is left as it "
+	             "is; `replace` lets the copy overwrite a session that exists). "
+	             "%s. Each call runs at most `timeout` seconds (default "
 	             "and maximum %g); a cell that raises or times out returns isError, and a "
 	             "timeout or a cancel leaves the session as it was before the call. "
 	             "matplotlib figures come back as images.\n\nWhat a cell gets:\n%s",
@@ -797,8 +804,8 @@ static json_t *python_tool(struct server *s, json_t *schema)
 		full = NULL;
 	free(desc);
 	tool = json_pack(
-		"{s:s, s:s, s:o, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:f, s:f, s:s}}, "
-		"s:[s], s:b}}",
+		"{s:s, s:s, s:o, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:f, s:f, s:s}, "
+		"s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}",
 		"name", "python", "title", "Python (dolsot)",
 		"description", full ? json_string(full) : json_string("Run Python code."),
 		"inputSchema", "type", "object", "properties",
@@ -807,6 +814,10 @@ static json_t *python_tool(struct server *s, json_t *schema)
 		"the session to run in (letters, digits, '.', '_', '-'); omit it for a new one",
 		"timeout", "type", "number", "exclusiveMinimum", 0.0, "maximum", set->timeout,
 		"description", "seconds the call may run (capped by the server's --timeout)",
+		"fork", "type", "string", "description",
+		"start `session` as a copy of this session's state, then run the code in it",
+		"replace", "type", "boolean", "description",
+		"with fork: replace `session` if it exists (otherwise that is an error)",
 		"required", "code", "additionalProperties", 0);
 	free(full);
 	if (tool)
@@ -924,10 +935,56 @@ static bool is_blank(const char *c)
 	return c[strspn(c, " \t\r\n\f\v")] == '\0';
 }
 
+/* A python call's fork and replace into j (its session already set); 0,
+ * or -1 after answering.  The same rules as --fork and --replace. */
+static int fork_args(struct server *s, const json_t *id, const json_t *args, struct job *j)
+{
+	json_t *src = json_object_get(args, "fork"), *rep = json_object_get(args, "replace");
+
+	if (rep && !json_is_boolean(rep)) {
+		send_error(s, id, JSONRPC_INVALID_PARAMS, "python: \"replace\" must be true or "
+		           "false");
+		return -1;
+	}
+	if (!src) {
+		if (json_is_true(rep)) {
+			send_error(s, id, JSONRPC_INVALID_PARAMS, "python: \"replace\" goes with "
+			           "\"fork\"");
+			return -1;
+		}
+		return 0;
+	}
+	if (!json_is_string(src)) {
+		send_error(s, id, JSONRPC_INVALID_PARAMS, "python: \"fork\" must be a string: "
+		           "the session to copy");
+		return -1;
+	}
+	if (strcmp(json_string_value(src), "all") == 0) {
+		send_error(s, id, JSONRPC_INVALID_PARAMS, "python: \"fork\": 'all' is not a "
+		           "session; name the session to copy");
+		return -1;
+	}
+	if (check_session(s, id, json_string_value(src), false) < 0)
+		return -1;
+	if (strcmp(json_string_value(src), j->session) == 0) {
+		send_error(s, id, JSONRPC_INVALID_PARAMS, "python: \"fork\": a session cannot be "
+		           "forked into itself");
+		return -1;
+	}
+	j->replace = json_is_true(rep);
+	j->fork = strdup(json_string_value(src));
+	if (!j->fork) {
+		send_error(s, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 /* A python call's arguments into j; 0, or -1 after answering. */
 static int python_args(struct server *s, const json_t *id, const json_t *args, struct job *j)
 {
-	static const char *const keys[] = { "code", "session", "timeout", NULL };
+	static const char *const keys[] = { "code", "session", "timeout", "fork", "replace",
+	                                    NULL };
 	json_t *code = json_object_get(args, "code"), *sid = json_object_get(args, "session");
 	json_t *t = json_object_get(args, "timeout");
 	const char *bad = NULL;
@@ -935,7 +992,7 @@ static int python_args(struct server *s, const json_t *id, const json_t *args, s
 
 	if (!only_keys(args, keys, &bad)) {
 		send_error(s, id, JSONRPC_INVALID_PARAMS, "python: unknown argument '%.100s' "
-		           "(it takes code, session and timeout)", bad);
+		           "(it takes code, session, timeout, fork and replace)", bad);
 		return -1;
 	}
 	if (!json_is_string(code) || is_blank(json_string_value(code)) ||
@@ -974,7 +1031,7 @@ static int python_args(struct server *s, const json_t *id, const json_t *args, s
 		send_error(s, id, JSONRPC_INTERNAL_ERROR, "out of memory");
 		return -1;
 	}
-	return 0;
+	return fork_args(s, id, args, j);
 }
 
 static void tools_call(struct server *s, const struct jsonrpc_msg *m)

@@ -28,7 +28,19 @@ int mount_guard_add(struct mount_guard *g, const char *path, const char *what, b
 	g->e[g->n].path = copy;
 	snprintf(g->e[g->n].what, sizeof(g->e[g->n].what), "%s", what);
 	g->e[g->n].store = store;
+	g->e[g->n].key = false;
 	g->n++;
+	return 0;
+}
+
+int mount_guard_add_key(struct mount_guard *g, const char *path)
+{
+	size_t n = g->n;
+
+	if (mount_guard_add(g, path, "the session key", true) < 0)
+		return -1;
+	if (g->n > n)
+		g->e[n].key = true;
 	return 0;
 }
 
@@ -145,6 +157,12 @@ const char *mount_guard_check(const struct mount_guard *g, const struct mount_ar
 	for (size_t i = 0; i < g->n; i++) {
 		const char *p = g->e[i].path;
 
+		if (g->e[i].key && overlap(m->host, p)) {
+			snprintf(why, len, "the host path overlaps %s (%s), with which a cell "
+			         "could sign a session whose code every later call outside the "
+			         "sandbox would run; mount another path", g->e[i].what, p);
+			return why;
+		}
 		if (g->e[i].store && overlap(m->host, p)) {
 			snprintf(why, len, "the host path overlaps %s (%s), which holds every "
 			         "session and the warm server's socket, through which a cell could "

@@ -446,6 +446,7 @@ enum plan_status sandbox_plan_build(const struct plan_input *in,
 			return oom(&p);
 		p.guard->rw_code_ok = in->rw_code_mounts;
 		if (mount_guard_add(p.guard, in->store_dir, "the session store", true) < 0 ||
+		    mount_guard_add_key(p.guard, in->key_file) < 0 ||
 		    mount_guard_add_code(p.guard) < 0)
 			st = oom(&p);
 		venv = venv_path();

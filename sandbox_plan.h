@@ -28,6 +28,7 @@ struct plan_input {
 	const char *const *env_args;    /* --env specs: NAME or NAME=VALUE */
 	size_t n_env;
 	const char *store_dir;          /* no --mount may overlap it (mount_guard.h) */
+	const char *key_file;           /* nor the session key's file, when it has one */
 	bool rw_code_mounts;            /* DOLSOT_ALLOW_RW_CODE_MOUNTS=1 */
 };
 

@@ -8,9 +8,13 @@ Each round runs, in a shuffled order, the same call through each store:
 
 S1 is `x + 1` on a session holding x = 1.  big is `n = len(b)` on a session
 holding b = os.urandom(50 MiB): the call loads the 50 MiB session and saves
-it again.  Prints medians, quartiles and per-round ratios against file.
+it again.  Prints medians, quartiles and per-round ratios against file,
+each store's stored size of the S1 session (its signature included), and
+how many calls each warm server ran warm (every timed call should be).
 
 usage: /usr/bin/python3.11 bench/stores.py [S1_ROUNDS [BIG_ROUNDS]]
+(DOLSOT_BIN: the binary to time, e.g. a copy, so that a rebuild during the
+run cannot replace it; default ./dolsot)
 """
 
 import os
@@ -24,7 +28,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "dolsot")
+BIN = os.environ.get("DOLSOT_BIN") or os.path.join(ROOT, "dolsot")
 HELPER = os.path.join(ROOT, "examples", "dolsot-store-dir")
 
 
@@ -97,9 +101,22 @@ def main():
                 rm, rlo, rhi = q(r)
                 print("  %-5s %8.2f (%.2f .. %.2f)   %.3f (%.3f .. %.3f)"
                       % (name, m, lo, hi, rm, rlo, rhi))
+        for name in stores:
+            listed = subprocess.run([BIN, "--list-sessions"], env=envs[name],
+                                    capture_output=True, text=True, check=True).stdout
+            size = [ln.split("\t")[1] for ln in listed.splitlines() if ln.startswith("s1\t")]
+            status = subprocess.run([BIN, "--server-status"], env=envs[name],
+                                    capture_output=True, text=True, check=False).stdout
+            calls = [ln for ln in status.splitlines() if ln.startswith("calls ")]
+            print("  %-5s S1 session %s bytes stored; server: %s"
+                  % (name, size[0] if size else "?", calls[0] if calls else "?"))
     finally:
         for name in stores:
-            subprocess.run([BIN, "--server-stop"], env=envs[name], capture_output=True)
+            try:
+                subprocess.run([BIN, "--server-stop"], env=envs[name], capture_output=True,
+                               timeout=60)
+            except (OSError, subprocess.SubprocessError) as e:
+                print("server-stop %s: %s" % (name, e), file=sys.stderr)
         redis.terminate()
         redis.wait()
         shutil.rmtree(tmp, ignore_errors=True)

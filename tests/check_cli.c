@@ -20,8 +20,48 @@
 #include "ck_run.h"
 #include "cli_check.h"
 #include "cli_helpers.h"
+#include "redis_helper.h"
 
 static struct cli_test fx;
+
+/*
+ * The store-related cases (persistence, --list-sessions, --reset, TTL,
+ * locks, a missing session) run once per store: _i is its index here.
+ * Redis is a redis-server of the case's own (redis_helper.h), the helper
+ * store examples/dolsot-store-dir over a directory of the case's.
+ */
+enum { ON_FILE, ON_REDIS, ON_CMD, N_STORES };
+static struct redis_test rd = { .pid = -1 };
+static char store_env[9000], helper_dir[4400];
+
+/* Put this case's sessions in store k (the file store: as it is). */
+static void on_store(int k)
+{
+	char cwd[4096];
+
+	snprintf(helper_dir, sizeof(helper_dir), "%s/helper-store", fx.tmp);
+	if (k == ON_REDIS) {
+		snprintf(rd.dir, sizeof(rd.dir), "%s/redis", fx.tmp);
+		ck_assert_int_eq(mkdir(rd.dir, 0700), 0);
+		rd.port = 0;
+		redis_test_start(&rd, NULL, NULL);
+		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=%s", rd.url);
+	} else if (k == ON_CMD) {
+		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s/examples/"
+		         "dolsot-store-dir %s", getcwd(cwd, sizeof(cwd)), helper_dir);
+	} else {
+		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=file");
+	}
+	cli_test_add_env(&fx, store_env);
+}
+
+/* A Redis command's reply on the case's server, as text. */
+static const char *rd_query(const char *fmt, const char *arg)
+{
+	static char buf[256];
+
+	return redis_test_query(&rd, buf, sizeof(buf), NULL, fmt, arg);
+}
 
 /* A test without a server started for it (one may still start on demand). */
 static void setup_plain(void)
@@ -41,6 +81,7 @@ static void setup(void)
 static void teardown(void)
 {
 	cli_test_end(&fx);
+	redis_test_stop(&rd);
 }
 
 /* Run with extra environment entries on top of the test's own. */
@@ -95,6 +136,7 @@ START_TEST(state_persists_across_calls)
 {
 	struct cli_run r;
 
+	on_store(_i);
 	ok_call("t", "import math\nx = 40\n"
 	             "def f(a):\n    return a + x\n"
 	             "class K:\n    def m(self):\n        return f(1)\n"
@@ -730,6 +772,7 @@ START_TEST(parallel_increments_are_all_kept)
 	pid_t kids[20];
 	struct cli_run r;
 
+	on_store(_i);
 	ok_call("t", "n = 0");
 	for (int i = 0; i < 20; i++) {
 		kids[i] = fork();
@@ -751,27 +794,61 @@ START_TEST(parallel_increments_are_all_kept)
 }
 END_TEST
 
+/* Another holder of t's lock, in store k's own way: the file store's
+ * flock, a Redis lock key, the example helper's lock directory.  Returns
+ * the fd to close (file) or -1; release_lock undoes it. */
+static int hold_lock(int k)
+{
+	char path[4500];
+	int fd = -1;
+
+	if (k == ON_REDIS) {
+		ck_assert_str_eq(rd_query("SET %s someone-else PX 600000", "dolsot:lock:t"), "OK");
+	} else if (k == ON_CMD) {
+		snprintf(path, sizeof(path), "%s/.t.lock", helper_dir);
+		ck_assert_int_eq(mkdir(path, 0700), 0);
+	} else {
+		snprintf(path, sizeof(path), "%s/t.lock", fx.store);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+	}
+	return fd;
+}
+
+static void release_lock(int k, int fd)
+{
+	char path[4500];
+
+	if (k == ON_REDIS) {
+		rd_query("DEL %s", "dolsot:lock:t");
+	} else if (k == ON_CMD) {
+		snprintf(path, sizeof(path), "%s/.t.lock", helper_dir);
+		ck_assert_int_eq(rmdir(path), 0);
+	} else {
+		close(fd);
+	}
+}
+
 START_TEST(busy_session_times_out_clearly)
 {
 	struct cli_run r;
-	char lockpath[4300];
 	int fd;
 
+	on_store(_i);
 	ok_call("t", "x = 1");
-	snprintf(lockpath, sizeof(lockpath), "%s/t.lock", fx.store);
-	fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+	fd = hold_lock(_i);
 	CLI(&r, "--session", "t", "--timeout", "0.5", "x = 2");
 	ck_code(&r, 1);
-	ck_assert_str_eq(r.err, "dolsot: session 't' is busy: another call is using it\n");
+	ck_err_has(&r, "dolsot: session 't' is busy: another call is using it");
+	ck_assert(strchr(r.err, '\n') == r.err + r.err_len - 1);   /* one line */
 	cli_run_release(&r);
 	/* A reset waits for the call in flight too, rather than be undone by it. */
 	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TIMEOUT=0.3", NULL }), "--reset", "t");
 	ck_code(&r, 1);
 	ck_err_has(&r, "session 't' is busy");
 	cli_run_release(&r);
-	close(fd);
+	release_lock(_i, fd);
 	CLI(&r, "--session", "t", "x");
 	ck_out(&r, "1\n");
 	cli_run_release(&r);
@@ -809,6 +886,7 @@ START_TEST(list_sessions_format)
 	unsigned long size;
 	int year;
 
+	on_store(_i);
 	CLI(&r, "--list-sessions");
 	ck_code(&r, 0);
 	ck_out(&r, "");
@@ -832,13 +910,19 @@ END_TEST
 START_TEST(reset_one_and_all)
 {
 	struct cli_run r;
-	char foreign[4300];
+	char foreign[4500];
 
+	on_store(_i);
 	ok_call("a", "x = 1");
 	ok_call("b", "x = 1");
 	ok_call("c", "x = 1");
-	snprintf(foreign, sizeof(foreign), "%s/notes.txt", fx.store);
+	/* Something beside the sessions that is not one (the helper lists
+	 * every file but a dot file as a session). */
+	snprintf(foreign, sizeof(foreign), "%s/%s", _i == ON_CMD ? helper_dir : fx.store,
+	         _i == ON_CMD ? ".notes.txt" : "notes.txt");
 	cli_write_file(foreign, "not ours\n");
+	if (_i == ON_REDIS)
+		rd_query("SET %s 1", "unrelated");
 	CLI(&r, "--reset", "a");
 	ck_code(&r, 0);
 	ck_out(&r, "reset a: removed 1 session(s)\n");
@@ -850,6 +934,8 @@ START_TEST(reset_one_and_all)
 	ck_out(&r, "reset all: removed 2 session(s)\n");
 	cli_run_release(&r);
 	ck_assert_int_eq(access(foreign, F_OK), 0);
+	if (_i == ON_REDIS)
+		ck_assert_str_eq(rd_query("EXISTS %s", "unrelated"), "1");
 	CLI(&r, "--session", "b", "'x' in globals()");
 	ck_out(&r, "False\n");
 	cli_run_release(&r);
@@ -939,25 +1025,6 @@ START_TEST(corrupt_session_names_reset)
 }
 END_TEST
 
-START_TEST(expired_sessions_are_reaped)
-{
-	struct cli_run r;
-	char path[4300];
-	struct timespec old[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
-
-	ok_call("old", "x = 1");
-	ok_call("new", "x = 1");
-	snprintf(path, sizeof(path), "%s/old.pkl", fx.store);
-	old[1].tv_sec = time(NULL) - 8 * 86400;
-	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
-	CLI(&r, "--list-sessions");
-	ck_assert(!cli_has(r.out, "old\t"));
-	ck_assert(cli_has(r.out, "new\t"));
-	cli_run_release(&r);
-	ck_assert_int_ne(access(path, F_OK), 0);
-}
-END_TEST
-
 START_TEST(ttl_zero_never_reaps)
 {
 	struct cli_run r;
@@ -971,6 +1038,56 @@ START_TEST(ttl_zero_never_reaps)
 	RUN_ENV(&r, ((const char *[]){ "DOLSOT_SESSION_TTL_DAYS=0", NULL }), "--list-sessions");
 	ck_assert(cli_has(r.out, "old\t"));
 	cli_run_release(&r);
+}
+END_TEST
+
+/* DOLSOT_SESSION_TTL_DAYS on each store: the file store reaps a session
+ * unsaved for that long (7 days by default), Redis expires its
+ * key that long after the save (0: never), and a helper's sessions are the
+ * helper's to expire: dolsot reaps none of them. */
+START_TEST(session_ttl_on_each_store)
+{
+	const char *brief[] = { "DOLSOT_SESSION_TTL_DAYS=0.00003", NULL };   /* 2.6 s */
+	const char *never[] = { "DOLSOT_SESSION_TTL_DAYS=0", NULL };
+	struct timespec old[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+	char path[4500];
+	struct cli_run r;
+	double t0;
+
+	on_store(_i);
+	if (_i == ON_REDIS) {
+		RUN_ENV(&r, never, "--session", "keep", "x = 1");
+		ck_code(&r, 0);
+		cli_run_release(&r);
+		ck_assert_str_eq(rd_query("PTTL %s", "dolsot:session:keep"), "-1");
+		RUN_ENV(&r, brief, "--session", "old", "x = 1");
+		ck_code(&r, 0);
+		cli_run_release(&r);
+		t0 = cli_now();
+		for (;;) {   /* gone once its time has passed, however slow we are */
+			CLI(&r, "--list-sessions");
+			if (!cli_has(r.out, "old\t"))
+				break;
+			ck_assert_msg(cli_now() - t0 < 60, "never expired: %s", r.out);
+			cli_run_release(&r);
+			usleep(200000);
+		}
+		ck_assert(cli_has(r.out, "keep\t"));
+		cli_run_release(&r);
+		ck_state("old", "'x' in dir()", "False\n");
+		return;
+	}
+	ok_call("old", "x = 1");
+	ok_call("new", "x = 1");
+	snprintf(path, sizeof(path), "%s/%s", _i == ON_CMD ? helper_dir : fx.store,
+	         _i == ON_CMD ? "old" : "old.pkl");
+	old[1].tv_sec = time(NULL) - 8 * 86400;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	CLI(&r, "--list-sessions");
+	ck_assert(cli_has(r.out, "new\t"));
+	ck_assert_msg(cli_has(r.out, "old\t") == (_i == ON_CMD), "%s", r.out);
+	cli_run_release(&r);
+	ck_assert_int_eq(access(path, F_OK) == 0, _i == ON_CMD);
 }
 END_TEST
 
@@ -999,7 +1116,11 @@ static void expect_usage(const char *const *extra_env, const char *const *argv,
 
 START_TEST(missing_session_explains_why)
 {
+	on_store(_i);
 	USAGE("stable id", "1 + 1");
+	ck_assert(!cli_exists(helper_dir));
+	if (_i == ON_REDIS)
+		ck_assert_str_eq(rd_query("DBSIZE%s", ""), "0");
 }
 END_TEST
 
@@ -1182,7 +1303,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, value_is_repr_of_last_expression);
 	tcase_add_test(run, none_value_prints_nothing);
 	tcase_add_test(run, stdout_then_value);
-	tcase_add_test(run, state_persists_across_calls);
+	tcase_add_loop_test(run, state_persists_across_calls, 0, N_STORES);
 	tcase_add_test(run, shared_references_survive);
 	tcase_add_test(run, code_from_stdin);
 	tcase_add_test(run, fd_level_capture_keeps_order);
@@ -1216,18 +1337,18 @@ static Suite *cli_suite(void)
 	tcase_add_test(out, output_is_truncated_with_marker);
 	tcase_add_test(out, huge_output_keeps_memory_bounded);
 	tcase_add_test(out, max_output_zero_means_no_cap);
-	tcase_add_test(conc, parallel_increments_are_all_kept);
-	tcase_add_test(conc, busy_session_times_out_clearly);
+	tcase_add_loop_test(conc, parallel_increments_are_all_kept, 0, N_STORES);
+	tcase_add_loop_test(conc, busy_session_times_out_clearly, 0, N_STORES);
 	tcase_add_test(conc, different_sessions_run_in_parallel);
-	tcase_add_test(st, list_sessions_format);
-	tcase_add_test(st, reset_one_and_all);
+	tcase_add_loop_test(st, list_sessions_format, 0, N_STORES);
+	tcase_add_loop_test(st, reset_one_and_all, 0, N_STORES);
 	tcase_add_test(st, store_files_and_modes);
 	tcase_add_test(refuse, store_refuses_open_permissions);
 	tcase_add_test(refuse, store_refuses_symlink);
 	tcase_add_test(st, corrupt_session_names_reset);
-	tcase_add_test(st, expired_sessions_are_reaped);
 	tcase_add_test(st, ttl_zero_never_reaps);
-	tcase_add_test(use, missing_session_explains_why);
+	tcase_add_loop_test(st, session_ttl_on_each_store, 0, N_STORES);
+	tcase_add_loop_test(use, missing_session_explains_why, 0, N_STORES);
 	tcase_add_test(use, malformed_toolbox_specs);
 	tcase_add_test(use, bad_session_ids);
 	tcase_add_test(use, empty_code_is_refused);

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_check.h"
 #include "cli_helpers.h"
 
 static struct cli_test fx;
@@ -529,6 +530,98 @@ START_TEST(failing_cells_are_tool_errors)
 }
 END_TEST
 
+/* The text block of a tools/call answer. */
+static const char *result_text(json_t *all, json_int_t id)
+{
+	json_t *res = json_object_get(answer(all, id), "result");
+
+	return json_string_value(json_object_get(json_array_get(json_object_get(res, "content"),
+	                                                        0), "text"));
+}
+
+static bool is_tool_error(json_t *all, json_int_t id)
+{
+	return json_is_true(json_object_get(json_object_get(answer(all, id), "result"),
+	                                    "isError"));
+}
+
+/* The python tool's fork and replace: --fork SRC and --replace.  Each step
+ * is a server of its own, so no two calls of a step depend on each other's
+ * order (calls on different sessions run at once). */
+START_TEST(python_tool_forks_a_session)
+{
+	struct cli_run r;
+	json_t *all, *res;
+	const char *text;
+
+	run_mcp(&r, INIT("2025-11-25") CALL(1, "{\"code\":\"x = [1]\",\"session\":\"src\"}"),
+	        0, NULL);
+	cli_run_release(&r);
+	run_mcp(&r, INIT("2025-11-25")
+	        CALL(1, "{\"code\":\"x.append(2)\\nx\",\"session\":\"dst\",\"fork\":\"src\"}")
+	        CALL(2, "{\"code\":\"x\",\"fork\":\"src\"}")
+	        CALL(3, "{\"code\":\"1\",\"session\":\"new\",\"fork\":\"nosuch\"}"), 0, NULL);
+	all = lines(&r);
+	res = json_object_get(answer(all, 1), "result");
+	ck_assert_msg(!is_tool_error(all, 1), "%.3000s", r.out);
+	ck_assert_str_eq(structured_str(res, "value"), "[1, 2]");
+	/* No session: a new one, made as the copy. */
+	res = json_object_get(answer(all, 2), "result");
+	ck_assert_str_eq(structured_str(res, "value"), "[1]");
+	ck_assert_msg(cli_has(result_text(all, 2), "this call made session 'mcp-"), "%s",
+	              result_text(all, 2));
+	ck_assert(is_tool_error(all, 3));
+	text = result_text(all, 3);
+	ck_assert_msg(cli_has(text, "cannot fork session 'nosuch': there is no such session"),
+	              "%s", text);
+	json_decref(all);
+	cli_run_release(&r);
+	run_mcp(&r, INIT("2025-11-25")
+	        CALL(1, "{\"code\":\"x\",\"session\":\"src\"}")
+	        CALL(2, "{\"code\":\"x\",\"session\":\"dst\",\"fork\":\"src\"}"), 0, NULL);
+	all = lines(&r);
+	ck_assert_str_eq(structured_str(json_object_get(answer(all, 1), "result"), "value"),
+	                 "[1]");
+	ck_assert(is_tool_error(all, 2));
+	ck_assert_msg(cli_has(result_text(all, 2), "'dst' already exists (add --replace"), "%s",
+	              result_text(all, 2));
+	json_decref(all);
+	cli_run_release(&r);
+	run_mcp(&r, INIT("2025-11-25")
+	        CALL(1, "{\"code\":\"x\",\"session\":\"dst\"}"), 0, NULL);
+	all = lines(&r);
+	ck_assert_str_eq(structured_str(json_object_get(answer(all, 1), "result"), "value"),
+	                 "[1, 2]");
+	json_decref(all);
+	cli_run_release(&r);
+	run_mcp(&r, INIT("2025-11-25")
+	        CALL(1, "{\"code\":\"x.append(3)\\nx\",\"session\":\"dst\",\"fork\":\"src\","
+	                "\"replace\":true}"), 0, NULL);
+	all = lines(&r);
+	ck_assert_str_eq(structured_str(json_object_get(answer(all, 1), "result"), "value"),
+	                 "[1, 3]");
+	json_decref(all);
+	cli_run_release(&r);
+	/* Wrong arguments are invalid params, before any call. */
+	run_mcp(&r, INIT("2025-11-25")
+	        CALL(1, "{\"code\":\"1\",\"session\":\"a\",\"fork\":\"a\"}")
+	        CALL(2, "{\"code\":\"1\",\"session\":\"a\",\"fork\":\"all\"}")
+	        CALL(3, "{\"code\":\"1\",\"session\":\"a\",\"fork\":7}")
+	        CALL(4, "{\"code\":\"1\",\"session\":\"a\",\"fork\":\"../x\"}")
+	        CALL(5, "{\"code\":\"1\",\"session\":\"a\",\"replace\":true}")
+	        CALL(6, "{\"code\":\"1\",\"session\":\"a\",\"fork\":\"src\",\"replace\":1}"),
+	        0, NULL);
+	all = lines(&r);
+	for (json_int_t id = 1; id <= 6; id++)
+		ck_assert_msg(error_code(all, id) == -32602, "id %lld: %.3000s", (long long)id, r.out);
+	ck_assert(cli_has(r.out, "a session cannot be forked into itself"));
+	ck_assert(cli_has(r.out, "\\\"replace\\\" goes with \\\"fork\\\""));
+	json_decref(all);
+	cli_run_release(&r);
+	cli_ck_state(&fx, "src", "x", "[1]\n");
+}
+END_TEST
+
 /* The run flags reach every call: --env, and --timeout as the cap. */
 START_TEST(run_flags_apply_to_every_call)
 {
@@ -936,6 +1029,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, oversized_message_is_refused_and_the_stream_recovers);
 	tcase_add_test(raw, stdout_holds_only_protocol_messages);
 	tcase_add_test(raw, failing_cells_are_tool_errors);
+	tcase_add_test(raw, python_tool_forks_a_session);
 	tcase_add_test(raw, run_flags_apply_to_every_call);
 	tcase_add_test(raw, sandbox_flags_apply_to_every_call);
 	tcase_add_test(raw, describe_in_the_description_is_bounded);

@@ -8,7 +8,9 @@
  * no signature at all.  Each is refused and the file never appears; the
  * same blob signed for its own id does create it, so the blob is live.
  * The bytes go in and out through the store's own operations (store.h),
- * as anyone who reaches the store would write them.
+ * as anyone who reaches the store would write them.  The Redis store is
+ * a redis-server the case starts on a free port (redis_helper.h), the
+ * helper store the example helper, examples/dolsot-store-dir, run for real.
  */
 #include <check.h>
 #include <errno.h>
@@ -22,6 +24,7 @@
 
 #include "ck_run.h"
 #include "cli_helpers.h"
+#include "redis_helper.h"
 #include "sign.h"
 #include "store.h"
 
@@ -34,16 +37,25 @@ struct store_case {
 	const char *name;
 	enum store_kind kind;
 	const char *const *env;       /* what selects it for dolsot */
+	char *spec;                   /* DOLSOT_STORE's value, for store_open */
 };
 
+static char redis_store[4600], cmd_store[9000];
 static const char *const file_env[] = { "DOLSOT_STORE=file", NULL };
 static const char *const memory_env[] = { "DOLSOT_STORE=memory", "DOLSOT_SERVER=auto", NULL };
+static const char *const redis_env[] = { redis_store, NULL };
+static const char *const cmd_env[] = { cmd_store, NULL };
 
 static const struct store_case stores[] = {
-	{ "file", STORE_KIND_FILE, file_env },
-	{ "memory", STORE_KIND_MEMORY, memory_env },
+	{ "file", STORE_KIND_FILE, file_env, NULL },
+	{ "memory", STORE_KIND_MEMORY, memory_env, NULL },
+	{ "redis", STORE_KIND_REDIS, redis_env, redis_store + sizeof("DOLSOT_STORE=") - 1 },
+	{ "cmd", STORE_KIND_CMD, cmd_env, cmd_store + sizeof("DOLSOT_STORE=") - 1 },
 };
 #define NSTORES ((int)(sizeof(stores) / sizeof(*stores)))
+
+/* The case's redis-server, started by its first use of the Redis store. */
+static struct redis_test rd = { .pid = -1 };
 
 static struct cli_test fx;
 
@@ -59,6 +71,24 @@ static void setup(void)
 static void teardown(void)
 {
 	cli_test_end(&fx);
+	redis_test_stop(&rd);
+}
+
+/* Make sc reachable: its redis-server up, its helper's directory named. */
+static void ready(const struct store_case *sc)
+{
+	char cwd[4096];
+
+	if (sc->kind == STORE_KIND_REDIS && rd.pid <= 0) {
+		snprintf(rd.dir, sizeof(rd.dir), "%s/redis", fx.tmp);
+		ck_assert_int_eq(mkdir(rd.dir, 0700), 0);
+		rd.port = 0;
+		redis_test_start(&rd, NULL, NULL);
+		snprintf(redis_store, sizeof(redis_store), "DOLSOT_STORE=%s", rd.url);
+	}
+	if (sc->kind == STORE_KIND_CMD)
+		snprintf(cmd_store, sizeof(cmd_store), "DOLSOT_STORE=cmd:%s/examples/"
+		         "dolsot-store-dir %s/helper-store", getcwd(cwd, sizeof(cwd)), fx.tmp);
 }
 
 /* dolsot ARGS... on store sc, with extra entries too (may be NULL). */
@@ -68,6 +98,7 @@ static void run_on(const struct store_case *sc, struct cli_run *r, const char *c
 	const char *env[16], *argv[16];
 	size_t n = 0, a = 0;
 
+	ready(sc);
 	for (size_t i = 0; sc->env[i]; i++)
 		env[n++] = sc->env[i];
 	for (size_t i = 0; extra && extra[i]; i++)
@@ -98,8 +129,10 @@ static void ok(const struct store_case *sc, const char *id, const char *code,
 static struct store *open_store(const struct store_case *sc)
 {
 	char err[STORE_ERR_MAX];
-	struct store *st = store_open(sc->kind, NULL, fx.store, 0, 30, err, sizeof(err));
+	struct store *st;
 
+	ready(sc);
+	st = store_open(sc->kind, sc->spec, fx.store, 0, 30, err, sizeof(err));
 	ck_assert_msg(st != NULL, "%s: %s", sc->name, err);
 	return st;
 }

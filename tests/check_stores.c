@@ -11,21 +11,17 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli_helpers.h"
+#include "redis_helper.h"
 
-#define READY_SECONDS 60.0      /* a loaded machine starts redis-server slowly */
 #define CALL_TIMEOUT "120"
 
 static struct cli_test fx;
@@ -35,133 +31,15 @@ static const char *const kind_names[] = { "file", "redis", "cmd" };
 #define NKINDS 3
 
 /* The test's redis-server. */
-static struct {
-	pid_t pid;
-	int port;
-	char dir[4400];
-	char url[200];
-} rd = { .pid = -1 };
+static struct redis_test rd = { .pid = -1 };
 
 static char store_env[4600], helper_dir[4400];
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
-/* A connection to the test's server (password: requirepass, or NULL). */
-static redisContext *rd_conn(const char *password)
-{
-	struct timeval tv = { 10, 0 };
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", rd.port, tv);
-
-	if (c && !c->err && password) {
-		redisReply *r = redisCommand(c, "AUTH %s", password);
-
-		if (r)
-			freeReplyObject(r);
-	}
-	return c;
-}
-
-/*
- * Start redis-server on rd.port (a free one when 0) in rd.dir, with the
- * extra config arguments, and wait until it answers PING.
- */
-static void rd_start(const char *const *extra, const char *password)
-{
-	const char *argv[40];
-	char port[16];
-	int n = 0;
-	double t0 = cli_now();
-
-	if (!rd.port)
-		rd.port = free_port();
-	snprintf(port, sizeof(port), "%d", rd.port);
-	argv[n++] = "redis-server";
-	argv[n++] = "--port";
-	argv[n++] = port;
-	argv[n++] = "--bind";
-	argv[n++] = "127.0.0.1";
-	argv[n++] = "--dir";
-	argv[n++] = rd.dir;
-	argv[n++] = "--save";
-	argv[n++] = "";
-	argv[n++] = "--daemonize";
-	argv[n++] = "no";
-	argv[n++] = "--logfile";
-	argv[n++] = "redis.log";
-	for (int i = 0; extra && extra[i]; i++)
-		argv[n++] = extra[i];
-	argv[n] = NULL;
-	rd.pid = fork();
-	ck_assert_int_ge(rd.pid, 0);
-	if (rd.pid == 0) {
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	for (;;) {
-		redisContext *c = rd_conn(password);
-		redisReply *r = c && !c->err ? redisCommand(c, "PING") : NULL;
-		bool up = r && (r->type == REDIS_REPLY_STATUS);
-
-		if (r)
-			freeReplyObject(r);
-		if (c)
-			redisFree(c);
-		if (up)
-			break;
-		ck_assert_msg(cli_now() - t0 < READY_SECONDS && waitpid(rd.pid, NULL, WNOHANG) == 0,
-		              "redis-server did not start on port %d", rd.port);
-		usleep(50000);
-	}
-}
-
-/* Stop it (SIGTERM: an append-only file is flushed) and reap it. */
-static void rd_stop(void)
-{
-	double t0 = cli_now();
-
-	if (rd.pid <= 0)
-		return;
-	kill(rd.pid, SIGTERM);
-	while (waitpid(rd.pid, NULL, WNOHANG) == 0) {
-		if (cli_now() - t0 > READY_SECONDS)
-			kill(rd.pid, SIGKILL);
-		usleep(20000);
-	}
-	rd.pid = -1;
-}
-
-/* The reply to a command on the test's server, as text ("(nil)", an
- * integer's digits, a string), into buf. */
-static const char *rd_query(char *buf, size_t len, const char *password, const char *fmt,
-                            const char *arg)
-{
-	redisContext *c = rd_conn(password);
-	redisReply *r;
-
-	ck_assert_msg(c && !c->err, "cannot reach the test's redis-server");
-	r = redisCommand(c, fmt, arg);
-	ck_assert_ptr_nonnull(r);
-	if (r->type == REDIS_REPLY_INTEGER)
-		snprintf(buf, len, "%lld", r->integer);
-	else if (r->type == REDIS_REPLY_NIL)
-		snprintf(buf, len, "(nil)");
-	else
-		snprintf(buf, len, "%.*s", (int)r->len, r->str ? r->str : "");
-	freeReplyObject(r);
-	redisFree(c);
-	return buf;
-}
+#define rd_start(extra, password) redis_test_start(&rd, (extra), (password))
+#define rd_stop() redis_test_stop(&rd)
+#define rd_conn(password) redis_test_conn(&rd, (password))
+#define rd_query(buf, len, password, fmt, arg) \
+	redis_test_query(&rd, (buf), (len), (password), (fmt), (arg))
 
 static void begin(void)
 {
@@ -182,7 +60,6 @@ static void use_store(enum kind k, const char *const *redis_extra)
 	switch (k) {
 	case REDIS_STORE:
 		rd_start(redis_extra, NULL);
-		snprintf(rd.url, sizeof(rd.url), "redis://127.0.0.1:%d", rd.port);
 		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=%s", rd.url);
 		break;
 	case CMD_STORE:

@@ -301,6 +301,59 @@ START_TEST(mounts_of_the_store_are_refused)
 }
 END_TEST
 
+/* The session key: the default file lies in the store (refused with it);
+ * a key file named by DOLSOT_SESSION_KEY=/path, wherever it is, is refused
+ * in every mode too, and so is any directory that holds it.  The key never
+ * reaches the sandbox, so no cell can sign a session others would load. */
+START_TEST(mounts_of_the_session_key_are_refused)
+{
+	char spec[5000], keyenv[4500];
+	const char *const with_key[] = { keyenv, NULL };
+	static const char *const modes[] = { "ro", "overlay", "rw" };
+	struct cli_run r;
+
+	NEED_USERNS();
+	RUN(&r, "--session", "s", "1");   /* makes the store's .session.key */
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_assert(cli_exists(path_in("store/.session.key")));
+	snprintf(spec, sizeof(spec), "%s:/k:ro", path_in("store/.session.key"));
+	usage(spec, "overlaps the session store");
+	make_dir("keys");
+	cli_write_file(path_in("keys/k"), "key-k: at least thirty-two bytes of it\n");
+	ck_assert_int_eq(chmod(path_in("keys/k"), 0600), 0);
+	cli_own(path_in("keys/k"));
+	snprintf(keyenv, sizeof(keyenv), "DOLSOT_SESSION_KEY=%s", path_in("keys/k"));
+	for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++) {
+		const char *what[] = { "keys/k", "keys" };
+
+		for (size_t w = 0; w < 2; w++) {
+			if (w == 0 && strcmp(modes[i], "overlay") == 0)
+				continue;   /* an overlay takes directories only */
+			snprintf(spec, sizeof(spec), "%s:/k:%s", path_in(what[w]), modes[i]);
+			RUN_ENV(&r, with_key, "--session", "s", "--sandbox", "--mount", spec, "1");
+			ck_code(&r, 2);
+			ck_err_has(&r, "overlaps the session key (");
+			ck_err_has(&r, "mount another path");
+			cli_run_release(&r);
+		}
+	}
+	/* Another name for the directory is the same directory. */
+	ck_assert_int_eq(symlink(path_in("keys"), path_in("keylink")), 0);
+	snprintf(spec, sizeof(spec), "%s:/k:ro", path_in("keylink"));
+	RUN_ENV(&r, with_key, "--session", "s", "--sandbox", "--mount", spec, "1");
+	ck_code(&r, 2);
+	ck_err_has(&r, "overlaps the session key");
+	cli_run_release(&r);
+	/* The key itself works, and a mount elsewhere still does. */
+	make_dir("data");
+	snprintf(spec, sizeof(spec), "%s:/d:ro", path_in("data"));
+	RUN_ENV(&r, with_key, "--session", "k", "--sandbox", "--mount", spec, "x = 1");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+}
+END_TEST
+
 /* A client in other namespaces (as a sandboxed cell reaching the socket
  * would be) is not served: its call runs on its own cold path. */
 static void from_namespace(const char *const *wrapper, const char *ns)
@@ -631,6 +684,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, unsandboxed_sessions_load_in_the_sandbox);
 	tcase_add_test(tc, the_memory_store_refuses_them_too);
 	tcase_add_test(tc, mounts_of_the_store_are_refused);
+	tcase_add_test(tc, mounts_of_the_session_key_are_refused);
 	tcase_add_test(tc, clients_in_other_namespaces_are_not_served);
 	tcase_add_test(tc, a_sandboxed_zygote_holds_no_earlier_secret);
 	tcase_add_test(tc, rw_mounts_over_code_are_refused);

@@ -27,6 +27,23 @@ def session_id(sid, *, allow_all=False):
     return sid
 
 
+def fork(session, src, replace):
+    """Check run(fork=src, replace=...) as the binary checks --fork and
+    --replace; raise InvalidSession (replace that is not a bool: TypeError)."""
+    if not isinstance(replace, bool):
+        raise TypeError(f"replace must be a bool, not {type(replace).__name__}")
+    if src is None:
+        if replace:
+            raise InvalidSession("replace=True goes with fork=SRC")
+        return
+    if src == "all":
+        raise InvalidSession("fork='all': 'all' is not a session; name the session "
+                             "to copy")
+    session_id(src)
+    if src == session:
+        raise InvalidSession(f"fork={src!r}: a session cannot be forked into itself")
+
+
 def code_text(code):
     """Return code if it is a non-blank str, else raise InvalidSession."""
     if not isinstance(code, str):

@@ -66,8 +66,9 @@ class Repl:
     (seconds), max_output (characters, 0 = no cap), typecheck (bool) and
     ty_bin fall back to DOLSOT_TIMEOUT, DOLSOT_MAX_OUTPUT, DOLSOT_TYPECHECK
     and DOLSOT_TY_BIN, then to the binary's defaults. store is a
-    dolsot.store.FileStore or MemoryStore, "file", "memory" or a directory
-    (default: DOLSOT_STORE and DOLSOT_CACHE_DIR). binary is the dolsot
+    dolsot.store.FileStore, MemoryStore or Store, any DOLSOT_STORE value
+    ("file", "memory", "redis://...", "cmd:...") or a directory (default:
+    DOLSOT_STORE and DOLSOT_CACHE_DIR). binary is the dolsot
     executable (default: DOLSOT_BIN, the source tree's, then PATH).
     """
 
@@ -91,6 +92,8 @@ class Repl:
         self.binary = _binary.locate(binary)
         if isinstance(self.store, _store.MemoryStore):
             self.store._used_by(self.binary)
+        if isinstance(self.store, _store.Store):
+            self.store.check(self.binary)
         self._toolboxes = None
 
     # -- what a call runs -------------------------------------------------
@@ -125,19 +128,22 @@ class Repl:
                 env["PYTHONPATH"] = os.pathsep.join(add + have)
         return env
 
-    def _run_argv(self, session):
+    def _run_argv(self, session, fork=None, replace=False):
         toolboxes = self._resolved_inject()
         argv = [self.binary, "--json", "--session", session]
+        if fork is not None:
+            argv += ["--fork", fork] + (["--replace"] if replace else [])
         for a, name, _ in toolboxes:
             argv += ["--toolbox", f"{name}:{a}"]
         if self.timeout is not None:
             argv += ["--timeout", repr(float(self.timeout))]
         return argv, self._env(toolboxes)
 
-    def _prepare(self, session, code):
+    def _prepare(self, session, code, fork, replace):
         _checks.session_id(session)
         _checks.code_text(code)
-        argv, env = self._run_argv(session)
+        _checks.fork(session, fork, replace)
+        argv, env = self._run_argv(session, fork, replace)
         return argv, env, code.encode("utf-8", "surrogatepass")
 
     # -- results ----------------------------------------------------------
@@ -161,9 +167,14 @@ class Repl:
 
     # -- the API ------------------------------------------------------------
 
-    def run(self, session, code):
-        """Run code in session and return its Result."""
-        argv, env, data = self._prepare(session, code)
+    def run(self, session, code, *, fork=None, replace=False):
+        """Run code in session and return its Result.
+
+        fork: start session as a copy of that session's stored state first
+        (a copy of bytes; the source is left as it is), then run code in it.
+        The session must not exist unless replace is True. A missing source,
+        or an existing session without replace, is a failed Result."""
+        argv, env, data = self._prepare(session, code, fork, replace)
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env,
                                 start_new_session=True)
@@ -175,11 +186,11 @@ class Repl:
             raise
         return self._answer(proc.returncode, out, err)
 
-    async def arun(self, session, code):
+    async def arun(self, session, code, *, fork=None, replace=False):
         """run() for event loops: an asyncio subprocess. Cancelling the task
         ends the call (its worker and every process it started); the session
         stays as it was before the cell."""
-        argv, env, data = self._prepare(session, code)
+        argv, env, data = self._prepare(session, code, fork, replace)
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)

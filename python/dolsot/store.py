@@ -13,8 +13,16 @@ DOLSOT_CACHE_DIR:
   the server exits (it needs DOLSOT_SERVER=auto). Each MemoryStore gets a
   directory of its own for its server, so two of them never share sessions.
 
-Repl(store=...) also takes the strings DOLSOT_STORE takes ("file",
-"memory") and a directory path (a FileStore there).
+- Store(value, cache_dir=None): any other DOLSOT_STORE value, such as
+  "redis://host:6379/0" (a Redis server that several hosts share) or
+  "cmd:PROGRAM ARGS" (a store helper); cache_dir is this host's own
+  directory (the session key file, the warm server's socket, the lock
+  that keeps this host's calls on one session apart). Repl checks the
+  value with the binary and raises ValueError with the binary's reason.
+
+Repl(store=...) also takes every DOLSOT_STORE value as a string ("file",
+"memory", "redis://...", "cmd:..."; a text whose first ':' comes before
+any '/' is such a value) and a directory path (a FileStore there).
 """
 
 import atexit
@@ -83,19 +91,62 @@ class MemoryStore:
         return "MemoryStore()"
 
 
+class Store:
+    """Sessions where a DOLSOT_STORE value says (Redis, a store helper),
+    exactly as the binary's --store and DOLSOT_STORE take it."""
+
+    def __init__(self, value, cache_dir=None):
+        if not isinstance(value, str):
+            raise TypeError(f"a store value must be a str, not {type(value).__name__}")
+        if cache_dir is not None:
+            cache_dir = os.path.abspath(os.fspath(cache_dir))
+        self.value = value
+        self.cache_dir = cache_dir
+
+    def env(self):
+        e = {"DOLSOT_STORE": self.value}
+        if self.cache_dir is not None:
+            e["DOLSOT_CACHE_DIR"] = self.cache_dir
+        return e
+
+    def check(self, binary):
+        """Raise ValueError, with the binary's reason, unless it takes the
+        value. The binary only parses it: --server-status looks at this
+        host's warm server and never reaches the store."""
+        env = dict(os.environ, **self.env())
+        env.pop("DOLSOT_STORE")
+        p = subprocess.run([binary, "--store", self.value, "--server-status"], env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+                           check=False)
+        if p.returncode == 2:
+            why = p.stderr.decode("utf-8", "replace").strip()
+            raise ValueError(why.removeprefix("dolsot: --"))
+
+    def __repr__(self):
+        return f"Store({self.value!r}, cache_dir={self.cache_dir!r})"
+
+
+def _is_value(text):
+    """Whether a store string is a DOLSOT_STORE value rather than a path."""
+    colon = text.find(":")
+    return colon > 0 and "/" not in text[:colon]
+
+
 def resolve(store):
     """The store object for Repl(store=...); None means DOLSOT_STORE decides."""
-    if store is None or isinstance(store, (FileStore, MemoryStore)):
+    if store is None or isinstance(store, (FileStore, MemoryStore, Store)):
         return store
     if isinstance(store, str) and store == "file":
         return FileStore()
     if isinstance(store, str) and store == "memory":
         return MemoryStore()
+    if isinstance(store, str) and _is_value(store):
+        return Store(store)
     if isinstance(store, (str, os.PathLike)):
         if not os.fspath(store):
             raise ValueError("store must not be an empty path")
         return FileStore(store)
     raise TypeError(
-        f"store must be a FileStore, a MemoryStore, 'file', 'memory' or a "
-        f"directory path, not {type(store).__name__}: the binary keeps sessions "
+        f"store must be a FileStore, a MemoryStore, a Store, a DOLSOT_STORE value "
+        f"or a directory path, not {type(store).__name__}: the binary keeps sessions "
         "itself, so a store object with load/save methods cannot be plugged in")

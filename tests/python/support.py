@@ -5,9 +5,11 @@ server (DOLSOT_SERVER=auto) stopped at the end."""
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -79,3 +81,50 @@ def pid_alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_redis(directory):
+    """A redis-server of the test's own on 127.0.0.1 on a free port, in
+    directory, without persistence; returns (process, url) once it answers,
+    or None when redis-server is not installed. stop_redis ends it."""
+    if not shutil.which("redis-server"):
+        return None
+    port = free_port()
+    p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                          "--dir", directory, "--save", "", "--appendonly", "no",
+                          "--logfile", "redis.log"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(1200):     # up to a minute on a loaded machine
+        try:
+            with socket.create_connection(("127.0.0.1", port), 1) as c:
+                c.sendall(b"PING\r\n")
+                if c.recv(16).startswith(b"+PONG"):
+                    return p, f"redis://127.0.0.1:{port}"
+        except OSError:
+            pass
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    p.kill()
+    p.wait()
+    raise RuntimeError(f"redis-server did not start on port {port}")
+
+
+def stop_redis(server):
+    if server is None:
+        return
+    p, _ = server
+    p.terminate()
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
