@@ -21,18 +21,24 @@ mypy's main() would check it (process_options, build.build, its exit
 status rule), in this process, and the build is kept: its manager and
 its graph, with the trees of everything the cell needed loaded from
 mypy's cache.  A later cell, when none of the files that build read has
-changed since (path, mtime, size, inode), is checked in a forked child
+changed since (path, mtime, size, inode), is checked in this process
 against those loaded trees: the kept cell is dropped from the graph,
 the new one is loaded into it (load_graph with the old graph), and the
 graph is processed as build.process_graph() does, with the same
 freshness rules, but skipping what the kept build already processed; so
 only the cell, and modules it imports that the kept build had not
-loaded, cost anything.  The child's changes die with it.  When it did
-load more, the cell is built again in this process, after the answer,
-and that build is kept instead.  Anything unusual (a blocking error, a
-second source, an exception) is checked by mypy.api.run, as the command
-line would.  After an exit status other than 0 or 1 the process answers
-and exits, so that the next cell gets a fresh one.
+loaded, cost anything.  Afterwards the cell is dropped again, and what
+the check added to the build's sets is put back, so that the next cell
+meets the build as it was kept.  (It used to be checked in a forked
+copy, whose changes died with it; on a virtual machine whose page
+faults are dear, the copy-on-write faults of that fork were most of a
+check's time: see bench/RESULTS.md.)  When the cell loaded more, the
+cell is built again, after the answer, and that build is kept instead;
+so is a new build after a check that failed inside mypy.  Anything
+unusual (a blocking error, a second source, an exception) is checked by
+mypy.api.run in a forked copy, as the command line would.  After an
+exit status other than 0 or 1 the process answers and exits, so that
+the next cell gets a fresh one.
 """
 
 import contextlib
@@ -175,8 +181,8 @@ def full_build(flags, cell):
 
 
 def quick_check(warm, cell):
-    """In a forked child: check the cell against warm's loaded trees, as
-    mypy's process_graph() would, but skipping the modules the kept build
+    """Check the cell against warm's loaded trees, as mypy's
+    process_graph() would, but skipping the modules the kept build
     already processed.  (status, stdout, grew)."""
     from mypy import build
     from mypy.find_sources import create_source_list
@@ -239,6 +245,30 @@ def quick_check(warm, cell):
     return status, text, len(new) > 1
 
 
+def in_place(warm, cell):
+    """quick_check() in this process, then the build put back as it was
+    kept: the cell, and any module the check loaded, dropped from the
+    graph and the modules, the missing modules as they were, no errors
+    left.  (status, stdout, grew); an exception from mypy's build
+    passes through."""
+    m, graph = warm.manager, warm.graph
+    kept = set(graph) - {warm.cell_id}
+    missing = set(m.missing_modules)
+    # The check's objects are garbage at its end, and the kept ones are
+    # frozen: collect once, after the answer (main), not during it.
+    gc.disable()
+    try:
+        return quick_check(warm, cell)
+    finally:
+        for i in [i for i in graph if i not in kept]:
+            del graph[i]
+            m.modules.pop(i, None)
+        m.missing_modules.clear()
+        m.missing_modules.update(missing)
+        m.errors.reset()
+        gc.enable()
+
+
 def forked(fn, *args):
     """fn(*args) in a child, whose changes to this process's objects are
     thrown away with it: its JSON-able result, or None if it died."""
@@ -290,12 +320,17 @@ def check(run, flags, base, seq, text, kept):
     with the kept build (kept[0]) when the files it read are unchanged,
     else with a new build, kept in its place.  grew: the cell imported
     modules the kept build had not loaded."""
+    from mypy.errors import CompileError
     state = kept[0]
     with cell_file(base, seq, text) as cell:
         if state is not None and state.unchanged():
-            got = forked(quick_check, state, cell)
-            if got is None:
+            got = None
+            try:
+                got = in_place(state, cell)
+            except CompileError:
                 got = forked(fallback, run, flags, cell)
+            except Exception:   # pylint: disable=broad-except
+                pass            # a build in doubt: a new one, below
             if got is not None:
                 status, out, grew = got
                 return status, out, grew
@@ -354,6 +389,8 @@ def main():
             # imports, so that the next cell importing it too is quick.
             seq += 1
             rebuild(flags, base, seq, text, kept)
+        else:
+            gc.collect()        # the check's garbage, the answer being out
 
 
 sys.exit(main())
