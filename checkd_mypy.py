@@ -52,6 +52,11 @@ import sys
 CELL_FILE = "_dolsot_cell.py"
 MAX_HEADER = 4096
 MAX_BODY = 64 << 20
+# A check in place leaves a little behind (about 20 KiB a cell with
+# classes: objects mypy's compiled classes keep reachable), so the
+# build is made anew, after an answer, once the process has grown this
+# much since the kept build was made.
+REBUILD_GROWTH = 64 << 20
 
 
 def read_frame(inp):
@@ -99,6 +104,8 @@ class Warm:
             if i != cell_id and st.path:
                 self.stamps[st.path] = stamp(st.path)
 
+        self.rss = resident()
+
     def unchanged(self):
         return all(stamp(p) == v for p, v in self.stamps.items())
 
@@ -109,6 +116,15 @@ def stamp(path):
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def resident():
+    """This process's resident size in bytes (0 if unknown)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def answer(messages, blockers=False):
@@ -384,9 +400,12 @@ def main():
                             "result": {"code": status, "stdout": out}})
         if status not in (0, 1):
             return 0
-        if grew:
+        state = kept[0]
+        if grew or (state is not None and state.rss and
+                    resident() > state.rss + REBUILD_GROWTH):
             # While the cell runs: keep a build that has loaded what it
-            # imports, so that the next cell importing it too is quick.
+            # imports, so that the next cell importing it too is quick;
+            # or one without what checks in place left behind.
             seq += 1
             rebuild(flags, base, seq, text, kept)
         else:
