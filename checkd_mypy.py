@@ -366,8 +366,8 @@ def check(run, flags, base, seq, text, kept, litter):
                 got = in_place(state, cell)
             except CompileError:
                 got = forked(fallback, run, flags, cell)
-            except Exception:   # pylint: disable=broad-except
-                pass            # a build in doubt: a new one, below
+            except BaseException:   # mypy's crash is SystemExit: a build in
+                pass                # doubt, so a new one, below
             if got is not None:
                 status, out, grew = got
                 return status, out, grew
