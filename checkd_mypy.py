@@ -21,18 +21,24 @@ mypy's main() would check it (process_options, build.build, its exit
 status rule), in this process, and the build is kept: its manager and
 its graph, with the trees of everything the cell needed loaded from
 mypy's cache.  A later cell, when none of the files that build read has
-changed since (path, mtime, size, inode), is checked in a forked child
+changed since (path, mtime, size, inode), is checked in this process
 against those loaded trees: the kept cell is dropped from the graph,
 the new one is loaded into it (load_graph with the old graph), and the
 graph is processed as build.process_graph() does, with the same
 freshness rules, but skipping what the kept build already processed; so
 only the cell, and modules it imports that the kept build had not
-loaded, cost anything.  The child's changes die with it.  When it did
-load more, the cell is built again in this process, after the answer,
-and that build is kept instead.  Anything unusual (a blocking error, a
-second source, an exception) is checked by mypy.api.run, as the command
-line would.  After an exit status other than 0 or 1 the process answers
-and exits, so that the next cell gets a fresh one.
+loaded, cost anything.  Afterwards the cell is dropped again, and what
+the check added to the build's sets is put back, so that the next cell
+meets the build as it was kept.  (It used to be checked in a forked
+copy, whose changes died with it; on a virtual machine whose page
+faults are dear, the copy-on-write faults of that fork were most of a
+check's time: see bench/RESULTS.md.)  When the cell loaded more, the
+cell is built again, after the answer, and that build is kept instead;
+so is a new build after a check that failed inside mypy.  Anything
+unusual (a blocking error, a second source, an exception) is checked by
+mypy.api.run in a forked copy, as the command line would.  After an
+exit status other than 0 or 1 the process answers and exits, so that
+the next cell gets a fresh one.
 """
 
 import contextlib
@@ -46,6 +52,11 @@ import sys
 CELL_FILE = "_dolsot_cell.py"
 MAX_HEADER = 4096
 MAX_BODY = 64 << 20
+# A check in place leaves a little behind (about 20 KiB a cell with
+# classes: objects mypy's compiled classes keep reachable), so the
+# build is made anew, after an answer, once the process has grown this
+# much since the kept build was made.
+REBUILD_GROWTH = 64 << 20
 
 
 def read_frame(inp):
@@ -93,6 +104,8 @@ class Warm:
             if i != cell_id and st.path:
                 self.stamps[st.path] = stamp(st.path)
 
+        self.rss = resident()
+
     def unchanged(self):
         return all(stamp(p) == v for p, v in self.stamps.items())
 
@@ -103,6 +116,15 @@ def stamp(path):
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def resident():
+    """This process's resident size in bytes (0 if unknown)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def answer(messages, blockers=False):
@@ -175,8 +197,8 @@ def full_build(flags, cell):
 
 
 def quick_check(warm, cell):
-    """In a forked child: check the cell against warm's loaded trees, as
-    mypy's process_graph() would, but skipping the modules the kept build
+    """Check the cell against warm's loaded trees, as mypy's
+    process_graph() would, but skipping the modules the kept build
     already processed.  (status, stdout, grew)."""
     from mypy import build
     from mypy.find_sources import create_source_list
@@ -233,10 +255,53 @@ def quick_check(warm, cell):
         for prev in queue:
             build.process_fresh_modules(graph, prev, m)
         queue = []
-        build.process_stale_scc(graph, scc, m)
+        if scc == [warm.cell_id]:
+            stale_cell(graph, scc)
+        else:
+            build.process_stale_scc(graph, scc, m)
     m.metastore.commit()
     status, text = answer(warm.sink)
     return status, text, len(new) > 1
+
+
+def stale_cell(graph, scc):
+    """build.process_stale_scc() on the SCC of the cell alone, writing no
+    cache for it (mypy writes none when its cache directory is
+    os.devnull): no module imports a cell, the next cell is another
+    file, and writing the cache is done after the verdict.  That write
+    was most of a check in place (bench/RESULTS.md)."""
+    from mypy import build
+    options = graph[scc[0]].options
+    saved = options.cache_dir
+    options.cache_dir = os.devnull
+    try:
+        build.process_stale_scc(graph, scc, graph[scc[0]].manager)
+    finally:
+        options.cache_dir = saved
+
+
+def in_place(warm, cell):
+    """quick_check() in this process, then the build put back as it was
+    kept: the cell, and any module the check loaded, dropped from the
+    graph and the modules, the missing modules as they were, no errors
+    left.  (status, stdout, grew); an exception from mypy's build
+    passes through."""
+    m, graph = warm.manager, warm.graph
+    kept = set(graph) - {warm.cell_id}
+    missing = set(m.missing_modules)
+    # The check's objects are garbage at its end, and the kept ones are
+    # frozen: collect once, after the answer (main), not during it.
+    gc.disable()
+    try:
+        return quick_check(warm, cell)
+    finally:
+        for i in [i for i in graph if i not in kept]:
+            del graph[i]
+            m.modules.pop(i, None)
+        m.missing_modules.clear()
+        m.missing_modules.update(missing)
+        m.errors.reset()
+        gc.enable()
 
 
 def forked(fn, *args):
@@ -270,10 +335,13 @@ def fallback(run, flags, cell):
 
 
 @contextlib.contextmanager
-def cell_file(base, seq, text):
-    """The cell written to base/cN/, made the current directory while used."""
+def cell_file(base, seq, text, litter):
+    """The cell written to base/cN/, made the current directory while used;
+    the directory is added to litter, for main to remove once it has
+    answered."""
     where = os.path.join(base, "c%d" % seq)
     os.mkdir(where, 0o700)
+    litter.append(where)
     try:
         cell = os.path.join(where, CELL_FILE)
         with open(cell, "w", encoding="utf-8", newline="") as f:
@@ -282,20 +350,24 @@ def cell_file(base, seq, text):
         yield cell
     finally:
         os.chdir(base)
-        shutil.rmtree(where, ignore_errors=True)
 
 
-def check(run, flags, base, seq, text, kept):
+def check(run, flags, base, seq, text, kept, litter):
     """(status, stdout, grew) of mypy on text, in a directory of its own:
     with the kept build (kept[0]) when the files it read are unchanged,
     else with a new build, kept in its place.  grew: the cell imported
     modules the kept build had not loaded."""
+    from mypy.errors import CompileError
     state = kept[0]
-    with cell_file(base, seq, text) as cell:
+    with cell_file(base, seq, text, litter) as cell:
         if state is not None and state.unchanged():
-            got = forked(quick_check, state, cell)
-            if got is None:
+            got = None
+            try:
+                got = in_place(state, cell)
+            except CompileError:
                 got = forked(fallback, run, flags, cell)
+            except BaseException:   # mypy's crash is SystemExit: a build in
+                pass                # doubt, so a new one, below
             if got is not None:
                 status, out, grew = got
                 return status, out, grew
@@ -314,14 +386,21 @@ def forget(kept):
     gc.collect()
 
 
-def rebuild(flags, base, seq, text, kept):
+def rebuild(flags, base, seq, text, kept, litter):
     """A new kept build, of a cell that imported more than the kept one."""
     forget(kept)
-    with cell_file(base, seq, text) as cell:
+    with cell_file(base, seq, text, litter) as cell:
         try:
             kept[0] = full_build(flags, cell)[2]
         except BaseException:
             kept[0] = None
+
+
+def tidy(litter):
+    """Remove the cell directories made since the last answer."""
+    for where in litter:
+        shutil.rmtree(where, ignore_errors=True)
+    del litter[:]
 
 
 def main():
@@ -335,25 +414,33 @@ def main():
 
     seq = 0
     kept = [None]
+    litter = []
     while True:
         body = read_frame(inp)
         if body is None:
+            tidy(litter)
             return 0
         msg = json.loads(body)
         if msg.get("method") != "check":
             continue
         seq += 1
         text = msg["params"]["text"]
-        status, out, grew = check(run, flags, base, seq, text, kept)
+        status, out, grew = check(run, flags, base, seq, text, kept, litter)
         write_frame(proto, {"jsonrpc": "2.0", "id": msg["id"],
                             "result": {"code": status, "stdout": out}})
+        tidy(litter)
         if status not in (0, 1):
             return 0
-        if grew:
+        state = kept[0]
+        if grew or (state is not None and state.rss and
+                    resident() > state.rss + REBUILD_GROWTH):
             # While the cell runs: keep a build that has loaded what it
-            # imports, so that the next cell importing it too is quick.
+            # imports, so that the next cell importing it too is quick;
+            # or one without what checks in place left behind.
             seq += 1
-            rebuild(flags, base, seq, text, kept)
+            rebuild(flags, base, seq, text, kept, litter)
+        else:
+            gc.collect()        # the check's garbage, the answer being out
 
 
 sys.exit(main())

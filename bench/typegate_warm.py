@@ -4,7 +4,7 @@ usage: [DOLSOT_BIN=path] /usr/bin/python3.11 bench/typegate_warm.py [ROUNDS]   (
        after `make dolsot`; needs tools/node's pyright)
 
 Two measurements, each interleaved round by round, for both checkers kept
-warm, mypy (checkd_mypy.py: a kept build, forked per cell) and pyright
+warm, mypy (checkd_mypy.py: a kept build, each cell checked in place) and pyright
 (its language server); give CHECKERS=mypy or CHECKERS=pyright for one:
 
   checker   inside one warm dolsot call, the gate's own two ways of checking
@@ -21,9 +21,10 @@ warm, mypy (checkd_mypy.py: a kept build, forked per cell) and pyright
             the worker's own gate phase (--json timings_ms.gate), after
             WARMUP gated calls that let the language server's JIT settle.
 
-With DOLSOT_BIN_B set, a third measurement puts two builds side by side:
-gated warm calls of each, alternating, each with its own store and
-server; the gate phase and the whole call, medians and paired B/A.
+With DOLSOT_BIN_B set, a third measurement puts two builds side by side,
+for each checker asked for: gated warm calls of each, alternating, each
+with its own store and server; the gate phase and the whole call,
+medians and paired B/A.
 
 It prints `uptime` first and last.  Nothing is asserted: see bench/RESULTS.md.
 """
@@ -77,13 +78,13 @@ def stats(v):
     return statistics.median(s), s[min(len(s) - 1, int(len(s) * 0.9))]
 
 
-def versus(work, env, other, rounds):
+def versus(work, env, other, rounds, name, checker):
     """Gated warm calls of DOLSOT and of DOLSOT_BIN_B, alternating (which
     goes first alternates too), each with its own store: the gate phase and
     the whole call, paired by round."""
     bins = {"A": DOLSOT, "B": other}
     envs = {k: dict(env, DOLSOT_CACHE_DIR=os.path.join(work, "store-" + k),
-                    DOLSOT_TY_BIN=PYRIGHT, DOLSOT_TYPECHECK="1") for k in bins}
+                    DOLSOT_TY_BIN=checker, DOLSOT_TYPECHECK="1") for k in bins}
 
     def call(k):
         t = time.perf_counter()
@@ -92,7 +93,7 @@ def versus(work, env, other, rounds):
                            capture_output=True, text=True)
         wall = (time.perf_counter() - t) * 1000
         if r.returncode != 0 or "type gate" in r.stderr:
-            print(k, "call failed:", r.returncode, r.stderr.strip())
+            print(name, k, "call failed:", r.returncode, r.stderr.strip())
             return None
         return json.loads(r.stdout)["timings_ms"]["gate"], wall
 
@@ -107,12 +108,12 @@ def versus(work, env, other, rounds):
             for k in ("AB" if i % 2 == 0 else "BA"):
                 got[k].append(call(k))
         pairs = [(a, b) for a, b in zip(got["A"], got["B"]) if a and b]
-        for n, name in ((0, "gate phase"), (1, "whole call")):
+        for n, what in ((0, "gate phase"), (1, "whole call")):
             a = statistics.median(p[0][n] for p in pairs)
             b = statistics.median(p[1][n] for p in pairs)
             ratio = statistics.median(p[1][n] / p[0][n] for p in pairs if p[0][n] > 0)
-            print(f"versus   {name:10} A {a:7.1f} ms | B {b:7.1f} ms | paired B/A {ratio:.2f}"
-                  f" ({len(pairs)} pairs)")
+            print(f"{name:8} versus {what:10} A {a:7.1f} ms | B {b:7.1f} ms | paired B/A "
+                  f"{ratio:.2f} ({len(pairs)} pairs)")
     finally:
         for k in bins:
             subprocess.run([bins[k], "--server-stop"], env=envs[k], capture_output=True)
@@ -186,8 +187,9 @@ def main():
             print(f"{name:8} per cell the worker's gate phase (--json timings_ms.gate) median "
                   f"{pm:6.1f} ms p90 {pp:6.1f}")
         other = os.environ.get("DOLSOT_BIN_B")
-        if other:
-            versus(work, env, other, rounds)
+        for name, binary in (("mypy", MYPY), ("pyright", PYRIGHT)):
+            if other and name in wanted:
+                versus(work, env, other, rounds, name, binary)
     finally:
         subprocess.run([DOLSOT, "--server-stop"], env=env, capture_output=True)
         time.sleep(1.5)     # the daemons leave with the server

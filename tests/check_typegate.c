@@ -1010,6 +1010,60 @@ START_TEST(warm_checker_sees_an_edited_toolbox)
 }
 END_TEST
 
+/* mypy's cache entry for the cell, as mypy names it in the suite's cache. */
+static void cell_meta(struct stat *st)
+{
+	char path[4400];
+
+	snprintf(path, sizeof(path), "%s/dolsot/mypy/3.11/_dolsot_cell.meta.json", suite_tmp);
+	ck_assert_msg(stat(path, st) == 0, "%s: %s", path, strerror(errno));
+}
+
+/* The warm mypy checks each cell in place against its kept build and
+ * leaves that build as it was: what one cell defines (a function named
+ * like a toolbox's, a class with a dynamic attribute, a star import of the
+ * toolbox) changes no later verdict, the checker is never restarted, and
+ * no cache entry is written (or deleted) for a cell checked in place. */
+START_TEST(warm_mypy_leaves_its_build_as_it_was_kept)
+{
+	static const char *const cells[] = {
+		"def add(a: str) -> str:\n    return a\nclass Ticket:\n    pass\n"
+		"t = Ticket()\nt.n = add('a')\n",
+		"y = mt.add(1, 'a')\n",
+		"from mytools import *\nz = add(2, 3)\n",
+		"y = mt.add(1, 2, 3)\n",
+	};
+	static const char *const want[] = { NULL, "  [arg-type]\n", NULL, "  [call-arg]\n" };
+	struct stat before, after;
+	struct cli_run r;
+	pid_t c;
+
+	if (!have(0))
+		return;
+	c = warm_up(0, NULL);
+	run(&r, checkers[0].bin, "1", "s", "y = mt.add(1, 2)\n", "200");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	cell_meta(&before);
+	for (int round = 0; round < 2; round++)
+		for (size_t i = 0; i < sizeof(cells) / sizeof(*cells); i++) {
+			run(&r, checkers[0].bin, "1", "s", cells[i], "200");
+			ck_assert_msg(r.code == (want[i] ? 1 : 0), "exit %d on %s\n%s", r.code,
+			              cells[i], r.err);
+			if (want[i])
+				ck_err_has(&r, want[i]);
+			ck_assert_msg(!cli_has(r.err, "warning"), "%s", r.err);
+			cli_run_release(&r);
+		}
+	ck_assert_msg(checker_pid(1) == c, "checker %d was replaced", (int)c);
+	cell_meta(&after);
+	ck_assert_msg(after.st_ino == before.st_ino && after.st_size == before.st_size &&
+	              after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+	              after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
+	              "the cell's cache entry was rewritten by cells checked in place");
+}
+END_TEST
+
 /* A mypy whose #! line is not its interpreter alone (here with a flag) is
  * not started warm: every cell is checked by the cold run, and no checker
  * stays behind the daemon. */
@@ -1652,6 +1706,7 @@ static Suite *typegate_suite(void)
 	tcase_add_test(warm, warm_checkers_are_evicted_beyond_the_bound);
 	tcase_add_loop_test(warm, warm_checker_ends_with_the_server, 0, 2);
 	tcase_add_test(warm, mypy_without_a_plain_interpreter_line_runs_cold);
+	tcase_add_test(warm, warm_mypy_leaves_its_build_as_it_was_kept);
 	tcase_add_test(open, missing_checker_runs_the_cell_silently);
 	tcase_add_test(open, hanging_checker_fails_open_within_the_deadline);
 	tcase_add_test(open, stale_checker_directories_are_removed);
