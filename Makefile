@@ -34,7 +34,7 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c sign.c store_name.c store_file.c store_spec.c store_redis.c store_cmd.c store_cmd_parse.c mem_store.c \
-	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c \
+	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c live.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c checkd_mypy_py.c lsp.c rlimits.c pidcg.c \
 	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \

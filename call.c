@@ -152,6 +152,8 @@ static int request_build(const struct call_args *c, struct request *r)
 		r->flags |= REQ_TYPECHECK;
 	if (a->json)
 		r->flags |= REQ_JSON;
+	if (a->settings->live && !a->describe)
+		r->flags |= REQ_LIVE;   /* --describe reads the store: nothing runs */
 	if (a->describe) {
 		r->flags |= REQ_DESCRIBE;
 		r->describe = (struct span){ (const uint8_t *)a->describe_mounts,
@@ -324,22 +326,48 @@ struct warm_want call_warm_want(const struct run_args *a)
 	return warm_want_of(a);
 }
 
-/* The truth about processes of the cell that SIGKILL did not end (in
- * uninterruptible sleep: a hung network filesystem, a frozen cgroup), as
- * one more warning line. */
-static void note_left_behind(struct result *res, size_t n)
+/* One more line after res's warnings. */
+static void add_warning(struct result *res, const char *line)
 {
-	char *w = dup_printf("%s%sdolsot: %zu process%s the cell started did not die when "
-	                     "killed (uninterruptible sleep?) and %s left behind",
-	                     res->warnings ? res->warnings : "",
+	char *w = dup_printf("%s%s%s", res->warnings ? res->warnings : "",
 	                     res->warnings && *res->warnings &&
-	                     res->warnings[strlen(res->warnings) - 1] != '\n' ? "\n" : "", n,
-	                     n == 1 ? "" : "es", n == 1 ? "was" : "were");
+	                     res->warnings[strlen(res->warnings) - 1] != '\n' ? "\n" : "", line);
 
 	if (w) {
 		free(res->warnings);
 		res->warnings = w;
 	}
+}
+
+/* The truth about processes of the cell that SIGKILL did not end (in
+ * uninterruptible sleep: a hung network filesystem, a frozen cgroup), as
+ * one more warning line. */
+static void note_left_behind(struct result *res, size_t n)
+{
+	char *w = dup_printf("dolsot: %zu process%s the cell started did not die when "
+	                     "killed (uninterruptible sleep?) and %s left behind", n,
+	                     n == 1 ? "" : "es", n == 1 ? "was" : "were");
+
+	if (w)
+		add_warning(res, w);
+	free(w);
+}
+
+/*
+ * A live call the server did not take (none ran, or its zygote was still
+ * warming up) waits, within half of what is left of its budget, for the
+ * zygote to be ready, since only the server holds live sessions.  True
+ * when the call should try the warm path again.
+ */
+static bool live_wait(const struct call_args *c)
+{
+	struct warm_want want = warm_want_of(c->run);
+	char err[256];
+	double left = deadline_left(c->deadline) / 2;
+
+	return c->dirfd >= 0 && left > 0 &&
+	       warm_wait_ready(c->dirfd, c->run->settings->server_idle, &want, left, err,
+	                       sizeof(err)) == WARM_READY;
 }
 
 /* Try the warm path; CALL_NO_SERVER or CALL_FALLBACK when the cold one
@@ -384,6 +412,9 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 		return -1;
 	}
 	st = run_warm(c, &r, &req, res, &o, err, errlen);
+	if ((st == CALL_NO_SERVER || st == CALL_FALLBACK) && (r.flags & REQ_LIVE) &&
+	    live_wait(c))
+		st = run_warm(c, &r, &req, res, &o, err, errlen);
 	if (st == CALL_NO_SERVER)
 		*no_server = true;
 	if (st == CALL_NO_SERVER || st == CALL_FALLBACK) {
@@ -410,6 +441,8 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	}
 	if (o.left_behind)
 		note_left_behind(res, o.left_behind);
+	if (o.rolled_back)
+		add_warning(res, "dolsot: session rolled back to its state before this call");
 	take_timings(wr.timings, c->t0 * 1e3, res);
 	call_outcome_release(&o);
 	return 0;

@@ -28,6 +28,7 @@ struct call_outcome {
 	size_t result_len;
 	double elapsed;          /* seconds from fork to reap */
 	size_t left_behind;      /* processes of the cell that did not die when killed */
+	bool rolled_back;        /* --live: the session's process is the one before the call */
 };
 
 /* How a call path ended. */

@@ -425,6 +425,7 @@ static int add_contract(PyObject *m)
 		{ "REQ_TYPECHECK", REQ_TYPECHECK }, { "REQ_CARRY", REQ_CARRY },
 		{ "REQ_SANDBOX", REQ_SANDBOX }, { "REQ_SESSION", REQ_SESSION },
 		{ "REQ_JSON", REQ_JSON }, { "REQ_DESCRIBE", REQ_DESCRIBE },
+		{ "REQ_LIVE", REQ_LIVE },
 		{ "RES_OK", RES_OK }, { "RES_SAVE", RES_SAVE },
 		{ "RES_RAN", RES_RAN }, { "RES_REJECTED", RES_REJECTED },
 	};

@@ -100,6 +100,7 @@ struct request {
 #define REQ_SESSION    (1u << 3)   /* the session exists: read blob_len bytes */
 #define REQ_JSON       (1u << 4)   /* --json: fill the structured fields too */
 #define REQ_DESCRIBE   (1u << 5)   /* --describe: run no cell, save nothing */
+#define REQ_LIVE       (1u << 6)   /* --live: run in the session's live process (live.h) */
 
 /* What the worker answers.  exit_code follows the dolsot contract. */
 struct worker_result {

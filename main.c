@@ -37,7 +37,7 @@ static const char usage_text[] =
 	"              [--timeout SECONDS] [--sandbox] [--mount HOST:VIRTUAL[:MODE]]...\n"
 	"              [--env NAME[=VALUE]]... [--memory SIZE] [--max-procs N]\n"
 	"              [--max-file-size SIZE] [--cpu-seconds N] [--recursion-limit N]\n"
-	"              [--json] [CODE]\n"
+	"              [--live] [--json] [CODE]\n"
 	"       dolsot [--toolbox MODULE:ALIAS]... [--session ID] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--json] --describe\n"
 	"       dolsot --list-sessions [--store STORE] [--json]\n"
@@ -75,6 +75,8 @@ static const char help_text[] =
 	"  --max-file-size SIZE    largest file the cell may write ($DOLSOT_MAX_FILE_SIZE)\n"
 	"  --cpu-seconds N         CPU time limit ($DOLSOT_CPU_SECONDS)\n"
 	"  --recursion-limit N     Python frames the cell may nest ($DOLSOT_RECURSION_LIMIT)\n"
+	"  --live                  keep the session in a live process of the warm server:\n"
+	"                          objects that cannot be saved survive ($DOLSOT_LIVE=1)\n"
 	"  --json                  print one JSON object instead of the text contract\n"
 	"  --describe              describe the toolboxes, held names, mounts and limits\n"
 	"                          a cell gets; runs no cell, changes nothing\n"
@@ -135,6 +137,7 @@ struct cli {
 	enum { SERVER_NONE, SERVER_START, SERVER_STATUS, SERVER_STOP } server;
 	const char *code;
 	bool sandbox;
+	bool live;
 	struct mount_arg *mounts;
 	size_t n_mounts;
 	const char **env;
@@ -149,7 +152,7 @@ struct cli {
 enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_FORK, OPT_REPLACE, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
        OPT_MEMORY, OPT_MAX_PROCS, OPT_MAX_FILE_SIZE, OPT_CPU_SECONDS,
        OPT_RECURSION_LIMIT, OPT_JSON, OPT_DESCRIBE, OPT_LIST, OPT_RESET, OPT_SERVER_START,
-       OPT_SERVER_STATUS, OPT_SERVER_STOP, OPT_PRINT_CONFIG, OPT_STORE };
+       OPT_SERVER_STATUS, OPT_SERVER_STOP, OPT_PRINT_CONFIG, OPT_STORE, OPT_LIVE };
 
 static const struct option long_options[] = {
 	{ "toolbox", required_argument, NULL, OPT_TOOLBOX },
@@ -158,6 +161,7 @@ static const struct option long_options[] = {
 	{ "replace", no_argument, NULL, OPT_REPLACE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "sandbox", no_argument, NULL, OPT_SANDBOX },
+	{ "live", no_argument, NULL, OPT_LIVE },
 	{ "mount", required_argument, NULL, OPT_MOUNT },
 	{ "env", required_argument, NULL, OPT_ENV },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
@@ -262,6 +266,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_SANDBOX:
 			c->sandbox = true;
+			break;
+		case OPT_LIVE:
+			c->live = true;
 			break;
 		case OPT_MOUNT:
 			add_mount(c, optarg);
@@ -397,6 +404,7 @@ static struct settings resolve_settings(const struct cli *c)
 		            "seconds (at most a year)", q);
 	}
 	s.sandbox = c->sandbox;
+	s.live = c->live;
 	s.limits = c->limits;
 	s.store_spec = c->store;
 	if (opts_settings_from_env(&s, err, sizeof(err)) < 0)
@@ -650,6 +658,14 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 		            "choose another id");
 	if (c->fork)
 		check_fork(c);
+	if (s->live && !s->server)
+		usage_error("--live keeps the session in a process of the warm server, so it "
+		            "cannot work with DOLSOT_SERVER=off (run without --live, or with "
+		            "DOLSOT_SERVER=auto)");
+	if (s->live && s->sandbox)
+		usage_error("--live does not run sandboxed calls yet: the live process would "
+		            "hold the session outside the sandbox; run without --live or "
+		            "without --sandbox");
 	if (c->code) {
 		a.code = c->code;
 		a.code_len = strlen(c->code);

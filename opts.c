@@ -491,6 +491,8 @@ int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 			return env_error("DOLSOT_SANDBOX", v, "1 (on) or 0 (off)", err, errlen);
 		s->sandbox = v[0] == '1';
 	}
+	if (!s->live && (v = env("DOLSOT_LIVE")) && opts_parse_switch(v, &s->live) < 0)
+		return env_error("DOLSOT_LIVE", v, "1 (on) or 0 (off)", err, errlen);
 	s->max_session = DEFAULT_MAX_SESSION_SIZE;
 	if ((v = env("DOLSOT_MAX_SESSION_SIZE")) &&
 	    opts_parse_limit(LIMIT_MAX_FILE_SIZE, v, "DOLSOT_MAX_SESSION_SIZE", &s->max_session,

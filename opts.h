@@ -36,6 +36,7 @@ struct settings {
 	const char *ty_bin;      /* the type checker to run */
 	bool carry;              /* carry interpreter and library state */
 	bool sandbox;            /* --sandbox, DOLSOT_SANDBOX=1, or any --mount */
+	bool live;               /* --live or DOLSOT_LIVE=1: the session's live process */
 	uint64_t max_session;    /* DOLSOT_MAX_SESSION_SIZE: bytes a saved session may hold */
 	bool trust_sandboxed;    /* DOLSOT_TRUST_SANDBOXED=1: load them without the sandbox */
 	bool rw_code_mounts;     /* DOLSOT_ALLOW_RW_CODE_MOUNTS=1: rw --mount over code */

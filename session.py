@@ -45,6 +45,13 @@ statement is the first line of the cell's statement that binds the name
 list keeps the newest MEMORY_MAX entries, and forgets a name as soon as the
 session holds it again.
 
+A live session's process (--live, live.h) saves with "live" first in the
+index, {"token": random hex, "only": [(name, type)]}: the token makes each
+of its saves unlike any other session's head (the zygote checks by it that
+the store still has what the process holds), and "only" names the values
+it holds that could not be saved, which a call that loads this blob
+instead reports lost.
+
 The C pickler does the work.  dill is handed only what the C pickler cannot
 carry (see _Pickler.reducer_override), so a session of plain data never pays
 for importing dill; and whatever dill pickled is loaded back once at save
@@ -393,7 +400,7 @@ def _type_name(value):
 
 
 def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
-         memory=None, failed=(), statements=None, count=0):
+         memory=None, failed=(), statements=None, count=0, live=None):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
@@ -404,7 +411,8 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     [(name, statement, error)] the names a failed cell did not bind, and
     statements a function from names to {name: statement} (called only
     when a name is dropped), for remember(); count is the session's cell
-    counter.  Returns (parts, held names,
+    counter.  live, a dict, asks for the index's "live" entry (a live
+    process's save) and gets the new memory under "memory".  Returns (parts, held names,
     [(name, reason)] dropped, [(piece, reason)] pieces that could not be
     pickled, [(name, reason)] names kept unloaded).
     """
@@ -438,7 +446,16 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     memory = remember(memory or {}, kept,
                       [(n, _type_name(state[n]), why, where.get(n, "")) for n, why in dropped],
                       failed)
-    return _assemble(units, carry, keep, memory, count), sorted(kept), dropped, lost, still
+    if live is not None:
+        live["memory"] = memory
+        live["index"] = {"token": _posix().urandom(8).hex(),
+                         "only": [(n, _type_name(state[n])) for n, _ in dropped]}
+    return (_assemble(units, carry, keep, memory, count, live and live["index"]),
+            sorted(kept), dropped, lost, still)
+
+
+def _posix():
+    return sys.modules.get("posix") or importlib.import_module("posix")
 
 
 def _keep(unloaded, ended):
@@ -453,12 +470,13 @@ def _keep(unloaded, ended):
     return keep, sorted(still)
 
 
-def _assemble(units, carry, kept=(), memory=None, count=0):
+def _assemble(units, carry, kept=(), memory=None, count=0, live=None):
     """The blob as a list of bytes-like parts, to be written back to back
     (the worker writes them straight into the session file: no join)."""
-    index = {"units": [(n, _size(b)) for n, b in units],
-             "carry": [(p, _size(b)) for p, b in carry],
-             "count": count}
+    index = {"live": live} if live else {}
+    index.update({"units": [(n, _size(b)) for n, b in units],
+                  "carry": [(p, _size(b)) for p, b in carry],
+                  "count": count})
     if kept:
         index["kept"] = [(n, _size(b), m) for n, b, m in kept]
     if memory:
@@ -514,6 +532,7 @@ class Stored:
         self.closed = []        # [(name, reason)]: loaded holding a file,
                                 # closed as it could not be reopened
         self.memory = {}        # the index's memory, see remember()
+        self.live_only = []     # [(name, type)] a live process held unsaved
 
     def load_into(self, ns):
         """Load every unit into ns; returns [(name, reason)] for those
@@ -615,9 +634,11 @@ def _index(session, blob):
             raise ValueError("a kept unit names what it does not hold")
         memory = _plain_memory(index.get("memory"))
         count = int(index.get("count", 0))
+        live = index.get("live") or {}
+        live_only = [(str(name), str(kind)) for name, kind in live.get("only", ())]
     except BaseException as e:
         raise load_error(session, f"bad index ({reason(e)})") from None
-    return start + n, units, carry, kept, memory, count
+    return start + n, units, carry, kept, memory, count, live_only
 
 
 def _names(names):
@@ -636,7 +657,7 @@ def load(session, blob):
         return _load_v1(session, view)
     if magic != MAGIC:
         raise load_error(session, "not a dolsot session (bad magic)")
-    pos, units, carry, kept, memory, count = _index(session, view)
+    pos, units, carry, kept, memory, count, live_only = _index(session, view)
     sizes = [u[1] for u in units] + [c[1] for c in carry] + [k[1] for k in kept]
     if any(size < 0 for size in sizes) or pos + sum(sizes) != len(view):
         raise load_error(session, "truncated or has trailing bytes")
@@ -652,6 +673,7 @@ def load(session, blob):
         pos += size
     stored = Stored(out_units, out_carry, count=count)
     stored.memory = memory
+    stored.live_only = live_only
     return stored
 
 

@@ -246,6 +246,11 @@ static bool on_message(struct call *c)
 		return true;
 	if (got <= 0)
 		return false;
+	if (m.type == WIRE_STATUS && m.len) {
+		size_t pos = 0;
+
+		c->o->rolled_back = wire_next(m.payload, m.len, WARM_ROLLED_BACK, &pos) != NULL;
+	}
 	wire_msg_release(&m);   /* what matters is in the header */
 	switch (m.type) {
 	case WIRE_STARTED:

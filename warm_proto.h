@@ -30,6 +30,11 @@
 #define WARM_KEY_FD 4
 #define WARM_LOCK_FD 5
 
+/* A key of a WIRE_STATUS payload: the call ran in a live session's
+ * process, which was killed, and the process before it holds the session
+ * again (live.h). */
+#define WARM_ROLLED_BACK "rolled-back"
+
 #define WARM_KEY_MODULES 256
 #define WARM_KEY_ENV 4096
 

@@ -269,10 +269,14 @@ static PyObject *toolbox_list(const struct request *r)
 /* The session file, mapped read-only; absent for a new session. */
 static struct span session_map;
 
+/* A live call on the state its process holds (worker_live_call): it
+ * reads no session. */
+static bool live_held;
+
 /* The session as a memoryview over its mapping: no copy. */
 static PyObject *blob_view(void)
 {
-	if (!session_map.present)
+	if (!session_map.present || live_held)
 		Py_RETURN_NONE;
 	return PyMemoryView_FromMemory((char *)session_map.p, (Py_ssize_t)session_map.len,
 	                               PyBUF_READ);
@@ -537,10 +541,11 @@ static void map_session(struct worker_fds *fds, const struct request *r)
 	session_map = (struct span){ p, (size_t)st.st_size, true };
 }
 
-/* Run the request with Python up, write the session and the answer, and
- * _exit. */
-static __attribute__((noreturn)) void serve(PyObject *mod, const struct request *r,
-                                            const struct worker_fds *fds)
+/* Run the request with Python up and write the session and the answer;
+ * returns the answer's RES_* flags, and in *limit whether the cell hit a
+ * limit.  Exits when the answer cannot be written. */
+static uint64_t answer_request(PyObject *mod, const struct request *r,
+                               const struct worker_fds *fds, bool *limit)
 {
 	struct worker_result res;
 	struct frame_buf buf = { 0 };
@@ -571,6 +576,19 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	}
 	if (write_at(result_fd, buf.data, buf.len) < 0)
 		_exit(126);
+	frame_buf_release(&buf);
+	*limit = res.limit.present;
+	return res.flags;
+}
+
+/* Run the request with Python up, write the session and the answer, and
+ * _exit. */
+static __attribute__((noreturn)) void serve(PyObject *mod, const struct request *r,
+                                            const struct worker_fds *fds)
+{
+	bool limit;
+
+	(void)answer_request(mod, r, fds, &limit);
 	/* Nothing the cell started outlives it, on either path. */
 	proc_kill_descendants();
 	/* Skip interpreter shutdown: atexit handlers, threads and finalizers
@@ -700,12 +718,26 @@ int worker_zygote_spare(void)
 	return 0;
 }
 
+/* A warm worker works in its caller's directory (the request's cwd). */
+static void enter_call_dir(const struct request *r, int result_fd)
+{
+	char cwd[PATH_MAX], err[PATH_MAX + 128];
+
+	if (!r->cwd.present)
+		return;
+	snprintf(cwd, sizeof(cwd), "%.*s", (int)r->cwd.len, (const char *)r->cwd.p);
+	if (chdir(cwd) < 0) {
+		snprintf(err, sizeof(err), "dolsot: cannot enter the directory '%s': %s",
+		         cwd, strerror(errno));
+		answer_error(result_fd, err);
+	}
+}
+
 void worker_zygote_child(const struct worker_fds *given)
 {
 	struct worker_fds fds = *given;
 	int result_fd = fds.result;
 	struct request r;
-	char err[PATH_MAX + 128];
 
 	/* Up to Python's own after-fork work, only C runs: with a sandbox that
 	 * work is done in the sandboxed process (a fork of this one), again if
@@ -713,18 +745,63 @@ void worker_zygote_child(const struct worker_fds *given)
 	worker_pid = getpid();
 	read_request(fds.request, fds.result, &r);
 	map_session(&fds, &r);
-	if (r.cwd.present) {
-		char cwd[PATH_MAX];
-
-		snprintf(cwd, sizeof(cwd), "%.*s", (int)r.cwd.len, (const char *)r.cwd.p);
-		if (chdir(cwd) < 0) {
-			snprintf(err, sizeof(err), "dolsot: cannot enter the directory '%s': %s",
-			         cwd, strerror(errno));
-			answer_error(result_fd, err);
-		}
-	}
+	enter_call_dir(&r, result_fd);
 	isolate(&r, &fds);
 	if ((!python_forked || (r.flags & REQ_SANDBOX)) && python_after_fork() < 0)
 		answer_python_error(result_fd, "worker failed after fork");
 	serve(zygote_module, &r, &fds);
+}
+
+/* ---- live sessions (live.h) ---- */
+
+/* The main thread's state while a live process waits for its next call. */
+static PyThreadState *live_idle_state;
+
+bool worker_live_call(const struct worker_fds *given, bool held)
+{
+	struct worker_fds fds = *given;
+	struct request r;
+	uint64_t flags;
+	bool limit = false;
+
+	worker_pid = getpid();
+	read_request(fds.request, fds.result, &r);
+	live_held = held;
+	if (held) {
+		fd_close(&fds.load);   /* the process holds the state the store has */
+	} else {
+		map_session(&fds, &r);
+		enter_call_dir(&r, fds.result);
+		isolate(&r, &fds);
+		if (!python_forked && python_after_fork() < 0)
+			answer_python_error(fds.result, "worker failed after fork");
+		python_forked = true;
+	}
+	flags = answer_request(zygote_module, &r, &fds, &limit);
+	/* A cell that ran and was not saved (it hit a limit, ended the
+	 * interpreter, or the session could not be pickled) did not complete. */
+	return !limit && !((flags & RES_RAN) && !(flags & RES_SAVE));
+}
+
+void worker_live_idle(void)
+{
+	live_idle_state = PyEval_SaveThread();
+}
+
+void worker_live_wake(void)
+{
+	PyEval_RestoreThread(live_idle_state);
+}
+
+pid_t worker_live_fork(void)
+{
+	pid_t pid;
+
+	PyOS_BeforeFork();
+	pid = fork();
+	if (pid == 0)
+		PyOS_AfterFork_Child();
+	else
+		PyOS_AfterFork_Parent();
+	return pid;
 }

@@ -9,6 +9,9 @@
 #ifndef DOLSOT_WORKER_H
 #define DOLSOT_WORKER_H
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 #include "call_path.h"
 
 void worker_child(const struct worker_fds *fds, void *arg);
@@ -33,5 +36,23 @@ void worker_after_fork_parent(void);
  * before the call arrives.  0, or -1 (the process should not be used). */
 int worker_zygote_spare(void);
 void worker_zygote_child(const struct worker_fds *fds) __attribute__((noreturn));
+
+/*
+ * A live session's process (live.h), forked from a zygote: run one call
+ * like worker_zygote_child() but return once the answer and the session
+ * are written.  held: the process already holds the session's state from
+ * its previous call (the store has what it saved), so none is read.  True
+ * when the cell completed and the process now holds its state; false when
+ * it did not (a limit hit, SystemExit, nothing saved): then the process
+ * must end, and the one before it holds the session.
+ */
+bool worker_live_call(const struct worker_fds *fds, bool held);
+/* Let the session's threads run while the process waits for a call
+ * (worker_live_idle), and take the interpreter back (worker_live_wake). */
+void worker_live_idle(void);
+void worker_live_wake(void);
+/* fork() between Python's fork hooks, the child's run too: the snapshot a
+ * live process leaves before each call.  Returns what fork() does. */
+pid_t worker_live_fork(void);
 
 #endif

@@ -30,6 +30,7 @@ REQ_CARRY = _dolsot.REQ_CARRY
 REQ_SANDBOX = _dolsot.REQ_SANDBOX
 REQ_JSON = _dolsot.REQ_JSON
 REQ_DESCRIBE = _dolsot.REQ_DESCRIBE
+REQ_LIVE = _dolsot.REQ_LIVE
 MAX_ERROR_LINES = 20
 # The deepest recursion dolsot's own pickling may use, whatever limit a cell
 # set.  Without a bound, a value nested past what the 8 MB C stack holds
@@ -73,6 +74,10 @@ _reason = _session.reason   # one short line: why a name was dropped, a load fai
 _dill_loads = _session._dill_loads
 _limits = {}          # the limits of this call that are set, by option name
 _flags = 0            # the request's REQ_* bits
+# In a live session's process (live.h), after each completed cell: what the
+# next call goes on from instead of loading the store, which holds the same
+# (see _live_state).  None elsewhere.
+_live = None
 # The answer's structured detail (issue 12), gathered during the call and
 # joined to answer() by _detail_fields(): lists travel as NUL-separated
 # items, built by _items().
@@ -650,6 +655,28 @@ def _kept_use(exc, kept_names):
             "load it"]
 
 
+def _lost_note(stored):
+    """The live-only values the stored session's live process held: gone
+    now that this call loads the store."""
+    if stored is None or not stored.live_only:
+        return None
+    return ("warning: values that lived only in the session's live process are "
+            "lost (it ended, or this call is not --live): "
+            + ", ".join(f"{n} ({t})" for n, t in stored.live_only))
+
+
+def _live_state(carry, count, memory, unloaded, state, ended):
+    """What a live process goes on from after a completed cell: the Carry
+    (its baselines are those of the process's first call, so the store
+    gets the state carried since then), the counter, the hints' memory and
+    the units kept unloaded, copied out of the session file's mapping."""
+    gone = set(state) | set(ended)
+    kept = [(tuple(n for n in names if n not in gone), members, bytes(body), why)
+            for names, members, body, why in unloaded]
+    return {"carry": carry, "count": count, "memory": memory,
+            "unloaded": [u for u in kept if u[0]]}
+
+
 def _tab_lines(pairs):
     return "\n".join(f"{name}\t{why}" for name, why in pairs) or None
 
@@ -664,7 +691,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     the --mount paths as (path, mode), and no cell runs."""
     # One function, not a wrapper: pickling deep values must meet the
     # recursion limit at the same depth with or without limits.
-    global _limits, _flags
+    global _limits, _flags, _live
     t0 = time.monotonic_ns()
     _detail.clear()
     _detail["timings"] = {"start": t0}
@@ -674,11 +701,14 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         sys.addaudithook(_audit)
     ns = _main.__dict__
     default_recursion = sys.getrecursionlimit()
-    if env is not None:
+    # A live process that completed a cell holds the session: it loads
+    # nothing, and keeps its own environment (the cells' changes in it).
+    live = _live if flags & REQ_LIVE else None
+    if env is not None and live is None:
         _apply_env(env)
     notes = []
     try:
-        stored = _session.load(session, blob) if blob is not None else None
+        stored = _session.load(session, blob) if blob is not None and live is None else None
         # Toolboxes first, as a live interpreter and a warm zygote imported
         # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
@@ -690,10 +720,14 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         if "memory" in _limits:
             return _limit_answer("memory", e, max_output)
         raise
-    carry = _state.Carry(bool(flags & REQ_CARRY))
-    unloaded = []
+    carry = _state.Carry(bool(flags & REQ_CARRY)) if live is None else live["carry"]
+    carry.warnings = []
+    unloaded = [] if live is None else live["unloaded"]
+    notes.append(_lost_note(stored))
     try:
-        if stored is not None:
+        if live is not None:
+            pass
+        elif stored is not None:
             carry.restore_early(stored.carry, _session.loads_piece)
             notes.append(_unloaded(stored.load_into(ns)))
             notes.append(_closed_note(stored.closed))
@@ -707,7 +741,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     ns.update(loaded)
     kept_names = {n: why for names, _, _, why in unloaded for n in names}
     ended = set()
-    count = (stored.count if stored is not None else 0) + 1
+    count = (live["count"] if live is not None else
+             stored.count if stored is not None else 0) + 1
     _detail["count"] = count
     _tick("load")
     if flags & REQ_DESCRIBE:
@@ -722,7 +757,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                       warnings=_lines(notes, carry.warnings, [gate_warning]))
 
     exit_code, res_flags, value, error = 0, RES_OK | RES_RAN, None, None
-    memory, failed = stored.memory if stored is not None else {}, ()
+    memory, failed = (live["memory"] if live is not None else
+                      stored.memory if stored is not None else {}), ()
     try:
         result = run_cell(code, ns, _Forget(kept_names, ended, ns))
         if result is not None:
@@ -770,9 +806,10 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         pieces, keep = carry.save()
         sys.setrecursionlimit(min(sys.getrecursionlimit(),
                                   max(default_recursion, DUMP_RECURSION_MAX)))
+        live_index = {} if flags & REQ_LIVE else None
         new_blob, held, dropped, lost, still = _session.dump(
             state, pieces, keep, carry.stored(), unloaded, ended, memory, failed,
-            _statements(code), count)
+            _statements(code), count, live=live_index)
         carry.lost(lost)
     except _Fatal as e:
         return answer(1, res_flags & RES_RAN, value=value,
@@ -785,6 +822,11 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         return answer(max(exit_code, 1), res_flags, value=value, error=error,
                       warnings=_lines(notes, carry.warnings, [gate_warning, warning], shown))
     _tick("dump")
+    if live_index is not None:
+        # What cannot be saved lives on in this process: held, marked.
+        _live = _live_state(carry, count, live_index["memory"], unloaded, state, ended)
+        held = sorted(held + [f"{name} (live only)" for name, _ in dropped])
+        dropped = []
     return answer(exit_code, res_flags | RES_SAVE, value=value, error=error,
                   held="\n".join(held), dropped=_tab_lines(dropped),
                   warnings=_lines(notes, carry.warnings, [gate_warning], shown), blob=new_blob,

@@ -36,6 +36,7 @@
 
 #include "deadline.h"
 #include "fdio.h"
+#include "live.h"
 #include "proc.h"
 #include "proc_child.h"
 #include "wire.h"
@@ -46,6 +47,9 @@
 /* fds of a WIRE_RUN, in order; FD_LOAD only for a session that exists */
 enum { FD_CLIENT, FD_REQUEST, FD_RESULT, FD_OUT, FD_ERR, FD_SAVE, FD_LOAD, RUN_FDS };
 _Static_assert(RUN_FDS <= WIRE_MAX_FDS, "a WIRE_RUN's fds must fit in one message");
+_Static_assert((int)LIVE_FD_SAVE == (int)FD_SAVE && (int)LIVE_FD_LOAD == (int)FD_LOAD &&
+               (int)LIVE_RUN_FDS == (int)RUN_FDS,
+               "live.h names a WIRE_RUN's fds as this file orders them");
 
 /* With calls running, look for finished workers at least this often (ms):
  * a wait status is never lost, whatever happens to a signal. */
@@ -245,7 +249,8 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 		wire_close_fds(m);   /* the client sees EOF before STARTED: it falls back */
 		return;
 	}
-	pid = worker_for(m, mask);
+	if (!live_take(m, mask, &pid))
+		pid = worker_for(m, mask);
 	for (size_t i = FD_REQUEST; i < m->nfds; i++)
 		close(m->fds[i]);
 	m->nfds = 0;   /* every fd is closed or the call's now */
@@ -267,21 +272,26 @@ static bool is_ours(pid_t pid, void *ctx)
 	for (size_t i = 0; i < n_calls; i++)
 		if (calls[i].run.pid == pid)
 			return true;
-	return pid == spare.pid;
+	return pid == spare.pid || live_is_ours(pid);
 }
 
 static void finish_call(size_t i, int status)
 {
 	struct call c = calls[i];
+	uint8_t rolled[64];
+	size_t rolled_len = 0;
 
 	calls[i] = calls[--n_calls];
+	if (live_ended(c.run.pid))
+		(void)wire_put(rolled, &rolled_len, WARM_ROLLED_BACK, "1");
 	proc_kill_rest_of_group(c.run.pid);
 	lingering = proc_kill_orphans(is_ours, NULL);
 	if (c.client >= 0) {
 		/* The verdict does not wait for a process that cannot die yet:
 		 * it says how many there are instead (issue 21). */
 		wire_send(c.client, WIRE_STATUS, (uint64_t)(unsigned)status,
-		          (uint64_t)c.run.timed_out | (uint64_t)lingering << 1, NULL, 0, NULL, 0);
+		          (uint64_t)c.run.timed_out | (uint64_t)lingering << 1, rolled, rolled_len,
+		          NULL, 0);
 		close(c.client);
 	}
 }
@@ -297,12 +307,14 @@ static void reap(void)
 			drop_spare();
 			continue;
 		}
-		for (size_t i = 0; i < n_calls; i++) {
-			if (calls[i].run.pid == pid) {
-				finish_call(i, status);
-				break;
-			}
-		}
+		size_t i = 0;
+
+		while (i < n_calls && calls[i].run.pid != pid)
+			i++;
+		if (i < n_calls)
+			finish_call(i, status);
+		else
+			live_reaped(pid);
 	}
 	if (lingering)
 		lingering = proc_kill_orphans(is_ours, NULL);
@@ -321,6 +333,24 @@ static int check_deadlines(void)
 	return next;
 }
 
+/* A live session's process answered its call and holds the session on
+ * (live.h): the call is over, though the process is not. */
+static void live_done(pid_t pid)
+{
+	for (size_t i = 0; i < n_calls; i++) {
+		struct call c = calls[i];
+
+		if (c.run.pid != pid)
+			continue;
+		if (c.run.timed_out || c.client < 0)
+			return;   /* killed already: it ends, and is reaped */
+		calls[i] = calls[--n_calls];
+		wire_send(c.client, WIRE_STATUS, 0, 0, NULL, 0, NULL, 0);
+		close(c.client);
+		return;
+	}
+}
+
 /* A client that hung up gave up on its call: kill the cell. */
 static void client_gone(struct call *c)
 {
@@ -333,7 +363,7 @@ void zygote_main(int ctl, const struct warm_key *env)
 {
 	sigset_t mask, old;
 	int sig;
-	struct pollfd p[MAX_CALLS + 2];
+	struct pollfd p[MAX_CALLS + 2 + LIVE_MAX_HELD];
 
 	prctl(PR_SET_NAME, "dolsot-zygote");
 	/* Block SIGCHLD before the toolboxes load: threads they start (OpenBLAS)
@@ -350,13 +380,16 @@ void zygote_main(int ctl, const struct warm_key *env)
 	make_spare(&old);
 	while (ctl >= 0 || n_calls) {
 		nfds_t n = 0;
-		int timeout = check_deadlines();
+		int timeout = deadline_poll_min(check_deadlines(), live_expire());
+		size_t live_at;
 
 		p[n++] = (struct pollfd){ .fd = sig, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = ctl, .events = POLLIN };
 		for (size_t i = 0; i < n_calls; i++)
 			/* Hang-ups only: the client's WIRE_GO is the worker's to read. */
 			p[n++] = (struct pollfd){ .fd = calls[i].client, .events = POLLRDHUP };
+		live_at = n;
+		n += live_poll_fds(p + n);
 		if (poll(p, n, timeout) < 0 && errno != EINTR)
 			_exit(1);
 		for (size_t i = 0; i < n_calls; i++)
@@ -377,6 +410,7 @@ void zygote_main(int ctl, const struct warm_key *env)
 				close(ctl);   /* the server is gone or done with us */
 				ctl = -1;
 				drop_spare();
+				live_end_all();
 			}
 		}
 		if (p[0].revents) {
@@ -385,6 +419,7 @@ void zygote_main(int ctl, const struct warm_key *env)
 			while (read(sig, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				;
 		}
+		live_events(p + live_at, n - live_at, live_done);
 		reap();
 	}
 	_exit(0);

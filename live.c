@@ -1,0 +1,571 @@
+/*
+ * live.c - live sessions: the zygote's table of live processes, and the
+ * live process's own loop (see live.h).
+ *
+ * Between the zygote and a live process runs a socketpair, ctl.  The
+ * zygote sends each call as WIRE_RUN with one more fd before the call's
+ * own (zygote.c's order): the live process's end of a new socketpair,
+ * the snapshot's.  The live process forks the snapshot, which tells the
+ * zygote WIRE_READY with its pid on that socket and waits for WIRE_GO
+ * there (it holds the session from then on, that socket its ctl) or for
+ * its end (the call completed: it is not needed).  The live process runs
+ * the call as a zygote's worker would (WIRE_STARTED, the client's
+ * WIRE_GO, the cell, the answer and the session written), kills what the
+ * cell left running and its snapshot, and tells the zygote WIRE_STATUS on
+ * ctl; the zygote answers the client for it.  A call that does not
+ * complete ends its process; the zygote reaps it as any worker and wakes
+ * the snapshot.
+ */
+#include "live.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "deadline.h"
+#include "fdio.h"
+#include "frame.h"
+#include "le.h"
+#include "proc.h"
+#include "proc_child.h"
+#include "server_diag.h"
+#include "store_ops.h"
+#include "worker.h"
+
+/* Bytes of a saved session the fingerprint hashes: its head, which holds
+ * the index and the save's random token (session.py). */
+#define LIVE_HEAD 4096
+/* How long the zygote waits for a snapshot's WIRE_READY when it must wake
+ * it (it sent it right after the fork, so this is only for one that died). */
+#define LIVE_SNAP_WAIT_MS 2000
+
+struct holder {
+	char session[STORE_ID_MAX + 1];
+	pid_t pid;                /* the live process */
+	int ctl;                  /* the zygote's end of its socket */
+	int snap;                 /* the zygote's end of its snapshot's socket; -1: none */
+	pid_t snap_pid;           /* from the snapshot's WIRE_READY; 0 before */
+	int save;                 /* during a call: the call's save file, for the fingerprint */
+	bool busy;                /* a call runs */
+	bool saved;               /* len and hash are set */
+	uint64_t len, hash;       /* the fingerprint of what it last saved */
+	struct limits limits;     /* the limits it runs under (from its first call) */
+	double last_used;
+};
+
+static struct holder held[LIVE_MAX_HELD];
+static size_t n_held;
+
+/* ---- the zygote's side ---- */
+
+static long env_number(const char *name, long dflt, long max)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return errno || *end || n < 0 ? dflt : n > max ? max : n;
+}
+
+static size_t max_held(void)
+{
+	return (size_t)env_number("DOLSOT_LIVE_MAX", LIVE_MAX_HELD, LIVE_MAX_HELD);
+}
+
+static uint64_t head_hash(int fd, uint64_t len)
+{
+	uint8_t head[LIVE_HEAD];
+	size_t want = len < sizeof(head) ? (size_t)len : sizeof(head);
+	ssize_t got = pread(fd, head, want, 0);
+
+	if (got != (ssize_t)want)
+		return 0;   /* no fingerprint a save can have (see saved_fingerprint) */
+	return le_fnv(le_fnv(LE_FNV_BASIS, &len, sizeof(len)), head, want) | 1;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* End h's process with whatever it started, and forget it. */
+static void end_holder(struct holder *h)
+{
+	if (h->pid > 0) {
+		kill(-h->pid, SIGKILL);
+		kill(h->pid, SIGKILL);
+	}
+	close_fd(&h->ctl);
+	close_fd(&h->snap);   /* the snapshot ends when its socket does */
+	close_fd(&h->save);
+	*h = held[--n_held];
+}
+
+static struct holder *find(struct span session)
+{
+	for (size_t i = 0; i < n_held; i++)
+		if (strlen(held[i].session) == session.len &&
+		    memcmp(held[i].session, session.p, session.len) == 0)
+			return &held[i];
+	return NULL;
+}
+
+static struct holder *find_pid(pid_t pid)
+{
+	for (size_t i = 0; i < n_held; i++)
+		if (held[i].pid == pid)
+			return &held[i];
+	return NULL;
+}
+
+/* Whether h may run the call: it holds what the store has, under the
+ * call's limits. */
+static bool matches(const struct holder *h, const struct wire_msg *m, const struct request *r)
+{
+	return !h->busy && h->saved && (r->flags & REQ_SESSION) && m->nfds > LIVE_FD_LOAD &&
+	       r->blob_len == h->len && memcmp(&r->limits, &h->limits, sizeof(r->limits)) == 0 &&
+	       head_hash(m->fds[LIVE_FD_LOAD], r->blob_len) == h->hash;
+}
+
+static double now(void)
+{
+	return deadline_now();
+}
+
+/* The idle live process used longest ago, or NULL. */
+static struct holder *lru_idle(void)
+{
+	struct holder *lru = NULL;
+
+	for (size_t i = 0; i < n_held; i++)
+		if (!held[i].busy && (!lru || held[i].last_used < lru->last_used))
+			lru = &held[i];
+	return lru;
+}
+
+static long held_kb(void)
+{
+	long total = 0;
+
+	for (size_t i = 0; i < n_held; i++) {
+		long kb = server_diag_private_kb(held[i].pid);
+
+		total += kb > 0 ? kb : 0;
+	}
+	return total;
+}
+
+/* Room for one more live process: the least recently used idle ones end
+ * while the table is full or they hold too much.  False when all are busy. */
+static bool make_room(void)
+{
+	long max_kb = env_number("DOLSOT_LIVE_MEMORY_MB", LIVE_MEMORY_KB / 1024, 1L << 30) * 1024;
+	struct holder *lru;
+
+	while (n_held && (n_held >= max_held() || held_kb() > max_kb) && (lru = lru_idle()))
+		end_holder(lru);
+	return n_held < max_held();
+}
+
+static bool decode(const struct wire_msg *m, struct request *r, uint8_t **map, size_t *len)
+{
+	struct stat st;
+	char err[256];
+
+	*map = NULL;
+	if (m->nfds < LIVE_RUN_FDS - 1 || fstat(m->fds[LIVE_FD_REQUEST], &st) < 0 ||
+	    st.st_size <= 0)
+		return false;
+	*len = (size_t)st.st_size;
+	*map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, m->fds[LIVE_FD_REQUEST], 0);
+	if (*map == MAP_FAILED) {
+		*map = NULL;
+		return false;
+	}
+	return frame_decode_request(*map, *len, r, err, sizeof(err)) == 0;
+}
+
+static __attribute__((noreturn)) void live_main(int ctl, int *fds, size_t nfds);
+
+/* A new live process for the call, forked from this zygote. */
+static pid_t fork_holder(struct wire_msg *m, const sigset_t *mask, int *ctl)
+{
+	int sv[2], keep[LIVE_RUN_FDS + 1];
+	pid_t pid, zygote = getpid();
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	worker_before_fork();
+	pid = fork();
+	if (pid == 0) {
+		keep[0] = sv[1];
+		memcpy(keep + 1, m->fds, m->nfds * sizeof(int));
+		if (proc_child_detach(zygote, keep, (int)m->nfds + 1, mask) < 0)
+			_exit(127);
+		live_main(sv[1], m->fds, m->nfds);
+	}
+	worker_after_fork_parent();
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return -1;
+	}
+	setpgid(pid, pid);
+	*ctl = sv[0];
+	return pid;
+}
+
+/* Hand the call to h, which forks its snapshot first.  0 or -1. */
+static int send_to(struct holder *h, const struct wire_msg *m)
+{
+	int sv[2], fds[WIRE_MAX_FDS];
+
+	if (m->nfds + 1 > WIRE_MAX_FDS ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	fds[0] = sv[1];
+	memcpy(fds + 1, m->fds, m->nfds * sizeof(int));
+	if (wire_send(h->ctl, WIRE_RUN, m->a, 0, NULL, 0, fds, m->nfds + 1) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	close(sv[1]);
+	h->snap = sv[0];
+	h->snap_pid = 0;
+	return 0;
+}
+
+bool live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
+{
+	struct request r;
+	struct holder *h;
+	uint8_t *map;
+	size_t len = 0;
+	bool ok = decode(m, &r, &map, &len), live = ok && (r.flags & REQ_LIVE);
+
+	h = ok ? find(r.session) : NULL;
+	if (h && (!live || !matches(h, m, &r)))
+		end_holder(h);   /* the store moved on from it, or the call is not live */
+	else if (h && send_to(h, m) < 0)
+		end_holder(h);
+	else if (h)
+		goto taken;
+	if (!live || r.session.len > STORE_ID_MAX || !make_room()) {
+		if (map)
+			munmap(map, len);
+		return false;
+	}
+	h = &held[n_held];
+	memset(h, 0, sizeof(*h));
+	h->snap = h->save = -1;
+	h->pid = fork_holder(m, mask, &h->ctl);
+	if (h->pid > 0) {
+		memcpy(h->session, r.session.p, r.session.len);
+		h->limits = r.limits;
+		n_held++;
+	}
+taken:
+	*pid = h->pid;
+	if (h->pid > 0) {
+		h->busy = true;
+		h->last_used = now();
+		h->save = fcntl(m->fds[LIVE_FD_SAVE], F_DUPFD_CLOEXEC, 3);
+	}
+	munmap(map, len);
+	return true;
+}
+
+bool live_is_ours(pid_t pid)
+{
+	for (size_t i = 0; i < n_held; i++)
+		if (held[i].pid == pid || (held[i].snap_pid && held[i].snap_pid == pid))
+			return true;
+	return false;
+}
+
+size_t live_poll_fds(struct pollfd *p)
+{
+	for (size_t i = 0; i < n_held; i++)
+		p[i] = (struct pollfd){ .fd = held[i].ctl, .events = POLLIN };
+	return n_held;
+}
+
+/* The call of h completed: note the fingerprint of what it saved. */
+static void completed(struct holder *h)
+{
+	struct stat st;
+
+	if (h->save >= 0 && fstat(h->save, &st) == 0 && st.st_size > 0) {
+		h->len = (uint64_t)st.st_size;
+		h->hash = head_hash(h->save, h->len);
+		h->saved = h->hash != 0;
+	}
+	close_fd(&h->save);
+	close_fd(&h->snap);
+	h->snap_pid = 0;
+	h->busy = false;
+	h->last_used = now();
+}
+
+void live_events(const struct pollfd *p, size_t n, void (*done)(pid_t pid))
+{
+	/* From the end: end_holder moves the last entry into the hole. */
+	for (size_t i = n < n_held ? n : n_held; i-- > 0;) {
+		struct holder *h = &held[i];
+		struct wire_msg m;
+		int got;
+
+		if (!p[i].revents || p[i].fd != h->ctl)
+			continue;
+		got = wire_recv(h->ctl, &m);
+		if (got < 0 && errno == EAGAIN)
+			continue;
+		if (got == 1 && m.type == WIRE_STATUS && h->busy) {
+			pid_t pid = h->pid;
+
+			wire_msg_release(&m);
+			completed(h);
+			done(pid);
+			continue;
+		}
+		if (got == 1) {
+			wire_msg_release(&m);
+			continue;
+		}
+		/* Its socket closed: it is dying; its call (if any) ends when it
+		 * is reaped, and the snapshot gets its chance then. */
+		if (!h->busy)
+			end_holder(h);
+	}
+}
+
+/* Wake h's snapshot, which holds the state before the call: true when it
+ * is the session's process now. */
+static bool wake_snapshot(struct holder *h)
+{
+	struct pollfd p = { h->snap, POLLIN, 0 };
+	struct wire_msg m;
+
+	if (h->snap < 0)
+		return false;
+	if (!h->snap_pid) {
+		int got = poll(&p, 1, LIVE_SNAP_WAIT_MS) == 1 ? wire_recv(h->snap, &m) : -1;
+
+		if (got != 1)
+			return false;
+		if (m.type == WIRE_READY && m.a > 0 && m.a < (uint64_t)INT32_MAX)
+			h->snap_pid = (pid_t)m.a;
+		wire_msg_release(&m);
+		if (!h->snap_pid)
+			return false;
+	}
+	if (wire_send(h->snap, WIRE_GO, 0, 0, NULL, 0, NULL, 0) < 0)
+		return false;
+	close_fd(&h->ctl);
+	h->ctl = h->snap;
+	h->snap = -1;
+	h->pid = h->snap_pid;
+	h->snap_pid = 0;
+	close_fd(&h->save);
+	h->busy = false;
+	h->last_used = now();
+	return true;
+}
+
+bool live_ended(pid_t pid)
+{
+	struct holder *h = find_pid(pid);
+
+	if (!h)
+		return false;
+	h->pid = 0;   /* reaped: not to be killed by pid */
+	if (!wake_snapshot(h))
+		end_holder(h);
+	return true;
+}
+
+void live_reaped(pid_t pid)
+{
+	struct holder *h = find_pid(pid);
+
+	if (h && !h->busy) {
+		h->pid = 0;
+		end_holder(h);
+	}
+}
+
+int live_expire(void)
+{
+	double idle = (double)env_number("DOLSOT_LIVE_IDLE", LIVE_IDLE_SECONDS, 1L << 30);
+	int next = -1;
+
+	for (size_t i = n_held; i-- > 0;) {
+		double left;
+
+		if (held[i].busy)
+			continue;
+		left = held[i].last_used + idle - now();
+		if (left <= 0) {
+			end_holder(&held[i]);
+			continue;
+		}
+		next = deadline_poll_min(next, deadline_poll_ms(left));
+	}
+	return next;
+}
+
+void live_end_all(void)
+{
+	while (n_held)
+		end_holder(&held[n_held - 1]);
+}
+
+/* ---- the live process ---- */
+
+/* 0-2 back on /dev/null, so the call's pipes see their end. */
+static void quiet_stdio(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		_exit(127);   /* the call's pipes would stay open: end, roll back */
+	if (null > 2)
+		close(null);
+}
+
+/* The client's word: WIRE_STARTED, then its WIRE_GO.  False when it is
+ * gone or said otherwise: the cell must not run. */
+static bool client_go(int client)
+{
+	struct wire_msg go;
+	int got;
+
+	if (wire_send(client, WIRE_STARTED, (uint64_t)getpid(), 0, NULL, 0, NULL, 0) < 0)
+		return false;
+	do {
+		struct pollfd p = { client, POLLIN, 0 };
+
+		got = poll(&p, 1, -1) < 0 ? -1 : wire_recv(client, &go);
+	} while (got < 0 && (errno == EINTR || errno == EAGAIN));
+	if (got != 1)
+		return false;
+	wire_msg_release(&go);
+	return go.type == WIRE_GO;
+}
+
+/* Run one call (fds in zygote.c's order); true when the cell completed
+ * or never ran, false when this process must give way to its snapshot. */
+static bool run_call(int *fds, size_t nfds, bool held_state)
+{
+	struct worker_fds w = { fds[LIVE_FD_REQUEST], fds[LIVE_FD_RESULT],
+	                        nfds > LIVE_FD_LOAD ? fds[LIVE_FD_LOAD] : -1, fds[LIVE_FD_SAVE] };
+	bool ok = true;
+
+	if (proc_child_stdio(fds[LIVE_FD_OUT], fds[LIVE_FD_ERR]) < 0)
+		_exit(127);
+	close(fds[LIVE_FD_OUT]);
+	close(fds[LIVE_FD_ERR]);
+	if (client_go(fds[LIVE_FD_CLIENT])) {
+		close(fds[LIVE_FD_CLIENT]);
+		ok = worker_live_call(&w, held_state);
+	} else {
+		close(fds[LIVE_FD_CLIENT]);
+		fd_close(&w.load);
+	}
+	close(w.request);
+	close(w.result);
+	close(w.save);
+	quiet_stdio();
+	return ok;
+}
+
+/* In the snapshot: wait to be woken.  Returns its socket, now its ctl;
+ * exits when the call completed without it. */
+static int snapshot_wait(int snap)
+{
+	struct wire_msg m;
+	int got;
+
+	prctl(PR_SET_NAME, "dolsot-snapshot");
+	setpgid(0, 0);
+	if (wire_send(snap, WIRE_READY, (uint64_t)getpid(), 0, NULL, 0, NULL, 0) < 0)
+		_exit(0);
+	do
+		got = wire_recv(snap, &m);
+	while (got < 0 && errno == EINTR);
+	if (got != 1 || m.type != WIRE_GO)
+		_exit(0);
+	wire_msg_release(&m);
+	/* Our parent, the process that ran the call, is gone: the zygote is
+	 * our parent now, and we end with it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(0);
+	prctl(PR_SET_NAME, "dolsot-live");
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	return snap;
+}
+
+static void live_main(int ctl, int *fds, size_t nfds)
+{
+	bool held_state = false;
+	struct wire_msg m = { 0 };
+
+	prctl(PR_SET_NAME, "dolsot-live");
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	for (;;) {
+		int got;
+		pid_t snap;
+
+		if (fds) {
+			if (!run_call(fds, nfds, held_state))
+				_exit(0);   /* the zygote wakes the snapshot */
+			held_state = true;
+			/* What the cell left running ends with it, the snapshot too. */
+			proc_kill_descendants();
+			m.nfds = 0;   /* run_call closed them */
+			wire_msg_release(&m);
+			if (wire_send(ctl, WIRE_STATUS, 0, 0, NULL, 0, NULL, 0) < 0)
+				_exit(0);
+		}
+		worker_live_idle();
+		do
+			got = wire_recv(ctl, &m);
+		while (got < 0 && errno == EINTR);
+		worker_live_wake();
+		if (got != 1 || m.type != WIRE_RUN || m.nfds < LIVE_RUN_FDS ||
+		    m.nfds > LIVE_RUN_FDS + 1)
+			_exit(0);   /* the zygote is done with us */
+		snap = worker_live_fork();
+		if (snap < 0)
+			_exit(0);   /* no snapshot, no rollback: give way to a new process */
+		if (snap == 0) {
+			/* The state before the call, kept for its rollback. */
+			for (size_t i = 1; i < m.nfds; i++)
+				close(m.fds[i]);
+			close(ctl);
+			ctl = snapshot_wait(m.fds[0]);
+			m.nfds = 0;
+			wire_msg_release(&m);
+			fds = NULL;   /* woken: the call it was made for is over */
+			continue;
+		}
+		close(m.fds[0]);
+		fds = m.fds + 1;
+		nfds = m.nfds - 1;
+	}
+}

@@ -1,0 +1,85 @@
+/*
+ * live.h - live sessions (--live): a process of the zygote that holds a
+ * session's namespace between calls, and the rollback of a cell that does
+ * not complete.
+ *
+ * A live call (REQ_LIVE) runs in the session's live process itself, so
+ * that what it holds (sockets, generators, threads, object identity)
+ * stays as it is.  Just before the cell runs, that process forks a
+ * snapshot: a copy-on-write copy of the state before the call, which
+ * waits.  When the cell completes (an exception counts), the process kills
+ * its snapshot and answers; when it does not (a timeout, a crash, a limit,
+ * the client gone), the zygote kills the process with its whole tree and
+ * wakes the snapshot, which is the session's process from then on.
+ *
+ * The worker still saves the session after every completed cell (with
+ * what pickles), so the store always has the state the live process
+ * holds.  The zygote remembers a fingerprint of that save (its length and
+ * the hash of its first bytes, which hold a random token of the save); a
+ * live call whose stored session does not have it (a call without --live,
+ * --reset or a cold call wrote it since) ends the live process and starts
+ * a new one from the store.  So does a call with other limits, and a call
+ * without --live ends it at once.
+ *
+ * The zygote keeps at most LIVE_MAX_HELD live processes (DOLSOT_LIVE_MAX),
+ * holding at most LIVE_MEMORY_KB of private memory together
+ * (DOLSOT_LIVE_MEMORY_MB), and ends one idle for LIVE_IDLE_SECONDS
+ * (DOLSOT_LIVE_IDLE): the least recently used go first.  An ended live
+ * process loses nothing the store does not have but its live-only values,
+ * which the next call names.
+ */
+#ifndef DOLSOT_LIVE_H
+#define DOLSOT_LIVE_H
+
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "wire.h"
+
+#define LIVE_MAX_HELD 8
+#define LIVE_MEMORY_KB (2L * 1024 * 1024)
+#define LIVE_IDLE_SECONDS 600
+
+/* The fds of a WIRE_RUN, in zygote.c's order; LIVE_FD_LOAD only for a
+ * session that exists. */
+enum { LIVE_FD_CLIENT, LIVE_FD_REQUEST, LIVE_FD_RESULT, LIVE_FD_OUT, LIVE_FD_ERR,
+       LIVE_FD_SAVE, LIVE_FD_LOAD, LIVE_RUN_FDS };
+
+/*
+ * The zygote's side.  live_take looks at the call m (a WIRE_RUN) first:
+ * false when it is not a live call (then any live process of its session
+ * has been ended) or live cannot run it; true when it went to the
+ * session's live process (a new one, forked now from this zygote, with
+ * mask as the signal mask to restore), whose pid is in *pid (-1: none
+ * could start).  Either way m's fds stay the caller's to close.
+ */
+bool live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid);
+
+/* The live processes and snapshots are the zygote's: not orphans. */
+bool live_is_ours(pid_t pid);
+
+/* Add the live processes' sockets to p (room for LIVE_MAX_HELD). */
+size_t live_poll_fds(struct pollfd *p);
+
+/* After poll: done(pid) for each live process whose call completed (it
+ * lives on and must not be waited for). */
+void live_events(const struct pollfd *p, size_t n, void (*done)(pid_t pid));
+
+/* The process pid of a call ended: true when it was a live one, whose
+ * snapshot (if any) now holds the session: the call was rolled back. */
+bool live_ended(pid_t pid);
+
+/* A process that was no call's was reaped. */
+void live_reaped(pid_t pid);
+
+/* End the idle live processes past LIVE_IDLE_SECONDS; the poll timeout
+ * in ms until the next one may be (-1: none is held). */
+int live_expire(void);
+
+/* End every live process (the zygote is done). */
+void live_end_all(void);
+
+#endif
