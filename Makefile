@@ -52,7 +52,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null) $(CRYPTO_LIBS)
 TESTS := tests/check_frame tests/check_store tests/check_sign tests/check_opts \
 	tests/check_output tests/check_wire tests/check_proc tests/check_cli tests/check_server \
 	tests/check_typegate tests/check_hostile tests/check_faults tests/check_storefaults \
-	tests/check_warm_faults \
+	tests/check_warm_faults tests/check_live \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust tests/check_signed \
 	tests/check_json tests/check_mcp tests/check_stores
@@ -117,6 +117,7 @@ T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o sign.o fdio.o
 T_FAULTS := tests/check_faults.o tests/cli_helpers.o sign.o fdio.o
 T_STOREFAULTS := tests/check_storefaults.o tests/cli_helpers.o sign.o fdio.o
 T_WARM_FAULTS := tests/check_warm_faults.o tests/cli_helpers.o sign.o fdio.o
+T_LIVE := tests/check_live.o tests/cli_helpers.o sign.o fdio.o
 T_CARRY := tests/check_carry.o tests/cli_helpers.o sign.o fdio.o
 T_KEPT := tests/check_kept.o tests/cli_helpers.o sign.o fdio.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o sign.o fdio.o
@@ -144,6 +145,7 @@ $(B)/tests/check_hostile: $(addprefix $(B)/,$(T_HOSTILE))
 $(B)/tests/check_faults: $(addprefix $(B)/,$(T_FAULTS))
 $(B)/tests/check_storefaults: $(addprefix $(B)/,$(T_STOREFAULTS))
 $(B)/tests/check_warm_faults: $(addprefix $(B)/,$(T_WARM_FAULTS))
+$(B)/tests/check_live: $(addprefix $(B)/,$(T_LIVE))
 $(B)/tests/check_carry: $(addprefix $(B)/,$(T_CARRY))
 $(B)/tests/check_kept: $(addprefix $(B)/,$(T_KEPT))
 $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
@@ -169,6 +171,7 @@ $(B)/tests/check_hostile-asan: $(addprefix $(B)/,$(T_HOSTILE:.o=.asan.o))
 $(B)/tests/check_faults-asan: $(addprefix $(B)/,$(T_FAULTS:.o=.asan.o))
 $(B)/tests/check_storefaults-asan: $(addprefix $(B)/,$(T_STOREFAULTS:.o=.asan.o))
 $(B)/tests/check_warm_faults-asan: $(addprefix $(B)/,$(T_WARM_FAULTS:.o=.asan.o))
+$(B)/tests/check_live-asan: $(addprefix $(B)/,$(T_LIVE:.o=.asan.o))
 $(B)/tests/check_carry-asan: $(addprefix $(B)/,$(T_CARRY:.o=.asan.o))
 $(B)/tests/check_kept-asan: $(addprefix $(B)/,$(T_KEPT:.o=.asan.o))
 $(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
@@ -200,7 +203,8 @@ deps:
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_storefaults \
 	tests/check_carry tests/check_kept tests/check_json tests/check_mcp tests/check_stores \
 	tests/check_signed
-UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server tests/check_warm_faults,$(TESTS))
+UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server tests/check_warm_faults \
+	tests/check_live,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
 
@@ -213,7 +217,7 @@ check: layers
 	sh tests/run.sh $(UNIT_TESTS) $(REGRESS_TESTS)
 	DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS)
 	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh $(CLI_TESTS)
-	sh tests/run.sh tests/check_server tests/check_warm_faults
+	sh tests/run.sh tests/check_server tests/check_warm_faults tests/check_live
 	$(MAKE) check-python
 
 # The Python package (python/dolsot) against the built binary, cold and

@@ -63,6 +63,10 @@ struct holder {
 
 static struct holder held[LIVE_MAX_HELD];
 static size_t n_held;
+/* The bounds (live_init). */
+static size_t max_held = LIVE_MAX_HELD;
+static long max_kb = LIVE_MEMORY_KB;
+static double max_idle = LIVE_IDLE_SECONDS;
 
 /* ---- the zygote's side ---- */
 
@@ -79,9 +83,11 @@ static long env_number(const char *name, long dflt, long max)
 	return errno || *end || n < 0 ? dflt : n > max ? max : n;
 }
 
-static size_t max_held(void)
+void live_init(void)
 {
-	return (size_t)env_number("DOLSOT_LIVE_MAX", LIVE_MAX_HELD, LIVE_MAX_HELD);
+	max_held = (size_t)env_number("DOLSOT_LIVE_MAX", LIVE_MAX_HELD, LIVE_MAX_HELD);
+	max_kb = env_number("DOLSOT_LIVE_MEMORY_MB", LIVE_MEMORY_KB / 1024, 1L << 30) * 1024;
+	max_idle = (double)env_number("DOLSOT_LIVE_IDLE", LIVE_IDLE_SECONDS, 1L << 30);
 }
 
 static uint64_t head_hash(int fd, uint64_t len)
@@ -173,12 +179,11 @@ static long held_kb(void)
  * while the table is full or they hold too much.  False when all are busy. */
 static bool make_room(void)
 {
-	long max_kb = env_number("DOLSOT_LIVE_MEMORY_MB", LIVE_MEMORY_KB / 1024, 1L << 30) * 1024;
 	struct holder *lru;
 
-	while (n_held && (n_held >= max_held() || held_kb() > max_kb) && (lru = lru_idle()))
+	while (n_held && (n_held >= max_held || held_kb() > max_kb) && (lru = lru_idle()))
 		end_holder(lru);
-	return n_held < max_held();
+	return n_held < max_held;
 }
 
 static bool decode(const struct wire_msg *m, struct request *r, uint8_t **map, size_t *len)
@@ -411,7 +416,6 @@ void live_reaped(pid_t pid)
 
 int live_expire(void)
 {
-	double idle = (double)env_number("DOLSOT_LIVE_IDLE", LIVE_IDLE_SECONDS, 1L << 30);
 	int next = -1;
 
 	for (size_t i = n_held; i-- > 0;) {
@@ -419,7 +423,7 @@ int live_expire(void)
 
 		if (held[i].busy)
 			continue;
-		left = held[i].last_used + idle - now();
+		left = held[i].last_used + max_idle - now();
 		if (left <= 0) {
 			end_holder(&held[i]);
 			continue;

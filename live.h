@@ -48,6 +48,10 @@
 enum { LIVE_FD_CLIENT, LIVE_FD_REQUEST, LIVE_FD_RESULT, LIVE_FD_OUT, LIVE_FD_ERR,
        LIVE_FD_SAVE, LIVE_FD_LOAD, LIVE_RUN_FDS };
 
+/* Read the bounds' settings, before the zygote takes its call's
+ * environment. */
+void live_init(void);
+
 /*
  * The zygote's side.  live_take looks at the call m (a WIRE_RUN) first:
  * false when it is not a live call (then any live process of its session

@@ -372,6 +372,7 @@ void zygote_main(int ctl, const struct warm_key *env)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, &old);
+	live_init();
 	prepare(ctl, env);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);

@@ -1,0 +1,384 @@
+/*
+ * check_live.c - live sessions (--live, issue 15) through the real
+ * binary and its warm server: what only a live process can keep (a
+ * socket, a generator, a thread, a view's identity) survives across
+ * calls; a cell that does not complete (a timeout, a segfault, a limit, a
+ * killed client) is rolled back to the state before it; eviction, a
+ * killed server or a call without --live fall back to the store and name
+ * what was lost; calls on one live session serialize, on two run side by
+ * side.  No case asserts timing beyond generous bounds.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ck_run.h"
+#include "cli_helpers.h"
+
+static struct cli_test fx;
+
+static void setup(void)
+{
+	cli_test_begin_server(&fx);
+}
+
+static void teardown(void)
+{
+	cli_test_end(&fx);
+}
+
+/* A live call that must exit with code; its run is the caller's. */
+static void live(struct cli_run *r, const char *session, const char *code, int want)
+{
+	CLI(r, "--live", "--session", session, code);
+	ck_code(r, want);
+}
+
+/* A live call that must succeed with stdout want. */
+static void live_ok(const char *session, const char *code, const char *want)
+{
+	struct cli_run r;
+
+	live(&r, session, code, 0);
+	ck_out(&r, want);
+	cli_run_release(&r);
+}
+
+static long status_number(const char *label)
+{
+	struct cli_run r;
+	const char *p;
+	long v = 0;
+
+	CLI(&r, "--server-status");
+	p = r.code == 0 ? strstr(r.out, label) : NULL;
+	if (p)
+		v = strtol(p + strlen(label), NULL, 10);
+	cli_run_release(&r);
+	return v;
+}
+
+#define OBJECTS \
+	"import socket, concurrent.futures\n" \
+	"a, b = socket.socketpair()\n" \
+	"a.sendall(b'hi')\n" \
+	"g = (i for i in range(10))\n" \
+	"next(g)\n" \
+	"f = open('notes.txt', 'w')\n" \
+	"f.write('a')\n" \
+	"ex = concurrent.futures.ThreadPoolExecutor(1)\n" \
+	"ex.submit(int).result()\n" \
+	"x = 1\n"
+
+START_TEST(unsaveable_objects_survive_and_are_marked)
+{
+	struct cli_run r;
+
+	live(&r, "s", OBJECTS, 0);
+	ck_err_has(&r, "a (live only)");
+	ck_err_has(&r, "g (live only)");
+	ck_err_has(&r, "ex (live only)");
+	ck_err_lacks(&r, "dropped unpicklable");
+	cli_run_release(&r);
+	live_ok("s", "b.recv(2), next(g), ex.submit(lambda: 41 + 1).result(), f.write('b'), x",
+	        "(b'hi', 1, 42, 1, 1)\n");
+	live_ok("s", "f.close(); open('notes.txt').read(), next(g)", "('ab', 2)\n");
+}
+END_TEST
+
+START_TEST(a_call_without_live_names_what_is_lost_and_keeps_the_rest)
+{
+	struct cli_run r;
+
+	live(&r, "s", "import socket\na, b = socket.socketpair()\ng = (i for i in range(3))\nx = 7", 0);
+	cli_run_release(&r);
+	CLI(&r, "--session", "s", "x + 1");
+	ck_code(&r, 0);
+	ck_out(&r, "8\n");
+	ck_err_has(&r, "are lost");
+	ck_err_has(&r, "a (socket.socket)");
+	ck_err_has(&r, "g (generator)");
+	cli_run_release(&r);
+	/* It ended the live process: the next live call starts from the store. */
+	live(&r, "s", "x, 'g' in dir()", 0);
+	ck_out(&r, "(7, False)\n");
+	ck_err_lacks(&r, "are lost");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(a_numpy_view_stays_a_view)
+{
+	live_ok("s", "import numpy as np\na = np.zeros(4)\nv = a[1:3]\nv.base is a", "True\n");
+	live_ok("s", "v[0] = 5\na[1], v.base is a", "(5.0, True)\n");
+}
+END_TEST
+
+#define BIG "L = list(range(10_000_000))\ng = iter(range(10))\nnext(g)\nlen(L)"
+#define CHECK_BIG "L == list(range(10_000_000)), next(g)"
+
+START_TEST(a_timeout_mid_mutation_rolls_back)
+{
+	struct cli_run r;
+
+	live_ok("s", BIG, "10000000\n");
+	CLI(&r, "--live", "--timeout", "3", "--session", "s",
+	    "for i in range(len(L)):\n    L[i] = -1\n    if i == 5_000_000:\n"
+	    "        while True: pass");
+	ck_code(&r, 124);
+	ck_err_has(&r, "session rolled back to its state before this call");
+	cli_run_release(&r);
+	live_ok("s", CHECK_BIG, "(True, 1)\n");
+}
+END_TEST
+
+START_TEST(a_segfault_rolls_back)
+{
+	struct cli_run r;
+
+	live_ok("s", "L = [0] * 1000\ng = iter(range(10))\nnext(g)", "0\n");
+	live(&r, "s", "import ctypes\nL[0] = 99\nnext(g)\nctypes.string_at(0)", 1);
+	ck_err_has(&r, "Segmentation fault");
+	ck_err_has(&r, "session rolled back to its state before this call");
+	cli_run_release(&r);
+	live_ok("s", "L[0], next(g)", "(0, 1)\n");
+}
+END_TEST
+
+START_TEST(a_memory_error_under_memory_rolls_back)
+{
+	struct cli_run r;
+
+	CLI(&r, "--live", "--memory", "1G", "--session", "s",
+	    "L = [0] * 1000\ng = iter(range(10))\nnext(g)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	CLI(&r, "--live", "--memory", "1G", "--session", "s",
+	    "L[0] = 99\nnext(g)\nbig = bytearray(4 << 30)");
+	ck_assert_msg(r.code != 0, "the cell got 4 GiB under --memory 1G");
+	ck_err_has(&r, "memory");
+	ck_err_has(&r, "session rolled back to its state before this call");
+	cli_run_release(&r);
+	CLI(&r, "--live", "--memory", "1G", "--session", "s", "L[0], next(g)");
+	ck_code(&r, 0);
+	ck_out(&r, "(0, 1)\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(a_killed_client_rolls_back)
+{
+	struct cli_run r;
+	const char *const killer[] = { "timeout", "-s", "KILL", "4", NULL };
+	struct cli_opts o = { .env = fx.env, .wrapper = killer };
+
+	live_ok("s", "L = [0] * 1000\ng = iter(range(10))\nnext(g)", "0\n");
+	cli_run(&r, &o, (const char *const[]){ "dolsot", "--live", "--session", "s",
+	                                       "L[0] = 99\nnext(g)\nwhile True: pass", NULL });
+	ck_assert_int_eq(r.code, 128 + SIGKILL);
+	cli_run_release(&r);
+	/* The zygote sees the client go and kills the cell; the lock is free
+	 * at once, so the next call may meet the rollback under way. */
+	live_ok("s", "L[0], next(g)", "(0, 1)\n");
+}
+END_TEST
+
+START_TEST(eviction_by_the_bound_falls_back_to_the_store)
+{
+	struct cli_run r;
+
+	cli_test_add_env(&fx, "DOLSOT_LIVE_MAX=1");
+	live_ok("a", "g = (i for i in range(3))\nx = 1", "");
+	live_ok("b", "y = 2", "");
+	live(&r, "a", "x", 0);   /* b took a's place */
+	ck_out(&r, "1\n");
+	ck_err_has(&r, "are lost");
+	ck_err_has(&r, "g (generator)");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(an_idle_live_session_is_evicted)
+{
+	struct cli_run r;
+
+	cli_test_add_env(&fx, "DOLSOT_LIVE_IDLE=1");
+	live_ok("a", "g = (i for i in range(3))\nx = 1", "");
+	sleep(3);
+	live(&r, "a", "x", 0);
+	ck_out(&r, "1\n");
+	ck_err_has(&r, "g (generator)");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(a_killed_server_loses_only_the_live_only_values)
+{
+	struct cli_run r;
+	pid_t server;
+
+	live_ok("a", "g = (i for i in range(3))\nx = [1, 2]", "");
+	server = (pid_t)status_number("pid ");
+	ck_assert_int_gt(server, 0);
+	ck_assert_int_eq(kill(server, SIGKILL), 0);
+	live(&r, "a", "x", 0);
+	ck_out(&r, "[1, 2]\n");
+	ck_err_has(&r, "g (generator)");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(a_cold_write_and_a_reset_end_the_live_state)
+{
+	const char *const cold[] = { "DOLSOT_SERVER=off", NULL };
+	struct cli_run r;
+
+	live_ok("a", "x = 1\ng = (i for i in range(3))", "");
+	RUN_IN(&r, NULL, cold, "--session", "a", "x = 5");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	live_ok("a", "x, 'g' in dir()", "(5, False)\n");
+	CLI(&r, "--reset", "a");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	live_ok("a", "'x' in dir()", "False\n");
+}
+END_TEST
+
+/* Run code on session in a child, writing its stdout to path. */
+static pid_t live_async(const char *session, const char *code, const char *path)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct cli_run r;
+		FILE *f;
+
+		live(&r, session, code, 0);
+		f = fopen(path, "w");
+		if (!f || fputs(r.out, f) < 0 || fclose(f) != 0)
+			_exit(1);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* The [start, end] a cell of live_async printed. */
+static void span_of(const char *path, double *start, double *end)
+{
+	size_t n;
+	char *text = cli_read_file(path, &n);
+
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(sscanf(text, "%lf %lf", start, end), 2);
+	free(text);
+}
+
+#define TIMED "import time\nt0 = time.time()\ntime.sleep(1.5)\nn += 1\nprint(t0, time.time())"
+
+static void two_at_once(const char *s1, const char *s2, bool overlap)
+{
+	char *p1 = strdup(cli_path(fx.tmp, "one")), *p2 = strdup(cli_path(fx.tmp, "two"));
+	pid_t c1, c2;
+	double a0, a1, b0, b1;
+	int st;
+
+	live_ok(s1, "n = 0", "");
+	live_ok(s2, "n = 0", "");
+	c1 = live_async(s1, TIMED, p1);
+	c2 = live_async(s2, TIMED, p2);
+	ck_assert_int_eq(waitpid(c1, &st, 0), c1);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the first call failed");
+	ck_assert_int_eq(waitpid(c2, &st, 0), c2);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the second call failed");
+	span_of(p1, &a0, &a1);
+	span_of(p2, &b0, &b1);
+	if (overlap)
+		ck_assert_msg(a0 < b1 && b0 < a1, "the cells ran one after the other");
+	else
+		ck_assert_msg(a1 <= b0 || b1 <= a0, "the cells ran at once");
+	live_ok(s1, "n", strcmp(s1, s2) == 0 ? "2\n" : "1\n");
+	free(p1);
+	free(p2);
+}
+
+START_TEST(calls_on_one_live_session_serialize)
+{
+	two_at_once("s", "s", false);
+}
+END_TEST
+
+START_TEST(two_live_sessions_run_side_by_side)
+{
+	two_at_once("a", "b", true);
+}
+END_TEST
+
+START_TEST(live_needs_the_server_and_no_sandbox)
+{
+	const char *const off[] = { "DOLSOT_SERVER=off", NULL };
+	const char *const env_live[] = { "DOLSOT_SERVER=off", "DOLSOT_LIVE=1", NULL };
+	struct cli_run r;
+
+	RUN_IN(&r, NULL, off, "--live", "--session", "s", "1");
+	ck_code(&r, 2);
+	ck_err_has(&r, "DOLSOT_SERVER=off");
+	cli_run_release(&r);
+	RUN_IN(&r, NULL, env_live, "--session", "s", "1");
+	ck_code(&r, 2);
+	cli_run_release(&r);
+	CLI(&r, "--live", "--sandbox", "--session", "s", "1");
+	ck_code(&r, 2);
+	ck_err_has(&r, "--sandbox");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(an_exception_completes_the_cell)
+{
+	struct cli_run r;
+
+	live_ok("s", "g = iter(range(5))", "");
+	live(&r, "s", "next(g)\ny = 3\n1 / 0", 1);
+	ck_err_has(&r, "ZeroDivisionError");
+	ck_err_lacks(&r, "rolled back");
+	cli_run_release(&r);
+	live_ok("s", "y, next(g)", "(3, 1)\n");
+}
+END_TEST
+
+static Suite *live_suite(void)
+{
+	Suite *s = suite_create("live");
+	TCase *tc = tcase_create("live");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, unsaveable_objects_survive_and_are_marked);
+	tcase_add_test(tc, a_call_without_live_names_what_is_lost_and_keeps_the_rest);
+	tcase_add_test(tc, a_numpy_view_stays_a_view);
+	tcase_add_test(tc, a_timeout_mid_mutation_rolls_back);
+	tcase_add_test(tc, a_segfault_rolls_back);
+	tcase_add_test(tc, a_memory_error_under_memory_rolls_back);
+	tcase_add_test(tc, a_killed_client_rolls_back);
+	tcase_add_test(tc, eviction_by_the_bound_falls_back_to_the_store);
+	tcase_add_test(tc, an_idle_live_session_is_evicted);
+	tcase_add_test(tc, a_killed_server_loses_only_the_live_only_values);
+	tcase_add_test(tc, a_cold_write_and_a_reset_end_the_live_state);
+	tcase_add_test(tc, calls_on_one_live_session_serialize);
+	tcase_add_test(tc, two_live_sessions_run_side_by_side);
+	tcase_add_test(tc, live_needs_the_server_and_no_sandbox);
+	tcase_add_test(tc, an_exception_completes_the_cell);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return ck_run(live_suite());
+}
