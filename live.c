@@ -61,6 +61,9 @@ struct holder {
 	double last_used;
 };
 
+/* The table changed since the zygote last told the server (live_report). */
+static bool dirty;
+
 static struct holder held[LIVE_MAX_HELD];
 static size_t n_held;
 /* The bounds (live_init). */
@@ -119,6 +122,7 @@ static void end_holder(struct holder *h)
 	close_fd(&h->snap);   /* the snapshot ends when its socket does */
 	close_fd(&h->save);
 	*h = held[--n_held];
+	dirty = true;
 }
 
 static struct holder *find(struct span session)
@@ -285,6 +289,7 @@ bool live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
 		n_held++;
 	}
 taken:
+	dirty = true;
 	*pid = h->pid;
 	if (h->pid > 0) {
 		h->busy = true;
@@ -325,6 +330,7 @@ static void completed(struct holder *h)
 	h->snap_pid = 0;
 	h->busy = false;
 	h->last_used = now();
+	dirty = true;
 }
 
 void live_events(const struct pollfd *p, size_t n, void (*done)(pid_t pid))
@@ -389,6 +395,7 @@ static bool wake_snapshot(struct holder *h)
 	close_fd(&h->save);
 	h->busy = false;
 	h->last_used = now();
+	dirty = true;
 	return true;
 }
 
@@ -437,6 +444,117 @@ void live_end_all(void)
 {
 	while (n_held)
 		end_holder(&held[n_held - 1]);
+}
+
+void live_report(int ctl)
+{
+	uint8_t payload[WIRE_MAX_PAYLOAD];
+	size_t len = 0;
+
+	if (!dirty)
+		return;
+	dirty = false;
+	for (size_t i = 0; i < n_held; i++) {
+		char entry[STORE_ID_MAX + 64];
+
+		snprintf(entry, sizeof(entry), "%.128s\t%d\t%d\t%.3f", held[i].session,
+		         (int)held[i].pid, held[i].busy, held[i].last_used);
+		if (wire_put(payload, &len, LIVE_ENTRY, entry) < 0)
+			break;
+	}
+	/* An empty report is a valid one (nothing held): one NUL. */
+	if (!len)
+		payload[len++] = '\0';
+	wire_send(ctl, WIRE_INFO, 0, 0, payload, len, NULL, 0);
+}
+
+void live_on_stop(const struct wire_msg *m)
+{
+	size_t pos = 0;
+	const char *name = wire_next(m->payload, m->len, LIVE_ENTRY, &pos);
+	struct holder *h = name ? find(span_str(name)) : NULL;
+
+	if (h && !h->busy)
+		end_holder(h);
+}
+
+/* ---- the server's side ---- */
+
+/* One entry of a report. */
+struct entry {
+	char session[STORE_ID_MAX + 1];
+	pid_t pid;
+	bool busy;
+	double last_used;
+};
+
+static bool parse_entry(const char *text, struct entry *e)
+{
+	const char *tab = strchr(text, '\t');
+	int busy;
+
+	if (!tab || (size_t)(tab - text) > STORE_ID_MAX)
+		return false;
+	memcpy(e->session, text, (size_t)(tab - text));
+	e->session[tab - text] = '\0';
+	if (sscanf(tab + 1, "%d\t%d\t%lf", &e->pid, &busy, &e->last_used) != 3)
+		return false;
+	e->busy = busy != 0;
+	return true;
+}
+
+int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_t len)
+{
+	long max_total_kb = env_number("DOLSOT_LIVE_MEMORY_MB", LIVE_MEMORY_KB / 1024,
+	                               1L << 30) * 1024, total_kb = 0;
+	size_t count = 0, max_total = (size_t)env_number("DOLSOT_LIVE_MAX", LIVE_MAX_HELD,
+	                                                 1L << 20);
+	struct entry lru = { .last_used = 0 };
+	int at = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t pos = 0;
+		const char *text;
+
+		while ((text = wire_next(r[i].payload, r[i].len, LIVE_ENTRY, &pos))) {
+			struct entry e;
+			long kb;
+
+			if (!parse_entry(text, &e))
+				continue;
+			count++;
+			kb = server_diag_private_kb(e.pid);
+			total_kb += kb > 0 ? kb : 0;
+			if (!e.busy && (at < 0 || e.last_used < lru.last_used)) {
+				lru = e;
+				at = (int)i;
+			}
+		}
+	}
+	if (at < 0 || (count <= max_total && total_kb <= max_total_kb))
+		return -1;
+	snprintf(session, len, "%s", lru.session);
+	return at;
+}
+
+void live_status(char *text, size_t *n, size_t cap, const uint8_t *report, size_t len)
+{
+	size_t pos = 0;
+	const char *entry;
+
+	while ((entry = wire_next(report, len, LIVE_ENTRY, &pos)) && *n < cap) {
+		struct entry e;
+		int w;
+
+		if (!parse_entry(entry, &e))
+			continue;
+		w = snprintf(text + *n, cap - *n, "  live %s pid %d: %ld kB private, %s %.0f s\n",
+		             e.session, (int)e.pid, server_diag_private_kb(e.pid),
+		             e.busy ? "running a call for" : "idle", now() - e.last_used);
+		if (w < 0 || (size_t)w >= cap - *n)
+			break;
+		*n += (size_t)w;
+	}
 }
 
 /* ---- the live process ---- */

@@ -86,4 +86,32 @@ int live_expire(void);
 /* End every live process (the zygote is done). */
 void live_end_all(void);
 
+/*
+ * What the zygote tells the server: after a change, live_report sends on
+ * ctl a WIRE_INFO whose payload holds one LIVE_ENTRY per live session
+ * ("SESSION<TAB>PID<TAB>BUSY<TAB>LAST_USED", CLOCK_MONOTONIC seconds).
+ * The server keeps each zygote's last report, and when all of them
+ * together hold more than DOLSOT_LIVE_MAX sessions or
+ * DOLSOT_LIVE_MEMORY_MB of private memory, asks the zygote of the least
+ * recently used idle one to end it: WIRE_STOP with a LIVE_ENTRY naming
+ * it, which live_on_stop does.
+ */
+#define LIVE_ENTRY "live"
+void live_report(int ctl);
+void live_on_stop(const struct wire_msg *m);
+
+/* A zygote's last report, as the server keeps it. */
+struct live_reports {
+	const uint8_t *payload;
+	size_t len;
+};
+
+/* The report (index into r) holding the session to end, its name into
+ * session; -1 when the bounds hold (or only busy sessions pass them). */
+int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_t len);
+
+/* One "  live SESSION pid PID: N kB private, idle S s" line per entry of
+ * report, appended to text (*n used of cap), for --server-status. */
+void live_status(char *text, size_t *n, size_t cap, const uint8_t *report, size_t len);
+
 #endif

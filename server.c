@@ -37,6 +37,7 @@
 #include "mem_server.h"
 #include "peer.h"
 #include "warm_proto.h"
+#include "live.h"
 #include "zygote.h"
 
 #define MAX_CLIENTS 256
@@ -65,6 +66,8 @@ struct zygote {
 	int unread;               /* bytes of calls waiting when we last looked */
 	pid_t prev_pid;           /* the zygote it replaced, not reaped yet */
 	char why[256];            /* why it failed, or why the one before it went */
+	uint8_t *live;            /* its last report of its live sessions (live.h), or NULL */
+	size_t live_len;
 };
 
 struct server {
@@ -113,6 +116,7 @@ static void zygote_forget(struct zygote *z)
 		close(z->ctl);   /* it finishes its calls, then exits */
 	free(z->files);
 	free(z->key);
+	free(z->live);
 	memset(z, 0, sizeof(*z));
 	z->ctl = -1;
 	z->pid = 0;
@@ -282,6 +286,29 @@ static struct zygote *zygote_slot(struct server *s)
 	return lru;
 }
 
+/* The live sessions of all zygotes within their bounds (live.h): the
+ * least recently used idle ones past them end, one each time a report
+ * comes. */
+static void bound_live(struct server *s)
+{
+	struct live_reports r[SERVER_MAX_ZYGOTES];
+	struct zygote *of[SERVER_MAX_ZYGOTES];
+	char session[256];
+	uint8_t payload[512];
+	size_t n = 0, len = 0;
+	int at;
+
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+		if (s->z[i].live && s->z[i].ctl >= 0) {
+			of[n] = &s->z[i];
+			r[n++] = (struct live_reports){ s->z[i].live, s->z[i].live_len };
+		}
+	at = live_pick_evict(r, n, session, sizeof(session));
+	if (at < 0 || wire_put(payload, &len, LIVE_ENTRY, session) < 0)
+		return;
+	wire_send(of[at]->ctl, WIRE_STOP, 0, 0, payload, len, NULL, 0);
+}
+
 static void on_zygote_message(struct server *s, struct zygote *z)
 {
 	struct wire_msg m;
@@ -315,6 +342,12 @@ static void on_zygote_message(struct server *s, struct zygote *z)
 		z->state = Z_FAILED;
 		snprintf(z->why, sizeof(z->why), "%.*s", (int)m.len,
 		         m.len ? (const char *)m.payload : "");
+	} else if (m.type == WIRE_INFO) {
+		free(z->live);
+		z->live = m.payload;
+		z->live_len = m.len;
+		m.payload = NULL;
+		bound_live(s);
 	}
 	wire_msg_release(&m);
 }
@@ -432,6 +465,8 @@ static void on_info(struct server *s, int client)
 			server_diag_zygote(text, &n, sizeof(text), z->pid, state_names[z->state],
 			                   deadline_now() - z->last_used, z->key, z->key_len,
 			                   z->why);
+		if (z->key_len && z->live)
+			live_status(text, &n, sizeof(text), z->live, z->live_len);
 	}
 	wire_send(client, WIRE_INFO, 0, 0, text, n, NULL, 0);
 }

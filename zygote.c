@@ -404,6 +404,8 @@ void zygote_main(int ctl, const struct warm_key *env)
 			if (got == 1 && m.type == WIRE_RUN) {
 				start_call(&m, &old);   /* takes the fds */
 				make_spare(&old);   /* for the next call */
+			} else if (got == 1 && m.type == WIRE_STOP) {
+				live_on_stop(&m);   /* the server's bounds */
 			}
 			if (got == 1)
 				wire_msg_release(&m);
@@ -422,6 +424,8 @@ void zygote_main(int ctl, const struct warm_key *env)
 		}
 		live_events(p + live_at, n - live_at, live_done);
 		reap();
+		if (ctl >= 0)
+			live_report(ctl);
 	}
 	_exit(0);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -202,6 +203,32 @@ START_TEST(eviction_by_the_bound_falls_back_to_the_store)
 }
 END_TEST
 
+START_TEST(the_bound_holds_across_environments_and_the_status_shows_it)
+{
+	struct cli_run r;
+	char *sub = strdup(cli_path(fx.tmp, "sub"));
+
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	cli_test_add_env(&fx, "DOLSOT_LIVE_MAX=1");
+	live_ok("a", "g = (i for i in range(3))\nx = 1", "");
+	/* Another directory is another zygote: the bound is the server's. */
+	RUN_IN(&r, sub, NULL, "--live", "--session", "b", "y = 2");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	CLI(&r, "--server-status");
+	ck_code(&r, 0);
+	ck_out_has(&r, "  live b pid ");
+	ck_out_has(&r, "kB private, idle");
+	ck_assert_msg(!cli_has(r.out, "live a pid"), "a is still live:\n%s", r.out);
+	cli_run_release(&r);
+	live(&r, "a", "x", 0);
+	ck_out(&r, "1\n");
+	ck_err_has(&r, "g (generator)");
+	cli_run_release(&r);
+	free(sub);
+}
+END_TEST
+
 START_TEST(an_idle_live_session_is_evicted)
 {
 	struct cli_run r;
@@ -367,6 +394,7 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, a_memory_error_under_memory_rolls_back);
 	tcase_add_test(tc, a_killed_client_rolls_back);
 	tcase_add_test(tc, eviction_by_the_bound_falls_back_to_the_store);
+	tcase_add_test(tc, the_bound_holds_across_environments_and_the_status_shows_it);
 	tcase_add_test(tc, an_idle_live_session_is_evicted);
 	tcase_add_test(tc, a_killed_server_loses_only_the_live_only_values);
 	tcase_add_test(tc, a_cold_write_and_a_reset_end_the_live_state);
