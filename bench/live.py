@@ -1,0 +1,107 @@
+"""Live sessions (issue 15) next to the default warm path.
+
+Each round runs, in a shuffled order:
+
+  warm S1   `x + 1` on a session holding x = 1, the default warm path
+  live S1   the same with --live (the session's live process runs it)
+  warm S3   `len(blob) + len(nums)` on a session holding 50 MB of bytes
+            and 200k ints
+  live S3   the same with --live
+
+Both paths share one store and one warm server; each scenario has its own
+session.  Prints medians, quartiles and the median of the per-round
+live/warm ratios, the load average before and after, the private memory
+of a live process holding a small namespace (smaps_rollup), and how many
+calls the server ran warm.
+
+usage: /usr/bin/python3.11 bench/live.py [ROUNDS]
+(DOLSOT_BIN: the binary to time, e.g. a copy, so that a rebuild during the
+run cannot replace it; default ./dolsot)
+"""
+
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("DOLSOT_BIN") or os.path.join(ROOT, "dolsot")
+
+S3_SETUP = "import os\nblob = os.urandom(50 * 1024 * 1024)\nnums = list(range(200_000))"
+S3 = "len(blob) + len(nums)"
+
+
+def q(xs):
+    xs = sorted(xs)
+    return statistics.median(xs), xs[len(xs) // 4], xs[(3 * len(xs)) // 4]
+
+
+def private_kb(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        return sum(int(line.split()[1]) for line in f
+                   if line.startswith(("Private_Clean:", "Private_Dirty:")))
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+    tmp = tempfile.mkdtemp(prefix="dolsot-bench-live-")
+    env = dict(os.environ, DOLSOT_CACHE_DIR=os.path.join(tmp, "store"), DOLSOT_SERVER="auto",
+               DOLSOT_TYPECHECK="0", DOLSOT_TIMEOUT="300")
+    for name in ("DOLSOT_LIVE", "DOLSOT_STORE", "DOLSOT_LIVE_MAX", "DOLSOT_LIVE_IDLE"):
+        env.pop(name, None)
+
+    def call(session, code, live):
+        argv = [BIN, "--session", session] + (["--live"] if live else []) + [code]
+        t0 = time.perf_counter()
+        subprocess.run(argv, env=env, capture_output=True, check=True, cwd=tmp)
+        return (time.perf_counter() - t0) * 1e3
+
+    try:
+        subprocess.run([BIN, "--server-start"], env=env, check=True, cwd=tmp,
+                       capture_output=True)
+        for live in (False, True):
+            tag = "live" if live else "warm"
+            call("s1-" + tag, "x = 1", live)
+            call("s3-" + tag, S3_SETUP, live)
+        cases = [(f"{tag} {s}", s.lower() + "-" + tag, code, tag == "live")
+                 for s, code in (("S1", "x + 1"), ("S3", S3)) for tag in ("warm", "live")]
+        for name, session, code, live in cases:   # warm-up
+            call(session, code, live)
+        load0 = os.getloadavg()
+        times = {c[0]: [] for c in cases}
+        for _ in range(rounds):
+            order = list(cases)
+            random.shuffle(order)
+            for name, session, code, live in order:
+                times[name].append(call(session, code, live))
+        load1 = os.getloadavg()
+        status = subprocess.run([BIN, "--server-status"], env=env, capture_output=True,
+                                text=True, cwd=tmp).stdout
+        print(f"rounds {rounds}, load average {load0[0]:.2f} before, {load1[0]:.2f} after")
+        print("| call | median ms | q1 | q3 | live / warm (paired median) |")
+        print("|---|---:|---:|---:|---:|")
+        for name, *_ in cases:
+            m, lo, hi = q(times[name])
+            ratio = ""
+            if name.startswith("live"):
+                warm = times["warm" + name[4:]]
+                ratio = "%.3f" % statistics.median(a / b for a, b in zip(times[name], warm))
+            print(f"| {name} | {m:.2f} | {lo:.2f} | {hi:.2f} | {ratio} |")
+        for line in status.splitlines():
+            if line.startswith(("calls", "  live")):
+                print(line)
+        for line in status.splitlines():
+            if line.startswith("  live s1-live pid "):
+                pid = int(line.split()[3].rstrip(":"))
+                print(f"live process of S1: {private_kb(pid)} kB private (smaps_rollup)")
+    finally:
+        subprocess.run([BIN, "--server-stop"], env=env, capture_output=True, cwd=tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
