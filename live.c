@@ -268,12 +268,12 @@ bool live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
 	bool ok = decode(m, &r, &map, &len), live = ok && (r.flags & REQ_LIVE);
 
 	h = ok ? find(r.session) : NULL;
-	if (h && (!live || !matches(h, m, &r)))
-		end_holder(h);   /* the store moved on from it, or the call is not live */
-	else if (h && send_to(h, m) < 0)
-		end_holder(h);
-	else if (h)
+	if (h && live && matches(h, m, &r) && send_to(h, m) == 0)
 		goto taken;
+	/* The store moved on from it, the call is not live (a --describe,
+	 * which writes nothing, leaves it be), or it is gone. */
+	if (h && !(r.flags & REQ_DESCRIBE))
+		end_holder(h);
 	if (!live || r.session.len > STORE_ID_MAX || !make_room()) {
 		if (map)
 			munmap(map, len);
@@ -300,8 +300,25 @@ taken:
 	return true;
 }
 
+/* The snapshot's WIRE_READY, if it came: its pid into h.  A snapshot is
+ * its live process's child until that process dies, and the zygote's
+ * from then on, which must know it by then. */
+static void learn_snapshot(struct holder *h)
+{
+	struct pollfd p = { h->snap, POLLIN, 0 };
+	struct wire_msg m;
+
+	if (h->snap < 0 || h->snap_pid || poll(&p, 1, 0) != 1 || wire_recv(h->snap, &m) != 1)
+		return;
+	if (m.type == WIRE_READY && m.a > 0 && m.a < (uint64_t)INT32_MAX)
+		h->snap_pid = (pid_t)m.a;
+	wire_msg_release(&m);
+}
+
 bool live_is_ours(pid_t pid)
 {
+	for (size_t i = 0; i < n_held; i++)
+		learn_snapshot(&held[i]);
 	for (size_t i = 0; i < n_held; i++)
 		if (held[i].pid == pid || (held[i].snap_pid && held[i].snap_pid == pid))
 			return true;
@@ -370,21 +387,13 @@ void live_events(const struct pollfd *p, size_t n, void (*done)(pid_t pid))
 static bool wake_snapshot(struct holder *h)
 {
 	struct pollfd p = { h->snap, POLLIN, 0 };
-	struct wire_msg m;
 
 	if (h->snap < 0)
 		return false;
-	if (!h->snap_pid) {
-		int got = poll(&p, 1, LIVE_SNAP_WAIT_MS) == 1 ? wire_recv(h->snap, &m) : -1;
-
-		if (got != 1)
-			return false;
-		if (m.type == WIRE_READY && m.a > 0 && m.a < (uint64_t)INT32_MAX)
-			h->snap_pid = (pid_t)m.a;
-		wire_msg_release(&m);
-		if (!h->snap_pid)
-			return false;
-	}
+	if (!h->snap_pid && poll(&p, 1, LIVE_SNAP_WAIT_MS) == 1)
+		learn_snapshot(h);
+	if (!h->snap_pid)
+		return false;
 	if (wire_send(h->snap, WIRE_GO, 0, 0, NULL, 0, NULL, 0) < 0)
 		return false;
 	close_fd(&h->ctl);

@@ -87,6 +87,10 @@ START_TEST(unsaveable_objects_survive_and_are_marked)
 	cli_run_release(&r);
 	live_ok("s", "b.recv(2), next(g), ex.submit(lambda: 41 + 1).result(), f.write('b'), x",
 	        "(b'hi', 1, 42, 1, 1)\n");
+	/* --describe reads the store and leaves the live process be. */
+	CLI(&r, "--live", "--session", "s", "--describe");
+	ck_code(&r, 0);
+	cli_run_release(&r);
 	live_ok("s", "f.close(); open('notes.txt').read(), next(g)", "('ab', 2)\n");
 }
 END_TEST
