@@ -530,6 +530,9 @@ void cli_test_begin(struct cli_test *t, const char *const *entries)
 	t->env[1] = NULL;
 	for (size_t i = 0; entries && entries[i]; i++)
 		cli_test_add_env(t, entries[i]);
+	/* A suite's run with every call live (issue 15), warm only. */
+	if (getenv("DOLSOT_TEST_LIVE"))
+		cli_test_add_env(t, "DOLSOT_LIVE=1");
 	current_test = t;
 	if (!registered && atexit(end_current_test) == 0)
 		registered = true;
