@@ -7,6 +7,7 @@ Each round runs, in a shuffled order:
   warm S3   `len(blob) + len(nums)` on a session holding 50 MB of bytes
             and 200k ints
   live S3   the same with --live
+  python3.11 -S -c pass, the machine's yardstick
 
 Both paths share one store and one warm server; each scenario has its own
 session.  Prints medians, quartiles and the median of the per-round
@@ -34,6 +35,8 @@ BIN = os.environ.get("DOLSOT_BIN") or os.path.join(ROOT, "dolsot")
 
 S3_SETUP = "import os\nblob = os.urandom(50 * 1024 * 1024)\nnums = list(range(200_000))"
 S3 = "len(blob) + len(nums)"
+# The machine's speed of the day, in the same rounds: a bare interpreter.
+REF = "python3.11 -S -c pass"
 
 
 def q(xs):
@@ -98,10 +101,17 @@ def main():
             call(session, code, live)
         load0 = os.getloadavg()
         times = {c[0]: [] for c in cases}
+        times[REF] = []
         for _ in range(rounds):
-            order = list(cases)
+            order = list(cases) + [REF]
             random.shuffle(order)
-            for name, session, code, live in order:
+            for case in order:
+                if case == REF:
+                    t0 = time.perf_counter()
+                    subprocess.run(["/usr/bin/python3.11", "-S", "-c", "pass"], check=True)
+                    times[REF].append((time.perf_counter() - t0) * 1e3)
+                    continue
+                name, session, code, live = case
                 times[name].append(call(session, code, live))
         load1 = os.getloadavg()
         status = subprocess.run([BIN, "--server-status"], env=env, capture_output=True,
@@ -109,7 +119,7 @@ def main():
         print(f"rounds {rounds}, load average {load0[0]:.2f} before, {load1[0]:.2f} after")
         print("| call | median ms | q1 | q3 | live / warm (paired median) |")
         print("|---|---:|---:|---:|---:|")
-        for name, *_ in cases:
+        for name in [c[0] for c in cases] + [REF]:
             m, lo, hi = q(times[name])
             ratio = ""
             if name.startswith("live"):
