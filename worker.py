@@ -725,15 +725,16 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     unloaded = [] if live is None else live["unloaded"]
     notes.append(_lost_note(stored))
     try:
-        if live is not None:
-            pass
-        elif stored is not None:
+        # A live process restores nothing: its Carry, from its first call,
+        # measures what changed against the state that call loaded.
+        if live is None and stored is not None:
             carry.restore_early(stored.carry, _session.loads_piece)
             notes.append(_unloaded(stored.load_into(ns)))
             notes.append(_closed_note(stored.closed))
             unloaded = stored.unloaded
             notes.append(_kept_note(unloaded))
-        carry.restore_late()
+        if live is None:
+            carry.restore_late()
     except _Fatal as e:
         return answer(1, error=str(e), warnings=_lines(notes, carry.warnings))
     hidden = {alias: ns[alias] for alias in loaded if alias in ns}

@@ -116,6 +116,20 @@ START_TEST(a_call_without_live_names_what_is_lost_and_keeps_the_rest)
 }
 END_TEST
 
+START_TEST(the_carried_state_of_live_calls_reaches_the_store)
+{
+	struct cli_run r;
+
+	live_ok("s", "import random, os\nrandom.seed(5)\nos.environ['FOO'] = 'bar'", "");
+	live_ok("s", "y = os.environ['FOO']", "");
+	/* Two live calls later, a call from the store gets both back. */
+	CLI(&r, "--session", "s", "import random, os\nround(random.random(), 6), os.environ['FOO'], y");
+	ck_code(&r, 0);
+	ck_out(&r, "(0.622902, 'bar', 'bar')\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(a_numpy_view_stays_a_view)
 {
 	live_ok("s", "import numpy as np\na = np.zeros(4)\nv = a[1:3]\nv.base is a", "True\n");
@@ -392,6 +406,7 @@ static Suite *live_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, unsaveable_objects_survive_and_are_marked);
 	tcase_add_test(tc, a_call_without_live_names_what_is_lost_and_keeps_the_rest);
+	tcase_add_test(tc, the_carried_state_of_live_calls_reaches_the_store);
 	tcase_add_test(tc, a_numpy_view_stays_a_view);
 	tcase_add_test(tc, a_timeout_mid_mutation_rolls_back);
 	tcase_add_test(tc, a_segfault_rolls_back);
