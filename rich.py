@@ -234,9 +234,15 @@ def open_figures():
 
 
 def collect():
-    """(displays, warning lines) of this call."""
+    """(displays, warning lines) of this call; the next call (of a live
+    session's process, which runs many) starts with none."""
+    global _skipped
     notes = list(_warnings)
     if _skipped:
         notes.append(f"warning: {_skipped} more display{'s' if _skipped != 1 else ''} "
                      f"not shown (at most {MAX_DISPLAYS} per cell)")
-    return list(_displays), notes
+    out = list(_displays), notes
+    _displays.clear()
+    _warnings.clear()
+    _skipped = 0
+    return out
