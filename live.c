@@ -46,6 +46,9 @@
 /* How long the zygote waits for a snapshot's WIRE_READY when it must wake
  * it (it sent it right after the fork, so this is only for one that died). */
 #define LIVE_SNAP_WAIT_MS 2000
+/* The server reads its live processes' memory (smaps_rollup, for the
+ * memory bound) at most this often, not on every report of every call. */
+#define LIVE_MEMORY_CHECK_SECONDS 1.0
 
 struct holder {
 	char session[STORE_ID_MAX + 1];
@@ -519,8 +522,12 @@ int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_
 	size_t count = 0, max_total = (size_t)env_number("DOLSOT_LIVE_MAX", LIVE_MAX_HELD,
 	                                                 1L << 20);
 	struct entry lru = { .last_used = 0 };
+	static double memory_checked;
+	bool check_memory = now() - memory_checked >= LIVE_MEMORY_CHECK_SECONDS;
 	int at = -1;
 
+	if (check_memory)
+		memory_checked = now();
 	for (size_t i = 0; i < n; i++) {
 		size_t pos = 0;
 		const char *text;
@@ -532,7 +539,7 @@ int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_
 			if (!parse_entry(text, &e))
 				continue;
 			count++;
-			kb = server_diag_private_kb(e.pid);
+			kb = check_memory ? server_diag_private_kb(e.pid) : 0;
 			total_kb += kb > 0 ? kb : 0;
 			if (!e.busy && (at < 0 || e.last_used < lru.last_used)) {
 				lru = e;

@@ -94,7 +94,8 @@ void live_end_all(void);
  * together hold more than DOLSOT_LIVE_MAX sessions or
  * DOLSOT_LIVE_MEMORY_MB of private memory, asks the zygote of the least
  * recently used idle one to end it: WIRE_STOP with a LIVE_ENTRY naming
- * it, which live_on_stop does.
+ * it, which live_on_stop does.  (The memory is read at most once a
+ * second: a report comes after every live call.)
  */
 #define LIVE_ENTRY "live"
 void live_report(int ctl);
