@@ -28,6 +28,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "deadline.h"
@@ -46,6 +47,11 @@
 /* How long the zygote waits for a snapshot's WIRE_READY when it must wake
  * it (it sent it right after the fork, so this is only for one that died). */
 #define LIVE_SNAP_WAIT_MS 2000
+/* A call that finds its session's live process still busy with the call
+ * before (whose client gave up, so the lock was free) waits this long for
+ * that process to die, so that its snapshot can take over. */
+#define LIVE_BUSY_WAIT_MS 2000
+#define LIVE_BUSY_POLL_NS 5000000
 /* The server reads its live processes' memory (smaps_rollup, for the
  * memory bound) at most this often, not on every report of every call. */
 #define LIVE_MEMORY_CHECK_SECONDS 1.0
@@ -199,6 +205,7 @@ static bool decode(const struct wire_msg *m, struct request *r, uint8_t **map, s
 	char err[256];
 
 	*map = NULL;
+	memset(r, 0, sizeof(*r));
 	if (m->nfds < LIVE_RUN_FDS - 1 || fstat(m->fds[LIVE_FD_REQUEST], &st) < 0 ||
 	    st.st_size <= 0)
 		return false;
@@ -262,7 +269,26 @@ static int send_to(struct holder *h, const struct wire_msg *m)
 	return 0;
 }
 
-bool live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
+/* Wait until the busy process pid has ended (its status still to be
+ * reaped): true when it did within LIVE_BUSY_WAIT_MS. */
+static bool ended_soon(pid_t pid)
+{
+	struct timespec until, pause = { 0, LIVE_BUSY_POLL_NS };
+
+	deadline_in_ns(&until, (int64_t)LIVE_BUSY_WAIT_MS * 1000000);
+	do {
+		siginfo_t si = { 0 };
+
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+			return false;
+		if (si.si_pid == pid)
+			return true;
+		nanosleep(&pause, NULL);
+	} while (deadline_left(&until) > 0);
+	return false;
+}
+
+enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
 {
 	struct request r;
 	struct holder *h;
@@ -271,6 +297,10 @@ bool live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
 	bool ok = decode(m, &r, &map, &len), live = ok && (r.flags & REQ_LIVE);
 
 	h = ok ? find(r.session) : NULL;
+	if (h && live && h->busy && h->pid > 0 && ended_soon(h->pid)) {
+		munmap(map, len);
+		return LIVE_REAP_FIRST;   /* its end wakes the snapshot first */
+	}
 	if (h && live && matches(h, m, &r) && send_to(h, m) == 0)
 		goto taken;
 	/* The store moved on from it, the call is not live (a --describe,
@@ -280,7 +310,7 @@ bool live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
 	if (!live || r.session.len > STORE_ID_MAX || !make_room()) {
 		if (map)
 			munmap(map, len);
-		return false;
+		return LIVE_NOT_TAKEN;
 	}
 	h = &held[n_held];
 	memset(h, 0, sizeof(*h));
@@ -300,7 +330,7 @@ taken:
 		h->save = fcntl(m->fds[LIVE_FD_SAVE], F_DUPFD_CLOEXEC, 3);
 	}
 	munmap(map, len);
-	return true;
+	return LIVE_TAKEN;
 }
 
 /* The snapshot's WIRE_READY, if it came: its pid into h.  A snapshot is

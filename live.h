@@ -54,13 +54,20 @@ void live_init(void);
 
 /*
  * The zygote's side.  live_take looks at the call m (a WIRE_RUN) first:
- * false when it is not a live call (then any live process of its session
- * has been ended) or live cannot run it; true when it went to the
- * session's live process (a new one, forked now from this zygote, with
- * mask as the signal mask to restore), whose pid is in *pid (-1: none
- * could start).  Either way m's fds stay the caller's to close.
+ * LIVE_NOT_TAKEN when it is not a live call (then any live process of its
+ * session has been ended) or live cannot run it; LIVE_TAKEN when it went
+ * to the session's live process (a new one, forked now from this zygote,
+ * with mask as the signal mask to restore), whose pid is in *pid (-1:
+ * none could start); LIVE_REAP_FIRST when the session's process is still
+ * busy with a call whose client left and has just died: the caller reaps
+ * it (live_ended) and asks again.  m's fds stay the caller's to close.
  */
-bool live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid);
+enum live_take {
+	LIVE_NOT_TAKEN,     /* not a live call, or live cannot run it */
+	LIVE_TAKEN,         /* *pid runs it */
+	LIVE_REAP_FIRST,    /* the session's process ended: reap it, then ask again */
+};
+enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid);
 
 /* The live processes and snapshots are the zygote's: not orphans. */
 bool live_is_ours(pid_t pid);

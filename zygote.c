@@ -240,16 +240,22 @@ static pid_t worker_for(struct wire_msg *m, const sigset_t *mask)
 	return pid;
 }
 
+static void reap(void);
+
 static void start_call(struct wire_msg *m, const sigset_t *mask)
 {
 	struct call *c;
 	pid_t pid;
+	enum live_take taken;
+	int tries = 0;
 
 	if (m->nfds < RUN_FDS - 1 || m->nfds > RUN_FDS || n_calls == MAX_CALLS) {
 		wire_close_fds(m);   /* the client sees EOF before STARTED: it falls back */
 		return;
 	}
-	if (!live_take(m, mask, &pid))
+	while ((taken = live_take(m, mask, &pid)) == LIVE_REAP_FIRST && tries++ < 2)
+		reap();   /* the session's live process died: its snapshot takes over */
+	if (taken == LIVE_NOT_TAKEN)
 		pid = worker_for(m, mask);
 	for (size_t i = FD_REQUEST; i < m->nfds; i++)
 		close(m->fds[i]);
