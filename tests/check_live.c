@@ -384,6 +384,22 @@ START_TEST(live_needs_the_server_and_no_sandbox)
 }
 END_TEST
 
+START_TEST(dolsot_live_1_makes_every_call_live)
+{
+	const char *const on[] = { "DOLSOT_LIVE=1", NULL };
+	struct cli_run r;
+
+	RUN_IN(&r, NULL, on, "--session", "s", "g = (i for i in range(3))");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	RUN_IN(&r, NULL, on, "--session", "s", "--json", "next(g)");
+	ck_code(&r, 0);
+	ck_out_has(&r, "\"value\":\"0\"");
+	ck_out_has(&r, "\"held\":[\"g (live only)\"]");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(an_exception_completes_the_cell)
 {
 	struct cli_run r;
@@ -421,6 +437,7 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, two_live_sessions_run_side_by_side);
 	tcase_add_test(tc, live_needs_the_server_and_no_sandbox);
 	tcase_add_test(tc, an_exception_completes_the_cell);
+	tcase_add_test(tc, dolsot_live_1_makes_every_call_live);
 	suite_add_tcase(s, tc);
 	return s;
 }
