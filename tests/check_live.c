@@ -384,6 +384,19 @@ START_TEST(live_needs_the_server_and_no_sandbox)
 }
 END_TEST
 
+START_TEST(other_limits_start_a_new_live_process_from_the_store)
+{
+	struct cli_run r;
+
+	live_ok("s", "g = (i for i in range(3))\nx = 1", "");
+	CLI(&r, "--live", "--memory", "1G", "--session", "s", "x");
+	ck_code(&r, 0);
+	ck_out(&r, "1\n");
+	ck_err_has(&r, "g (generator)");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(dolsot_live_1_makes_every_call_live)
 {
 	const char *const on[] = { "DOLSOT_LIVE=1", NULL };
@@ -438,6 +451,7 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, live_needs_the_server_and_no_sandbox);
 	tcase_add_test(tc, an_exception_completes_the_cell);
 	tcase_add_test(tc, dolsot_live_1_makes_every_call_live);
+	tcase_add_test(tc, other_limits_start_a_new_live_process_from_the_store);
 	suite_add_tcase(s, tc);
 	return s;
 }
