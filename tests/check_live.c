@@ -69,7 +69,7 @@ static long status_number(const char *label)
 	"a.sendall(b'hi')\n" \
 	"g = (i for i in range(10))\n" \
 	"next(g)\n" \
-	"f = open('notes.txt', 'w')\n" \
+	"f = open(path, 'w')\n" \
 	"f.write('a')\n" \
 	"ex = concurrent.futures.ThreadPoolExecutor(1)\n" \
 	"ex.submit(int).result()\n" \
@@ -78,8 +78,11 @@ static long status_number(const char *label)
 START_TEST(unsaveable_objects_survive_and_are_marked)
 {
 	struct cli_run r;
+	char code[8192];
 
-	live(&r, "s", OBJECTS, 0);
+	/* The open file in the test's directory. */
+	snprintf(code, sizeof(code), "path = '%s'\n%s", cli_path(fx.tmp, "notes.txt"), OBJECTS);
+	live(&r, "s", code, 0);
 	ck_err_has(&r, "a (live only)");
 	ck_err_has(&r, "g (live only)");
 	ck_err_has(&r, "ex (live only)");
@@ -91,7 +94,7 @@ START_TEST(unsaveable_objects_survive_and_are_marked)
 	CLI(&r, "--live", "--session", "s", "--describe");
 	ck_code(&r, 0);
 	cli_run_release(&r);
-	live_ok("s", "f.close(); open('notes.txt').read(), next(g)", "('ab', 2)\n");
+	live_ok("s", "f.close(); open(path).read(), next(g)", "('ab', 2)\n");
 }
 END_TEST
 
