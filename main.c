@@ -44,7 +44,7 @@ static const char usage_text[] =
 	"       dolsot --reset ID|all [--store STORE] [--json]\n"
 	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
 	"       dolsot --server-status | --server-stop\n"
-	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
+	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--live] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]... [limits]\n"
 	"       dolsot mcp [the same flags] --print-config claude|codex|generic\n"
 	"       dolsot --help | --version\n";
@@ -638,6 +638,19 @@ static void check_fork(const struct cli *c)
 		usage_error("--fork %s: a session cannot be forked into itself", c->fork);
 }
 
+/* What --live (or DOLSOT_LIVE=1) needs. */
+static void check_live(const struct settings *s)
+{
+	if (s->live && !s->server)
+		usage_error("--live keeps the session in a process of the warm server, so it "
+		            "cannot work with DOLSOT_SERVER=off (run without --live, or with "
+		            "DOLSOT_SERVER=auto)");
+	if (s->live && s->sandbox)
+		usage_error("--live does not run sandboxed calls yet: the live process would "
+		            "hold the session outside the sandbox; run without --live or "
+		            "without --sandbox");
+}
+
 static int cmd_run(const struct cli *c, const struct settings *s)
 {
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
@@ -658,14 +671,7 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 		            "choose another id");
 	if (c->fork)
 		check_fork(c);
-	if (s->live && !s->server)
-		usage_error("--live keeps the session in a process of the warm server, so it "
-		            "cannot work with DOLSOT_SERVER=off (run without --live, or with "
-		            "DOLSOT_SERVER=auto)");
-	if (s->live && s->sandbox)
-		usage_error("--live does not run sandboxed calls yet: the live process would "
-		            "hold the session outside the sandbox; run without --live or "
-		            "without --sandbox");
+	check_live(s);
 	if (c->code) {
 		a.code = c->code;
 		a.code_len = strlen(c->code);
@@ -739,9 +745,10 @@ static int cmd_mcp(const struct cli *c, const struct settings *s, int argc, char
 		usage_error("unexpected argument '%s': dolsot mcp reads its calls from stdin",
 		            c->code);
 	if (c->session || c->json || c->describe || c->list || c->reset || c->server)
-		usage_error("dolsot mcp takes the run flags (--toolbox, --timeout, --sandbox, "
+		usage_error("dolsot mcp takes the run flags (--toolbox, --timeout, --sandbox, --live, "
 		            "--mount, --env, the limits) and --print-config; each tool call "
 		            "names its own session");
+	check_live(s);
 	if (c->print_config) {
 		size_t n;
 		const char **flags = run_flags(argc, argv, &n);

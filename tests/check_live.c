@@ -384,6 +384,10 @@ START_TEST(live_needs_the_server_and_no_sandbox)
 	ck_code(&r, 2);
 	ck_err_has(&r, "--sandbox");
 	cli_run_release(&r);
+	RUN_IN(&r, NULL, off, "mcp", "--live");
+	ck_code(&r, 2);
+	ck_err_has(&r, "DOLSOT_SERVER=off");
+	cli_run_release(&r);
 }
 END_TEST
 
