@@ -772,7 +772,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                                   max(default_recursion, DUMP_RECURSION_MAX)))
         new_blob, held, dropped, lost, still = _session.dump(
             state, pieces, keep, carry.stored(), unloaded, ended, memory, failed,
-            _statements(code), count)
+            _statements(code), count, stored.reuse if stored is not None else None)
         carry.lost(lost)
     except _Fatal as e:
         return answer(1, res_flags & RES_RAN, value=value,
