@@ -223,6 +223,13 @@ check-python: dolsot
 	DOLSOT_SERVER=off $(PY_TESTS)
 	DOLSOT_SERVER=auto $(PY_TESTS)
 
+# Real sessions side by side (S1, S6, a 36-cell notebook): dolsot warm and
+# cold, a Jupyter kernel, a live interpreter, Monty; see bench/README.md.
+# DOLSOT_BIN, DOLSOT_BIN_B, DOLSOT_FLAGS, BENCH_ROUNDS... pass through.
+bench-notebook: dolsot
+	sh tools/deps.sh bench
+	$(PYTHON) bench/notebook.py
+
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, built
 # beside the normal objects (*.asan.o) so both builds can coexist.
 # float-cast-overflow is not part of "undefined": a double too large for
@@ -316,7 +323,7 @@ clean:
 	rm -rf $(B)
 	rm -f dolsot
 
-.PHONY: all deps check check-python asan valgrind demo layers lint install install-python clean
+.PHONY: all deps check check-python bench-notebook asan valgrind demo layers lint install install-python clean
 
 # The sanitizer objects track their headers too, or a changed struct would
 # leave them stale.
