@@ -11,6 +11,7 @@ import unittest
 
 import support
 
+sys.dont_write_bytecode = True      # no __pycache__ in the source tree
 _spec = importlib.util.spec_from_file_location("dolsot_session", os.path.join(support.ROOT, "session.py"))
 session = importlib.util.module_from_spec(_spec)
 sys.path.insert(0, support.ROOT)   # session.py imports files.py beside it
