@@ -223,7 +223,7 @@ check-python: dolsot
 	DOLSOT_SERVER=off $(PY_TESTS)
 	DOLSOT_SERVER=auto $(PY_TESTS)
 
-# Real sessions side by side (S1, S6, a 36-cell notebook): dolsot warm and
+# Real sessions side by side (S1, S3, S6, a 36-cell notebook): dolsot warm and
 # cold, a Jupyter kernel, a live interpreter, Monty; see bench/README.md.
 # DOLSOT_BIN, DOLSOT_BIN_B, DOLSOT_FLAGS, BENCH_ROUNDS... pass through.
 bench-notebook: dolsot

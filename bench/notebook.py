@@ -14,8 +14,10 @@ Systems (each with its own store, or its own kernel/process):
                namespace (time of the exec inside that process)
   monty-cli    Monty's Rust CLI, `monty -c 'x = 1; x + 1'` (S1 only)
 
-Parts (BENCH_ONLY, comma-separated; default S1,S6,notebook):
+Parts (BENCH_ONLY, comma-separated; default S1,S3,S6,notebook):
   S1        `x + 1` on a session holding x = 1
+  S3        `len(blob) + len(nums)` on a session holding 50 MB of
+            os.urandom bytes and list(range(200_000))
   S6        `int(df.b.sum())` on a session whose first cell imported numpy and
             pandas and built a 1000-row DataFrame
   notebook  bench/notebook_cells.py (36 cells), one fresh session per replay,
@@ -70,6 +72,8 @@ PY = "/usr/bin/python3.11"
 S6_SETUP = ("import numpy as np, pandas as pd\n"
             "df = pd.DataFrame({'a': np.arange(1000) % 7, 'b': np.arange(1000)})")
 S6_CELL = "int(df.b.sum())"
+S3_SETUP = "import os\nblob = os.urandom(50_000_000)\nnums = list(range(200_000))"
+S3_CELL = "len(blob) + len(nums)"
 
 
 def read_text(fd):
@@ -435,10 +439,10 @@ def main():
     rounds = env_int("BENCH_ROUNDS", 20, 1)
     warmup = env_int("BENCH_WARMUP", 2, 0)
     nb_rounds = env_int("BENCH_NB_ROUNDS", 3, 1)
-    parts = [p for p in os.environ.get("BENCH_ONLY", "S1,S6,notebook").split(",") if p]
+    parts = [p for p in os.environ.get("BENCH_ONLY", "S1,S3,S6,notebook").split(",") if p]
     for p in parts:
-        if p not in ("S1", "S6", "notebook"):
-            sys.exit(f"notebook.py: BENCH_ONLY: unknown part {p!r} (S1, S6, notebook)")
+        if p not in ("S1", "S3", "S6", "notebook"):
+            sys.exit(f"notebook.py: BENCH_ONLY: unknown part {p!r} (S1, S3, S6, notebook)")
     flags = shlex.split(os.environ.get("DOLSOT_FLAGS", ""))
     out_root = os.path.join(ROOT, "bench", "out")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -470,6 +474,8 @@ def main():
         if "S1" in parts:
             s1 = systems + ([Monty(mbin, work)] if mbin else [])
             part_single(run, "S1", s1, "x = 1", "x + 1", rounds, warmup)
+        if "S3" in parts:
+            part_single(run, "S3", systems, S3_SETUP, S3_CELL, rounds, warmup)
         if "S6" in parts:
             part_single(run, "S6", systems, S6_SETUP, S6_CELL, rounds, warmup)
         if "notebook" in parts:
