@@ -95,6 +95,8 @@ START_TEST(a_bad_call_id_is_a_usage_error)
 }
 END_TEST
 
+static void take_env(void);
+
 /* One call of the stream, stopped by sig after delay seconds (0: not
  * stopped); its wait status. */
 static int stopped_call(const char *id, int sig, double delay)
@@ -113,18 +115,7 @@ static int stopped_call(const char *id, int sig, double delay)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		for (int s = 1; s < NSIG; s++)
 			signal(s, SIG_DFL);   /* not the harness's SIG_IGN */
-		for (const char *const *e = fx.env; *e; e++) {
-			const char *eq = strchr(*e, '=');
-
-			if (eq) {
-				char name[256];
-
-				snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
-				setenv(name, eq + 1, 1);
-			} else {
-				unsetenv(*e);
-			}
-		}
+		take_env();
 		dup2(null, 1);
 		dup2(null, 2);
 		execv(cli_bin(), (char *const *)argv);
@@ -170,6 +161,71 @@ START_TEST(stop_signals_under_retry_never_apply_a_cell_twice)
 }
 END_TEST
 
+/* The child's environment as the test's (fx.env: sets and unsets). */
+static void take_env(void)
+{
+	for (const char *const *e = fx.env; *e; e++) {
+		const char *eq = strchr(*e, '=');
+
+		if (eq) {
+			char name[256];
+
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+			setenv(name, eq + 1, 1);
+		} else {
+			unsetenv(*e);
+		}
+	}
+}
+
+START_TEST(a_stop_after_the_save_says_the_session_was_saved)
+{
+	const char *argv[] = { "dolsot", "--session", "big", "n = 1\nprint('x' * 1000000)", NULL };
+	char errpath[4400], *text;
+	int out[2], st, got = 0;
+	struct cli_run r;
+	pid_t pid;
+
+	snprintf(errpath, sizeof(errpath), "%s", cli_path(fx.tmp, "stderr"));
+	ck_assert_int_eq(pipe(out), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		sigset_t none;
+		int ef = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		for (int s = 1; s < NSIG; s++)
+			signal(s, SIG_DFL);
+		take_env();
+		dup2(out[1], 1);
+		dup2(ef, 2);
+		close(out[0]);
+		execv(cli_bin(), (char *const *)argv);
+		_exit(127);
+	}
+	close(out[1]);
+	/* Nobody reads stdout: the call blocks writing it, after its save. */
+	for (int i = 0; i < 600 && !got; i++) {
+		CLI(&r, "--session", "big", "n");
+		got = r.code == 0 && strcmp(r.out, "1\n") == 0;
+		cli_run_release(&r);
+		if (!got)
+			usleep(100000);
+	}
+	ck_assert_msg(got, "the session was never saved");
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	close(out[0]);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	text = cli_read_file(errpath, NULL);
+	ck_assert_msg(cli_has(text, "dolsot: stopped by SIGTERM after the session was saved; "
+	                      "the cell's effects are kept"), "stderr: %s", text);
+	free(text);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("callid");
@@ -181,6 +237,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_failed_cell_is_recorded_with_its_exit_status);
 	tcase_add_test(tc, a_bad_call_id_is_a_usage_error);
 	tcase_add_test(tc, stop_signals_under_retry_never_apply_a_cell_twice);
+	tcase_add_test(tc, a_stop_after_the_save_says_the_session_was_saved);
 	suite_add_tcase(s, tc);
 	return s;
 }
