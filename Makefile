@@ -36,7 +36,7 @@ VERSION := 0.3.0
 CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c sign.c store_name.c store_file.c store_spec.c store_redis.c store_cmd.c store_cmd_parse.c mem_store.c \
 	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c live.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c checkd_mypy_py.c lsp.c rlimits.c pidcg.c \
-	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c
+	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c stopsig.c callrec.c recall.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	rich_py.c describe_py.c \
 	isolate.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
@@ -55,7 +55,7 @@ TESTS := tests/check_frame tests/check_store tests/check_sign tests/check_opts \
 	tests/check_warm_faults tests/check_live \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust tests/check_signed \
-	tests/check_json tests/check_mcp tests/check_stores
+	tests/check_json tests/check_mcp tests/check_stores tests/check_callid
 
 all: dolsot
 
@@ -103,7 +103,7 @@ $(B)/tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
 
 T_FRAME := tests/check_frame.o frame.o rlimits.o
-T_STORE := tests/check_store.o fdio.o deadline.o store.o sign.o store_name.o store_file.o mem_store.o \
+T_STORE := tests/check_store.o fdio.o deadline.o store.o callrec.o sign.o store_name.o store_file.o mem_store.o \
 	mem_client.o warm_proto.o wire.o mem_list.o mem_server.o store_spec.o store_redis.o \
 	store_cmd.o store_cmd_parse.o proc.o proc_child.o output.o
 T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o store_spec.o
@@ -124,9 +124,10 @@ T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o sign.o fdio.o
 T_TRUST := tests/check_trust.o tests/cli_helpers.o sign.o fdio.o
 T_JSON := tests/check_json.o tests/cli_helpers.o sign.o fdio.o
 T_MCP := tests/check_mcp.o tests/cli_helpers.o sign.o fdio.o
+T_CALLID := tests/check_callid.o tests/cli_helpers.o sign.o fdio.o
 T_STORES := tests/check_stores.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o
 T_SIGN := tests/check_sign.o sign.o fdio.o
-T_SIGNED := tests/check_signed.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o deadline.o store.o \
+T_SIGNED := tests/check_signed.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o deadline.o store.o callrec.o \
 	store_name.o store_file.o mem_store.o mem_client.o warm_proto.o wire.o mem_list.o \
 	mem_server.o store_spec.o store_redis.o store_cmd.o store_cmd_parse.o proc.o \
 	proc_child.o output.o
@@ -152,6 +153,7 @@ $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
 $(B)/tests/check_trust: $(addprefix $(B)/,$(T_TRUST))
 $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
+$(B)/tests/check_callid: $(addprefix $(B)/,$(T_CALLID))
 $(B)/tests/check_stores: $(addprefix $(B)/,$(T_STORES))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_sign: $(addprefix $(B)/,$(T_SIGN))
@@ -202,7 +204,7 @@ deps:
 
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_storefaults \
 	tests/check_carry tests/check_kept tests/check_json tests/check_mcp tests/check_stores \
-	tests/check_signed
+	tests/check_signed tests/check_callid
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server tests/check_warm_faults \
 	tests/check_live,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
@@ -226,6 +228,13 @@ PY_TESTS := $(PYTHON) -m unittest discover -s tests/python -t tests/python
 check-python: dolsot
 	DOLSOT_SERVER=off $(PY_TESTS)
 	DOLSOT_SERVER=auto $(PY_TESTS)
+
+# Real sessions side by side (S1, S3, S6, a 36-cell notebook): dolsot warm and
+# cold, a Jupyter kernel, a live interpreter, Monty; see bench/README.md.
+# DOLSOT_BIN, DOLSOT_BIN_B, DOLSOT_FLAGS, BENCH_ROUNDS... pass through.
+bench-notebook: dolsot
+	sh tools/deps.sh bench
+	$(PYTHON) bench/notebook.py
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, built
 # beside the normal objects (*.asan.o) so both builds can coexist.
@@ -320,7 +329,7 @@ clean:
 	rm -rf $(B)
 	rm -f dolsot
 
-.PHONY: all deps check check-python asan valgrind demo layers lint install install-python clean
+.PHONY: all deps check check-python bench-notebook asan valgrind demo layers lint install install-python clean
 
 # The sanitizer objects track their headers too, or a changed struct would
 # leave them stale.

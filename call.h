@@ -37,6 +37,9 @@ struct run_args {
 	 * fork and no code (NULL), the copy is the whole call. */
 	const char *fork;
 	bool fork_replace;
+	/* --call-id: a call that repeats one the session recorded says that
+	 * call's result again and runs nothing (recall.h); NULL: none. */
+	const char *call_id;
 };
 
 /* One call: the cell, and the session's state as repl.c opened it. */

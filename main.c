@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "callrec.h"
 #include "checkd.h"
 #include "display_files.h"
 #include "mcp.h"
@@ -26,6 +27,7 @@
 #include "output_json.h"
 #include "repl.h"
 #include "server.h"
+#include "stopsig.h"
 #include "store.h"
 #include "warm_proto.h"
 #include "zygote.h"
@@ -34,7 +36,7 @@
 
 static const char usage_text[] =
 	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--fork SRC [--replace]]\n"
-	"              [--timeout SECONDS] [--sandbox] [--mount HOST:VIRTUAL[:MODE]]...\n"
+	"              [--call-id ID] [--timeout SECONDS] [--sandbox] [--mount HOST:VIRTUAL[:MODE]]...\n"
 	"              [--env NAME[=VALUE]]... [--memory SIZE] [--max-procs N]\n"
 	"              [--max-file-size SIZE] [--cpu-seconds N] [--recursion-limit N]\n"
 	"              [--live] [--json] [CODE]\n"
@@ -60,6 +62,8 @@ static const char help_text[] =
 	"  --fork SRC              start the session as a copy of session SRC (it must\n"
 	"                          not exist yet); then run CODE, if given\n"
 	"  --replace               with --fork: replace the session if it exists\n"
+	"  --call-id ID            name this call: a call repeating an ID the session\n"
+	"                          saved says that call's result again, running nothing\n"
 	"  --timeout SECONDS       wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)\n"
 	"  --store STORE           where sessions live, with any form: file (default), memory,\n"
 	"                          redis://[user:password@]host[:port][/db] or\n"
@@ -130,6 +134,7 @@ struct cli {
 	const char *session;
 	const char *fork;          /* --fork SRC */
 	bool replace;              /* --replace */
+	const char *call_id;       /* --call-id ID */
 	const char *timeout;
 	const char *store;
 	const char *reset;
@@ -149,7 +154,7 @@ struct cli {
 	const char *print_config;
 };
 
-enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_FORK, OPT_REPLACE, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
+enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_FORK, OPT_REPLACE, OPT_CALL_ID, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
        OPT_MEMORY, OPT_MAX_PROCS, OPT_MAX_FILE_SIZE, OPT_CPU_SECONDS,
        OPT_RECURSION_LIMIT, OPT_JSON, OPT_DESCRIBE, OPT_LIST, OPT_RESET, OPT_SERVER_START,
        OPT_SERVER_STATUS, OPT_SERVER_STOP, OPT_PRINT_CONFIG, OPT_STORE, OPT_LIVE };
@@ -159,6 +164,7 @@ static const struct option long_options[] = {
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "fork", required_argument, NULL, OPT_FORK },
 	{ "replace", no_argument, NULL, OPT_REPLACE },
+	{ "call-id", required_argument, NULL, OPT_CALL_ID },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "sandbox", no_argument, NULL, OPT_SANDBOX },
 	{ "live", no_argument, NULL, OPT_LIVE },
@@ -260,6 +266,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_REPLACE:
 			c->replace = true;
+			break;
+		case OPT_CALL_ID:
+			c->call_id = optarg;
 			break;
 		case OPT_TIMEOUT:
 			c->timeout = optarg;
@@ -651,6 +660,19 @@ static void check_live(const struct settings *s)
 		            "without --sandbox");
 }
 
+/* A --call-id's result as recorded (recall.h): its bytes as they are. */
+static int say_recorded(const struct result *r, bool json)
+{
+	const struct owned *out = json ? &r->said_json : &r->said_out;
+
+	if ((out->len && fwrite(out->p, 1, out->len, stdout) != out->len) ||
+	    (!json && r->said_err.len &&
+	     fwrite(r->said_err.p, 1, r->said_err.len, stderr) != r->said_err.len) ||
+	    fflush(stdout) == EOF || fflush(stderr) == EOF)
+		return -1;
+	return 0;
+}
+
 static int cmd_run(const struct cli *c, const struct settings *s)
 {
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
@@ -685,8 +707,11 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 	} else if (!a.code || is_blank(a.code, a.code_len)) {
 		usage_error("empty code: pass the cell as an argument or on stdin");
 	}
+	if (c->call_id && !a.code)
+		usage_error("--call-id names a call that runs code: --fork alone takes none");
 	a.fork = c->fork;
 	a.fork_replace = c->replace;
+	a.call_id = c->call_id;
 	build_plan(c, s, &plan);
 	a.plan = &plan;
 	a.json = c->json;
@@ -694,6 +719,7 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
 	if (sig) {
+		stopsig_say_unsaved(sig);
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}
@@ -704,7 +730,8 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 		free(stdin_code);
 		return 0;
 	}
-	if ((c->json ? output_json_run(&res, stdout) : output_render(&res, stdout, stderr)) < 0 &&
+	if ((res.said ? say_recorded(&res, c->json)
+	     : c->json ? output_json_run(&res, stdout) : output_render(&res, stdout, stderr)) < 0 &&
 	    errno != EPIPE)
 		die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
 	code = res.exit_code;
@@ -779,6 +806,7 @@ int main(int argc, char **argv)
 {
 	struct cli c = { 0 };
 	struct settings s;
+	char why[160];
 	int code;
 
 	/* A fresh exec of ourselves as the warm server (see warm.c). */
@@ -811,6 +839,10 @@ int main(int argc, char **argv)
 		usage_error("--fork and --replace belong to running code in a session");
 	if (c.replace && !c.fork)
 		usage_error("--replace goes with --fork SRC");
+	if (c.call_id && (c.mcp || c.list || c.reset || c.server || c.describe))
+		usage_error("--call-id belongs to running code in a session");
+	if (c.call_id && !callrec_id_valid(c.call_id, why, sizeof(why)))
+		usage_error("--call-id '%s': %s", c.call_id, why);
 	if (c.json && c.server)
 		usage_error("--json applies to running code, --describe, --list-sessions and "
 		            "--reset, not to --server-*");

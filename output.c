@@ -145,6 +145,9 @@ void result_release(struct result *r)
 	for (size_t i = 0; i < r->n_files; i++)
 		free(r->files[i].path);
 	free(r->files);
+	free(r->said_out.p);
+	free(r->said_err.p);
+	free(r->said_json.p);
 	result_init(r, r->out.cap);
 }
 

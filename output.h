@@ -96,6 +96,11 @@ struct result {
 	double timings_ms[N_TIMINGS]; /* < 0: the phase did not happen */
 	struct shown_file *files; /* images written for the text contract */
 	size_t n_files;
+	/* A --call-id's result as recorded (recall.h): when said, the call
+	 * prints these bytes (said_json under --json) instead of rendering. */
+	struct owned said_out, said_err, said_json;
+	bool said;
+	bool replayed;           /* said repeats an earlier call: no cell ran */
 };
 
 /* The name of each timing in --json ("startup", "load", ...). */

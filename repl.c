@@ -21,6 +21,8 @@
 #include "display_files.h"
 #include "fdio.h"
 #include "pidcg.h"
+#include "recall.h"
+#include "stopsig.h"
 #include "warm.h"
 
 static bool store_holds(const struct session_info *info, size_t n, const char *id)
@@ -107,19 +109,46 @@ static void write_images(const struct settings *s, struct result *res)
 	res->warnings = grown;
 }
 
-/* Make what the worker wrote the session, or say why not. */
-static void save_session(struct store *st, struct store_save *sv,
-                         const struct call_save *want, struct result *res)
+/* The session's call-id record as it was loaded (callrec.h), carried to
+ * the next save. */
+struct loaded_rec {
+	uint8_t *p;
+	size_t len;
+};
+
+/*
+ * Make what the worker wrote the session, with the call-id record: the
+ * loaded one, and with --call-id this call's result in it too (then, once
+ * committed, the call says what it recorded), or say why not.
+ */
+static void save_session(const struct run_args *a, struct store *st, struct store_save *sv,
+                         const struct call_save *want, const struct loaded_rec *rec,
+                         double t0, struct result *res)
 {
 	char serr[STORE_ERR_MAX];
 	/* A bounded writer fails at the bound: say so, not how it failed. */
 	bool too_big = sv->max && want->len > sv->max;
-	int rc = want->errnum && !too_big
-	         ? store_save_fail(st, sv, "write", want->errnum, serr, sizeof(serr))
-	         : store_save_commit(st, sv, want->len, serr, sizeof(serr));
+	uint8_t *mine = NULL;
+	size_t mine_len = 0;
+	int rc = 0;
 
+	if (want->errnum && !too_big) {
+		rc = store_save_fail(st, sv, "write", want->errnum, serr, sizeof(serr));
+	} else {
+		if (a->call_id) {
+			res->timings_ms[TIMING_TOTAL] = (deadline_now() - t0) * 1e3;
+			rc = recall_record(rec->p, rec->len, a->call_id, res, &mine, &mine_len,
+			                   serr, sizeof(serr));
+		}
+		if (rc == 0)
+			rc = store_save_commit_rec(st, sv, want->len, a->call_id ? mine : rec->p,
+			                           a->call_id ? mine_len : rec->len, serr,
+			                           sizeof(serr));
+	}
+	free(mine);
 	if (rc == 0) {
 		res->saved = true;
+		res->said = a->call_id && res->said_out.p;
 		return;
 	}
 	res->save_error = strdup(serr);
@@ -164,7 +193,8 @@ static int check_origin(const struct run_args *a, struct store *st, char *err,
  */
 static int open_session(const struct run_args *a, struct store *st,
                         struct worker_fds *fds, struct store_save *sv,
-                        size_t *blob_len, bool *found, char *err, size_t errlen)
+                        size_t *blob_len, bool *found, struct loaded_rec *rec,
+                        char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
 	bool sandbox = a->settings->sandbox;
@@ -172,8 +202,8 @@ static int open_session(const struct run_args *a, struct store *st,
 
 	if (check_origin(a, st, err, errlen) < 0)
 		return -1;
-	if (store_open_blob(st, a->session, &fds->load, blob_len, found, serr,
-	                    sizeof(serr)) < 0 ||
+	if (store_open_blob_rec(st, a->session, &fds->load, blob_len, found, &rec->p,
+	                        &rec->len, serr, sizeof(serr)) < 0 ||
 	    store_save_begin(st, a->session, memfd, a->settings->max_session, sv, serr,
 	                     sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
@@ -183,6 +213,14 @@ static int open_session(const struct run_args *a, struct store *st,
 	fds->save = sv->fd;
 	sv->sandboxed = sandbox;
 	return 0;
+}
+
+/* With --call-id, whether the session recorded it: then *res says that
+ * call's result again (1); 0 when not, -1 with err. */
+static int recalled(const struct run_args *a, const struct loaded_rec *rec,
+                    struct result *res, char *err, size_t errlen)
+{
+	return a->call_id ? recall_find(rec->p, rec->len, a->call_id, res, err, errlen) : 0;
 }
 
 static int run_locked(const struct run_args *a, struct store *st, double t0,
@@ -195,10 +233,16 @@ static int run_locked(const struct run_args *a, struct store *st, double t0,
 	struct call_save want;
 	struct timespec deadline;
 	struct plan_cgroups cgroup = { "", "" };
-	int ret = -1;
+	struct loaded_rec rec = { NULL, 0 };
+	int ret = -1, again;
 
-	if (open_session(a, st, &fds, &sv, &c.blob_len, &c.found, err, errlen) < 0)
+	if (open_session(a, st, &fds, &sv, &c.blob_len, &c.found, &rec, err, errlen) < 0)
 		return -1;
+	again = recalled(a, &rec, res, err, errlen);
+	if (again != 0) {
+		ret = again > 0 ? 0 : -1;
+		goto out;
+	}
 	if (sandbox_plan_begin(a->settings, &cgroup, err, errlen) < 0)
 		goto out;
 	deadline_in(&deadline, a->settings->timeout);
@@ -207,16 +251,49 @@ static int run_locked(const struct run_args *a, struct store *st, double t0,
 	ret = call_run(&c, res, &want, sig, no_server, err, errlen);
 	/* Every process of the call is gone by now, on either path. */
 	sandbox_plan_end(&cgroup);
-	if (ret == 0 && want.wanted) {
+	/* A stop signal after the cell ended and before the commit: the
+	 * session stays as it was (the signals are held, see repl_run). */
+	if (ret == 0 && !*sig)
+		*sig = stopsig_take();
+	/* The images first: a --call-id's record holds the lines naming them. */
+	if (ret == 0 && !*sig && !a->json && res->displays.p)
+		write_images(a->settings, res);
+	if (ret == 0 && want.wanted && !*sig) {
 		double t = deadline_now();
 
-		save_session(st, &sv, &want, res);
+		save_session(a, st, &sv, &want, &rec, t0, res);
 		res->timings_ms[TIMING_SAVE] = (deadline_now() - t) * 1e3;
 	}
 out:
 	sandbox_plan_end(&cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
 	fd_close(&fds.load);
+	free(rec.p);
+	return ret;
+}
+
+/* A --fork call repeating a recorded --call-id is said again before the
+ * fork, which would otherwise refuse (or, with --replace, start over)
+ * the session the first call made: 1 when it is (*res filled). */
+static int recalled_fork(const struct run_args *a, struct store *st, struct result *res,
+                         char *err, size_t errlen)
+{
+	char serr[STORE_ERR_MAX];
+	struct loaded_rec rec = { NULL, 0 };
+	size_t len;
+	bool found;
+	int fd = -1, ret;
+
+	if (!a->call_id || !a->code)
+		return 0;
+	if (store_open_blob_rec(st, a->session, &fd, &len, &found, &rec.p, &rec.len, serr,
+	                        sizeof(serr)) < 0) {
+		/* A session that does not load is the fork's to refuse or replace. */
+		return 0;
+	}
+	fd_close(&fd);
+	ret = recalled(a, &rec, res, err, errlen);
+	free(rec.p);
 	return ret;
 }
 
@@ -293,6 +370,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	struct call_locks lk;
 	bool no_server = false;
 	double t0 = deadline_now();
+	sigset_t held;
 	size_t forked;
 	int ret;
 
@@ -307,6 +385,12 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		store_close(st);
 		return -1;
 	}
+	ret = a->fork ? recalled_fork(a, st, res, err, errlen) : 0;
+	if (ret != 0) {
+		unlock_call(st, &lk);
+		store_close(st);
+		return ret > 0 ? 0 : -1;
+	}
 	if (a->fork && store_fork(st, a->fork, a->session, a->fork_replace, &forked, serr,
 	                          sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
@@ -319,11 +403,22 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		store_close(st);
 		return 0;
 	}
+	/* From here to the commit a stop signal waits (stopsig.h): the call
+	 * ends either before the save, session unchanged, or after it. */
+	if (stopsig_hold(&held) < 0) {
+		snprintf(err, errlen, "sigprocmask: %s", strerror(errno));
+		unlock_call(st, &lk);
+		store_close(st);
+		return -1;
+	}
 	ret = run_locked(a, st, t0, res, sig, &no_server, err, errlen);
 	if (ret == 0)
 		res->timings_ms[TIMING_TOTAL] = (deadline_now() - t0) * 1e3;
-	if (ret == 0 && !*sig && !a->json && res->displays.p)
-		write_images(a->settings, res);
+	if (res->saved)
+		stopsig_after_save();
+	else if (!*sig)
+		*sig = stopsig_take();
+	stopsig_release(&held);
 	unlock_call(st, &lk);
 	if (no_server && !*sig) {
 		struct warm_want key = call_warm_want(a);

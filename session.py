@@ -77,6 +77,17 @@ _HEAD = 8   # bytes of the index length, little-endian
 # so that a large string or bytes value is not stored twice.
 _BIG = 256
 
+# A unit of one name whose value is an exact str or bytes, at least this
+# many bytes of pickle, is not pickled again while the name is still bound
+# to the very object its body loaded (Stored.reuse, dump(reuse=)): the value
+# cannot have changed, and a body of the one shape _plain_body accepts is
+# byte for byte what pickling it again gives.  Stored.reuse holds the object,
+# so that no other object can take its id; the cost: a cell that drops such
+# a value frees its memory only at the end of the call.
+_REUSE_MIN = 1 << 16
+# Protocol 5's opcodes of a pickle of one str or bytes: (opcode, length bytes).
+_PLAIN_OPS = {bytes: {0x42: 4, 0x8E: 8}, str: {0x58: 4, 0x8D: 8}}
+
 # The most bytes of units kept unloaded (see above) one session carries.
 KEPT_MAX = 64 << 20
 # Sections of the index that have bodies, in the order the bodies come.
@@ -400,7 +411,7 @@ def _type_name(value):
 
 
 def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
-         memory=None, failed=(), statements=None, count=0, live=None):
+         memory=None, failed=(), statements=None, count=0, reuse=None, live=None):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
@@ -411,8 +422,10 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     [(name, statement, error)] the names a failed cell did not bind, and
     statements a function from names to {name: statement} (called only
     when a name is dropped), for remember(); count is the session's cell
-    counter.  live, a dict, asks for the index's "live" entry (a live
-    process's save) and gets the new memory under "memory".  Returns (parts, held names,
+    counter; reuse is Stored.reuse (bodies to save again for the names
+    still bound to the value they loaded); live, a dict, asks for the
+    index's "live" entry (a live process's save) and gets the new memory
+    under "memory".  Returns (parts, held names,
     [(name, reason)] dropped, [(piece, reason)] pieces that could not be
     pickled, [(name, reason)] names kept unloaded).
     """
@@ -431,7 +444,13 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
                 carry.append((piece, [previous[piece]]))
     carry.extend((p, [b]) for p, b in sorted(raw_pieces.items()) if p not in pieces)
     kept, dropped = {}, []
+    reuse = reuse or {}
     for name in sorted(state):
+        hit = reuse.get(name)
+        if hit is not None and hit[0] is state[name]:
+            # The memo a pickle of it has, for the grouping of shared values.
+            kept[name] = ([hit[1]], {id(hit[0]): (0, hit[0])})
+            continue
         try:
             kept[name] = _dump_one(d, state[name])
         except Fatal:
@@ -515,6 +534,24 @@ class _PlainUnpickler(_pickle.Unpickler):
         raise _pickle.UnpicklingError(f"unexpected global {module}.{name}")
 
 
+def _plain_body(body, value):
+    """Is body a pickle of value and nothing else, as dump() writes one:
+    PROTO 5, the one opcode (behind a FRAME of it, if any) and its payload,
+    MEMOIZE, STOP?"""
+    ops = _PLAIN_OPS.get(type(value))
+    n = len(body)
+    if ops is None or n < _REUSE_MIN or body[:2] != b"\x80\x05" or body[n - 2:] != b"\x94.":
+        return False
+    at = 2
+    if body[at] == 0x95:    # FRAME: 8 bytes of length, the opcode's header
+        at = 11
+    width = ops.get(body[at])
+    if width is None or (at == 11 and int.from_bytes(body[3:11], "little") != 1 + width):
+        return False
+    size = int.from_bytes(body[at + 1:at + 1 + width], "little")
+    return at + 1 + width + size + 2 == n
+
+
 def load_error(session, why):
     return Fatal(f"dolsot: session '{session}' cannot be loaded: {why}; "
                  f"run 'dolsot --reset {session}' to start it afresh")
@@ -533,6 +570,7 @@ class Stored:
                                 # closed as it could not be reopened
         self.memory = {}        # the index's memory, see remember()
         self.live_only = []     # [(name, type)] a live process held unsaved
+        self.reuse = {}         # {name: (value, body)}, see _REUSE_MIN
 
     def load_into(self, ns):
         """Load every unit into ns; returns [(name, reason)] for those
@@ -546,6 +584,8 @@ class Stored:
                 value = _pickle.loads(body)
                 if len(members) == 1:
                     ns[names[0]] = value
+                    if _plain_body(body, value):
+                        self.reuse[names[0]] = (value, body)
                 else:
                     ns.update((n, value[n]) for n in names)
             except Fatal:

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "callrec.h"
 #include "fdio.h"
 #include "mem_client.h"
 #include "sign.h"
@@ -286,8 +287,8 @@ static int verify_memfd(struct store *s, const char *id, int fd, size_t *len, ch
 	return 0;
 }
 
-int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool *found,
-                    char *err, size_t errlen)
+static int open_verified(struct store *s, const char *id, int *fd, size_t *len,
+                         bool *found, char *err, size_t errlen)
 {
 	*fd = -1;
 	*len = 0;
@@ -305,6 +306,79 @@ int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool 
 		return -1;
 	}
 	return 0;
+}
+
+/* Cut the call-id record (callrec.h) off the verified copy fd, whose len
+ * bytes are blob and record, into *rec (malloc'd, NULL when none). */
+static int cut_record(const char *id, int fd, size_t *len, uint8_t **rec,
+                      size_t *rec_len, char *err, size_t errlen)
+{
+	uint8_t tail[CALLREC_FOOTER];
+	const char *what = "read";
+	int errsv = EIO;
+
+	*rec = NULL;
+	*rec_len = 0;
+	if (*len >= CALLREC_FOOTER &&
+	    pread(fd, tail, sizeof(tail), (off_t)(*len - CALLREC_FOOTER)) != (ssize_t)sizeof(tail))
+		goto fail;
+	if (callrec_footer(*len >= CALLREC_FOOTER ? tail : NULL, *len, rec_len) < 0) {
+		snprintf(err, errlen, "session '%s' cannot be loaded: its call-id record is "
+		         "damaged; run 'dolsot --reset %s' to start it afresh", id, id);
+		errno = EBADMSG;
+		return -1;
+	}
+	if (*rec_len == 0)
+		return 0;
+	*rec = malloc(*rec_len);
+	if (!*rec) {
+		errsv = errno;
+		what = "malloc";
+		goto fail;
+	}
+	if (pread(fd, *rec, *rec_len, (off_t)(*len - *rec_len)) != (ssize_t)*rec_len)
+		goto fail;
+	what = "ftruncate";
+	if (ftruncate(fd, (off_t)(*len - *rec_len)) < 0)
+		goto fail;
+	*len -= *rec_len;
+	return 0;
+fail:
+	if (errno)
+		errsv = errno;
+	free(*rec);
+	*rec = NULL;
+	*rec_len = 0;
+	snprintf(err, errlen, "cannot load session '%s': %s: %s", id, what, strerror(errsv));
+	errno = errsv;
+	return -1;
+}
+
+int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
+                        bool *found, uint8_t **rec, size_t *rec_len, char *err,
+                        size_t errlen)
+{
+	*rec = NULL;
+	*rec_len = 0;
+	if (open_verified(s, id, fd, len, found, err, errlen) < 0)
+		return -1;
+	if (*found && cut_record(id, *fd, len, rec, rec_len, err, errlen) < 0) {
+		fd_close(fd);
+		*found = false;
+		return -1;
+	}
+	return 0;
+}
+
+int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool *found,
+                    char *err, size_t errlen)
+{
+	uint8_t *rec;
+	size_t rec_len;
+	int ret = store_open_blob_rec(s, id, fd, len, found, &rec, &rec_len, err, errlen);
+
+	free(rec);
+	return ret;
 }
 
 /*
@@ -361,10 +435,10 @@ int store_save_begin(struct store *s, const char *id, bool memfd, uint64_t max,
  * mapping the file's pages are mapped over (private: the memfd, which may
  * be sealed against growing, is never written).
  */
-static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char *err,
-                        size_t errlen)
+static int commit_memfd(struct store *s, struct store_save *sv, size_t len,
+                        const uint8_t *rec, size_t rec_len, char *err, size_t errlen)
 {
-	size_t total = len + SIGN_TRAILER;
+	size_t total = len + rec_len + SIGN_TRAILER;
 	struct stat st;
 	uint8_t *p;
 	int ret, errsv;
@@ -382,7 +456,9 @@ static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char
 		munmap(p, total);
 		return store_save_fail(s, sv, "mmap", errsv, err, errlen);
 	}
-	sign_trailer(s->key, sv->id, p, len, p + len);
+	if (rec_len)
+		memcpy(p + len, rec, rec_len);
+	sign_trailer(s->key, sv->id, p, len + rec_len, p + len + rec_len);
 	ret = s->ops->save(s, sv->id, p, total, sv->sandboxed, err, errlen);
 	errsv = errno;
 	munmap(p, total);
@@ -391,11 +467,13 @@ static int commit_memfd(struct store *s, struct store_save *sv, size_t len, char
 	return ret;
 }
 
-/* Append the trailer to a backend's save file, which holds len bytes. */
-static int sign_save_file(struct store *s, struct store_save *sv, size_t len, char *err,
-                          size_t errlen)
+/* Append the record (rec_len bytes) and the trailer to a backend's save
+ * file, which holds len bytes. */
+static int sign_save_file(struct store *s, struct store_save *sv, size_t len,
+                          const uint8_t *rec, size_t rec_len, char *err, size_t errlen)
 {
 	uint8_t trailer[SIGN_TRAILER];
+	size_t signed_len = len + rec_len;
 	struct stat st;
 	void *p = NULL;
 
@@ -403,15 +481,20 @@ static int sign_save_file(struct store *s, struct store_save *sv, size_t len, ch
 		return store_save_fail(s, sv, "fstat", errno, err, errlen);
 	if ((uint64_t)st.st_size != (uint64_t)len)
 		return store_save_fail(s, sv, "write", EIO, err, errlen);
-	if (len) {
-		p = mmap(NULL, len, PROT_READ, MAP_SHARED, sv->fd, 0);
+	errno = 0;
+	if (rec_len && pwrite(sv->fd, rec, rec_len, (off_t)len) != (ssize_t)rec_len)
+		return store_save_fail(s, sv, "write", errno ? errno : EIO, err, errlen);
+	if (signed_len) {
+		p = mmap(NULL, signed_len, PROT_READ, MAP_SHARED, sv->fd, 0);
 		if (p == MAP_FAILED)
 			return store_save_fail(s, sv, "mmap", errno, err, errlen);
 	}
-	sign_trailer(s->key, sv->id, p, len, trailer);
+	sign_trailer(s->key, sv->id, p, signed_len, trailer);
 	if (p)
-		munmap(p, len);
-	if (pwrite(sv->fd, trailer, sizeof(trailer), (off_t)len) != (ssize_t)sizeof(trailer))
+		munmap(p, signed_len);
+	errno = 0;
+	if (pwrite(sv->fd, trailer, sizeof(trailer), (off_t)signed_len) !=
+	    (ssize_t)sizeof(trailer))
 		return store_save_fail(s, sv, "write", errno ? errno : EIO, err, errlen);
 	return 0;
 }
@@ -429,6 +512,12 @@ int store_save_too_big(const struct store_save *sv, uint64_t len, char *err,
 int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err,
                       size_t errlen)
 {
+	return store_save_commit_rec(s, sv, len, NULL, 0, err, errlen);
+}
+
+int store_save_commit_rec(struct store *s, struct store_save *sv, size_t len,
+                          const uint8_t *rec, size_t rec_len, char *err, size_t errlen)
+{
 	if (sv->max && (uint64_t)len > sv->max) {
 		store_save_abort(s, sv);
 		return store_save_too_big(sv, len, err, errlen);
@@ -438,10 +527,10 @@ int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *
 		return -1;
 	}
 	if (!sv->priv)
-		return commit_memfd(s, sv, len, err, errlen);
-	if (sign_save_file(s, sv, len, err, errlen) < 0)
+		return commit_memfd(s, sv, len, rec, rec_len, err, errlen);
+	if (sign_save_file(s, sv, len, rec, rec_len, err, errlen) < 0)
 		return -1;
-	return s->ops->save_commit(s, sv, len + SIGN_TRAILER, err, errlen);
+	return s->ops->save_commit(s, sv, len + rec_len + SIGN_TRAILER, err, errlen);
 }
 
 void store_save_abort(struct store *s, struct store_save *sv)

@@ -89,6 +89,13 @@ int store_sign_with(struct store *s, const char *spec, char *err, size_t errlen)
 int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool *found,
                     char *err, size_t errlen);
 
+/* store_open_blob, and the session's call-id record (callrec.h), which
+ * the blob in *fd no longer holds, into *rec (malloc'd; NULL and 0 when
+ * it has none). */
+int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
+                        bool *found, uint8_t **rec, size_t *rec_len, char *err,
+                        size_t errlen);
+
 /*
  * Begin a save of id: sv->fd is an empty file to write the session into.
  * With memfd (RLIMIT_FSIZE in the writer, or a sandboxed writer), it is a
@@ -110,6 +117,12 @@ int store_save_too_big(const struct store_save *sv, uint64_t len, char *err,
  * temp file left. */
 int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err,
                       size_t errlen);
+
+/* store_save_commit with the call-id record rec (rec_len bytes, from
+ * callrec_encode) stored after the blob, under the same signature; the
+ * bound sv->max is the blob's. */
+int store_save_commit_rec(struct store *s, struct store_save *sv, size_t len,
+                          const uint8_t *rec, size_t rec_len, char *err, size_t errlen);
 
 /* Drop the save; the old session stays. */
 void store_save_abort(struct store *s, struct store_save *sv);

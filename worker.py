@@ -665,16 +665,20 @@ def _lost_note(stored):
             + ", ".join(f"{n} ({t})" for n, t in stored.live_only))
 
 
-def _live_state(carry, count, memory, unloaded, state, ended):
+def _live_state(carry, count, memory, unloaded, state, ended, reuse):
     """What a live process goes on from after a completed cell: the Carry
     (its baselines are those of the process's first call, so the store
     gets the state carried since then), the counter, the hints' memory and
-    the units kept unloaded, copied out of the session file's mapping."""
+    the units kept unloaded, copied out of the session file's mapping, and
+    the stored bodies of the values still bound as the first call loaded
+    them (saved again as they are: the mapping stays for the process's
+    life)."""
     gone = set(state) | set(ended)
     kept = [(tuple(n for n in names if n not in gone), members, bytes(body), why)
             for names, members, body, why in unloaded]
     return {"carry": carry, "count": count, "memory": memory,
-            "unloaded": [u for u in kept if u[0]]}
+            "unloaded": [u for u in kept if u[0]],
+            "reuse": {n: (v, b) for n, (v, b) in (reuse or {}).items() if state.get(n) is v}}
 
 
 def _tab_lines(pairs):
@@ -808,9 +812,11 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         sys.setrecursionlimit(min(sys.getrecursionlimit(),
                                   max(default_recursion, DUMP_RECURSION_MAX)))
         live_index = {} if flags & REQ_LIVE else None
+        reuse = (live["reuse"] if live is not None else
+                 stored.reuse if stored is not None else None)
         new_blob, held, dropped, lost, still = _session.dump(
             state, pieces, keep, carry.stored(), unloaded, ended, memory, failed,
-            _statements(code), count, live=live_index)
+            _statements(code), count, reuse, live=live_index)
         carry.lost(lost)
     except _Fatal as e:
         return answer(1, res_flags & RES_RAN, value=value,
@@ -825,7 +831,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     _tick("dump")
     if live_index is not None:
         # What cannot be saved lives on in this process: held, marked.
-        _live = _live_state(carry, count, live_index["memory"], unloaded, state, ended)
+        _live = _live_state(carry, count, live_index["memory"], unloaded, state, ended, reuse)
         held = sorted(held + [f"{name} (live only)" for name, _ in dropped])
         dropped = []
     return answer(exit_code, res_flags | RES_SAVE, value=value, error=error,

@@ -68,3 +68,4 @@ $(eval $(call fuzz_harness,json,output_json.c output.c display_files.c store_nam
 $(eval $(call fuzz_harness,jsonrpc,jsonrpc.c,-ljansson))
 $(eval $(call fuzz_harness,store_spec,store_spec.c))
 $(eval $(call fuzz_harness,store_cmd,store_cmd_parse.c store_name.c))
+$(eval $(call fuzz_harness,callrec,callrec.c))

@@ -13,7 +13,8 @@ check) pkgs="$build check libsubunit-dev pkg-config mandoc python3-venv
 lint) pkgs="$build cppcheck clang-tidy mandoc" ;;
 fuzz) pkgs="$build clang libclang-rt-14-dev" ;;
 valgrind) pkgs="$build check libsubunit-dev pkg-config valgrind" ;;
-bench) pkgs="$build python3-numpy python3-pandas python3-matplotlib hyperfine mypy nodejs redis-server" ;;
+bench) pkgs="$build python3-numpy python3-pandas python3-matplotlib python3-ipykernel python3-jupyter-client
+	hyperfine mypy nodejs redis-server" ;;
 *) echo "tools/deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
 
