@@ -8,6 +8,7 @@ import types
 from .errors import InvalidSession, InvalidToolbox
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+_CALL_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_TOOLBOXES = 256  # the binary's limit on --toolbox
 
@@ -42,6 +43,19 @@ def fork(session, src, replace):
     session_id(src)
     if src == session:
         raise InvalidSession(f"fork={src!r}: a session cannot be forked into itself")
+
+
+def call_id(cid):
+    """Check run(call_id=...) as the binary checks --call-id: None, or 1-128
+    characters from [A-Za-z0-9._:-]; raise InvalidSession."""
+    if cid is None:
+        return None
+    if not isinstance(cid, str):
+        raise InvalidSession(f"call_id must be a str, not {type(cid).__name__}")
+    if not _CALL_ID.fullmatch(cid):
+        raise InvalidSession(f"invalid call_id {cid!r}: use 1-128 characters "
+                             "from [A-Za-z0-9._:-]")
+    return cid
 
 
 def code_text(code):

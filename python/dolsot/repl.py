@@ -128,9 +128,11 @@ class Repl:
                 env["PYTHONPATH"] = os.pathsep.join(add + have)
         return env
 
-    def _run_argv(self, session, fork=None, replace=False):
+    def _run_argv(self, session, fork=None, replace=False, call_id=None):
         toolboxes = self._resolved_inject()
         argv = [self.binary, "--json", "--session", session]
+        if call_id is not None:
+            argv += ["--call-id", call_id]
         if fork is not None:
             argv += ["--fork", fork] + (["--replace"] if replace else [])
         for a, name, _ in toolboxes:
@@ -139,11 +141,12 @@ class Repl:
             argv += ["--timeout", repr(float(self.timeout))]
         return argv, self._env(toolboxes)
 
-    def _prepare(self, session, code, fork, replace):
+    def _prepare(self, session, code, fork, replace, call_id):
         _checks.session_id(session)
         _checks.code_text(code)
         _checks.fork(session, fork, replace)
-        argv, env = self._run_argv(session, fork, replace)
+        _checks.call_id(call_id)
+        argv, env = self._run_argv(session, fork, replace, call_id)
         return argv, env, code.encode("utf-8", "surrogatepass")
 
     # -- results ----------------------------------------------------------
@@ -167,14 +170,17 @@ class Repl:
 
     # -- the API ------------------------------------------------------------
 
-    def run(self, session, code, *, fork=None, replace=False):
+    def run(self, session, code, *, fork=None, replace=False, call_id=None):
         """Run code in session and return its Result.
 
         fork: start session as a copy of that session's stored state first
         (a copy of bytes; the source is left as it is), then run code in it.
         The session must not exist unless replace is True. A missing source,
-        or an existing session without replace, is a failed Result."""
-        argv, env, data = self._prepare(session, code, fork, replace)
+        or an existing session without replace, is a failed Result.
+        call_id: the binary's --call-id; a call repeating the id of a call
+        that saved returns that call's Result again without running code,
+        so a retry after a lost answer applies the cell once."""
+        argv, env, data = self._prepare(session, code, fork, replace, call_id)
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env,
                                 start_new_session=True)
@@ -186,11 +192,11 @@ class Repl:
             raise
         return self._answer(proc.returncode, out, err)
 
-    async def arun(self, session, code, *, fork=None, replace=False):
+    async def arun(self, session, code, *, fork=None, replace=False, call_id=None):
         """run() for event loops: an asyncio subprocess. Cancelling the task
         ends the call (its worker and every process it started); the session
         stays as it was before the cell."""
-        argv, env, data = self._prepare(session, code, fork, replace)
+        argv, env, data = self._prepare(session, code, fork, replace, call_id)
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)

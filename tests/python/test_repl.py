@@ -191,6 +191,59 @@ class Results(support.StoreCase):
         self.assertTrue(r.error.startswith("dolsot: "), r.error)
 
 
+class CallIds(support.StoreCase):
+    """run/arun(call_id=...) is the binary's --call-id: a retry of a call
+    that saved returns the recorded Result and does not run the cell."""
+
+    CELL = ("import os\n"
+            "n = globals().get('n', 0) + 1\n"
+            "with open(os.environ['DOLSOT_PYTEST_LOG'], 'a') as f:\n"
+            "    f.write('ran\\n')\n"
+            "print(n)\n"
+            "n")
+
+    def setUp(self):
+        super().setUp()
+        self.log = os.path.join(self.tmp, f"ran-{self._testMethodName}")
+        os.environ["DOLSOT_PYTEST_LOG"] = self.log
+
+    def runs(self):
+        with open(self.log) as f:
+            return len(f.read().splitlines())
+
+    def test_a_retry_does_not_run_the_cell_again(self):
+        repl = Repl()
+        first = repl.run("cid", self.CELL, call_id="c-1")
+        again = repl.run("cid", self.CELL, call_id="c-1")
+        self.assertTrue(first.ok, first.error)
+        self.assertEqual((first.value, first.stdout), ("1", "1\n"))
+        self.assertEqual((again.value, again.stdout, again.exit_code),
+                         (first.value, first.stdout, first.exit_code))
+        self.assertEqual(self.runs(), 1)
+        nxt = repl.run("cid", self.CELL, call_id="c-2")
+        self.assertEqual(nxt.value, "2")
+        self.assertEqual(repl.run("cid", self.CELL).value, "3")
+        self.assertEqual(self.runs(), 3)
+
+    def test_arun_retry(self):
+        repl = Repl()
+
+        async def main():
+            a = await repl.arun("acid", self.CELL, call_id="a:1")
+            b = await repl.arun("acid", self.CELL, call_id="a:1")
+            return a, b
+        a, b = asyncio.run(main())
+        self.assertEqual((a.value, b.value), ("1", "1"))
+        self.assertEqual(self.runs(), 1)
+
+    def test_bad_call_ids_raise_before_a_process(self):
+        repl = Repl()
+        for bad in ["", "a b", "x" * 129, "é", 7]:
+            with self.assertRaises(InvalidSession):
+                repl.run("cid-bad", "1", call_id=bad)
+        self.assertFalse(os.path.exists(self.log))
+
+
 class CallerMistakes(Counting):
     """Mistakes raise the documented exception and start no process."""
 
