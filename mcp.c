@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "callrec.h"
 #include "deadline.h"
 #include "fdio.h"
 #include "jsonrpc.h"
@@ -67,6 +68,7 @@ struct job {
 	char *session;              /* NULL: touches no session; "all": every one */
 	char *code;
 	char *fork;                 /* python: the session to start from, or NULL */
+	char *call_id;              /* python: its call id (callrec.h), or NULL */
 	bool replace;               /* with fork: over an existing session */
 	double timeout;
 	bool minted;
@@ -286,33 +288,53 @@ static int render_text(const struct result *r, FILE *f)
 	return output_render(r, f, f);
 }
 
-/* The image blocks of r's displays, and a line in the text for each. */
-static void add_images(const struct result *r, json_t *content, FILE *text)
+/* The image blocks of a result object's displays (its "displays" array, as
+ * output_json.c writes it), and a line in the text for each.  Built from the
+ * object, so that a replayed call id attaches what its first call did. */
+static void add_images(const json_t *obj, json_t *content, FILE *text)
 {
-	struct span rest = { (const uint8_t *)r->displays.p, r->displays.len,
-	                     r->displays.p != NULL };
-	struct display_view d;
-	size_t shown = 0;
+	const json_t *displays = json_object_get(obj, "displays"), *d;
+	size_t i, shown = 0;
 
-	while (displays_next(&rest, &d) > 0) {
-		for (size_t i = 0; i < d.n; i++) {
-			char mime[64];
+	json_array_foreach(displays, i, d) {
+		const json_t *meta = json_object_get(d, "metadata");
+		const char *mime;
+		json_t *data;
 
-			if (d.mime[i].len >= sizeof(mime))
-				continue;
-			memcpy(mime, d.mime[i].p, d.mime[i].len);
-			mime[d.mime[i].len] = '\0';
+		json_object_foreach(json_object_get(d, "data"), mime, data) {
 			if (strcmp(mime, "image/png") != 0 && strcmp(mime, "image/jpeg") != 0)
 				continue;
-			json_array_append_new(content, json_pack("{s:s, s:o, s:s}", "type", "image",
-			                      "data", clean_string((const char *)d.data[i].p,
-			                                           d.data[i].len),
-			                      "mimeType", mime));
-			fprintf(text, "dolsot: image %zu (%ux%u %s) is attached\n", ++shown, d.width,
-			        d.height, mime);
+			if (!json_is_string(data))
+				continue;
+			json_array_append_new(content, json_pack("{s:s, s:O, s:s}", "type", "image",
+			                      "data", data, "mimeType", mime));
+			fprintf(text, "dolsot: image %zu (%" JSON_INTEGER_FORMAT "x%"
+			        JSON_INTEGER_FORMAT " %s) is attached\n", ++shown,
+			        json_integer_value(json_object_get(meta, "width")),
+			        json_integer_value(json_object_get(meta, "height")), mime);
 			break;
 		}
 	}
+}
+
+/* The text and object of res: as recorded for its call id when the call
+ * said a record (a replay, or the first call whose record holds it all),
+ * otherwise rendered.  0, or -1 on a lack of memory. */
+static int result_parts(const struct result *res, FILE *text, json_t **obj)
+{
+	if (!res->said) {
+		*obj = json_of(output_json_run, res);
+		return *obj && render_text(res, text) == 0 ? 0 : -1;
+	}
+	*obj = json_loadb(res->said_json.p, res->said_json.len, 0, NULL);
+	if (!*obj)
+		return -1;
+	if ((res->said_out.len && fwrite(res->said_out.p, 1, res->said_out.len, text) !=
+	     res->said_out.len) ||
+	    (res->said_err.len && fwrite(res->said_err.p, 1, res->said_err.len, text) !=
+	     res->said_err.len))
+		return -1;
+	return 0;
 }
 
 static json_t *python_result(const struct server *s, const struct job *j)
@@ -322,12 +344,12 @@ static json_t *python_result(const struct server *s, const struct job *j)
 	                      .code_len = strlen(j->code), .toolboxes = s->m->toolboxes,
 	                      .n_toolboxes = s->m->n_toolboxes, .settings = &set,
 	                      .plan = s->m->plan, .json = true, .fork = j->fork,
-	                      .fork_replace = j->replace };
+	                      .fork_replace = j->replace, .call_id = j->call_id };
 	struct result res;
 	char err[REPL_ERR_MAX], *text = NULL;
 	size_t n = 0;
 	int sig = 0;
-	json_t *obj, *content;
+	json_t *obj = NULL, *content;
 	FILE *f;
 
 	set.timeout = j->timeout;
@@ -338,10 +360,9 @@ static json_t *python_result(const struct server *s, const struct job *j)
 	}
 	if (sig)
 		_exit(0);           /* cancelled: no answer, the session rolled back */
-	obj = json_of(output_json_run, &res);
 	content = json_array();
 	f = open_memstream(&text, &n);
-	if (!obj || !content || !f) {
+	if (!content || !f || result_parts(&res, f, &obj) < 0) {
 		if (f)
 			fclose(f);
 		free(text);
@@ -350,8 +371,7 @@ static json_t *python_result(const struct server *s, const struct job *j)
 		result_release(&res);
 		return NULL;
 	}
-	render_text(&res, f);
-	add_images(&res, content, f);
+	add_images(obj, content, f);
 	if (j->minted)
 		fprintf(f, "dolsot: this call made session '%s'; pass \"session\": \"%s\" to "
 		        "go on with its state\n", j->session, j->session);
@@ -485,6 +505,7 @@ static void job_free(struct job *j)
 	free(j->session);
 	free(j->code);
 	free(j->fork);
+	free(j->call_id);
 	free(j->buf);
 	fd_close(&j->pidfd);
 	fd_close(&j->out);
@@ -805,7 +826,7 @@ static json_t *python_tool(struct server *s, json_t *schema)
 	free(desc);
 	tool = json_pack(
 		"{s:s, s:s, s:o, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:f, s:f, s:s}, "
-		"s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}",
+		"s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}",
 		"name", "python", "title", "Python (dolsot)",
 		"description", full ? json_string(full) : json_string("Run Python code."),
 		"inputSchema", "type", "object", "properties",
@@ -818,6 +839,10 @@ static json_t *python_tool(struct server *s, json_t *schema)
 		"start `session` as a copy of this session's state, then run the code in it",
 		"replace", "type", "boolean", "description",
 		"with fork: replace `session` if it exists (otherwise that is an error)",
+		"call_id", "type", "string", "description",
+		"names this call so that a retry is safe: a call repeating an id the session "
+		"already committed returns that call's recorded result without running the "
+		"code again (1-128 of A-Z a-z 0-9 . _ : -; needs session)",
 		"required", "code", "additionalProperties", 0);
 	free(full);
 	if (tool)
@@ -980,11 +1005,44 @@ static int fork_args(struct server *s, const json_t *id, const json_t *args, str
 	return 0;
 }
 
+/* A python call's call_id into j (its session already set); 0, or -1
+ * after answering.  The rule of --call-id, and a session to name: a
+ * retry of a call that minted one would mint another. */
+static int call_id_arg(struct server *s, const json_t *id, const json_t *args, struct job *j)
+{
+	const json_t *cid = json_object_get(args, "call_id");
+	char why[256] = "a call id is made of " CALLREC_ID_CHARS " only (it holds a NUL)";
+
+	if (!cid)
+		return 0;
+	if (!json_is_string(cid)) {
+		send_error(s, id, JSONRPC_INVALID_PARAMS, "python: \"call_id\" must be a string");
+		return -1;
+	}
+	if (strlen(json_string_value(cid)) != json_string_length(cid) ||
+	    !callrec_id_valid(json_string_value(cid), why, sizeof(why))) {
+		send_error(s, id, JSONRPC_INVALID_PARAMS, "python: \"call_id\" '%.130s': %s",
+		           json_string_value(cid), why);
+		return -1;
+	}
+	if (j->minted) {
+		send_error(s, id, JSONRPC_INVALID_PARAMS, "python: \"call_id\" needs \"session\": "
+		           "a retry without one would start another new session");
+		return -1;
+	}
+	j->call_id = strdup(json_string_value(cid));
+	if (!j->call_id) {
+		send_error(s, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 /* A python call's arguments into j; 0, or -1 after answering. */
 static int python_args(struct server *s, const json_t *id, const json_t *args, struct job *j)
 {
 	static const char *const keys[] = { "code", "session", "timeout", "fork", "replace",
-	                                    NULL };
+	                                    "call_id", NULL };
 	json_t *code = json_object_get(args, "code"), *sid = json_object_get(args, "session");
 	json_t *t = json_object_get(args, "timeout");
 	const char *bad = NULL;
@@ -992,7 +1050,7 @@ static int python_args(struct server *s, const json_t *id, const json_t *args, s
 
 	if (!only_keys(args, keys, &bad)) {
 		send_error(s, id, JSONRPC_INVALID_PARAMS, "python: unknown argument '%.100s' "
-		           "(it takes code, session, timeout, fork and replace)", bad);
+		           "(it takes code, session, timeout, fork, replace and call_id)", bad);
 		return -1;
 	}
 	if (!json_is_string(code) || is_blank(json_string_value(code)) ||
@@ -1031,6 +1089,8 @@ static int python_args(struct server *s, const json_t *id, const json_t *args, s
 		send_error(s, id, JSONRPC_INTERNAL_ERROR, "out of memory");
 		return -1;
 	}
+	if (call_id_arg(s, id, args, j) < 0)
+		return -1;
 	return fork_args(s, id, args, j);
 }
 

@@ -622,6 +622,109 @@ START_TEST(python_tool_forks_a_session)
 }
 END_TEST
 
+#define COUNTER "n = globals().get('n', 0) + 1\\nprint('n is', n)\\nn"
+#define FIGURE "import matplotlib.pyplot as plt\\nplt.figure(figsize=(1, 1), dpi=20)\\n" \
+	"plt.plot([1, 2])\\n" COUNTER
+
+/* The answer to id, its "id" member left out, as compact text. */
+static char *answer_text(json_t *all, json_int_t id)
+{
+	json_t *o = json_deep_copy(answer(all, id));
+	char *text;
+
+	ck_assert_msg(o, "no answer to id %lld", (long long)id);
+	json_object_del(o, "id");
+	text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return text;
+}
+
+/* The python tool's call_id (--call-id): a call repeating an id the session
+ * committed is answered, by another server, with its first answer (text,
+ * images, structuredContent and isError alike), and its cell does not run
+ * again; an error is recorded too. */
+START_TEST(python_tool_call_id_replays_the_recorded_answer)
+{
+	const char *calls = INIT("2025-11-25")
+		CALL(1, "{\"code\":\"" COUNTER "\",\"session\":\"c\",\"call_id\":\"k-1\"}")
+		CALL(2, "{\"code\":\"" FIGURE "\",\"session\":\"f\",\"call_id\":\"k-2\"}")
+		CALL(3, "{\"code\":\"raise ValueError('no')\",\"session\":\"e\","
+		        "\"call_id\":\"k-3\"}");
+	struct cli_run first, again;
+	json_t *a1, *a2, *img;
+	char *t1, *t2;
+
+	run_mcp(&first, calls, 0, NULL);
+	run_mcp(&again, calls, 0, NULL);
+	a1 = lines(&first);
+	a2 = lines(&again);
+	for (json_int_t id = 1; id <= 3; id++) {
+		t1 = answer_text(a1, id);
+		t2 = answer_text(a2, id);
+		ck_assert_str_eq(t2, t1);
+		free(t1);
+		free(t2);
+	}
+	ck_assert_str_eq(structured_str(json_object_get(answer(a2, 1), "result"), "value"), "1");
+	ck_assert_msg(cli_has(result_text(a2, 1), "n is 1\n1\n"), "%s", result_text(a2, 1));
+	img = json_array_get(json_object_get(json_object_get(answer(a2, 2), "result"),
+	                                     "content"), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(img, "type")), "image");
+	ck_assert_str_eq(json_string_value(json_object_get(img, "mimeType")), "image/png");
+	ck_assert_msg(cli_has(result_text(a2, 2), "dolsot: image 1 (20x20 image/png) is attached"),
+	              "%s", result_text(a2, 2));
+	ck_assert(is_tool_error(a2, 3));
+	ck_assert_msg(cli_has(result_text(a2, 3), "ValueError: no"), "%s", result_text(a2, 3));
+	json_decref(a1);
+	json_decref(a2);
+	cli_run_release(&first);
+	cli_run_release(&again);
+	cli_ck_state(&fx, "c", "n", "1\n");
+	cli_ck_state(&fx, "f", "n", "1\n");
+}
+END_TEST
+
+/* A wrong call_id is invalid params before any call, and so is one
+ * without a session (its retry would make another); the schema names it. */
+START_TEST(python_tool_call_id_is_checked)
+{
+	struct cli_run r;
+	json_t *all, *props;
+	char long_id[160];
+
+	memset(long_id, 'a', 129);
+	long_id[129] = '\0';
+	{
+		char input[2048];
+
+		snprintf(input, sizeof(input), "%s%s%s%s%s%s%s\"}}}\n"
+		         "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}\n",
+		         INIT("2025-11-25"),
+		         CALL(1, "{\"code\":\"1\",\"session\":\"a\",\"call_id\":7}"),
+		         CALL(2, "{\"code\":\"1\",\"session\":\"a\",\"call_id\":\"no spaces\"}"),
+		         CALL(3, "{\"code\":\"1\",\"session\":\"a\",\"call_id\":\"\"}"),
+		         CALL(4, "{\"code\":\"1\",\"call_id\":\"k\"}"),
+		         "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":"
+		         "{\"name\":\"python\",\"arguments\":{\"code\":\"1\",\"session\":\"a\","
+		         "\"call_id\":\"", long_id);
+		run_mcp(&r, input, 0, NULL);
+	}
+	all = lines(&r);
+	for (json_int_t id = 1; id <= 5; id++)
+		ck_assert_msg(error_code(all, id) == -32602, "id %lld: %.3000s", (long long)id, r.out);
+	ck_assert(cli_has(r.out, "\\\"call_id\\\" must be a string"));
+	ck_assert(cli_has(r.out, "byte 3 is 0x20"));
+	ck_assert(cli_has(r.out, "a call id is 1 to 128 characters (got 129)"));
+	ck_assert(cli_has(r.out, "\\\"call_id\\\" needs \\\"session\\\""));
+	props = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(
+		answer(all, 9), "result"), "tools"), 0), "inputSchema"), "properties");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(props, "call_id"),
+	                                                   "type")), "string");
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
 /* The run flags reach every call: --env, and --timeout as the cap. */
 START_TEST(run_flags_apply_to_every_call)
 {
@@ -1030,6 +1133,8 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, stdout_holds_only_protocol_messages);
 	tcase_add_test(raw, failing_cells_are_tool_errors);
 	tcase_add_test(raw, python_tool_forks_a_session);
+	tcase_add_test(raw, python_tool_call_id_replays_the_recorded_answer);
+	tcase_add_test(raw, python_tool_call_id_is_checked);
 	tcase_add_test(raw, run_flags_apply_to_every_call);
 	tcase_add_test(raw, sandbox_flags_apply_to_every_call);
 	tcase_add_test(raw, describe_in_the_description_is_bounded);

@@ -94,6 +94,16 @@ r = await client.callTool({ name: 'python', arguments: { code: 'made', session: 
 check(r.structuredContent.value === "'here'", 'the minted session keeps state', r);
 console.log('ok minted session');
 
+// call_id: a retry gets the first answer back and the cell does not run again.
+const counted = { code: 'k = globals().get("k", 0) + 1\nk', session: 's-id', call_id: 'try-1' };
+const once = await client.callTool({ name: 'python', arguments: counted });
+const twice = await client.callTool({ name: 'python', arguments: counted });
+check(once.structuredContent.value === '1' && JSON.stringify(twice) === JSON.stringify(once),
+      'call_id: a retry is answered with the recorded result', [once, twice]);
+r = await client.callTool({ name: 'python', arguments: { code: 'k', session: 's-id' } });
+check(r.structuredContent.value === '1', 'call_id: the retry did not run the cell', r);
+console.log('ok call_id retry');
+
 // A raising cell and a timeout: isError results, never protocol errors.
 r = await client.callTool({ name: 'python', arguments: { code: '1/0', session: 's1' } });
 check(r.isError === true && r.structuredContent.status === 'error' &&
