@@ -225,7 +225,8 @@ check: layers
 # The signal stream of tests/check_callid at the issue's length: 300 calls,
 # each stopped by SIGTERM, SIGINT or SIGHUP at random moments and retried
 # with its --call-id until it ends cleanly; the counter must come out exact.
-# Cold and warm; about 10 minutes in all.  Not part of `make check`.
+# Cold and warm, on a 16 MiB session; about 10 minutes in all.  Not part of
+# `make check`.
 SOAK_CALLS ?= 300
 soak: dolsot $(B)/tests/check_callid
 	DOLSOT_SERVER=off DOLSOT_TEST_STREAM=$(SOAK_CALLS) CK_RUN_CASE=stream \

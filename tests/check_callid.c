@@ -22,6 +22,7 @@
  * DOLSOT_TEST_STREAM names more (`make soak` runs 300, cold and warm). */
 #define STREAM_CALLS 12
 #define STREAM_CALLS_MAX 100000
+#define STREAM_PROBES 3
 /* The longest a stopped call is waited for (seconds). */
 #define STOP_WAIT 60
 
@@ -144,17 +145,28 @@ static int stopped_call(const char *id, int sig, double delay)
 	return st;
 }
 
-/* How long one unstopped call of the stream takes (it runs as call-warm). */
+/* How long an unstopped call of the stream takes: the shortest of
+ * STREAM_PROBES (they count as calls of the stream). */
 static double call_seconds(void)
 {
-	struct timespec a, b;
-	int st;
+	double best = 1e9;
 
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	st = stopped_call("call-warm", 0, 0);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	for (int i = 0; i < STREAM_PROBES; i++) {
+		struct timespec a, b;
+		char id[32];
+		double took;
+		int st;
+
+		snprintf(id, sizeof(id), "probe-%d", i);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		st = stopped_call(id, 0, 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		took = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+		if (took < best)
+			best = took;
+	}
+	return best;
 }
 
 static int stream_calls(void)
@@ -177,6 +189,11 @@ START_TEST(stop_signals_under_retry_never_apply_a_cell_twice)
 
 	snprintf(stream_err, sizeof(stream_err), "%s", cli_path(fx.tmp, "stream-stderr"));
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
+	/* A big session (16 MiB loaded, verified and saved by every call), so
+	 * that stops land in its load and its save too. */
+	CLI(&r, "--session", "ctr", "import os\nblob = os.urandom(16 << 20)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
 	/* Stops land anywhere in a call: up to a little past its usual length. */
 	span = 1.2 * call_seconds();
 	for (int i = 0; i < calls; i++) {
@@ -193,9 +210,13 @@ START_TEST(stop_signals_under_retry_never_apply_a_cell_twice)
 			if (WIFSIGNALED(st)) {
 				char *text = cli_read_file(stream_err, NULL);
 
+				bool said_before = text && cli_has(text, "before the session was saved");
+				bool said_after = text && cli_has(text, "after the session was saved");
+
+				ck_assert_msg(!(said_before && said_after), "both states said: %s", text);
 				stopped++;
-				before += text && cli_has(text, "before the session was saved");
-				after += text && cli_has(text, "after the session was saved");
+				before += said_before;
+				after += said_after;
 				free(text);
 			}
 			tries++;
@@ -204,7 +225,7 @@ START_TEST(stop_signals_under_retry_never_apply_a_cell_twice)
 	}
 	CLI(&r, "--session", "ctr", "n");
 	ck_code(&r, 0);
-	snprintf(id, sizeof(id), "%d\n", calls + 1);
+	snprintf(id, sizeof(id), "%d\n", calls + STREAM_PROBES);
 	ck_out(&r, id);
 	cli_run_release(&r);
 	printf("stream: %d calls; %d tries ended by a stop signal within %.0f ms: %d said "
