@@ -39,7 +39,7 @@ CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c sign.c
 	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c stopsig.c callrec.c recall.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	rich_py.c describe_py.c \
-	isolate.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
+	isolate.c guard.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 # Everything the build makes goes under build/ (objects, dependency files,
 # the generated *_py.c, test programs, sanitizer and fuzz builds); only the
@@ -54,7 +54,7 @@ TESTS := tests/check_frame tests/check_store tests/check_sign tests/check_opts \
 	tests/check_typegate tests/check_hostile tests/check_faults tests/check_storefaults \
 	tests/check_warm_faults tests/check_live \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
-	tests/check_trust tests/check_signed \
+	tests/check_trust tests/check_signed tests/check_contain \
 	tests/check_json tests/check_mcp tests/check_stores tests/check_callid
 
 all: dolsot
@@ -122,6 +122,7 @@ T_CARRY := tests/check_carry.o tests/cli_helpers.o sign.o fdio.o
 T_KEPT := tests/check_kept.o tests/cli_helpers.o sign.o fdio.o
 T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o sign.o fdio.o
 T_TRUST := tests/check_trust.o tests/cli_helpers.o sign.o fdio.o
+T_CONTAIN := tests/check_contain.o tests/cli_helpers.o sign.o fdio.o
 T_JSON := tests/check_json.o tests/cli_helpers.o sign.o fdio.o
 T_MCP := tests/check_mcp.o tests/cli_helpers.o sign.o fdio.o
 T_CALLID := tests/check_callid.o tests/cli_helpers.o sign.o fdio.o
@@ -151,6 +152,7 @@ $(B)/tests/check_carry: $(addprefix $(B)/,$(T_CARRY))
 $(B)/tests/check_kept: $(addprefix $(B)/,$(T_KEPT))
 $(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
 $(B)/tests/check_trust: $(addprefix $(B)/,$(T_TRUST))
+$(B)/tests/check_contain: $(addprefix $(B)/,$(T_CONTAIN))
 $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
 $(B)/tests/check_callid: $(addprefix $(B)/,$(T_CALLID))
@@ -178,6 +180,7 @@ $(B)/tests/check_carry-asan: $(addprefix $(B)/,$(T_CARRY:.o=.asan.o))
 $(B)/tests/check_kept-asan: $(addprefix $(B)/,$(T_KEPT:.o=.asan.o))
 $(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
 $(B)/tests/check_trust-asan: $(addprefix $(B)/,$(T_TRUST:.o=.asan.o))
+$(B)/tests/check_contain-asan: $(addprefix $(B)/,$(T_CONTAIN:.o=.asan.o))
 $(B)/tests/check_json-asan: $(addprefix $(B)/,$(T_JSON:.o=.asan.o))
 $(B)/tests/check_json $(B)/tests/check_json-asan: CHECK_LIBS += -ljansson
 $(B)/tests/check_store $(B)/tests/check_store-asan: CHECK_LIBS += $(HIREDIS_LIBS) -lpthread

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "guard.h"
 #include "rlimits.h"
 #include "pidcg.h"
 #include "sandbox.h"
@@ -256,7 +257,7 @@ int isolate_worker(const struct request *r, const struct worker_fds *fds,
 	if (r->mem_cgroup.present && join(r->mem_cgroup, "--memory", err, errlen) < 0)
 		return -1;
 	if (sandbox ? enter_sandbox(r, fds, err, errlen) < 0
-	            : set_env(r->env, err, errlen) < 0)
+	            : guard_arm(err, errlen) < 0 || set_env(r->env, err, errlen) < 0)
 		return -1;
 	if (l[LIMIT_MAX_FILE_SIZE] && (presize(fds->result, "result", err, errlen) < 0 ||
 	                         presize(fds->save, "session", err, errlen) < 0))

@@ -34,6 +34,7 @@
 #include "deadline.h"
 #include "fdio.h"
 #include "frame.h"
+#include "guard.h"
 #include "le.h"
 #include "proc.h"
 #include "proc_child.h"
@@ -666,6 +667,7 @@ static bool run_call(int *fds, size_t nfds, bool held_state)
  * exits when the call completed without it. */
 static int snapshot_wait(int snap)
 {
+	char err[256];
 	struct wire_msg m;
 	int got;
 
@@ -680,11 +682,10 @@ static int snapshot_wait(int snap)
 		_exit(0);
 	wire_msg_release(&m);
 	/* Our parent, the process that ran the call, is gone: the zygote is
-	 * our parent now, and we end with it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+	 * our parent now, and we end with it, and so does what we start. */
+	if (guard_arm(err, sizeof(err)) < 0)
 		_exit(0);
 	prctl(PR_SET_NAME, "dolsot-live");
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	return snap;
 }
 

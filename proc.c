@@ -9,11 +9,11 @@
  */
 #include "proc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,35 +28,93 @@
 #include "fdio.h"
 #include "output.h"
 
+/*
+ * proc_list_children and what it calls are async-signal-safe (guard.c's
+ * handler kills a call's tree with them): raw open, getdents64 and read,
+ * no stdio, no allocation.
+ */
+
+/* dst = "/proc/<pid or self>/task" plus tail; dst has room for 128. */
+static void task_path(char *dst, pid_t pid, const char *tid, const char *tail)
+{
+	char digits[24];
+	size_t n = 0, d = 0;
+	const char *parts[] = { "/proc/", pid ? digits : "self", "/task", tid ? "/" : "",
+	                        tid ? tid : "", tail };
+
+	for (long v = pid; v > 0; v /= 10)
+		digits[d++] = (char)('0' + v % 10);
+	for (size_t i = 0; i < d / 2; i++) {
+		char c = digits[i];
+
+		digits[i] = digits[d - 1 - i];
+		digits[d - 1 - i] = c;
+	}
+	digits[d] = '\0';
+	for (size_t i = 0; i < sizeof(parts) / sizeof(*parts); i++)
+		for (const char *c = parts[i]; *c && n < 127; c++)
+			dst[n++] = *c;
+	dst[n] = '\0';
+}
+
+/* Append the pids in the children file at path to pids[n..max); returns
+ * the new n. */
+static size_t read_children(const char *path, pid_t *pids, size_t n, size_t max)
+{
+	char buf[512];
+	long kid = -1;
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return n;
+	while (n < max && (got = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < got && n < max; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				kid = (kid < 0 ? 0 : kid * 10) + (buf[i] - '0');
+			} else if (kid >= 0) {
+				pids[n++] = (pid_t)kid;
+				kid = -1;
+			}
+		}
+	if (kid >= 0 && n < max)
+		pids[n++] = (pid_t)kid;
+	close(fd);
+	return n;
+}
+
+/* The kernel's record of a directory entry, for getdents64. */
+struct task_entry {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
 size_t proc_list_children(pid_t pid, pid_t *pids, size_t max)
 {
-	char proc[32] = "self", path[sizeof(proc) + 256 + sizeof("/proc//task//children")];
-	DIR *tasks;
-	struct dirent *t;
+	char path[128], ents[2048];
 	size_t n = 0;
+	long got;
+	int dir;
 
-	if (pid)
-		snprintf(proc, sizeof(proc), "%d", (int)pid);
-	snprintf(path, sizeof(path), "/proc/%s/task", proc);
-	tasks = opendir(path);
-	if (!tasks)
+	task_path(path, pid, NULL, "");
+	dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
 		return 0;
 	/* Threads a library started may have forked too: read every task. */
-	while ((t = readdir(tasks)) && n < max) {
-		FILE *f;
-		long kid;
+	while (n < max && (got = syscall(SYS_getdents64, dir, ents, sizeof(ents))) > 0)
+		for (long at = 0; at < got && n < max;) {
+			const struct task_entry *e = (const struct task_entry *)(ents + at);
 
-		if (t->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/task/%s/children", proc, t->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (n < max && fscanf(f, "%ld", &kid) == 1)
-			pids[n++] = (pid_t)kid;
-		fclose(f);
-	}
-	closedir(tasks);
+			at += e->reclen;
+			if (e->name[0] == '.')
+				continue;
+			task_path(path, pid, e->name, "/children");
+			n = read_children(path, pids, n, max);
+		}
+	close(dir);
 	return n;
 }
 

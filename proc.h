@@ -118,7 +118,8 @@ void proc_feed_capture(void *ctx, const char *buf, size_t n);
  * reparented to us meanwhile) and reap them all, waiting at most
  * PROC_KILL_WAIT seconds for them to die.  Returns 0 when none is left,
  * else about how many were left behind (a process in uninterruptible
- * sleep dies only when it wakes).  Used after the worker ends.
+ * sleep dies only when it wakes).  Used after the worker ends, and by a
+ * worker whose supervisor died (guard.h); async-signal-safe.
  */
 #define PROC_KILL_WAIT 1.0
 size_t proc_kill_descendants(void);
@@ -128,7 +129,7 @@ size_t proc_kill_descendants(void);
 void proc_spare(pid_t pid);
 
 /* pids of the children of process pid (0: this one), every thread's, at
- * most max. */
+ * most max.  Async-signal-safe. */
 size_t proc_list_children(pid_t pid, pid_t *pids, size_t max);
 
 #endif

@@ -122,6 +122,30 @@ static void child(const struct cli_opts *o, const char *const *argv, int in,
 	_exit(126);
 }
 
+pid_t cli_spawn(const struct cli_opts *o, const char *const *argv)
+{
+	sigset_t none;
+	int null;
+	pid_t pid;
+
+	cli_bin();
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		fatal("fork");
+	if (pid > 0)
+		return pid;
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);   /* the harness's handlers and ignores */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	null = open("/dev/null", O_RDWR);
+	if (null < 0)
+		_exit(125);
+	child(o, argv, null, null, null);
+	return -1;
+}
+
 /* The bytes *buf holds room for when used are in use: a power of two, so
  * a growing buffer is copied O(log n) times (a realloc per chunk made a
  * 20 MB read quadratic under AddressSanitizer, past the test timeout). */

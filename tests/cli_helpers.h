@@ -52,6 +52,10 @@ char *cli_bin_shared_copy(void);
 
 /* Run argv (argv[0] is ignored and replaced by the binary, or o->prog). */
 void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *argv);
+
+/* Start argv as cli_run would, with every stream on /dev/null, and return
+ * at once: the caller signals and reaps the pid. */
+pid_t cli_spawn(const struct cli_opts *o, const char *const *argv);
 void cli_run_release(struct cli_run *r);
 
 /*
