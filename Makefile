@@ -39,7 +39,7 @@ CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c sign.c
 	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c stopsig.c callrec.c recall.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
 	rich_py.c describe_py.c \
-	isolate.c guard.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c
+	isolate.c guard.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c sandbox_init.c
 SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
 # Everything the build makes goes under build/ (objects, dependency files,
 # the generated *_py.c, test programs, sanitizer and fuzz builds); only the
@@ -132,7 +132,8 @@ T_SIGNED := tests/check_signed.o tests/cli_helpers.o tests/redis_helper.o sign.o
 	store_name.o store_file.o mem_store.o mem_client.o warm_proto.o wire.o mem_list.o \
 	mem_server.o store_spec.o store_redis.o store_cmd.o store_cmd_parse.o proc.o \
 	proc_child.o output.o
-T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o
+T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o \
+	sandbox_init.o proc_child.o wire.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
 $(B)/tests/check_store: $(addprefix $(B)/,$(T_STORE))

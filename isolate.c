@@ -105,16 +105,24 @@ static struct sandbox_bind *bind_list(struct span binds, size_t *n)
 	return out;
 }
 
+/* The request, result and save files, and what a live process keeps. */
+#define ISOLATE_KEEP_MAX 8
+
 static int enter_sandbox(const struct request *r, const struct worker_fds *fds,
-                         char *err, size_t errlen)
+                         const struct isolate_hold *hold, char *err, size_t errlen)
 {
-	int keep[3] = { fds->request, fds->result, fds->save };
+	int keep[ISOLATE_KEEP_MAX] = { fds->request, fds->result, fds->save };
 	struct sandbox_cfg cfg = { .keep_fds = keep, .n_keep_fds = 3,
 	                           .tmpfs_size = r->limits.v[LIMIT_MEMORY] };
 	char why[SANDBOX_ERR_MAX], cwd[PATH_MAX];
-
 	int ret = -1;
 
+	for (size_t i = 0; hold && i < hold->n_keep && cfg.n_keep_fds < ISOLATE_KEEP_MAX - 1; i++)
+		keep[cfg.n_keep_fds++] = hold->keep[i];
+	if (hold && hold->init_fd > 2) {
+		keep[cfg.n_keep_fds++] = hold->init_fd;
+		cfg.init_fd = hold->init_fd;
+	}
 	cfg.binds = bind_list(r->binds, &cfg.n_binds);
 	cfg.env = env_list(r->env);
 	cfg.cwd = getcwd(cwd, sizeof(cwd));
@@ -241,7 +249,7 @@ static int join(struct span cgroup, const char *limit, char *err, size_t errlen)
 }
 
 int isolate_worker(const struct request *r, const struct worker_fds *fds,
-                   char *err, size_t errlen)
+                   const struct isolate_hold *hold, char *err, size_t errlen)
 {
 	const uint64_t *l = r->limits.v;
 	bool sandbox = r->flags & REQ_SANDBOX;
@@ -256,7 +264,7 @@ int isolate_worker(const struct request *r, const struct worker_fds *fds,
 	/* Before the sandbox, whose cgroup namespace hides the path. */
 	if (r->mem_cgroup.present && join(r->mem_cgroup, "--memory", err, errlen) < 0)
 		return -1;
-	if (sandbox ? enter_sandbox(r, fds, err, errlen) < 0
+	if (sandbox ? enter_sandbox(r, fds, hold, err, errlen) < 0
 	            : guard_arm(err, errlen) < 0 || set_env(r->env, err, errlen) < 0)
 		return -1;
 	if (l[LIMIT_MAX_FILE_SIZE] && (presize(fds->result, "result", err, errlen) < 0 ||

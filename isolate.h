@@ -15,6 +15,16 @@
 #include "frame.h"
 #include "call_path.h"
 
+/* What a live session's process (live.h) adds on its first call: fds it
+ * keeps in the sandbox (the zygote's socket), and the socket the
+ * sandbox's init reports on (sandbox_init.h), so that the sandbox outlives
+ * the process: a rollback kills it, and its snapshot goes on inside. */
+struct isolate_hold {
+	const int *keep;
+	size_t n_keep;
+	int init_fd;
+};
+
 /*
  * Isolate the worker.  fds (request, result and save; load is closed by
  * now) are the only descriptors (besides 0-2) that stay usable in a
@@ -22,9 +32,9 @@
  * first, as RLIMIT_FSIZE would then stop them from growing.  Returns 0 in the process
  * that goes on to run the cell (with a sandbox, a new child; the original
  * waits and never returns), or -1 with a one-line reason, "dolsot: ...", in
- * err: then the cell must not run.
+ * err: then the cell must not run.  hold: NULL but for a live process.
  */
 int isolate_worker(const struct request *r, const struct worker_fds *fds,
-                   char *err, size_t errlen);
+                   const struct isolate_hold *hold, char *err, size_t errlen);
 
 #endif

@@ -68,8 +68,23 @@ struct holder {
 	bool saved;               /* len and hash are set */
 	uint64_t len, hash;       /* the fingerprint of what it last saved */
 	struct limits limits;     /* the limits it runs under (from its first call) */
+	uint64_t sandbox;         /* the sandbox it runs in (sandbox_key); 0: none */
+	pid_t box;                /* in a sandbox: its outer process, the zygote's
+	                           * child (the call's pid until the first call
+	                           * completed); 0: none */
+	int box_ctl;              /* in a sandbox: its init's reports; -1: none */
+	pid_t ns_pid;             /* in a sandbox: pid's number inside it */
+	pid_t snap_ns;            /* the snapshot's number inside it */
 	double last_used;
 };
+
+/* Calls whose process ended inside a sandbox, which the zygote cannot
+ * wait for: the sandbox's init said so (live_next_ended hands them on). */
+static struct {
+	pid_t pid;
+	int status;
+} ended[LIVE_MAX_HELD];
+static size_t n_ended;
 
 /* The table changed since the zygote last told the server (live_report). */
 static bool dirty;
@@ -121,13 +136,40 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* End h's process with whatever it started, and forget it. */
+static void queue_end(pid_t pid, int status)
+{
+	for (size_t i = 0; i < n_ended; i++)
+		if (ended[i].pid == pid)
+			return;
+	if (n_ended < LIVE_MAX_HELD)
+		ended[n_ended++] = (typeof(ended[0])){ pid, status };
+}
+
+bool live_next_ended(pid_t *pid, int *status)
+{
+	if (!n_ended)
+		return false;
+	*pid = ended[--n_ended].pid;
+	*status = ended[n_ended].status;
+	return true;
+}
+
+/* End h's process with whatever it started (in a sandbox, the sandbox),
+ * and forget it. */
 static void end_holder(struct holder *h)
 {
+	/* A call in the sandbox ends with it, and no one could wait for it. */
+	if (h->busy && h->pid > 0 && h->sandbox && h->pid != h->box)
+		queue_end(h->pid, SIGKILL);
 	if (h->pid > 0) {
 		kill(-h->pid, SIGKILL);
 		kill(h->pid, SIGKILL);
 	}
+	if (h->box > 0) {
+		kill(-h->box, SIGKILL);
+		kill(h->box, SIGKILL);
+	}
+	close_fd(&h->box_ctl);
 	close_fd(&h->ctl);
 	close_fd(&h->snap);   /* the snapshot ends when its socket does */
 	close_fd(&h->save);
@@ -152,12 +194,36 @@ static struct holder *find_pid(pid_t pid)
 	return NULL;
 }
 
+static struct holder *find_box(pid_t pid)
+{
+	for (size_t i = 0; i < n_held; i++)
+		if (held[i].box == pid)
+			return &held[i];
+	return NULL;
+}
+
+/* What the call's sandbox is made of (its binds with their modes, its
+ * environment), hashed; 0 for a call without one.  A live process stays in
+ * the sandbox its first call made. */
+static uint64_t sandbox_key(const struct request *r)
+{
+	uint64_t h = LE_FNV_BASIS;
+
+	if (!(r->flags & REQ_SANDBOX))
+		return 0;
+	h = le_fnv(h, &r->binds.len, sizeof(r->binds.len));
+	h = le_fnv(h, r->binds.p, r->binds.len);
+	h = le_fnv(h, &r->env.len, sizeof(r->env.len));
+	return le_fnv(h, r->env.p, r->env.len) | 1;
+}
+
 /* Whether h may run the call: it holds what the store has, under the
- * call's limits. */
+ * call's limits, in the call's sandbox (or none). */
 static bool matches(const struct holder *h, const struct wire_msg *m, const struct request *r)
 {
 	return !h->busy && h->saved && (r->flags & REQ_SESSION) && m->nfds > LIVE_FD_LOAD &&
 	       r->blob_len == h->len && memcmp(&r->limits, &h->limits, sizeof(r->limits)) == 0 &&
+	       h->sandbox == sandbox_key(r) &&
 	       head_hash(m->fds[LIVE_FD_LOAD], r->blob_len) == h->hash;
 }
 
@@ -219,33 +285,63 @@ static bool decode(const struct wire_msg *m, struct request *r, uint8_t **map, s
 	return frame_decode_request(*map, *len, r, err, sizeof(err)) == 0;
 }
 
-static __attribute__((noreturn)) void live_main(int ctl, int *fds, size_t nfds);
+static __attribute__((noreturn)) void live_main(int ctl, int box, int *fds, size_t nfds);
 
-/* A new live process for the call, forked from this zygote. */
-static pid_t fork_holder(struct wire_msg *m, const sigset_t *mask, int *ctl)
+/* A socketpair whose end sv[0] learns the sender's pid of each message
+ * (wire_msg.pid), in the zygote's PID namespace: a process in a sandbox
+ * knows only its number inside.  0 or -1. */
+static int pid_socketpair(int sv[2])
 {
-	int sv[2], keep[LIVE_RUN_FDS + 1];
-	pid_t pid, zygote = getpid();
+	int one = 1;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
+	if (setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	return 0;
+}
+
+/* A new live process for the call, forked from this zygote; with a
+ * sandbox, *box_ctl gets the end of its init's reports. */
+static pid_t fork_holder(struct wire_msg *m, const sigset_t *mask, int *ctl, bool sandbox,
+                         int *box_ctl)
+{
+	int sv[2], box[2] = { -1, -1 }, keep[LIVE_RUN_FDS + 2];
+	pid_t pid, zygote = getpid();
+
+	if (pid_socketpair(sv) < 0)
+		return -1;
+	if (sandbox && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, box) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
 	worker_before_fork();
 	pid = fork();
 	if (pid == 0) {
 		keep[0] = sv[1];
-		memcpy(keep + 1, m->fds, m->nfds * sizeof(int));
-		if (proc_child_detach(zygote, keep, (int)m->nfds + 1, mask) < 0)
+		keep[1] = box[1];
+		memcpy(keep + 2, m->fds, m->nfds * sizeof(int));
+		if (proc_child_detach(zygote, keep, (int)m->nfds + 2, mask) < 0)
 			_exit(127);
-		live_main(sv[1], m->fds, m->nfds);
+		live_main(sv[1], box[1], m->fds, m->nfds);
 	}
 	worker_after_fork_parent();
 	close(sv[1]);
+	if (box[1] >= 0)
+		close(box[1]);
 	if (pid < 0) {
 		close(sv[0]);
+		if (box[0] >= 0)
+			close(box[0]);
 		return -1;
 	}
 	setpgid(pid, pid);
 	*ctl = sv[0];
+	*box_ctl = box[0];
 	return pid;
 }
 
@@ -254,12 +350,12 @@ static int send_to(struct holder *h, const struct wire_msg *m)
 {
 	int sv[2], fds[WIRE_MAX_FDS];
 
-	if (m->nfds + 1 > WIRE_MAX_FDS ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+	if (m->nfds + 1 > WIRE_MAX_FDS || pid_socketpair(sv) < 0)
 		return -1;
 	fds[0] = sv[1];
 	memcpy(fds + 1, m->fds, m->nfds * sizeof(int));
-	if (wire_send(h->ctl, WIRE_RUN, m->a, 0, NULL, 0, fds, m->nfds + 1) < 0) {
+	/* b: the pid it tells the client, which it cannot know in a sandbox. */
+	if (wire_send(h->ctl, WIRE_RUN, m->a, (uint64_t)h->pid, NULL, 0, fds, m->nfds + 1) < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		return -1;
@@ -270,13 +366,37 @@ static int send_to(struct holder *h, const struct wire_msg *m)
 	return 0;
 }
 
-/* Wait until the busy process pid has ended (its status still to be
- * reaped): true when it did within LIVE_BUSY_WAIT_MS. */
-static bool ended_soon(pid_t pid)
+static void box_report(struct holder *h);
+
+static bool queued(pid_t pid)
+{
+	for (size_t i = 0; i < n_ended; i++)
+		if (ended[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* Wait until the busy process of h has ended (its status still to be
+ * reaped, or queued for live_next_ended): true when it did within
+ * LIVE_BUSY_WAIT_MS. */
+static bool ended_soon(struct holder *h)
 {
 	struct timespec until, pause = { 0, LIVE_BUSY_POLL_NS };
+	pid_t pid = h->pid;
 
 	deadline_in_ns(&until, (int64_t)LIVE_BUSY_WAIT_MS * 1000000);
+	if (h->box > 0 && pid != h->box) {
+		/* Inside a sandbox: its init says when. */
+		do {
+			struct pollfd p = { h->box_ctl, POLLIN, 0 };
+
+			if (poll(&p, 1, deadline_poll_ms(deadline_left(&until))) == 1)
+				box_report(h);
+			if (queued(pid))
+				return true;
+		} while (h->box_ctl >= 0 && deadline_left(&until) > 0);
+		return false;
+	}
 	do {
 		siginfo_t si = { 0 };
 
@@ -298,7 +418,7 @@ enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
 	bool ok = decode(m, &r, &map, &len), live = ok && (r.flags & REQ_LIVE);
 
 	h = ok ? find(r.session) : NULL;
-	if (h && live && h->busy && h->pid > 0 && ended_soon(h->pid)) {
+	if (h && live && h->busy && h->pid > 0 && ended_soon(h)) {
 		munmap(map, len);
 		return LIVE_REAP_FIRST;   /* its end wakes the snapshot first */
 	}
@@ -315,11 +435,13 @@ enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
 	}
 	h = &held[n_held];
 	memset(h, 0, sizeof(*h));
-	h->snap = h->save = -1;
-	h->pid = fork_holder(m, mask, &h->ctl);
+	h->snap = h->save = h->box_ctl = -1;
+	h->sandbox = sandbox_key(&r);
+	h->pid = fork_holder(m, mask, &h->ctl, h->sandbox != 0, &h->box_ctl);
 	if (h->pid > 0) {
 		memcpy(h->session, r.session.p, r.session.len);
 		h->limits = r.limits;
+		h->box = h->sandbox ? h->pid : 0;
 		n_held++;
 	}
 taken:
@@ -344,8 +466,10 @@ static void learn_snapshot(struct holder *h)
 
 	if (h->snap < 0 || h->snap_pid || poll(&p, 1, 0) != 1 || wire_recv(h->snap, &m) != 1)
 		return;
-	if (m.type == WIRE_READY && m.a > 0 && m.a < (uint64_t)INT32_MAX)
-		h->snap_pid = (pid_t)m.a;
+	if (m.type == WIRE_READY && m.a > 0 && m.a < (uint64_t)INT32_MAX) {
+		h->snap_ns = (pid_t)m.a;   /* its number inside a sandbox */
+		h->snap_pid = m.pid > 0 ? m.pid : (pid_t)m.a;
+	}
 	wire_msg_release(&m);
 }
 
@@ -354,16 +478,59 @@ bool live_is_ours(pid_t pid)
 	for (size_t i = 0; i < n_held; i++)
 		learn_snapshot(&held[i]);
 	for (size_t i = 0; i < n_held; i++)
-		if (held[i].pid == pid || (held[i].snap_pid && held[i].snap_pid == pid))
+		if (held[i].pid == pid || (held[i].snap_pid && held[i].snap_pid == pid) ||
+		    (held[i].box && held[i].box == pid))
 			return true;
 	return false;
 }
 
 size_t live_poll_fds(struct pollfd *p)
 {
-	for (size_t i = 0; i < n_held; i++)
-		p[i] = (struct pollfd){ .fd = held[i].ctl, .events = POLLIN };
-	return n_held;
+	size_t n = 0;
+
+	for (size_t i = 0; i < n_held; i++) {
+		p[n++] = (struct pollfd){ .fd = held[i].ctl, .events = POLLIN };
+		if (held[i].box_ctl >= 0)
+			p[n++] = (struct pollfd){ .fd = held[i].box_ctl, .events = POLLIN };
+	}
+	return n;
+}
+
+static short revents_of(const struct pollfd *p, size_t n, int fd)
+{
+	for (size_t i = 0; fd >= 0 && i < n; i++)
+		if (p[i].fd == fd)
+			return p[i].revents;
+	return 0;
+}
+
+/* One report of h's sandbox's init: a process of the sandbox ended.  When
+ * it is h's live process, its call (if any) ended as a reaped worker's
+ * would; when the init is gone, so is the sandbox. */
+static void box_report(struct holder *h)
+{
+	struct wire_msg m;
+	int got = wire_recv(h->box_ctl, &m);
+	pid_t inside;
+
+	if (got < 0 && errno == EAGAIN)
+		return;
+	if (got != 1) {
+		end_holder(h);
+		return;
+	}
+	wire_msg_release(&m);
+	inside = (pid_t)m.b;
+	if (m.type != WIRE_STATUS || inside <= 0 || m.b > (uint64_t)INT32_MAX)
+		return;
+	/* Before the first call completed, the init's one child is the
+	 * process that runs it. */
+	if (h->pid != h->box && inside != h->ns_pid)
+		return;   /* something the cell left, or a snapshot that went */
+	if (h->busy)
+		queue_end(h->pid, (int)m.a);
+	else
+		end_holder(h);
 }
 
 /* The call of h completed: note the fingerprint of what it saved. */
@@ -387,12 +554,17 @@ static void completed(struct holder *h)
 void live_events(const struct pollfd *p, size_t n, void (*done)(pid_t pid))
 {
 	/* From the end: end_holder moves the last entry into the hole. */
-	for (size_t i = n < n_held ? n : n_held; i-- > 0;) {
+	for (size_t i = n_held; i-- > 0;) {
 		struct holder *h = &held[i];
 		struct wire_msg m;
 		int got;
 
-		if (!p[i].revents || p[i].fd != h->ctl)
+		if (revents_of(p, n, h->box_ctl)) {
+			box_report(h);
+			if (h != &held[i] || i >= n_held)
+				continue;   /* it ended */
+		}
+		if (!revents_of(p, n, h->ctl))
 			continue;
 		got = wire_recv(h->ctl, &m);
 		if (got < 0 && errno == EAGAIN)
@@ -403,6 +575,13 @@ void live_events(const struct pollfd *p, size_t n, void (*done)(pid_t pid))
 			wire_msg_release(&m);
 			completed(h);
 			done(pid);
+			/* In a sandbox, the process the zygote knows from now on
+			 * (not its outer one), and its number inside. */
+			if (h->box && m.pid > 0) {
+				h->pid = m.pid;
+				h->ns_pid = (pid_t)m.a;
+				dirty = true;
+			}
 			continue;
 		}
 		if (got == 1) {
@@ -428,12 +607,18 @@ static bool wake_snapshot(struct holder *h)
 		learn_snapshot(h);
 	if (!h->snap_pid)
 		return false;
+	/* In a sandbox, what the killed process started and its group did
+	 * not hold ends too: its init keeps only the snapshot. */
+	if (h->box_ctl >= 0 &&
+	    wire_send(h->box_ctl, WIRE_GO, (uint64_t)h->snap_ns, 0, NULL, 0, NULL, 0) < 0)
+		return false;
 	if (wire_send(h->snap, WIRE_GO, 0, 0, NULL, 0, NULL, 0) < 0)
 		return false;
 	close_fd(&h->ctl);
 	h->ctl = h->snap;
 	h->snap = -1;
 	h->pid = h->snap_pid;
+	h->ns_pid = h->snap_ns;
 	h->snap_pid = 0;
 	close_fd(&h->save);
 	h->busy = false;
@@ -448,7 +633,9 @@ bool live_ended(pid_t pid)
 
 	if (!h)
 		return false;
-	h->pid = 0;   /* reaped: not to be killed by pid */
+	if (h->box == pid)
+		h->box = 0;   /* the first call's: reaped */
+	h->pid = 0;   /* reaped (or dead in its sandbox): not to be killed by pid */
 	if (!wake_snapshot(h))
 		end_holder(h);
 	return true;
@@ -460,6 +647,9 @@ void live_reaped(pid_t pid)
 
 	if (h && !h->busy) {
 		h->pid = 0;
+		end_holder(h);
+	} else if ((h = find_box(pid))) {
+		h->box = 0;   /* the sandbox is gone, and its call with it */
 		end_holder(h);
 	}
 }
@@ -619,12 +809,12 @@ static void quiet_stdio(void)
 
 /* The client's word: WIRE_STARTED, then its WIRE_GO.  False when it is
  * gone or said otherwise: the cell must not run. */
-static bool client_go(int client)
+static bool client_go(int client, pid_t self)
 {
 	struct wire_msg go;
 	int got;
 
-	if (wire_send(client, WIRE_STARTED, (uint64_t)getpid(), 0, NULL, 0, NULL, 0) < 0)
+	if (wire_send(client, WIRE_STARTED, (uint64_t)self, 0, NULL, 0, NULL, 0) < 0)
 		return false;
 	do {
 		struct pollfd p = { client, POLLIN, 0 };
@@ -637,9 +827,12 @@ static bool client_go(int client)
 	return go.type == WIRE_GO;
 }
 
-/* Run one call (fds in zygote.c's order); true when the cell completed
- * or never ran, false when this process must give way to its snapshot. */
-static bool run_call(int *fds, size_t nfds, bool held_state)
+/* Run one call (fds in zygote.c's order), as self (this process's pid in
+ * the zygote's PID namespace); true when the cell completed or never ran,
+ * false when this process must give way to its snapshot.  hold: what the
+ * first call's isolation keeps. */
+static bool run_call(int *fds, size_t nfds, bool held_state, pid_t self,
+                     const struct isolate_hold *hold)
 {
 	struct worker_fds w = { fds[LIVE_FD_REQUEST], fds[LIVE_FD_RESULT],
 	                        nfds > LIVE_FD_LOAD ? fds[LIVE_FD_LOAD] : -1, fds[LIVE_FD_SAVE] };
@@ -649,9 +842,9 @@ static bool run_call(int *fds, size_t nfds, bool held_state)
 		_exit(127);
 	close(fds[LIVE_FD_OUT]);
 	close(fds[LIVE_FD_ERR]);
-	if (client_go(fds[LIVE_FD_CLIENT])) {
+	if (client_go(fds[LIVE_FD_CLIENT], self)) {
 		close(fds[LIVE_FD_CLIENT]);
-		ok = worker_live_call(&w, held_state);
+		ok = worker_live_call(&w, held_state, hold);
 	} else {
 		close(fds[LIVE_FD_CLIENT]);
 		fd_close(&w.load);
@@ -664,8 +857,9 @@ static bool run_call(int *fds, size_t nfds, bool held_state)
 }
 
 /* In the snapshot: wait to be woken.  Returns its socket, now its ctl;
- * exits when the call completed without it. */
-static int snapshot_wait(int snap)
+ * exits when the call completed without it.  boxed: in a sandbox, whose
+ * init is its parent once it takes over and ends the sandbox with it. */
+static int snapshot_wait(int snap, bool boxed)
 {
 	char err[256];
 	struct wire_msg m;
@@ -681,18 +875,22 @@ static int snapshot_wait(int snap)
 	if (got != 1 || m.type != WIRE_GO)
 		_exit(0);
 	wire_msg_release(&m);
-	/* Our parent, the process that ran the call, is gone: the zygote is
-	 * our parent now, and we end with it, and so does what we start. */
-	if (guard_arm(err, sizeof(err)) < 0)
+	/* Our parent, the process that ran the call, is gone: the zygote (or
+	 * the sandbox's init) is our parent now, and we end with it, and so
+	 * does what we start. */
+	if (boxed ? prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 : guard_arm(err, sizeof(err)) < 0)
 		_exit(0);
 	prctl(PR_SET_NAME, "dolsot-live");
 	return snap;
 }
 
-static void live_main(int ctl, int *fds, size_t nfds)
+/* box: the end of the sandbox's init's reports (-1: no sandbox), which
+ * the first call's sandbox keeps. */
+static void live_main(int ctl, int box, int *fds, size_t nfds)
 {
 	bool held_state = false;
 	struct wire_msg m = { 0 };
+	pid_t self = getpid();
 
 	prctl(PR_SET_NAME, "dolsot-live");
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -701,14 +899,18 @@ static void live_main(int ctl, int *fds, size_t nfds)
 		pid_t snap;
 
 		if (fds) {
-			if (!run_call(fds, nfds, held_state))
+			struct isolate_hold hold = { &ctl, 1, box };
+
+			if (!run_call(fds, nfds, held_state, self, &hold))
 				_exit(0);   /* the zygote wakes the snapshot */
 			held_state = true;
+			box = -1;   /* the sandbox's init holds it now */
 			/* What the cell left running ends with it, the snapshot too. */
 			proc_kill_descendants();
 			m.nfds = 0;   /* run_call closed them */
 			wire_msg_release(&m);
-			if (wire_send(ctl, WIRE_STATUS, 0, 0, NULL, 0, NULL, 0) < 0)
+			/* a: our number (inside a sandbox), for its init's reports. */
+			if (wire_send(ctl, WIRE_STATUS, (uint64_t)getpid(), 0, NULL, 0, NULL, 0) < 0)
 				_exit(0);
 		}
 		worker_live_idle();
@@ -727,7 +929,7 @@ static void live_main(int ctl, int *fds, size_t nfds)
 			for (size_t i = 1; i < m.nfds; i++)
 				close(m.fds[i]);
 			close(ctl);
-			ctl = snapshot_wait(m.fds[0]);
+			ctl = snapshot_wait(m.fds[0], box >= 0);
 			m.nfds = 0;
 			wire_msg_release(&m);
 			fds = NULL;   /* woken: the call it was made for is over */
@@ -736,5 +938,7 @@ static void live_main(int ctl, int *fds, size_t nfds)
 		close(m.fds[0]);
 		fds = m.fds + 1;
 		nfds = m.nfds - 1;
+		if (m.b > 0 && m.b < (uint64_t)INT32_MAX)
+			self = (pid_t)m.b;
 	}
 }

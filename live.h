@@ -18,8 +18,15 @@
  * the hash of its first bytes, which hold a random token of the save); a
  * live call whose stored session does not have it (a call without --live,
  * --reset or a cold call wrote it since) ends the live process and starts
- * a new one from the store.  So does a call with other limits, and a call
- * without --live ends it at once.
+ * a new one from the store.  So does a call with other limits or another
+ * sandbox (or none where it has one), and a call without --live ends it
+ * at once.
+ *
+ * A sandboxed live process runs inside the sandbox its first call made,
+ * below the sandbox's init (sandbox_init.h), so that a rollback kills the
+ * process and its snapshot goes on in the same sandbox.  The zygote knows
+ * it by its pid in the zygote's namespace (each message on its socket
+ * carries it) and hears of its end from the init.
  *
  * The zygote keeps at most LIVE_MAX_HELD live processes (DOLSOT_LIVE_MAX),
  * holding at most LIVE_MEMORY_KB of private memory together
@@ -72,7 +79,9 @@ enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid);
 /* The live processes and snapshots are the zygote's: not orphans. */
 bool live_is_ours(pid_t pid);
 
-/* Add the live processes' sockets to p (room for LIVE_MAX_HELD). */
+/* Add the live processes' sockets to p (room for LIVE_POLL_MAX): each
+ * one's, and its sandbox's init's. */
+#define LIVE_POLL_MAX (2 * LIVE_MAX_HELD)
 size_t live_poll_fds(struct pollfd *p);
 
 /* After poll: done(pid) for each live process whose call completed (it
@@ -85,6 +94,15 @@ bool live_ended(pid_t pid);
 
 /* A process that was no call's was reaped. */
 void live_reaped(pid_t pid);
+
+/*
+ * A live process in a sandbox is not the zygote's child: the sandbox's
+ * init (sandbox_init.h) reports its end, and live_events (or live_take)
+ * queues it.  live_next_ended gives the next such end, a call's pid and
+ * its wait status, to be handled as a reaped one (live_ended included);
+ * false when none is left.
+ */
+bool live_next_ended(pid_t *pid, int *status);
 
 /* End the idle live processes past LIVE_IDLE_SECONDS; the poll timeout
  * in ms until the next one may be (-1: none is held). */

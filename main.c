@@ -654,10 +654,6 @@ static void check_live(const struct settings *s)
 		usage_error("--live keeps the session in a process of the warm server, so it "
 		            "cannot work with DOLSOT_SERVER=off (run without --live, or with "
 		            "DOLSOT_SERVER=auto)");
-	if (s->live && s->sandbox)
-		usage_error("--live does not run sandboxed calls yet: the live process would "
-		            "hold the session outside the sandbox; run without --live or "
-		            "without --sandbox");
 }
 
 /* A --call-id's result as recorded (recall.h): its bytes as they are. */

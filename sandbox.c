@@ -36,9 +36,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc_child.h"
 #include "sandbox_filter.h"
 #include "sandbox_fs.h"
 #include "sandbox_ids.h"
+#include "sandbox_init.h"
 
 /* The cgroup namespace shows the call's cgroup (or the caller's) as "/". */
 #define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | \
@@ -75,6 +77,20 @@ static void supervise(pid_t child)
 	sigprocmask(SIG_UNBLOCK, &one, NULL);
 	raise(sig);
 	_exit(128 + sig);
+}
+
+/* The outer process of a sandbox that outlives its first call holds none
+ * of that call's fds (its pipes would never see their end): 0-2 on
+ * /dev/null, every other fd closed. */
+static void let_go_of_fds(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	proc_child_close_fds(&null, 1);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		_exit(127);   /* it would hold the call's pipes: end the sandbox */
+	if (null > 2)
+		close(null);
 }
 
 static int loopback_up(char *err, size_t errlen)
@@ -251,6 +267,32 @@ static int inside(const struct sandbox_cfg *cfg, struct sandbox_fs *fs,
 	return 0;
 }
 
+/* With an init (sandbox_init.h): PID 1, built and locked down, stays the
+ * init, and its child goes on, in a process group of its own.  What that
+ * child starts stays below it (it is a subreaper), as it would below PID 1
+ * without an init. */
+static int below_init(int report, char *err, size_t errlen)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return fail(err, errlen, "fork");
+	if (pid > 0)
+		sandbox_init_main(report);
+	close(report);
+	/* Its own process group, so that it can be killed with what it
+	 * started and the init stay. */
+	if (setpgid(0, 0) < 0)
+		return fail(err, errlen, "setpgid");
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return fail(err, errlen, "prctl(PR_SET_PDEATHSIG)");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		return fail(err, errlen, "prctl(PR_SET_CHILD_SUBREAPER)");
+	return 0;
+}
+
 int sandbox_enter(const struct sandbox_cfg *cfg, char *err, size_t errlen)
 {
 	struct sandbox_ids ids;
@@ -296,7 +338,11 @@ int sandbox_enter(const struct sandbox_cfg *cfg, char *err, size_t errlen)
 	}
 	if (pid > 0) {
 		sandbox_fs_free(fs);
+		if (cfg->init_fd > 2)
+			let_go_of_fds();
 		supervise(pid);
 	}
-	return inside(cfg, fs, err, errlen);
+	if (inside(cfg, fs, err, errlen) < 0)
+		return -1;
+	return cfg->init_fd > 2 ? below_init(cfg->init_fd, err, errlen) : 0;
 }

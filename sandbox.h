@@ -28,6 +28,10 @@
  * it and ends with its exit status or signal, and never returns.  Killing
  * either process (or their process group) kills everything in the sandbox.
  *
+ * With cfg->init_fd, PID 1 stays the sandbox's init (sandbox_init.h) and
+ * 0 is returned in its child instead, so that this process may die and
+ * the sandbox stay.
+ *
  * Returns -1 with a one-line reason in err when the sandbox cannot be made;
  * then nothing must run: the caller fails the call (it may be the original
  * process or the half-built sandboxed one).

@@ -38,6 +38,9 @@ struct sandbox_cfg {
 	size_t n_keep_fds;
 	uint64_t tmpfs_size;       /* when not 0, caps each of the sizes below
 	                            * (dolsot passes --memory) */
+	int init_fd;               /* an fd >= 3 of keep_fds: PID 1 stays the
+	                            * sandbox's init and reports on it
+	                            * (sandbox_init.h); 0: no init */
 };
 
 /* The sizes of the sandbox's tmpfs mounts: /tmp, /dev/shm, and the one that

@@ -117,6 +117,14 @@ static void take_fds(struct msghdr *msg, struct wire_msg *m)
 		size_t n;
 		int *fds;
 
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred cred;
+
+			memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+			m->pid = cred.pid;
+			continue;
+		}
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
 		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -149,7 +157,8 @@ int wire_recv(int sock, struct wire_msg *m)
 {
 	union {
 		struct cmsghdr c;
-		char buf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
+		char buf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS) +
+		         CMSG_SPACE(sizeof(struct ucred))];
 	} ctl;
 	struct iovec iov;
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,

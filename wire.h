@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define WIRE_MAGIC 0x31574c44u   /* "DLW1" little-endian */
 #define WIRE_MAX_PAYLOAD 65536
@@ -94,6 +95,8 @@ struct wire_msg {
 	size_t len;
 	int fds[WIRE_MAX_FDS];
 	size_t nfds;
+	pid_t pid;      /* the sender's pid in this process's pid namespace,
+	                 * when the socket has SO_PASSCRED; 0 otherwise */
 };
 
 /*

@@ -600,10 +600,11 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
  * Enter the isolation the request asks for.  With a sandbox, the process
  * that goes on (and answers) is a new one, whichever way it ends.
  */
-static void isolate(const struct request *r, const struct worker_fds *fds)
+static void isolate(const struct request *r, const struct worker_fds *fds,
+                    const struct isolate_hold *hold)
 {
 	char err[1024];
-	int rc = isolate_worker(r, fds, err, sizeof(err));
+	int rc = isolate_worker(r, fds, hold, err, sizeof(err));
 
 	worker_pid = getpid();
 	if (rc < 0)
@@ -621,7 +622,7 @@ void worker_child(const struct worker_fds *given, void *arg)
 	worker_pid = getpid();
 	read_request(fds.request, fds.result, &r);
 	map_session(&fds, &r);
-	isolate(&r, &fds);
+	isolate(&r, &fds, NULL);
 	if (start_python(err, sizeof(err)) < 0)
 		answer_error(fds.result, err);
 	mod = import_worker_module();
@@ -746,7 +747,7 @@ void worker_zygote_child(const struct worker_fds *given)
 	read_request(fds.request, fds.result, &r);
 	map_session(&fds, &r);
 	enter_call_dir(&r, result_fd);
-	isolate(&r, &fds);
+	isolate(&r, &fds, NULL);
 	if ((!python_forked || (r.flags & REQ_SANDBOX)) && python_after_fork() < 0)
 		answer_python_error(result_fd, "worker failed after fork");
 	serve(zygote_module, &r, &fds);
@@ -757,7 +758,8 @@ void worker_zygote_child(const struct worker_fds *given)
 /* The main thread's state while a live process waits for its next call. */
 static PyThreadState *live_idle_state;
 
-bool worker_live_call(const struct worker_fds *given, bool held)
+bool worker_live_call(const struct worker_fds *given, bool held,
+                      const struct isolate_hold *hold)
 {
 	struct worker_fds fds = *given;
 	struct request r;
@@ -772,7 +774,7 @@ bool worker_live_call(const struct worker_fds *given, bool held)
 	} else {
 		map_session(&fds, &r);
 		enter_call_dir(&r, fds.result);
-		isolate(&r, &fds);
+		isolate(&r, &fds, hold);
 		if (!python_forked && python_after_fork() < 0)
 			answer_python_error(fds.result, "worker failed after fork");
 		python_forked = true;

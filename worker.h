@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "call_path.h"
+#include "isolate.h"
 
 void worker_child(const struct worker_fds *fds, void *arg);
 
@@ -44,9 +45,11 @@ void worker_zygote_child(const struct worker_fds *fds) __attribute__((noreturn))
  * its previous call (the store has what it saved), so none is read.  True
  * when the cell completed and the process now holds its state; false when
  * it did not (a limit hit, SystemExit, nothing saved): then the process
- * must end, and the one before it holds the session.
+ * must end, and the one before it holds the session.  hold: what the first
+ * call's isolation keeps for the process (isolate.h).
  */
-bool worker_live_call(const struct worker_fds *fds, bool held);
+bool worker_live_call(const struct worker_fds *fds, bool held,
+                      const struct isolate_hold *hold);
 /* Let the session's threads run while the process waits for a call
  * (worker_live_idle), and take the interpreter back (worker_live_wake). */
 void worker_live_idle(void);

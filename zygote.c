@@ -322,6 +322,14 @@ static void reap(void)
 		else
 			live_reaped(pid);
 	}
+	/* Calls whose process ended in a sandbox, where the zygote cannot
+	 * wait for it. */
+	while (live_next_ended(&pid, &status))
+		for (size_t i = 0; i < n_calls; i++)
+			if (calls[i].run.pid == pid) {
+				finish_call(i, status);
+				break;
+			}
 	if (lingering)
 		lingering = proc_kill_orphans(is_ours, NULL);
 }
@@ -369,7 +377,7 @@ void zygote_main(int ctl, const struct warm_key *env)
 {
 	sigset_t mask, old;
 	int sig;
-	struct pollfd p[MAX_CALLS + 2 + LIVE_MAX_HELD];
+	struct pollfd p[MAX_CALLS + 2 + LIVE_POLL_MAX];
 
 	prctl(PR_SET_NAME, "dolsot-zygote");
 	/* Block SIGCHLD before the toolboxes load: threads they start (OpenBLAS)

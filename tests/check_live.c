@@ -367,7 +367,7 @@ START_TEST(two_live_sessions_run_side_by_side)
 }
 END_TEST
 
-START_TEST(live_needs_the_server_and_no_sandbox)
+START_TEST(live_needs_the_server)
 {
 	const char *const off[] = { "DOLSOT_SERVER=off", NULL };
 	const char *const env_live[] = { "DOLSOT_SERVER=off", "DOLSOT_LIVE=1", NULL };
@@ -379,10 +379,6 @@ START_TEST(live_needs_the_server_and_no_sandbox)
 	cli_run_release(&r);
 	RUN_IN(&r, NULL, env_live, "--session", "s", "1");
 	ck_code(&r, 2);
-	cli_run_release(&r);
-	CLI(&r, "--live", "--sandbox", "--session", "s", "1");
-	ck_code(&r, 2);
-	ck_err_has(&r, "--sandbox");
 	cli_run_release(&r);
 	RUN_IN(&r, NULL, off, "mcp", "--live");
 	ck_code(&r, 2);
@@ -455,7 +451,7 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, a_cold_write_and_a_reset_end_the_live_state);
 	tcase_add_test(tc, calls_on_one_live_session_serialize);
 	tcase_add_test(tc, two_live_sessions_run_side_by_side);
-	tcase_add_test(tc, live_needs_the_server_and_no_sandbox);
+	tcase_add_test(tc, live_needs_the_server);
 	tcase_add_test(tc, an_exception_completes_the_cell);
 	tcase_add_test(tc, dolsot_live_1_makes_every_call_live);
 	tcase_add_test(tc, other_limits_start_a_new_live_process_from_the_store);

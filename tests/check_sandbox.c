@@ -1423,6 +1423,226 @@ START_TEST(mountinfo_shows_binds_not_overlays_and_cgroups_are_hidden)
 }
 END_TEST
 
+/* ---- live sessions in the sandbox (issue 15) ---- */
+
+/* A live session is the warm server's: its cases run on the warm path. */
+#define NEED_LIVE() do { \
+	NEED_USERNS(); \
+	if (!cli_mode.warm) \
+		return; \
+} while (0)
+
+/* A --live --sandbox call on session s, with more flags. */
+static void run_live(struct cli_run *r, const char *const *more, const char *code)
+{
+	const char *m[8] = { "--live" };
+	size_t n = 1;
+
+	for (; more && more[n - 1]; n++) {
+		ck_assert_uint_lt(n, 7);
+		m[n] = more[n - 1];
+	}
+	m[n] = NULL;
+	run_cell(r, true, m, code);
+}
+
+/* This process's PID namespace, which a sandboxed cell's is not. */
+static const char *host_pid_ns(void)
+{
+	static char ns[128];
+	ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+
+	ck_assert_int_gt(n, 0);
+	ns[n] = '\0';
+	return ns;
+}
+
+/* A listener on the host's 127.0.0.1 that no sandboxed cell may reach;
+ * its port into *port. */
+static int host_listener(int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return lfd;
+}
+
+static void nothing_knocked(int lfd)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+	ck_assert_int_eq(poll(&p, 1, 0), 0);
+	close(lfd);
+}
+
+/* What a sandboxed cell cannot reach, as a tuple (the host's files, the
+ * host's loopback, the host's PID namespace): confined, it is
+ * ('FileNotFoundError', 'FileNotFoundError', 'ConnectionRefusedError', True). */
+#define CONFINEMENT \
+	"def confinement(port, secret, host_ns):\n" \
+	"    import os, socket\n" \
+	"    out = []\n" \
+	"    for p in [secret, '/etc/shadow']:\n" \
+	"        try:\n            open(p).read(); out.append('read')\n" \
+	"        except OSError as e:\n            out.append(type(e).__name__)\n" \
+	"    try:\n" \
+	"        socket.create_connection(('127.0.0.1', port), timeout=3).close()\n" \
+	"        out.append('connected')\n" \
+	"    except OSError as e:\n        out.append(type(e).__name__)\n" \
+	"    out.append(os.readlink('/proc/self/ns/pid') != host_ns)\n" \
+	"    return tuple(out)\n"
+/* A cell: the lines before, then the tuple first + confinement(). */
+static void confinement_call(char *buf, size_t len, const char *before, const char *first,
+                             int port)
+{
+	snprintf(buf, len, "%s%s + confinement(%d, '%s', '%s')", before, first, port,
+	         path_in("home/secret.txt"), host_pid_ns());
+}
+
+/* Wait up to seconds for marked_processes() to come to want. */
+static int marked_processes_become(int want, double seconds)
+{
+	int n = marked_processes();
+
+	for (int i = 0; n != want && i < seconds * 10; i++) {
+		usleep(100 * 1000);
+		n = marked_processes();
+	}
+	return n;
+}
+
+START_TEST(live_sandboxed_calls_keep_live_objects_and_stay_confined)
+{
+	struct cli_run r;
+	char code[8800];
+	int port, lfd;
+
+	NEED_LIVE();
+	make_dir("home");
+	make_file("home/secret.txt", "top secret\n");
+	lfd = host_listener(&port);
+	run_live(&r, NULL, CONFINEMENT "import socket\na, b = socket.socketpair()\n"
+	         "a.sendall(b'hi')\ng = (i for i in range(10))\nnext(g)");
+	ck_code(&r, 0);
+	ck_out(&r, "0\n");
+	ck_err_has(&r, "g (live only)");
+	cli_run_release(&r);
+	confinement_call(code, sizeof(code), "", "(next(g), b.recv(2))", port);
+	run_live(&r, NULL, code);
+	ck_code(&r, 0);
+	ck_out(&r, "(1, b'hi', 'FileNotFoundError', 'FileNotFoundError', "
+	           "'ConnectionRefusedError', True)\n");
+	cli_run_release(&r);
+	nothing_knocked(lfd);
+	all_warm(2);
+}
+END_TEST
+
+START_TEST(live_sandboxed_timeout_rolls_back_and_the_next_call_is_still_sandboxed)
+{
+	struct cli_run r;
+	const char *more[] = { "--timeout", "2", NULL };
+	char code[8800];
+	int port, lfd, before;
+
+	NEED_LIVE();
+	make_dir("home");
+	make_file("home/secret.txt", "top secret\n");
+	lfd = host_listener(&port);
+	run_live(&r, NULL, CONFINEMENT "L = [0] * 1000\ng = (i for i in range(10))\nnext(g)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	before = marked_processes();
+	/* Mid-mutation, with a child and an escapee from its process group. */
+	run_live(&r, more, "import os, subprocess, time\nL[0] = 99\nnext(g)\n"
+	         "subprocess.Popen(['sleep', '300'])\n"
+	         "if os.fork() == 0:\n    os.setsid()\n    time.sleep(300)\n"
+	         "time.sleep(300)");
+	ck_code(&r, 124);
+	ck_err_has(&r, "session rolled back to its state before this call");
+	cli_run_release(&r);
+	ck_assert_int_eq(marked_processes_become(before, 5), before);
+	/* The sandbox's processes: its init, the live process (the snapshot
+	 * that took over) and its own snapshot for this call. */
+	confinement_call(code, sizeof(code),
+	                 "import os\npids = sorted(int(d) for d in os.listdir('/proc') if d.isdigit())\n",
+	                 "(L[0], next(g), len(pids), pids[0], os.getpid() in pids)", port);
+	run_live(&r, NULL, code);
+	ck_code(&r, 0);
+	ck_out(&r, "(0, 1, 3, 1, True, 'FileNotFoundError', 'FileNotFoundError', "
+	           "'ConnectionRefusedError', True)\n");
+	cli_run_release(&r);
+	nothing_knocked(lfd);
+}
+END_TEST
+
+START_TEST(switching_sandbox_settings_starts_a_new_live_process)
+{
+	struct cli_run r;
+	char mount[4400], code[8800];
+	const char *with_mount[] = { "--mount", mount, NULL };
+
+	NEED_LIVE();
+	make_dir("data");
+	make_file("data/f", "x");
+	snprintf(mount, sizeof(mount), "%s:/data", path_in("data"));
+	run_live(&r, NULL, "g = (i for i in range(10))\nnext(g)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	/* Another mount: a new live process, from the store. */
+	run_live(&r, with_mount, "open('/data/f').read()");
+	ck_code(&r, 0);
+	ck_out(&r, "'x'\n");
+	ck_err_has(&r, "g (generator)");
+	cli_run_release(&r);
+	run_live(&r, with_mount, "g = (i for i in range(10))\nnext(g)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	run_live(&r, with_mount, "next(g)");
+	ck_code(&r, 0);
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+	/* No mount again: a new one. */
+	run_live(&r, NULL, "import os\nos.path.exists('/data')");
+	ck_code(&r, 0);
+	ck_out(&r, "False\n");
+	ck_err_has(&r, "g (generator)");
+	cli_run_release(&r);
+	/* Without the sandbox (with the opt-in): a live process outside. */
+	run_live(&r, NULL, "g = (i for i in range(10))\nnext(g)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	snprintf(code, sizeof(code), "import os\nos.readlink('/proc/self/ns/pid') == '%s'",
+	         host_pid_ns());
+	RUN_ENV(&r, ((const char *[]){ "DOLSOT_TRUST_SANDBOXED=1", NULL }), "--live",
+	        "--session", "s", code);
+	ck_code(&r, 0);
+	ck_out(&r, "True\n");
+	ck_err_has(&r, "g (generator)");
+	cli_run_release(&r);
+}
+END_TEST
+
+START_TEST(live_sandboxed_processes_end_with_the_server)
+{
+	struct cli_run r;
+
+	NEED_LIVE();
+	run_live(&r, NULL, "g = (i for i in range(10))\nnext(g)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_assert_int_gt(marked_processes(), 0);   /* the live session's */
+	server_cmd("--server-stop");
+	ck_assert_int_eq(marked_processes_become(0, 5), 0);
+}
+END_TEST
+
 static void add_cases(TCase *tc)
 {
 	tcase_add_test(tc, cannot_read_home_or_shadow);
@@ -1463,6 +1683,10 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, only_inet_and_unix_sockets);
 	tcase_add_test(tc, host_cmdline_boot_id_cgroup_and_code_are_hidden);
 	tcase_add_test(tc, mountinfo_shows_binds_not_overlays_and_cgroups_are_hidden);
+	tcase_add_test(tc, live_sandboxed_calls_keep_live_objects_and_stay_confined);
+	tcase_add_test(tc, live_sandboxed_timeout_rolls_back_and_the_next_call_is_still_sandboxed);
+	tcase_add_test(tc, switching_sandbox_settings_starts_a_new_live_process);
+	tcase_add_test(tc, live_sandboxed_processes_end_with_the_server);
 }
 
 int main(void)
