@@ -7,6 +7,9 @@ Each round runs, in a shuffled order:
   warm S3   `len(blob) + len(nums)` on a session holding 50 MB of bytes
             and 200k ints
   live S3   the same with --live
+  warm S1 sandboxed, live S1 sandboxed
+            S1 with --sandbox (a sandboxed live process lives inside the
+            sandbox, under its init)
   python3.11 -S -c pass, the machine's yardstick
 
 Both paths share one store and one warm server; each scenario has its own
@@ -82,23 +85,27 @@ def main():
     for name in ("DOLSOT_LIVE", "DOLSOT_STORE", "DOLSOT_LIVE_MAX", "DOLSOT_LIVE_IDLE"):
         env.pop(name, None)
 
-    def call(session, code, live):
-        argv = [BIN, "--session", session] + (["--live"] if live else []) + [code]
+    def call(session, code, flags):
+        argv = [BIN, "--session", session] + flags + [code]
         t0 = time.perf_counter()
         subprocess.run(argv, env=env, capture_output=True, check=True, cwd=tmp)
         return (time.perf_counter() - t0) * 1e3
 
     try:
-        subprocess.run([BIN, "--server-start"], env=env, check=True, cwd=tmp,
-                       capture_output=True)
-        for live in (False, True):
-            tag = "live" if live else "warm"
-            call("s1-" + tag, "x = 1", live)
-            call("s3-" + tag, S3_SETUP, live)
-        cases = [(f"{tag} {s}", s.lower() + "-" + tag, code, tag == "live")
-                 for s, code in (("S1", "x + 1"), ("S3", S3)) for tag in ("warm", "live")]
-        for name, session, code, live in cases:   # warm-up
-            call(session, code, live)
+        for start in ([], ["--sandbox"]):
+            subprocess.run([BIN, "--server-start"] + start, env=env, check=True, cwd=tmp,
+                           capture_output=True)
+        cases = []
+        for tag, flags in (("warm", []), ("live", ["--live"])):
+            for s, setup, code in (("S1", "x = 1", "x + 1"), ("S3", S3_SETUP, S3)):
+                cases.append((f"{tag} {s}", s.lower() + "-" + tag, code, flags))
+                call(s.lower() + "-" + tag, setup, flags)
+            boxed = flags + ["--sandbox"]
+            cases.append((f"{tag} S1 sandboxed", "s1b-" + tag, "x + 1", boxed))
+            call("s1b-" + tag, "x = 1", boxed)
+        cases.sort(key=lambda c: (c[0].split()[1:], c[0]))
+        for name, session, code, flags in cases:   # warm-up
+            call(session, code, flags)
         load0 = os.getloadavg()
         times = {c[0]: [] for c in cases}
         times[REF] = []
@@ -111,8 +118,8 @@ def main():
                     subprocess.run(["/usr/bin/python3.11", "-S", "-c", "pass"], check=True)
                     times[REF].append((time.perf_counter() - t0) * 1e3)
                     continue
-                name, session, code, live = case
-                times[name].append(call(session, code, live))
+                name, session, code, flags = case
+                times[name].append(call(session, code, flags))
         load1 = os.getloadavg()
         status = subprocess.run([BIN, "--server-status"], env=env, capture_output=True,
                                 text=True, cwd=tmp).stdout
