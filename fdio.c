@@ -31,6 +31,32 @@ int fd_write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+int fd_pread_exact(int fd, void *p, size_t n, uint64_t off)
+{
+	uint8_t *b = p;
+
+	if (off > (uint64_t)INT64_MAX - n) {
+		errno = EOVERFLOW;
+		return -1;
+	}
+	while (n > 0) {
+		ssize_t r = pread(fd, b, n, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			errno = ENODATA;
+			return -1;
+		}
+		b += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
 int fd_read_all(int fd, size_t hint, uint8_t **out, size_t *len)
 {
 	size_t cap = hint + 1, n = 0;

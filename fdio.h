@@ -17,6 +17,13 @@
 int fd_write_all(int fd, const void *p, size_t n);
 
 /*
+ * Exactly n bytes at offset off of fd into p (pread: fd's offset stays),
+ * retrying short reads and EINTR.  Returns 0, or -1 with errno set:
+ * ENODATA when the file ends first, EOVERFLOW when off + n does not fit.
+ */
+int fd_pread_exact(int fd, void *p, size_t n, uint64_t off);
+
+/*
  * Read fd to EOF into a malloc'd *out (caller frees), *len bytes; hint is
  * the expected size.  Returns 0, or -1 with errno set and nothing
  * allocated.
