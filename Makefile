@@ -55,7 +55,7 @@ TESTS := tests/check_frame tests/check_store tests/check_sign tests/check_opts \
 	tests/check_warm_faults tests/check_live \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust tests/check_signed tests/check_contain \
-	tests/check_json tests/check_mcp tests/check_stores tests/check_callid
+	tests/check_json tests/check_mcp tests/check_stores tests/check_callid tests/check_modrec
 
 all: dolsot
 
@@ -126,6 +126,7 @@ T_CONTAIN := tests/check_contain.o tests/cli_helpers.o sign.o fdio.o
 T_JSON := tests/check_json.o tests/cli_helpers.o sign.o fdio.o
 T_MCP := tests/check_mcp.o tests/cli_helpers.o sign.o fdio.o
 T_CALLID := tests/check_callid.o tests/cli_helpers.o sign.o fdio.o
+T_MODREC := tests/check_modrec.o tests/cli_helpers.o sign.o fdio.o modrec.o
 T_STORES := tests/check_stores.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o
 T_SIGN := tests/check_sign.o sign.o fdio.o
 T_SIGNED := tests/check_signed.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o deadline.o store.o callrec.o \
@@ -157,6 +158,7 @@ $(B)/tests/check_contain: $(addprefix $(B)/,$(T_CONTAIN))
 $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
 $(B)/tests/check_callid: $(addprefix $(B)/,$(T_CALLID))
+$(B)/tests/check_modrec: $(addprefix $(B)/,$(T_MODREC))
 $(B)/tests/check_stores: $(addprefix $(B)/,$(T_STORES))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_sign: $(addprefix $(B)/,$(T_SIGN))
@@ -208,7 +210,7 @@ deps:
 
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_storefaults \
 	tests/check_carry tests/check_kept tests/check_json tests/check_mcp tests/check_stores \
-	tests/check_signed tests/check_callid
+	tests/check_signed tests/check_callid tests/check_modrec
 UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server tests/check_warm_faults \
 	tests/check_live,$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.

@@ -1,16 +1,33 @@
 """dolsot session blob: the namespace and the carried state, value by value.
 
-A blob (version 2) is
+A blob (version 3) is
 
-    MAGIC     b"DLSS\\x02"
+    MAGIC     b"DLSS\\x03"
     u64 LE    length of the index
     index     a pickle of plain data only, a dict of sections:
               {"units": [(names, length), ...],
                "carry": [(piece, length), ...],
                "kept":  [(names, length, members), ...]    (when not empty)
                "memory": {...}}                            (when not empty)
+    u32 LE    length of the module record
+    record    the modules loading the session imports, each name followed
+              by a newline, sorted (see below); plain text, so that the
+              client reads it without unpickling (modrec.c)
     bodies    back to back, in the order of _SECTIONS, each section's
               bodies in index order
+
+Version 2 is the same without the module record; it loads, and gets one
+at its next save.
+
+The module record names what loading imports: the modules whose classes
+and functions the units' pickles name and the modules held by name, as
+the picklers meet them (_Dumper.note), and the modules of the carried
+pieces that restoring imports again (the pieces_modules argument of
+dump).  It is there so that a warm zygote can import them before a call
+loads the session (issue 11); nothing acts on it yet.  The record is left empty when the session carries
+an environment, working directory or sys.path of its own (that
+restoring applies before the namespace loads), so that no module is
+imported under other settings than the cold path's.
 
 A unit holds one name (a pickle of its value) or a group of names whose
 values share objects (a pickle of {name: value}), so that after `b = a` the
@@ -68,9 +85,14 @@ import io
 import sys
 import types
 
-MAGIC = b"DLSS\x02"
+MAGIC = b"DLSS\x03"
+MAGIC_V2 = b"DLSS\x02"
 MAGIC_V1 = b"DLSS\x01"
 _HEAD = 8   # bytes of the index length, little-endian
+_RECORD_HEAD = 4   # bytes of the module record's length, little-endian
+# The record's bounds (modrec.h says the same): past them it is left empty.
+RECORD_MAX_BYTES = 16384
+RECORD_MAX_MODULES = 256
 
 # Immutable values shared by two names are pickled twice (and load as two
 # equal objects) unless they are at least this long: then they are grouped,
@@ -226,6 +248,10 @@ def _identity_matters(obj):
         return False
 
 
+_NAMED_TYPES = (type, types.FunctionType, types.BuiltinFunctionType)
+_NOTED = (types.ModuleType,) + _NAMED_TYPES
+
+
 class _Dumper:
     """One save: the denylist, and what dill pickled for which object."""
 
@@ -233,7 +259,19 @@ class _Dumper:
         self.deny = _deny_table()
         self.force = set()      # ids of values the C pickler must hand to dill
         self.dilled = {}        # id -> (obj, bytes): dill's pickle, checked
+        self.modules = set()    # what the pickles name, for the module record
         self._dill_pickler = None
+
+    def note(self, obj):
+        """Remember the module a pickle of obj names: a module held by
+        name, a class's or a function's own module (picklers meet every
+        class and function a pickle names, a reduce's callable included)."""
+        if isinstance(obj, types.ModuleType):
+            self.modules.add(obj.__name__)
+        elif isinstance(obj, _NAMED_TYPES):
+            module = getattr(obj, "__module__", None)
+            if type(module) is str:
+                self.modules.add(module)
 
     def refuse(self, obj):
         check = self.deny.get(type(obj))
@@ -297,6 +335,8 @@ class _Pickler(_pickle.Pickler):
 
     def reducer_override(self, obj):
         self._d.refuse(obj)
+        if isinstance(obj, _NOTED):
+            self._d.note(obj)
         if type(obj) in _FILE_TYPES:
             return _file_reduce(obj)
         if isinstance(obj, types.ModuleType):
@@ -315,6 +355,8 @@ def _make_dill_pickler(dill):
             self._d = dumper
 
         def reducer_override(self, obj):
+            if isinstance(obj, _NOTED):
+                self._d.note(obj)
             if type(obj) in _FILE_TYPES:
                 return _file_reduce(obj)
             if type(obj) in self._d.deny:
@@ -411,7 +453,8 @@ def _type_name(value):
 
 
 def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
-         memory=None, failed=(), statements=None, count=0, reuse=None, live=None):
+         memory=None, failed=(), statements=None, count=0, reuse=None, live=None,
+         pieces_modules=None):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
@@ -425,7 +468,9 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     counter; reuse is Stored.reuse (bodies to save again for the names
     still bound to the value they loaded); live, a dict, asks for the
     index's "live" entry (a live process's save) and gets the new memory
-    under "memory".  Returns (parts, held names,
+    under "memory"; pieces_modules, a function from the carried pieces'
+    names to the modules restoring them imports, or to None when the
+    module record must stay empty (see the top).  Returns (parts, held names,
     [(name, reason)] dropped, [(piece, reason)] pieces that could not be
     pickled, [(name, reason)] names kept unloaded).
     """
@@ -469,8 +514,27 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
         live["memory"] = memory
         live["index"] = {"token": _posix().urandom(8).hex(),
                          "only": [(n, _type_name(state[n])) for n, _ in dropped]}
-    return (_assemble(units, carry, keep, memory, count, live and live["index"]),
+    modules = pieces_modules([p for p, _ in carry]) if pieces_modules else set()
+    record = _record(d.modules | modules) if modules is not None else b""
+    return (_assemble(units, carry, keep, memory, count, live and live["index"], record),
             sorted(kept), dropped, lost, still)
+
+
+_UNRECORDED = ("__main__", "__mp_main__", "builtins")
+
+
+def _recordable(name):
+    return (name not in _UNRECORDED and not name.startswith("_dolsot") and name.isascii()
+            and all(part.isidentifier() for part in name.split(".")) and name in sys.modules)
+
+
+def _record(modules):
+    """The module record's bytes: empty past its bounds, as if none."""
+    names = sorted(m for m in modules if _recordable(m))
+    text = "".join(n + "\n" for n in names).encode("ascii")
+    if len(names) > RECORD_MAX_MODULES or len(text) > RECORD_MAX_BYTES:
+        return b""
+    return text
 
 
 def _posix():
@@ -489,7 +553,7 @@ def _keep(unloaded, ended):
     return keep, sorted(still)
 
 
-def _assemble(units, carry, kept=(), memory=None, count=0, live=None):
+def _assemble(units, carry, kept=(), memory=None, count=0, live=None, record=b""):
     """The blob as a list of bytes-like parts, to be written back to back
     (the worker writes them straight into the session file: no join)."""
     index = {"live": live} if live else {}
@@ -501,7 +565,8 @@ def _assemble(units, carry, kept=(), memory=None, count=0, live=None):
     if memory:
         index["memory"] = memory
     index = _pickle.dumps(index, protocol=5)
-    return _coalesce([MAGIC, len(index).to_bytes(_HEAD, "little"), index]
+    return _coalesce([MAGIC, len(index).to_bytes(_HEAD, "little"), index,
+                      len(record).to_bytes(_RECORD_HEAD, "little"), record]
                      + [c for _, b in units for c in b] + [c for _, b in carry for c in b]
                      + [c for _, b, _ in kept for c in b])
 
@@ -656,13 +721,21 @@ def loads_piece(body):
     return _pickle.loads(body)
 
 
-def _index(session, blob):
+def _index(session, blob, has_record):
     if len(blob) < len(MAGIC) + _HEAD:
         raise load_error(session, "truncated")
     n = int.from_bytes(blob[len(MAGIC):len(MAGIC) + _HEAD], "little")
     start = len(MAGIC) + _HEAD
     if n > len(blob) - start:
         raise load_error(session, "truncated")
+    end = start + n
+    if has_record:   # the worker has no use for the record: skip it
+        if len(blob) - end < _RECORD_HEAD:
+            raise load_error(session, "truncated")
+        m = int.from_bytes(blob[end:end + _RECORD_HEAD], "little")
+        if m > len(blob) - end - _RECORD_HEAD:
+            raise load_error(session, "truncated")
+        end += _RECORD_HEAD + m
     try:
         index = _PlainUnpickler(io.BytesIO(blob[start:start + n])).load()
         units = [(_names(names), int(size), _names(names))
@@ -678,7 +751,7 @@ def _index(session, blob):
         live_only = [(str(name), str(kind)) for name, kind in live.get("only", ())]
     except BaseException as e:
         raise load_error(session, f"bad index ({reason(e)})") from None
-    return start + n, units, carry, kept, memory, count, live_only
+    return end, units, carry, kept, memory, count, live_only
 
 
 def _names(names):
@@ -695,9 +768,9 @@ def load(session, blob):
     magic = bytes(view[:len(MAGIC)])
     if magic == MAGIC_V1:
         return _load_v1(session, view)
-    if magic != MAGIC:
+    if magic not in (MAGIC, MAGIC_V2):
         raise load_error(session, "not a dolsot session (bad magic)")
-    pos, units, carry, kept, memory, count, live_only = _index(session, view)
+    pos, units, carry, kept, memory, count, live_only = _index(session, view, magic == MAGIC)
     sizes = [u[1] for u in units] + [c[1] for c in carry] + [k[1] for k in kept]
     if any(size < 0 for size in sizes) or pos + sum(sizes) != len(view):
         raise load_error(session, "truncated or has trailing bytes")

@@ -177,6 +177,18 @@ _BASELINED = {"random": _random_save, "numpy.random": _np_random_save,
               "numpy.printoptions": _np_print_save, "numpy.errstate": _np_err_save}
 
 
+def pieces_modules(pieces):
+    """The modules restoring these carried pieces imports, for the session's
+    module record (session.py); None when one of them is restored before
+    the namespace loads (the environment, cwd, sys.path), as imports
+    would then see the session's settings rather than the caller's."""
+    if any(p in _EARLY for p in pieces):
+        return None
+    owner = {piece: module for piece, module, _, _ in _LIBRARIES}
+    return {owner[p] if p in owner else p[len(_MODULE):]
+            for p in pieces if p in owner or p.startswith(_MODULE)}
+
+
 def _same_state(a, b):
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 5 \
             and not isinstance(a[1], tuple):           # numpy: the key is an array

@@ -816,7 +816,8 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                  stored.reuse if stored is not None else None)
         new_blob, held, dropped, lost, still = _session.dump(
             state, pieces, keep, carry.stored(), unloaded, ended, memory, failed,
-            _statements(code), count, reuse, live=live_index)
+            _statements(code), count, reuse, live=live_index,
+            pieces_modules=_state.pieces_modules)
         carry.lost(lost)
     except _Fatal as e:
         return answer(1, res_flags & RES_RAN, value=value,
