@@ -26,17 +26,6 @@
 #include "proc_child.h"
 #include "wire.h"
 
-/* 0-2 on /dev/null: the init must not hold a call's pipes open. */
-static void quiet_stdio(void)
-{
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-		_exit(127);
-	if (null > 2)
-		close(null);
-}
-
 /* Reap every child that has ended and report it: 0, or -1 when the report
  * cannot be sent (the owner is gone). */
 static int reap_all(int report)
@@ -107,7 +96,8 @@ void sandbox_init_main(int report)
 
 	prctl(PR_SET_NAME, SANDBOX_INIT_NAME);
 	proc_child_close_fds(&report, 1);
-	quiet_stdio();
+	if (proc_child_null_stdio() < 0)   /* it must not hold a call's pipes open */
+		_exit(127);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &chld, NULL) < 0 ||
