@@ -12,17 +12,15 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "proc_child.h"
 #include "wire.h"
 
@@ -43,24 +41,9 @@ static int reap_all(int report)
 /* The parent of pid, from this sandbox's /proc; 0 when it is gone. */
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	int fd;
-	ssize_t n;
-	int ppid = 0;
+	pid_t ppid;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return (pid_t)ppid;
+	return proc_stat(pid, NULL, &ppid) < 0 ? 0 : ppid;
 }
 
 /* Kill every process of the sandbox but this one, keep and keep's
