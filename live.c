@@ -136,11 +136,18 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static void queue_end(pid_t pid, int status)
+static bool queued(pid_t pid)
 {
 	for (size_t i = 0; i < n_ended; i++)
 		if (ended[i].pid == pid)
-			return;
+			return true;
+	return false;
+}
+
+static void queue_end(pid_t pid, int status)
+{
+	if (queued(pid))
+		return;
 	if (n_ended < LIVE_MAX_HELD)
 		ended[n_ended++] = (typeof(ended[0])){ pid, status };
 }
@@ -367,14 +374,6 @@ static int send_to(struct holder *h, const struct wire_msg *m)
 }
 
 static void box_report(struct holder *h);
-
-static bool queued(pid_t pid)
-{
-	for (size_t i = 0; i < n_ended; i++)
-		if (ended[i].pid == pid)
-			return true;
-	return false;
-}
 
 /* Wait until the busy process of h has ended (its status still to be
  * reaped, or queued for live_next_ended): true when it did within
