@@ -134,7 +134,7 @@ T_SIGNED := tests/check_signed.o tests/cli_helpers.o tests/redis_helper.o sign.o
 	mem_server.o store_spec.o store_redis.o store_cmd.o store_cmd_parse.o proc.o \
 	proc_child.o output.o
 T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o \
-	sandbox_init.o proc_child.o wire.o
+	sandbox_init.o proc.o deadline.o fdio.o output.o proc_child.o wire.o
 
 $(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
 $(B)/tests/check_store: $(addprefix $(B)/,$(T_STORE))

@@ -136,11 +136,18 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static void queue_end(pid_t pid, int status)
+static bool queued(pid_t pid)
 {
 	for (size_t i = 0; i < n_ended; i++)
 		if (ended[i].pid == pid)
-			return;
+			return true;
+	return false;
+}
+
+static void queue_end(pid_t pid, int status)
+{
+	if (queued(pid))
+		return;
 	if (n_ended < LIVE_MAX_HELD)
 		ended[n_ended++] = (typeof(ended[0])){ pid, status };
 }
@@ -367,14 +374,6 @@ static int send_to(struct holder *h, const struct wire_msg *m)
 }
 
 static void box_report(struct holder *h);
-
-static bool queued(pid_t pid)
-{
-	for (size_t i = 0; i < n_ended; i++)
-		if (ended[i].pid == pid)
-			return true;
-	return false;
-}
 
 /* Wait until the busy process of h has ended (its status still to be
  * reaped, or queued for live_next_ended): true when it did within
@@ -796,17 +795,6 @@ void live_status(char *text, size_t *n, size_t cap, const uint8_t *report, size_
 
 /* ---- the live process ---- */
 
-/* 0-2 back on /dev/null, so the call's pipes see their end. */
-static void quiet_stdio(void)
-{
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-		_exit(127);   /* the call's pipes would stay open: end, roll back */
-	if (null > 2)
-		close(null);
-}
-
 /* The client's word: WIRE_STARTED, then its WIRE_GO.  False when it is
  * gone or said otherwise: the cell must not run. */
 static bool client_go(int client, pid_t self)
@@ -852,7 +840,9 @@ static bool run_call(int *fds, size_t nfds, bool held_state, pid_t self,
 	close(w.request);
 	close(w.result);
 	close(w.save);
-	quiet_stdio();
+	/* 0-2 back on /dev/null, so the call's pipes see their end. */
+	if (proc_child_null_stdio() < 0)
+		_exit(127);   /* the call's pipes would stay open: end, roll back */
 	return ok;
 }
 

@@ -29,18 +29,18 @@
 #include "output.h"
 
 /*
- * proc_list_children and what it calls are async-signal-safe (guard.c's
- * handler kills a call's tree with them): raw open, getdents64 and read,
- * no stdio, no allocation.
+ * proc_list_children, proc_stat and what they call are async-signal-safe
+ * (guard.c's handler kills a call's tree with them; a sandbox's init,
+ * which touches no memory of the process it was forked from, walks its
+ * tree with proc_stat): raw open, getdents64 and read, no stdio, no
+ * allocation.
  */
 
-/* dst = "/proc/<pid or self>/task" plus tail; dst has room for 128. */
-static void task_path(char *dst, pid_t pid, const char *tid, const char *tail)
+/* pid's directory name under /proc, "self" for 0, written into digits
+ * (room for 24) when it is a number. */
+static const char *pid_name(char *digits, pid_t pid)
 {
-	char digits[24];
-	size_t n = 0, d = 0;
-	const char *parts[] = { "/proc/", pid ? digits : "self", "/task", tid ? "/" : "",
-	                        tid ? tid : "", tail };
+	size_t d = 0;
 
 	for (long v = pid; v > 0; v /= 10)
 		digits[d++] = (char)('0' + v % 10);
@@ -51,10 +51,28 @@ static void task_path(char *dst, pid_t pid, const char *tid, const char *tail)
 		digits[d - 1 - i] = c;
 	}
 	digits[d] = '\0';
-	for (size_t i = 0; i < sizeof(parts) / sizeof(*parts); i++)
+	return pid ? digits : "self";
+}
+
+/* dst = parts[0..nparts) one after the other; dst has room for 128. */
+static void join_path(char *dst, const char *const *parts, size_t nparts)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nparts; i++)
 		for (const char *c = parts[i]; *c && n < 127; c++)
 			dst[n++] = *c;
 	dst[n] = '\0';
+}
+
+/* dst = "/proc/<pid or self>/task" plus tail; dst has room for 128. */
+static void task_path(char *dst, pid_t pid, const char *tid, const char *tail)
+{
+	char digits[24];
+	const char *parts[] = { "/proc/", pid_name(digits, pid), "/task", tid ? "/" : "",
+	                        tid ? tid : "", tail };
+
+	join_path(dst, parts, sizeof(parts) / sizeof(*parts));
 }
 
 /* Append the pids in the children file at path to pids[n..max); returns
@@ -116,6 +134,42 @@ size_t proc_list_children(pid_t pid, pid_t *pids, size_t max)
 		}
 	close(dir);
 	return n;
+}
+
+int proc_stat(pid_t pid, char *state, pid_t *ppid)
+{
+	char digits[24], path[128], buf[512];
+	const char *parts[] = { "/proc/", pid_name(digits, pid), "/stat" };
+	const char *p;
+	long up = 0;
+	ssize_t n;
+	char st;
+	int fd;
+
+	if (pid <= 0)
+		return -1;
+	join_path(path, parts, sizeof(parts) / sizeof(*parts));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold ')' and spaces itself. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ' || p[4] < '0' || p[4] > '9')
+		return -1;
+	st = p[2];
+	for (p += 4; *p >= '0' && *p <= '9'; p++)
+		if ((up = up * 10 + (*p - '0')) > INT32_MAX)
+			return -1;
+	if (state)
+		*state = st;
+	if (ppid)
+		*ppid = (pid_t)up;
+	return 0;
 }
 
 /* A child of ours that belongs to no call: the warm server we started. */

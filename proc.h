@@ -132,4 +132,11 @@ void proc_spare(pid_t pid);
  * most max.  Async-signal-safe. */
 size_t proc_list_children(pid_t pid, pid_t *pids, size_t max);
 
+/* From /proc/PID/stat (pid > 0), the fields after comm: its state
+ * letter into *state and its parent into *ppid (0 when the parent is
+ * outside this PID namespace); either may be NULL.  Returns 0, or -1 when
+ * pid is gone or its stat cannot be read.  Async-signal-safe, allocates
+ * nothing. */
+int proc_stat(pid_t pid, char *state, pid_t *ppid);
+
 #endif

@@ -65,6 +65,17 @@ int proc_child_stdio(int out, int err)
 	return ret;
 }
 
+int proc_child_null_stdio(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		return -1;
+	if (null > 2)
+		close(null);
+	return 0;
+}
+
 int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkeep,
                        const sigset_t *mask)
 {

@@ -29,4 +29,8 @@ int proc_child_prepare(pid_t parent, int out, int err, const int *keep, int nkee
 int proc_child_detach(pid_t parent, const int *keep, int nkeep, const sigset_t *mask);
 int proc_child_stdio(int out, int err);
 
+/* fds 0, 1 and 2 all on /dev/null, for a process that must hold none of
+ * a call's pipes once its part in the call is over.  Returns 0 or -1. */
+int proc_child_null_stdio(void);
+
 #endif

@@ -84,13 +84,9 @@ static void supervise(pid_t child)
  * /dev/null, every other fd closed. */
 static void let_go_of_fds(void)
 {
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	proc_child_close_fds(&null, 1);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+	proc_child_close_fds(NULL, 0);
+	if (proc_child_null_stdio() < 0)
 		_exit(127);   /* it would hold the call's pipes: end the sandbox */
-	if (null > 2)
-		close(null);
 }
 
 static int loopback_up(char *err, size_t errlen)

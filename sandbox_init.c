@@ -12,30 +12,17 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "proc_child.h"
 #include "wire.h"
-
-/* 0-2 on /dev/null: the init must not hold a call's pipes open. */
-static void quiet_stdio(void)
-{
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-		_exit(127);
-	if (null > 2)
-		close(null);
-}
 
 /* Reap every child that has ended and report it: 0, or -1 when the report
  * cannot be sent (the owner is gone). */
@@ -54,24 +41,9 @@ static int reap_all(int report)
 /* The parent of pid, from this sandbox's /proc; 0 when it is gone. */
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	int fd;
-	ssize_t n;
-	int ppid = 0;
+	pid_t ppid;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return (pid_t)ppid;
+	return proc_stat(pid, NULL, &ppid) < 0 ? 0 : ppid;
 }
 
 /* Kill every process of the sandbox but this one, keep and keep's
@@ -107,7 +79,8 @@ void sandbox_init_main(int report)
 
 	prctl(PR_SET_NAME, SANDBOX_INIT_NAME);
 	proc_child_close_fds(&report, 1);
-	quiet_stdio();
+	if (proc_child_null_stdio() < 0)   /* it must not hold a call's pipes open */
+		_exit(127);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &chld, NULL) < 0 ||

@@ -557,24 +557,12 @@ int warm_info(int dirfd, char *buf, size_t len, char *err, size_t errlen)
 static void wait_exited(pid_t pid, double seconds)
 {
 	struct timespec deadline, pause = { 0, WARM_EXIT_POLL_NS };
-	char path[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	deadline_in(&deadline, seconds);
 	while (deadline_left(&deadline) > 0) {
-		char buf[512], *rp;
-		ssize_t n;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		char state;
 
-		if (fd < 0)
-			return;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			return;
-		buf[n] = '\0';
-		rp = strrchr(buf, ')');
-		if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X')
+		if (proc_stat(pid, &state, NULL) < 0 || state == 'Z' || state == 'X')
 			return;
 		nanosleep(&pause, NULL);
 	}
