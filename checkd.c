@@ -149,12 +149,10 @@ static __attribute__((noreturn)) void exec_daemon(int dir_copy, int lock_copy,
 {
 	char *argv[] = { CHECKD_ARGV0, (char *)name, NULL };
 	sigset_t none;
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	sigemptyset(&none);
 	proc_child_reset_signals(&none);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-	    setsid() < 0 || dup2(dir_copy, CHECKD_DIR_FD) < 0 ||
+	if (proc_child_null_stdio() < 0 || setsid() < 0 || dup2(dir_copy, CHECKD_DIR_FD) < 0 ||
 	    dup2(lock_copy, CHECKD_LOCK_FD) < 0)
 		_exit(127);
 	proc_child_close_fds((int[]){ CHECKD_DIR_FD, CHECKD_LOCK_FD }, 2);

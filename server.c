@@ -775,7 +775,6 @@ void server_main(int dirfd, int lock_fd, double idle_seconds,
 	struct server s;   /* server_main never returns: its frame lives as long */
 	sigset_t mask;
 	int keep[] = { dirfd, lock_fd };
-	int null;
 
 	prctl(PR_SET_NAME, "dolsot-server");
 	memset(&s, 0, sizeof(s));
@@ -789,8 +788,7 @@ void server_main(int dirfd, int lock_fd, double idle_seconds,
 	s.lock_fd = lock_fd;
 	if (lock_fd >= 0)
 		fcntl(lock_fd, F_SETFD, FD_CLOEXEC);
-	null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+	if (proc_child_null_stdio() < 0)
 		_exit(1);
 	if (chdir("/") < 0)
 		_exit(1);

@@ -379,12 +379,10 @@ static __attribute__((noreturn)) void exec_server(int dir_copy, int key_copy,
                                                   int lock_copy, char *const argv[])
 {
 	sigset_t none;
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	sigemptyset(&none);
 	proc_child_reset_signals(&none);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-	    setsid() < 0 || dup2(dir_copy, WARM_DIR_FD) < 0 ||
+	if (proc_child_null_stdio() < 0 || setsid() < 0 || dup2(dir_copy, WARM_DIR_FD) < 0 ||
 	    dup2(key_copy, WARM_KEY_FD) < 0 || dup2(lock_copy, WARM_LOCK_FD) < 0)
 		_exit(127);
 	execve("/proc/self/exe", argv, environ);
