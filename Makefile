@@ -34,7 +34,7 @@ LDFLAGS ?=
 VERSION := 0.3.0
 
 CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c sign.c store_name.c store_file.c store_spec.c store_redis.c store_cmd.c store_cmd_parse.c mem_store.c \
-	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c server.c server_diag.c mem_server.c zygote.c live.c \
+	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c modrec.c server.c server_diag.c mem_server.c zygote.c live.c \
 	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c checkd_mypy_py.c lsp.c rlimits.c pidcg.c \
 	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c stopsig.c callrec.c recall.c
 WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
@@ -55,7 +55,7 @@ TESTS := tests/check_frame tests/check_store tests/check_sign tests/check_opts \
 	tests/check_warm_faults tests/check_live \
 	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
 	tests/check_trust tests/check_signed tests/check_contain \
-	tests/check_json tests/check_mcp tests/check_stores tests/check_callid tests/check_modrec
+	tests/check_json tests/check_mcp tests/check_stores tests/check_callid tests/check_modrec tests/check_preload
 
 all: dolsot
 
@@ -108,7 +108,7 @@ T_STORE := tests/check_store.o fdio.o deadline.o store.o callrec.o sign.o store_
 	store_cmd.o store_cmd_parse.o proc.o proc_child.o output.o
 T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o store_spec.o
 T_OUTPUT := tests/check_output.o output.o
-T_WIRE := tests/check_wire.o wire.o
+T_WIRE := tests/check_wire.o wire.o warm_proto.o
 T_PROC := tests/check_proc.o proc.o deadline.o fdio.o output.o
 T_CLI := tests/check_cli.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o
 T_SERVER := tests/check_server.o tests/cli_helpers.o sign.o fdio.o
@@ -127,6 +127,7 @@ T_JSON := tests/check_json.o tests/cli_helpers.o sign.o fdio.o
 T_MCP := tests/check_mcp.o tests/cli_helpers.o sign.o fdio.o
 T_CALLID := tests/check_callid.o tests/cli_helpers.o sign.o fdio.o
 T_MODREC := tests/check_modrec.o tests/cli_helpers.o sign.o fdio.o modrec.o
+T_PRELOAD := tests/check_preload.o tests/cli_helpers.o sign.o fdio.o
 T_STORES := tests/check_stores.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o
 T_SIGN := tests/check_sign.o sign.o fdio.o
 T_SIGNED := tests/check_signed.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o deadline.o store.o callrec.o \
@@ -159,6 +160,7 @@ $(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
 $(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
 $(B)/tests/check_callid: $(addprefix $(B)/,$(T_CALLID))
 $(B)/tests/check_modrec: $(addprefix $(B)/,$(T_MODREC))
+$(B)/tests/check_preload: $(addprefix $(B)/,$(T_PRELOAD))
 $(B)/tests/check_stores: $(addprefix $(B)/,$(T_STORES))
 $(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
 $(B)/tests/check_sign: $(addprefix $(B)/,$(T_SIGN))
@@ -211,8 +213,8 @@ deps:
 CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_storefaults \
 	tests/check_carry tests/check_kept tests/check_json tests/check_mcp tests/check_stores \
 	tests/check_signed tests/check_callid tests/check_modrec
-UNIT_TESTS := $(filter-out $(CLI_TESTS) tests/check_server tests/check_warm_faults \
-	tests/check_live,$(TESTS))
+SERVER_TESTS := tests/check_server tests/check_warm_faults tests/check_live tests/check_preload
+UNIT_TESTS := $(filter-out $(CLI_TESTS) $(SERVER_TESTS),$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
 
@@ -225,7 +227,7 @@ check: layers
 	sh tests/run.sh $(UNIT_TESTS) $(REGRESS_TESTS)
 	DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS)
 	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh $(CLI_TESTS)
-	sh tests/run.sh tests/check_server tests/check_warm_faults tests/check_live
+	sh tests/run.sh $(SERVER_TESTS)
 	$(MAKE) check-python
 
 # The signal stream of tests/check_callid at the issue's length: 300 calls,

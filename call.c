@@ -23,6 +23,7 @@
 #include "cold.h"
 #include "deadline.h"
 #include "frame.h"
+#include "modrec.h"
 #include "pidcg.h"
 #include "typegate.h"
 #include "warm.h"
@@ -312,7 +313,7 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
  * imported modules) a sandboxed cell inherits. */
 static struct warm_want warm_want_of(const struct run_args *a)
 {
-	struct warm_want key = { a->toolboxes, a->n_toolboxes, NULL, 0 };
+	struct warm_want key = { .toolboxes = a->toolboxes, .n_toolboxes = a->n_toolboxes };
 
 	if (a->settings->sandbox && a->plan && a->plan->env) {
 		key.env = a->plan->env;
@@ -370,6 +371,23 @@ static bool live_wait(const struct call_args *c)
 	                       sizeof(err)) == WARM_READY;
 }
 
+/*
+ * The modules the session's blob says loading it imports (modrec.h), for
+ * a zygote that holds them already.  Not for a live call (its process
+ * holds them) nor a sandboxed one (a zygote imports outside the sandbox,
+ * where a path the sandbox hides would be seen).  A blob without a
+ * record, or a damaged one, wants none: the worker loads it as ever.
+ */
+static void want_preload(const struct call_args *c, const struct request *r,
+                         struct modrec *rec, struct warm_want *want)
+{
+	if (!c->found || c->fds->load < 0 || (r->flags & (REQ_LIVE | REQ_SANDBOX)) ||
+	    modrec_read(c->fds->load, rec) != 1)
+		return;
+	want->preload = rec->names;
+	want->n_preload = rec->n;
+}
+
 /* Try the warm path; CALL_NO_SERVER or CALL_FALLBACK when the cold one
  * must run. */
 static enum call_status run_warm(const struct call_args *c, const struct request *r,
@@ -378,10 +396,12 @@ static enum call_status run_warm(const struct call_args *c, const struct request
 {
 	const struct run_args *a = c->run;
 	struct warm_want want = warm_want_of(a);
+	struct modrec rec;
 	enum call_status st;
 
 	if (!a->settings->server || c->dirfd < 0)
 		return CALL_FALLBACK;
+	want_preload(c, r, &rec, &want);
 	if (request_encode(c, r, true, req) < 0) {
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		return CALL_FAILED;

@@ -43,6 +43,9 @@
 #define MAX_CLIENTS 256
 #define RETRY_FAILED_SECONDS 10
 #define SEEN_KEYS 64
+/* Modules a zygote refused to import ahead of calls, remembered for the
+ * server's life; past this many, no call's modules are imported ahead. */
+#define SKIP_MAX 64
 /* A zygote with calls waiting that reads none of them for this long is
  * stuck (stopped, frozen, blocked): it is killed and replaced (issue 21).
  * A busy one that reads slowly is not. */
@@ -85,6 +88,14 @@ struct server {
 	size_t n_held;
 	uint64_t seen[SEEN_KEYS]; /* hashes of environments called without a zygote */
 	size_t seen_next;
+	/* calls served by a zygote holding their session's modules, and by one
+	 * holding some of them while that one warms up */
+	uint64_t calls_preloaded, calls_nearer;
+	struct {
+		char name[256];
+		char why[256];
+	} skip[SKIP_MAX];         /* modules never to import ahead, and why */
+	size_t n_skip;
 };
 
 int server_exec_main(int argc, char **argv)
@@ -235,16 +246,84 @@ static struct zygote *zygote_find(struct server *s, const struct wire_msg *m)
 	return NULL;
 }
 
-/* The least recently used zygote that is not starting, or NULL. */
-static struct zygote *zygote_lru(struct server *s)
+/* The key m asks for imports the session's modules ahead (warm_proto.h). */
+static bool wants_preload(const struct wire_msg *m)
+{
+	long base = warm_key_base_len(m->payload, m->len);
+
+	return base >= 0 && (size_t)base < m->len;
+}
+
+/* z's key has the same base (environment) as m's. */
+static bool same_environment(const struct zygote *z, const struct wire_msg *m)
+{
+	long zb = warm_key_base_len(z->key, z->key_len), mb = warm_key_base_len(m->payload, m->len);
+
+	return zb >= 0 && zb == mb && memcmp(z->key, m->payload, (size_t)zb) == 0;
+}
+
+/* How many preload entries key m has. */
+static size_t preload_count(const struct wire_msg *m)
+{
+	static struct warm_key key;
+
+	warm_key_decode(m->payload, m->len, &key);
+	return key.n_preload;
+}
+
+/*
+ * The ready zygote nearest to m's key: of its environment, with none of
+ * its own modules imported ahead that the session does not need (so the
+ * load imports only the rest, as the cold path would have), and holding
+ * the most of the session's modules.  *full: it holds them all, so it
+ * serves as well as the session's own.  NULL when none.
+ */
+static struct zygote *zygote_nearest(struct server *s, const struct wire_msg *m, bool *full)
+{
+	struct zygote *best = NULL;
+	size_t best_n = 0, own;
+
+	*full = false;
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++) {
+		struct zygote *z = &s->z[i];
+		size_t n;
+
+		if (!z->key_len || z->state != Z_READY ||
+		    !warm_key_within(z->key, z->key_len, m->payload, m->len, &own))
+			continue;
+		n = warm_key_covered(m->payload, m->len, (const uint8_t *)z->files, z->files_len);
+		if ((!best || n > best_n || (n == best_n && z->last_used > best->last_used)) &&
+		    !zygote_stale(z)) {
+			best = z;
+			best_n = n;
+		}
+	}
+	*full = best && best_n == preload_count(m);
+	return best;
+}
+
+/* The least recently used zygote that is not starting, or NULL; with
+ * env, only one of m's environment. */
+static struct zygote *zygote_lru(struct server *s, const struct wire_msg *env)
 {
 	struct zygote *lru = NULL;
 
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		if (s->z[i].key_len && s->z[i].state != Z_STARTING &&
+		    (!env || same_environment(&s->z[i], env)) &&
 		    (!lru || s->z[i].last_used < lru->last_used))
 			lru = &s->z[i];
 	return lru;
+}
+
+/* How many zygotes m's environment has. */
+static size_t environment_zygotes(const struct server *s, const struct wire_msg *m)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+		n += s->z[i].key_len && same_environment(&s->z[i], m);
+	return n;
 }
 
 /* The private memory of the zygotes in kB. */
@@ -264,22 +343,31 @@ static long zygotes_memory(const struct server *s, size_t *n)
 }
 
 /*
- * A free slot.  Zygotes are bounded by the memory they hold
- * (SERVER_ZYGOTE_MEMORY_KB of private memory together) more than by
- * their number: the least recently used ones make room while the others
- * hold more than that, and when every slot is taken.
+ * A free slot for a zygote of m's key, or NULL when its environment has
+ * SERVER_ENV_ZYGOTES that are all starting.  Zygotes are bounded by the
+ * memory they hold (SERVER_ZYGOTE_MEMORY_KB of private memory together)
+ * more than by their number: the least recently used ones make room while
+ * the others hold more than that, and when every slot is taken.  Within
+ * one environment the least recently used make room for a new one.
  */
-static struct zygote *zygote_slot(struct server *s)
+static struct zygote *zygote_slot(struct server *s, const struct wire_msg *m)
 {
 	struct zygote *lru;
 	size_t n;
 
-	while (zygotes_memory(s, &n) > SERVER_ZYGOTE_MEMORY_KB && n > 1 && (lru = zygote_lru(s)))
+	while (environment_zygotes(s, m) >= SERVER_ENV_ZYGOTES) {
+		lru = zygote_lru(s, m);
+		if (!lru)
+			return NULL;
+		zygote_forget(lru);
+	}
+	while (zygotes_memory(s, &n) > SERVER_ZYGOTE_MEMORY_KB && n > 1 &&
+	       (lru = zygote_lru(s, NULL)))
 		zygote_forget(lru);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		if (!s->z[i].key_len)
 			return &s->z[i];
-	lru = zygote_lru(s);
+	lru = zygote_lru(s, NULL);
 	if (!lru)
 		lru = &s->z[0];
 	zygote_forget(lru);
@@ -307,6 +395,42 @@ static void bound_live(struct server *s)
 	if (at < 0 || wire_put(payload, &len, LIVE_ENTRY, session) < 0)
 		return;
 	wire_send(of[at]->ctl, WIRE_STOP, 0, 0, payload, len, NULL, 0);
+}
+
+/*
+ * The zygote z refused preload module i of its key (why in m's payload):
+ * remember the module for the server's life, so calls' keys leave it out
+ * and their loads import it as the cold path does.  False when i is not
+ * in the key.
+ */
+static bool skip_module(struct server *s, const struct zygote *z, uint64_t i,
+                        const struct wire_msg *m)
+{
+	static struct warm_key key;
+
+	warm_key_decode(z->key, z->key_len, &key);
+	if (i >= key.n_preload)
+		return false;
+	if (s->n_skip < SKIP_MAX) {
+		snprintf(s->skip[s->n_skip].name, sizeof(s->skip[0].name), "%s", key.preload[i]);
+		snprintf(s->skip[s->n_skip].why, sizeof(s->skip[0].why), "%.*s", (int)m->len,
+		         m->len ? (const char *)m->payload : "");
+	}
+	s->n_skip++;   /* past SKIP_MAX: nothing is imported ahead any more */
+	return true;
+}
+
+/* warm_key_drop's test: name is one not to import ahead. */
+static bool skipped(const char *name, void *ctx)
+{
+	const struct server *s = ctx;
+
+	if (s->n_skip > SKIP_MAX)
+		return true;
+	for (size_t i = 0; i < s->n_skip; i++)
+		if (strcmp(s->skip[i].name, name) == 0)
+			return true;
+	return false;
 }
 
 static void on_zygote_message(struct server *s, struct zygote *z)
@@ -338,6 +462,8 @@ static void on_zygote_message(struct server *s, struct zygote *z)
 		z->files_len = m.len;
 		m.payload = NULL;
 		z->state = Z_READY;
+	} else if (m.type == WIRE_FAILED && m.a > 0 && skip_module(s, z, m.a - 1, &m)) {
+		zygote_forget(z);   /* calls ask for a key without the module now */
 	} else if (m.type == WIRE_FAILED) {
 		z->state = Z_FAILED;
 		snprintf(z->why, sizeof(z->why), "%.*s", (int)m.len,
@@ -376,60 +502,13 @@ static bool seen_before(struct server *s, const struct wire_msg *m)
 	return false;
 }
 
-/* Route a call; returns true when its client fd was handed on. */
-static bool on_call(struct server *s, int client, struct wire_msg *m)
+/* Hand the call m to z's zygote; true when its client fd was handed on.
+ * full: z holds every module the session's load imports. */
+static bool zygote_run(struct server *s, struct zygote *z, int client,
+                       const struct wire_msg *m, bool full)
 {
-	struct zygote *z = zygote_find(s, m);
 	int fds[WIRE_MAX_FDS];
 
-	s->last_call = deadline_now();
-	if (m->b != s->exe_id) {
-		/* Another build of dolsot: let it start its own server. */
-		fallback(client, "the server belongs to another dolsot build; it stops");
-		s->replaced = true;
-		return false;
-	}
-	/* request, result, stdout, stderr, save, and load unless new */
-	if (m->nfds != 0 && m->nfds != 5 && m->nfds != 6) {
-		fallback(client, "malformed call");
-		return false;
-	}
-	/* An environment in use whose zygote went stale or failed a while ago
-	 * is rebuilt in its own slot right away. */
-	if (z && ((z->state == Z_READY && zygote_stale(z)) ||
-	          (z->state == Z_FAILED && deadline_now() - z->started > RETRY_FAILED_SECONDS))) {
-		zygote_forget(z);
-		zygote_spawn(s, z, m);
-		fallback(client, "warming up");
-		s->calls_fallback += m->nfds != 0;
-		return false;
-	}
-	if (!z) {
-		/* A call warms its environment only the second time it is seen
-		 * (a probe or the server's first call at once): a host that
-		 * changes its environment every call would otherwise keep the
-		 * server importing toolboxes for nothing. */
-		if (m->nfds == 0 || seen_before(s, m))
-			zygote_spawn(s, zygote_slot(s), m);
-		fallback(client, "warming up");
-		s->calls_fallback += m->nfds != 0;
-		return false;
-	}
-	if (z->state == Z_FAILED && m->nfds == 0) {
-		/* A probe (dolsot --server-start) learns why at once. */
-		wire_send(client, WIRE_FAILED, 0, 0, z->why, strlen(z->why), NULL, 0);
-		return false;
-	}
-	if (z->state != Z_READY) {
-		fallback(client, z->state == Z_FAILED ? z->why : "warming up");
-		s->calls_fallback += m->nfds != 0;
-		return false;
-	}
-	if (m->nfds == 0) {
-		/* A probe (dolsot --server-start): is this environment warm? */
-		wire_send(client, WIRE_READY, 0, 0, NULL, 0, NULL, 0);
-		return false;
-	}
 	fds[0] = client;
 	memcpy(fds + 1, m->fds, sizeof(int) * m->nfds);
 	(void)zygote_stuck(z);   /* notes whether it read since the last send */
@@ -445,7 +524,86 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	z->last_used = deadline_now();
 	(void)zygote_stuck(z);   /* what waits now, this call included */
 	s->calls_served++;
+	if (wants_preload(m))
+		*(full ? &s->calls_preloaded : &s->calls_nearer) += 1;
 	return true;
+}
+
+/*
+ * Whether a call of m's key without a zygote should get one now.  Its
+ * environment warms only the second time it is seen (a probe at once): a host that changes its environment every
+ * call would otherwise keep the server importing toolboxes for nothing.
+ * A session's modules in an environment that has a zygote are prepared
+ * at once: the next call on the session will want them.
+ */
+static bool worth_warming(struct server *s, const struct wire_msg *m)
+{
+	if (wants_preload(m))
+		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+			if (s->z[i].key_len && same_environment(&s->z[i], m))
+				return true;
+	return seen_before(s, m);
+}
+
+/* A probe (dolsot --server-start): is this environment warm?  A new one
+ * starts warming; one that failed says why at once. */
+static bool on_probe(struct server *s, int client, const struct wire_msg *m,
+                     struct zygote *z)
+{
+	if (!z && (z = zygote_slot(s, m)))
+		zygote_spawn(s, z, m);
+	if (z && z->state == Z_READY)
+		wire_send(client, WIRE_READY, 0, 0, NULL, 0, NULL, 0);
+	else if (z && z->state == Z_FAILED)
+		wire_send(client, WIRE_FAILED, 0, 0, z->why, strlen(z->why), NULL, 0);
+	else
+		fallback(client, "warming up");
+	return false;
+}
+
+/* Route a call; returns true when its client fd was handed on. */
+static bool on_call(struct server *s, int client, struct wire_msg *m)
+{
+	struct zygote *z, *run;
+	bool full = false, handed;
+
+	s->last_call = deadline_now();
+	if (m->b != s->exe_id) {
+		/* Another build of dolsot: let it start its own server. */
+		fallback(client, "the server belongs to another dolsot build; it stops");
+		s->replaced = true;
+		return false;
+	}
+	/* request, result, stdout, stderr, save, and load unless new */
+	if (m->nfds != 0 && m->nfds != 5 && m->nfds != 6) {
+		fallback(client, "malformed call");
+		return false;
+	}
+	m->len = warm_key_drop(m->payload, m->len, skipped, s);
+	z = zygote_find(s, m);
+	/* An environment in use whose zygote went stale or failed a while ago
+	 * is rebuilt in its own slot right away. */
+	if (z && ((z->state == Z_READY && zygote_stale(z)) ||
+	          (z->state == Z_FAILED && deadline_now() - z->started > RETRY_FAILED_SECONDS))) {
+		zygote_forget(z);
+		zygote_spawn(s, z, m);
+	}
+	if (m->nfds == 0)
+		return on_probe(s, client, m, z);
+	/* Without the session's own zygote, the nearest serves: while the
+	 * session's warms up, or for good when it holds every module. */
+	run = z && z->state == Z_READY ? z : wants_preload(m) ? zygote_nearest(s, m, &full) : NULL;
+	if (run && run == z)
+		full = true;
+	handed = run && zygote_run(s, run, client, m, full);
+	if (!run) {
+		fallback(client, z && z->state == Z_FAILED ? z->why : "warming up");
+		s->calls_fallback++;
+	}
+	/* After the call went, so that making room cannot end its zygote. */
+	if (!z && !full && worth_warming(s, m) && (z = zygote_slot(s, m)))
+		zygote_spawn(s, z, m);
+	return handed;
 }
 
 static const char *const state_names[] = { "starting", "ready", "failed" };
@@ -455,9 +613,19 @@ static void on_info(struct server *s, int client)
 	char text[WIRE_MAX_PAYLOAD];
 	size_t n = 0;
 
-	server_diag_server(text, &n, sizeof(text), deadline_now() - s->started,
-	                   s->calls_served, s->calls_fallback,
-	                   s->mem ? mem_server_count(s->mem) : 0);
+	struct server_figures f = {
+		.uptime = deadline_now() - s->started, .warm = s->calls_served,
+		.cold = s->calls_fallback, .preloaded = s->calls_preloaded,
+		.nearer = s->calls_nearer, .sessions = s->mem ? mem_server_count(s->mem) : 0,
+		.max_zygotes = SERVER_MAX_ZYGOTES, .env_zygotes = SERVER_ENV_ZYGOTES,
+		.idle_seconds = SERVER_ZYGOTE_IDLE, .memory_kb = SERVER_ZYGOTE_MEMORY_KB,
+	};
+
+	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
+		f.zygotes += s->z[i].key_len != 0;
+	server_diag_server(text, &n, sizeof(text), &f);
+	for (size_t i = 0; i < s->n_skip && i < SKIP_MAX; i++)
+		server_diag_skipped(text, &n, sizeof(text), s->skip[i].name, s->skip[i].why);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES && n < sizeof(text) - 512; i++) {
 		const struct zygote *z = &s->z[i];
 
@@ -622,6 +790,8 @@ static void reap_zygotes(struct server *s)
 				continue;
 			if (z->state == Z_STARTING && z->ctl >= 0)
 				on_zygote_message(s, z);   /* its last word: why it failed */
+			if (!z->key_len)
+				continue;   /* it refused a module, and its slot is free */
 			if (z->state == Z_READY) {
 				/* Killed while serving: replaced, and the status says so. */
 				zygote_replace(s, z, "the zygote before this one exited while serving");

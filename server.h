@@ -2,8 +2,8 @@
  * server.h - the warm path's per-store server.
  *
  * One server per store directory listens on DIR/.server.sock, keeps
- * zygotes (one per environment and toolbox set) and hands
- * each call to the matching one.  It runs as the user, refuses any other
+ * zygotes (one per environment, toolbox set and set of modules a session
+ * imports as it loads) and hands each call to the matching one.  It runs as the user, refuses any other
  * uid, and exits when idle, when its directory disappears, or when asked.
  */
 #ifndef DOLSOT_SERVER_H
@@ -15,8 +15,10 @@
 
 /* Zygotes are kept while together they hold at most
  * SERVER_ZYGOTE_MEMORY_KB of private memory, and at most
- * SERVER_MAX_ZYGOTES of them. */
+ * SERVER_MAX_ZYGOTES of them, SERVER_ENV_ZYGOTES of one environment (its
+ * toolboxes with different sessions' modules). */
 #define SERVER_MAX_ZYGOTES 32
+#define SERVER_ENV_ZYGOTES 6
 #define SERVER_ZYGOTE_MEMORY_KB (1024L * 1024)
 #define SERVER_ZYGOTE_IDLE 600      /* seconds a zygote may sit unused */
 

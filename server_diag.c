@@ -82,16 +82,26 @@ static void append(char *text, size_t *n, size_t cap, const char *fmt, ...)
 		*n += (size_t)w;
 }
 
-void server_diag_server(char *text, size_t *n, size_t cap, double uptime,
-                        uint64_t warm, uint64_t cold, unsigned sessions)
+void server_diag_server(char *text, size_t *n, size_t cap, const struct server_figures *f)
 {
 	struct mem m = memory_of(getpid());
 
 	append(text, n, cap, "pid %d\nuptime %.0f s\ncalls %llu warm, %llu cold\n"
+	       "calls with the session's modules imported ahead %llu, some of them %llu\n"
 	       "memory %ld kB rss, %ld kB pss, %ld kB private\n"
-	       "sessions in memory %u\n",
-	       (int)getpid(), uptime, (unsigned long long)warm, (unsigned long long)cold,
-	       m.rss, m.pss, m.priv, sessions);
+	       "sessions in memory %u\n"
+	       "zygotes %zu (at most %d, %d per environment, %ld kB private together, "
+	       "%d s idle)\n",
+	       (int)getpid(), f->uptime, (unsigned long long)f->warm,
+	       (unsigned long long)f->cold, (unsigned long long)f->preloaded,
+	       (unsigned long long)f->nearer, m.rss, m.pss, m.priv, f->sessions, f->zygotes,
+	       f->max_zygotes, f->env_zygotes, f->memory_kb, f->idle_seconds);
+}
+
+void server_diag_skipped(char *text, size_t *n, size_t cap, const char *module,
+                         const char *why)
+{
+	append(text, n, cap, "not imported ahead %s: %s\n", module, why);
 }
 
 long server_diag_private_kb(pid_t pid)
@@ -114,7 +124,10 @@ void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
 	       *env.pythonpath ? env.pythonpath : "-", *env.venv ? env.venv : "-");
 	for (size_t j = 0; j < env.n_modules && *n < cap - 300; j++)
 		append(text, n, cap, " %s", env.modules[j]);
-	append(text, n, cap, "%s\n", env.n_modules ? "" : " -");
+	append(text, n, cap, "%s\n  preload", env.n_modules ? "" : " -");
+	for (size_t j = 0; j < env.n_preload && *n < cap - 300; j++)
+		append(text, n, cap, " %s", env.preload[j]);
+	append(text, n, cap, "%s\n", env.n_preload ? "" : " -");
 	if (note && *note)
 		append(text, n, cap, "  note %s\n", note);
 	spare = spare_of(pid);

@@ -10,16 +10,34 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The server's figures. */
+struct server_figures {
+	double uptime;
+	uint64_t warm, cold;            /* calls served warm, answered cold */
+	uint64_t preloaded, nearer;     /* warm calls on a zygote holding the
+	                                   session's modules, or some of them */
+	unsigned sessions;              /* DOLSOT_STORE=memory sessions held */
+	size_t zygotes;
+	/* the zygotes' bounds (server.h) */
+	int max_zygotes, env_zygotes, idle_seconds;
+	long memory_kb;
+};
+
 /*
  * Append the server's lines to text[*n..cap): its pid (this process),
- * uptime, calls served warm and answered cold, memory, and sessions held.
+ * uptime, calls, memory, sessions held, and its zygotes against their
+ * bounds.
  */
-void server_diag_server(char *text, size_t *n, size_t cap, double uptime,
-                        uint64_t warm, uint64_t cold, unsigned sessions);
+void server_diag_server(char *text, size_t *n, size_t cap, const struct server_figures *f);
+
+/* Append the line for a module the server does not import ahead. */
+void server_diag_skipped(char *text, size_t *n, size_t cap, const char *module,
+                         const char *why);
 
 /*
  * Append one zygote's lines: pid, state, idle seconds, memory, the key it
- * was started with (a WIRE_CALL payload), note (why it failed or why the
+ * was started with (a WIRE_CALL payload: its toolboxes and the modules it
+ * imported ahead of calls), note (why it failed or why the
  * one before it was replaced) unless empty, and its spare worker if any.
  */
 void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,

@@ -23,11 +23,11 @@ The module record names what loading imports: the modules whose classes
 and functions the units' pickles name and the modules held by name, as
 the picklers meet them (_Dumper.note), and the modules of the carried
 pieces that restoring imports again (the pieces_modules argument of
-dump).  It is there so that a warm zygote can import them before a call
-loads the session (issue 11); nothing acts on it yet.  The record is left empty when the session carries
-an environment, working directory or sys.path of its own (that
-restoring applies before the namespace loads), so that no module is
-imported under other settings than the cold path's.
+dump).  The warm server reads it (modrec.c) to have a zygote import them
+before a call loads the session.  The record is left empty when the
+session carries an environment, working directory or sys.path of its own
+(that restoring applies before the namespace loads), so that no module
+is imported under other settings than the cold path's.
 
 A unit holds one name (a pickle of its value) or a group of names whose
 values share objects (a pickle of {name: value}), so that after `b = a` the
@@ -526,6 +526,11 @@ _UNRECORDED = ("__main__", "__mp_main__", "builtins")
 def _recordable(name):
     return (name not in _UNRECORDED and not name.startswith("_dolsot") and name.isascii()
             and all(part.isidentifier() for part in name.split(".")) and name in sys.modules)
+
+
+def recordable_modules():
+    """The modules imported now that a record could name, sorted."""
+    return sorted(m for m in list(sys.modules) if _recordable(m))
 
 
 def _record(modules):

@@ -177,6 +177,9 @@ _BASELINED = {"random": _random_save, "numpy.random": _np_random_save,
               "numpy.printoptions": _np_print_save, "numpy.errstate": _np_err_save}
 
 
+_PIECE_MODULE = {piece: module for piece, module, _, _ in _LIBRARIES}
+
+
 def pieces_modules(pieces):
     """The modules restoring these carried pieces imports, for the session's
     module record (session.py); None when one of them is restored before
@@ -184,9 +187,8 @@ def pieces_modules(pieces):
     would then see the session's settings rather than the caller's."""
     if any(p in _EARLY for p in pieces):
         return None
-    owner = {piece: module for piece, module, _, _ in _LIBRARIES}
-    return {owner[p] if p in owner else p[len(_MODULE):]
-            for p in pieces if p in owner or p.startswith(_MODULE)}
+    return {_PIECE_MODULE[p] if p in _PIECE_MODULE else p[len(_MODULE):]
+            for p in pieces if p in _PIECE_MODULE or p.startswith(_MODULE)}
 
 
 def _same_state(a, b):
@@ -289,6 +291,26 @@ def _path_apply(state):
 
 # ---- warnings filters ----
 
+# The filters before and after a zygote imported a session's modules ahead
+# of its load (worker.py's warm_up), or None.
+_filters_preloaded = None
+
+
+def note_preload(filters_before):
+    """The zygote imported a session's modules: the warnings filters those
+    imports added count as the load's, as on the cold path, where a call's
+    baseline is taken before its load imports the same modules."""
+    global _filters_preloaded
+    _filters_preloaded = (filters_before, list(warnings.filters))
+
+
+def _filters_baseline():
+    filters = list(warnings.filters)
+    if _filters_preloaded and filters == _filters_preloaded[1]:
+        return list(_filters_preloaded[0])
+    return filters
+
+
 def _filters_restore(state):
     # Not filterwarnings(): it would recompile module names given as plain
     # strings (the default filters' '__main__') with re, a 3 ms import.
@@ -315,7 +337,7 @@ class Carry:
         self._benv0 = None if os else dict(posix.environ)
         self._env_prev = {}
         self._path0 = list(sys.path)
-        self._filters0 = list(warnings.filters)
+        self._filters0 = _filters_baseline()
         self._at_cell = {}       # _BASELINED pieces as the cell began
 
     def _warn(self, piece, what, why):

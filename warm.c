@@ -138,7 +138,7 @@ static uint8_t *key_payload(const struct warm_want *w, size_t *len)
 	}
 	if (!getcwd(t->cwd, sizeof(t->cwd)))
 		goto out;
-	if (w->n_toolboxes > WARM_KEY_MODULES) {
+	if (w->n_toolboxes > WARM_KEY_MODULES || w->n_preload > WARM_KEY_PRELOAD) {
 		errno = E2BIG;
 		goto out;
 	}
@@ -147,6 +147,8 @@ static uint8_t *key_payload(const struct warm_want *w, size_t *len)
 	t->k.venv = venv ? venv : "";
 	for (size_t i = 0; i < w->n_toolboxes; i++)
 		t->k.modules[t->k.n_modules++] = w->toolboxes[i].module;
+	for (size_t i = 0; i < w->n_preload; i++)
+		t->k.preload[t->k.n_preload++] = w->preload[i];
 	/* Modules read the environment when imported (TZ, settings, keys), so a
 	 * zygote is warmed with the caller's own: all of it but dolsot's
 	 * variables and what shells change from one command to the next,
@@ -623,7 +625,7 @@ error:
 
 int warm_ensure_server(int dirfd, double idle_seconds, char *err, size_t errlen)
 {
-	struct warm_want none = { NULL, 0, NULL, 0 };
+	struct warm_want none = { 0 };
 	int fd = warm_proto_connect(dirfd);
 
 	if (fd >= 0) {

@@ -26,6 +26,10 @@ struct warm_want {
 	 * our environment (a sandbox's, which must not see ours); or NULL. */
 	const char *env;
 	size_t env_len;
+	/* The session's module record (modrec.h), for a zygote that imported
+	 * it already; none for a new session, a live one or a sandboxed one. */
+	const char *const *preload;
+	size_t n_preload;
 };
 
 /*

@@ -21,6 +21,9 @@
 #include "wire.h"
 
 #define COUNT(a) (sizeof(a) / sizeof(*(a)))
+#define PRELOAD "preload"
+#define PRELOAD_TAG PRELOAD "="
+#define PRELOAD_TAG_LEN (sizeof(PRELOAD_TAG) - 1)
 
 static int warm_proto_connect_flags(int dirfd, int flags);
 
@@ -149,6 +152,9 @@ int warm_key_encode(const struct warm_key *k, uint8_t *buf, size_t *len)
 	for (size_t i = 0; i < k->n_env; i++)
 		if (wire_put(buf, len, "env", k->env[i]) < 0)
 			return -1;
+	for (size_t i = 0; i < k->n_preload; i++)
+		if (wire_put(buf, len, PRELOAD, k->preload[i]) < 0)
+			return -1;
 	return 0;
 }
 
@@ -170,12 +176,136 @@ void warm_key_decode(const uint8_t *payload, size_t len, struct warm_key *k)
 	pos = 0;
 	while (k->n_env < COUNT(k->env) && (v = wire_next(payload, len, "env", &pos)))
 		k->env[k->n_env++] = v;
+	pos = 0;
+	while (k->n_preload < COUNT(k->preload) &&
+	       (v = wire_next(payload, len, PRELOAD, &pos)))
+		k->preload[k->n_preload++] = v;
 	if (!k->cwd)
 		k->cwd = "/";
 	if (!k->pythonpath)
 		k->pythonpath = "";
 	if (!k->venv)
 		k->venv = "";
+}
+
+/* The entry at off (NUL-terminated inside payload) is a preload entry. */
+static bool is_preload(const uint8_t *payload, size_t len, size_t off)
+{
+	return len - off > PRELOAD_TAG_LEN &&
+	       memcmp(payload + off, PRELOAD_TAG, PRELOAD_TAG_LEN) == 0;
+}
+
+/* The length of the entry at off, its NUL included; 0 when the payload
+ * ends before the entry does. */
+static size_t entry_len(const uint8_t *payload, size_t len, size_t off)
+{
+	size_t n = strnlen((const char *)payload + off, len - off);
+
+	return n < len - off ? n + 1 : 0;
+}
+
+long warm_key_base_len(const uint8_t *payload, size_t len)
+{
+	size_t off = 0, base = len;
+
+	while (off < len) {
+		size_t n = entry_len(payload, len, off);
+
+		if (!n)
+			break;   /* an unterminated tail: not an entry (wire_next agrees) */
+		if (is_preload(payload, len, off)) {
+			if (base == len)
+				base = off;
+		} else if (base != len) {
+			return -1;
+		}
+		off += n;
+	}
+	return (long)base;
+}
+
+/* The next preload entry's module at or after *off, or NULL. */
+static const char *next_preload(const uint8_t *payload, size_t len, size_t *off)
+{
+	while (*off < len) {
+		size_t at = *off, n = entry_len(payload, len, at);
+
+		if (!n)
+			return NULL;
+		*off += n;
+		if (is_preload(payload, len, at))
+			return (const char *)payload + at + PRELOAD_TAG_LEN;
+	}
+	return NULL;
+}
+
+bool warm_key_within(const uint8_t *have, size_t have_len, const uint8_t *want,
+                     size_t want_len, size_t *n_have)
+{
+	long hb = warm_key_base_len(have, have_len), wb = warm_key_base_len(want, want_len);
+	size_t hp, wp;
+	const char *h, *w = NULL, *prev = NULL;
+
+	*n_have = 0;
+	if (hb < 0 || wb < 0 || hb != wb || memcmp(have, want, (size_t)hb) != 0)
+		return false;
+	hp = wp = (size_t)hb;
+	/* A merge of two sorted lists: each of have's is found in want's. */
+	while ((h = next_preload(have, have_len, &hp))) {
+		if (prev && strcmp(prev, h) >= 0)
+			return false;
+		prev = h;
+		while ((w = next_preload(want, want_len, &wp)) && strcmp(w, h) < 0)
+			;
+		if (!w || strcmp(w, h) != 0)
+			return false;
+		(*n_have)++;
+	}
+	return true;
+}
+
+size_t warm_key_covered(const uint8_t *want, size_t want_len, const uint8_t *ready,
+                        size_t ready_len)
+{
+	long base = warm_key_base_len(want, want_len);
+	size_t wp, rp = 0, n = 0;
+	const char *w, *r = wire_next(ready, ready_len, WARM_READY_MODULE, &rp);
+
+	if (base < 0)
+		return 0;
+	wp = (size_t)base;
+	while ((w = next_preload(want, want_len, &wp))) {
+		while (r && strcmp(r, w) < 0)
+			r = wire_next(ready, ready_len, WARM_READY_MODULE, &rp);
+		if (!r)
+			break;
+		n += strcmp(r, w) == 0;
+	}
+	return n;
+}
+
+size_t warm_key_drop(uint8_t *payload, size_t len,
+                     bool (*drop)(const char *name, void *ctx), void *ctx)
+{
+	long base = warm_key_base_len(payload, len);
+	size_t from, to;
+
+	if (base < 0)
+		return len;
+	from = to = (size_t)base;
+	while (from < len) {
+		size_t n = entry_len(payload, len, from);
+
+		if (!n)
+			break;
+		if (!drop((const char *)payload + from + PRELOAD_TAG_LEN, ctx)) {
+			memmove(payload + to, payload + from, n);
+			to += n;
+		}
+		from += n;
+	}
+	memmove(payload + to, payload + from, len - from);   /* an unterminated tail */
+	return to + (len - from);
 }
 
 /* A whole decimal number, optionally negative, that fits a long long. */

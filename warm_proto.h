@@ -11,6 +11,7 @@
 #ifndef DOLSOT_WARM_PROTO_H
 #define DOLSOT_WARM_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,12 +38,19 @@
 
 #define WARM_KEY_MODULES 256
 #define WARM_KEY_ENV 4096
+/* modrec.h's MODREC_MAX_MODULES: a session's whole module record fits. */
+#define WARM_KEY_PRELOAD 256
 
 /*
  * The zygote key: the working directory, PYTHONPATH, VIRTUAL_ENV ("" when
- * unset), the toolbox modules to import, and the NAME=VALUE environment a
- * zygote is warmed with.  The strings are borrowed: from the caller when
- * encoding, from the payload when decoded.
+ * unset), the toolbox modules to import, the NAME=VALUE environment a
+ * zygote is warmed with, and the modules to import after the toolboxes
+ * (the session's module record, sorted).  The strings are borrowed: from
+ * the caller when encoding, from the payload when decoded.
+ *
+ * The preload entries are encoded last, so that everything before them
+ * (the key's base) names the environment, and keys of one environment
+ * differ only in their tails.
  */
 struct warm_key {
 	const char *cwd;
@@ -52,6 +60,8 @@ struct warm_key {
 	size_t n_modules;
 	const char *env[WARM_KEY_ENV];
 	size_t n_env;
+	const char *preload[WARM_KEY_PRELOAD];
+	size_t n_preload;
 };
 
 /* The running build's identity, from its content (the linker's build id):
@@ -80,6 +90,43 @@ int warm_key_encode(const struct warm_key *k, uint8_t *buf, size_t *len);
  * arrays are ignored.  Fuzzed by fuzz/fuzz_warm_key.c.
  */
 void warm_key_decode(const uint8_t *payload, size_t len, struct warm_key *k);
+
+/*
+ * The length of an encoded key's base: the bytes before its first preload
+ * entry (all of it when it has none).  -1 when the key is not one
+ * warm_key_encode could have written: an entry of another kind after a
+ * preload entry.
+ */
+long warm_key_base_len(const uint8_t *payload, size_t len);
+
+/*
+ * Whether the zygote of key have can serve a call of key want: both have
+ * the same base, and have's preload entries are some of want's (each
+ * sorted, as modrec.h's record is; an unsorted list is never taken for a
+ * subset).  *n_have gets have's count of preload entries.
+ */
+bool warm_key_within(const uint8_t *have, size_t have_len, const uint8_t *want,
+                     size_t want_len, size_t *n_have);
+
+/* A WIRE_READY entry naming a module the zygote has imported (the
+ * payload's "file" entries come first, then these, sorted). */
+#define WARM_READY_MODULE "module"
+
+/*
+ * How many of key want's preload modules a zygote's WIRE_READY payload
+ * (ready) names as imported; both lists sorted, as the zygote and the
+ * module record write them.
+ */
+size_t warm_key_covered(const uint8_t *want, size_t want_len, const uint8_t *ready,
+                        size_t ready_len);
+
+/*
+ * Remove from an encoded key, in place, the preload entries whose module
+ * drop(name, ctx) says to leave out; returns the key's new length.  A key
+ * warm_key_base_len refuses is left as it is.
+ */
+size_t warm_key_drop(uint8_t *payload, size_t len,
+                     bool (*drop)(const char *name, void *ctx), void *ctx);
 
 /*
  * Split a "PATH<TAB>MTIME_NS<TAB>SIZE" entry of the module files a zygote

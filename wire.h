@@ -46,7 +46,8 @@ enum wire_type {
 	WIRE_RUN,
 	/* zygote -> server: ready; payload: "file=PATH\tMTIME_NS\tSIZE" entries */
 	WIRE_READY,
-	/* zygote -> server: could not start; payload: why */
+	/* zygote -> server: could not start; payload: why; a: 1 + the index of
+	 * the key's preload module to blame, or 0 */
 	WIRE_FAILED,
 	/* DOLSOT_STORE=memory, client -> server, payload "id=ID" unless noted:
 	 * LOAD (reply BLOB: a = 1 and a memfd when found), SAVE (+ a memfd, a =

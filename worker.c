@@ -652,33 +652,55 @@ static void python_error_text(const char *what, char *err, size_t errlen)
 	PyErr_Clear();
 }
 
-int worker_zygote_init(const char *const *modules, size_t n, char **files,
-                       char *err, size_t errlen)
+/* names as a new Python list, or NULL with the exception set. */
+static PyObject *name_list(const char *const *names, size_t n)
 {
-	PyObject *list, *answer;
-	const char *text;
+	PyObject *list = PyList_New(0);
 
-	if (start_python(err, errlen) < 0)
-		return -1;
-	zygote_module = import_worker_module();
-	list = zygote_module ? PyList_New(0) : NULL;
 	for (size_t i = 0; list && i < n; i++) {
-		PyObject *name = PyUnicode_FromString(modules[i]);
+		PyObject *name = PyUnicode_FromString(names[i]);
 
 		if (!name || PyList_Append(list, name) < 0)
 			Py_CLEAR(list);
 		Py_XDECREF(name);
 	}
-	answer = list ? PyObject_CallMethod(zygote_module, "warm_up", "(N)", list) : NULL;
-	if (!answer) {
+	return list;
+}
+
+int worker_zygote_init(const char *const *modules, size_t n, const char *const *preload,
+                       size_t n_preload, struct zygote_ready *r, char *err, size_t errlen)
+{
+	PyObject *answer = NULL, *tools = NULL, *pre = NULL;
+	const char *files = NULL, *loaded = NULL, *why = NULL;
+	Py_ssize_t index = -1;
+
+	memset(r, 0, sizeof(*r));
+	if (start_python(err, errlen) < 0)
+		return -1;
+	zygote_module = import_worker_module();
+	if (zygote_module && (tools = name_list(modules, n)) && (pre = name_list(preload, n_preload)))
+		answer = PyObject_CallMethod(zygote_module, "warm_up", "(OO)", tools, pre);
+	Py_XDECREF(tools);
+	Py_XDECREF(pre);
+	if (!answer || !PyArg_ParseTuple(answer, "zznz", &files, &loaded, &index, &why)) {
+		Py_XDECREF(answer);
 		python_error_text("cannot prepare the zygote", err, errlen);
 		return -1;
 	}
-	text = PyUnicode_AsUTF8(answer);
-	*files = text ? strdup(text) : NULL;
+	if (index >= 0 && (size_t)index < n_preload) {
+		snprintf(err, errlen, "module %s is not imported ahead of calls: %s",
+		         preload[index], why ? why : "it misbehaved");
+		r->refused = (size_t)index + 1;
+		Py_DECREF(answer);
+		return -1;
+	}
+	r->files = strdup(files ? files : "");
+	r->loaded = strdup(loaded ? loaded : "");
 	Py_DECREF(answer);
-	if (!*files) {
-		python_error_text("cannot list the zygote's modules", err, errlen);
+	if (!r->files || !r->loaded) {
+		free(r->files);
+		free(r->loaded);
+		snprintf(err, errlen, "cannot list the zygote's modules: %s", strerror(errno));
 		return -1;
 	}
 	return 0;

@@ -19,18 +19,28 @@ void worker_child(const struct worker_fds *fds, void *arg);
 
 /*
  * Zygotes (the warm path).  worker_zygote_init() starts Python in this
- * process as the cold path would, imports the worker module, dill and the
- * given toolbox modules, and sets *files (malloc'd) to the user modules it
- * loaded, one "PATH<TAB>MTIME_NS<TAB>SIZE" line each, so a change can be
- * noticed.  Returns 0, or -1 with a reason in err.
+ * process as the cold path would, imports the worker module, dill, the
+ * given toolbox modules and then the preload modules (a session's module
+ * record), and fills *r (its strings malloc'd): files, the user modules
+ * it loaded, one "PATH<TAB>MTIME_NS<TAB>SIZE" line each, so a change can
+ * be noticed, and loaded, the names of the modules imported, sorted, a
+ * line each.  Returns 0, or -1 with a reason in err; r->refused is then 1
+ * + the index of the preload module that failed or misbehaved on import
+ * (worker.py's warm_up says how that is decided), or 0 when the failure
+ * is not one module's.
  *
  * Around each fork of a zygote call worker_before_fork(), then
  * worker_after_fork_parent() in the zygote; the child calls
  * worker_zygote_child(), which runs the request like worker_child() and
  * _exits.
  */
-int worker_zygote_init(const char *const *modules, size_t n, char **files,
-                       char *err, size_t errlen);
+struct zygote_ready {
+	char *files;
+	char *loaded;
+	size_t refused;
+};
+int worker_zygote_init(const char *const *modules, size_t n, const char *const *preload,
+                       size_t n_preload, struct zygote_ready *r, char *err, size_t errlen);
 void worker_before_fork(void);
 void worker_after_fork_parent(void);
 /* In a worker forked ahead of its call: Python's after-fork work, done

@@ -501,16 +501,58 @@ def _apply_env(env):
             os.environ[name] = value
 
 
-def warm_up(modules):
-    """Prepare a zygote: import dill and the toolboxes now, so each forked
-    call starts with them loaded.  Returns the user modules' files."""
+def warm_up(modules, preload=()):
+    """Prepare a zygote: import dill and the toolboxes now, then the
+    modules a session's blob records (preload), so each forked call starts
+    with them loaded.  Returns (files, modules, -1, None): the user
+    modules' files, and the modules imported, a line each; or (None, None,
+    i, why) when preload[i] may not be imported ahead."""
+    import warnings
     _session._import_dill()
     for name in modules:
         importlib.import_module(name)
     if modules:
         _warm_gate(modules)
+    filters = list(warnings.filters)
+    for i, name in enumerate(preload):
+        why = _preload_one(name)
+        if why:
+            return None, None, i, why
+    if preload:
+        _state.note_preload(filters)
     _state.look_at_modules()
-    return "\n".join(_module_files())
+    return ("\n".join(_module_files()), "\n".join(_session.recordable_modules()),
+            -1, None)
+
+
+def _preload_one(name):
+    """Import name as loading a session would; why it must not be imported
+    in a zygote after all, or None.  What a cold load sees would differ
+    from what a process forked from us sees if the import failed, left a
+    Python thread running (threads do not survive fork), or changed the
+    environment or the working directory (a worker resets both to its
+    call's) or sys.path (a call measures its changes against what it
+    starts with)."""
+    import os
+    import threading
+    if name in sys.modules:
+        return None
+    threads, env, cwd = set(threading.enumerate()), dict(os.environ), os.getcwd()
+    path = list(sys.path)
+    try:
+        importlib.import_module(name)
+    except BaseException as e:
+        return f"importing it raised {type(e).__name__}: {e}"
+    started = [t.name for t in threading.enumerate() if t not in threads and t.is_alive()]
+    if started:
+        return "importing it started a thread (" + ", ".join(started) + ")"
+    if dict(os.environ) != env:
+        return "importing it changed the environment"
+    if os.getcwd() != cwd:
+        return "importing it changed the working directory"
+    if sys.path != path:
+        return "importing it changed sys.path"
+    return None
 
 
 def _warm_gate(modules):

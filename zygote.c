@@ -66,15 +66,22 @@ static size_t n_calls;
  * sleep, say): every SIGCHLD sweeps again until none is left. */
 static size_t lingering;
 
+/* refused: 1 + the index of the key's preload module to blame, or 0. */
+static __attribute__((noreturn)) void zygote_refuse(int ctl, const char *why, size_t refused)
+{
+	wire_send(ctl, WIRE_FAILED, refused, 0, why, strlen(why), NULL, 0);
+	_exit(1);
+}
+
 static __attribute__((noreturn)) void zygote_fail(int ctl, const char *why)
 {
-	wire_send(ctl, WIRE_FAILED, 0, 0, why, strlen(why), NULL, 0);
-	_exit(1);
+	zygote_refuse(ctl, why, 0);
 }
 
 static void prepare(int ctl, const struct warm_key *env)
 {
-	char err[1024], *files = NULL;
+	char err[1024];
+	struct zygote_ready ready;
 	uint8_t payload[WIRE_MAX_PAYLOAD];
 	size_t len = 0;
 
@@ -102,12 +109,19 @@ static void prepare(int ctl, const struct warm_key *env)
 		setenv("VIRTUAL_ENV", env->venv, 1);
 	else
 		unsetenv("VIRTUAL_ENV");
-	if (worker_zygote_init(env->modules, env->n_modules, &files, err, sizeof(err)) < 0)
-		zygote_fail(ctl, err);
-	for (char *line = strtok(files, "\n"); line; line = strtok(NULL, "\n"))
+	if (worker_zygote_init(env->modules, env->n_modules, env->preload, env->n_preload,
+	                       &ready, err, sizeof(err)) < 0)
+		zygote_refuse(ctl, err, ready.refused);
+	for (char *line = strtok(ready.files, "\n"); line; line = strtok(NULL, "\n"))
 		if (wire_put(payload, &len, "file", line) < 0)
 			zygote_fail(ctl, "too many module files to watch");
-	free(files);
+	/* As many as fit: one left out only means a call that names it is
+	 * prepared a zygote of its own. */
+	for (char *line = strtok(ready.loaded, "\n"); line; line = strtok(NULL, "\n"))
+		if (wire_put(payload, &len, WARM_READY_MODULE, line) < 0)
+			break;
+	free(ready.files);
+	free(ready.loaded);
 	if (wire_send(ctl, WIRE_READY, (uint64_t)getpid(), 0, payload, len, NULL, 0) < 0)
 		_exit(1);
 }

@@ -42,6 +42,41 @@ static void fuzz_file(const char *entry)
 	CHECK(strncmp(entry, again, strlen(path) + 1) == 0);
 }
 
+static bool drop_odd(const char *name, void *ctx)
+{
+	(void)ctx;
+	return strlen(name) % 2 == 1;
+}
+
+/*
+ * The server's view of a key's tail: within itself, a key holds no more
+ * than its preload entries; no more of them are covered than it has; and
+ * dropping some leaves its base as it was and the key no longer.
+ */
+static void fuzz_preload(const uint8_t *key, size_t len, size_t n_preload)
+{
+	long base = warm_key_base_len(key, len);
+	size_t n, kept;
+	uint8_t *copy;
+
+	CHECK(base >= -1 && base <= (long)len);
+	if (base < 0) {
+		CHECK(!warm_key_within(key, len, key, len, &n));
+		return;
+	}
+	if (warm_key_within(key, len, key, len, &n))
+		CHECK(n <= n_preload);
+	CHECK(warm_key_covered(key, len, key, len) <= n_preload);
+	copy = malloc(len);
+	CHECK(copy != NULL);
+	memcpy(copy, key, len);
+	kept = warm_key_drop(copy, len, drop_odd, NULL);
+	CHECK(kept <= len);
+	CHECK(warm_key_base_len(copy, kept) == base);
+	CHECK(memcmp(copy, key, (size_t)base) == 0);
+	free(copy);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct warm_key env;
@@ -68,6 +103,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_inside(env.modules[i], NULL);
 	for (size_t i = 0; i < env.n_env; i++)
 		check_inside(env.env[i], NULL);
+	CHECK(env.n_preload <= sizeof(env.preload) / sizeof(*env.preload));
+	for (size_t i = 0; i < env.n_preload; i++)
+		check_inside(env.preload[i], NULL);
+	fuzz_preload(key, len, env.n_preload);
 	while ((v = wire_next(key, len, "file", &pos)))
 		fuzz_file(v);
 	/* The whole input as one entry too, cut at its first NUL. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ck_run.h"
+#include "warm_proto.h"
 #include "wire.h"
 
 START_TEST(round_trip_with_fds)
@@ -199,6 +200,104 @@ START_TEST(replays_regressions)
 }
 END_TEST
 
+/* ---- the zygote key's preload entries (warm_proto.h) ---- */
+
+/* A key of base "cwd=/w" and "env=A=1" with the given preload modules. */
+static size_t key_with(uint8_t *buf, const char *const *preload, size_t n)
+{
+	static struct warm_key k;
+	size_t len;
+
+	memset(&k, 0, sizeof(k));
+	k.cwd = "/w";
+	k.pythonpath = "";
+	k.venv = "";
+	k.env[0] = "A=1";
+	k.n_env = 1;
+	for (size_t i = 0; i < n; i++)
+		k.preload[k.n_preload++] = preload[i];
+	ck_assert_int_eq(warm_key_encode(&k, buf, &len), 0);
+	return len;
+}
+
+static bool drop_b(const char *name, void *ctx)
+{
+	(void)ctx;
+	return strcmp(name, "b") == 0;
+}
+
+START_TEST(warm_key_preload_is_the_tail)
+{
+	static uint8_t base[WIRE_MAX_PAYLOAD], ab[WIRE_MAX_PAYLOAD], abc[WIRE_MAX_PAYLOAD];
+	static struct warm_key k;
+	const char *names[] = { "a", "b", "c" };
+	size_t nb = key_with(base, NULL, 0), nab = key_with(ab, names, 2);
+	size_t nabc = key_with(abc, names, 3), n;
+
+	ck_assert_int_eq(warm_key_base_len(base, nb), (long)nb);
+	ck_assert_int_eq(warm_key_base_len(ab, nab), (long)nb);
+	ck_assert(memcmp(ab, base, nb) == 0);
+	warm_key_decode(abc, nabc, &k);
+	ck_assert_uint_eq(k.n_preload, 3);
+	ck_assert_str_eq(k.preload[2], "c");
+	ck_assert_str_eq(k.env[0], "A=1");
+	/* Within: same base, a subset of the tail. */
+	ck_assert(warm_key_within(base, nb, abc, nabc, &n) && n == 0);
+	ck_assert(warm_key_within(ab, nab, abc, nabc, &n) && n == 2);
+	ck_assert(warm_key_within(abc, nabc, abc, nabc, &n) && n == 3);
+	ck_assert(!warm_key_within(abc, nabc, ab, nab, &n));
+	{
+		const char *other[] = { "a", "d" };
+		uint8_t *ad = malloc(WIRE_MAX_PAYLOAD);
+		size_t nad = key_with(ad, other, 2);
+
+		ck_assert(!warm_key_within(ad, nad, abc, nabc, &n));
+		free(ad);
+	}
+	/* Another base is never within, whatever the tails. */
+	{
+		uint8_t *moved = malloc(WIRE_MAX_PAYLOAD);
+
+		memcpy(moved, base, nb);
+		moved[5] = 'x';   /* "cwd=/x" */
+		ck_assert(!warm_key_within(moved, nb, ab, nab, &n));
+		free(moved);
+	}
+	/* An entry of another kind after a preload entry: not a key we write. */
+	{
+		uint8_t *bad = malloc(WIRE_MAX_PAYLOAD);
+		size_t len = nab;
+
+		memcpy(bad, ab, nab);
+		ck_assert_int_eq(wire_put(bad, &len, "env", "B=2"), 0);
+		ck_assert_int_eq(warm_key_base_len(bad, len), -1);
+		ck_assert(!warm_key_within(base, nb, bad, len, &n));
+		ck_assert_uint_eq(warm_key_drop(bad, len, drop_b, NULL), len);
+		free(bad);
+	}
+}
+END_TEST
+
+START_TEST(warm_key_drop_and_cover)
+{
+	static uint8_t abc[WIRE_MAX_PAYLOAD], ac[WIRE_MAX_PAYLOAD], ready[WIRE_MAX_PAYLOAD];
+	const char *names[] = { "a", "b", "c" }, *two[] = { "a", "c" };
+	size_t nabc = key_with(abc, names, 3), nac = key_with(ac, two, 2), nr = 0;
+
+	nabc = warm_key_drop(abc, nabc, drop_b, NULL);
+	ck_assert_uint_eq(nabc, nac);
+	ck_assert(memcmp(abc, ac, nac) == 0);
+	/* A zygote's READY payload: files, then the modules it imported. */
+	ck_assert_int_eq(wire_put(ready, &nr, "file", "/w/a.py\t1\t2"), 0);
+	ck_assert_uint_eq(warm_key_covered(ac, nac, ready, nr), 0);
+	ck_assert_int_eq(wire_put(ready, &nr, WARM_READY_MODULE, "a"), 0);
+	ck_assert_uint_eq(warm_key_covered(ac, nac, ready, nr), 1);
+	ck_assert_int_eq(wire_put(ready, &nr, WARM_READY_MODULE, "b"), 0);
+	ck_assert_int_eq(wire_put(ready, &nr, WARM_READY_MODULE, "c"), 0);
+	ck_assert_uint_eq(warm_key_covered(ac, nac, ready, nr), 2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("wire");
@@ -209,6 +308,8 @@ int main(void)
 	tcase_add_test(tc, next_stops_at_unterminated_entry);
 	tcase_add_test(tc, payload_sizes_and_oversized_messages);
 	tcase_add_test(tc, replays_regressions);
+	tcase_add_test(tc, warm_key_preload_is_the_tail);
+	tcase_add_test(tc, warm_key_drop_and_cover);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -1,0 +1,381 @@
+/*
+ * check_preload.c - zygotes that hold a session's modules (issue 11): the
+ * server prepares one from the session's module record, later calls run
+ * on it with the cold path's outputs, a module that misbehaves on import
+ * is never imported ahead, an edited module is imported afresh, one
+ * environment's zygotes stay within their bound, and the store's truth
+ * (--reset, a cold call's write) is what the next call sees.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_check.h"
+#include "cli_helpers.h"
+
+/* How long a zygote importing numpy, pandas and matplotlib may take to
+ * get ready on a slow machine (valgrind is not run on this suite). */
+#define READY_SECONDS 90
+
+static struct cli_test fx;
+static char mpl_env[4400];
+
+static void setup(void)
+{
+	cli_test_begin_server(&fx);
+	/* matplotlib's cache in the test's directory, built before any
+	 * compared call so that neither path reports building it. */
+	snprintf(mpl_env, sizeof(mpl_env), "MPLCONFIGDIR=%s/mpl", fx.tmp);
+	cli_test_add_env(&fx, mpl_env);
+	cli_test_add_env(&fx, "MPLBACKEND");
+}
+
+static void teardown(void)
+{
+	cli_test_end(&fx);
+}
+
+/* --server-status's text (malloc'd), "" when none runs. */
+static char *status(void)
+{
+	struct cli_run r;
+	char *text;
+
+	CLI(&r, "--server-status");
+	text = strdup(r.code == 0 ? r.out : "");
+	cli_run_release(&r);
+	return text;
+}
+
+/* The figure after "label " in the status, or -1. */
+static long figure(const char *label)
+{
+	char *text = status(), *p = strstr(text, label);
+	long v = -1;
+
+	if (p)
+		sscanf(p + strlen(label), " %ld", &v);
+	free(text);
+	return v;
+}
+
+#define PRELOADED "calls with the session's modules imported ahead"
+
+/* Whether the preload line starting at pre names module. */
+static bool names(const char *pre, const char *module)
+{
+	const char *end = strchr(pre + 1, '\n');
+	size_t n = strlen(module);
+
+	for (const char *p = strchr(pre + 1, ' '); p && (!end || p < end); p = strchr(p + 1, ' '))
+		if (strncmp(p + 1, module, n) == 0 &&
+		    (p[1 + n] == ' ' || p[1 + n] == '\n' || p[1 + n] == '\0'))
+			return true;
+	return false;
+}
+
+/* Whether a ready zygote in the status text holds every module of words
+ * (space-separated) ahead. */
+static bool ready_with(const char *text, const char *words)
+{
+	for (const char *z = strstr(text, "\nzygote "); z; z = strstr(z + 1, "\nzygote ")) {
+		const char *next = strstr(z + 1, "\nzygote "), *pre = strstr(z, "\n  preload ");
+		char state[16] = "", want[256], *save = NULL;
+		bool all = true;
+
+		if (sscanf(z + 1, "zygote %*d %15s", state) != 1 || strcmp(state, "ready") != 0 ||
+		    !pre || (next && pre > next))
+			continue;
+		snprintf(want, sizeof(want), "%s", words);
+		for (char *w = strtok_r(want, " ", &save); w && all; w = strtok_r(NULL, " ", &save))
+			all = names(pre + 3, w);
+		if (all)
+			return true;
+	}
+	return false;
+}
+
+/* Wait until a ready zygote holds the modules in words. */
+static void wait_ready_with(const char *words)
+{
+	double until = cli_now() + READY_SECONDS;
+	char *text = NULL;
+
+	while (cli_now() < until) {
+		free(text);
+		text = status();
+		if (ready_with(text, words)) {
+			free(text);
+			return;
+		}
+		usleep(100000);
+	}
+	ck_abort_msg("no ready zygote holds %s:\n%s", words, text);
+}
+
+/* One call in cwd; off: on the cold path. */
+static void call_in(struct cli_run *r, const char *cwd, bool off, const char *session,
+                    const char *code)
+{
+	const char *cold[] = { "DOLSOT_SERVER=off", NULL };
+
+	RUN_IN(r, cwd, off ? cold : NULL, "--session", session, code);
+}
+
+/* fx's directory's subdirectory name, made (malloc'd). */
+static char *subdir(const char *name)
+{
+	char *d = strdup(cli_path(fx.tmp, name));
+
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(mkdir(d, 0755), 0);
+	return d;
+}
+
+static const char FIRST_CELL[] =
+	"import numpy as np, pandas as pd, matplotlib\n"
+	"import matplotlib.pyplot as plt\n"
+	"np.random.seed(0)\n"
+	"df = pd.DataFrame({'g': list('abcab') * 20, 'x': np.arange(100),\n"
+	"                   'y': np.random.rand(100)})\n";
+
+START_TEST(third_call_runs_on_a_zygote_holding_the_modules)
+{
+	char *dir = subdir("w");
+	struct cli_run r;
+	long before;
+
+	call_in(&r, dir, false, "s", FIRST_CELL);
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	call_in(&r, dir, false, "s", "int(df.x.sum())");
+	ck_code(&r, 0);
+	ck_out(&r, "4950\n");
+	cli_run_release(&r);
+	wait_ready_with("numpy pandas matplotlib");
+	before = figure(PRELOADED);
+	call_in(&r, dir, false, "s", "float(df.y.mean()).__round__(6)");
+	ck_code(&r, 0);
+	ck_out(&r, "0.472794\n");
+	cli_run_release(&r);
+	ck_assert_int_eq(figure(PRELOADED), before + 1);
+	free(dir);
+}
+END_TEST
+
+/* The compared cells: frames, groupby, a saved figure, the RNG after a
+ * seed, print options, pandas options, warnings filters, the backend and
+ * the modules loaded. */
+static const char *const CELLS[] = {
+	"print(df.head())",
+	"print(df.groupby('g').agg({'x': 'sum', 'y': 'mean'}).round(4))",
+	"np.set_printoptions(precision=3)\nprint(np.linspace(0, 1, 7))",
+	"print(np.linspace(0, 1, 7))",
+	"np.random.seed(42)\nprint(np.random.rand(3))",
+	"print(np.random.rand(2))",
+	"pd.set_option('display.max_rows', 6)\nprint(df)",
+	"print(df.describe())",
+	"fig, ax = plt.subplots(figsize=(3, 2))\nax.plot(df.x, df.y)\n"
+	"fig.savefig('fig.png', metadata={'Software': None})\nplt.close(fig)\ndel fig, ax",
+	"print(matplotlib.get_backend())",
+	"import warnings\nprint([repr(f) for f in warnings.filters])",
+	"import sys\nprint(sorted(m for m in sys.modules\n"
+	"             if m.partition('.')[0] in ('numpy', 'pandas', 'matplotlib')))",
+	"print(pd.pivot_table(df, index='g', values='y', aggfunc='max').round(4))",
+};
+
+START_TEST(outputs_match_the_cold_path)
+{
+	char *warm = subdir("warm"), *cold = subdir("cold"), *a, *b;
+	size_t na, nb;
+	struct cli_run r;
+	long before;
+
+	for (int path = 0; path < 2; path++) {
+		call_in(&r, path ? cold : warm, path, path ? "c" : "w", FIRST_CELL);
+		ck_code(&r, 0);
+		cli_run_release(&r);
+	}
+	call_in(&r, warm, false, "w", "1");
+	cli_run_release(&r);
+	wait_ready_with("numpy pandas matplotlib");
+	before = figure(PRELOADED);
+	for (size_t i = 0; i < sizeof(CELLS) / sizeof(*CELLS); i++) {
+		struct cli_run w, c;
+
+		call_in(&w, warm, false, "w", CELLS[i]);
+		call_in(&c, cold, true, "c", CELLS[i]);
+		ck_assert_msg(w.code == c.code && strcmp(w.out, c.out) == 0 &&
+		              strcmp(w.err, c.err) == 0,
+		              "cell %zu differs\nwarm (%d):\n%s%s\ncold (%d):\n%s%s", i, w.code,
+		              w.out, w.err, c.code, c.out, c.err);
+		cli_run_release(&w);
+		cli_run_release(&c);
+	}
+	/* Most of them ran with the modules imported ahead (a cell that
+	 * imports a module the zygote lacks makes the next call wait for
+	 * one that has it). */
+	ck_assert_int_ge(figure(PRELOADED), before + 8);
+	a = cli_read_file(cli_path(warm, "fig.png"), &na);
+	b = cli_read_file(cli_path(cold, "fig.png"), &nb);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_msg(na == nb && memcmp(a, b, na) == 0, "the figures differ");
+	free(a);
+	free(b);
+	free(warm);
+	free(cold);
+}
+END_TEST
+
+START_TEST(a_module_starting_a_thread_is_never_imported_ahead)
+{
+	char *dir = subdir("t"), *text;
+	struct cli_run r;
+
+	cli_write_file(cli_path(dir, "threader.py"),
+	               "import threading, time\n"
+	               "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n"
+	               "VALUE = 7\n");
+	call_in(&r, dir, false, "s", "import threader");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	for (int i = 0; i < 3; i++) {
+		call_in(&r, dir, false, "s", "import threading\n"
+		        "print(threader.VALUE, threading.active_count())");
+		ck_code(&r, 0);
+		ck_out(&r, "7 2\n");
+		cli_run_release(&r);
+		usleep(500000);
+	}
+	text = status();
+	ck_assert_msg(strstr(text, "not imported ahead threader: module threader is not "
+	                     "imported ahead of calls: importing it started a thread"),
+	              "status:\n%s", text);
+	ck_assert_msg(!strstr(text, "preload threader"), "status:\n%s", text);
+	free(text);
+	free(dir);
+}
+END_TEST
+
+START_TEST(an_edited_module_is_imported_afresh)
+{
+	char *dir = subdir("e"), *mod = strdup(cli_path(dir, "mine.py"));
+	struct cli_run r;
+	struct timespec later[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+
+	cli_write_file(mod, "VALUE = 1\n");
+	call_in(&r, dir, false, "s", "import mine");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	call_in(&r, dir, false, "s", "mine.VALUE");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+	wait_ready_with("mine");
+	call_in(&r, dir, false, "s", "mine.VALUE");
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+	cli_write_file(mod, "VALUE = 2\n");
+	later[1].tv_sec = time(NULL) + 10;   /* a change within the mtime's grain */
+	ck_assert_int_eq(utimensat(AT_FDCWD, mod, later, 0), 0);
+	call_in(&r, dir, false, "s", "mine.VALUE");
+	ck_code(&r, 0);
+	ck_out(&r, "2\n");
+	cli_run_release(&r);
+	free(mod);
+	free(dir);
+}
+END_TEST
+
+/* Modules the base zygote does not import, one set per session. */
+static const char *const SETS[] = {
+	"fractions", "decimal", "statistics", "csv", "sqlite3", "difflib", "textwrap",
+	"calendar", "colorsys", "wave", "getopt", "zipfile", "tarfile", "uuid", "plistlib",
+	"ipaddress", "mailbox", "sched", "graphlib", "netrc",
+};
+
+START_TEST(one_environment_keeps_its_bound)
+{
+	char *dir = subdir("b"), *text;
+	struct cli_run r;
+	long zygotes;
+
+	for (size_t i = 0; i < sizeof(SETS) / sizeof(*SETS); i++) {
+		char session[32], code[64];
+
+		snprintf(session, sizeof(session), "s%zu", i);
+		snprintf(code, sizeof(code), "import %s", SETS[i]);
+		for (int call = 0; call < 2; call++) {
+			call_in(&r, dir, false, session, call ? "1" : code);
+			ck_code(&r, 0);
+			cli_run_release(&r);
+		}
+		zygotes = figure("zygotes");
+		ck_assert_msg(zygotes >= 1 && zygotes <= 6, "%ld zygotes after session %zu",
+		              zygotes, i);
+	}
+	text = status();
+	ck_assert_msg(strstr(text, "zygotes ") && strstr(text, "6 per environment"),
+	              "status:\n%s", text);
+	free(text);
+	free(dir);
+}
+END_TEST
+
+START_TEST(reset_and_a_cold_write_are_seen)
+{
+	char *dir = subdir("r");
+	struct cli_run r;
+
+	call_in(&r, dir, false, "s", "import numpy as np\nx = np.arange(3)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	call_in(&r, dir, false, "s", "int(x.sum())");
+	ck_out(&r, "3\n");
+	cli_run_release(&r);
+	wait_ready_with("numpy");
+	call_in(&r, dir, true, "s", "x = np.arange(5)");   /* cold */
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	call_in(&r, dir, false, "s", "int(x.sum())");
+	ck_code(&r, 0);
+	ck_out(&r, "10\n");
+	cli_run_release(&r);
+	RUN_IN(&r, dir, NULL, "--reset", "s");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	call_in(&r, dir, false, "s", "'x' in dir()");
+	ck_code(&r, 0);
+	ck_out(&r, "False\n");
+	cli_run_release(&r);
+	free(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("preload");
+	TCase *tc = tcase_create("preload");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, third_call_runs_on_a_zygote_holding_the_modules);
+	tcase_add_test(tc, outputs_match_the_cold_path);
+	tcase_add_test(tc, a_module_starting_a_thread_is_never_imported_ahead);
+	tcase_add_test(tc, an_edited_module_is_imported_afresh);
+	tcase_add_test(tc, one_environment_keeps_its_bound);
+	tcase_add_test(tc, reset_and_a_cold_write_are_seen);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
