@@ -111,6 +111,13 @@ static long env_number(const char *name, long dflt, long max)
 	return errno || *end || n < 0 ? dflt : n > max ? max : n;
 }
 
+void live_forget(void)
+{
+	n_held = 0;
+	n_ended = 0;
+	dirty = false;
+}
+
 void live_init(void)
 {
 	max_held = (size_t)env_number("DOLSOT_LIVE_MAX", LIVE_MAX_HELD, LIVE_MAX_HELD);

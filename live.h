@@ -111,6 +111,10 @@ int live_expire(void);
 /* End every live process (the zygote is done). */
 void live_end_all(void);
 
+/* In a zygote forked from this one: forget every live process without
+ * touching it (they are the parent zygote's; their fds are closed). */
+void live_forget(void);
+
 /*
  * What the zygote tells the server: after a change, live_report sends on
  * ctl a WIRE_INFO whose payload holds one LIVE_ENTRY per live session

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -71,6 +72,7 @@ struct zygote {
 	char why[256];            /* why it failed, or why the one before it went */
 	uint8_t *live;            /* its last report of its live sessions (live.h), or NULL */
 	size_t live_len;
+	pid_t grown_from;         /* the zygote it was forked from (its parent), or 0 */
 };
 
 struct server {
@@ -462,6 +464,8 @@ static void on_zygote_message(struct server *s, struct zygote *z)
 		z->files_len = m.len;
 		m.payload = NULL;
 		z->state = Z_READY;
+		if (z->pid <= 0 && m.a > 0 && m.a < (uint64_t)INT_MAX)
+			z->pid = (pid_t)m.a;   /* a grown zygote */
 	} else if (m.type == WIRE_FAILED && m.a > 0 && skip_module(s, z, m.a - 1, &m)) {
 		zygote_forget(z);   /* calls ask for a key without the module now */
 	} else if (m.type == WIRE_FAILED) {
@@ -545,6 +549,41 @@ static bool worth_warming(struct server *s, const struct wire_msg *m)
 	return seen_before(s, m);
 }
 
+/*
+ * Prepare a zygote for m's key in z: forked from the nearest ready zygote
+ * of its environment, which imports only what the key adds, or else a
+ * fresh one.  A grown zygote is its parent's child, not ours: we know its
+ * pid from its WIRE_READY, and its end from its control socket.
+ */
+static void zygote_prepare(struct server *s, struct zygote *z, const struct wire_msg *m)
+{
+	bool full;
+	struct zygote *from = wants_preload(m) ? zygote_nearest(s, m, &full) : NULL;
+	int sv[2];
+
+	if (!from || from == z || from->pid <= 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		zygote_spawn(s, z, m);
+		return;
+	}
+	if (wire_send(from->ctl, WIRE_GROW, 0, 0, m->payload, m->len, &sv[1], 1) < 0 ||
+	    !(z->key = malloc(m->len))) {
+		close(sv[0]);
+		close(sv[1]);
+		zygote_spawn(s, z, m);
+		return;
+	}
+	close(sv[1]);
+	memcpy(z->key, m->payload, m->len);
+	z->key_len = m->len;
+	z->state = Z_STARTING;
+	z->started = z->last_used = deadline_now();
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	z->ctl = sv[0];
+	z->pid = 0;   /* until it says */
+	z->grown_from = from->pid;
+}
+
 /* A probe (dolsot --server-start): is this environment warm?  A new one
  * starts warming; one that failed says why at once. */
 static bool on_probe(struct server *s, int client, const struct wire_msg *m,
@@ -602,7 +641,7 @@ static bool on_call(struct server *s, int client, struct wire_msg *m)
 	}
 	/* After the call went, so that making room cannot end its zygote. */
 	if (!z && !full && worth_warming(s, m) && (z = zygote_slot(s, m)))
-		zygote_spawn(s, z, m);
+		zygote_prepare(s, z, m);
 	return handed;
 }
 
@@ -632,7 +671,7 @@ static void on_info(struct server *s, int client)
 		if (z->key_len)
 			server_diag_zygote(text, &n, sizeof(text), z->pid, state_names[z->state],
 			                   deadline_now() - z->last_used, z->key, z->key_len,
-			                   z->why);
+			                   z->grown_from, z->why);
 		if (z->key_len && z->live)
 			live_status(text, &n, sizeof(text), z->live, z->live_len);
 	}
@@ -818,6 +857,15 @@ static void evict_idle_zygotes(struct server *s)
 			zygote_forget(&s->z[i]);
 }
 
+/* pid has not exited: our child not reaped yet, or a grown zygote (its
+ * parent zygote's child) still there. */
+static bool still_running(pid_t pid)
+{
+	pid_t got = waitpid(pid, NULL, WNOHANG);
+
+	return got == 0 || (got < 0 && errno == ECHILD && kill(pid, 0) == 0);
+}
+
 /* Ask zygotes to finish (closing their control socket), wait a little for
  * them, then kill what is left: no process of ours outlives the server. */
 static void stop_zygotes(struct server *s)
@@ -835,7 +883,7 @@ static void stop_zygotes(struct server *s)
 		size_t alive = 0;
 
 		for (size_t i = 0; i < n; i++) {
-			if (pids[i] && waitpid(pids[i], NULL, WNOHANG) == 0)
+			if (pids[i] && still_running(pids[i]))
 				alive++;
 			else
 				pids[i] = 0;

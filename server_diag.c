@@ -111,7 +111,7 @@ long server_diag_private_kb(pid_t pid)
 
 void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
                         const char *state, double idle, const uint8_t *key,
-                        size_t key_len, const char *note)
+                        size_t key_len, pid_t grown_from, const char *note)
 {
 	static struct warm_key env;
 	struct mem m = memory_of(pid);
@@ -128,6 +128,8 @@ void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
 	for (size_t j = 0; j < env.n_preload && *n < cap - 300; j++)
 		append(text, n, cap, " %s", env.preload[j]);
 	append(text, n, cap, "%s\n", env.n_preload ? "" : " -");
+	if (grown_from > 0)
+		append(text, n, cap, "  grown from zygote %d\n", (int)grown_from);
 	if (note && *note)
 		append(text, n, cap, "  note %s\n", note);
 	spare = spare_of(pid);

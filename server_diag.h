@@ -37,12 +37,12 @@ void server_diag_skipped(char *text, size_t *n, size_t cap, const char *module,
 /*
  * Append one zygote's lines: pid, state, idle seconds, memory, the key it
  * was started with (a WIRE_CALL payload: its toolboxes and the modules it
- * imported ahead of calls), note (why it failed or why the
+ * imported ahead of calls), the zygote it was forked from (0: none), note (why it failed or why the
  * one before it was replaced) unless empty, and its spare worker if any.
  */
 void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
                         const char *state, double idle, const uint8_t *key,
-                        size_t key_len, const char *note);
+                        size_t key_len, pid_t grown_from, const char *note);
 
 /* The private memory of process pid in kB (from smaps_rollup), -1 when
  * unknown. */

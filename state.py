@@ -301,6 +301,8 @@ def note_preload(filters_before):
     imports added count as the load's, as on the cold path, where a call's
     baseline is taken before its load imports the same modules."""
     global _filters_preloaded
+    if _filters_preloaded:   # a zygote grown from one that preloaded too
+        filters_before = _filters_preloaded[0]
     _filters_preloaded = (filters_before, list(warnings.filters))
 
 

@@ -80,6 +80,11 @@ enum wire_type {
 	 * on no fallback (a client that gives up before it closes instead,
 	 * and the worker exits without running anything) */
 	WIRE_GO,
+	/* server -> zygote: fork a zygote for the key in the payload (the same
+	 * environment, more of a session's modules), which talks to the server
+	 * over the one fd, a socket; it reports WIRE_READY or WIRE_FAILED
+	 * there as any zygote does */
+	WIRE_GROW,
 	WIRE_TYPE_MAX,
 };
 

@@ -667,21 +667,13 @@ static PyObject *name_list(const char *const *names, size_t n)
 	return list;
 }
 
-int worker_zygote_init(const char *const *modules, size_t n, const char *const *preload,
-                       size_t n_preload, struct zygote_ready *r, char *err, size_t errlen)
+/* warm_up's or grow's answer (worker.py) into *r; 0, or -1 with err. */
+static int take_ready(PyObject *answer, const char *const *preload, size_t n_preload,
+                      struct zygote_ready *r, char *err, size_t errlen)
 {
-	PyObject *answer = NULL, *tools = NULL, *pre = NULL;
 	const char *files = NULL, *loaded = NULL, *why = NULL;
 	Py_ssize_t index = -1;
 
-	memset(r, 0, sizeof(*r));
-	if (start_python(err, errlen) < 0)
-		return -1;
-	zygote_module = import_worker_module();
-	if (zygote_module && (tools = name_list(modules, n)) && (pre = name_list(preload, n_preload)))
-		answer = PyObject_CallMethod(zygote_module, "warm_up", "(OO)", tools, pre);
-	Py_XDECREF(tools);
-	Py_XDECREF(pre);
 	if (!answer || !PyArg_ParseTuple(answer, "zznz", &files, &loaded, &index, &why)) {
 		Py_XDECREF(answer);
 		python_error_text("cannot prepare the zygote", err, errlen);
@@ -704,6 +696,41 @@ int worker_zygote_init(const char *const *modules, size_t n, const char *const *
 		return -1;
 	}
 	return 0;
+}
+
+int worker_zygote_init(const char *const *modules, size_t n, const char *const *preload,
+                       size_t n_preload, struct zygote_ready *r, char *err, size_t errlen)
+{
+	PyObject *answer = NULL, *tools = NULL, *pre = NULL;
+
+	memset(r, 0, sizeof(*r));
+	if (start_python(err, errlen) < 0)
+		return -1;
+	zygote_module = import_worker_module();
+	if (zygote_module && (tools = name_list(modules, n)) && (pre = name_list(preload, n_preload)))
+		answer = PyObject_CallMethod(zygote_module, "warm_up", "(OO)", tools, pre);
+	Py_XDECREF(tools);
+	Py_XDECREF(pre);
+	return take_ready(answer, preload, n_preload, r, err, errlen);
+}
+
+static int python_after_fork(void);
+
+int worker_zygote_grow(const char *const *preload, size_t n_preload, struct zygote_ready *r,
+                       char *err, size_t errlen)
+{
+	PyObject *answer = NULL, *pre;
+
+	memset(r, 0, sizeof(*r));
+	if (python_after_fork() < 0) {
+		python_error_text("cannot grow the zygote", err, errlen);
+		return -1;
+	}
+	pre = name_list(preload, n_preload);
+	if (pre)
+		answer = PyObject_CallMethod(zygote_module, "grow", "(O)", pre);
+	Py_XDECREF(pre);
+	return take_ready(answer, preload, n_preload, r, err, errlen);
 }
 
 void worker_before_fork(void)

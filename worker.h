@@ -41,6 +41,11 @@ struct zygote_ready {
 };
 int worker_zygote_init(const char *const *modules, size_t n, const char *const *preload,
                        size_t n_preload, struct zygote_ready *r, char *err, size_t errlen);
+/* In a zygote forked from a zygote: Python's after-fork work, then the
+ * preload modules it lacks imported as worker_zygote_init does; *r as
+ * there. */
+int worker_zygote_grow(const char *const *preload, size_t n_preload, struct zygote_ready *r,
+                       char *err, size_t errlen);
 void worker_before_fork(void);
 void worker_after_fork_parent(void);
 /* In a worker forked ahead of its call: Python's after-fork work, done

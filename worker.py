@@ -507,12 +507,23 @@ def warm_up(modules, preload=()):
     with them loaded.  Returns (files, modules, -1, None): the user
     modules' files, and the modules imported, a line each; or (None, None,
     i, why) when preload[i] may not be imported ahead."""
-    import warnings
     _session._import_dill()
     for name in modules:
         importlib.import_module(name)
     if modules:
         _warm_gate(modules)
+    return _preload(preload)
+
+
+def grow(preload):
+    """In a zygote forked from another (the same environment, a subset of
+    preload already imported): import the rest, as warm_up does."""
+    return _preload(preload)
+
+
+def _preload(preload):
+    """warm_up's imports of a session's modules, and its answer."""
+    import warnings
     filters = list(warnings.filters)
     for i, name in enumerate(preload):
         why = _preload_one(name)

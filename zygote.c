@@ -62,6 +62,10 @@ struct call {
 
 static struct call calls[MAX_CALLS];
 static size_t n_calls;
+/* Zygotes forked from this one (grow): the server's now, not orphans. */
+#define MAX_GROWN 32
+static pid_t grown[MAX_GROWN];
+static size_t n_grown;
 /* Orphans the last sweep killed that had not died yet (in uninterruptible
  * sleep, say): every SIGCHLD sweeps again until none is left. */
 static size_t lingering;
@@ -78,12 +82,30 @@ static __attribute__((noreturn)) void zygote_fail(int ctl, const char *why)
 	zygote_refuse(ctl, why, 0);
 }
 
+/* Tell the server the zygote is ready: the module files to watch, then as
+ * many of the modules imported as fit (one left out only means a call
+ * that names it is prepared a zygote of its own). */
+static void report_ready(int ctl, struct zygote_ready *ready)
+{
+	uint8_t payload[WIRE_MAX_PAYLOAD];
+	size_t len = 0;
+
+	for (char *line = strtok(ready->files, "\n"); line; line = strtok(NULL, "\n"))
+		if (wire_put(payload, &len, "file", line) < 0)
+			zygote_fail(ctl, "too many module files to watch");
+	for (char *line = strtok(ready->loaded, "\n"); line; line = strtok(NULL, "\n"))
+		if (wire_put(payload, &len, WARM_READY_MODULE, line) < 0)
+			break;
+	free(ready->files);
+	free(ready->loaded);
+	if (wire_send(ctl, WIRE_READY, (uint64_t)getpid(), 0, payload, len, NULL, 0) < 0)
+		_exit(1);
+}
+
 static void prepare(int ctl, const struct warm_key *env)
 {
 	char err[1024];
 	struct zygote_ready ready;
-	uint8_t payload[WIRE_MAX_PAYLOAD];
-	size_t len = 0;
 
 	if (chdir(env->cwd) < 0) {
 		snprintf(err, sizeof(err), "cannot enter '%s': %s", env->cwd, strerror(errno));
@@ -112,18 +134,7 @@ static void prepare(int ctl, const struct warm_key *env)
 	if (worker_zygote_init(env->modules, env->n_modules, env->preload, env->n_preload,
 	                       &ready, err, sizeof(err)) < 0)
 		zygote_refuse(ctl, err, ready.refused);
-	for (char *line = strtok(ready.files, "\n"); line; line = strtok(NULL, "\n"))
-		if (wire_put(payload, &len, "file", line) < 0)
-			zygote_fail(ctl, "too many module files to watch");
-	/* As many as fit: one left out only means a call that names it is
-	 * prepared a zygote of its own. */
-	for (char *line = strtok(ready.loaded, "\n"); line; line = strtok(NULL, "\n"))
-		if (wire_put(payload, &len, WARM_READY_MODULE, line) < 0)
-			break;
-	free(ready.files);
-	free(ready.loaded);
-	if (wire_send(ctl, WIRE_READY, (uint64_t)getpid(), 0, payload, len, NULL, 0) < 0)
-		_exit(1);
+	report_ready(ctl, &ready);
 }
 
 /* In the forked worker, prepared: become the call's process, then run it. */
@@ -195,17 +206,24 @@ static void drop_spare(void)
 	spare.sock = -1;
 }
 
-/* fork() between Python's fork hooks; the child gets a process group of
- * its own (it sets it too, so kill(-pid) works whichever runs first). */
-static pid_t fork_worker(void)
+/* fork() between Python's fork hooks. */
+static pid_t fork_python(void)
 {
 	pid_t pid;
 
 	worker_before_fork();
 	pid = fork();
-	if (pid == 0)
-		return 0;
-	worker_after_fork_parent();
+	if (pid != 0)
+		worker_after_fork_parent();
+	return pid;
+}
+
+/* A worker: the child gets a process group of its own (it sets it too, so
+ * kill(-pid) works whichever runs first). */
+static pid_t fork_worker(void)
+{
+	pid_t pid = fork_python();
+
 	if (pid > 0)
 		setpgid(pid, pid);
 	return pid;
@@ -292,7 +310,21 @@ static bool is_ours(pid_t pid, void *ctx)
 	for (size_t i = 0; i < n_calls; i++)
 		if (calls[i].run.pid == pid)
 			return true;
+	for (size_t i = 0; i < n_grown; i++)
+		if (grown[i] == pid)
+			return true;
 	return pid == spare.pid || live_is_ours(pid);
+}
+
+/* A grown zygote ended: true when pid was one. */
+static bool grown_ended(pid_t pid)
+{
+	for (size_t i = 0; i < n_grown; i++)
+		if (grown[i] == pid) {
+			grown[i] = grown[--n_grown];
+			return true;
+		}
+	return false;
 }
 
 static void finish_call(size_t i, int status)
@@ -333,7 +365,7 @@ static void reap(void)
 			i++;
 		if (i < n_calls)
 			finish_call(i, status);
-		else
+		else if (!grown_ended(pid))
 			live_reaped(pid);
 	}
 	/* Calls whose process ended in a sandbox, where the zygote cannot
@@ -387,11 +419,61 @@ static void client_gone(struct call *c)
 	proc_kill_group(c->run.pid);
 }
 
+static void serve(int ctl, const sigset_t *old) __attribute__((noreturn));
+static void grown_main(int ctl, const uint8_t *payload, size_t len, const sigset_t *old)
+	__attribute__((noreturn));
+
+/*
+ * A zygote forked from this one for the key in m's payload, on the
+ * control socket m carries: it imports what the key adds, reports to the
+ * server, and serves.  The server waits for the child's word, not for
+ * ours: a fork that fails only means it hears nothing and makes the
+ * zygote afresh.
+ */
+static void grow(const struct wire_msg *m, const sigset_t *old)
+{
+	pid_t pid;
+
+	if (m->nfds != 1 || n_grown == MAX_GROWN)
+		return;
+	pid = fork_python();
+	if (pid == 0)
+		grown_main(m->fds[0], m->payload, m->len, old);
+	if (pid > 0)
+		grown[n_grown++] = pid;
+}
+
+/* In the child of grow: drop what is the parent zygote's (its socket, its
+ * calls, its spare, its live sessions), then become the key's zygote. */
+static void grown_main(int ctl, const uint8_t *payload, size_t len, const sigset_t *old)
+{
+	int keep[] = { ctl };
+	uint8_t *key = malloc(len + 1);
+	struct warm_key *env = malloc(sizeof(*env));
+	char err[1024];
+	struct zygote_ready ready;
+
+	proc_child_close_fds(keep, 1);
+	n_calls = 0;
+	n_grown = 0;
+	lingering = 0;
+	spare.pid = -1;
+	spare.sock = -1;
+	live_forget();
+	if (!key || !env)
+		zygote_fail(ctl, "cannot grow a zygote: out of memory");
+	memcpy(key, payload, len);
+	key[len] = '\0';
+	warm_key_decode(key, len, env);
+	if (worker_zygote_grow(env->preload, env->n_preload, &ready, err, sizeof(err)) < 0)
+		zygote_refuse(ctl, err, ready.refused);
+	report_ready(ctl, &ready);
+	serve(ctl, old);
+}
+
 void zygote_main(int ctl, const struct warm_key *env)
 {
 	sigset_t mask, old;
-	int sig;
-	struct pollfd p[MAX_CALLS + 2 + LIVE_POLL_MAX];
 
 	prctl(PR_SET_NAME, "dolsot-zygote");
 	/* Block SIGCHLD before the toolboxes load: threads they start (OpenBLAS)
@@ -402,11 +484,24 @@ void zygote_main(int ctl, const struct warm_key *env)
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	live_init();
 	prepare(ctl, env);
+	serve(ctl, &old);
+}
+
+/* Run each call of ctl in a worker until ctl closes and no call is left;
+ * old is the signal mask a worker gets. */
+static void serve(int ctl, const sigset_t *old)
+{
+	sigset_t mask;
+	int sig;
+	struct pollfd p[MAX_CALLS + 2 + LIVE_POLL_MAX];
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sig < 0)
 		_exit(1);
-	make_spare(&old);
+	make_spare(old);
 	while (ctl >= 0 || n_calls) {
 		nfds_t n = 0;
 		int timeout = deadline_poll_min(check_deadlines(), live_expire());
@@ -430,10 +525,12 @@ void zygote_main(int ctl, const struct warm_key *env)
 			int got = wire_recv(ctl, &m);
 
 			if (got == 1 && m.type == WIRE_RUN) {
-				start_call(&m, &old);   /* takes the fds */
-				make_spare(&old);   /* for the next call */
+				start_call(&m, old);   /* takes the fds */
+				make_spare(old);   /* for the next call */
 			} else if (got == 1 && m.type == WIRE_STOP) {
 				live_on_stop(&m);   /* the server's bounds */
+			} else if (got == 1 && m.type == WIRE_GROW) {
+				grow(&m, old);
 			}
 			if (got == 1)
 				wire_msg_release(&m);

@@ -168,6 +168,71 @@ START_TEST(third_call_runs_on_a_zygote_holding_the_modules)
 }
 END_TEST
 
+/* The status block of the ready zygote holding words, or NULL (into
+ * text). */
+static const char *block_with(const char *text, const char *words)
+{
+	for (const char *z = strstr(text, "\nzygote "); z; z = strstr(z + 1, "\nzygote ")) {
+		const char *next = strstr(z + 1, "\nzygote ");
+		size_t n = next ? (size_t)(next - z) : strlen(z);
+		char *one = strndup(z, n);
+		bool hit = one && ready_with(one, words);
+
+		free(one);
+		if (hit)
+			return z;
+	}
+	return NULL;
+}
+
+START_TEST(a_larger_set_grows_from_a_smaller_one)
+{
+	char *dir = subdir("g"), *text;
+	const char *b, *next, *grown;
+	struct cli_run r;
+	int from = 0;
+
+	call_in(&r, dir, false, "s", "import numpy as np\nx = np.arange(4)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	call_in(&r, dir, false, "s", "int(x.sum())");
+	cli_run_release(&r);
+	wait_ready_with("numpy");
+	call_in(&r, dir, false, "s", "import fractions\nfractions.Fraction(int(x.sum()), 4)");
+	ck_out(&r, "Fraction(3, 2)\n");
+	cli_run_release(&r);
+	call_in(&r, dir, false, "s", "fractions.Fraction(1, 3)");   /* asks for the larger set */
+	ck_out(&r, "Fraction(1, 3)\n");
+	cli_run_release(&r);
+	wait_ready_with("fractions numpy");
+	text = status();
+	b = block_with(text, "fractions numpy");
+	ck_assert_ptr_nonnull(b);
+	next = strstr(b + 1, "\nzygote ");
+	grown = strstr(b, "\n  grown from zygote ");
+	ck_assert_msg(grown && (!next || grown < next), "status:\n%s", text);
+	ck_assert_int_eq(sscanf(grown, "\n  grown from zygote %d", &from), 1);
+	/* Its parent is the zygote that held numpy alone. */
+	{
+		char head[64];
+		const char *p, *pre;
+
+		snprintf(head, sizeof(head), "\nzygote %d ", from);
+		p = strstr(text, head);
+		ck_assert_msg(p != NULL, "zygote %d is not listed:\n%s", from, text);
+		pre = strstr(p, "\n  preload ");
+		ck_assert_ptr_nonnull(pre);
+		ck_assert_msg(names(pre + 3, "numpy") && !names(pre + 3, "fractions"),
+		              "status:\n%s", text);
+	}
+	free(text);
+	call_in(&r, dir, false, "s", "fractions.Fraction(int(x.sum()), 6)");
+	ck_out(&r, "Fraction(1, 1)\n");
+	cli_run_release(&r);
+	free(dir);
+}
+END_TEST
+
 /* The compared cells: frames, groupby, a saved figure, the RNG after a
  * seed, print options, pandas options, warnings filters, the backend and
  * the modules loaded. */
@@ -367,6 +432,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, third_call_runs_on_a_zygote_holding_the_modules);
+	tcase_add_test(tc, a_larger_set_grows_from_a_smaller_one);
 	tcase_add_test(tc, outputs_match_the_cold_path);
 	tcase_add_test(tc, a_module_starting_a_thread_is_never_imported_ahead);
 	tcase_add_test(tc, an_edited_module_is_imported_afresh);
