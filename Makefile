@@ -191,6 +191,9 @@ $(B)/tests/check_json $(B)/tests/check_json-asan: CHECK_LIBS += -ljansson
 $(B)/tests/check_store $(B)/tests/check_store-asan: CHECK_LIBS += $(HIREDIS_LIBS) -lpthread
 $(B)/tests/check_mcp-asan: $(addprefix $(B)/,$(T_MCP:.o=.asan.o))
 $(B)/tests/check_stores-asan: $(addprefix $(B)/,$(T_STORES:.o=.asan.o))
+$(B)/tests/check_callid-asan: $(addprefix $(B)/,$(T_CALLID:.o=.asan.o))
+$(B)/tests/check_modrec-asan: $(addprefix $(B)/,$(T_MODREC:.o=.asan.o))
+$(B)/tests/check_preload-asan: $(addprefix $(B)/,$(T_PRELOAD:.o=.asan.o))
 $(B)/tests/check_stores $(B)/tests/check_stores-asan $(B)/tests/check_cli \
 	$(B)/tests/check_cli-asan: CHECK_LIBS += $(HIREDIS_LIBS)
 $(B)/tests/check_signed $(B)/tests/check_signed-asan: CHECK_LIBS += $(HIREDIS_LIBS) -lpthread
