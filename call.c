@@ -378,30 +378,70 @@ static bool live_wait(const struct call_args *c)
  * where a path the sandbox hides would be seen).  A blob without a
  * record, or a damaged one, wants none: the worker loads it as ever.
  */
+static bool preloads(const struct request *r)
+{
+	return !(r->flags & (REQ_LIVE | REQ_SANDBOX));
+}
+
 static void want_preload(const struct call_args *c, const struct request *r,
                          struct modrec *rec, struct warm_want *want)
 {
-	if (!c->found || c->fds->load < 0 || (r->flags & (REQ_LIVE | REQ_SANDBOX)) ||
-	    modrec_read(c->fds->load, rec) != 1)
+	rec->n = 0;
+	if (!c->found || c->fds->load < 0 || !preloads(r) || modrec_read(c->fds->load, rec) != 1) {
+		rec->n = 0;
 		return;
+	}
 	want->preload = rec->names;
 	want->n_preload = rec->n;
+}
+
+static bool same_record(const struct modrec *a, const struct modrec *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->names[i], b->names[i]) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * The cell left a session whose module record differs from the one the
+ * call loaded: ask the server now to prepare a zygote holding the new one,
+ * so that the session's next call finds it ready rather than being the
+ * one that asks.  The blob is the worker's, in the save file (its record
+ * is at its head, before any trailer the commit adds).
+ */
+static void prepare_next(const struct call_args *c, const struct request *r,
+                         const struct modrec *loaded)
+{
+	struct modrec *saved = malloc(sizeof(*saved));
+	struct warm_want want = warm_want_of(c->run);
+
+	if (saved && c->run->settings->server && c->dirfd >= 0 && preloads(r) &&
+	    c->fds->save >= 0 && modrec_read(c->fds->save, saved) == 1 && saved->n &&
+	    !same_record(saved, loaded)) {
+		want.preload = saved->names;
+		want.n_preload = saved->n;
+		warm_prepare(c->dirfd, &want);
+	}
+	free(saved);
 }
 
 /* Try the warm path; CALL_NO_SERVER or CALL_FALLBACK when the cold one
  * must run. */
 static enum call_status run_warm(const struct call_args *c, const struct request *r,
-                                 struct frame_buf *req, struct result *res,
-                                 struct call_outcome *o, char *err, size_t errlen)
+                                 struct modrec *rec, struct frame_buf *req,
+                                 struct result *res, struct call_outcome *o, char *err,
+                                 size_t errlen)
 {
 	const struct run_args *a = c->run;
 	struct warm_want want = warm_want_of(a);
-	struct modrec rec;
 	enum call_status st;
 
 	if (!a->settings->server || c->dirfd < 0)
 		return CALL_FALLBACK;
-	want_preload(c, r, &rec, &want);
+	want_preload(c, r, rec, &want);
 	if (request_encode(c, r, true, req) < 0) {
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		return CALL_FAILED;
@@ -423,6 +463,7 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	struct request r;
 	struct call_outcome o;
 	struct worker_result wr;
+	struct modrec *rec;
 	enum call_status st;
 	bool oom;
 
@@ -431,10 +472,16 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		return -1;
 	}
-	st = run_warm(c, &r, &req, res, &o, err, errlen);
+	rec = malloc(sizeof(*rec));
+	if (!rec) {
+		snprintf(err, errlen, "cannot build the request: %s", strerror(ENOMEM));
+		return -1;
+	}
+	rec->n = 0;
+	st = run_warm(c, &r, rec, &req, res, &o, err, errlen);
 	if ((st == CALL_NO_SERVER || st == CALL_FALLBACK) && (r.flags & REQ_LIVE) &&
 	    live_wait(c))
-		st = run_warm(c, &r, &req, res, &o, err, errlen);
+		st = run_warm(c, &r, rec, &req, res, &o, err, errlen);
 	if (st == CALL_NO_SERVER)
 		*no_server = true;
 	if (st == CALL_NO_SERVER || st == CALL_FALLBACK) {
@@ -446,10 +493,14 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 			              &res->out, &res->err, &o, err, errlen);
 	}
 	frame_buf_release(&req);
-	if (st != CALL_DONE)
+	if (st != CALL_DONE) {
+		free(rec);
 		return -1;
-	if (res->error)
+	}
+	if (res->error) {
+		free(rec);
 		return 0;   /* the warm path broke after the cell may have run */
+	}
 	*sig = o.signal;
 	oom = c->cgroup->memory[0] && pidcg_oom_killed(c->cgroup->memory);
 	memset(&wr, 0, sizeof(wr));
@@ -458,7 +509,10 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 		sv->wanted = true;
 		sv->errnum = (int)wr.save_errno;
 		sv->len = (size_t)wr.blob_len;
+		if (!sv->errnum)
+			prepare_next(c, &r, rec);
 	}
+	free(rec);
 	if (o.left_behind)
 		note_left_behind(res, o.left_behind);
 	if (o.rolled_back)

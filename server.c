@@ -584,13 +584,21 @@ static void zygote_prepare(struct server *s, struct zygote *z, const struct wire
 	z->grown_from = from->pid;
 }
 
-/* A probe (dolsot --server-start): is this environment warm?  A new one
- * starts warming; one that failed says why at once. */
+/* A probe (dolsot --server-start, or a client whose call saved a new
+ * module record): is this environment warm?  A new one starts warming;
+ * one that failed says why at once. */
 static bool on_probe(struct server *s, int client, const struct wire_msg *m,
                      struct zygote *z)
 {
+	bool full = false;
+
+	/* A zygote holding every module the key asks for serves it already. */
+	if (!z && wants_preload(m) && zygote_nearest(s, m, &full) && full) {
+		wire_send(client, WIRE_READY, 0, 0, NULL, 0, NULL, 0);
+		return false;
+	}
 	if (!z && (z = zygote_slot(s, m)))
-		zygote_spawn(s, z, m);
+		zygote_prepare(s, z, m);
 	if (z && z->state == Z_READY)
 		wire_send(client, WIRE_READY, 0, 0, NULL, 0, NULL, 0);
 	else if (z && z->state == Z_FAILED)

@@ -583,6 +583,20 @@ int warm_stop(int dirfd, long *pid, char *err, size_t errlen)
 	return got;
 }
 
+void warm_prepare(int dirfd, const struct warm_want *key)
+{
+	size_t plen;
+	uint8_t *payload = key_payload(key, &plen);
+	int fd = payload ? warm_proto_connect_nonblock(dirfd) : -1;
+
+	/* The server reads a message that is queued when we close; its answer
+	 * goes nowhere (its sends do not raise SIGPIPE). */
+	if (fd >= 0)
+		(void)wire_send(fd, WIRE_CALL, 0, warm_proto_exe_id(), payload, plen, NULL, 0);
+	fd_close(&fd);
+	free(payload);
+}
+
 enum warm_ready warm_wait_ready(int dirfd, double idle_seconds, const struct warm_want *key,
                                 double seconds, char *err, size_t errlen)
 {

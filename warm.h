@@ -66,6 +66,10 @@ int warm_info(int dirfd, char *buf, size_t len, char *err, size_t errlen);
  * err. */
 int warm_stop(int dirfd, long *pid, char *err, size_t errlen);
 
+/* Ask the server of dirfd, if one runs, to prepare a zygote for key, and
+ * do not wait for it (a probe whose answer nobody reads). */
+void warm_prepare(int dirfd, const struct warm_want *key);
+
 enum warm_ready {
 	WARM_READY,            /* the zygote for the key is ready */
 	WARM_READY_TIMEOUT,    /* it did not get ready in time */

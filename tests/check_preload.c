@@ -1,6 +1,7 @@
 /*
  * check_preload.c - zygotes that hold a session's modules (issue 11): the
- * server prepares one from the session's module record, later calls run
+ * server prepares one from the session's module record as soon as a call
+ * saves it, growing it from the nearest zygote, later calls run
  * on it with the cold path's outputs, a module that misbehaves on import
  * is never imported ahead, an edited module is imported afresh, one
  * environment's zygotes stay within their bound, and the store's truth
@@ -233,6 +234,29 @@ START_TEST(a_larger_set_grows_from_a_smaller_one)
 }
 END_TEST
 
+START_TEST(the_zygote_is_prepared_once_the_record_is_saved)
+{
+	char *dir = subdir("p");
+	struct cli_run r;
+	long before;
+
+	RUN_IN(&r, dir, NULL, "--server-start");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	call_in(&r, dir, false, "s", "import numpy as np\nx = np.arange(5)");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	/* No call asks: the save's own request prepares it. */
+	wait_ready_with("numpy");
+	before = figure(PRELOADED);
+	call_in(&r, dir, false, "s", "int(x.sum())");
+	ck_out(&r, "10\n");
+	cli_run_release(&r);
+	ck_assert_int_eq(figure(PRELOADED), before + 1);
+	free(dir);
+}
+END_TEST
+
 /* The compared cells: frames, groupby, a saved figure, the RNG after a
  * seed, print options, pandas options, warnings filters, the backend and
  * the modules loaded. */
@@ -433,6 +457,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, third_call_runs_on_a_zygote_holding_the_modules);
 	tcase_add_test(tc, a_larger_set_grows_from_a_smaller_one);
+	tcase_add_test(tc, the_zygote_is_prepared_once_the_record_is_saved);
 	tcase_add_test(tc, outputs_match_the_cold_path);
 	tcase_add_test(tc, a_module_starting_a_thread_is_never_imported_ahead);
 	tcase_add_test(tc, an_edited_module_is_imported_afresh);
