@@ -231,7 +231,11 @@ START_TEST(memory_store_restart_fences_the_old_call)
 	snprintf(mark, sizeof(mark), "%s/.memory-sessions", fx.store);
 	text = cli_read_file(mark, &len);
 	ck_assert_msg(strncmp(text, "b\t0\t0.000000000\na\t0\t", 20) == 0, "%s", text);
-	ck_assert_msg(!cli_has(text, "99"), "%s", text);
+	/* Two lines of ids and times, nothing of the cell's (x = 99): not a
+	 * search for "99", which a time of loss may hold. */
+	ck_assert_msg(strchr(text, '\n') && strchr(strchr(text, '\n') + 1, '\n') &&
+	              !strchr(strchr(strchr(text, '\n') + 1, '\n') + 1, '\n') &&
+	              len < 64, "%s", text);
 	free(text);
 	RUN_IN(&r, NULL, memory_env, "--reset", "a");
 	ck_code(&r, 0);
