@@ -386,7 +386,6 @@ static bool preloads(const struct request *r)
 static void want_preload(const struct call_args *c, const struct request *r,
                          struct modrec *rec, struct warm_want *want)
 {
-	rec->n = 0;
 	if (!c->found || c->fds->load < 0 || !preloads(r) || modrec_read(c->fds->load, rec) != 1) {
 		rec->n = 0;
 		return;
@@ -415,17 +414,15 @@ static bool same_record(const struct modrec *a, const struct modrec *b)
 static void prepare_next(const struct call_args *c, const struct request *r,
                          const struct modrec *loaded)
 {
-	struct modrec *saved = malloc(sizeof(*saved));
+	struct modrec saved;
 	struct warm_want want = warm_want_of(c->run);
 
-	if (saved && c->run->settings->server && c->dirfd >= 0 && preloads(r) &&
-	    c->fds->save >= 0 && modrec_read(c->fds->save, saved) == 1 && saved->n &&
-	    !same_record(saved, loaded)) {
-		want.preload = saved->names;
-		want.n_preload = saved->n;
+	if (c->run->settings->server && c->dirfd >= 0 && preloads(r) && c->fds->save >= 0 &&
+	    modrec_read(c->fds->save, &saved) == 1 && saved.n && !same_record(&saved, loaded)) {
+		want.preload = saved.names;
+		want.n_preload = saved.n;
 		warm_prepare(c->dirfd, &want);
 	}
-	free(saved);
 }
 
 /* Try the warm path; CALL_NO_SERVER or CALL_FALLBACK when the cold one
@@ -463,7 +460,7 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	struct request r;
 	struct call_outcome o;
 	struct worker_result wr;
-	struct modrec *rec;
+	struct modrec rec;   /* the session's as loaded (18 KB; the stack has room) */
 	enum call_status st;
 	bool oom;
 
@@ -472,16 +469,11 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		return -1;
 	}
-	rec = malloc(sizeof(*rec));
-	if (!rec) {
-		snprintf(err, errlen, "cannot build the request: %s", strerror(ENOMEM));
-		return -1;
-	}
-	rec->n = 0;
-	st = run_warm(c, &r, rec, &req, res, &o, err, errlen);
+	rec.n = 0;
+	st = run_warm(c, &r, &rec, &req, res, &o, err, errlen);
 	if ((st == CALL_NO_SERVER || st == CALL_FALLBACK) && (r.flags & REQ_LIVE) &&
 	    live_wait(c))
-		st = run_warm(c, &r, rec, &req, res, &o, err, errlen);
+		st = run_warm(c, &r, &rec, &req, res, &o, err, errlen);
 	if (st == CALL_NO_SERVER)
 		*no_server = true;
 	if (st == CALL_NO_SERVER || st == CALL_FALLBACK) {
@@ -493,14 +485,10 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 			              &res->out, &res->err, &o, err, errlen);
 	}
 	frame_buf_release(&req);
-	if (st != CALL_DONE) {
-		free(rec);
+	if (st != CALL_DONE)
 		return -1;
-	}
-	if (res->error) {
-		free(rec);
+	if (res->error)
 		return 0;   /* the warm path broke after the cell may have run */
-	}
 	*sig = o.signal;
 	oom = c->cgroup->memory[0] && pidcg_oom_killed(c->cgroup->memory);
 	memset(&wr, 0, sizeof(wr));
@@ -510,9 +498,8 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 		sv->errnum = (int)wr.save_errno;
 		sv->len = (size_t)wr.blob_len;
 		if (!sv->errnum)
-			prepare_next(c, &r, rec);
+			prepare_next(c, &r, &rec);
 	}
-	free(rec);
 	if (o.left_behind)
 		note_left_behind(res, o.left_behind);
 	if (o.rolled_back)

@@ -135,18 +135,35 @@ static void zygote_forget(struct zygote *z)
 	z->pid = 0;
 }
 
-static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_msg *m)
+/* z takes m's key and starts: false (the slot stays free, a later call
+ * tries again) when there is no memory for it. */
+static bool zygote_begin(struct zygote *z, const struct wire_msg *m)
 {
-	int sv[2];
-	pid_t pid;
-
 	z->key = malloc(m->len);
 	if (!z->key)
-		return;   /* the slot stays free: a later call tries again */
+		return false;
 	memcpy(z->key, m->payload, m->len);
 	z->key_len = m->len;
 	z->state = Z_STARTING;
 	z->started = z->last_used = deadline_now();
+	return true;
+}
+
+/* z's zygote talks to us over ctl; pid 0 until it says (a grown one). */
+static void zygote_attach(struct zygote *z, int ctl, pid_t pid)
+{
+	/* Our end never blocks: a zygote that stops reading must not stop us. */
+	fcntl(ctl, F_SETFL, O_NONBLOCK);
+	z->ctl = ctl;
+	z->pid = pid;
+}
+
+/* The begun z's zygote as a fresh exec of dolsot, our child. */
+static void zygote_exec_into(struct zygote *z, const struct wire_msg *m)
+{
+	int sv[2];
+	pid_t pid;
+
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		goto failed;
 	pid = fork();
@@ -165,15 +182,18 @@ static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_m
 		zygote_exec(sv[1], m->payload, m->len);
 	}
 	close(sv[1]);
-	/* Our end never blocks: a zygote that stops reading must not stop us. */
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	z->ctl = sv[0];
-	z->pid = pid;
+	zygote_attach(z, sv[0], pid);
 	return;
 failed:
 	z->state = Z_FAILED;
 	snprintf(z->why, sizeof(z->why), "cannot start a zygote: %s", strerror(errno));
+}
+
+static void zygote_spawn(struct server *s, struct zygote *z, const struct wire_msg *m)
+{
 	(void)s;
+	if (zygote_begin(z, m))
+		zygote_exec_into(z, m);
 }
 
 /* True when a module file the zygote imported changed since. */
@@ -535,18 +555,15 @@ static bool zygote_run(struct server *s, struct zygote *z, int client,
 
 /*
  * Whether a call of m's key without a zygote should get one now.  Its
- * environment warms only the second time it is seen (a probe at once): a host that changes its environment every
- * call would otherwise keep the server importing toolboxes for nothing.
+ * environment warms only the second time it is seen (a probe at once): a
+ * host that changes its environment every call would otherwise keep the
+ * server importing toolboxes for nothing.
  * A session's modules in an environment that has a zygote are prepared
  * at once: the next call on the session will want them.
  */
 static bool worth_warming(struct server *s, const struct wire_msg *m)
 {
-	if (wants_preload(m))
-		for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
-			if (s->z[i].key_len && same_environment(&s->z[i], m))
-				return true;
-	return seen_before(s, m);
+	return (wants_preload(m) && environment_zygotes(s, m) > 0) || seen_before(s, m);
 }
 
 /*
@@ -561,27 +578,19 @@ static void zygote_prepare(struct server *s, struct zygote *z, const struct wire
 	struct zygote *from = wants_preload(m) ? zygote_nearest(s, m, &full) : NULL;
 	int sv[2];
 
-	if (!from || from == z || from->pid <= 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		zygote_spawn(s, z, m);
+	if (!zygote_begin(z, m))
 		return;
-	}
-	if (wire_send(from->ctl, WIRE_GROW, 0, 0, m->payload, m->len, &sv[1], 1) < 0 ||
-	    !(z->key = malloc(m->len))) {
+	if (from && from->pid > 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0) {
+		if (wire_send(from->ctl, WIRE_GROW, 0, 0, m->payload, m->len, &sv[1], 1) == 0) {
+			close(sv[1]);
+			zygote_attach(z, sv[0], 0);
+			z->grown_from = from->pid;
+			return;
+		}
 		close(sv[0]);
 		close(sv[1]);
-		zygote_spawn(s, z, m);
-		return;
 	}
-	close(sv[1]);
-	memcpy(z->key, m->payload, m->len);
-	z->key_len = m->len;
-	z->state = Z_STARTING;
-	z->started = z->last_used = deadline_now();
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	z->ctl = sv[0];
-	z->pid = 0;   /* until it says */
-	z->grown_from = from->pid;
+	zygote_exec_into(z, m);
 }
 
 /* A probe (dolsot --server-start, or a client whose call saved a new

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_check.h"
 #include "cli_helpers.h"
 #include "modrec.h"
@@ -273,16 +274,10 @@ int main(void)
 {
 	Suite *s = suite_create("modrec");
 	TCase *tc = tcase_create("modrec");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	add_cases(tc);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }

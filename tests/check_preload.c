@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_check.h"
 #include "cli_helpers.h"
 
@@ -450,8 +451,6 @@ int main(void)
 {
 	Suite *s = suite_create("preload");
 	TCase *tc = tcase_create("preload");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
@@ -464,9 +463,5 @@ int main(void)
 	tcase_add_test(tc, one_environment_keeps_its_bound);
 	tcase_add_test(tc, reset_and_a_cold_write_are_seen);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }
