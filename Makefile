@@ -33,29 +33,42 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DPY_PREFIX='"$(PY_PREFIX)"' $(CF
 LDFLAGS ?=
 VERSION := 0.3.0
 
-CORE_SRCS := frame.c fdio.c deadline.c call.c cold.c proc_child.c store.c sign.c store_name.c store_file.c store_spec.c store_redis.c store_cmd.c store_cmd_parse.c mem_store.c \
-	output.c output_json.c display_files.c opts.c repl.c proc.c wire.c warm.c warm_proto.c modrec.c server.c server_diag.c mem_server.c zygote.c live.c \
-	mem_client.c mem_list.c typegate.c typegate_parse.c checkd.c checkd_drv.c checkd_mypy_py.c lsp.c rlimits.c pidcg.c \
-	sandbox_plan.c peer.c mount_guard.c jsonrpc.c mcp.c mcp_config.c stopsig.c callrec.c recall.c
-WORKER_SRCS := worker.c worker_py.c dolsotmod.c files_py.c gate_py.c hints_py.c session_py.c state_py.c \
-	rich_py.c describe_py.c \
-	isolate.c guard.c sandbox.c sandbox_fs.c sandbox_ids.c sandbox_filter.c sandbox_init.c
-SRCS := main.c $(CORE_SRCS) $(WORKER_SRCS)
-# Everything the build makes goes under build/ (objects, dependency files,
-# the generated *_py.c, test programs, sanitizer and fuzz builds); only the
-# binary itself is ./dolsot, where the README's commands run it.
+# The spine sits at the top (the design card's files); every other room
+# lives in its subsystem's folder, each with a README naming its door.
+SPINE := main.c repl.c worker.c store_file.c store_mem.c typegate.c output.c
+SUBSYSTEMS := base store sandbox typegate worker server call mcp
+INCLUDES := -I. $(SUBSYSTEMS:%=-I%)
+ALL_CFLAGS += $(INCLUDES)
+# The worker's Python half, and the mypy daemon's, compiled into the binary.
+EMBEDDED_PY := $(wildcard worker/py/*.py) typegate/checkd_mypy.py
+SRCS := $(SPINE) $(foreach d,$(SUBSYSTEMS),$(wildcard $(d)/*.c))
+HEADERS := $(wildcard *.h $(SUBSYSTEMS:%=%/*.h))
+# Everything the build makes goes under build/, in the tree's own folders
+# (objects, dependency files, the generated *_py.c, libdolsot.a, test
+# programs, sanitizer and fuzz builds); only the binary itself is ./dolsot,
+# where the README's commands run it.
 B := build
-OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/result_schema.o
+PY_OBJS := $(EMBEDDED_PY:%.py=$(B)/%_py.o)
+LIB_OBJS := $(filter-out $(B)/main.o,$(SRCS:%.c=$(B)/%.o)) $(PY_OBJS) $(B)/result_schema.o
+OBJS := $(B)/main.o $(LIB_OBJS)
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null) $(CRYPTO_LIBS)
-TESTS := tests/check_frame tests/check_store tests/check_sign tests/check_opts \
-	tests/check_output tests/check_wire tests/check_proc tests/check_cli tests/check_server \
-	tests/check_typegate tests/check_hostile tests/check_faults tests/check_storefaults \
-	tests/check_warm_faults tests/check_live \
-	tests/check_carry tests/check_kept tests/check_sandbox tests/check_sandbox_enter \
-	tests/check_trust tests/check_signed tests/check_contain \
-	tests/check_json tests/check_mcp tests/check_stores tests/check_callid tests/check_modrec tests/check_preload
+# A suite is tests/TIER/check_NAME.c: unit (no binary runs), cli (the
+# binary, cold and again warm), server (the warm server's own), slow (the
+# real binary once: sandbox, containment, type checkers).  Every suite is
+# linked against libdolsot.a (all of the program but main.o), so a suite
+# takes what it calls; the shared helpers come from tests/lib.
+UNIT_TESTS := $(basename $(wildcard tests/unit/check_*.c))
+CLI_TESTS := $(basename $(wildcard tests/cli/check_*.c))
+SERVER_TESTS := $(basename $(wildcard tests/server/check_*.c))
+SLOW_TESTS := $(filter-out tests/slow/check_valgrind,$(basename $(wildcard tests/slow/check_*.c)))
+TESTS := $(UNIT_TESTS) $(CLI_TESTS) $(SERVER_TESTS) $(SLOW_TESTS)
+TEST_LIB_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard tests/lib/*.c))
+# libpython as an ordinary archive here: a suite that calls nothing of
+# Python's links none of it.
+TEST_LIBS := $(PY_STATIC) -ldl -lm -lz -lexpat -lpthread -lutil $(SECCOMP_LIBS) \
+	$(JANSSON_LIBS) $(HIREDIS_LIBS) $(CHECK_LIBS)
 
 all: dolsot
 
@@ -64,17 +77,16 @@ all: dolsot
 dolsot: $(OBJS)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -Wl,--build-id=sha1 -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS) $(CRYPTO_LIBS)
 
-$(B)/worker.o $(B)/dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
+$(B)/worker.o $(B)/worker/dolsotmod.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 
-# The worker's Python half (worker.py, and files.py, gate.py, hints.py, session.py and
-# state.py it imports through _dolsot) is compiled into the binary, as source
-# and as bytecode made by the same Python version: NAME.py becomes
-# build/NAME_py.c.
+# The worker's Python half (worker/py/worker.py and the modules it imports
+# through _dolsot) is compiled into the binary, as source and as bytecode
+# made by the same Python version: DIR/NAME.py becomes build/DIR/NAME_py.c.
 PYTHON ?= /usr/bin/python3.11
 $(B)/%_py.c: %.py tools/embed.py
 	@mkdir -p $(@D)
-	$(PYTHON) tools/embed.py $* $< $@
+	$(PYTHON) tools/embed.py $(notdir $*) $< $@
 .PRECIOUS: $(B)/%_py.c
 
 # schema/result.schema.json, for the MCP tools' output schemas (mcp.c).
@@ -85,9 +97,9 @@ $(B)/result_schema.c: schema/result.schema.json
 		print("#include \"result_schema.h\""); \
 		print("const char result_schema_json[] = " + json.dumps(t, ensure_ascii=False) + ";")' $< > $@
 $(B)/result_schema.o: $(B)/result_schema.c
-	$(CC) $(ALL_CFLAGS) -I. -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 $(B)/result_schema.asan.o: $(B)/result_schema.c
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -I. -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c -o $@ $<
 
 $(B)/%_py.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
 
@@ -100,126 +112,29 @@ $(B)/%.o: %.c
 
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -Itests/lib -MMD -MP -c -o $@ $<
 
-T_FRAME := tests/check_frame.o frame.o rlimits.o
-T_STORE := tests/check_store.o fdio.o deadline.o store.o callrec.o sign.o store_name.o store_file.o mem_store.o \
-	mem_client.o warm_proto.o wire.o mem_list.o mem_server.o store_spec.o store_redis.o \
-	store_cmd.o store_cmd_parse.o proc.o proc_child.o output.o
-T_OPTS := tests/check_opts.o opts.o store_name.o rlimits.o store_spec.o
-T_OUTPUT := tests/check_output.o output.o
-T_WIRE := tests/check_wire.o wire.o warm_proto.o
-T_PROC := tests/check_proc.o proc.o deadline.o fdio.o output.o
-T_CLI := tests/check_cli.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o
-T_SERVER := tests/check_server.o tests/cli_helpers.o sign.o fdio.o
-T_TYPEGATE := tests/check_typegate.o tests/cli_helpers.o sign.o typegate.o typegate_parse.o deadline.o fdio.o proc.o output.o
-T_HOSTILE := tests/check_hostile.o tests/cli_helpers.o sign.o fdio.o
-T_FAULTS := tests/check_faults.o tests/cli_helpers.o sign.o fdio.o
-T_STOREFAULTS := tests/check_storefaults.o tests/cli_helpers.o sign.o fdio.o
-T_WARM_FAULTS := tests/check_warm_faults.o tests/cli_helpers.o sign.o fdio.o
-T_LIVE := tests/check_live.o tests/cli_helpers.o sign.o fdio.o
-T_CARRY := tests/check_carry.o tests/cli_helpers.o sign.o fdio.o
-T_KEPT := tests/check_kept.o tests/cli_helpers.o sign.o fdio.o
-T_SANDBOX := tests/check_sandbox.o tests/cli_helpers.o sign.o fdio.o
-T_TRUST := tests/check_trust.o tests/cli_helpers.o sign.o fdio.o
-T_CONTAIN := tests/check_contain.o tests/cli_helpers.o sign.o fdio.o
-T_JSON := tests/check_json.o tests/cli_helpers.o sign.o fdio.o
-T_MCP := tests/check_mcp.o tests/cli_helpers.o sign.o fdio.o
-T_CALLID := tests/check_callid.o tests/cli_helpers.o sign.o fdio.o
-T_MODREC := tests/check_modrec.o tests/cli_helpers.o sign.o fdio.o modrec.o
-T_PRELOAD := tests/check_preload.o tests/cli_helpers.o sign.o fdio.o
-T_STORES := tests/check_stores.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o
-T_SIGN := tests/check_sign.o sign.o fdio.o
-T_SIGNED := tests/check_signed.o tests/cli_helpers.o tests/redis_helper.o sign.o fdio.o deadline.o store.o callrec.o \
-	store_name.o store_file.o mem_store.o mem_client.o warm_proto.o wire.o mem_list.o \
-	mem_server.o store_spec.o store_redis.o store_cmd.o store_cmd_parse.o proc.o \
-	proc_child.o output.o
-T_SBX_ENTER := tests/check_sandbox_enter.o sandbox.o sandbox_fs.o sandbox_ids.o sandbox_filter.o \
-	sandbox_init.o proc.o deadline.o fdio.o output.o proc_child.o wire.o
-
-$(B)/tests/check_frame: $(addprefix $(B)/,$(T_FRAME))
-$(B)/tests/check_store: $(addprefix $(B)/,$(T_STORE))
-$(B)/tests/check_opts: $(addprefix $(B)/,$(T_OPTS))
-$(B)/tests/check_output: $(addprefix $(B)/,$(T_OUTPUT))
-$(B)/tests/check_wire: $(addprefix $(B)/,$(T_WIRE))
-$(B)/tests/check_proc: $(addprefix $(B)/,$(T_PROC))
-$(B)/tests/check_cli: $(addprefix $(B)/,$(T_CLI))
-$(B)/tests/check_server: $(addprefix $(B)/,$(T_SERVER))
-$(B)/tests/check_typegate: $(addprefix $(B)/,$(T_TYPEGATE))
-$(B)/tests/check_hostile: $(addprefix $(B)/,$(T_HOSTILE))
-$(B)/tests/check_faults: $(addprefix $(B)/,$(T_FAULTS))
-$(B)/tests/check_storefaults: $(addprefix $(B)/,$(T_STOREFAULTS))
-$(B)/tests/check_warm_faults: $(addprefix $(B)/,$(T_WARM_FAULTS))
-$(B)/tests/check_live: $(addprefix $(B)/,$(T_LIVE))
-$(B)/tests/check_carry: $(addprefix $(B)/,$(T_CARRY))
-$(B)/tests/check_kept: $(addprefix $(B)/,$(T_KEPT))
-$(B)/tests/check_sandbox: $(addprefix $(B)/,$(T_SANDBOX))
-$(B)/tests/check_trust: $(addprefix $(B)/,$(T_TRUST))
-$(B)/tests/check_contain: $(addprefix $(B)/,$(T_CONTAIN))
-$(B)/tests/check_json: $(addprefix $(B)/,$(T_JSON))
-$(B)/tests/check_mcp: $(addprefix $(B)/,$(T_MCP))
-$(B)/tests/check_callid: $(addprefix $(B)/,$(T_CALLID))
-$(B)/tests/check_modrec: $(addprefix $(B)/,$(T_MODREC))
-$(B)/tests/check_preload: $(addprefix $(B)/,$(T_PRELOAD))
-$(B)/tests/check_stores: $(addprefix $(B)/,$(T_STORES))
-$(B)/tests/check_sandbox_enter: $(addprefix $(B)/,$(T_SBX_ENTER))
-$(B)/tests/check_sign: $(addprefix $(B)/,$(T_SIGN))
-$(B)/tests/check_signed: $(addprefix $(B)/,$(T_SIGNED))
-$(B)/tests/check_signed-asan: $(addprefix $(B)/,$(T_SIGNED:.o=.asan.o))
-$(B)/tests/check_sign-asan: $(addprefix $(B)/,$(T_SIGN:.o=.asan.o))
-$(B)/tests/check_frame-asan: $(addprefix $(B)/,$(T_FRAME:.o=.asan.o))
-$(B)/tests/check_store-asan: $(addprefix $(B)/,$(T_STORE:.o=.asan.o))
-$(B)/tests/check_opts-asan: $(addprefix $(B)/,$(T_OPTS:.o=.asan.o))
-$(B)/tests/check_output-asan: $(addprefix $(B)/,$(T_OUTPUT:.o=.asan.o))
-$(B)/tests/check_wire-asan: $(addprefix $(B)/,$(T_WIRE:.o=.asan.o))
-$(B)/tests/check_proc-asan: $(addprefix $(B)/,$(T_PROC:.o=.asan.o))
-$(B)/tests/check_cli-asan: $(addprefix $(B)/,$(T_CLI:.o=.asan.o))
-$(B)/tests/check_server-asan: $(addprefix $(B)/,$(T_SERVER:.o=.asan.o))
-$(B)/tests/check_typegate-asan: $(addprefix $(B)/,$(T_TYPEGATE:.o=.asan.o))
-$(B)/tests/check_hostile-asan: $(addprefix $(B)/,$(T_HOSTILE:.o=.asan.o))
-$(B)/tests/check_faults-asan: $(addprefix $(B)/,$(T_FAULTS:.o=.asan.o))
-$(B)/tests/check_storefaults-asan: $(addprefix $(B)/,$(T_STOREFAULTS:.o=.asan.o))
-$(B)/tests/check_warm_faults-asan: $(addprefix $(B)/,$(T_WARM_FAULTS:.o=.asan.o))
-$(B)/tests/check_live-asan: $(addprefix $(B)/,$(T_LIVE:.o=.asan.o))
-$(B)/tests/check_carry-asan: $(addprefix $(B)/,$(T_CARRY:.o=.asan.o))
-$(B)/tests/check_kept-asan: $(addprefix $(B)/,$(T_KEPT:.o=.asan.o))
-$(B)/tests/check_sandbox-asan: $(addprefix $(B)/,$(T_SANDBOX:.o=.asan.o))
-$(B)/tests/check_trust-asan: $(addprefix $(B)/,$(T_TRUST:.o=.asan.o))
-$(B)/tests/check_contain-asan: $(addprefix $(B)/,$(T_CONTAIN:.o=.asan.o))
-$(B)/tests/check_json-asan: $(addprefix $(B)/,$(T_JSON:.o=.asan.o))
-$(B)/tests/check_json $(B)/tests/check_json-asan: CHECK_LIBS += -ljansson
-$(B)/tests/check_store $(B)/tests/check_store-asan: CHECK_LIBS += $(HIREDIS_LIBS) -lpthread
-$(B)/tests/check_mcp-asan: $(addprefix $(B)/,$(T_MCP:.o=.asan.o))
-$(B)/tests/check_stores-asan: $(addprefix $(B)/,$(T_STORES:.o=.asan.o))
-$(B)/tests/check_callid-asan: $(addprefix $(B)/,$(T_CALLID:.o=.asan.o))
-$(B)/tests/check_modrec-asan: $(addprefix $(B)/,$(T_MODREC:.o=.asan.o))
-$(B)/tests/check_preload-asan: $(addprefix $(B)/,$(T_PRELOAD:.o=.asan.o))
-$(B)/tests/check_stores $(B)/tests/check_stores-asan $(B)/tests/check_cli \
-	$(B)/tests/check_cli-asan: CHECK_LIBS += $(HIREDIS_LIBS)
-$(B)/tests/check_signed $(B)/tests/check_signed-asan: CHECK_LIBS += $(HIREDIS_LIBS) -lpthread
-$(B)/tests/check_mcp $(B)/tests/check_mcp-asan: CHECK_LIBS += -ljansson
-$(B)/tests/check_sandbox_enter-asan: $(addprefix $(B)/,$(T_SBX_ENTER:.o=.asan.o))
+$(B)/libdolsot.a: $(LIB_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(B)/tests/libtest.a: $(TEST_LIB_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
 
 # check_sandbox_enter embeds Python, as a warm zygote does.
-$(B)/tests/check_sandbox_enter.o $(B)/tests/check_sandbox_enter.asan.o: \
+$(B)/tests/unit/check_sandbox_enter.o $(B)/tests/unit/check_sandbox_enter.asan.o: \
 	ALL_CFLAGS += $(PY_INCLUDES)
-$(B)/tests/check_sandbox_enter $(B)/tests/check_sandbox_enter-asan: \
-	CHECK_LIBS += -Wl,-E $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS) $(CRYPTO_LIBS)
+$(B)/tests/unit/check_sandbox_enter $(B)/tests/unit/check_sandbox_enter-asan: \
+	TEST_LIBS := -Wl,-E $(PY_LDLIBS) $(TEST_LIBS)
 
-$(TESTS:%=$(B)/%):
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
-
+$(TESTS:%=$(B)/%) $(B)/tests/slow/check_valgrind: $(B)/%: $(B)/%.o $(B)/tests/libtest.a $(B)/libdolsot.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(TEST_LIBS)
 
 deps:
 	@sh tools/deps.sh build
 
-CLI_TESTS := tests/check_cli tests/check_hostile tests/check_faults tests/check_storefaults \
-	tests/check_carry tests/check_kept tests/check_json tests/check_mcp tests/check_stores \
-	tests/check_signed tests/check_callid tests/check_modrec
-SERVER_TESTS := tests/check_server tests/check_warm_faults tests/check_live tests/check_preload
-UNIT_TESTS := $(filter-out $(CLI_TESTS) $(SERVER_TESTS),$(TESTS))
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
-REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/check_regress_%)
+REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/regress/check_regress_%)
 
 # The CLI suites run twice, with identical expectations: cold, and with the
 # warm server already up for every test.
@@ -227,23 +142,23 @@ check: layers
 	@sh tools/deps.sh check
 	@sh tools/npm-deps.sh
 	$(MAKE) dolsot $(TESTS:%=$(B)/%) $(REGRESS_TESTS:%=$(B)/%)
-	sh tests/run.sh $(UNIT_TESTS) $(REGRESS_TESTS)
+	sh tests/run.sh $(UNIT_TESTS) $(REGRESS_TESTS) $(SLOW_TESTS)
 	DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS)
 	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh $(CLI_TESTS)
 	sh tests/run.sh $(SERVER_TESTS)
 	$(MAKE) check-python
 
-# The signal stream of tests/check_callid at the issue's length: 300 calls,
+# The signal stream of tests/cli/check_callid at the issue's length: 300 calls,
 # each stopped by SIGTERM, SIGINT or SIGHUP at random moments and retried
 # with its --call-id until it ends cleanly; the counter must come out exact.
 # Cold and warm, on a 16 MiB session; about 10 minutes in all.  Not part of
 # `make check`.
 SOAK_CALLS ?= 300
-soak: dolsot $(B)/tests/check_callid
+soak: dolsot $(B)/tests/cli/check_callid
 	DOLSOT_SERVER=off DOLSOT_TEST_STREAM=$(SOAK_CALLS) CK_RUN_CASE=stream \
-		sh tests/run.sh tests/check_callid
+		sh tests/run.sh tests/cli/check_callid
 	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 DOLSOT_TEST_STREAM=$(SOAK_CALLS) \
-		CK_RUN_CASE=stream sh tests/run.sh tests/check_callid
+		CK_RUN_CASE=stream sh tests/run.sh tests/cli/check_callid
 
 # The Python package (python/dolsot) against the built binary, cold and
 # warm, with Debian's interpreter; see tests/python/.
@@ -274,19 +189,26 @@ $(B)/%.asan.o: %.c
 $(B)/%_py.asan.o: $(B)/%_py.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c -o $@ $<
 
-$(B)/worker.asan.o $(B)/dolsotmod.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
+$(B)/worker.asan.o $(B)/worker/dolsotmod.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.asan.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 $(B)/%_py.asan.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
 
 $(B)/tests/%.asan.o: tests/%.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -I. -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Wno-format-truncation $(CHECK_CFLAGS) -Itests/lib -MMD -MP -c -o $@ $<
 
-$(B)/dolsot-asan: $(SRCS:%.c=$(B)/%.asan.o) $(B)/result_schema.asan.o
+$(B)/libdolsot-asan.a: $(LIB_OBJS:.o=.asan.o)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(B)/tests/libtest-asan.a: $(TEST_LIB_OBJS:.o=.asan.o)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/dolsot-asan: $(OBJS:.o=.asan.o)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -Wl,-E -Wl,--build-id=sha1 -o $@ $^ $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS) $(CRYPTO_LIBS)
 
-$(ASAN_TESTS:%=$(B)/%):
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)
+$(ASAN_TESTS:%=$(B)/%): $(B)/%-asan: $(B)/%.asan.o $(B)/tests/libtest-asan.a $(B)/libdolsot-asan.a
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(TEST_LIBS)
 
 asan:
 	@sh tools/deps.sh check
@@ -297,15 +219,12 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DOLSOT_BIN=$(B)/dolsot-asan DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS:=-asan)
 
-# valgrind memcheck on real calls, cold and warm; see tests/check_valgrind.c
-# and, for what is suppressed and why, tests/valgrind.supp.
-$(B)/tests/check_valgrind: $(B)/tests/check_valgrind.o $(B)/tests/cli_helpers.o $(B)/sign.o $(B)/fdio.o
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS)
-
+# valgrind memcheck on real calls, cold and warm; see tests/slow/check_valgrind.c
+# and, for what is suppressed and why, tests/lib/valgrind.supp.
 valgrind:
 	@sh tools/deps.sh valgrind
-	$(MAKE) dolsot $(B)/tests/check_valgrind
-	sh tests/run.sh tests/check_valgrind
+	$(MAKE) dolsot $(B)/tests/slow/check_valgrind
+	sh tests/run.sh tests/slow/check_valgrind
 
 demo:
 	@sh tools/deps.sh demo
@@ -321,17 +240,17 @@ layers:
 lint: layers
 	@sh tools/deps.sh lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr -D_GNU_SOURCE --std=c11 $(filter-out %_py.c,$(SRCS))
-	clang-tidy --quiet $(filter-out %_py.c,$(SRCS)) -- -std=gnu11 -D_GNU_SOURCE \
+		--inline-suppr -D_GNU_SOURCE --std=c11 $(SRCS)
+	clang-tidy --quiet $(SRCS) -- -std=gnu11 -D_GNU_SOURCE $(INCLUDES) \
 		-DPY_PREFIX='"$(PY_PREFIX)"' -DDOLSOT_VERSION='"$(VERSION)"' $(PY_INCLUDES)
 	mandoc -Tlint -Wwarning man/dolsot.1
 
 include fuzz/fuzz.mk
-$(eval $(call fuzz_harness,wire,wire.c))
+$(eval $(call fuzz_harness,wire,base/wire.c))
 
 # `make tests/check_X` builds build/tests/check_X; tests/run.sh runs
 # either name (build/ first).
-ALIASES := $(TESTS) $(TESTS:=-asan) tests/check_valgrind $(REGRESS_TESTS) \
+ALIASES := $(TESTS) $(TESTS:=-asan) tests/slow/check_valgrind $(REGRESS_TESTS) \
 	$(REGRESS_TESTS:=-asan)
 $(ALIASES): %: $(B)/% ; @:
 .PHONY: $(ALIASES)
@@ -356,4 +275,4 @@ clean:
 
 # The sanitizer objects track their headers too, or a changed struct would
 # leave them stale.
--include $(wildcard $(B)/*.d $(B)/tests/*.d)
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,6 +1,9 @@
 /*
  * main.c - the dolsot command: parse the call, hand it to the engine, print
  * the result, exit with its code.  The only file that prints or exits.
+ *
+ * Its rooms: call/ (options and settings, the --json rendering) and mcp/
+ * (`dolsot mcp`); the call itself goes through the engine's door, repl.h.
  */
 #include <errno.h>
 #include <fcntl.h>

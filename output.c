@@ -1,6 +1,7 @@
 /*
  * output.c - the output contract.  Callers parse these streams, so every
  * byte here is part of the interface: see the OUTPUT section of dolsot(1).
+ * The --json rendering and the text contract's image files are in call/.
  */
 #include "output.h"
 

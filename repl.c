@@ -6,6 +6,9 @@
  * the store made (neither passes through this process), and the store
  * renames it into place, under the session lock, after the worker has
  * finished and only if it answered that it saved.
+ *
+ * Its rooms: call/ runs the call (warm, else cold) and store/ keeps the
+ * session; server/ is the warm server a call may reach.
  */
 #include "repl.h"
 

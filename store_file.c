@@ -1,5 +1,6 @@
 /*
  * store_file.c - FileStore: one file per session in a private directory.
+ * The store's door and its other backends are in store/.
  *
  * Layout: ID.pkl holds a session, ".ID.XXXXXX.tmp" is a save in progress,
  * ID.lock carries the session's flock, and an ID.sandboxed entry says the

@@ -6,6 +6,9 @@
  * kills whatever escapes the group.  Its output is read with poll() against
  * the deadline and kept up to a cap, so a checker that floods its pipes or
  * never exits costs bounded memory and no more than the time it was given.
+ *
+ * Its rooms are in typegate/: the parser of checkers' output, the warm
+ * checker's daemon and its drivers.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -6,6 +6,9 @@
  * variables read, no signal handlers, no site module) and we add back what
  * dolsot promises: the caller's directory, PYTHONPATH, an active
  * virtualenv's site-packages and the system site directories.
+ *
+ * Its rooms are in worker/: the _dolsot module, isolation, the guard of a
+ * cell's processes, and the Python half (worker/py/) compiled into the binary.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -42,8 +42,8 @@ def embedded(name, path):
     exec(compile(open(path).read(), f"<{name}>", "exec"), mod.__dict__)
     return mod
 
-session = embedded("_dolsot_session", sys.argv[1] + "/session.py")
-state = embedded("_dolsot_state", sys.argv[1] + "/state.py")
+session = embedded("_dolsot_session", sys.argv[1] + "/worker/py/session.py")
+state = embedded("_dolsot_state", sys.argv[1] + "/worker/py/state.py")
 blob = open(sys.argv[2], "rb").read()
 enabled = sys.argv[3] == "1"
 posix = sys.modules["posix"]

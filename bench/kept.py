@@ -121,16 +121,24 @@ def run(args, cwd):
                           capture_output=True, text=True).stdout
 
 
+def git_show(rev, paths):
+    """The file at the first of paths that rev holds (session.py moved to worker/py/)."""
+    for path in paths:
+        p = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True)
+        if p.returncode == 0:
+            return p.stdout
+    raise SystemExit(f"kept.py: {rev} holds none of {', '.join(paths)}")
+
+
 def main():
     rounds = int(sys.argv[1])
     base = sys.argv[2] if len(sys.argv) > 2 else "main"
     work = tempfile.mkdtemp(prefix="dolsot-kept-bench.")
     try:
-        srcs = {"base": os.path.join(work, "base"), "new": ROOT}
+        srcs = {"base": os.path.join(work, "base"), "new": os.path.join(ROOT, "worker", "py")}
         os.mkdir(srcs["base"])
         with open(os.path.join(srcs["base"], "session.py"), "wb") as f:
-            f.write(subprocess.run(["git", "show", f"{base}:session.py"], cwd=ROOT,
-                                   check=True, capture_output=True).stdout)
+            f.write(git_show(base, ("worker/py/session.py", "session.py")))
         for name in ("w.txt", "r.txt", "a.txt"):
             with open(os.path.join(work, name), "w") as f:
                 f.write("line one\nline two\n")

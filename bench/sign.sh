@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 W=$(mktemp -d "${TMPDIR:-/tmp}/dolsot-sign.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 mkdir -m 700 "$W/store"
-make -s build/sign.o build/fdio.o
-cc -O2 -std=gnu11 -D_GNU_SOURCE -I. -o "$W/sign_cost" bench/sign_cost.c build/sign.o \
-	build/fdio.o -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -ldl -lpthread
+make -s build/store/sign.o build/base/fdio.o
+cc -O2 -std=gnu11 -D_GNU_SOURCE -I. -Istore -Ibase -o "$W/sign_cost" bench/sign_cost.c build/store/sign.o \
+	build/base/fdio.o -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -ldl -lpthread
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
 "$W/sign_cost" "$W/store"

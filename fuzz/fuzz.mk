@@ -11,8 +11,10 @@
 # fails the target and leaves its input in fuzz/out/NAME-crash-*; keep it
 # under tests/regress/NAME/.
 #
-# Each harness is also a unit test, tests/check_regress_NAME (and its -asan
-# twin; both built under build/tests/, like the fuzzers under build/fuzz/): built with the test compiler and tests/check_regress.c as main, it
+# Each harness is also a unit test, tests/regress/check_regress_NAME (and its
+# -asan twin; both built under build/tests/regress/, like the fuzzers under
+# build/fuzz/): built with the test compiler and tests/regress/check_regress.c
+# as main, it
 # replays the seeds and tests/regress/NAME/ through the harness's checks.
 #
 # ALL_CFLAGS is not used: it carries the gcc build's -O2 and Python defines,
@@ -21,7 +23,7 @@
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_CFLAGS ?= -g -O1 -fsanitize=fuzzer,address,undefined,float-cast-overflow \
-	-std=gnu11 -D_GNU_SOURCE -I.
+	-std=gnu11 -D_GNU_SOURCE $(INCLUDES)
 # UBSan only prints by default; halting turns undefined behavior into a crash.
 FUZZ_ENV ?= UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
@@ -29,18 +31,18 @@ FUZZ_HARNESSES :=
 
 define fuzz_harness
 FUZZ_HARNESSES += $(1)
-$(B)/fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+$(B)/fuzz/fuzz_$(1): fuzz/fuzz_$(1).c $(2) $$(HEADERS)
 	@mkdir -p $$(@D)
 	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$(filter %.c,$$^) $(3)
 
-$(B)/tests/check_regress_$(1): tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+$(B)/tests/regress/check_regress_$(1): tests/regress/check_regress.c fuzz/fuzz_$(1).c $(2) $$(HEADERS)
 	@mkdir -p $$(@D)
-	$$(CC) $$(ALL_CFLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
+	$$(CC) $$(ALL_CFLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -Itests/lib \
 		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm $(3)
 
-$(B)/tests/check_regress_$(1)-asan: tests/check_regress.c fuzz/fuzz_$(1).c $(2) $$(wildcard *.h)
+$(B)/tests/regress/check_regress_$(1)-asan: tests/regress/check_regress.c fuzz/fuzz_$(1).c $(2) $$(HEADERS)
 	@mkdir -p $$(@D)
-	$$(CC) $$(ALL_CFLAGS) $$(SAN_FLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -I. \
+	$$(CC) $$(ALL_CFLAGS) $$(SAN_FLAGS) -Wno-format-truncation $$(CHECK_CFLAGS) -Itests/lib \
 		-DHARNESS='"$(1)"' -o $$@ $$(filter %.c,$$^) $$(CHECK_LIBS) -lm $(3)
 
 fuzz-$(1): $(B)/fuzz/fuzz_$(1)
@@ -56,17 +58,17 @@ endef
 
 .PHONY: fuzz
 
-$(eval $(call fuzz_harness,frame,frame.c rlimits.c))
-$(eval $(call fuzz_harness,typegate,typegate_parse.c))
-$(eval $(call fuzz_harness,lsp,lsp.c typegate_parse.c,-ljansson))
-$(eval $(call fuzz_harness,opts,opts.c store_name.c rlimits.c store_spec.c))
-$(eval $(call fuzz_harness,store,store_name.c store_file.c fdio.c deadline.c))
-$(eval $(call fuzz_harness,warm_key,warm_proto.c wire.c))
-$(eval $(call fuzz_harness,mem_list,mem_list.c store_name.c))
+$(eval $(call fuzz_harness,frame,base/frame.c base/rlimits.c))
+$(eval $(call fuzz_harness,typegate,typegate/typegate_parse.c))
+$(eval $(call fuzz_harness,lsp,typegate/lsp.c typegate/typegate_parse.c,-ljansson))
+$(eval $(call fuzz_harness,opts,call/opts.c store/store_name.c base/rlimits.c store/store_spec.c))
+$(eval $(call fuzz_harness,store,store/store_name.c store_file.c base/fdio.c base/deadline.c))
+$(eval $(call fuzz_harness,warm_key,base/warm_proto.c base/wire.c))
+$(eval $(call fuzz_harness,mem_list,store/mem_list.c store/store_name.c))
 $(eval $(call fuzz_harness,output,output.c))
-$(eval $(call fuzz_harness,json,output_json.c output.c display_files.c store_name.c frame.c fdio.c rlimits.c,-ljansson))
-$(eval $(call fuzz_harness,jsonrpc,jsonrpc.c,-ljansson))
-$(eval $(call fuzz_harness,store_spec,store_spec.c))
-$(eval $(call fuzz_harness,store_cmd,store_cmd_parse.c store_name.c))
-$(eval $(call fuzz_harness,callrec,callrec.c))
-$(eval $(call fuzz_harness,modrec,modrec.c fdio.c))
+$(eval $(call fuzz_harness,json,call/output_json.c output.c call/display_files.c store/store_name.c base/frame.c base/fdio.c base/rlimits.c,-ljansson))
+$(eval $(call fuzz_harness,jsonrpc,mcp/jsonrpc.c,-ljansson))
+$(eval $(call fuzz_harness,store_spec,store/store_spec.c))
+$(eval $(call fuzz_harness,store_cmd,store/store_cmd_parse.c store/store_name.c))
+$(eval $(call fuzz_harness,callrec,store/callrec.c))
+$(eval $(call fuzz_harness,modrec,store/modrec.c base/fdio.c))

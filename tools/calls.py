@@ -2,8 +2,9 @@
 
 usage: python3.11 tools/calls.py [OBJDIR] [START]   (default build repl)
 
-Maps every defined function and object of OBJDIR/*.o (but the generated
-*_py.o) to its file, and each file to the files whose symbols it uses.
+Maps every defined function and object of OBJDIR/**/*.o (but the tests',
+the fuzzers', the sanitizer builds' and the generated *_py.o) to its file,
+and each file to the files whose symbols it uses.
 Prints the files START uses directly, the deepest chain of distinct files
 a call from START can go through, and any cycle between files.
 """
@@ -15,7 +16,9 @@ import sys
 
 def graph(objdir):
     defs, undef = {}, {}
-    for o in sorted(glob.glob(os.path.join(objdir, "*.o"))):
+    for o in sorted(glob.glob(os.path.join(objdir, "**", "*.o"), recursive=True)):
+        if os.path.relpath(o, objdir).split(os.sep)[0] in ("tests", "fuzz"):
+            continue
         name = os.path.basename(o)[:-2]
         if name.endswith("_py") or name.endswith(".asan"):
             continue

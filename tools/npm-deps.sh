@@ -2,7 +2,7 @@
 # Install the npm packages the tests use into tools/node (never globally),
 # when they are missing: pyright, one of the type checkers the type gate is
 # tested against, @modelcontextprotocol/sdk, the official MCP client that
-# tests/mcp_client.mjs drives `dolsot mcp` with, and
+# tests/lib/mcp_client.mjs drives `dolsot mcp` with, and
 # @modelcontextprotocol/inspector, whose CLI is the second client
 # tests/check_mcp.c runs.
 # usage: tools/npm-deps.sh

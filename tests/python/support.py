@@ -15,7 +15,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("DOLSOT_BIN") or os.path.join(ROOT, "dolsot")
 EXAMPLES = os.path.join(ROOT, "examples")
-TOOLBOX = os.path.join(ROOT, "tests", "toolbox")
+TOOLBOX = os.path.join(ROOT, "tests", "lib", "toolbox")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, EXAMPLES)
 

@@ -12,9 +12,9 @@ import unittest
 import support
 
 sys.dont_write_bytecode = True      # no __pycache__ in the source tree
-_spec = importlib.util.spec_from_file_location("dolsot_session", os.path.join(support.ROOT, "session.py"))
+_spec = importlib.util.spec_from_file_location("dolsot_session", os.path.join(support.ROOT, "worker", "py", "session.py"))
 session = importlib.util.module_from_spec(_spec)
-sys.path.insert(0, support.ROOT)   # session.py imports files.py beside it
+sys.path.insert(0, os.path.join(support.ROOT, "worker", "py"))   # session.py imports files.py beside it
 _spec.loader.exec_module(session)
 
 BIG = 200_000

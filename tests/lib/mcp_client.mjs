@@ -3,13 +3,13 @@
 // over stdio, as an agent host drives it.  tests/check_mcp.c runs it, cold
 // and warm, in a private store.
 //
-// usage: node tests/mcp_client.mjs DOLSOT_BINARY SCRATCH_DIR
+// usage: node tests/lib/mcp_client.mjs DOLSOT_BINARY SCRATCH_DIR
 // Prints "ok NAME" per step; exits 1 at the first failed step, with why.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const root = path.dirname(path.dirname(path.dirname(fileURLToPath(import.meta.url))));
 const sdk = path.join(root, 'tools/node/node_modules/@modelcontextprotocol/sdk/dist/esm');
 const { Client } = await import(pathToFileURL(path.join(sdk, 'client/index.js')).href);
 const { StdioClientTransport } =

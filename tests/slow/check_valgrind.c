@@ -3,7 +3,7 @@
  *
  * Each case runs real calls of the built binary under valgrind and fails
  * on any memcheck error or leak (exit 99), with CPython's own allocations
- * suppressed by tests/valgrind.supp (see there why).  On the cold path
+ * suppressed by tests/lib/valgrind.supp (see there why).  On the cold path
  * valgrind follows the forked worker too; on the warm path the server is
  * started without valgrind and the calls checked are the clients the
  * server serves warm.  Run by `make valgrind`, not by `make check`: a
@@ -27,7 +27,7 @@ static const char *env_off[8], *env_auto[8];
 static const char *const valgrind[] = {
 	"valgrind", "--quiet", "--error-exitcode=99", "--leak-check=full",
 	"--errors-for-leak-kinds=definite,possible", "--show-leak-kinds=definite,possible",
-	"--suppressions=tests/valgrind.supp", "--num-callers=30", NULL,
+	"--suppressions=tests/lib/valgrind.supp", "--num-callers=30", NULL,
 };
 
 static void setup(void)

@@ -5,7 +5,7 @@
  * A store keeps opaque bytes under a session id.  It never interprets them
  * (a session blob runs code when unpickled, so only the worker touches its
  * contents).  Backends: store_file.c (one file per session in a private
- * directory, the default), mem_store.c (a table in this process) and
+ * directory, the default), store_mem.c (a table in this process) and
  * mem_client.c (the warm server's table, over its socket).  Each exports
  * only its constructor, in its own header; everything else is static.
  *

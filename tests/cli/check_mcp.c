@@ -1,6 +1,6 @@
 /*
  * check_mcp.c - `dolsot mcp` end to end: the official TypeScript SDK as the
- * client (tests/mcp_client.mjs), the MCP Inspector's CLI as a second one,
+ * client (tests/lib/mcp_client.mjs), the MCP Inspector's CLI as a second one,
  * then raw bytes on the real binary's stdin
  * (version negotiation, malformed and oversized messages, wrong params,
  * stdout holding nothing but protocol lines, a client that goes away or
@@ -126,7 +126,7 @@ START_TEST(sdk_client_drives_the_server)
 		return;
 	}
 	cli_run(&r, &(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/node", .timeout = 400 },
-	        (const char *const[]){ "node", "tests/mcp_client.mjs", cli_bin(), scratch, NULL });
+	        (const char *const[]){ "node", "tests/lib/mcp_client.mjs", cli_bin(), scratch, NULL });
 	ck_assert_msg(r.code == 0 && cli_has(r.out, "ok close\n"),
 	              "exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
 	cli_run_release(&r);

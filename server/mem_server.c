@@ -31,7 +31,7 @@
 
 #include "fdio.h"
 #include "mem_list.h"
-#include "mem_store.h"
+#include "store_mem.h"
 #include "store.h"
 
 #define IDS_TEMP ".memory-sessions.new"
@@ -170,7 +170,7 @@ struct mem_server *mem_server_new(int dirfd)
 
 	if (!sm)
 		return NULL;
-	sm->store = mem_store_open();
+	sm->store = store_mem_open();
 	if (!sm->store) {
 		free(sm);
 		return NULL;

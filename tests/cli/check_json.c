@@ -51,7 +51,7 @@ static void ck_schema(const struct cli_run *r)
 	snprintf(schema, sizeof(schema), "%s/schema/result.schema.json", cwd);
 	cli_run(&v, &(struct cli_opts){ .prog = "/usr/bin/python3", .stdin_data = r->out,
 	                                .stdin_len = r->out_len },
-	        (const char *const[]){ "python3", "tests/validate_json.py", schema, NULL });
+	        (const char *const[]){ "python3", "tests/lib/validate_json.py", schema, NULL });
 	ck_assert_msg(v.code == 0, "schema rejects the output:\n%s\nstdout: %s", v.err, r->out);
 	cli_run_release(&v);
 	free(cwd);

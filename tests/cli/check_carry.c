@@ -5,7 +5,7 @@
  *
  * Every case runs the real binary.  Where a live interpreter is the
  * reference, the same cells also run in one /usr/bin/python3.11 process
- * (tests/live_cells.py) and each cell's stdout must be the same.
+ * (tests/lib/live_cells.py) and each cell's stdout must be the same.
  */
 #include <check.h>
 #include <stdio.h>
@@ -153,7 +153,7 @@ static void live(const char *const *cells, size_t n, char **outs)
 		fprintf(f, "%s%s", i ? CELL_SEP : "", cells[i]);
 	fclose(f);
 	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
-	if (asprintf(&harness, "%s/tests/live_cells.py", cwd) < 0)
+	if (asprintf(&harness, "%s/tests/lib/live_cells.py", cwd) < 0)
 		abort();
 	cli_run(&r, &(struct cli_opts){ .env = fx.env, .cwd = fx.tmp, .prog = PY,
 	                                .stdin_data = input },

@@ -28,7 +28,7 @@
 
 #include "ck_run.h"
 #include "mem_server.h"
-#include "mem_store.h"
+#include "store_mem.h"
 #include "sign.h"
 #include "store.h"
 #include "store_file.h"
@@ -93,7 +93,7 @@ static struct store *open_file(void)
 
 static struct store *open_mem(void)
 {
-	struct store *s = mem_store_open();
+	struct store *s = store_mem_open();
 
 	ck_assert_ptr_nonnull(s);
 	return s;

@@ -1,6 +1,6 @@
 """Validate dolsot --json output against the shipped schema.
 
-usage: /usr/bin/python3 tests/validate_json.py SCHEMA < OUTPUT
+usage: /usr/bin/python3 tests/lib/validate_json.py SCHEMA < OUTPUT
 
 OUTPUT must be exactly one JSON object and a newline; exit 0 when it is
 valid, 1 with the validator's reasons on stderr.  Run by tests/check_json.c

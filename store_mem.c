@@ -1,12 +1,15 @@
 /*
- * mem_store.c - MemoryStore: sessions in a table in this process.
+ * store_mem.c - MemoryStore: sessions in a table in this process.
  *
  * The table is an array sorted by id.  One mutex guards it and the list of
  * held session locks; a condition variable on CLOCK_MONOTONIC wakes lockers
  * when a lock is released.  There is no TTL: sessions live until deleted or
  * until the store is closed.
+ *
+ * The warm server keeps DOLSOT_STORE=memory sessions in one
+ * (server/mem_server.c); the store's door is in store/.
  */
-#include "mem_store.h"
+#include "store_mem.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -356,7 +359,7 @@ static const struct store_ops mstore_ops = {
  * See store.h.  Returns NULL with errno on failure (out of memory).  The
  * store is safe to use from several threads; store_close() frees it all.
  */
-struct store *mem_store_open(void)
+struct store *store_mem_open(void)
 {
 	pthread_condattr_t ca;
 	struct mstore *ms;

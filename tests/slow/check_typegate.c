@@ -443,8 +443,8 @@ static void setup(void)
 	cli_write_file(path, mytools_py);
 	snprintf(path, sizeof(path), "%s/plain.py", tmp);
 	cli_write_file(path, plain_py);
-	crm = cli_read_file("tests/toolbox/crm.py", NULL);
-	ck_assert_msg(crm != NULL, "cannot read tests/toolbox/crm.py");
+	crm = cli_read_file("tests/lib/toolbox/crm.py", NULL);
+	ck_assert_msg(crm != NULL, "cannot read tests/lib/toolbox/crm.py");
 	snprintf(path, sizeof(path), "%s/crm.py", tmp);
 	cli_write_file(path, crm);
 	free(crm);
@@ -624,7 +624,7 @@ START_TEST(toolbox_without_help_gets_the_signature_only)
 }
 END_TEST
 
-/* Cells that run fine must pass every checker: tests/valid_cells.txt, one
+/* Cells that run fine must pass every checker: tests/lib/valid_cells.txt, one
  * case per "#== title" line, with the lines after "#-- earlier" run first
  * without the gate (names from earlier cells), and those after "#-- cell"
  * the gated cell. */
@@ -647,12 +647,12 @@ static char *append_line(char *text, const char *line, size_t n)
 
 static size_t read_valid_cells(struct valid_cell **out)
 {
-	char *text = cli_read_file("tests/valid_cells.txt", NULL), *p;
+	char *text = cli_read_file("tests/lib/valid_cells.txt", NULL), *p;
 	struct valid_cell *v = NULL;
 	size_t n = 0;
 	char **into = NULL;
 
-	ck_assert_msg(text != NULL, "cannot read tests/valid_cells.txt");
+	ck_assert_msg(text != NULL, "cannot read tests/lib/valid_cells.txt");
 	for (p = text; *p;) {
 		char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
@@ -1430,7 +1430,7 @@ START_TEST(hints_keep_the_toolbox_exit_code)
 }
 END_TEST
 
-/* ---- hints with the crm toolbox (tests/toolbox/crm.py) ---- */
+/* ---- hints with the crm toolbox (tests/lib/toolbox/crm.py) ---- */
 
 /* Run a cell of session "crm" without the gate, with crm as crm. */
 static void run_crm(struct cli_run *r, const char *code)

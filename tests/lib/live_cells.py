@@ -1,6 +1,6 @@
 """Run cells in one live interpreter, the way dolsot runs them one per call.
 
-    /usr/bin/python3.11 tests/live_cells.py < CELLS
+    /usr/bin/python3.11 tests/lib/live_cells.py < CELLS
 
 CELLS are separated by lines reading '#%% cell'.  Each runs in __main__, as
 in dolsot: the statements, then the repr of a last expression that is not
