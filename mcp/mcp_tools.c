@@ -17,27 +17,21 @@
 
 #include "callrec.h"
 #include "jsonrpc.h"
+#include "options.h"
 #include "output_json.h"
 #include "repl.h"
 #include "result_schema.h"
-
-/* One argument of a tool: its name, JSON type and description; capped:
- * a number above 0 and at most the server's --timeout. */
-struct tool_arg {
-	const char *name;
-	const char *type;
-	const char *description;
-	bool capped;
-};
 
 struct mcp_tool {
 	const char *name;
 	const char *title;
 	const char *description;    /* NULL: made by describe() */
 	const char *output;         /* its output schema: a $defs entry */
-	const struct tool_arg *args;/* the arguments it takes, NULL-named last */
-	const char *required;       /* the one argument it needs, or NULL */
-	/* Read args (already checked to hold only known names) into c. */
+	const enum option_id *args; /* its arguments (options.h), 0-ended */
+	enum option_id required;    /* the one argument it needs (its reader checks
+	                             * it), or 0 */
+	/* Read args (already checked to hold only known names) into c: the
+	 * argument it needs first, then check_types, then the rest. */
 	int (*read)(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
 	            struct mcp_refusal *r);
 	json_t *(*run)(const struct mcp_setup *m, bool structured, const struct mcp_call *c,
@@ -344,18 +338,12 @@ static int fork_args(const json_t *args, struct mcp_call *c, struct mcp_refusal 
 {
 	json_t *src = json_object_get(args, "fork"), *rep = json_object_get(args, "replace");
 
-	if (rep && !json_is_boolean(rep))
-		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"replace\" must be true or "
-		              "false");
 	if (!src) {
 		if (json_is_true(rep))
 			return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"replace\" goes with "
 			              "\"fork\"");
 		return 0;
 	}
-	if (!json_is_string(src))
-		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"fork\" must be a string: "
-		              "the session to copy");
 	if (strcmp(json_string_value(src), "all") == 0)
 		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"fork\": 'all' is not a "
 		              "session; name the session to copy");
@@ -381,8 +369,6 @@ static int call_id_arg(const json_t *args, struct mcp_call *c, struct mcp_refusa
 
 	if (!cid)
 		return 0;
-	if (!json_is_string(cid))
-		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"call_id\" must be a string");
 	if (strlen(json_string_value(cid)) != json_string_length(cid) ||
 	    !callrec_id_valid(json_string_value(cid), why, sizeof(why)))
 		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"call_id\" '%.130s': %s",
@@ -396,20 +382,42 @@ static int call_id_arg(const json_t *args, struct mcp_call *c, struct mcp_refusa
 	return 0;
 }
 
-/* The timeout argument, if any, under the server's cap; 0 or -1. */
-static int timeout_arg(const struct mcp_setup *m, const json_t *t, struct mcp_call *c,
-                       struct mcp_refusal *r)
+/* The timeout argument, if any, under the server's cap. */
+static void timeout_arg(const struct mcp_setup *m, const json_t *t, struct mcp_call *c)
 {
-	double v = json_number_value(t);
-
 	c->timeout = m->settings->timeout;
-	if (!t)
-		return 0;
-	if (!json_is_number(t) || !(v > 0) || !isfinite(v))
-		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"timeout\" must be a "
-		              "positive number of seconds");
-	if (v < c->timeout)
-		c->timeout = v;
+	if (t && json_number_value(t) < c->timeout)
+		c->timeout = json_number_value(t);
+}
+
+/* Whether v is of o's type: a boolean for a flag without a value, a
+ * string for a text, a number above 0 for seconds. */
+static bool arg_typed(const struct option_row *o, const json_t *v)
+{
+	switch (o->type) {
+	case OPTION_T_NONE:
+		return json_is_boolean(v);
+	case OPTION_T_SECONDS:
+		return json_is_number(v) && json_number_value(v) > 0 &&
+		       isfinite(json_number_value(v));
+	case OPTION_T_TEXT:
+	default:
+		return json_is_string(v);
+	}
+}
+
+/* Every argument t takes but the one it needs, when given, of its type;
+ * 0, or -1 with the first that is not. */
+static int check_types(const struct mcp_tool *t, const json_t *args, struct mcp_refusal *r)
+{
+	for (const enum option_id *a = t->args; *a; a++) {
+		const struct option_row *o = options_row(*a);
+		const json_t *v = json_object_get(args, o->mcp);
+
+		if (*a != t->required && v && !arg_typed(o, v))
+			return refuse(r, JSONRPC_INVALID_PARAMS, "%s: \"%s\" must be %s", t->name,
+			              o->mcp, o->mcp_want);
+	}
 	return 0;
 }
 
@@ -421,14 +429,13 @@ static int python_read(const struct mcp_setup *m, const json_t *args, struct mcp
 
 	if (!json_is_string(code) || is_blank(json_string_value(code)) ||
 	    strlen(json_string_value(code)) != json_string_length(code))
-		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"code\" must be a string of "
-		              "Python code, not empty and without NUL characters");
-	if (sid && !json_is_string(sid))
-		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"session\" must be a string");
+		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"code\" must be %s",
+		              options_row(OPTION_CODE)->mcp_want);
+	if (check_types(c->tool, args, r) < 0)
+		return -1;
 	if (sid && check_session(json_string_value(sid), false, r) < 0)
 		return -1;
-	if (timeout_arg(m, json_object_get(args, "timeout"), c, r) < 0)
-		return -1;
+	timeout_arg(m, json_object_get(args, "timeout"), c);
 	if (!sid && mint_session(minted, sizeof(minted)) < 0)
 		return refuse(r, JSONRPC_INTERNAL_ERROR, "cannot make a session id: %s",
 		              strerror(errno));
@@ -458,51 +465,36 @@ static int reset_read(const struct mcp_setup *m, const json_t *args, struct mcp_
 	json_t *sid = json_object_get(args, "session");
 
 	if (!json_is_string(sid))
-		return refuse(r, JSONRPC_INVALID_PARAMS, "reset_session needs "
-		              "\"session\": an id, or \"all\"");
+		return refuse(r, JSONRPC_INVALID_PARAMS, "reset_session needs \"session\": %s",
+		              options_row(OPTION_RESET)->mcp_want);
 	if (check_session(json_string_value(sid), true, r) < 0)
 		return -1;
 	c->session = strdup(json_string_value(sid));
+	if (!c->session)
+		return refuse(r, JSONRPC_INTERNAL_ERROR, "out of memory");
 	c->timeout = m->settings->timeout;
 	return 0;
 }
 
 /* ---- the table ---- */
 
-static const struct tool_arg python_args[] = {
-	{ "code", "string", "the Python code of the cell", false },
-	{ "session", "string",
-	  "the session to run in (letters, digits, '.', '_', '-'); omit it for a new one",
-	  false },
-	{ "timeout", "number", "seconds the call may run (capped by the server's --timeout)",
-	  true },
-	{ "fork", "string",
-	  "start `session` as a copy of this session's state, then run the code in it", false },
-	{ "replace", "boolean",
-	  "with fork: replace `session` if it exists (otherwise that is an error)", false },
-	{ "call_id", "string",
-	  "names this call so that a retry is safe: a call repeating an id the session "
-	  "already committed returns that call's recorded result without running the "
-	  "code again (1-128 of A-Z a-z 0-9 . _ : -; needs session)", false },
-	{ NULL, NULL, NULL, false },
-};
-
-static const struct tool_arg no_args[] = { { NULL, NULL, NULL, false } };
-
-static const struct tool_arg reset_args[] = {
-	{ "session", "string", "the session id, or \"all\"", false },
-	{ NULL, NULL, NULL, false },
-};
+/* Each tool's arguments, in its input schema's order: their names, types,
+ * descriptions and bounds are options.h's rows. */
+static const enum option_id python_args[] = { OPTION_CODE, OPTION_SESSION, OPTION_TIMEOUT,
+                                              OPTION_FORK, OPTION_REPLACE, OPTION_CALL_ID,
+                                              0 };
+static const enum option_id no_args[] = { 0 };
+static const enum option_id reset_args[] = { OPTION_RESET, 0 };
 
 static const struct mcp_tool tools[] = {
-	{ "python", "Python (dolsot)", NULL, "result", python_args, "code", python_read,
+	{ "python", "Python (dolsot)", NULL, "result", python_args, OPTION_CODE, python_read,
 	  python_run },
 	{ "list_sessions", "List dolsot sessions",
 	  "List the sessions in the store: id, size in bytes, and when each was last saved "
-	  "(UTC).", "sessions", no_args, NULL, list_read, list_run },
+	  "(UTC).", "sessions", no_args, 0, list_read, list_run },
 	{ "reset_session", "Reset dolsot sessions",
 	  "Forget one session (its variables, imports and functions), or every session with "
-	  "\"all\".", "reset", reset_args, "session", reset_read, reset_run },
+	  "\"all\".", "reset", reset_args, OPTION_RESET, reset_read, reset_run },
 };
 
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
@@ -527,14 +519,14 @@ static const char *tool_name(size_t i, const void *of)
 
 static const char *arg_name(size_t i, const void *of)
 {
-	return ((const struct tool_arg *)of)[i].name;
+	return options_row(((const enum option_id *)of)[i])->mcp;
 }
 
-static size_t count_args(const struct tool_arg *a)
+static size_t count_args(const enum option_id *a)
 {
 	size_t n = 0;
 
-	while (a[n].name)
+	while (a[n])
 		n++;
 	return n;
 }
@@ -546,12 +538,12 @@ static const char *unknown_arg(const struct mcp_tool *t, const json_t *args)
 	json_t *v;
 
 	json_object_foreach((json_t *)args, k, v) {
-		const struct tool_arg *a = t->args;
+		const enum option_id *a = t->args;
 
 		(void)v;
-		while (a->name && strcmp(a->name, k) != 0)
+		while (*a && strcmp(options_row(*a)->mcp, k) != 0)
 			a++;
-		if (!a->name)
+		if (!*a)
 			return k;
 	}
 	return NULL;
@@ -574,7 +566,7 @@ int mcp_tools_read(const struct mcp_setup *m, const char *name, const json_t *ar
 	}
 	c->tool = t;
 	if ((bad = unknown_arg(t, args))) {
-		if (!t->args[0].name)
+		if (!t->args[0])
 			return refuse(r, JSONRPC_INVALID_PARAMS, "%s takes no arguments (got "
 			              "'%.100s')", t->name, bad);
 		join_names(names, sizeof(names), arg_name, t->args, count_args(t->args));
@@ -671,27 +663,31 @@ static char *python_description(const struct settings *set, const char *describe
 	return full;
 }
 
-/* One argument's schema: its type, a capped number's bounds, its text. */
-static json_t *arg_schema(const struct tool_arg *a, const struct settings *set)
+/* One argument's schema: its JSON type, a number's bounds (above 0, at
+ * most the server's own value of the setting), its description. */
+static json_t *arg_schema(const struct option_row *o, const struct settings *set)
 {
-	if (a->capped)
-		return json_pack("{s:s, s:f, s:f, s:s}", "type", a->type, "exclusiveMinimum", 0.0,
-		                 "maximum", set->timeout, "description", a->description);
-	return json_pack("{s:s, s:s}", "type", a->type, "description", a->description);
+	if (o->type == OPTION_T_SECONDS)
+		return json_pack("{s:s, s:f, s:f, s:s}", "type", "number", "exclusiveMinimum", 0.0,
+		                 "maximum", *(const double *)((const char *)set + o->field),
+		                 "description", o->mcp_help);
+	return json_pack("{s:s, s:s}", "type", o->type == OPTION_T_NONE ? "boolean" : "string",
+	                 "description", o->mcp_help);
 }
 
 static json_t *input_schema(const struct mcp_tool *t, const struct settings *set)
 {
 	json_t *props = json_object(), *in;
 
-	for (const struct tool_arg *a = t->args; props && a->name; a++)
-		if (json_object_set_new(props, a->name, arg_schema(a, set)) < 0) {
+	for (const enum option_id *a = t->args; props && *a; a++)
+		if (json_object_set_new(props, options_row(*a)->mcp,
+		                        arg_schema(options_row(*a), set)) < 0) {
 			json_decref(props);
 			props = NULL;
 		}
 	in = json_pack("{s:s, s:o}", "type", "object", "properties", props);
 	if (in && t->required)
-		json_object_set_new(in, "required", json_pack("[s]", t->required));
+		json_object_set_new(in, "required", json_pack("[s]", options_row(t->required)->mcp));
 	if (in)
 		json_object_set_new(in, "additionalProperties", json_false());
 	return in;
