@@ -89,7 +89,7 @@ $(B)/%_py.c: %.py tools/embed.py
 	$(PYTHON) tools/embed.py $(notdir $*) $< $@
 .PRECIOUS: $(B)/%_py.c
 
-# schema/result.schema.json, for the MCP tools' output schemas (mcp.c).
+# schema/result.schema.json, for the MCP tools' output schemas (mcp_tools.c).
 $(B)/result_schema.c: schema/result.schema.json
 	@mkdir -p $(@D)
 	$(PYTHON) -c 'import json, sys; t = open(sys.argv[1]).read(); json.loads(t); \

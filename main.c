@@ -54,50 +54,15 @@ static const char usage_text[] =
 	"       dolsot mcp [the same flags] --print-config claude|codex|generic\n"
 	"       dolsot --help | --version\n";
 
-static const char help_text[] =
+/* --help: the usage, this, the options' list (options.h), the exit codes. */
+static const char help_intro[] =
 	"\n"
 	"Run one Python cell in a persistent session. State (variables, imports,\n"
 	"functions) is kept per session id between calls. CODE is read from\n"
 	"standard input when omitted.\n"
-	"\n"
-	"  --toolbox MODULE:ALIAS  import MODULE in the worker as ALIAS (repeatable)\n"
-	"  --session ID            the session to run in (required to run code)\n"
-	"  --fork SRC              start the session as a copy of session SRC (it must\n"
-	"                          not exist yet); then run CODE, if given\n"
-	"  --replace               with --fork: replace the session if it exists\n"
-	"  --call-id ID            name this call: a call repeating an ID the session\n"
-	"                          saved says that call's result again, running nothing\n"
-	"  --timeout SECONDS       wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)\n"
-	"  --store STORE           where sessions live, with any form: file (default), memory,\n"
-	"                          redis://[user:password@]host[:port][/db] or\n"
-	"                          cmd:PROGRAM [ARGS] ($DOLSOT_STORE)\n"
-	"  --sandbox               run the cell isolated: no host files, network or\n"
-	"                          environment beyond what is granted ($DOLSOT_SANDBOX=1)\n"
-	"  --mount HOST:VIRTUAL[:MODE]\n"
-	"                          show HOST at VIRTUAL in the sandbox; MODE is ro (default),\n"
-	"                          rw or overlay (repeatable; implies --sandbox)\n"
-	"  --env NAME[=VALUE]      pass NAME through, or set it, for the cell (repeatable)\n"
-	"  --memory SIZE           memory limit, like 512M (K, M, G; $DOLSOT_MEMORY)\n"
-	"  --max-procs N           processes and threads at once ($DOLSOT_MAX_PROCS)\n"
-	"  --max-file-size SIZE    largest file the cell may write ($DOLSOT_MAX_FILE_SIZE)\n"
-	"  --cpu-seconds N         CPU time limit ($DOLSOT_CPU_SECONDS)\n"
-	"  --recursion-limit N     Python frames the cell may nest ($DOLSOT_RECURSION_LIMIT)\n"
-	"  --live                  keep the session in a live process of the warm server:\n"
-	"                          objects that cannot be saved survive ($DOLSOT_LIVE=1)\n"
-	"  --json                  print one JSON object instead of the text contract\n"
-	"  --describe              describe the toolboxes, held names, mounts and limits\n"
-	"                          a cell gets; runs no cell, changes nothing\n"
-	"  --list-sessions         list sessions: id, size in bytes, last used (UTC)\n"
-	"  --reset ID|all          forget one session, or every session\n"
-	"  --server-start          start the warm server now and wait until it is ready\n"
-	"  --server-status         describe the warm server of this store\n"
-	"  --server-stop           stop the warm server of this store\n"
-	"  mcp                     serve the Model Context Protocol on stdin and stdout,\n"
-	"                          each tool call run with the flags given (see dolsot(1))\n"
-	"  --print-config HOST     with mcp: print the configuration snippet HOST (claude,\n"
-	"                          codex or generic) needs to start this server\n"
-	"  -h, --help              show this help\n"
-	"  -V, --version           show the version\n"
+	"\n";
+
+static const char help_outro[] =
 	"\n"
 	"Exit status: 0 ok, 1 failure, 2 usage error, 124 timeout, or the\n"
 	".exit_code of a toolbox exception. See dolsot(1).\n";
@@ -155,41 +120,6 @@ struct cli {
 	bool describe;
 	bool mcp;                  /* dolsot mcp */
 	const char *print_config;
-};
-
-enum { OPT_TOOLBOX = 256, OPT_SESSION, OPT_FORK, OPT_REPLACE, OPT_CALL_ID, OPT_TIMEOUT, OPT_SANDBOX, OPT_MOUNT, OPT_ENV,
-       OPT_MEMORY, OPT_MAX_PROCS, OPT_MAX_FILE_SIZE, OPT_CPU_SECONDS,
-       OPT_RECURSION_LIMIT, OPT_JSON, OPT_DESCRIBE, OPT_LIST, OPT_RESET, OPT_SERVER_START,
-       OPT_SERVER_STATUS, OPT_SERVER_STOP, OPT_PRINT_CONFIG, OPT_STORE, OPT_LIVE };
-
-static const struct option long_options[] = {
-	{ "toolbox", required_argument, NULL, OPT_TOOLBOX },
-	{ "session", required_argument, NULL, OPT_SESSION },
-	{ "fork", required_argument, NULL, OPT_FORK },
-	{ "replace", no_argument, NULL, OPT_REPLACE },
-	{ "call-id", required_argument, NULL, OPT_CALL_ID },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "sandbox", no_argument, NULL, OPT_SANDBOX },
-	{ "live", no_argument, NULL, OPT_LIVE },
-	{ "mount", required_argument, NULL, OPT_MOUNT },
-	{ "env", required_argument, NULL, OPT_ENV },
-	{ "memory", required_argument, NULL, OPT_MEMORY },
-	{ "max-procs", required_argument, NULL, OPT_MAX_PROCS },
-	{ "max-file-size", required_argument, NULL, OPT_MAX_FILE_SIZE },
-	{ "cpu-seconds", required_argument, NULL, OPT_CPU_SECONDS },
-	{ "recursion-limit", required_argument, NULL, OPT_RECURSION_LIMIT },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "describe", no_argument, NULL, OPT_DESCRIBE },
-	{ "list-sessions", no_argument, NULL, OPT_LIST },
-	{ "reset", required_argument, NULL, OPT_RESET },
-	{ "server-start", no_argument, NULL, OPT_SERVER_START },
-	{ "server-status", no_argument, NULL, OPT_SERVER_STATUS },
-	{ "server-stop", no_argument, NULL, OPT_SERVER_STOP },
-	{ "print-config", required_argument, NULL, OPT_PRINT_CONFIG },
-	{ "store", required_argument, NULL, OPT_STORE },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
 };
 
 static void add_toolbox(struct cli *c, const char *spec)
@@ -253,86 +183,91 @@ static void set_limit(struct cli *c, enum limit_kind k, const char *value)
 
 static void parse_args(int argc, char **argv, struct cli *c)
 {
+	struct option long_options[OPTIONS_MAX + 1];
+	char shorts[OPTIONS_MAX + 3];
 	int ch;
 
+	options_getopt(long_options, shorts);
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:hV", long_options, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, shorts, long_options, NULL)) != -1) {
 		switch (ch) {
-		case OPT_TOOLBOX:
+		case OPTION_TOOLBOX:
 			add_toolbox(c, optarg);
 			break;
-		case OPT_SESSION:
+		case OPTION_SESSION:
 			c->session = optarg;
 			break;
-		case OPT_FORK:
+		case OPTION_FORK:
 			c->fork = optarg;
 			break;
-		case OPT_REPLACE:
+		case OPTION_REPLACE:
 			c->replace = true;
 			break;
-		case OPT_CALL_ID:
+		case OPTION_CALL_ID:
 			c->call_id = optarg;
 			break;
-		case OPT_TIMEOUT:
+		case OPTION_TIMEOUT:
 			c->timeout = optarg;
 			break;
-		case OPT_SANDBOX:
+		case OPTION_SANDBOX:
 			c->sandbox = true;
 			break;
-		case OPT_LIVE:
+		case OPTION_LIVE:
 			c->live = true;
 			break;
-		case OPT_MOUNT:
+		case OPTION_MOUNT:
 			add_mount(c, optarg);
 			break;
-		case OPT_ENV:
+		case OPTION_ENV:
 			add_env(c, optarg);
 			break;
-		case OPT_MEMORY:
+		case OPTION_MEMORY:
 			set_limit(c, LIMIT_MEMORY, optarg);
 			break;
-		case OPT_MAX_PROCS:
+		case OPTION_MAX_PROCS:
 			set_limit(c, LIMIT_MAX_PROCS, optarg);
 			break;
-		case OPT_MAX_FILE_SIZE:
+		case OPTION_MAX_FILE_SIZE:
 			set_limit(c, LIMIT_MAX_FILE_SIZE, optarg);
 			break;
-		case OPT_CPU_SECONDS:
+		case OPTION_CPU_SECONDS:
 			set_limit(c, LIMIT_CPU_SECONDS, optarg);
 			break;
-		case OPT_RECURSION_LIMIT:
+		case OPTION_RECURSION_LIMIT:
 			set_limit(c, LIMIT_RECURSION, optarg);
 			break;
-		case OPT_JSON:
+		case OPTION_JSON:
 			c->json = true;
 			break;
-		case OPT_DESCRIBE:
+		case OPTION_DESCRIBE:
 			c->describe = true;
 			break;
-		case OPT_LIST:
+		case OPTION_LIST:
 			c->list = true;
 			break;
-		case OPT_RESET:
+		case OPTION_RESET:
 			c->reset = optarg;
 			break;
-		case OPT_SERVER_START:
-		case OPT_SERVER_STATUS:
-		case OPT_SERVER_STOP:
+		case OPTION_SERVER_START:
+		case OPTION_SERVER_STATUS:
+		case OPTION_SERVER_STOP:
 			if (c->server)
 				usage_error("give only one of --server-start, --server-status "
 				            "and --server-stop");
-			c->server = ch == OPT_SERVER_START ? SERVER_START :
-			            ch == OPT_SERVER_STATUS ? SERVER_STATUS : SERVER_STOP;
+			c->server = ch == OPTION_SERVER_START ? SERVER_START :
+			            ch == OPTION_SERVER_STATUS ? SERVER_STATUS : SERVER_STOP;
 			break;
-		case OPT_PRINT_CONFIG:
+		case OPTION_PRINT_CONFIG:
 			c->print_config = optarg;
 			break;
-		case OPT_STORE:
+		case OPTION_STORE:
 			c->store = optarg;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
+			fputs(help_intro, stdout);
+			options_help(stdout);   /* as fputs: a closed stdout is no error */
+			fputs(help_outro, stdout);
 			exit(0);
 		case 'V':
 			printf("dolsot %s\n", DOLSOT_VERSION);
@@ -744,16 +679,20 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 static const char **run_flags(int argc, char **argv, size_t *n)
 {
 	const char **out = calloc((size_t)argc + 1, sizeof(*out));
+	char flag[64];
+	size_t len;
 
 	if (!out)
 		die(DOLSOT_EXIT_FAIL, "out of memory");
+	len = (size_t)snprintf(flag, sizeof(flag), "--%s",
+	                       options_row(OPTION_PRINT_CONFIG)->flag);
 	*n = 0;
 	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--print-config") == 0) {
+		if (strcmp(argv[i], flag) == 0) {
 			i++;
 			continue;
 		}
-		if (strncmp(argv[i], "--print-config=", 15) == 0)
+		if (strncmp(argv[i], flag, len) == 0 && argv[i][len] == '=')
 			continue;
 		out[(*n)++] = argv[i];
 	}

@@ -398,23 +398,6 @@ static int env_error(const char *name, const char *val, const char *want,
 	return -1;
 }
 
-/* DOLSOT_TYPECHECK is 0 or 1; DOLSOT_TY_BIN any name or path (unset: ty). */
-static int typegate_from_env(struct settings *s, char *err, size_t errlen)
-{
-	const char *v = env("DOLSOT_TYPECHECK");
-
-	s->typecheck = true;
-	if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
-		return env_error("DOLSOT_TYPECHECK", v, "0 (skip the type gate) or 1 (run it)",
-		                 err, errlen);
-	if (v && strcmp(v, "0") == 0)
-		s->typecheck = false;
-	s->ty_bin = env("DOLSOT_TY_BIN");
-	if (!s->ty_bin)
-		s->ty_bin = DEFAULT_TY_BIN;
-	return 0;
-}
-
 /*
  * --store (already in s->store_spec) or DOLSOT_STORE: the kind, and the
  * Redis store's knobs checked now, so a bad value is a usage error.
@@ -452,76 +435,90 @@ static int store_from_env(struct settings *s, char *err, size_t errlen)
 	return ret;
 }
 
+/* DOLSOT_SESSION_KEY: a key, or the absolute path of a key file.  Never
+ * quoted back: the value may be the key itself. */
+static int key_from_env(const struct option_row *o, const char **key, char *err,
+                        size_t errlen)
+{
+	const char *v = env(o->env);
+
+	*key = v;
+	if (v && v[0] != '/' && (strlen(v) < SIGN_KEY_MIN || strlen(v) > SIGN_KEY_MAX)) {
+		snprintf(err, errlen, "%s is not valid: expected a key of %d to %d bytes, or the "
+		         "absolute path of a key file", o->env, SIGN_KEY_MIN, SIGN_KEY_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+/* A switch: 0 or 1 (OPTION_T_SWITCH), or off or auto (OPTION_T_AUTO_OFF). */
+static int parse_switch(const struct option_row *o, const char *v, bool *out)
+{
+	if (o->type == OPTION_T_SWITCH)
+		return opts_parse_switch(v, out);
+	if (strcmp(v, "off") != 0 && strcmp(v, "auto") != 0)
+		return -1;
+	*out = strcmp(v, "auto") == 0;
+	return 0;
+}
+
+/*
+ * One row's variable into its field of s: the default, then the value when
+ * the variable is set.  A row with a flag keeps a field the flag set (any
+ * value but zero).  0, or -1 with the reason in err.
+ */
+static int row_from_env(const struct option_row *o, struct settings *s, char *err,
+                        size_t errlen)
+{
+	void *f = (char *)s + o->field;
+	const char *v = env(o->env);
+	int bad = 0;
+
+	switch (o->type) {
+	case OPTION_T_SECONDS:
+	case OPTION_T_DAYS:
+		if (o->flag && *(double *)f > 0)
+			return 0;
+		*(double *)f = o->dflt;
+		bad = v && (o->type == OPTION_T_SECONDS ? opts_parse_seconds(v, f)
+		                                        : opts_parse_nonneg(v, f)) < 0;
+		break;
+	case OPTION_T_COUNT:
+		*(uint64_t *)f = (uint64_t)o->dflt;
+		bad = v && opts_parse_count(v, f) < 0;
+		break;
+	case OPTION_T_SWITCH:
+	case OPTION_T_AUTO_OFF:
+		if (o->flag && *(bool *)f)
+			return 0;
+		*(bool *)f = o->dflt != 0;
+		bad = v && parse_switch(o, v, f) < 0;
+		break;
+	case OPTION_T_LIMIT:
+		if (o->flag && *(uint64_t *)f)
+			return 0;
+		*(uint64_t *)f = (uint64_t)o->dflt;
+		return v ? opts_parse_limit(o->limit, v, o->env, f, err, errlen) : 0;
+	case OPTION_T_TEXT:
+		*(const char **)f = v ? v : o->dflt_text;
+		break;
+	case OPTION_T_KEY:
+		return key_from_env(o, f, err, errlen);
+	default:
+		break;
+	}
+	return bad ? env_error(o->env, v, o->want, err, errlen) : 0;
+}
+
 int opts_settings_from_env(struct settings *s, char *err, size_t errlen)
 {
-	const char *v;
+	for (size_t i = 0; i < options_count; i++) {
+		const struct option_row *o = &options_table[i];
 
-	if (!(s->timeout > 0)) {
-		s->timeout = DEFAULT_TIMEOUT;
-		if ((v = env("DOLSOT_TIMEOUT")) && opts_parse_seconds(v, &s->timeout) < 0)
-			return env_error("DOLSOT_TIMEOUT", v,
-			                 "a positive number of seconds", err, errlen);
-	}
-	s->max_output = DEFAULT_MAX_OUTPUT;
-	if ((v = env("DOLSOT_MAX_OUTPUT")) && opts_parse_count(v, &s->max_output) < 0)
-		return env_error("DOLSOT_MAX_OUTPUT", v,
-		                 "a whole number of characters (0 = no cap)", err, errlen);
-	s->ttl_days = DEFAULT_TTL_DAYS;
-	if ((v = env("DOLSOT_SESSION_TTL_DAYS")) && opts_parse_nonneg(v, &s->ttl_days) < 0)
-		return env_error("DOLSOT_SESSION_TTL_DAYS", v,
-		                 "a number of days, 0 or more (0 = never reap)", err, errlen);
-	s->cache_dir = env("DOLSOT_CACHE_DIR");
-	s->server = true;
-	if ((v = env("DOLSOT_SERVER"))) {
-		if (strcmp(v, "off") != 0 && strcmp(v, "auto") != 0)
-			return env_error("DOLSOT_SERVER", v, "auto or off", err, errlen);
-		s->server = strcmp(v, "auto") == 0;
-	}
-	if (store_from_env(s, err, errlen) < 0)
-		return -1;
-	s->server_idle = DEFAULT_SERVER_IDLE;
-	if ((v = env("DOLSOT_SERVER_IDLE")) && opts_parse_seconds(v, &s->server_idle) < 0)
-		return env_error("DOLSOT_SERVER_IDLE", v, "a positive number of seconds",
-		                 err, errlen);
-	s->carry = true;
-	if ((v = env("DOLSOT_CARRY")) && opts_parse_switch(v, &s->carry) < 0)
-		return env_error("DOLSOT_CARRY", v, "0 (off) or 1 (on)", err, errlen);
-	if (!s->sandbox && (v = env("DOLSOT_SANDBOX"))) {
-		if (strcmp(v, "1") != 0 && strcmp(v, "0") != 0)
-			return env_error("DOLSOT_SANDBOX", v, "1 (on) or 0 (off)", err, errlen);
-		s->sandbox = v[0] == '1';
-	}
-	if (!s->live && (v = env("DOLSOT_LIVE")) && opts_parse_switch(v, &s->live) < 0)
-		return env_error("DOLSOT_LIVE", v, "1 (on) or 0 (off)", err, errlen);
-	s->max_session = DEFAULT_MAX_SESSION_SIZE;
-	if ((v = env("DOLSOT_MAX_SESSION_SIZE")) &&
-	    opts_parse_limit(LIMIT_MAX_FILE_SIZE, v, "DOLSOT_MAX_SESSION_SIZE", &s->max_session,
-	                     err, errlen) < 0)
-		return -1;
-	s->trust_sandboxed = false;
-	if ((v = env("DOLSOT_TRUST_SANDBOXED")) && opts_parse_switch(v, &s->trust_sandboxed) < 0)
-		return env_error("DOLSOT_TRUST_SANDBOXED", v, "0 (refuse) or 1 (load them)",
-		                 err, errlen);
-	s->rw_code_mounts = false;
-	if ((v = env("DOLSOT_ALLOW_RW_CODE_MOUNTS")) &&
-	    opts_parse_switch(v, &s->rw_code_mounts) < 0)
-		return env_error("DOLSOT_ALLOW_RW_CODE_MOUNTS", v, "0 (refuse) or 1 (allow)",
-		                 err, errlen);
-	/* Never quoted back: the value may be the key itself. */
-	s->session_key = env("DOLSOT_SESSION_KEY");
-	v = s->session_key;
-	if (v && v[0] != '/' && (strlen(v) < SIGN_KEY_MIN || strlen(v) > SIGN_KEY_MAX)) {
-		snprintf(err, errlen, "DOLSOT_SESSION_KEY is not valid: expected a key of %d "
-		         "to %d bytes, or the absolute path of a key file", SIGN_KEY_MIN,
-		         SIGN_KEY_MAX);
-		return -1;
-	}
-	for (int k = 0; k < LIMIT_COUNT; k++) {
-		const char *name = limit_env((enum limit_kind)k);
-
-		if (!s->limits.v[k] && (v = env(name)) &&
-		    opts_parse_limit((enum limit_kind)k, v, name, &s->limits.v[k], err, errlen) < 0)
+		if (o->env && o->field != OPTION_NO_FIELD && o->type != OPTION_T_STORE &&
+		    row_from_env(o, s, err, errlen) < 0)
 			return -1;
 	}
-	return typegate_from_env(s, err, errlen);
+	/* Last: DOLSOT_STORE=memory needs DOLSOT_SERVER. */
+	return store_from_env(s, err, errlen);
 }

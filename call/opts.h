@@ -1,6 +1,7 @@
 /*
  * opts.h - parsing what the caller hands us: toolbox specs, numbers, and
- * settings from the environment.  Pure functions: no I/O besides getenv.
+ * settings from the environment (the options themselves: options.h).
+ * Pure functions: no I/O besides getenv.
  */
 #ifndef DOLSOT_OPTS_H
 #define DOLSOT_OPTS_H
@@ -9,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "options.h"
 #include "rlimits.h"
 #include "sandbox_cfg.h"
 #include "store.h"
@@ -22,42 +24,12 @@ struct toolbox_arg {
 	char *alias;    /* ASCII identifier, not a keyword */
 };
 
-/* Settings after precedence: flag > environment > default. */
-struct settings {
-	double timeout;          /* seconds, > 0 */
-	uint64_t max_output;     /* chars, 0 = no cap */
-	double ttl_days;         /* >= 0, 0 = never reap */
-	const char *cache_dir;   /* NULL = the default directory */
-	bool server;             /* DOLSOT_SERVER=auto: use and start the warm server */
-	double server_idle;      /* seconds an unused server lives */
-	enum store_kind store;   /* DOLSOT_STORE: file, memory, redis://..., cmd:... */
-	const char *store_spec;  /* --store or DOLSOT_STORE as given (NULL: file) */
-	bool typecheck;          /* run the type gate before a cell */
-	const char *ty_bin;      /* the type checker to run */
-	bool carry;              /* carry interpreter and library state */
-	bool sandbox;            /* --sandbox, DOLSOT_SANDBOX=1, or any --mount */
-	bool live;               /* --live or DOLSOT_LIVE=1: the session's live process */
-	uint64_t max_session;    /* DOLSOT_MAX_SESSION_SIZE: bytes a saved session may hold */
-	bool trust_sandboxed;    /* DOLSOT_TRUST_SANDBOXED=1: load them without the sandbox */
-	bool rw_code_mounts;     /* DOLSOT_ALLOW_RW_CODE_MOUNTS=1: rw --mount over code */
-	const char *session_key; /* DOLSOT_SESSION_KEY: the key, or a key file's path
-	                          * (begins with '/'); NULL: the store's key file */
-	struct limits limits;    /* 0 = not set */
-};
-
 /* A --mount HOST:VIRTUAL[:MODE], both paths absolute and normalized. */
 struct mount_arg {
 	char *host;
 	char *virt;
 	enum mount_mode mode;
 };
-
-#define DEFAULT_TIMEOUT 20.0
-#define DEFAULT_MAX_OUTPUT 100000
-#define DEFAULT_TTL_DAYS 7.0
-#define DEFAULT_SERVER_IDLE 300.0
-#define DEFAULT_TY_BIN "ty"
-#define DEFAULT_MAX_SESSION_SIZE ((uint64_t)1 << 30)
 
 /*
  * Split "MODULE:ALIAS" into *out (both strings malloc'd; free with
@@ -105,10 +77,11 @@ int opts_parse_switch(const char *s, bool *out);
 int opts_parse_nonneg(const char *s, double *out);
 
 /*
- * Fill *s from the environment and defaults, keeping fields the caller
- * already set from flags (timeout > 0, sandbox true, a limit > 0,
- * store_spec non-NULL mean set; a store_spec of --store's is checked too).  Returns 0, or -1 with a
- * reason naming the variable.
+ * Fill *s (struct settings, options.h) from the environment and defaults,
+ * row by row of options.h's table, keeping fields the caller already set
+ * from flags (timeout > 0, sandbox true, a limit > 0, store_spec non-NULL
+ * mean set; a store_spec of --store's is checked too).  Returns 0, or -1
+ * with a reason naming the variable.
  */
 int opts_settings_from_env(struct settings *s, char *err, size_t errlen);
 

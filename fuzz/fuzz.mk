@@ -61,7 +61,7 @@ endef
 $(eval $(call fuzz_harness,frame,base/frame.c base/rlimits.c))
 $(eval $(call fuzz_harness,typegate,typegate/typegate_parse.c))
 $(eval $(call fuzz_harness,lsp,typegate/lsp.c typegate/typegate_parse.c,-ljansson))
-$(eval $(call fuzz_harness,opts,call/opts.c store/store_name.c base/rlimits.c store/store_spec.c))
+$(eval $(call fuzz_harness,opts,call/opts.c call/options.c store/store_name.c base/rlimits.c store/store_spec.c))
 $(eval $(call fuzz_harness,store,store/store_name.c store_file.c base/fdio.c base/deadline.c))
 $(eval $(call fuzz_harness,warm_key,base/warm_proto.c base/wire.c))
 $(eval $(call fuzz_harness,mem_list,store/mem_list.c store/store_name.c))

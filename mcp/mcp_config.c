@@ -12,10 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "options.h"
+
 extern char **environ;
 
-/* The DOLSOT_* settings of this environment, so the host's server gets the
- * store and defaults this shell has. */
+/* The DOLSOT_* settings of this environment (the variables of options.h's
+ * table), so the host's server gets the store and defaults this shell
+ * has. */
 static json_t *env_object(void)
 {
 	json_t *env = json_object();
@@ -28,6 +31,8 @@ static json_t *env_object(void)
 			continue;
 		memcpy(name, *e, (size_t)(eq - *e));
 		name[eq - *e] = '\0';
+		if (!options_by_env(name))
+			continue;
 		/* A value that is not UTF-8 cannot go in JSON or TOML: left out. */
 		json_object_set_new(env, name, json_string(eq + 1));
 	}

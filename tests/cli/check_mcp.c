@@ -969,6 +969,28 @@ START_TEST(stdin_eof_answers_calls_in_flight_then_exits)
 }
 END_TEST
 
+/* --print-config's env holds the DOLSOT_ variables of the options table
+ * (dolsot(1) ENVIRONMENT), not every name that begins with DOLSOT_. */
+START_TEST(print_config_env_is_the_settings)
+{
+	static const char *const extra[] = { "DOLSOT_NOT_A_SETTING=1",
+	                                     "DOLSOT_LIVE_IDLE=77", NULL };
+	struct cli_run r;
+	json_t *o, *env;
+
+	RUN_IN(&r, NULL, extra, "mcp", "--print-config", "generic");
+	ck_assert_msg(r.code == 0, "%s", r.err);
+	o = json_loads(r.out, 0, NULL);
+	env = json_object_get(o, "env");
+	ck_assert_ptr_nonnull(env);
+	ck_assert_str_eq(json_string_value(json_object_get(env, "DOLSOT_LIVE_IDLE")), "77");
+	ck_assert_str_eq(json_string_value(json_object_get(env, "DOLSOT_CACHE_DIR")), fx.store);
+	ck_assert_msg(!json_object_get(env, "DOLSOT_NOT_A_SETTING"), "%s", r.out);
+	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(print_config_for_each_host)
 {
 	struct cli_run r;
@@ -1142,6 +1164,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, sigterm_mid_call_ends_everything);
 	tcase_add_test(raw, stdin_eof_answers_calls_in_flight_then_exits);
 	tcase_add_test(cfg, print_config_for_each_host);
+	tcase_add_test(cfg, print_config_env_is_the_settings);
 	tcase_add_test(cfg, mcp_usage_errors);
 	tcase_add_test(cfg, skill_examples_run);
 	return s;

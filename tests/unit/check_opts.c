@@ -2,10 +2,13 @@
  * check_opts.c - toolbox specs, numbers and DOLSOT_* settings.
  */
 #include <check.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ck_run.h"
+#include "options.h"
 #include "opts.h"
 #include "store_name.h"
 
@@ -450,6 +453,94 @@ START_TEST(quoting)
 }
 END_TEST
 
+/* The flags and DOLSOT_ variables man/dolsot.1 lists (the .It lines of
+ * its OPTIONS and ENVIRONMENT), each as "--flag", "-h" or "DOLSOT_X", one
+ * per line of out. */
+static void man_lists(char *out, size_t outlen)
+{
+	FILE *f = fopen("man/dolsot.1", "r");
+	char line[1024], section[64] = "";
+
+	ck_assert_msg(f != NULL, "man/dolsot.1: %s", strerror(errno));
+	out[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		const char *want = NULL;
+		char *save = NULL;
+
+		if (strncmp(line, ".Sh ", 4) == 0)
+			snprintf(section, sizeof(section), "%.*s", (int)strcspn(line + 4, "\n"),
+			         line + 4);
+		if (strcmp(section, "OPTIONS") == 0 && strncmp(line, ".It Fl ", 7) == 0)
+			want = "Fl";
+		if (strcmp(section, "ENVIRONMENT") == 0 && strncmp(line, ".It Ev ", 7) == 0)
+			want = "Ev";
+		for (char *w = strtok_r(line + 4, " ,\n", &save), *prev = NULL; want && w;
+		     prev = w, w = strtok_r(NULL, " ,\n", &save)) {
+			if (!prev || strcmp(prev, want) != 0)
+				continue;
+			if (strcmp(want, "Ev") == 0 && strncmp(w, "DOLSOT_", 7) != 0)
+				continue;
+			snprintf(out + strlen(out), outlen - strlen(out), "%s%s\n",
+			         strcmp(want, "Fl") == 0 ? "-" : "", w);
+		}
+	}
+	fclose(f);
+}
+
+/* Whether the line at item (up to its '\n') is a line of list. */
+static bool listed(const char *list, const char *item)
+{
+	size_t n = strcspn(item, "\n");
+
+	for (const char *p = list; *p; p += strcspn(p, "\n") + 1)
+		if (strcspn(p, "\n") == n && strncmp(p, item, n) == 0)
+			return true;
+	return false;
+}
+
+/* Every flag and variable of options.h's table is in the man page's
+ * OPTIONS or ENVIRONMENT, and every one there is in the table. */
+START_TEST(options_match_man_page)
+{
+	char man[8192], table[8192] = "";
+
+	man_lists(man, sizeof(man));
+	for (size_t i = 0; i < options_count; i++) {
+		const struct option_row *o = &options_table[i];
+
+		if (o->flag)
+			snprintf(table + strlen(table), sizeof(table) - strlen(table), "--%s\n",
+			         o->flag);
+		if (o->short_flag)
+			snprintf(table + strlen(table), sizeof(table) - strlen(table), "-%c\n",
+			         o->short_flag);
+		if (o->env)
+			snprintf(table + strlen(table), sizeof(table) - strlen(table), "%s\n",
+			         o->env);
+	}
+	for (const char *p = table; *p; p += strcspn(p, "\n") + 1)
+		ck_assert_msg(listed(man, p), "%.*s is in options.h's table but not in dolsot(1)",
+		              (int)strcspn(p, "\n"), p);
+	for (const char *p = man; *p; p += strcspn(p, "\n") + 1)
+		ck_assert_msg(listed(table, p), "%.*s is in dolsot(1) but not in options.h's table",
+		              (int)strcspn(p, "\n"), p);
+}
+END_TEST
+
+/* A limit's row names the flag and variable rlimits.c gives it. */
+START_TEST(option_rows_of_limits)
+{
+	for (size_t i = 0; i < options_count; i++) {
+		const struct option_row *o = &options_table[i];
+
+		if (o->type != OPTION_T_LIMIT || !o->flag)
+			continue;
+		ck_assert_str_eq(o->flag, limit_name(o->limit));
+		ck_assert_str_eq(o->env, limit_env(o->limit));
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("opts");
@@ -469,6 +560,8 @@ int main(void)
 	tcase_add_test(tc, mount_specs);
 	tcase_add_test(tc, env_specs);
 	tcase_add_test(tc, sandbox_and_limits_from_env);
+	tcase_add_test(tc, options_match_man_page);
+	tcase_add_test(tc, option_rows_of_limits);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -1,0 +1,250 @@
+/*
+ * options.c - the table of every option (options.h), and the two readers
+ * that are only the table: getopt's array and --help's list.
+ */
+#include "options.h"
+
+#include <string.h>
+
+#define FIELD(f) offsetof(struct settings, f)
+#define LIMIT(k) offsetof(struct settings, limits.v[k])
+/* A row with no settings field, no limit and no default. */
+#define NO_FIELD .field = OPTION_NO_FIELD
+
+/* The column --help's texts begin at, after two spaces of indent. */
+#define HELP_INDENT 26
+
+const struct option_row options_table[] = {
+	{ .id = OPTION_TOOLBOX, .flag = "toolbox", .arg = "MODULE:ALIAS", NO_FIELD,
+	  .help = "import MODULE in the worker as ALIAS (repeatable)" },
+	{ .id = OPTION_SESSION, .flag = "session", .arg = "ID", .mcp = "session",
+	  .type = OPTION_T_TEXT, NO_FIELD,
+	  .help = "the session to run in (required to run code)",
+	  .mcp_help = "the session to run in (letters, digits, '.', '_', '-'); omit it for a "
+	              "new one",
+	  .mcp_want = "a string" },
+	{ .id = OPTION_FORK, .flag = "fork", .arg = "SRC", .mcp = "fork",
+	  .type = OPTION_T_TEXT, NO_FIELD,
+	  .help = "start the session as a copy of session SRC (it must\n"
+	          "not exist yet); then run CODE, if given",
+	  .mcp_help = "start `session` as a copy of this session's state, then run the code "
+	              "in it",
+	  .mcp_want = "a string: the session to copy" },
+	{ .id = OPTION_REPLACE, .flag = "replace", .mcp = "replace", NO_FIELD,
+	  .help = "with --fork: replace the session if it exists",
+	  .mcp_help = "with fork: replace `session` if it exists (otherwise that is an error)",
+	  .mcp_want = "true or false" },
+	{ .id = OPTION_CALL_ID, .flag = "call-id", .arg = "ID", .mcp = "call_id",
+	  .type = OPTION_T_TEXT, NO_FIELD,
+	  .help = "name this call: a call repeating an ID the session\n"
+	          "saved says that call's result again, running nothing",
+	  .mcp_help = "names this call so that a retry is safe: a call repeating an id the "
+	              "session already committed returns that call's recorded result without "
+	              "running the code again (1-128 of A-Z a-z 0-9 . _ : -; needs session)",
+	  .mcp_want = "a string" },
+	{ .id = OPTION_TIMEOUT, .flag = "timeout", .arg = "SECONDS", .env = "DOLSOT_TIMEOUT",
+	  .mcp = "timeout", .type = OPTION_T_SECONDS, .field = FIELD(timeout),
+	  .dflt = DEFAULT_TIMEOUT, .want = "a positive number of seconds",
+	  .help = "wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)",
+	  .mcp_help = "seconds the call may run (capped by the server's --timeout)",
+	  .mcp_want = "a positive number of seconds" },
+	{ .id = OPTION_STORE, .flag = "store", .arg = "STORE", .env = "DOLSOT_STORE",
+	  .type = OPTION_T_STORE, .field = FIELD(store_spec),
+	  .help = "where sessions live, with any form: file (default), memory,\n"
+	          "redis://[user:password@]host[:port][/db] or\n"
+	          "cmd:PROGRAM [ARGS] ($DOLSOT_STORE)" },
+	{ .id = OPTION_SANDBOX, .flag = "sandbox", .env = "DOLSOT_SANDBOX",
+	  .type = OPTION_T_SWITCH, .field = FIELD(sandbox), .want = "1 (on) or 0 (off)",
+	  .help = "run the cell isolated: no host files, network or\n"
+	          "environment beyond what is granted ($DOLSOT_SANDBOX=1)" },
+	{ .id = OPTION_MOUNT, .flag = "mount", .arg = "HOST:VIRTUAL[:MODE]", NO_FIELD,
+	  .help = "show HOST at VIRTUAL in the sandbox; MODE is ro (default),\n"
+	          "rw or overlay (repeatable; implies --sandbox)" },
+	{ .id = OPTION_ENV, .flag = "env", .arg = "NAME[=VALUE]", NO_FIELD,
+	  .help = "pass NAME through, or set it, for the cell (repeatable)" },
+	{ .id = OPTION_MEMORY, .flag = "memory", .arg = "SIZE", .env = "DOLSOT_MEMORY",
+	  .type = OPTION_T_LIMIT, .field = LIMIT(LIMIT_MEMORY), .limit = LIMIT_MEMORY,
+	  .help = "memory limit, like 512M (K, M, G; $DOLSOT_MEMORY)" },
+	{ .id = OPTION_MAX_PROCS, .flag = "max-procs", .arg = "N", .env = "DOLSOT_MAX_PROCS",
+	  .type = OPTION_T_LIMIT, .field = LIMIT(LIMIT_MAX_PROCS), .limit = LIMIT_MAX_PROCS,
+	  .help = "processes and threads at once ($DOLSOT_MAX_PROCS)" },
+	{ .id = OPTION_MAX_FILE_SIZE, .flag = "max-file-size", .arg = "SIZE",
+	  .env = "DOLSOT_MAX_FILE_SIZE", .type = OPTION_T_LIMIT,
+	  .field = LIMIT(LIMIT_MAX_FILE_SIZE), .limit = LIMIT_MAX_FILE_SIZE,
+	  .help = "largest file the cell may write ($DOLSOT_MAX_FILE_SIZE)" },
+	{ .id = OPTION_CPU_SECONDS, .flag = "cpu-seconds", .arg = "N",
+	  .env = "DOLSOT_CPU_SECONDS", .type = OPTION_T_LIMIT,
+	  .field = LIMIT(LIMIT_CPU_SECONDS), .limit = LIMIT_CPU_SECONDS,
+	  .help = "CPU time limit ($DOLSOT_CPU_SECONDS)" },
+	{ .id = OPTION_RECURSION_LIMIT, .flag = "recursion-limit", .arg = "N",
+	  .env = "DOLSOT_RECURSION_LIMIT", .type = OPTION_T_LIMIT,
+	  .field = LIMIT(LIMIT_RECURSION), .limit = LIMIT_RECURSION,
+	  .help = "Python frames the cell may nest ($DOLSOT_RECURSION_LIMIT)" },
+	{ .id = OPTION_LIVE, .flag = "live", .env = "DOLSOT_LIVE", .type = OPTION_T_SWITCH,
+	  .field = FIELD(live), .want = "1 (on) or 0 (off)",
+	  .help = "keep the session in a live process of the warm server:\n"
+	          "objects that cannot be saved survive ($DOLSOT_LIVE=1)" },
+	{ .id = OPTION_JSON, .flag = "json", NO_FIELD,
+	  .help = "print one JSON object instead of the text contract" },
+	{ .id = OPTION_DESCRIBE, .flag = "describe", NO_FIELD,
+	  .help = "describe the toolboxes, held names, mounts and limits\n"
+	          "a cell gets; runs no cell, changes nothing" },
+	{ .id = OPTION_LIST, .flag = "list-sessions", NO_FIELD,
+	  .help = "list sessions: id, size in bytes, last used (UTC)" },
+	{ .id = OPTION_RESET, .flag = "reset", .arg = "ID|all", .mcp = "session",
+	  .type = OPTION_T_TEXT, NO_FIELD,
+	  .help = "forget one session, or every session",
+	  .mcp_help = "the session id, or \"all\"",
+	  .mcp_want = "an id, or \"all\"" },
+	{ .id = OPTION_SERVER_START, .flag = "server-start", NO_FIELD,
+	  .help = "start the warm server now and wait until it is ready" },
+	{ .id = OPTION_SERVER_STATUS, .flag = "server-status", NO_FIELD,
+	  .help = "describe the warm server of this store" },
+	{ .id = OPTION_SERVER_STOP, .flag = "server-stop", NO_FIELD,
+	  .help = "stop the warm server of this store" },
+	{ .id = OPTION_MCP, .command = "mcp", NO_FIELD,
+	  .help = "serve the Model Context Protocol on stdin and stdout,\n"
+	          "each tool call run with the flags given (see dolsot(1))" },
+	{ .id = OPTION_PRINT_CONFIG, .flag = "print-config", .arg = "HOST", NO_FIELD,
+	  .help = "with mcp: print the configuration snippet HOST (claude,\n"
+	          "codex or generic) needs to start this server" },
+	{ .id = OPTION_HELP, .flag = "help", .short_flag = 'h', NO_FIELD,
+	  .help = "show this help" },
+	{ .id = OPTION_VERSION, .flag = "version", .short_flag = 'V', NO_FIELD,
+	  .help = "show the version" },
+	/* The cell: an argument of the command, an MCP tool's too. */
+	{ .id = OPTION_CODE, .mcp = "code", .type = OPTION_T_TEXT, NO_FIELD,
+	  .mcp_help = "the Python code of the cell",
+	  .mcp_want = "a string of Python code, not empty and without NUL characters" },
+	/* Variables only. */
+	{ .id = OPTION_MAX_OUTPUT, .env = "DOLSOT_MAX_OUTPUT", .type = OPTION_T_COUNT,
+	  .field = FIELD(max_output), .dflt = DEFAULT_MAX_OUTPUT,
+	  .want = "a whole number of characters (0 = no cap)" },
+	{ .id = OPTION_CACHE_DIR, .env = "DOLSOT_CACHE_DIR", .type = OPTION_T_TEXT,
+	  .field = FIELD(cache_dir) },
+	{ .id = OPTION_TTL_DAYS, .env = "DOLSOT_SESSION_TTL_DAYS", .type = OPTION_T_DAYS,
+	  .field = FIELD(ttl_days), .dflt = DEFAULT_TTL_DAYS,
+	  .want = "a number of days, 0 or more (0 = never reap)" },
+	{ .id = OPTION_CARRY, .env = "DOLSOT_CARRY", .type = OPTION_T_SWITCH,
+	  .field = FIELD(carry), .dflt = 1, .want = "0 (off) or 1 (on)" },
+	{ .id = OPTION_SERVER, .env = "DOLSOT_SERVER", .type = OPTION_T_AUTO_OFF,
+	  .field = FIELD(server), .dflt = 1, .want = "auto or off" },
+	{ .id = OPTION_REDIS_PREFIX, .env = "DOLSOT_REDIS_PREFIX",
+	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
+	{ .id = OPTION_REDIS_LOCK_MS, .env = "DOLSOT_REDIS_LOCK_MS",
+	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
+	{ .id = OPTION_REDIS_RENEW_MS, .env = "DOLSOT_REDIS_RENEW_MS",
+	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
+	{ .id = OPTION_SERVER_IDLE, .env = "DOLSOT_SERVER_IDLE", .type = OPTION_T_SECONDS,
+	  .field = FIELD(server_idle), .dflt = DEFAULT_SERVER_IDLE,
+	  .want = "a positive number of seconds" },
+	{ .id = OPTION_LIVE_MAX, .env = "DOLSOT_LIVE_MAX", .type = OPTION_T_ELSEWHERE,
+	  NO_FIELD },
+	{ .id = OPTION_LIVE_MEMORY_MB, .env = "DOLSOT_LIVE_MEMORY_MB",
+	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
+	{ .id = OPTION_LIVE_IDLE, .env = "DOLSOT_LIVE_IDLE", .type = OPTION_T_ELSEWHERE,
+	  NO_FIELD },
+	{ .id = OPTION_MAX_SESSION_SIZE, .env = "DOLSOT_MAX_SESSION_SIZE",
+	  .type = OPTION_T_LIMIT, .field = FIELD(max_session), .limit = LIMIT_MAX_FILE_SIZE,
+	  .dflt = (double)DEFAULT_MAX_SESSION_SIZE },
+	{ .id = OPTION_SESSION_KEY, .env = "DOLSOT_SESSION_KEY", .type = OPTION_T_KEY,
+	  .field = FIELD(session_key) },
+	{ .id = OPTION_TRUST_SANDBOXED, .env = "DOLSOT_TRUST_SANDBOXED",
+	  .type = OPTION_T_SWITCH, .field = FIELD(trust_sandboxed),
+	  .want = "0 (refuse) or 1 (load them)" },
+	{ .id = OPTION_RW_CODE_MOUNTS, .env = "DOLSOT_ALLOW_RW_CODE_MOUNTS",
+	  .type = OPTION_T_SWITCH, .field = FIELD(rw_code_mounts),
+	  .want = "0 (refuse) or 1 (allow)" },
+	{ .id = OPTION_TYPECHECK, .env = "DOLSOT_TYPECHECK", .type = OPTION_T_SWITCH,
+	  .field = FIELD(typecheck), .dflt = 1,
+	  .want = "0 (skip the type gate) or 1 (run it)" },
+	{ .id = OPTION_CHECKER_MAX_MB, .env = "DOLSOT_CHECKER_MAX_MB",
+	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
+	{ .id = OPTION_TY_BIN, .env = "DOLSOT_TY_BIN", .type = OPTION_T_TEXT,
+	  .field = FIELD(ty_bin), .dflt_text = DEFAULT_TY_BIN },
+};
+
+const size_t options_count = sizeof(options_table) / sizeof(options_table[0]);
+_Static_assert(sizeof(options_table) / sizeof(options_table[0]) <= OPTIONS_MAX,
+               "OPTIONS_MAX holds every row");
+
+const struct option_row *options_row(enum option_id id)
+{
+	for (size_t i = 0; i < options_count; i++)
+		if (options_table[i].id == id)
+			return &options_table[i];
+	return NULL;
+}
+
+const struct option_row *options_by_env(const char *name)
+{
+	for (size_t i = 0; i < options_count; i++)
+		if (options_table[i].env && strcmp(options_table[i].env, name) == 0)
+			return &options_table[i];
+	return NULL;
+}
+
+void options_getopt(struct option *out, char *shorts)
+{
+	size_t n = 0, s = 0;
+
+	shorts[s++] = '+';      /* stop at CODE: a cell may begin with '-' */
+	shorts[s++] = ':';      /* a missing value is ':', told apart from '?' */
+	for (size_t i = 0; i < options_count; i++) {
+		const struct option_row *o = &options_table[i];
+
+		if (!o->flag)
+			continue;
+		out[n++] = (struct option){ o->flag, o->arg ? required_argument : no_argument,
+		                            NULL, o->short_flag ? o->short_flag : (int)o->id };
+		if (o->short_flag)
+			shorts[s++] = o->short_flag;
+	}
+	out[n] = (struct option){ NULL, 0, NULL, 0 };
+	shorts[s] = '\0';
+}
+
+/* One row of --help: its flags and value, then its text, each line after
+ * the first at HELP_INDENT; the text starts on a line of its own when the
+ * flags leave no room. */
+static int help_row(const struct option_row *o, FILE *out)
+{
+	char left[64];
+	const char *t = o->help;
+	int n;
+
+	if (o->command)
+		n = snprintf(left, sizeof(left), "%s", o->command);
+	else if (o->short_flag)
+		n = snprintf(left, sizeof(left), "-%c, --%s", o->short_flag, o->flag);
+	else
+		n = snprintf(left, sizeof(left), "--%s%s%s", o->flag, o->arg ? " " : "",
+		             o->arg ? o->arg : "");
+	if (fprintf(out, "  %s", left) < 0)
+		return -1;
+	if (n + 2 + 2 > HELP_INDENT) {
+		if (fprintf(out, "\n%*s", HELP_INDENT, "") < 0)
+			return -1;
+	} else if (fprintf(out, "%*s", HELP_INDENT - 2 - n, "") < 0) {
+		return -1;
+	}
+	for (;;) {
+		size_t len = strcspn(t, "\n");
+
+		if (fprintf(out, "%.*s\n", (int)len, t) < 0)
+			return -1;
+		if (!t[len])
+			return 0;
+		t += len + 1;
+		if (fprintf(out, "%*s", HELP_INDENT, "") < 0)
+			return -1;
+	}
+}
+
+int options_help(FILE *out)
+{
+	for (size_t i = 0; i < options_count; i++)
+		if (options_table[i].help && help_row(&options_table[i], out) < 0)
+			return -1;
+	return 0;
+}

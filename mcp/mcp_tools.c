@@ -1,0 +1,748 @@
+/*
+ * mcp_tools.c - the MCP tools as a table: tools/list builds each row's
+ * entry (its input schema from the arguments it names), tools/call finds
+ * the row by name, checks the arguments against the names and reads them
+ * with the row's reader, and the call's child runs the row's runner.
+ */
+#include "mcp_tools.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "callrec.h"
+#include "jsonrpc.h"
+#include "options.h"
+#include "output_json.h"
+#include "repl.h"
+#include "result_schema.h"
+
+struct mcp_tool {
+	const char *name;
+	const char *title;
+	const char *description;    /* NULL: made by describe() */
+	const char *output;         /* its output schema: a $defs entry */
+	const enum option_id *args; /* its arguments (options.h), 0-ended */
+	enum option_id required;    /* the one argument it needs (its reader checks
+	                             * it), or 0 */
+	/* Read args (already checked to hold only known names) into c: the
+	 * argument it needs first, then check_types, then the rest. */
+	int (*read)(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
+	            struct mcp_refusal *r);
+	json_t *(*run)(const struct mcp_setup *m, bool structured, const struct mcp_call *c,
+	               bool *cancelled);
+};
+
+static int refuse(struct mcp_refusal *r, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Fill r; returns -1. */
+static int refuse(struct mcp_refusal *r, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->code = code;
+	va_start(ap, fmt);
+	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- what a tool call's child builds ---- */
+
+/* text[0..n) as a JSON string, made valid UTF-8. */
+static json_t *clean_string(const char *text, size_t n)
+{
+	char *clean = malloc(n * 3 + 1);
+	json_t *s;
+
+	if (!clean)
+		return NULL;
+	n = utf8_clean(text, n, clean);
+	s = json_stringn(clean, n);
+	free(clean);
+	return s;
+}
+
+static json_t *text_block(const char *text, size_t n)
+{
+	return json_pack("{s:s, s:o}", "type", "text", "text", clean_string(text, n));
+}
+
+/* A tool result; takes the references of content and (may be NULL) obj. */
+static json_t *tool_result(bool structured, json_t *content, json_t *obj, bool error)
+{
+	json_t *r = json_pack("{s:o, s:b}", "content", content, "isError", error);
+
+	if (r && obj && structured)
+		json_object_set(r, "structuredContent", obj);
+	json_decref(obj);
+	return r;
+}
+
+json_t *mcp_tools_error(bool structured, const char *fmt, ...)
+{
+	char msg[REPL_ERR_MAX + 256];
+	va_list ap;
+
+	msg[0] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return tool_result(structured, json_pack("[o]", text_block(msg, strlen(msg))), NULL,
+	                   true);
+}
+
+/* What fn wrote to a memory stream, parsed. */
+static json_t *json_of(int (*fn)(const struct result *, FILE *), const struct result *r)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+	json_t *o = NULL;
+	int wrote;
+
+	if (!f)
+		return NULL;
+	wrote = fn(r, f);
+	if (fclose(f) == 0 && wrote == 0)
+		o = json_loadb(text, n, 0, NULL);
+	free(text);
+	return o;
+}
+
+static int render_text(const struct result *r, FILE *f)
+{
+	return output_render(r, f, f);
+}
+
+/* The image blocks of a result object's displays (its "displays" array, as
+ * output_json.c writes it), and a line in the text for each.  Built from the
+ * object, so that a replayed call id attaches what its first call did. */
+static void add_images(const json_t *obj, json_t *content, FILE *text)
+{
+	const json_t *displays = json_object_get(obj, "displays"), *d;
+	size_t i, shown = 0;
+
+	json_array_foreach(displays, i, d) {
+		const json_t *meta = json_object_get(d, "metadata");
+		const char *mime;
+		json_t *data;
+
+		json_object_foreach(json_object_get(d, "data"), mime, data) {
+			if (strcmp(mime, "image/png") != 0 && strcmp(mime, "image/jpeg") != 0)
+				continue;
+			if (!json_is_string(data))
+				continue;
+			json_array_append_new(content, json_pack("{s:s, s:O, s:s}", "type", "image",
+			                      "data", data, "mimeType", mime));
+			fprintf(text, "dolsot: image %zu (%" JSON_INTEGER_FORMAT "x%"
+			        JSON_INTEGER_FORMAT " %s) is attached\n", ++shown,
+			        json_integer_value(json_object_get(meta, "width")),
+			        json_integer_value(json_object_get(meta, "height")), mime);
+			break;
+		}
+	}
+}
+
+/* The text and object of res: as recorded for its call id when the call
+ * said a record (a replay, or the first call whose record holds it all),
+ * otherwise rendered.  0, or -1 on a lack of memory. */
+static int result_parts(const struct result *res, FILE *text, json_t **obj)
+{
+	if (!res->said) {
+		*obj = json_of(output_json_run, res);
+		return *obj && render_text(res, text) == 0 ? 0 : -1;
+	}
+	*obj = json_loadb(res->said_json.p, res->said_json.len, 0, NULL);
+	if (!*obj)
+		return -1;
+	if ((res->said_out.len && fwrite(res->said_out.p, 1, res->said_out.len, text) !=
+	     res->said_out.len) ||
+	    (res->said_err.len && fwrite(res->said_err.p, 1, res->said_err.len, text) !=
+	     res->said_err.len))
+		return -1;
+	return 0;
+}
+
+static json_t *python_run(const struct mcp_setup *m, bool structured,
+                          const struct mcp_call *c, bool *cancelled)
+{
+	struct settings set = *m->settings;
+	struct run_args a = { .session = c->session, .code = c->code,
+	                      .code_len = strlen(c->code), .toolboxes = m->toolboxes,
+	                      .n_toolboxes = m->n_toolboxes, .settings = &set,
+	                      .plan = m->plan, .json = true, .fork = c->fork,
+	                      .fork_replace = c->replace, .call_id = c->call_id };
+	struct result res;
+	char err[REPL_ERR_MAX], *text = NULL;
+	size_t n = 0;
+	int sig = 0;
+	json_t *obj = NULL, *content;
+	FILE *f;
+
+	set.timeout = c->timeout;
+	result_init(&res, set.max_output);
+	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0) {
+		result_release(&res);
+		return mcp_tools_error(structured, "dolsot: %s", err);
+	}
+	if (sig) {
+		*cancelled = true;  /* no answer: the session rolled back */
+		result_release(&res);
+		return NULL;
+	}
+	content = json_array();
+	f = open_memstream(&text, &n);
+	if (!content || !f || result_parts(&res, f, &obj) < 0) {
+		if (f)
+			fclose(f);
+		free(text);
+		json_decref(obj);
+		json_decref(content);
+		result_release(&res);
+		return NULL;
+	}
+	add_images(obj, content, f);
+	if (c->minted)
+		fprintf(f, "dolsot: this call made session '%s'; pass \"session\": \"%s\" to "
+		        "go on with its state\n", c->session, c->session);
+	fclose(f);
+	json_array_insert_new(content, 0, text_block(text, n));
+	free(text);
+	content = tool_result(structured, content, obj, res.exit_code != 0);
+	result_release(&res);
+	return content;
+}
+
+static json_t *list_run(const struct mcp_setup *m, bool structured,
+                        const struct mcp_call *c, bool *cancelled)
+{
+	char err[REPL_ERR_MAX], serr[STORE_ERR_MAX], *text = NULL;
+	struct store *st = repl_open_store(m->settings, err, sizeof(err));
+	struct session_info *info = NULL;
+	size_t n = 0, tn = 0;
+	json_t *obj = NULL;
+	FILE *f;
+
+	(void)c;
+	(void)cancelled;
+	if (!st)
+		return mcp_tools_error(structured, "dolsot: %s", err);
+	if (store_list(st, &info, &n, serr, sizeof(serr)) < 0) {
+		store_close(st);
+		return mcp_tools_error(structured, "dolsot: %s", serr);
+	}
+	f = open_memstream(&text, &tn);
+	if (f && output_json_sessions(info, n, f) == 0 && fflush(f) == 0)
+		obj = json_loadb(text, tn, 0, NULL);
+	if (f)
+		fclose(f);
+	free(text);
+	text = NULL;
+	f = open_memstream(&text, &tn);
+	for (size_t i = 0; f && i < n; i++) {
+		struct tm tm;
+		char when[64];
+		time_t t = info[i].mtime.tv_sec;
+
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+		fprintf(f, "%s\t%llu\t%s\n", info[i].id, (unsigned long long)info[i].size, when);
+	}
+	if (f && n == 0)
+		fputs("(no sessions)\n", f);
+	free(info);
+	store_close(st);
+	if (!f || fclose(f) != 0 || !obj) {
+		free(text);
+		json_decref(obj);
+		return NULL;
+	}
+	obj = tool_result(structured, json_pack("[o]", text_block(text, tn)), obj, false);
+	free(text);
+	return obj;
+}
+
+static json_t *reset_run(const struct mcp_setup *m, bool structured,
+                         const struct mcp_call *c, bool *cancelled)
+{
+	char err[REPL_ERR_MAX], line[STORE_ERR_MAX + 64];
+	unsigned removed = 0, images = 0;
+	json_t *obj;
+
+	(void)cancelled;
+	if (repl_reset(m->settings, c->session, &removed, &images, NULL, err,
+	               sizeof(err)) < 0)
+		return mcp_tools_error(structured, "dolsot: %s", err);
+	obj = json_pack("{s:s, s:I, s:I}", "reset", c->session, "removed", (json_int_t)removed,
+	                "removed_images", (json_int_t)images);
+	if (images)
+		snprintf(line, sizeof(line), "reset %s: removed %u session(s) and %u image(s)\n",
+		         c->session, removed, images);
+	else
+		snprintf(line, sizeof(line), "reset %s: removed %u session(s)\n", c->session,
+		         removed);
+	return tool_result(structured, json_pack("[o]", text_block(line, strlen(line))), obj,
+	                   false);
+}
+
+json_t *mcp_tools_run(const struct mcp_setup *m, bool structured, const struct mcp_call *c,
+                      bool *cancelled)
+{
+	*cancelled = false;
+	return c->tool->run(m, structured, c, cancelled);
+}
+
+/* ---- reading a call's arguments ---- */
+
+static int mint_session(char *out, size_t len)
+{
+	unsigned char b[8];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return -1;
+	snprintf(out, len, "mcp-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+	         b[4], b[5], b[6], b[7]);
+	return 0;
+}
+
+/* A session argument: 0, or -1 with why not. */
+static int check_session(const char *sid, bool all, struct mcp_refusal *r)
+{
+	char err[STORE_ERR_MAX];
+
+	if (all && strcmp(sid, "all") == 0)
+		return 0;
+	if (strcmp(sid, "all") == 0)
+		return refuse(r, JSONRPC_INVALID_PARAMS, "session id 'all' is reserved (it means "
+		              "every session to reset_session); choose another id");
+	if (!store_id_valid(sid, err, sizeof(err)))
+		return refuse(r, JSONRPC_INVALID_PARAMS, "%s", err);
+	return 0;
+}
+
+static bool is_blank(const char *c)
+{
+	return c[strspn(c, " \t\r\n\f\v")] == '\0';
+}
+
+/* A python call's fork and replace into c (its session already set); 0,
+ * or -1 with why not.  The same rules as --fork and --replace. */
+static int fork_args(const json_t *args, struct mcp_call *c, struct mcp_refusal *r)
+{
+	json_t *src = json_object_get(args, "fork"), *rep = json_object_get(args, "replace");
+
+	if (!src) {
+		if (json_is_true(rep))
+			return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"replace\" goes with "
+			              "\"fork\"");
+		return 0;
+	}
+	if (strcmp(json_string_value(src), "all") == 0)
+		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"fork\": 'all' is not a "
+		              "session; name the session to copy");
+	if (check_session(json_string_value(src), false, r) < 0)
+		return -1;
+	if (strcmp(json_string_value(src), c->session) == 0)
+		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"fork\": a session cannot be "
+		              "forked into itself");
+	c->replace = json_is_true(rep);
+	c->fork = strdup(json_string_value(src));
+	if (!c->fork)
+		return refuse(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+	return 0;
+}
+
+/* A python call's call_id into c (its session already set); 0, or -1
+ * with why not.  The rule of --call-id, and a session to name: a retry
+ * of a call that minted one would mint another. */
+static int call_id_arg(const json_t *args, struct mcp_call *c, struct mcp_refusal *r)
+{
+	const json_t *cid = json_object_get(args, "call_id");
+	char why[256] = "a call id is made of " CALLREC_ID_CHARS " only (it holds a NUL)";
+
+	if (!cid)
+		return 0;
+	if (strlen(json_string_value(cid)) != json_string_length(cid) ||
+	    !callrec_id_valid(json_string_value(cid), why, sizeof(why)))
+		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"call_id\" '%.130s': %s",
+		              json_string_value(cid), why);
+	if (c->minted)
+		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"call_id\" needs \"session\": "
+		              "a retry without one would start another new session");
+	c->call_id = strdup(json_string_value(cid));
+	if (!c->call_id)
+		return refuse(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+	return 0;
+}
+
+/* The timeout argument, if any, under the server's cap. */
+static void timeout_arg(const struct mcp_setup *m, const json_t *t, struct mcp_call *c)
+{
+	c->timeout = m->settings->timeout;
+	if (t && json_number_value(t) < c->timeout)
+		c->timeout = json_number_value(t);
+}
+
+/* Whether v is of o's type: a boolean for a flag without a value, a
+ * string for a text, a number above 0 for seconds. */
+static bool arg_typed(const struct option_row *o, const json_t *v)
+{
+	switch (o->type) {
+	case OPTION_T_NONE:
+		return json_is_boolean(v);
+	case OPTION_T_SECONDS:
+		return json_is_number(v) && json_number_value(v) > 0 &&
+		       isfinite(json_number_value(v));
+	case OPTION_T_TEXT:
+	default:
+		return json_is_string(v);
+	}
+}
+
+/* Every argument t takes but the one it needs, when given, of its type;
+ * 0, or -1 with the first that is not. */
+static int check_types(const struct mcp_tool *t, const json_t *args, struct mcp_refusal *r)
+{
+	for (const enum option_id *a = t->args; *a; a++) {
+		const struct option_row *o = options_row(*a);
+		const json_t *v = json_object_get(args, o->mcp);
+
+		if (*a != t->required && v && !arg_typed(o, v))
+			return refuse(r, JSONRPC_INVALID_PARAMS, "%s: \"%s\" must be %s", t->name,
+			              o->mcp, o->mcp_want);
+	}
+	return 0;
+}
+
+static int python_read(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
+                       struct mcp_refusal *r)
+{
+	json_t *code = json_object_get(args, "code"), *sid = json_object_get(args, "session");
+	char minted[32];
+
+	if (!json_is_string(code) || is_blank(json_string_value(code)) ||
+	    strlen(json_string_value(code)) != json_string_length(code))
+		return refuse(r, JSONRPC_INVALID_PARAMS, "python: \"code\" must be %s",
+		              options_row(OPTION_CODE)->mcp_want);
+	if (check_types(c->tool, args, r) < 0)
+		return -1;
+	if (sid && check_session(json_string_value(sid), false, r) < 0)
+		return -1;
+	timeout_arg(m, json_object_get(args, "timeout"), c);
+	if (!sid && mint_session(minted, sizeof(minted)) < 0)
+		return refuse(r, JSONRPC_INTERNAL_ERROR, "cannot make a session id: %s",
+		              strerror(errno));
+	c->minted = !sid;
+	c->session = strdup(sid ? json_string_value(sid) : minted);
+	c->code = strdup(json_string_value(code));
+	if (!c->session || !c->code)
+		return refuse(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+	if (call_id_arg(args, c, r) < 0)
+		return -1;
+	return fork_args(args, c, r);
+}
+
+static int list_read(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
+                     struct mcp_refusal *r)
+{
+	(void)m;
+	(void)args;
+	(void)c;
+	(void)r;
+	return 0;
+}
+
+static int reset_read(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
+                      struct mcp_refusal *r)
+{
+	json_t *sid = json_object_get(args, "session");
+
+	if (!json_is_string(sid))
+		return refuse(r, JSONRPC_INVALID_PARAMS, "reset_session needs \"session\": %s",
+		              options_row(OPTION_RESET)->mcp_want);
+	if (check_session(json_string_value(sid), true, r) < 0)
+		return -1;
+	c->session = strdup(json_string_value(sid));
+	if (!c->session)
+		return refuse(r, JSONRPC_INTERNAL_ERROR, "out of memory");
+	c->timeout = m->settings->timeout;
+	return 0;
+}
+
+/* ---- the table ---- */
+
+/* Each tool's arguments, in its input schema's order: their names, types,
+ * descriptions and bounds are options.h's rows. */
+static const enum option_id python_args[] = { OPTION_CODE, OPTION_SESSION, OPTION_TIMEOUT,
+                                              OPTION_FORK, OPTION_REPLACE, OPTION_CALL_ID,
+                                              0 };
+static const enum option_id no_args[] = { 0 };
+static const enum option_id reset_args[] = { OPTION_RESET, 0 };
+
+static const struct mcp_tool tools[] = {
+	{ "python", "Python (dolsot)", NULL, "result", python_args, OPTION_CODE, python_read,
+	  python_run },
+	{ "list_sessions", "List dolsot sessions",
+	  "List the sessions in the store: id, size in bytes, and when each was last saved "
+	  "(UTC).", "sessions", no_args, 0, list_read, list_run },
+	{ "reset_session", "Reset dolsot sessions",
+	  "Forget one session (its variables, imports and functions), or every session with "
+	  "\"all\".", "reset", reset_args, OPTION_RESET, reset_read, reset_run },
+};
+
+#define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
+
+/* The names of n things as a sentence: "a", "a and b", "a, b and c". */
+static void join_names(char *out, size_t outlen, const char *(*name)(size_t, const void *),
+                       const void *of, size_t n)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n && o < outlen; i++)
+		o += (size_t)snprintf(out + o, outlen - o, "%s%s",
+		                      i == 0 ? "" : i + 1 == n ? " and " : ", ", name(i, of));
+}
+
+static const char *tool_name(size_t i, const void *of)
+{
+	(void)of;
+	return tools[i].name;
+}
+
+static const char *arg_name(size_t i, const void *of)
+{
+	return options_row(((const enum option_id *)of)[i])->mcp;
+}
+
+static size_t count_args(const enum option_id *a)
+{
+	size_t n = 0;
+
+	while (a[n])
+		n++;
+	return n;
+}
+
+/* The first key of args that t does not take, or NULL. */
+static const char *unknown_arg(const struct mcp_tool *t, const json_t *args)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)args, k, v) {
+		const enum option_id *a = t->args;
+
+		(void)v;
+		while (*a && strcmp(options_row(*a)->mcp, k) != 0)
+			a++;
+		if (!*a)
+			return k;
+	}
+	return NULL;
+}
+
+int mcp_tools_read(const struct mcp_setup *m, const char *name, const json_t *args,
+                   struct mcp_call *c, struct mcp_refusal *r)
+{
+	const struct mcp_tool *t = tools;
+	const char *bad;
+	char names[256];
+
+	memset(c, 0, sizeof(*c));
+	while (t < tools + N_TOOLS && strcmp(t->name, name) != 0)
+		t++;
+	if (t == tools + N_TOOLS) {
+		join_names(names, sizeof(names), tool_name, NULL, N_TOOLS);
+		return refuse(r, JSONRPC_INVALID_PARAMS, "unknown tool '%.100s' (the tools are "
+		              "%s)", name, names);
+	}
+	c->tool = t;
+	if ((bad = unknown_arg(t, args))) {
+		if (!t->args[0])
+			return refuse(r, JSONRPC_INVALID_PARAMS, "%s takes no arguments (got "
+			              "'%.100s')", t->name, bad);
+		join_names(names, sizeof(names), arg_name, t->args, count_args(t->args));
+		return refuse(r, JSONRPC_INVALID_PARAMS, "%s: unknown argument '%.100s' (it "
+		              "takes %s)", t->name, bad, names);
+	}
+	if (t->read(m, args, c, r) < 0) {
+		mcp_call_release(c);
+		return -1;
+	}
+	return 0;
+}
+
+void mcp_call_release(struct mcp_call *c)
+{
+	free(c->session);
+	free(c->code);
+	free(c->fork);
+	free(c->call_id);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- tools/list ---- */
+
+char *mcp_tools_describe(const struct mcp_setup *m)
+{
+	struct run_args a = { .toolboxes = m->toolboxes, .n_toolboxes = m->n_toolboxes,
+	                      .settings = m->settings, .code = "", .describe = true,
+	                      .plan = m->plan, .describe_mounts = m->describe_mounts,
+	                      .describe_mounts_len = m->describe_mounts_len };
+	struct result res;
+	char err[REPL_ERR_MAX], *text = NULL;
+	size_t n = 0;
+	int sig = 0;
+	FILE *f = open_memstream(&text, &n);
+
+	if (!f)
+		return NULL;
+	result_init(&res, m->settings->max_output);
+	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
+		fprintf(f, "(the description failed: %s)\n", err);
+	else if (res.describe.p)
+		fprintf(f, "%.*s\n", (int)res.describe.len, res.describe.p);
+	else if (res.error)
+		fprintf(f, "(the description failed: %s)\n", res.error);
+	output_describe_limits(&m->settings->limits, m->settings->timeout, f);
+	result_release(&res);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	if (n > MCP_DESCRIBE_MAX) {
+		size_t cut = MCP_DESCRIBE_MAX;
+		static const char more[] = "... (cut here: `dolsot --describe` with the same "
+		                           "flags shows the rest)\n";
+
+		while (cut && text[cut - 1] != '\n')
+			cut--;
+		memcpy(text + cut, more, sizeof(more));
+	}
+	return text;
+}
+
+/* The python tool's description: the store's lifetimes, the timeout and
+ * what a cell gets (described); malloc'd, or NULL. */
+static char *python_description(const struct settings *set, const char *described)
+{
+	char *full = NULL, life[320];
+
+	if (set->store == STORE_KIND_MEMORY)
+		snprintf(life, sizeof(life), "Sessions live in the warm server's memory "
+		         "(DOLSOT_STORE=memory) until reset_session, or until the server has "
+		         "been idle %g s", set->server_idle);
+	else if (set->ttl_days > 0)
+		snprintf(life, sizeof(life), "Sessions are kept on disk until reset_session, "
+		         "or until unused for %g days", set->ttl_days);
+	else
+		snprintf(life, sizeof(life), "Sessions are kept on disk until reset_session");
+	if (asprintf(&full,
+	             "Run Python 3.11 code in a persistent session (dolsot). Variables, "
+	             "imports and functions persist per `session` across calls; the value of "
+	             "the last expression is shown, as in a notebook. Omit `session` to start "
+	             "a new one: its id is made for the call (mcp-...) and returned; pass it "
+	             "on later calls. Pass `fork` with another session's id to start this "
+	             "call's session as a copy of that one first (the source is left as it "
+	             "is; `replace` lets the copy overwrite a session that exists). "
+	             "%s. Each call runs at most `timeout` seconds (default "
+	             "and maximum %g); a cell that raises or times out returns isError, and a "
+	             "timeout or a cancel leaves the session as it was before the call. "
+	             "matplotlib figures come back as images.\n\nWhat a cell gets:\n%s",
+	             life, set->timeout,
+	             described ? described : "(unknown: the description failed)\n") < 0)
+		return NULL;
+	return full;
+}
+
+/* One argument's schema: its JSON type, a number's bounds (above 0, at
+ * most the server's own value of the setting), its description. */
+static json_t *arg_schema(const struct option_row *o, const struct settings *set)
+{
+	if (o->type == OPTION_T_SECONDS)
+		return json_pack("{s:s, s:f, s:f, s:s}", "type", "number", "exclusiveMinimum", 0.0,
+		                 "maximum", *(const double *)((const char *)set + o->field),
+		                 "description", o->mcp_help);
+	return json_pack("{s:s, s:s}", "type", o->type == OPTION_T_NONE ? "boolean" : "string",
+	                 "description", o->mcp_help);
+}
+
+static json_t *input_schema(const struct mcp_tool *t, const struct settings *set)
+{
+	json_t *props = json_object(), *in;
+
+	for (const enum option_id *a = t->args; props && *a; a++)
+		if (json_object_set_new(props, options_row(*a)->mcp,
+		                        arg_schema(options_row(*a), set)) < 0) {
+			json_decref(props);
+			props = NULL;
+		}
+	in = json_pack("{s:s, s:o}", "type", "object", "properties", props);
+	if (in && t->required)
+		json_object_set_new(in, "required", json_pack("[s]", options_row(t->required)->mcp));
+	if (in)
+		json_object_set_new(in, "additionalProperties", json_false());
+	return in;
+}
+
+static json_t *schema_def(json_t *schema, const char *name)
+{
+	json_t *defs = json_object_get(schema, "$defs");
+	json_t *d = json_deep_copy(json_object_get(defs, name));
+
+	if (d)
+		json_object_set(d, "$defs", defs);
+	return d;
+}
+
+static json_t *tool_entry(const struct mcp_tool *t, const struct settings *set,
+                          const char *described, json_t *schema)
+{
+	char *made = t->description ? NULL : python_description(set, described);
+	const char *desc = t->description ? t->description : made ? made : "Run Python code.";
+	json_t *e = json_pack("{s:s, s:s, s:s, s:o}", "name", t->name, "title", t->title,
+	                      "description", desc, "inputSchema", input_schema(t, set));
+
+	free(made);
+	if (e)
+		json_object_set_new(e, "outputSchema", schema_def(schema, t->output));
+	return e;
+}
+
+json_t *mcp_tools_make(const struct mcp_setup *m, const char *described)
+{
+	json_t *schema = json_loads(result_schema_json, 0, NULL), *list = json_array();
+
+	if (!schema || !list) {
+		json_decref(schema);
+		json_decref(list);
+		return NULL;
+	}
+	for (size_t i = 0; i < N_TOOLS; i++)
+		json_array_append_new(list, tool_entry(&tools[i], m->settings, described, schema));
+	json_decref(schema);
+	if (json_array_size(list) != N_TOOLS) {
+		json_decref(list);
+		return NULL;
+	}
+	return json_pack("{s:o}", "tools", list);
+}
+
+json_t *mcp_tools_list(const json_t *made, bool structured)
+{
+	json_t *r = json_deep_copy(made), *list = json_object_get(r, "tools");
+
+	for (size_t i = 0; !structured && i < json_array_size(list); i++) {
+		json_object_del(json_array_get(list, i), "outputSchema");
+		json_object_del(json_array_get(list, i), "title");
+	}
+	return r;
+}
