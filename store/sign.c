@@ -32,11 +32,14 @@
 #include <openssl/sha.h>
 
 #include "fdio.h"
+#include "le.h"
 
 #define KEY_BYTES ((size_t)32)  /* random bytes of a key dolsot makes (64 hex) */
-#define DOMAIN "dolsot session v1"
+#define DOMAIN_V1 "dolsot session v1"
+#define DOMAIN_V2 "dolsot session v2"
 
-static const uint8_t magic[SIGN_TRAILER - SIGN_MAC_LEN] = { 'D', 'L', 'S', 'S', 'I', 'G', 1, 0 };
+static const uint8_t magic_v1[SIGN_MAGIC_LEN] = { 'D', 'L', 'S', 'S', 'I', 'G', 1, 0 };
+static const uint8_t magic_v2[SIGN_MAGIC_LEN] = { 'D', 'L', 'S', 'S', 'I', 'G', 2, 0 };
 
 /* The padded key block K0 of RFC 2104. */
 static void key_block(const uint8_t *k, size_t klen, uint8_t block[64])
@@ -93,36 +96,62 @@ void sign_hmac(const uint8_t *k, size_t klen, const uint8_t *msg, size_t n,
 	OPENSSL_cleanse(block, sizeof(block));
 }
 
-static void session_mac(const struct sign_key *key, const char *id, const uint8_t *blob,
-                        size_t n, uint8_t mac[SIGN_MAC_LEN])
+/* The MAC of blob[0..n) under id, in the domain of a trailer version, with
+ * meta (NULL for version 1) after the blob. */
+static void session_mac(const struct sign_key *key, const char *domain, const char *id,
+                        const uint8_t *blob, size_t n, const uint8_t *meta,
+                        uint8_t mac[SIGN_MAC_LEN])
 {
 	SHA256_CTX in, out;
 
 	hmac_begin(key->block, &in, &out);
-	SHA256_Update(&in, DOMAIN, sizeof(DOMAIN));      /* with its NUL */
-	SHA256_Update(&in, id, strlen(id) + 1);          /* ids hold no NUL */
+	SHA256_Update(&in, domain, strlen(domain) + 1);   /* with its NUL */
+	SHA256_Update(&in, id, strlen(id) + 1);           /* ids hold no NUL */
 	SHA256_Update(&in, blob, n);
+	if (meta)
+		SHA256_Update(&in, meta, SIGN_META_LEN);
 	hmac_end(&in, &out, mac);
 }
 
 void sign_trailer(const struct sign_key *key, const char *id, const uint8_t *blob,
-                  size_t n, uint8_t out[SIGN_TRAILER])
+                  size_t n, const struct sign_meta *meta, uint8_t out[SIGN_TRAILER])
 {
-	session_mac(key, id, blob, n, out);
-	memcpy(out + SIGN_MAC_LEN, magic, sizeof(magic));
+	memset(out, 0, SIGN_META_LEN);
+	le_put_u64(out, meta->seq);
+	out[8] = meta->sandboxed ? 1 : 0;
+	session_mac(key, DOMAIN_V2, id, blob, n, out, out + SIGN_META_LEN);
+	memcpy(out + SIGN_META_LEN + SIGN_MAC_LEN, magic_v2, sizeof(magic_v2));
 }
 
 enum sign_verdict sign_verify(const struct sign_key *key, const char *id,
-                              const uint8_t *stored, size_t n)
+                              const uint8_t *stored, size_t n, struct sign_meta *meta,
+                              size_t *trailer)
 {
 	uint8_t mac[SIGN_MAC_LEN];
+	const uint8_t *end = stored + n - SIGN_MAGIC_LEN;
 	size_t blob;
 
-	if (n < SIGN_TRAILER || memcmp(stored + n - sizeof(magic), magic, sizeof(magic)) != 0)
-		return SIGN_UNSIGNED;
-	blob = n - SIGN_TRAILER;
-	session_mac(key, id, stored, blob, mac);
-	return CRYPTO_memcmp(mac, stored + blob, SIGN_MAC_LEN) == 0 ? SIGN_OK : SIGN_MISMATCH;
+	memset(meta, 0, sizeof(*meta));
+	*trailer = 0;
+	if (n >= SIGN_TRAILER && memcmp(end, magic_v2, SIGN_MAGIC_LEN) == 0) {
+		blob = n - SIGN_TRAILER;
+		session_mac(key, DOMAIN_V2, id, stored, blob, stored + blob, mac);
+		if (CRYPTO_memcmp(mac, stored + blob + SIGN_META_LEN, SIGN_MAC_LEN) != 0)
+			return SIGN_MISMATCH;
+		meta->seq = le_get_u64(stored + blob);
+		meta->sandboxed = stored[blob + 8] != 0;   /* any other value: the safe side */
+		*trailer = SIGN_TRAILER;
+		return SIGN_OK;
+	}
+	if (n >= SIGN_TRAILER_V1 && memcmp(end, magic_v1, SIGN_MAGIC_LEN) == 0) {
+		blob = n - SIGN_TRAILER_V1;
+		session_mac(key, DOMAIN_V1, id, stored, blob, NULL, mac);
+		if (CRYPTO_memcmp(mac, stored + blob, SIGN_MAC_LEN) != 0)
+			return SIGN_MISMATCH;
+		*trailer = SIGN_TRAILER_V1;
+		return SIGN_OK;
+	}
+	return SIGN_UNSIGNED;
 }
 
 const char *sign_verdict_reason(enum sign_verdict v)
