@@ -37,6 +37,7 @@
 #define KEY_BYTES ((size_t)32)  /* random bytes of a key dolsot makes (64 hex) */
 #define DOMAIN_V1 "dolsot session v1"
 #define DOMAIN_V2 "dolsot session v2"
+#define MAGIC_STEM 6            /* "DLSSIG", then the version and a zero */
 
 static const uint8_t magic_v1[SIGN_MAGIC_LEN] = { 'D', 'L', 'S', 'S', 'I', 'G', 1, 0 };
 static const uint8_t magic_v2[SIGN_MAGIC_LEN] = { 'D', 'L', 'S', 'S', 'I', 'G', 2, 0 };
@@ -123,6 +124,19 @@ void sign_trailer(const struct sign_key *key, const char *id, const uint8_t *blo
 	memcpy(out + SIGN_META_LEN + SIGN_MAC_LEN, magic_v2, sizeof(magic_v2));
 }
 
+/* Whether stored[0..n) ends with a proper prefix of a magic (its first
+ * bytes at least), as a trailer cut short does. */
+static bool magic_cut(const uint8_t *stored, size_t n)
+{
+	for (size_t k = SIGN_MAGIC_LEN - 1; k >= 1; k--) {
+		if (n < k || memcmp(stored + n - k, magic_v2, k < MAGIC_STEM ? k : MAGIC_STEM) != 0)
+			continue;
+		if (k <= MAGIC_STEM || stored[n - 1] == 1 || stored[n - 1] == 2)
+			return true;
+	}
+	return false;
+}
+
 enum sign_verdict sign_verify(const struct sign_key *key, const char *id,
                               const uint8_t *stored, size_t n, struct sign_meta *meta,
                               size_t *trailer)
@@ -151,6 +165,8 @@ enum sign_verdict sign_verify(const struct sign_key *key, const char *id,
 		*trailer = SIGN_TRAILER_V1;
 		return SIGN_OK;
 	}
+	if (n < SIGN_TRAILER_V1 || magic_cut(stored, n))
+		return SIGN_TRUNCATED;
 	return SIGN_UNSIGNED;
 }
 
@@ -160,6 +176,9 @@ const char *sign_verdict_reason(enum sign_verdict v)
 	case SIGN_UNSIGNED:
 		return "it carries no signature (it was written before dolsot signed "
 		       "sessions, or not by dolsot), so it was not loaded";
+	case SIGN_TRUNCATED:
+		return "it is truncated (its stored bytes end before the end of its "
+		       "signature), so it was not loaded";
 	case SIGN_MISMATCH:
 		return "its signature does not match (the bytes were changed, copied from "
 		       "another session, or signed with another key: see DOLSOT_SESSION_KEY), "

@@ -81,6 +81,8 @@ void sign_trailer(const struct sign_key *key, const char *id, const uint8_t *blo
 enum sign_verdict {
 	SIGN_OK,                /* signed with this key for this id */
 	SIGN_UNSIGNED,          /* no trailer: an older dolsot's, or not dolsot's */
+	SIGN_TRUNCATED,         /* cut short: too few bytes for a trailer, or its
+	                         * magic cut */
 	SIGN_MISMATCH,          /* changed, moved from another id, or another key */
 };
 

@@ -635,6 +635,35 @@ START_TEST(an_earlier_save_put_back_is_refused)
 }
 END_TEST
 
+/* A helper's file cut short, through the trailer's magic or below any
+ * trailer, is said to be truncated, not unsigned. */
+START_TEST(a_truncated_helper_blob_says_so)
+{
+	const struct store_case *sc = &stores[3];
+	char *path, *text;
+	size_t n;
+	struct cli_run r;
+	FILE *f;
+
+	ok(sc, "s", "x = 1", NULL);
+	path = cli_path(helper_dir(), "s");
+	text = cli_read_file(path, &n);
+	ck_assert(n > 11 + SIGN_TRAILER && strncmp(text, "dolsot:1:u\n", 11) == 0);
+	for (int i = 0; i < 2; i++) {
+		size_t keep = i == 0 ? n - 3 : 11 + 20;
+
+		f = fopen(path, "wb");
+		ck_assert(f && fwrite(text, 1, keep, f) == keep && fclose(f) == 0);
+		RUN(sc, &r, "--session", "s", "x");
+		ck_refused(&r, "s", "it is truncated (its stored bytes end before the end of its "
+		           "signature)");
+		ck_err_lacks(&r, "written before dolsot signed sessions");
+		cli_run_release(&r);
+	}
+	free(text);
+}
+END_TEST
+
 static Suite *signed_suite(void)
 {
 	Suite *s = suite_create("signed");
@@ -651,6 +680,7 @@ static Suite *signed_suite(void)
 	tcase_add_loop_test(tc, opposite_forks_do_not_deadlock, 0, NSTORES);
 	tcase_add_loop_test(tc, a_rewritten_sandbox_mark_is_refused_outside_the_sandbox, 0, 3);
 	tcase_add_loop_test(tc, an_earlier_save_put_back_is_refused, 0, 2);
+	tcase_add_test(tc, a_truncated_helper_blob_says_so);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -153,15 +153,24 @@ START_TEST(test_trailer_verdicts)
 		ck_assert_int_ne(sign_verify(&k, "a", stored, n, &got, &t), SIGN_OK);
 		stored[i] ^= 1;
 	}
-	ck_assert_int_eq(sign_verify(&k, "a", stored, n - 1, &got, &t), SIGN_UNSIGNED);
-	ck_assert_int_eq(sign_verify(&k, "a", stored, 7, &got, &t), SIGN_UNSIGNED);
-	ck_assert_int_eq(sign_verify(&k, "a", stored, 0, &got, &t), SIGN_UNSIGNED);
+	/* Cut short: through the magic, or below any trailer. */
+	for (size_t cut = 1; cut < SIGN_MAGIC_LEN; cut++)
+		ck_assert_int_eq(sign_verify(&k, "a", stored, n - cut, &got, &t), SIGN_TRUNCATED);
+	ck_assert_int_eq(sign_verify(&k, "a", stored, SIGN_TRAILER_V1 - 1, &got, &t),
+	                 SIGN_TRUNCATED);
+	ck_assert_int_eq(sign_verify(&k, "a", stored, 7, &got, &t), SIGN_TRUNCATED);
+	ck_assert_int_eq(sign_verify(&k, "a", stored, 0, &got, &t), SIGN_TRUNCATED);
+	/* Cut anywhere else it is just not signed (a pickle ends in '.'). */
+	ck_assert_int_eq(sign_verify(&k, "a", stored, 64, &got, &t), SIGN_UNSIGNED);
 	/* An empty blob signs too. */
 	sign_trailer(&k, "e", stored, 0, &meta, stored);
 	ck_assert_int_eq(sign_verify(&k, "e", stored, SIGN_TRAILER, &got, &t), SIGN_OK);
 	ck_assert_str_eq(sign_verdict_reason(SIGN_UNSIGNED),
 	                 "it carries no signature (it was written before dolsot signed "
 	                 "sessions, or not by dolsot), so it was not loaded");
+	ck_assert_str_eq(sign_verdict_reason(SIGN_TRUNCATED),
+	                 "it is truncated (its stored bytes end before the end of its "
+	                 "signature), so it was not loaded");
 }
 END_TEST
 

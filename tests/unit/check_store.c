@@ -1725,9 +1725,12 @@ START_TEST(test_signature_refusals)
 		                                     : "it carries no signature");
 		blob[i] ^= 0x20;
 	}
-	/* cut short */
+	/* cut short, through its magic or below any trailer */
 	ck_assert_int_eq(store_save(s, "c", blob, len - 1, false, ERR), 0);
-	assert_refused(s, "c", "it carries no signature");
+	assert_refused(s, "c", "it is truncated (its stored bytes end before the end of its "
+	               "signature)");
+	ck_assert_int_eq(store_save(s, "c", blob, SIGN_TRAILER_V1 - 1, false, ERR), 0);
+	assert_refused(s, "c", "it is truncated");
 	/* written before signing */
 	save_str(s, "old", UNSIGNED);
 	assert_refused(s, "old", "it carries no signature (it was written before dolsot "
