@@ -246,6 +246,7 @@ static int read_key_file(int dirfd, const char *name, const char *shown,
 		if (n && text[n - 1] == '\n')
 			n--;
 		ret = set_key(text, n, "the session key file", key, err, errlen);
+		key->made = st.st_mtim;
 		OPENSSL_cleanse(text, n);
 	}
 	free(text);
@@ -255,7 +256,8 @@ static int read_key_file(int dirfd, const char *name, const char *shown,
 	return ret;
 }
 
-/* Make SIGN_KEY_FILE in dirfd with a fresh key, unless one is there. */
+/* Make SIGN_KEY_FILE in dirfd with a fresh key, unless one is there:
+ * 1 when ours is the one linked, 0 when another was there first. */
 static int make_key_file(int dirfd, char *err, size_t errlen)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -297,7 +299,7 @@ static int make_key_file(int dirfd, char *err, size_t errlen)
 		goto fail;
 	}
 	(void)fsync(dirfd);
-	return 0;
+	return linked == 0;
 fail:
 	errsv = errno;
 	snprintf(err, errlen, "cannot make the session key file %s: %s: %s", SIGN_KEY_FILE,
@@ -309,11 +311,18 @@ fail:
 int sign_key_open(const char *spec, int dirfd, struct sign_key *key, char *err,
                   size_t errlen)
 {
+	int made;
+
+	memset(key, 0, sizeof(*key));
 	if (sign_key_inline(spec))
 		return set_key((const uint8_t *)spec, strlen(spec), "DOLSOT_SESSION_KEY", key,
 		               err, errlen);
-	if (spec && spec[0])
-		return read_key_file(AT_FDCWD, spec, spec, key, err, errlen);
+	if (spec && spec[0]) {
+		int ret = read_key_file(AT_FDCWD, spec, spec, key, err, errlen);
+
+		key->made = (struct timespec){ 0, 0 };   /* the caller's own file */
+		return ret;
+	}
 	if (dirfd < 0) {
 		snprintf(err, errlen, "this store has no directory to keep a session key "
 		         "file in: set DOLSOT_SESSION_KEY");
@@ -321,7 +330,8 @@ int sign_key_open(const char *spec, int dirfd, struct sign_key *key, char *err,
 	}
 	if (read_key_file(dirfd, SIGN_KEY_FILE, SIGN_KEY_FILE, key, err, errlen) == 0)
 		return 0;
-	if (errno != ENOENT || make_key_file(dirfd, err, errlen) < 0)
+	if (errno != ENOENT || (made = make_key_file(dirfd, err, errlen)) < 0)
 		return -1;
+	key->fresh = made == 1;
 	return read_key_file(dirfd, SIGN_KEY_FILE, SIGN_KEY_FILE, key, err, errlen);
 }

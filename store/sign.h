@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define SIGN_MAC_LEN 32
 #define SIGN_MAGIC_LEN 8
@@ -49,6 +50,11 @@
 /* The session key, as HMAC's padded key block; see sign_key_open. */
 struct sign_key {
 	uint8_t block[64];
+	/* For the store's own key file: its modification time (when it was
+	 * made, for a file dolsot made), and whether this open made it.
+	 * Zero and false for a key DOLSOT_SESSION_KEY gives. */
+	struct timespec made;
+	bool fresh;
 };
 
 /* What a version 2 trailer signs beside the blob. */

@@ -180,13 +180,77 @@ static int need_key(const struct store *s, const char *id, char *err, size_t err
 	return -1;
 }
 
+/* When id was last saved, as the store lists it; -1 when it cannot say. */
+static int saved_at(struct store *s, const char *id, struct timespec *t)
+{
+	char err[STORE_ERR_MAX];
+	struct session_info *info = NULL;
+	size_t n = 0;
+	int ret = -1;
+
+	if (s->ops->list(s, &info, &n, err, sizeof(err)) < 0)
+		return -1;
+	for (size_t i = 0; i < n && ret < 0; i++)
+		if (strcmp(info[i].id, id) == 0) {
+			*t = info[i].mtime;
+			ret = 0;
+		}
+	free(info);
+	return ret;
+}
+
+static void utc_text(const struct timespec *t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t->tv_sec, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "%lld s after the epoch", (long long)t->tv_sec);
+}
+
+/*
+ * A signature that does not match the store's own key file, when that file
+ * is newer than the session: the key the session was signed with went
+ * missing and a new one was made (or another put there).  The session is
+ * then most likely fine, and comes back with the old key, so the message
+ * says that and never names --reset.  Newer: made by this very call, or
+ * in a later second than the session's last save (stores list whole
+ * seconds).  0 with err written, -1 when not so.
+ */
+static int key_newer(struct store *s, const char *id, char *err, size_t errlen)
+{
+	const struct sign_key *k = s->key;
+	char dir[4096], link[64], made[64], saved[64];
+	struct timespec t;
+	ssize_t n;
+
+	if (!k->made.tv_sec || s->home < 0 || saved_at(s, id, &t) < 0 ||
+	    (!k->fresh && t.tv_sec >= k->made.tv_sec))
+		return -1;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", s->home);
+	n = readlink(link, dir, sizeof(dir) - 1);
+	if (n < 0)
+		snprintf(dir, sizeof(dir), "the session directory");
+	else
+		dir[n] = '\0';
+	utc_text(&k->made, made, sizeof(made));
+	utc_text(&t, saved, sizeof(saved));
+	snprintf(err, errlen, "session '%s' cannot be loaded: it was signed with another key "
+	         "than the session key file %s/%s, which is newer than the session: that file "
+	         "was made %s%s, after the session's last save (%s); the session is kept as it "
+	         "is, and loads again under the key it was signed with: put that key back in "
+	         "that file, or name it with DOLSOT_SESSION_KEY", id, dir, SIGN_KEY_FILE,
+	         k->fresh ? "by this call, as none was there, at " : "at ", made, saved);
+	errno = EBADMSG;
+	return 0;
+}
+
 /*
  * 0 when stored[0..n) is id's, signed with the store's key, and not an
  * earlier save than the one rec (the store's record) says was committed
  * last: *meta what the trailer signed and *trailer its size.  Else -1 with
- * the refusal, which names the reset.
+ * the refusal, which names the reset (unless the key is newer).
  */
-static int check_signed(const struct store *s, const char *id, const uint8_t *stored, size_t n,
+static int check_signed(struct store *s, const char *id, const uint8_t *stored, size_t n,
                         const struct store_mark *rec, struct sign_meta *meta,
                         size_t *trailer, char *err, size_t errlen)
 {
@@ -195,6 +259,9 @@ static int check_signed(const struct store *s, const char *id, const uint8_t *st
 
 	if (v == SIGN_OK && meta->seq >= rec->seq)
 		return 0;
+	errno = EBADMSG;
+	if (v == SIGN_MISMATCH && key_newer(s, id, err, errlen) == 0)
+		return -1;
 	if (v != SIGN_OK)
 		snprintf(why, sizeof(why), "%s", sign_verdict_reason(v));
 	else if (meta->seq)

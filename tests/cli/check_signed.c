@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ck_run.h"
@@ -314,9 +315,13 @@ START_TEST(session_key_from_the_environment)
 	run_on(sc, &r, with_a, (const char *const[]){ "--session", "k", "x", NULL });
 	ck_out(&r, "5\n");
 	cli_run_release(&r);
-	/* Without it, the store's own key file: another key. */
+	/* Without it, the store's own key file: another key (made by this
+	 * call when no warm server made it before, and then no reset is
+	 * suggested: see a_key_file_made_anew_says_so_and_keeps_the_sessions). */
 	RUN(sc, &r, "--session", "k", "x");
-	ck_refused(&r, "k", "signed with another key");
+	ck_code(&r, 1);
+	ck_err_has(&r, "dolsot: session 'k' cannot be loaded: ");
+	ck_err_has(&r, "signed with another key");
 	cli_run_release(&r);
 	/* The same key in a file named by path. */
 	snprintf(keyfile, sizeof(keyfile), "%s/key", fx.tmp);
@@ -635,6 +640,47 @@ START_TEST(an_earlier_save_put_back_is_refused)
 }
 END_TEST
 
+/* The store's key file gone, a new one is made: a session signed with the
+ * old one is refused saying so, never with a --reset that would destroy
+ * it, and loads again once the old key is back. */
+START_TEST(a_key_file_made_anew_says_so_and_keeps_the_sessions)
+{
+	const struct store_case *sc = &stores[0];
+	char *key = cli_path(fx.store, SIGN_KEY_FILE), *text, want[4600];
+	struct cli_run r;
+
+	ok(sc, "s", "x = 1", NULL);
+	/* Saved an hour ago. */
+	ck_assert_int_eq(utimensat(AT_FDCWD, cli_path(fx.store, "s.pkl"), (const struct timespec[])
+	                 { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } }, 0), 0);
+	text = cli_read_file(key, NULL);
+	ck_assert_int_eq(unlink(key), 0);
+	snprintf(want, sizeof(want), "dolsot: session 's' cannot be loaded: it was signed with "
+	         "another key than the session key file %s, which is newer than the session: "
+	         "that file was made by this call, as none was there, at ", key);
+	RUN(sc, &r, "--session", "s", "x");
+	ck_code(&r, 1);
+	ck_err_has(&r, want);
+	ck_err_has(&r, "the session is kept as it is, and loads again under the key it was "
+	           "signed with: put that key back in that file, or name it with "
+	           "DOLSOT_SESSION_KEY\n");
+	ck_err_lacks(&r, "--reset");
+	cli_run_release(&r);
+	/* Later calls still say it, the key being newer than the session. */
+	RUN(sc, &r, "--session", "s", "x");
+	ck_code(&r, 1);
+	ck_err_has(&r, "which is newer than the session: that file was made at ");
+	ck_err_lacks(&r, "--reset");
+	cli_run_release(&r);
+	/* The old key back, it loads. */
+	ck_assert_int_eq(unlink(key), 0);
+	cli_write_file(key, text);
+	ck_assert_int_eq(chmod(key, 0600), 0);
+	ok(sc, "s", "x", "1\n");
+	free(text);
+}
+END_TEST
+
 /* A helper's file cut short, through the trailer's magic or below any
  * trailer, is said to be truncated, not unsigned. */
 START_TEST(a_truncated_helper_blob_says_so)
@@ -680,6 +726,7 @@ static Suite *signed_suite(void)
 	tcase_add_loop_test(tc, opposite_forks_do_not_deadlock, 0, NSTORES);
 	tcase_add_loop_test(tc, a_rewritten_sandbox_mark_is_refused_outside_the_sandbox, 0, 3);
 	tcase_add_loop_test(tc, an_earlier_save_put_back_is_refused, 0, 2);
+	tcase_add_test(tc, a_key_file_made_anew_says_so_and_keeps_the_sessions);
 	tcase_add_test(tc, a_truncated_helper_blob_says_so);
 	suite_add_tcase(s, tc);
 	return s;

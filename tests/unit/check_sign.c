@@ -242,8 +242,10 @@ START_TEST(test_key_file_made_on_first_use)
 	int fd;
 
 	ck_assert_msg(sign_key_open(NULL, dirfd_, &a, ERR) == 0, "%s", err);
+	ck_assert(a.fresh);
 	snprintf(path, sizeof(path), "%s/%s", dir, SIGN_KEY_FILE);
 	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert(a.made.tv_sec == st.st_mtim.tv_sec && a.made.tv_nsec == st.st_mtim.tv_nsec);
 	ck_assert(S_ISREG(st.st_mode));
 	ck_assert_uint_eq(st.st_mode & 0777, 0600);
 	ck_assert_uint_eq(entries(), 1);
@@ -255,12 +257,16 @@ START_TEST(test_key_file_made_on_first_use)
 	ck_assert_uint_eq(strspn(buf, "0123456789abcdef"), 64);
 	ck_assert_int_eq(sign_key_open("", dirfd_, &b, ERR), 0);
 	ck_assert(memcmp(a.block, b.block, sizeof(a.block)) == 0);
+	ck_assert(!b.fresh);   /* found, not made */
+	ck_assert(b.made.tv_sec == a.made.tv_sec && b.made.tv_nsec == a.made.tv_nsec);
 	ck_assert_int_eq(sign_key_open(path, -1, &c, ERR), 0);
 	ck_assert(memcmp(a.block, c.block, sizeof(a.block)) == 0);
+	ck_assert(!c.fresh && c.made.tv_sec == 0);   /* the caller's own file */
 	/* The file's text, given inline, is the same key. */
 	buf[64] = '\0';
 	ck_assert_int_eq(sign_key_open(buf, -1, &d, ERR), 0);
 	ck_assert(memcmp(a.block, d.block, sizeof(a.block)) == 0);
+	ck_assert(!d.fresh && d.made.tv_sec == 0);
 }
 END_TEST
 
@@ -268,7 +274,7 @@ END_TEST
  * key, and leave no temp file behind. */
 START_TEST(test_key_file_race_agrees)
 {
-	int go[2], out[2];
+	int go[2], out[2], fresh = 0;
 	pid_t kids[RACERS];
 	struct sign_key keys[RACERS];
 
@@ -301,7 +307,9 @@ START_TEST(test_key_file_race_agrees)
 	for (int i = 0; i < RACERS; i++) {
 		ck_assert_int_eq(read(out[0], &keys[i], sizeof(keys[i])), (ssize_t)sizeof(keys[i]));
 		ck_assert(memcmp(keys[i].block, keys[0].block, sizeof(keys[0].block)) == 0);
+		fresh += keys[i].fresh;
 	}
+	ck_assert_int_eq(fresh, 1);   /* the one whose file was linked made it */
 	close(out[0]);
 	ck_assert_uint_eq(entries(), 1);
 }
