@@ -162,27 +162,24 @@ static void save_session(const struct run_args *a, struct store *st, struct stor
 /*
  * A session a sandboxed call wrote holds the cell's bytes: loading it
  * outside the sandbox would run the cell's code (an object's __reduce__,
- * the carried environment) on the host.  Refuse that, before anything of
- * it is read, unless the caller opted in.
+ * the carried environment) on the host.  Refuse that, before a worker gets
+ * any of it, unless the caller opted in.  Its signature says who wrote it
+ * as well as the store's record: when they disagree, it was a sandboxed
+ * call (the record was changed by someone without the key).
  */
-static int check_origin(const struct run_args *a, struct store *st, char *err,
+static int check_origin(const struct run_args *a, enum store_origin origin, char *err,
                         size_t errlen)
 {
-	char serr[STORE_ERR_MAX];
-	bool sandboxed;
-
-	if (a->settings->sandbox || a->settings->trust_sandboxed)
+	if (a->settings->sandbox || a->settings->trust_sandboxed ||
+	    origin == STORE_ORIGIN_HOST)
 		return 0;
-	if (store_origin(st, a->session, &sandboxed, serr, sizeof(serr)) < 0) {
-		snprintf(err, errlen, "%s", serr);
-		return -1;
-	}
-	if (!sandboxed)
-		return 0;
-	snprintf(err, errlen, "session '%s' was last written by a sandboxed call, and "
+	snprintf(err, errlen, "session '%s' was last written by a sandboxed call%s, and "
 	         "loading it outside the sandbox could run that cell's code on the host: "
 	         "run it with --sandbox, start it afresh with 'dolsot --reset %s', or set "
-	         "DOLSOT_TRUST_SANDBOXED=1 to load it anyway", a->session, a->session);
+	         "DOLSOT_TRUST_SANDBOXED=1 to load it anyway", a->session,
+	         origin == STORE_ORIGIN_DISPUTED ? " (so says its signature, though the "
+	         "store's record of it says otherwise: someone without the session key "
+	         "changed that record)" : "", a->session);
 	return -1;
 }
 
@@ -202,12 +199,18 @@ static int open_session(const struct run_args *a, struct store *st,
 	char serr[STORE_ERR_MAX];
 	bool sandbox = a->settings->sandbox;
 	bool memfd = a->settings->limits.v[LIMIT_MAX_FILE_SIZE] != 0 || sandbox;
+	enum store_origin origin;
 
-	if (check_origin(a, st, err, errlen) < 0)
-		return -1;
 	if (store_open_blob_rec(st, a->session, &fds->load, blob_len, found, &rec->p,
-	                        &rec->len, serr, sizeof(serr)) < 0 ||
-	    store_save_begin(st, a->session, memfd, a->settings->max_session, sv, serr,
+	                        &rec->len, &origin, serr, sizeof(serr)) < 0) {
+		snprintf(err, errlen, "%s", serr);
+		return -1;
+	}
+	if (check_origin(a, origin, err, errlen) < 0) {
+		fd_close(&fds->load);
+		return -1;
+	}
+	if (store_save_begin(st, a->session, memfd, a->settings->max_session, sv, serr,
 	                     sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		fd_close(&fds->load);
@@ -283,14 +286,15 @@ static int recalled_fork(const struct run_args *a, struct store *st, struct resu
 {
 	char serr[STORE_ERR_MAX];
 	struct loaded_rec rec = { NULL, 0 };
+	enum store_origin origin;   /* only its record is read: nothing is unpickled */
 	size_t len;
 	bool found;
 	int fd = -1, ret;
 
 	if (!a->call_id || !a->code)
 		return 0;
-	if (store_open_blob_rec(st, a->session, &fd, &len, &found, &rec.p, &rec.len, serr,
-	                        sizeof(serr)) < 0) {
+	if (store_open_blob_rec(st, a->session, &fd, &len, &found, &rec.p, &rec.len, &origin,
+	                        serr, sizeof(serr)) < 0) {
 		/* A session that does not load is the fork's to refuse or replace. */
 		return 0;
 	}

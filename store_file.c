@@ -3,7 +3,9 @@
  * The store's door and its other backends are in store/.
  *
  * Layout: ID.pkl holds a session, ".ID.XXXXXX.tmp" is a save in progress,
- * ID.lock carries the session's flock, and an ID.sandboxed entry says the
+ * ID.lock carries the session's flock and, as its content, the save counter
+ * of the session's last commit (SEQ_DIGITS decimal digits and a newline;
+ * empty when none was recorded), and an ID.sandboxed entry says the
  * session was last written by a sandboxed call.  Any other name is not ours.
  *
  * Invariants:
@@ -39,10 +41,15 @@
  *   session's lock (a worker gets no fd of this directory): it MUST exist
  *   before a sandboxed session's rename and MUST only go after an
  *   unsandboxed one's, or once ID.pkl is gone; it is never reaped by age.
+ * - The counter in ID.lock is written only here, under the session's lock,
+ *   after the rename: a crash between leaves the older counter, which the
+ *   new session's exceeds.  It goes with the lock file, when the session
+ *   is gone.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,6 +72,7 @@
 #define LOCK_SLEEP_MAX 20000000L        /* ns */
 #define PATH_SHOW_MAX 200
 #define NAME_BUF STORE_NAME_MAX
+#define SEQ_DIGITS 20           /* UINT64_MAX has 20 */
 
 struct fstore {
 	struct store s;
@@ -549,25 +557,60 @@ static int unmark_sandboxed(struct fstore *fs, const char *id)
 	return 0;
 }
 
-static int fs_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+/* Record seq in ID.lock, whose flock we hold.  Best effort: the session is
+ * committed already, and a counter not recorded only lets an earlier save
+ * of it load (as before counters were). */
+static void record_seq(struct fstore *fs, const char *id, uint64_t seq)
+{
+	char name[NAME_BUF], text[SEQ_DIGITS + 2];
+	int fd, errsv = errno;
+
+	snprintf(name, sizeof(name), "%s.lock", id);
+	snprintf(text, sizeof(text), "%0*" PRIu64 "\n", SEQ_DIGITS, seq);
+	fd = openat(fs->dirfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!pwrite(fd, text, SEQ_DIGITS + 1, 0);
+		close(fd);
+	}
+	errno = errsv;
+}
+
+/* The counter ID.lock records; 0 when none (or not one written here). */
+static uint64_t recorded_seq(struct fstore *fs, const char *id)
+{
+	char name[NAME_BUF], text[SEQ_DIGITS + 2] = "";
+	ssize_t n = -1;
+	int fd, errsv = errno;
+
+	snprintf(name, sizeof(name), "%s.lock", id);
+	fd = openat(fs->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		n = pread(fd, text, sizeof(text), 0);
+		close(fd);
+	}
+	errno = errsv;
+	if (n != SEQ_DIGITS + 1 || text[SEQ_DIGITS] != '\n')
+		return 0;
+	return store_name_seq(text, SEQ_DIGITS);
+}
+
+static int fs_origin(struct store *s, const char *id, struct store_mark *mark, char *err,
                      size_t errlen)
 {
 	struct fstore *fs = s->priv;
 	char name[NAME_BUF];
 	struct stat st;
 
+	mark->sandboxed = true;
+	mark->seq = recorded_seq(fs, id);
 	snprintf(name, sizeof(name), "%s.sandboxed", id);
 	/* Any entry of that name counts, whatever its type. */
-	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		*sandboxed = true;
+	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
-	}
-	if (errno != ENOENT) {
-		*sandboxed = true;
+	if (errno != ENOENT)
 		return fail(err, errlen, "cannot tell who wrote session '%s': %s: %s", id, name,
 		            strerror(errno));
-	}
-	*sandboxed = false;
+	mark->sandboxed = false;
 	return 0;
 }
 
@@ -610,14 +653,16 @@ static int fs_save_commit(struct store *s, struct store_save *sv, size_t len,
 		return fs_save_failed(s, sv, "fsync directory", err, errlen);
 	if (!sv->sandboxed && unmark_sandboxed(fs, sv->id) < 0)
 		return fs_save_failed(s, sv, "clear the sandboxed mark", err, errlen);
+	record_seq(fs, sv->id, sv->seq);
 	fs_save_abort(s, sv);   /* nothing left to drop but fv */
 	return 0;
 }
 
 static int fs_save(struct store *s, const char *id, const uint8_t *blob,
-                   size_t len, bool sandboxed, char *err, size_t errlen)
+                   size_t len, const struct store_mark *mark, char *err, size_t errlen)
 {
-	struct store_save sv = { .fd = -1, .sandboxed = sandboxed, .priv = NULL };
+	struct store_save sv = { .fd = -1, .sandboxed = mark->sandboxed, .seq = mark->seq,
+	                         .priv = NULL };
 
 	snprintf(sv.id, sizeof(sv.id), "%s", id);
 	if (fs_save_begin(s, &sv, err, errlen) < 0)

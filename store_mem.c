@@ -104,7 +104,7 @@ static int ms_load(struct store *s, const char *id, uint8_t **blob,
 	return 0;
 }
 
-static int ms_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+static int ms_origin(struct store *s, const char *id, struct store_mark *mark, char *err,
                      size_t errlen)
 {
 	struct mstore *ms = s->priv;
@@ -115,7 +115,8 @@ static int ms_origin(struct store *s, const char *id, bool *sandboxed, char *err
 	(void)errlen;
 	pthread_mutex_lock(&ms->mu);
 	i = ms_find(ms, id, &hit);
-	*sandboxed = hit && ms->v[i].sandboxed;
+	mark->sandboxed = hit && ms->v[i].sandboxed;
+	mark->seq = 0;   /* kept in a process only its user reaches: no counter */
 	pthread_mutex_unlock(&ms->mu);
 	return 0;
 }
@@ -141,7 +142,7 @@ static int ms_insert(struct mstore *ms, size_t i)
 }
 
 static int ms_save(struct store *s, const char *id, const uint8_t *blob,
-                   size_t len, bool sandboxed, char *err, size_t errlen)
+                   size_t len, const struct store_mark *mark, char *err, size_t errlen)
 {
 	struct mstore *ms = s->priv;
 	struct ment *e;
@@ -166,7 +167,7 @@ static int ms_save(struct store *s, const char *id, const uint8_t *blob,
 	free(e->blob);
 	e->blob = copy;
 	e->len = len;
-	e->sandboxed = sandboxed;
+	e->sandboxed = mark->sandboxed;
 	clock_gettime(CLOCK_REALTIME, &e->mtime);
 	copy = NULL;
 	ret = 0;

@@ -38,6 +38,8 @@ int main(int argc, char **argv)
 	static const size_t sizes[] = { 1024, 65536, 1 << 20, 50000000 };
 	char err[SIGN_ERR_MAX];
 	struct sign_key key;
+	struct sign_meta meta = { 1, false }, got;
+	size_t trailer;
 	double t[201];
 	int dirfd;
 
@@ -70,10 +72,11 @@ int main(int argc, char **argv)
 		for (int i = 0; i < runs; i++) {
 			double t0 = now();
 
-			sign_trailer(&key, "session", b, n, b + n);
+			sign_trailer(&key, "session", b, n, &meta, b + n);
 			t[i] = now() - t0;
 			t0 = now();
-			if (sign_verify(&key, "session", b, n + SIGN_TRAILER) != SIGN_OK)
+			if (sign_verify(&key, "session", b, n + SIGN_TRAILER, &got, &trailer) !=
+			    SIGN_OK)
 				return 1;
 			v[i] = now() - t0;
 		}

@@ -170,7 +170,7 @@ static int rs_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 }
 
 static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
-                   bool sandboxed, char *err, size_t errlen)
+                   const struct store_mark *mark, char *err, size_t errlen)
 {
 	struct wire_msg m;
 	int fd = memfd_create("dolsot-session", MFD_CLOEXEC), ret;
@@ -186,18 +186,19 @@ static int rs_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 		close(fd);
 		return -1;
 	}
-	ret = rs_ask(s->priv, WIRE_MEM_SAVE, sandboxed, id, &fd, 1, &m, err, errlen);
+	ret = rs_ask(s->priv, WIRE_MEM_SAVE, mark->sandboxed, id, &fd, 1, &m, err, errlen);
 	close(fd);
 	wire_close_fds(&m);
 	return ret;
 }
 
-static int rs_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+static int rs_origin(struct store *s, const char *id, struct store_mark *mark, char *err,
                      size_t errlen)
 {
 	struct wire_msg m;
 
-	*sandboxed = true;
+	mark->sandboxed = true;
+	mark->seq = 0;   /* the server keeps no counter (store_mem.c) */
 	if (rs_ask(s->priv, WIRE_MEM_ORIGIN, 0, id, NULL, 0, &m, err, errlen) < 0)
 		return -1;
 	wire_close_fds(&m);
@@ -205,7 +206,7 @@ static int rs_origin(struct store *s, const char *id, bool *sandboxed, char *err
 		snprintf(err, errlen, "cannot tell who wrote session '%s': bad answer", id);
 		return -1;
 	}
-	*sandboxed = m.a != 0;
+	mark->sandboxed = m.a != 0;
 	return 0;
 }
 

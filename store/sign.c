@@ -32,11 +32,15 @@
 #include <openssl/sha.h>
 
 #include "fdio.h"
+#include "le.h"
 
 #define KEY_BYTES ((size_t)32)  /* random bytes of a key dolsot makes (64 hex) */
-#define DOMAIN "dolsot session v1"
+#define DOMAIN_V1 "dolsot session v1"
+#define DOMAIN_V2 "dolsot session v2"
+#define MAGIC_STEM 6            /* "DLSSIG", then the version and a zero */
 
-static const uint8_t magic[SIGN_TRAILER - SIGN_MAC_LEN] = { 'D', 'L', 'S', 'S', 'I', 'G', 1, 0 };
+static const uint8_t magic_v1[SIGN_MAGIC_LEN] = { 'D', 'L', 'S', 'S', 'I', 'G', 1, 0 };
+static const uint8_t magic_v2[SIGN_MAGIC_LEN] = { 'D', 'L', 'S', 'S', 'I', 'G', 2, 0 };
 
 /* The padded key block K0 of RFC 2104. */
 static void key_block(const uint8_t *k, size_t klen, uint8_t block[64])
@@ -93,36 +97,77 @@ void sign_hmac(const uint8_t *k, size_t klen, const uint8_t *msg, size_t n,
 	OPENSSL_cleanse(block, sizeof(block));
 }
 
-static void session_mac(const struct sign_key *key, const char *id, const uint8_t *blob,
-                        size_t n, uint8_t mac[SIGN_MAC_LEN])
+/* The MAC of blob[0..n) under id, in the domain of a trailer version, with
+ * meta (NULL for version 1) after the blob. */
+static void session_mac(const struct sign_key *key, const char *domain, const char *id,
+                        const uint8_t *blob, size_t n, const uint8_t *meta,
+                        uint8_t mac[SIGN_MAC_LEN])
 {
 	SHA256_CTX in, out;
 
 	hmac_begin(key->block, &in, &out);
-	SHA256_Update(&in, DOMAIN, sizeof(DOMAIN));      /* with its NUL */
-	SHA256_Update(&in, id, strlen(id) + 1);          /* ids hold no NUL */
+	SHA256_Update(&in, domain, strlen(domain) + 1);   /* with its NUL */
+	SHA256_Update(&in, id, strlen(id) + 1);           /* ids hold no NUL */
 	SHA256_Update(&in, blob, n);
+	if (meta)
+		SHA256_Update(&in, meta, SIGN_META_LEN);
 	hmac_end(&in, &out, mac);
 }
 
 void sign_trailer(const struct sign_key *key, const char *id, const uint8_t *blob,
-                  size_t n, uint8_t out[SIGN_TRAILER])
+                  size_t n, const struct sign_meta *meta, uint8_t out[SIGN_TRAILER])
 {
-	session_mac(key, id, blob, n, out);
-	memcpy(out + SIGN_MAC_LEN, magic, sizeof(magic));
+	memset(out, 0, SIGN_META_LEN);
+	le_put_u64(out, meta->seq);
+	out[8] = meta->sandboxed ? 1 : 0;
+	session_mac(key, DOMAIN_V2, id, blob, n, out, out + SIGN_META_LEN);
+	memcpy(out + SIGN_META_LEN + SIGN_MAC_LEN, magic_v2, sizeof(magic_v2));
+}
+
+/* Whether stored[0..n) ends with a proper prefix of a magic (its first
+ * bytes at least), as a trailer cut short does. */
+static bool magic_cut(const uint8_t *stored, size_t n)
+{
+	for (size_t k = SIGN_MAGIC_LEN - 1; k >= 1; k--) {
+		if (n < k || memcmp(stored + n - k, magic_v2, k < MAGIC_STEM ? k : MAGIC_STEM) != 0)
+			continue;
+		if (k <= MAGIC_STEM || stored[n - 1] == 1 || stored[n - 1] == 2)
+			return true;
+	}
+	return false;
 }
 
 enum sign_verdict sign_verify(const struct sign_key *key, const char *id,
-                              const uint8_t *stored, size_t n)
+                              const uint8_t *stored, size_t n, struct sign_meta *meta,
+                              size_t *trailer)
 {
 	uint8_t mac[SIGN_MAC_LEN];
+	const uint8_t *end = stored + n - SIGN_MAGIC_LEN;
 	size_t blob;
 
-	if (n < SIGN_TRAILER || memcmp(stored + n - sizeof(magic), magic, sizeof(magic)) != 0)
-		return SIGN_UNSIGNED;
-	blob = n - SIGN_TRAILER;
-	session_mac(key, id, stored, blob, mac);
-	return CRYPTO_memcmp(mac, stored + blob, SIGN_MAC_LEN) == 0 ? SIGN_OK : SIGN_MISMATCH;
+	memset(meta, 0, sizeof(*meta));
+	*trailer = 0;
+	if (n >= SIGN_TRAILER && memcmp(end, magic_v2, SIGN_MAGIC_LEN) == 0) {
+		blob = n - SIGN_TRAILER;
+		session_mac(key, DOMAIN_V2, id, stored, blob, stored + blob, mac);
+		if (CRYPTO_memcmp(mac, stored + blob + SIGN_META_LEN, SIGN_MAC_LEN) != 0)
+			return SIGN_MISMATCH;
+		meta->seq = le_get_u64(stored + blob);
+		meta->sandboxed = stored[blob + 8] != 0;   /* any other value: the safe side */
+		*trailer = SIGN_TRAILER;
+		return SIGN_OK;
+	}
+	if (n >= SIGN_TRAILER_V1 && memcmp(end, magic_v1, SIGN_MAGIC_LEN) == 0) {
+		blob = n - SIGN_TRAILER_V1;
+		session_mac(key, DOMAIN_V1, id, stored, blob, NULL, mac);
+		if (CRYPTO_memcmp(mac, stored + blob, SIGN_MAC_LEN) != 0)
+			return SIGN_MISMATCH;
+		*trailer = SIGN_TRAILER_V1;
+		return SIGN_OK;
+	}
+	if (n < SIGN_TRAILER_V1 || magic_cut(stored, n))
+		return SIGN_TRUNCATED;
+	return SIGN_UNSIGNED;
 }
 
 const char *sign_verdict_reason(enum sign_verdict v)
@@ -131,6 +176,9 @@ const char *sign_verdict_reason(enum sign_verdict v)
 	case SIGN_UNSIGNED:
 		return "it carries no signature (it was written before dolsot signed "
 		       "sessions, or not by dolsot), so it was not loaded";
+	case SIGN_TRUNCATED:
+		return "it is truncated (its stored bytes end before the end of its "
+		       "signature), so it was not loaded";
 	case SIGN_MISMATCH:
 		return "its signature does not match (the bytes were changed, copied from "
 		       "another session, or signed with another key: see DOLSOT_SESSION_KEY), "
@@ -198,6 +246,7 @@ static int read_key_file(int dirfd, const char *name, const char *shown,
 		if (n && text[n - 1] == '\n')
 			n--;
 		ret = set_key(text, n, "the session key file", key, err, errlen);
+		key->made = st.st_mtim;
 		OPENSSL_cleanse(text, n);
 	}
 	free(text);
@@ -207,7 +256,8 @@ static int read_key_file(int dirfd, const char *name, const char *shown,
 	return ret;
 }
 
-/* Make SIGN_KEY_FILE in dirfd with a fresh key, unless one is there. */
+/* Make SIGN_KEY_FILE in dirfd with a fresh key, unless one is there:
+ * 1 when ours is the one linked, 0 when another was there first. */
 static int make_key_file(int dirfd, char *err, size_t errlen)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -249,7 +299,7 @@ static int make_key_file(int dirfd, char *err, size_t errlen)
 		goto fail;
 	}
 	(void)fsync(dirfd);
-	return 0;
+	return linked == 0;
 fail:
 	errsv = errno;
 	snprintf(err, errlen, "cannot make the session key file %s: %s: %s", SIGN_KEY_FILE,
@@ -261,11 +311,18 @@ fail:
 int sign_key_open(const char *spec, int dirfd, struct sign_key *key, char *err,
                   size_t errlen)
 {
+	int made;
+
+	memset(key, 0, sizeof(*key));
 	if (sign_key_inline(spec))
 		return set_key((const uint8_t *)spec, strlen(spec), "DOLSOT_SESSION_KEY", key,
 		               err, errlen);
-	if (spec && spec[0])
-		return read_key_file(AT_FDCWD, spec, spec, key, err, errlen);
+	if (spec && spec[0]) {
+		int ret = read_key_file(AT_FDCWD, spec, spec, key, err, errlen);
+
+		key->made = (struct timespec){ 0, 0 };   /* the caller's own file */
+		return ret;
+	}
 	if (dirfd < 0) {
 		snprintf(err, errlen, "this store has no directory to keep a session key "
 		         "file in: set DOLSOT_SESSION_KEY");
@@ -273,7 +330,8 @@ int sign_key_open(const char *spec, int dirfd, struct sign_key *key, char *err,
 	}
 	if (read_key_file(dirfd, SIGN_KEY_FILE, SIGN_KEY_FILE, key, err, errlen) == 0)
 		return 0;
-	if (errno != ENOENT || make_key_file(dirfd, err, errlen) < 0)
+	if (errno != ENOENT || (made = make_key_file(dirfd, err, errlen)) < 0)
 		return -1;
+	key->fresh = made == 1;
 	return read_key_file(dirfd, SIGN_KEY_FILE, SIGN_KEY_FILE, key, err, errlen);
 }

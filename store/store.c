@@ -49,18 +49,23 @@ int store_save(struct store *s, const char *id,
                const uint8_t *blob, size_t len, bool sandboxed,
                char *err, size_t errlen)
 {
+	struct store_mark mark = { sandboxed, 0 };
+
 	if (!store_id_valid(id, err, errlen))
 		return -1;
-	return s->ops->save(s, id, blob, len, sandboxed, err, errlen);
+	return s->ops->save(s, id, blob, len, &mark, err, errlen);
 }
 
 int store_origin(struct store *s, const char *id, bool *sandboxed,
                  char *err, size_t errlen)
 {
-	*sandboxed = true;
-	if (!store_id_valid(id, err, errlen))
-		return -1;
-	return s->ops->origin(s, id, sandboxed, err, errlen);
+	struct store_mark mark = { true, 0 };
+	int ret = -1;
+
+	if (store_id_valid(id, err, errlen))
+		ret = s->ops->origin(s, id, &mark, err, errlen);
+	*sandboxed = ret < 0 || mark.sandboxed;
+	return ret;
 }
 
 int store_del(struct store *s, const char *id,
@@ -87,6 +92,7 @@ int store_lock(struct store *s, const char *id, long timeout_ms,
 
 void store_unlock(struct store *s, struct store_lock *lk)
 {
+	s->next_id[0] = '\0';   /* a counter learnt under the lock goes with it */
 	s->ops->unlock(s, lk);
 }
 
@@ -174,24 +180,128 @@ static int need_key(const struct store *s, const char *id, char *err, size_t err
 	return -1;
 }
 
-/* 0 when stored[0..n) is id's, signed with the store's key; else -1 with
- * the refusal, which names the reset. */
-static int check_signed(const struct store *s, const char *id, const uint8_t *stored,
-                        size_t n, char *err, size_t errlen)
+/* When id was last saved, as the store lists it; -1 when it cannot say. */
+static int saved_at(struct store *s, const char *id, struct timespec *t)
 {
-	enum sign_verdict v = sign_verify(s->key, id, stored, n);
+	char err[STORE_ERR_MAX];
+	struct session_info *info = NULL;
+	size_t n = 0;
+	int ret = -1;
 
-	if (v == SIGN_OK)
+	if (s->ops->list(s, &info, &n, err, sizeof(err)) < 0)
+		return -1;
+	for (size_t i = 0; i < n && ret < 0; i++)
+		if (strcmp(info[i].id, id) == 0) {
+			*t = info[i].mtime;
+			ret = 0;
+		}
+	free(info);
+	return ret;
+}
+
+static void utc_text(const struct timespec *t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t->tv_sec, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "%lld s after the epoch", (long long)t->tv_sec);
+}
+
+/*
+ * A signature that does not match the store's own key file, when that file
+ * is newer than the session: the key the session was signed with went
+ * missing and a new one was made (or another put there).  The session is
+ * then most likely fine, and comes back with the old key, so the message
+ * says that and never names --reset.  Newer: made by this very call, or
+ * in a later second than the session's last save (stores list whole
+ * seconds).  0 with err written, -1 when not so.
+ */
+static int key_newer(struct store *s, const char *id, char *err, size_t errlen)
+{
+	const struct sign_key *k = s->key;
+	char dir[4096], link[64], made[64], saved[64];
+	struct timespec t;
+	ssize_t n;
+
+	if (!k->made.tv_sec || s->home < 0 || saved_at(s, id, &t) < 0 ||
+	    (!k->fresh && t.tv_sec >= k->made.tv_sec))
+		return -1;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", s->home);
+	n = readlink(link, dir, sizeof(dir) - 1);
+	if (n < 0)
+		snprintf(dir, sizeof(dir), "the session directory");
+	else
+		dir[n] = '\0';
+	utc_text(&k->made, made, sizeof(made));
+	utc_text(&t, saved, sizeof(saved));
+	snprintf(err, errlen, "session '%s' cannot be loaded: it was signed with another key "
+	         "than the session key file %s/%s, which is newer than the session: that file "
+	         "was made %s%s, after the session's last save (%s); the session is kept as it "
+	         "is, and loads again under the key it was signed with: put that key back in "
+	         "that file, or name it with DOLSOT_SESSION_KEY", id, dir, SIGN_KEY_FILE,
+	         k->fresh ? "by this call, as none was there, at " : "at ", made, saved);
+	errno = EBADMSG;
+	return 0;
+}
+
+/*
+ * 0 when stored[0..n) is id's, signed with the store's key, and not an
+ * earlier save than the one rec (the store's record) says was committed
+ * last: *meta what the trailer signed and *trailer its size.  Else -1 with
+ * the refusal, which names the reset (unless the key is newer).
+ */
+static int check_signed(struct store *s, const char *id, const uint8_t *stored, size_t n,
+                        const struct store_mark *rec, struct sign_meta *meta,
+                        size_t *trailer, char *err, size_t errlen)
+{
+	enum sign_verdict v = sign_verify(s->key, id, stored, n, meta, trailer);
+	char why[320];
+
+	if (v == SIGN_OK && meta->seq >= rec->seq)
 		return 0;
+	errno = EBADMSG;
+	if (v == SIGN_MISMATCH && key_newer(s, id, err, errlen) == 0)
+		return -1;
+	if (v != SIGN_OK)
+		snprintf(why, sizeof(why), "%s", sign_verdict_reason(v));
+	else if (meta->seq)
+		snprintf(why, sizeof(why), "it is an earlier save (number %" PRIu64 ") than the "
+		         "one the store last committed (number %" PRIu64 "), put back by "
+		         "someone who can write the store, so it was not loaded", meta->seq,
+		         rec->seq);
+	else
+		snprintf(why, sizeof(why), "it is an earlier save (signed before dolsot numbered "
+		         "saves) than the one the store last committed (number %" PRIu64 "), "
+		         "put back by someone who can write the store, so it was not loaded",
+		         rec->seq);
 	snprintf(err, errlen, "session '%s' cannot be loaded: %s; run 'dolsot --reset %s' "
-	         "to start it afresh", id, sign_verdict_reason(v), id);
+	         "to start it afresh", id, why, id);
 	errno = EBADMSG;
 	return -1;
 }
 
+/* Who wrote a session: its signature's meta (when its trailer has one)
+ * and the store's record rec. */
+/* What a verified load learnt beside the blob. */
+struct loaded {
+	struct store_mark rec;  /* the store's record */
+	struct sign_meta meta;  /* the signature's */
+	size_t trailer;         /* the trailer's size */
+};
+
+static enum store_origin origin_of(const struct sign_meta *meta, size_t trailer,
+                                   const struct store_mark *rec)
+{
+	bool signed_sb = trailer == SIGN_TRAILER && meta->sandboxed;
+
+	if (signed_sb && !rec->sandboxed)
+		return STORE_ORIGIN_DISPUTED;
+	return signed_sb || rec->sandboxed ? STORE_ORIGIN_SANDBOXED : STORE_ORIGIN_HOST;
+}
+
 /* The verified blob of a store without fds, in a memfd. */
 static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
-                      bool *found, char *err, size_t errlen)
+                      bool *found, struct loaded *l, char *err, size_t errlen)
 {
 	uint8_t *blob = NULL;
 	int errsv;
@@ -202,12 +312,13 @@ static int memfd_blob(struct store *s, const char *id, int *fd, size_t *len,
 		free(blob);
 		return 0;
 	}
-	if (check_signed(s, id, blob, *len, err, errlen) < 0) {
+	if (check_signed(s, id, blob, *len, &l->rec, &l->meta, &l->trailer, err,
+	                 errlen) < 0) {
 		*found = false;
 		free(blob);
 		return -1;
 	}
-	*len -= SIGN_TRAILER;
+	*len -= l->trailer;
 	*fd = memfd_create("dolsot-session", MFD_CLOEXEC);
 	if (*fd < 0 || fd_write_all(*fd, blob, *len) < 0) {
 		errsv = errno;
@@ -255,13 +366,13 @@ static int copy_to_memfd(const char *id, int *fd, size_t len, char *err,
 }
 
 /* Verify the memfd copy *fd (len bytes) and cut its trailer off. */
-static int verify_memfd(struct store *s, const char *id, int fd, size_t *len, char *err,
-                        size_t errlen)
+static int verify_memfd(struct store *s, const char *id, int fd, size_t *len,
+                        struct loaded *l, char *err, size_t errlen)
 {
 	void *p = NULL;
 	int ret, errsv;
 
-	if (*len >= SIGN_TRAILER) {
+	if (*len > 0) {
 		p = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
 		if (p == MAP_FAILED) {
 			errsv = errno;
@@ -271,12 +382,13 @@ static int verify_memfd(struct store *s, const char *id, int fd, size_t *len, ch
 			return -1;
 		}
 	}
-	ret = check_signed(s, id, p, *len, err, errlen);
+	ret = check_signed(s, id, p ? p : (const void *)"", *len, &l->rec, &l->meta,
+	                   &l->trailer, err, errlen);
 	if (p)
 		munmap(p, *len);
 	if (ret < 0)
 		return -1;
-	*len -= SIGN_TRAILER;
+	*len -= l->trailer;
 	if (ftruncate(fd, (off_t)*len) < 0) {
 		errsv = errno;
 		snprintf(err, errlen, "cannot load session '%s': ftruncate: %s", id,
@@ -287,24 +399,33 @@ static int verify_memfd(struct store *s, const char *id, int fd, size_t *len, ch
 	return 0;
 }
 
+/* The stored session's verified copy (see store_open_blob), and what was
+ * learnt beside it into *l; the next save of id is numbered from both. */
 static int open_verified(struct store *s, const char *id, int *fd, size_t *len,
-                         bool *found, char *err, size_t errlen)
+                         bool *found, struct loaded *l, char *err, size_t errlen)
 {
 	*fd = -1;
 	*len = 0;
 	*found = false;
-	if (!store_id_valid(id, err, errlen) || need_key(s, id, err, errlen) < 0)
+	memset(l, 0, sizeof(*l));
+	if (!store_id_valid(id, err, errlen) || need_key(s, id, err, errlen) < 0 ||
+	    s->ops->origin(s, id, &l->rec, err, errlen) < 0)
 		return -1;
-	if (!s->ops->open_blob)
-		return memfd_blob(s, id, fd, len, found, err, errlen);   /* a copy already */
-	if (s->ops->open_blob(s, id, fd, len, found, err, errlen) < 0)
-		return -1;
-	if (*found && (copy_to_memfd(id, fd, *len, err, errlen) < 0 ||
-	               verify_memfd(s, id, *fd, len, err, errlen) < 0)) {
-		fd_close(fd);
-		*found = false;
-		return -1;
+	if (!s->ops->open_blob) {
+		if (memfd_blob(s, id, fd, len, found, l, err, errlen) < 0)   /* a copy already */
+			return -1;
+	} else {
+		if (s->ops->open_blob(s, id, fd, len, found, err, errlen) < 0)
+			return -1;
+		if (*found && (copy_to_memfd(id, fd, *len, err, errlen) < 0 ||
+		               verify_memfd(s, id, *fd, len, l, err, errlen) < 0)) {
+			fd_close(fd);
+			*found = false;
+			return -1;
+		}
 	}
+	snprintf(s->next_id, sizeof(s->next_id), "%s", id);
+	s->next_seq = (l->meta.seq > l->rec.seq ? l->meta.seq : l->rec.seq) + 1;
 	return 0;
 }
 
@@ -355,13 +476,17 @@ fail:
 }
 
 int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
-                        bool *found, uint8_t **rec, size_t *rec_len, char *err,
-                        size_t errlen)
+                        bool *found, uint8_t **rec, size_t *rec_len,
+                        enum store_origin *origin, char *err, size_t errlen)
 {
+	struct loaded l;
+
 	*rec = NULL;
 	*rec_len = 0;
-	if (open_verified(s, id, fd, len, found, err, errlen) < 0)
+	*origin = STORE_ORIGIN_SANDBOXED;
+	if (open_verified(s, id, fd, len, found, &l, err, errlen) < 0)
 		return -1;
+	*origin = origin_of(&l.meta, l.trailer, &l.rec);
 	if (*found && cut_record(id, *fd, len, rec, rec_len, err, errlen) < 0) {
 		fd_close(fd);
 		*found = false;
@@ -373,9 +498,11 @@ int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
 int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool *found,
                     char *err, size_t errlen)
 {
+	enum store_origin origin;
 	uint8_t *rec;
 	size_t rec_len;
-	int ret = store_open_blob_rec(s, id, fd, len, found, &rec, &rec_len, err, errlen);
+	int ret = store_open_blob_rec(s, id, fd, len, found, &rec, &rec_len, &origin, err,
+	                              errlen);
 
 	free(rec);
 	return ret;
@@ -439,6 +566,8 @@ static int commit_memfd(struct store *s, struct store_save *sv, size_t len,
                         const uint8_t *rec, size_t rec_len, char *err, size_t errlen)
 {
 	size_t total = len + rec_len + SIGN_TRAILER;
+	struct sign_meta meta = { sv->seq, sv->sandboxed };
+	struct store_mark mark = { sv->sandboxed, sv->seq };
 	struct stat st;
 	uint8_t *p;
 	int ret, errsv;
@@ -458,8 +587,8 @@ static int commit_memfd(struct store *s, struct store_save *sv, size_t len,
 	}
 	if (rec_len)
 		memcpy(p + len, rec, rec_len);
-	sign_trailer(s->key, sv->id, p, len + rec_len, p + len + rec_len);
-	ret = s->ops->save(s, sv->id, p, total, sv->sandboxed, err, errlen);
+	sign_trailer(s->key, sv->id, p, len + rec_len, &meta, p + len + rec_len);
+	ret = s->ops->save(s, sv->id, p, total, &mark, err, errlen);
 	errsv = errno;
 	munmap(p, total);
 	store_save_abort(s, sv);
@@ -473,6 +602,7 @@ static int sign_save_file(struct store *s, struct store_save *sv, size_t len,
                           const uint8_t *rec, size_t rec_len, char *err, size_t errlen)
 {
 	uint8_t trailer[SIGN_TRAILER];
+	struct sign_meta meta = { sv->seq, sv->sandboxed };
 	size_t signed_len = len + rec_len;
 	struct stat st;
 	void *p = NULL;
@@ -489,7 +619,7 @@ static int sign_save_file(struct store *s, struct store_save *sv, size_t len,
 		if (p == MAP_FAILED)
 			return store_save_fail(s, sv, "mmap", errno, err, errlen);
 	}
-	sign_trailer(s->key, sv->id, p, signed_len, trailer);
+	sign_trailer(s->key, sv->id, p, signed_len, &meta, trailer);
 	if (p)
 		munmap(p, signed_len);
 	errno = 0;
@@ -515,22 +645,46 @@ int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *
 	return store_save_commit_rec(s, sv, len, NULL, 0, err, errlen);
 }
 
+/* sv->seq: one more than the last committed save of sv->id, as its last
+ * load under this lock learnt it, or else as the store recorded it. */
+static int number_save(struct store *s, struct store_save *sv, char *err, size_t errlen)
+{
+	struct store_mark rec = { false, 0 };
+
+	if (strcmp(s->next_id, sv->id) == 0) {
+		sv->seq = s->next_seq;
+		return 0;
+	}
+	if (s->ops->origin(s, sv->id, &rec, err, errlen) < 0)
+		return -1;
+	sv->seq = rec.seq + 1;
+	return 0;
+}
+
 int store_save_commit_rec(struct store *s, struct store_save *sv, size_t len,
                           const uint8_t *rec, size_t rec_len, char *err, size_t errlen)
 {
+	int ret;
+
 	if (sv->max && (uint64_t)len > sv->max) {
 		store_save_abort(s, sv);
 		return store_save_too_big(sv, len, err, errlen);
 	}
-	if (need_key(s, sv->id, err, errlen) < 0) {
+	if (need_key(s, sv->id, err, errlen) < 0 || number_save(s, sv, err, errlen) < 0) {
 		store_save_abort(s, sv);
 		return -1;
 	}
 	if (!sv->priv)
-		return commit_memfd(s, sv, len, rec, rec_len, err, errlen);
-	if (sign_save_file(s, sv, len, rec, rec_len, err, errlen) < 0)
+		ret = commit_memfd(s, sv, len, rec, rec_len, err, errlen);
+	else if (sign_save_file(s, sv, len, rec, rec_len, err, errlen) < 0)
 		return -1;
-	return s->ops->save_commit(s, sv, len + rec_len + SIGN_TRAILER, err, errlen);
+	else
+		ret = s->ops->save_commit(s, sv, len + rec_len + SIGN_TRAILER, err, errlen);
+	if (ret == 0) {
+		snprintf(s->next_id, sizeof(s->next_id), "%s", sv->id);
+		s->next_seq = sv->seq + 1;
+	}
+	return ret;
 }
 
 void store_save_abort(struct store *s, struct store_save *sv)
@@ -577,14 +731,18 @@ static int exists(struct store *s, const char *id, bool *found, char *err, size_
 int store_fork(struct store *s, const char *src, const char *dst, bool replace,
                size_t *len, char *err, size_t errlen)
 {
-	uint8_t *blob = NULL;
-	bool found, sandboxed;
+	uint8_t *blob = NULL, *grown;
+	struct store_save sv = { .fd = -1 };
+	struct loaded l = { { false, 0 }, { 0, false }, 0 };
+	struct store_mark mark;
+	bool found;
 	int ret = -1;
 
 	*len = 0;
 	if (!store_id_valid(src, err, errlen) || !store_id_valid(dst, err, errlen) ||
 	    need_key(s, dst, err, errlen) < 0)
 		return -1;
+	snprintf(sv.id, sizeof(sv.id), "%s", dst);
 	if (!replace) {
 		if (exists(s, dst, &found, err, errlen) < 0)
 			return -1;
@@ -596,7 +754,8 @@ int store_fork(struct store *s, const char *src, const char *dst, bool replace,
 			return -1;
 		}
 	}
-	if (s->ops->load(s, src, &blob, len, &found, err, errlen) < 0)
+	if (s->ops->origin(s, src, &l.rec, err, errlen) < 0 ||
+	    s->ops->load(s, src, &blob, len, &found, err, errlen) < 0)
 		return -1;
 	if (!found) {
 		snprintf(err, errlen, "cannot fork session '%s': there is no such session", src);
@@ -605,12 +764,22 @@ int store_fork(struct store *s, const char *src, const char *dst, bool replace,
 	}
 	/* The copy keeps where the bytes came from: a sandboxed call's stay
 	 * refused outside the sandbox under their new id too. */
-	if (check_signed(s, src, blob, *len, err, errlen) < 0 ||
-	    s->ops->origin(s, src, &sandboxed, err, errlen) < 0)
+	if (check_signed(s, src, blob, *len, &l.rec, &l.meta, &l.trailer, err, errlen) < 0 ||
+	    number_save(s, &sv, err, errlen) < 0)
 		goto out;
-	sign_trailer(s->key, dst, blob, *len - SIGN_TRAILER, blob + *len - SIGN_TRAILER);
-	ret = s->ops->save(s, dst, blob, *len, sandboxed, err, errlen);
-	*len -= SIGN_TRAILER;
+	*len -= l.trailer;
+	grown = realloc(blob, *len + SIGN_TRAILER);
+	if (!grown) {
+		snprintf(err, errlen, "cannot fork session '%s': out of memory", src);
+		errno = ENOMEM;
+		goto out;
+	}
+	blob = grown;
+	mark.sandboxed = origin_of(&l.meta, l.trailer, &l.rec) != STORE_ORIGIN_HOST;
+	mark.seq = sv.seq;
+	sign_trailer(s->key, dst, blob, *len,
+	             &(struct sign_meta){ mark.seq, mark.sandboxed }, blob + *len);
+	ret = s->ops->save(s, dst, blob, *len + SIGN_TRAILER, &mark, err, errlen);
 out:
 	free(blob);
 	return ret;

@@ -47,11 +47,14 @@ static inline int store_home(const struct store *s)
 int store_load(struct store *s, const char *id, uint8_t **blob,
                size_t *len, bool *found, char *err, size_t errlen);
 
+/* The stored bytes as they are (trailer included), recorded with the
+ * origin sandboxed and no save counter. */
 int store_save(struct store *s, const char *id,
                const uint8_t *blob, size_t len, bool sandboxed,
                char *err, size_t errlen);
 
-/* See store_ops.origin. */
+/* The store's own record of who last wrote id (store_ops.origin), without
+ * its signature's say: see store_open_blob_rec for both. */
 int store_origin(struct store *s, const char *id, bool *sandboxed,
                  char *err, size_t errlen);
 
@@ -89,12 +92,28 @@ int store_sign_with(struct store *s, const char *spec, char *err, size_t errlen)
 int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool *found,
                     char *err, size_t errlen);
 
-/* store_open_blob, and the session's call-id record (callrec.h), which
+/* Who last wrote a session, as its signature and the store's record of it
+ * (store_ops.origin) say together. */
+enum store_origin {
+	STORE_ORIGIN_HOST,      /* an unsandboxed call, by both */
+	STORE_ORIGIN_SANDBOXED, /* a sandboxed call, by either (or the record of a
+	                         * session signed before the origin was) */
+	STORE_ORIGIN_DISPUTED,  /* a sandboxed call by its signature, an unsandboxed
+	                         * one by the record: someone without the key
+	                         * changed the record */
+};
+
+/*
+ * store_open_blob, and the session's call-id record (callrec.h), which
  * the blob in *fd no longer holds, into *rec (malloc'd; NULL and 0 when
- * it has none). */
+ * it has none), and who wrote it into *origin (a session that does not
+ * exist: its record's say).  A session whose save counter is below the
+ * one the store recorded at its last commit (an earlier save put back) is
+ * refused like a bad signature.
+ */
 int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
-                        bool *found, uint8_t **rec, size_t *rec_len, char *err,
-                        size_t errlen);
+                        bool *found, uint8_t **rec, size_t *rec_len,
+                        enum store_origin *origin, char *err, size_t errlen);
 
 /*
  * Begin a save of id: sv->fd is an empty file to write the session into.

@@ -346,28 +346,31 @@ static int cmd_load(struct store *s, const char *id, uint8_t **blob, size_t *len
 	return 0;
 }
 
-static int cmd_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+/* The helper keeps the origin line with the bytes, and no counter: a file
+ * of an earlier save put back brings its own line along. */
+static int cmd_origin(struct store *s, const char *id, struct store_mark *mark, char *err,
                       size_t errlen)
 {
 	struct cmd_store *cs = s->priv;
 
-	*sandboxed = true;
+	mark->sandboxed = true;
+	mark->seq = 0;
 	if (fetch(cs, id, err, errlen) < 0)
 		return -1;
-	*sandboxed = cs->cached_found &&
-	             memcmp(cs->cached, origin_sandboxed, ORIGIN_LEN) == 0;
+	mark->sandboxed = cs->cached_found &&
+	                  memcmp(cs->cached, origin_sandboxed, ORIGIN_LEN) == 0;
 	return 0;
 }
 
 static int cmd_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
-                    bool sandboxed, char *err, size_t errlen)
+                    const struct store_mark *mark, char *err, size_t errlen)
 {
 	struct cmd_store *cs = s->priv;
 	struct run r;
 	int ret = 0;
 
 	drop_cache(cs);
-	if (run_helper(cs, "save", id, sandboxed ? origin_sandboxed : origin_host, blob, len,
+	if (run_helper(cs, "save", id, mark->sandboxed ? origin_sandboxed : origin_host, blob, len,
 	               &r, err, errlen) < 0)
 		return -1;
 	if (!exited(&r, 0)) {

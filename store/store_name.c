@@ -143,3 +143,19 @@ int store_name_user_dir(char *buf, size_t len)
 	}
 	return 0;
 }
+
+uint64_t store_name_seq(const char *text, size_t len)
+{
+	uint64_t v = 0;
+
+	if (len == 0)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		uint64_t d = (uint64_t)(text[i] - '0');
+
+		if (text[i] < '0' || text[i] > '9' || v > (UINT64_MAX - d) / 10)
+			return 0;
+		v = v * 10 + d;
+	}
+	return v;
+}

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store_ops.h"
 
@@ -52,5 +53,13 @@ bool store_id_valid(const char *id, char *err, size_t errlen);
  * buf.  Returns 0, or -1 (ENAMETOOLONG) when it does not fit in len.
  */
 int store_name_user_dir(char *buf, size_t len);
+
+/*
+ * A save counter recorded as text beside a session (store_ops.h's
+ * store_mark.seq: FileStore's ID.lock, Redis's seq field): text[0..len),
+ * decimal digits only, no more than UINT64_MAX.  Anyone who can write the
+ * store writes these bytes: anything else is 0, none recorded.
+ */
+uint64_t store_name_seq(const char *text, size_t len);
 
 #endif

@@ -37,6 +37,17 @@ struct session_info {
 	struct timespec mtime;  /* last written */
 };
 
+/*
+ * What the client records beside a session's bytes at each commit, in the
+ * store's own metadata; the session's signature holds the same (sign.h),
+ * and store.c compares the two at every load.
+ */
+struct store_mark {
+	bool sandboxed;         /* a sandboxed call wrote it (see origin) */
+	uint64_t seq;           /* the save counter of the last commit; 0: none
+	                         * recorded (or a store that keeps none) */
+};
+
 /* A session lock held from load to save; released by store_unlock(). */
 struct store_lock {
 	void *priv;             /* the backend's hold on it; NULL when none */
@@ -52,6 +63,7 @@ struct store;
 struct store_save {
 	int fd;                 /* where the new session goes; -1 when none */
 	bool sandboxed;         /* record that a sandboxed call wrote it (see origin) */
+	uint64_t seq;           /* the save counter it is signed with (store.c's) */
 	uint64_t max;           /* the most bytes it may hold; 0: no bound */
 	char id[STORE_ID_MAX + 1];
 	/* The backend's state for this save: set (never NULL) by its
@@ -65,17 +77,19 @@ struct store_ops {
 	int (*load)(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	            bool *found, char *err, size_t errlen);
 	/* Atomic and durable: afterwards the session is the new bytes, or the old
-	 * ones on failure.  sandboxed is its origin, as origin reports it. */
+	 * ones on failure.  mark is recorded with it, as origin reports it. */
 	int (*save)(struct store *s, const char *id, const uint8_t *blob, size_t len,
-	            bool sandboxed, char *err, size_t errlen);
+	            const struct store_mark *mark, char *err, size_t errlen);
 	/*
-	 * *sandboxed: the session was last written by a sandboxed call, so its
-	 * bytes are the cell's and loading them outside the sandbox would run
-	 * the cell's code there.  Only the client records it, in the store's own
-	 * metadata, never in anything a worker is handed; a store that cannot
-	 * tell says true.  False for a session that does not exist.
+	 * The mark recorded at the session's last commit.  mark->sandboxed: the
+	 * session was last written by a sandboxed call, so its bytes are the
+	 * cell's and loading them outside the sandbox would run the cell's code
+	 * there.  Only the client records it, in the store's own metadata, never
+	 * in anything a worker is handed; a store that cannot tell says true.
+	 * mark->seq: the save counter recorded with it, 0 when the store keeps
+	 * none.  False and 0 for a session that does not exist.
 	 */
-	int (*origin)(struct store *s, const char *id, bool *sandboxed, char *err,
+	int (*origin)(struct store *s, const char *id, struct store_mark *mark, char *err,
 	              size_t errlen);
 	/* id "all" removes every session of this store that no call has
 	 * locked (a locked one, and its save in progress, stay); *removed
@@ -103,10 +117,13 @@ struct store_ops {
 	 * save_begin: sv->fd is an empty file the session is written into, and
 	 * sv->priv the backend's state for it (never NULL); -1 leaves both unset.
 	 * save_commit: sv->fd holds exactly len bytes: make it the session,
-	 * atomically and durably, like save, with sv->sandboxed as its origin;
+	 * atomically and durably, like save, with sv->sandboxed and sv->seq as
+	 * its mark;
 	 * where the origin is a separate record, a sandboxed one is in place
 	 * before the bytes, and an unsandboxed one only after them, so a crash
-	 * between errs towards refusing.  save_abort: leave no trace.
+	 * between errs towards refusing; where the counter is, it is recorded
+	 * only after the bytes, so a crash between errs towards loading the new
+	 * ones (never towards refusing them).  save_abort: leave no trace.
 	 */
 	int (*open_blob)(struct store *s, const char *id, int *fd, size_t *len,
 	                 bool *found, char *err, size_t errlen);
@@ -126,6 +143,10 @@ struct store {
 	/* The session key (sign.h, malloc'd): set by store.h's store_sign_with,
 	 * never by a backend; NULL until then. */
 	struct sign_key *key;
+	/* store.c's: the counter the next save of next_id is signed with, from
+	 * its last load there ("" when none). */
+	char next_id[STORE_ID_MAX + 1];
+	uint64_t next_seq;
 };
 
 static inline void store_close(struct store *s)

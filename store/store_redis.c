@@ -5,7 +5,8 @@
  * Keys, all under the prefix P (DOLSOT_REDIS_PREFIX, "dolsot:"):
  *   P session:ID   a hash: blob (the session's bytes), saved (the last
  *                  save, Unix time "SECONDS.NANOSECONDS"), sandboxed ("1"
- *                  when a sandboxed call wrote it, else "0"); it expires
+ *                  when a sandboxed call wrote it, else "0"), seq (the save
+ *                  counter the blob is signed with, decimal); it expires
  *                  DOLSOT_SESSION_TTL_DAYS after its last save
  *   P lock:ID      the session's lock: a random token, with a time to live
  *
@@ -58,7 +59,8 @@
 static const char save_script[] =
 	"if redis.call('get', KEYS[2]) ~= ARGV[1] then "
 	"return redis.error_reply('DOLSOT_LOCK_LOST') end "
-	"redis.call('hset', KEYS[1], 'blob', ARGV[2], 'saved', ARGV[3], 'sandboxed', ARGV[4]) "
+	"redis.call('hset', KEYS[1], 'blob', ARGV[2], 'saved', ARGV[3], 'sandboxed', ARGV[4], "
+	"'seq', ARGV[6]) "
 	"if ARGV[5] ~= '0' then redis.call('pexpire', KEYS[1], ARGV[5]) "
 	"else redis.call('persist', KEYS[1]) end "
 	"return 1";
@@ -293,14 +295,14 @@ static struct rd_lock *held_lock(const struct rd_store *rs, const char *id)
 }
 
 static int rd_save(struct store *s, const char *id, const uint8_t *blob, size_t len,
-                   bool sandboxed, char *err, size_t errlen)
+                   const struct store_mark *mark, char *err, size_t errlen)
 {
 	struct rd_store *rs = s->priv;
 	struct rd_lock *l = held_lock(rs, id);
-	char key[KEY_MAX], when[64], ttl[32];
+	char key[KEY_MAX], when[64], ttl[32], seq[32];
 	struct timespec now;
-	const char *argv[10];
-	size_t lens[10];
+	const char *argv[11];
+	size_t lens[11];
 	redisReply *r;
 
 	if (!l) {
@@ -313,6 +315,7 @@ static int rd_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 	clock_gettime(CLOCK_REALTIME, &now);
 	snprintf(when, sizeof(when), "%lld.%09ld", (long long)now.tv_sec, now.tv_nsec);
 	snprintf(ttl, sizeof(ttl), "%lld", rs->ttl_ms);
+	snprintf(seq, sizeof(seq), "%" PRIu64, mark->seq);
 	argv[0] = "EVAL";
 	argv[1] = save_script;
 	argv[2] = "2";
@@ -321,12 +324,13 @@ static int rd_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 	argv[5] = l->token;
 	argv[6] = len ? (const char *)blob : "";
 	argv[7] = when;
-	argv[8] = sandboxed ? "1" : "0";
+	argv[8] = mark->sandboxed ? "1" : "0";
 	argv[9] = ttl;
-	for (int i = 0; i < 10; i++)
+	argv[10] = seq;
+	for (int i = 0; i < 11; i++)
 		lens[i] = strlen(argv[i]);
 	lens[6] = len;
-	r = rd_run(rs, &rs->c, "save", 10, argv, lens, err, errlen);
+	r = rd_run(rs, &rs->c, "save", 11, argv, lens, err, errlen);
 	if (!r)
 		return save_failed(rs, id, len, err, errlen);
 	freeReplyObject(r);
@@ -366,26 +370,30 @@ static int rd_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	return 0;
 }
 
-static int rd_origin(struct store *s, const char *id, bool *sandboxed, char *err,
+static int rd_origin(struct store *s, const char *id, struct store_mark *mark, char *err,
                      size_t errlen)
 {
 	struct rd_store *rs = s->priv;
 	char key[KEY_MAX];
-	const char *argv[] = { "HMGET", key, "sandboxed", "saved" };
+	const char *argv[] = { "HMGET", key, "sandboxed", "saved", "seq" };
 	redisReply *r;
 
 	key_of(rs, "session", id, key);
-	r = rd_run(rs, &rs->c, "origin", 4, argv, NULL, err, errlen);
+	r = rd_run(rs, &rs->c, "origin", 5, argv, NULL, err, errlen);
 	if (!r)
 		return -1;
-	*sandboxed = true;   /* cannot tell: the safe side */
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
-		const redisReply *sb = r->element[0], *saved = r->element[1];
+	mark->sandboxed = true;   /* cannot tell: the safe side */
+	mark->seq = 0;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 3) {
+		const redisReply *sb = r->element[0], *saved = r->element[1], *seq = r->element[2];
 
 		bool absent = sb->type == REDIS_REPLY_NIL && saved->type == REDIS_REPLY_NIL;
 
-		*sandboxed = !absent &&   /* no such session: false */
-		             !(sb->type == REDIS_REPLY_STRING && strcmp(sb->str, "0") == 0);
+		mark->sandboxed = !absent &&   /* no such session: false */
+		                  !(sb->type == REDIS_REPLY_STRING && strcmp(sb->str, "0") == 0);
+		/* Not a number (anyone can write the hash): none recorded. */
+		if (seq->type == REDIS_REPLY_STRING)
+			mark->seq = store_name_seq(seq->str, seq->len);
 	}
 	freeReplyObject(r);
 	return 0;

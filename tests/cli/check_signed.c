@@ -11,6 +11,10 @@
  * as anyone who reaches the store would write them.  The Redis store is
  * a redis-server the case starts on a free port (redis_helper.h), the
  * helper store the example helper, examples/dolsot-store-dir, run for real.
+ *
+ * What a writer without the key does to a shared store is done as another
+ * local user (CLI_TEST_USER): redis-cli against the server, which has no
+ * AUTH, and sh in the helper's directory, which it may write.
  */
 #include <check.h>
 #include <errno.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ck_run.h"
@@ -177,7 +182,7 @@ static uint8_t *signed_blob(const char *key, const char *id, const uint8_t *blob
 	ck_assert_msg(sign_key_open(key, dfd, &k, err, sizeof(err)) == 0, "%s", err);
 	close(dfd);
 	memcpy(out, blob, len);
-	sign_trailer(&k, id, blob, len, out + len);
+	sign_trailer(&k, id, blob, len, &(struct sign_meta){ 1000, false }, out + len);
 	*n = len + SIGN_TRAILER;
 	return out;
 }
@@ -310,9 +315,13 @@ START_TEST(session_key_from_the_environment)
 	run_on(sc, &r, with_a, (const char *const[]){ "--session", "k", "x", NULL });
 	ck_out(&r, "5\n");
 	cli_run_release(&r);
-	/* Without it, the store's own key file: another key. */
+	/* Without it, the store's own key file: another key (made by this
+	 * call when no warm server made it before, and then no reset is
+	 * suggested: see a_key_file_made_anew_says_so_and_keeps_the_sessions). */
 	RUN(sc, &r, "--session", "k", "x");
-	ck_refused(&r, "k", "signed with another key");
+	ck_code(&r, 1);
+	ck_err_has(&r, "dolsot: session 'k' cannot be loaded: ");
+	ck_err_has(&r, "signed with another key");
 	cli_run_release(&r);
 	/* The same key in a file named by path. */
 	snprintf(keyfile, sizeof(keyfile), "%s/key", fx.tmp);
@@ -480,6 +489,227 @@ START_TEST(opposite_forks_do_not_deadlock)
 }
 END_TEST
 
+/* ---- a writer without the key ---- */
+
+/* The helper store's directory (where examples/dolsot-store-dir keeps
+ * its files). */
+static char *helper_dir(void)
+{
+	return cli_path(fx.tmp, "helper-store");
+}
+
+/* Run prog argv as another local user (none: the case skips), stdin
+ * holding in (n bytes; NULL: none); it must exit 0. */
+static bool as_other_user(const char *prog, const char *const *argv, const void *in,
+                          size_t n)
+{
+	struct cli_opts o = { .prog = prog, .drop = true, .stdin_data = in, .stdin_len = n };
+	struct cli_run r;
+
+	if (geteuid() != 0 || !cli_test_user(&o.uid, &o.gid)) {
+		printf("SKIP: no other local user to write the store as\n");
+		return false;
+	}
+	cli_run(&r, &o, argv);
+	ck_assert_msg(r.code == 0, "%s: exit %d: %s%s", prog, r.code, r.out, r.err);
+	cli_run_release(&r);
+	return true;
+}
+
+/* Let the other user reach the helper's directory and write in it, as on
+ * a shared export. */
+static void share_helper_dir(void)
+{
+	ck_assert_int_eq(chmod(fx.tmp, 0711), 0);
+	ck_assert_int_eq(chmod(helper_dir(), 0777), 0);
+}
+
+/* redis-cli ARGS... against the case's server, as the other user. */
+static bool redis_as_other(const void *in, size_t n, const char *const *args)
+{
+	char port[16];
+	const char *argv[16] = { "redis-cli", "-h", "127.0.0.1", "-p", port };
+	size_t a = 5;
+
+	snprintf(port, sizeof(port), "%d", rd.port);
+	while (*args)
+		argv[a++] = *args++;
+	argv[a] = NULL;
+	return as_other_user("/usr/bin/redis-cli", argv, in, n);
+}
+
+/*
+ * A sandboxed call leaves an object whose unpickling touches mark; the
+ * store's record of who wrote it is then rewritten to "an unsandboxed
+ * call" by someone without the key (on Redis and the helper's directory,
+ * another local user).  The signature says otherwise, so an unsandboxed
+ * call refuses it, saying so, and nothing of it runs on the host; the
+ * opt-in loads it (the mark appears: the bytes are live).
+ */
+START_TEST(a_rewritten_sandbox_mark_is_refused_outside_the_sandbox)
+{
+	static const struct store_case *const on[] = { &stores[0], &stores[2], &stores[3] };
+	const struct store_case *sc = on[_i];
+	static const char *const trust[] = { "DOLSOT_TRUST_SANDBOXED=1", NULL };
+	static const char unmark[] = "sed '1s/^dolsot:1:s$/dolsot:1:u/' \"$1/s\" > "
+	                             "\"$1/.s.new\" && mv -f \"$1/.s.new\" \"$1/s\"";
+	char *mark = cli_path(fx.tmp, "pwned"), code[8192];
+	struct cli_run r;
+	bool flipped = true;
+
+	if (!cli_userns_root()) {
+		printf("SKIP: %s: user namespaces are not available here\n", __func__);
+		return;
+	}
+	snprintf(code, sizeof(code), "import os\n"
+	         "class P:\n"
+	         "    def __reduce__(self):\n"
+	         "        return (os.system, ('touch %s',))\n"
+	         "p = P()\n", mark);
+	RUN(sc, &r, "--session", "s", "--sandbox", code);
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	if (sc->kind == STORE_KIND_FILE) {
+		ck_assert_int_eq(unlink(cli_path(fx.store, "s.sandboxed")), 0);
+	} else if (sc->kind == STORE_KIND_REDIS) {
+		flipped = redis_as_other(NULL, 0, (const char *const[]){
+			"HSET", "dolsot:session:s", "sandboxed", "0", NULL });
+	} else {
+		share_helper_dir();
+		flipped = as_other_user("/bin/sh", (const char *const[]){ "sh", "-c", unmark,
+		                                                          "sh", helper_dir(),
+		                                                          NULL }, NULL, 0);
+		if (flipped) {
+			char *text = cli_read_file(cli_path(helper_dir(), "s"), NULL);
+
+			ck_assert(text && strncmp(text, "dolsot:1:u\n", 11) == 0);
+			free(text);
+		}
+	}
+	if (!flipped)
+		return;
+	RUN(sc, &r, "--session", "s", "print('ran')");
+	ck_code(&r, 1);
+	ck_out(&r, "");
+	ck_err_has(&r, "dolsot: session 's' was last written by a sandboxed call (so says "
+	           "its signature, though the store's record of it says otherwise: someone "
+	           "without the session key changed that record)");
+	ck_err_has(&r, "run it with --sandbox");
+	cli_run_release(&r);
+	ck_assert_msg(!cli_exists(mark), "%s: the sandboxed call's pickle ran on the host",
+	              sc->name);
+	/* Control: the opt-in loads it on the host, and the pickle runs. */
+	run_on(sc, &r, trust, (const char *const[]){ "--session", "s", "1", NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_assert_msg(cli_exists(mark), "%s: the control did not run the pickle", sc->name);
+}
+END_TEST
+
+/*
+ * An earlier signed save of the same session, put back where the store
+ * records a later one (FileStore's directory, by whoever can write it;
+ * Redis's hash field, by another local user), is refused: its counter is
+ * below the one recorded.
+ */
+START_TEST(an_earlier_save_put_back_is_refused)
+{
+	static const struct store_case *const on[] = { &stores[0], &stores[2] };
+	const struct store_case *sc = on[_i];
+	uint8_t *old;
+	size_t n;
+	struct cli_run r;
+
+	ok(sc, "s", "x = 1", NULL);
+	old = get_raw(sc, "s", &n);
+	ok(sc, "s", "x = 2", NULL);
+	if (sc->kind == STORE_KIND_FILE) {
+		FILE *f = fopen(cli_path(fx.store, "s.pkl"), "wb");
+
+		ck_assert(f && fwrite(old, 1, n, f) == n && fclose(f) == 0);
+	} else if (!redis_as_other(old, n, (const char *const[]){
+	                   "-x", "HSET", "dolsot:session:s", "blob", NULL })) {
+		free(old);
+		return;
+	}
+	free(old);
+	RUN(sc, &r, "--session", "s", "x");
+	ck_refused(&r, "s", "it is an earlier save (number 1) than the one the store last "
+	           "committed (number 2), put back by someone who can write the store");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* The store's key file gone, a new one is made: a session signed with the
+ * old one is refused saying so, never with a --reset that would destroy
+ * it, and loads again once the old key is back. */
+START_TEST(a_key_file_made_anew_says_so_and_keeps_the_sessions)
+{
+	const struct store_case *sc = &stores[0];
+	char *key = cli_path(fx.store, SIGN_KEY_FILE), *text, want[4600];
+	struct cli_run r;
+
+	ok(sc, "s", "x = 1", NULL);
+	/* Saved an hour ago. */
+	ck_assert_int_eq(utimensat(AT_FDCWD, cli_path(fx.store, "s.pkl"), (const struct timespec[])
+	                 { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } }, 0), 0);
+	text = cli_read_file(key, NULL);
+	ck_assert_int_eq(unlink(key), 0);
+	snprintf(want, sizeof(want), "dolsot: session 's' cannot be loaded: it was signed with "
+	         "another key than the session key file %s, which is newer than the session: "
+	         "that file was made by this call, as none was there, at ", key);
+	RUN(sc, &r, "--session", "s", "x");
+	ck_code(&r, 1);
+	ck_err_has(&r, want);
+	ck_err_has(&r, "the session is kept as it is, and loads again under the key it was "
+	           "signed with: put that key back in that file, or name it with "
+	           "DOLSOT_SESSION_KEY\n");
+	ck_err_lacks(&r, "--reset");
+	cli_run_release(&r);
+	/* Later calls still say it, the key being newer than the session. */
+	RUN(sc, &r, "--session", "s", "x");
+	ck_code(&r, 1);
+	ck_err_has(&r, "which is newer than the session: that file was made at ");
+	ck_err_lacks(&r, "--reset");
+	cli_run_release(&r);
+	/* The old key back, it loads. */
+	ck_assert_int_eq(unlink(key), 0);
+	cli_write_file(key, text);
+	ck_assert_int_eq(chmod(key, 0600), 0);
+	ok(sc, "s", "x", "1\n");
+	free(text);
+}
+END_TEST
+
+/* A helper's file cut short, through the trailer's magic or below any
+ * trailer, is said to be truncated, not unsigned. */
+START_TEST(a_truncated_helper_blob_says_so)
+{
+	const struct store_case *sc = &stores[3];
+	char *path, *text;
+	size_t n;
+	struct cli_run r;
+	FILE *f;
+
+	ok(sc, "s", "x = 1", NULL);
+	path = cli_path(helper_dir(), "s");
+	text = cli_read_file(path, &n);
+	ck_assert(n > 11 + SIGN_TRAILER && strncmp(text, "dolsot:1:u\n", 11) == 0);
+	for (int i = 0; i < 2; i++) {
+		size_t keep = i == 0 ? n - 3 : 11 + 20;
+
+		f = fopen(path, "wb");
+		ck_assert(f && fwrite(text, 1, keep, f) == keep && fclose(f) == 0);
+		RUN(sc, &r, "--session", "s", "x");
+		ck_refused(&r, "s", "it is truncated (its stored bytes end before the end of its "
+		           "signature)");
+		ck_err_lacks(&r, "written before dolsot signed sessions");
+		cli_run_release(&r);
+	}
+	free(text);
+}
+END_TEST
+
 static Suite *signed_suite(void)
 {
 	Suite *s = suite_create("signed");
@@ -494,6 +724,10 @@ static Suite *signed_suite(void)
 	tcase_add_loop_test(tc, fork_copies_and_the_source_stays, 0, NSTORES);
 	tcase_add_test(tc, fork_usage_errors);
 	tcase_add_loop_test(tc, opposite_forks_do_not_deadlock, 0, NSTORES);
+	tcase_add_loop_test(tc, a_rewritten_sandbox_mark_is_refused_outside_the_sandbox, 0, 3);
+	tcase_add_loop_test(tc, an_earlier_save_put_back_is_refused, 0, 2);
+	tcase_add_test(tc, a_key_file_made_anew_says_so_and_keeps_the_sessions);
+	tcase_add_test(tc, a_truncated_helper_blob_says_so);
 	suite_add_tcase(s, tc);
 	return s;
 }

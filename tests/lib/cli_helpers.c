@@ -632,7 +632,9 @@ void cli_put_session(const char *store, const char *id, const void *blob, size_t
 	ck_assert_msg(dfd >= 0, "open %s: %s", store, strerror(errno));
 	ck_assert_msg(sign_key_open(NULL, dfd, &key, err, sizeof(err)) == 0, "key: %s", err);
 	close(dfd);
-	sign_trailer(&key, id, blob, len, trailer);
+	/* A counter above any the store's own saves reached. */
+	sign_trailer(&key, id, blob, len, &(struct sign_meta){ (uint64_t)time(NULL) << 20, false },
+	             trailer);
 	snprintf(path, sizeof(path), "%s/%s.pkl", store, id);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
@@ -685,8 +687,7 @@ static bool can_unshare_as(bool drop)
 	return kid > 0 && waitpid(kid, &st, 0) == kid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-/* The unprivileged user the suites run dolsot as; made when missing. */
-static bool find_test_user(void)
+bool cli_test_user(uid_t *uid, gid_t *gid)
 {
 	struct passwd *pw = getpwnam(CLI_TEST_USER);
 
@@ -696,8 +697,8 @@ static bool find_test_user(void)
 		pw = getpwnam(CLI_TEST_USER);
 	if (!pw)
 		return false;
-	cli_mode.uid = pw->pw_uid;
-	cli_mode.gid = pw->pw_gid;
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
 	return true;
 }
 
@@ -720,7 +721,7 @@ void cli_modes_add(Suite *s, void (*add_cases)(TCase *), void (*setup)(void),
 		cli_mode.userns_root = can_unshare_as(false);
 		add_mode(s, "root-cold", add_cases, setup_root_cold, teardown, timeout);
 		add_mode(s, "root-warm", add_cases, setup_root_warm, teardown, timeout);
-		if (!find_test_user()) {
+		if (!cli_test_user(&cli_mode.uid, &cli_mode.gid)) {
 			printf("SKIP: the unprivileged half: user %s cannot be made\n", CLI_TEST_USER);
 			return;
 		}
@@ -734,6 +735,11 @@ void cli_modes_add(Suite *s, void (*add_cases)(TCase *), void (*setup)(void),
 	}
 	add_mode(s, "user-cold", add_cases, setup_user_cold, teardown, timeout);
 	add_mode(s, "user-warm", add_cases, setup_user_warm, teardown, timeout);
+}
+
+bool cli_userns_root(void)
+{
+	return can_unshare_as(false);
 }
 
 bool cli_userns_available(void)

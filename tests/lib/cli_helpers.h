@@ -219,6 +219,14 @@ extern struct cli_modes cli_mode;
 void cli_modes_add(Suite *s, void (*add_cases)(TCase *), void (*setup)(void),
                    void (*teardown)(void), double timeout);
 
+/* CLI_TEST_USER's ids (made with useradd when missing, as root): false
+ * when there is no such user and it cannot be made.  Also another local
+ * user, for suites whose cases need one beside the caller. */
+bool cli_test_user(uid_t *uid, gid_t *gid);
+
+/* Whether this process (not a mode's user) can make a user namespace. */
+bool cli_userns_root(void);
+
 /* Whether this case's caller can make a user namespace (a sandbox). */
 bool cli_userns_available(void);
 

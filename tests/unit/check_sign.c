@@ -118,36 +118,93 @@ static void inline_key(struct sign_key *k, const char *text)
 	ck_assert_msg(sign_key_open(text, -1, k, ERR) == 0, "%s", err);
 }
 
-/* The trailer binds the bytes, the id and the key. */
+/* The trailer binds the bytes, the id, the key, the counter and the origin. */
 START_TEST(test_trailer_verdicts)
 {
 	struct sign_key k, other;
+	struct sign_meta meta = { 7, true }, got;
 	uint8_t stored[64 + SIGN_TRAILER];
-	size_t n = sizeof(stored);
+	size_t n = sizeof(stored), t;
 
 	inline_key(&k, "0123456789abcdef0123456789abcdef");
 	inline_key(&other, "0123456789abcdef0123456789abcdeF");
 	memset(stored, 'p', 64);
-	sign_trailer(&k, "a", stored, 64, stored + 64);
-	ck_assert(memcmp(stored + 64 + SIGN_MAC_LEN, "DLSSIG\001\000", 8) == 0);
-	ck_assert_int_eq(sign_verify(&k, "a", stored, n), SIGN_OK);
-	ck_assert_int_eq(sign_verify(&k, "b", stored, n), SIGN_MISMATCH);
-	ck_assert_int_eq(sign_verify(&k, "a.", stored, n), SIGN_MISMATCH);
-	ck_assert_int_eq(sign_verify(&other, "a", stored, n), SIGN_MISMATCH);
-	for (size_t i = 0; i < n; i++) {
+	sign_trailer(&k, "a", stored, 64, &meta, stored + 64);
+	ck_assert(memcmp(stored + 64, "\007\0\0\0\0\0\0\0\001\0\0\0\0\0\0\0", 16) == 0);
+	ck_assert(memcmp(stored + 64 + 16 + SIGN_MAC_LEN, "DLSSIG\002\000", 8) == 0);
+	ck_assert_int_eq(sign_verify(&k, "a", stored, n, &got, &t), SIGN_OK);
+	ck_assert_uint_eq(t, SIGN_TRAILER);
+	ck_assert_uint_eq(got.seq, 7);
+	ck_assert(got.sandboxed);
+	ck_assert_int_eq(sign_verify(&k, "b", stored, n, &got, &t), SIGN_MISMATCH);
+	ck_assert_uint_eq(t, 0);
+	ck_assert_uint_eq(got.seq, 0);
+	ck_assert_int_eq(sign_verify(&k, "a.", stored, n, &got, &t), SIGN_MISMATCH);
+	ck_assert_int_eq(sign_verify(&other, "a", stored, n, &got, &t), SIGN_MISMATCH);
+	/* Every byte counts: the blob's, the counter's, the origin's, the
+	 * reserved ones, the MAC's. */
+	for (size_t i = 0; i < n - SIGN_MAGIC_LEN; i++) {
 		stored[i] ^= 1;
-		ck_assert_int_ne(sign_verify(&k, "a", stored, n), SIGN_OK);
+		ck_assert_int_eq(sign_verify(&k, "a", stored, n, &got, &t), SIGN_MISMATCH);
 		stored[i] ^= 1;
 	}
-	ck_assert_int_eq(sign_verify(&k, "a", stored, n - 1), SIGN_UNSIGNED);
-	ck_assert_int_eq(sign_verify(&k, "a", stored, 7), SIGN_UNSIGNED);
-	ck_assert_int_eq(sign_verify(&k, "a", stored, 0), SIGN_UNSIGNED);
+	for (size_t i = n - SIGN_MAGIC_LEN; i < n; i++) {
+		stored[i] ^= 1;
+		ck_assert_int_ne(sign_verify(&k, "a", stored, n, &got, &t), SIGN_OK);
+		stored[i] ^= 1;
+	}
+	/* Cut short: through the magic, or below any trailer. */
+	for (size_t cut = 1; cut < SIGN_MAGIC_LEN; cut++)
+		ck_assert_int_eq(sign_verify(&k, "a", stored, n - cut, &got, &t), SIGN_TRUNCATED);
+	ck_assert_int_eq(sign_verify(&k, "a", stored, SIGN_TRAILER_V1 - 1, &got, &t),
+	                 SIGN_TRUNCATED);
+	ck_assert_int_eq(sign_verify(&k, "a", stored, 7, &got, &t), SIGN_TRUNCATED);
+	ck_assert_int_eq(sign_verify(&k, "a", stored, 0, &got, &t), SIGN_TRUNCATED);
+	/* Cut anywhere else it is just not signed (a pickle ends in '.'). */
+	ck_assert_int_eq(sign_verify(&k, "a", stored, 64, &got, &t), SIGN_UNSIGNED);
 	/* An empty blob signs too. */
-	sign_trailer(&k, "e", stored, 0, stored);
-	ck_assert_int_eq(sign_verify(&k, "e", stored, SIGN_TRAILER), SIGN_OK);
+	sign_trailer(&k, "e", stored, 0, &meta, stored);
+	ck_assert_int_eq(sign_verify(&k, "e", stored, SIGN_TRAILER, &got, &t), SIGN_OK);
 	ck_assert_str_eq(sign_verdict_reason(SIGN_UNSIGNED),
 	                 "it carries no signature (it was written before dolsot signed "
 	                 "sessions, or not by dolsot), so it was not loaded");
+	ck_assert_str_eq(sign_verdict_reason(SIGN_TRUNCATED),
+	                 "it is truncated (its stored bytes end before the end of its "
+	                 "signature), so it was not loaded");
+}
+END_TEST
+
+/* A version 1 trailer (an older dolsot's) still verifies, with no meta. */
+START_TEST(test_version_1_trailers_verify)
+{
+	static const char key[] = "0123456789abcdef0123456789abcdef";
+	static const char domain[] = "dolsot session v1";
+	uint8_t msg[128], stored[64 + SIGN_TRAILER_V1];
+	struct sign_key k;
+	struct sign_meta got;
+	size_t m = 0, t;
+
+	inline_key(&k, key);
+	memset(stored, '.', 64);
+	memcpy(msg, domain, sizeof(domain));
+	m += sizeof(domain);
+	memcpy(msg + m, "a", 2);
+	m += 2;
+	memcpy(msg + m, stored, 64);
+	m += 64;
+	sign_hmac((const uint8_t *)key, strlen(key), msg, m, stored + 64);
+	memcpy(stored + 64 + SIGN_MAC_LEN, "DLSSIG\001\000", 8);
+	ck_assert_int_eq(sign_verify(&k, "a", stored, sizeof(stored), &got, &t), SIGN_OK);
+	ck_assert_uint_eq(t, SIGN_TRAILER_V1);
+	ck_assert_uint_eq(got.seq, 0);
+	ck_assert(!got.sandboxed);
+	ck_assert_int_eq(sign_verify(&k, "b", stored, sizeof(stored), &got, &t), SIGN_MISMATCH);
+	stored[3] ^= 1;
+	ck_assert_int_eq(sign_verify(&k, "a", stored, sizeof(stored), &got, &t), SIGN_MISMATCH);
+	stored[3] ^= 1;
+	/* Relabelled as version 2, it is not one. */
+	stored[sizeof(stored) - 2] = 2;
+	ck_assert_int_ne(sign_verify(&k, "a", stored, sizeof(stored), &got, &t), SIGN_OK);
 }
 END_TEST
 
@@ -185,8 +242,10 @@ START_TEST(test_key_file_made_on_first_use)
 	int fd;
 
 	ck_assert_msg(sign_key_open(NULL, dirfd_, &a, ERR) == 0, "%s", err);
+	ck_assert(a.fresh);
 	snprintf(path, sizeof(path), "%s/%s", dir, SIGN_KEY_FILE);
 	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert(a.made.tv_sec == st.st_mtim.tv_sec && a.made.tv_nsec == st.st_mtim.tv_nsec);
 	ck_assert(S_ISREG(st.st_mode));
 	ck_assert_uint_eq(st.st_mode & 0777, 0600);
 	ck_assert_uint_eq(entries(), 1);
@@ -197,13 +256,17 @@ START_TEST(test_key_file_made_on_first_use)
 	ck_assert_int_eq(buf[64], '\n');
 	ck_assert_uint_eq(strspn(buf, "0123456789abcdef"), 64);
 	ck_assert_int_eq(sign_key_open("", dirfd_, &b, ERR), 0);
-	ck_assert(memcmp(&a, &b, sizeof(a)) == 0);
+	ck_assert(memcmp(a.block, b.block, sizeof(a.block)) == 0);
+	ck_assert(!b.fresh);   /* found, not made */
+	ck_assert(b.made.tv_sec == a.made.tv_sec && b.made.tv_nsec == a.made.tv_nsec);
 	ck_assert_int_eq(sign_key_open(path, -1, &c, ERR), 0);
-	ck_assert(memcmp(&a, &c, sizeof(a)) == 0);
+	ck_assert(memcmp(a.block, c.block, sizeof(a.block)) == 0);
+	ck_assert(!c.fresh && c.made.tv_sec == 0);   /* the caller's own file */
 	/* The file's text, given inline, is the same key. */
 	buf[64] = '\0';
 	ck_assert_int_eq(sign_key_open(buf, -1, &d, ERR), 0);
-	ck_assert(memcmp(&a, &d, sizeof(a)) == 0);
+	ck_assert(memcmp(a.block, d.block, sizeof(a.block)) == 0);
+	ck_assert(!d.fresh && d.made.tv_sec == 0);
 }
 END_TEST
 
@@ -211,7 +274,7 @@ END_TEST
  * key, and leave no temp file behind. */
 START_TEST(test_key_file_race_agrees)
 {
-	int go[2], out[2];
+	int go[2], out[2], fresh = 0;
 	pid_t kids[RACERS];
 	struct sign_key keys[RACERS];
 
@@ -243,8 +306,10 @@ START_TEST(test_key_file_race_agrees)
 	}
 	for (int i = 0; i < RACERS; i++) {
 		ck_assert_int_eq(read(out[0], &keys[i], sizeof(keys[i])), (ssize_t)sizeof(keys[i]));
-		ck_assert(memcmp(&keys[i], &keys[0], sizeof(keys[0])) == 0);
+		ck_assert(memcmp(keys[i].block, keys[0].block, sizeof(keys[0].block)) == 0);
+		fresh += keys[i].fresh;
 	}
+	ck_assert_int_eq(fresh, 1);   /* the one whose file was linked made it */
 	close(out[0]);
 	ck_assert_uint_eq(entries(), 1);
 }
@@ -295,6 +360,7 @@ static Suite *sign_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_hmac_sha256_rfc4231);
 	tcase_add_test(tc, test_trailer_verdicts);
+	tcase_add_test(tc, test_version_1_trailers_verify);
 	tcase_add_test(tc, test_key_file_made_on_first_use);
 	tcase_add_test(tc, test_key_file_race_agrees);
 	tcase_add_test(tc, test_key_file_refusals);

@@ -153,8 +153,9 @@ static struct store *keyed(struct store *s)
 static void assert_signed(struct store *s, const char *id, const char *want)
 {
 	struct sign_key key;
+	struct sign_meta meta;
 	uint8_t *blob;
-	size_t len;
+	size_t len, trailer;
 	bool found;
 
 	ck_assert_int_eq(sign_key_open(TEST_KEY, -1, &key, ERR), 0);
@@ -162,7 +163,9 @@ static void assert_signed(struct store *s, const char *id, const char *want)
 	              "load %s: %s", id, err);
 	ck_assert_uint_eq(len, strlen(want) + SIGN_TRAILER);
 	ck_assert(memcmp(blob, want, strlen(want)) == 0);
-	ck_assert_int_eq(sign_verify(&key, id, blob, len), SIGN_OK);
+	ck_assert_int_eq(sign_verify(&key, id, blob, len, &meta, &trailer), SIGN_OK);
+	ck_assert_uint_eq(trailer, SIGN_TRAILER);
+	ck_assert_uint_ge(meta.seq, 1);
 	free(blob);
 }
 
@@ -1693,6 +1696,9 @@ static void assert_refused(struct store *s, const char *id, const char *why)
 	ck_assert_msg(strstr(err, want), "%s", err);
 }
 
+/* A session as a dolsot before signing wrote it: no trailer. */
+#define UNSIGNED "DLSS\002 a session of before signing, with no trailer at all."
+
 /* A changed byte anywhere, the bytes under another id, another key, no
  * signature at all: each refused before anything is handed on. */
 START_TEST(test_signature_refusals)
@@ -1719,11 +1725,14 @@ START_TEST(test_signature_refusals)
 		                                     : "it carries no signature");
 		blob[i] ^= 0x20;
 	}
-	/* cut short */
+	/* cut short, through its magic or below any trailer */
 	ck_assert_int_eq(store_save(s, "c", blob, len - 1, false, ERR), 0);
-	assert_refused(s, "c", "it carries no signature");
+	assert_refused(s, "c", "it is truncated (its stored bytes end before the end of its "
+	               "signature)");
+	ck_assert_int_eq(store_save(s, "c", blob, SIGN_TRAILER_V1 - 1, false, ERR), 0);
+	assert_refused(s, "c", "it is truncated");
 	/* written before signing */
-	save_str(s, "old", "DLSS\002unsigned");
+	save_str(s, "old", UNSIGNED);
 	assert_refused(s, "old", "it carries no signature (it was written before dolsot "
 	               "signed sessions");
 	/* another key */
@@ -1783,12 +1792,132 @@ START_TEST(test_fork_copies_and_signs_for_the_new_id)
 	/* No source; a source that does not verify. */
 	ck_assert_int_eq(store_fork(s, "none", "new", false, &len, ERR), -1);
 	ck_assert_str_eq(err, "cannot fork session 'none': there is no such session");
-	save_str(s, "bad", "DLSS\002unsigned");
+	save_str(s, "bad", UNSIGNED);
 	ck_assert_int_eq(store_fork(s, "bad", "new", false, &len, ERR), -1);
 	ck_assert_msg(strstr(err, "session 'bad' cannot be loaded: it carries no signature"),
 	              "%s", err);
 	assert_session(s, "new", NULL);
 	ck_assert_int_eq(store_fork(s, "src", "../x", false, &len, ERR), -1);
+	store_close(s);
+}
+END_TEST
+
+/* A small file's text, NUL-terminated. */
+static char *read_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *text = calloc(1, 256);
+	ssize_t n;
+
+	ck_assert_msg(fd >= 0 && text, "%s: %s", path, strerror(errno));
+	n = read(fd, text, 255);
+	ck_assert_int_ge(n, 0);
+	close(fd);
+	return text;
+}
+
+/* The stored bytes of sess_dir/ID.pkl, replaced as a writer of the
+ * directory would. */
+static void put_pkl(const char *id, const uint8_t *b, size_t n)
+{
+	char path[PATH_MAX], name[STORE_ID_MAX + 8];
+	int fd;
+
+	snprintf(name, sizeof(name), "%s.pkl", id);
+	fd = open(path_in(path, sess_dir, name), O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, b, n), (ssize_t)n);
+	close(fd);
+}
+
+/* Every commit is numbered, one past the last, and FileStore records the
+ * number in ID.lock; an earlier save put back is refused, one signed
+ * before saves were numbered too, and a reset starts the count over. */
+START_TEST(test_an_earlier_save_put_back_is_refused)
+{
+	struct store *s = keyed(open_file());
+	struct store_lock lk;
+	char path[PATH_MAX], *text;
+	uint8_t *old, *now;
+	size_t n_old, n_now;
+	bool found;
+	unsigned removed;
+
+	ck_assert_int_eq(store_lock(s, "a", -1, &lk, ERR), 0);
+	commit_str(s, "a", "one", false);
+	ck_assert_int_eq(store_load(s, "a", &old, &n_old, &found, ERR), 0);
+	commit_str(s, "a", "two", false);
+	text = read_file(path_in(path, sess_dir, "a.lock"));
+	ck_assert_str_eq(text, "00000000000000000002\n");
+	free(text);
+	ck_assert_int_eq(store_load(s, "a", &now, &n_now, &found, ERR), 0);
+	put_pkl("a", old, n_old);
+	assert_refused(s, "a", "it is an earlier save (number 1) than the one the store last "
+	               "committed (number 2), put back by someone who can write the store");
+	/* Signed the old way (no counter): as early as can be. */
+	put_pkl("a", (const uint8_t *)UNSIGNED, strlen(UNSIGNED));
+	assert_refused(s, "a", "it carries no signature");
+	/* The latest one loads, and the next save goes on from it. */
+	put_pkl("a", now, n_now);
+	text = open_str(s, "a");
+	ck_assert_str_eq(text, "two");
+	free(text);
+	commit_str(s, "a", "three", false);
+	text = read_file(path_in(path, sess_dir, "a.lock"));
+	ck_assert_str_eq(text, "00000000000000000003\n");
+	free(text);
+	/* Reset: the count goes with the session. */
+	ck_assert_int_eq(store_del(s, "a", &removed, ERR), 0);
+	store_unlock(s, &lk);
+	ck_assert(!exists(sess_dir, "a.lock"));
+	ck_assert_int_eq(store_lock(s, "a", -1, &lk, ERR), 0);
+	commit_str(s, "a", "anew", false);
+	text = read_file(path_in(path, sess_dir, "a.lock"));
+	ck_assert_str_eq(text, "00000000000000000001\n");
+	free(text);
+	store_unlock(s, &lk);
+	free(old);
+	free(now);
+	store_close(s);
+}
+END_TEST
+
+/* Who wrote a session: its signature and the store's record together; a
+ * record that says "unsandboxed" of bytes signed as a sandboxed call's is
+ * the record changed. */
+START_TEST(test_the_signed_origin_outvotes_the_record)
+{
+	static const struct {
+		bool signed_sb, record_sb;
+		enum store_origin want;
+	} cases[] = {
+		{ false, false, STORE_ORIGIN_HOST },
+		{ true, true, STORE_ORIGIN_SANDBOXED },
+		{ false, true, STORE_ORIGIN_SANDBOXED },
+		{ true, false, STORE_ORIGIN_DISPUTED },
+	};
+	struct store *s = keyed(backends[_i].open());
+	struct store_lock lk;
+
+	ck_assert_int_eq(store_lock(s, "a", -1, &lk, ERR), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		enum store_origin origin;
+		uint8_t *blob, *rec;
+		size_t len, rec_len;
+		bool found;
+		int fd;
+
+		commit_str(s, "a", "bytes", cases[i].signed_sb);
+		ck_assert_int_eq(store_load(s, "a", &blob, &len, &found, ERR), 0);
+		/* The record rewritten, the signed bytes kept. */
+		ck_assert_int_eq(store_save(s, "a", blob, len, cases[i].record_sb, ERR), 0);
+		free(blob);
+		ck_assert_msg(store_open_blob_rec(s, "a", &fd, &len, &found, &rec, &rec_len,
+		                                  &origin, ERR) == 0, "%s", err);
+		close(fd);
+		ck_assert_msg(origin == cases[i].want, "case %zu: %d", i, (int)origin);
+	}
+	store_unlock(s, &lk);
 	store_close(s);
 }
 END_TEST
@@ -1816,6 +1945,8 @@ static Suite *store_suite(void)
 	tcase_add_loop_test(tc, test_signature_refusals, 0, NBACKENDS);
 	tcase_add_loop_test(tc, test_unkeyed_store_refuses, 0, NBACKENDS);
 	tcase_add_loop_test(tc, test_fork_copies_and_signs_for_the_new_id, 0, NBACKENDS);
+	tcase_add_test(tc, test_an_earlier_save_put_back_is_refused);
+	tcase_add_loop_test(tc, test_the_signed_origin_outvotes_the_record, 0, NBACKENDS);
 	tcase_add_loop_test(tc, test_blob_abort_keeps_old, 0, BLOB_WAYS);
 	tcase_add_loop_test(tc, test_blob_commit_checks_length, 0, BLOB_WAYS);
 	tcase_add_loop_test(tc, test_blob_save_fail_words_it, 0, BLOB_WAYS);
