@@ -28,6 +28,16 @@
 #include "stopsig.h"
 #include "warm.h"
 
+/* The message for id's lock not had (got), the store's reason why. */
+static void lock_refused(enum store_lock_status got, const char *id, const char *why,
+                         char *err, size_t errlen)
+{
+	if (got == STORE_LOCK_BUSY)
+		snprintf(err, errlen, "session '%s' is busy: %s", id, why);
+	else
+		snprintf(err, errlen, "cannot lock session '%s': %s", id, why);
+}
+
 static bool store_holds(const struct session_info *info, size_t n, const char *id)
 {
 	for (size_t i = 0; i < n; i++)
@@ -61,7 +71,7 @@ static void reap_images(const struct settings *s, struct store *st)
 			unsigned removed;
 
 			if (store_holds(info, held, ids[i]) ||
-			    store_lock(st, ids[i], 0, &lk, serr, sizeof(serr)) < 0)
+			    store_lock(st, ids[i], 0, &lk, serr, sizeof(serr)) != STORE_LOCKED)
 				continue;
 			(void)display_files_remove(root, ids[i], ttl, &removed, err, sizeof(err));
 			store_unlock(st, &lk);
@@ -352,8 +362,11 @@ static int lock_call(const struct run_args *a, struct store *st, struct call_loc
 		ids[1] = a->session;
 	}
 	for (int i = 0; i < 2 && ids[i]; i++) {
-		if (store_lock(st, ids[i], ms, &l->lk[i], serr, sizeof(serr)) < 0) {
-			snprintf(err, errlen, "%s", serr);
+		enum store_lock_status got = store_lock(st, ids[i], ms, &l->lk[i], serr,
+		                                        sizeof(serr));
+
+		if (got != STORE_LOCKED) {
+			lock_refused(got, ids[i], serr, err, errlen);
 			while (l->n > 0)
 				store_unlock(st, &l->lk[--l->n]);
 			return -1;
@@ -450,19 +463,26 @@ static bool list_add(char **text, const char *id)
 	return true;
 }
 
-/* Delete id and its images under its lock, unless a call holds it (*busy). */
+/* Delete id and its images under its lock, unless a call holds it (*busy);
+ * a store that cannot lock it is -1 with serr. */
 static int reset_free_one(struct store *st, const char *id, const char *root,
                           unsigned *removed, unsigned *images, bool *busy,
                           char *serr, size_t len)
 {
 	char lerr[STORE_ERR_MAX], derr[REPL_ERR_MAX];
+	enum store_lock_status got;
 	struct store_lock lk;
 	unsigned n = 0, m = 0;
 	int ret = 0;
 
-	*busy = store_lock(st, id, 0, &lk, lerr, sizeof(lerr)) < 0;
+	got = store_lock(st, id, 0, &lk, lerr, sizeof(lerr));
+	*busy = got == STORE_LOCK_BUSY;
 	if (*busy)
 		return 0;
+	if (got != STORE_LOCKED) {
+		lock_refused(got, id, lerr, serr, len);
+		return -1;
+	}
 	if (removed)
 		ret = store_del(st, id, &n, serr, len);
 	/* Like the reaper's, a directory that is not ours is left alone. */
@@ -542,8 +562,9 @@ out:
 int repl_reset(const struct settings *s, const char *target, unsigned *removed,
                unsigned *images, char **kept, char *err, size_t errlen)
 {
-	char serr[STORE_ERR_MAX], root[PATH_MAX];
+	char serr[REPL_ERR_MAX], lerr[STORE_ERR_MAX], root[PATH_MAX];
 	struct store *st = repl_open_store(s, err, errlen);
+	enum store_lock_status got;
 	struct store_lock lk;
 	int ret = -1;
 
@@ -556,8 +577,11 @@ int repl_reset(const struct settings *s, const char *target, unsigned *removed,
 		ret = reset_all(s, st, removed, images, kept, serr, sizeof(serr));
 		goto out;
 	}
-	if (store_lock(st, target, (long)(s->timeout * 1000), &lk, serr, sizeof(serr)) < 0)
+	got = store_lock(st, target, (long)(s->timeout * 1000), &lk, lerr, sizeof(lerr));
+	if (got != STORE_LOCKED) {
+		lock_refused(got, target, lerr, serr, sizeof(serr));
 		goto out;
+	}
 	ret = store_del(st, target, removed, serr, sizeof(serr));
 	if (ret == 0 && display_root(s->cache_dir, root, sizeof(root)) == 0 &&
 	    display_files_remove(root, target, 0, images, serr, sizeof(serr)) < 0)

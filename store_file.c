@@ -830,7 +830,8 @@ static int fs_list(struct store *s, struct session_info **out, size_t *n,
 
 /*
  * flock LOCK_EX; with a deadline, poll LOCK_NB with growing sleeps, since
- * flock itself has no timeout.  EWOULDBLOCK once the deadline passes.
+ * flock itself has no timeout.  0, 1 once the deadline passes with the
+ * lock held elsewhere, or -1 (errno set by flock).
  */
 static int flock_until(int fd, const struct timespec *deadline)
 {
@@ -846,10 +847,8 @@ static int flock_until(int fd, const struct timespec *deadline)
 		if (deadline == NULL)
 			continue;
 		left = deadline_ns_left(deadline);
-		if (left == 0) {
-			errno = EWOULDBLOCK;
-			return -1;
-		}
+		if (left == 0)
+			return 1;
 		ts.tv_sec = 0;
 		ts.tv_nsec = left < sleep_ns ? (long)left : sleep_ns;
 		nanosleep(&ts, NULL);
@@ -878,42 +877,44 @@ static int open_lock(struct fstore *fs, const char *name, bool *notreg)
 	return -1;
 }
 
-static int fs_lock(struct store *s, const char *id, long timeout_ms,
-                   struct store_lock *lk, char *err, size_t errlen)
+static enum store_lock_status fs_lock(struct store *s, const char *id, long timeout_ms,
+                                      struct store_lock *lk, char *err, size_t errlen)
 {
+	enum store_lock_status ret = STORE_LOCK_FAILED;
 	struct fstore *fs = s->priv;
 	struct timespec deadline;
 	struct fs_lock *held;
 	char name[NAME_BUF];
 	bool notreg;
-	int fd = -1, errsv;
+	int fd = -1, errsv, got;
 
 	lk->priv = NULL;
 	held = malloc(sizeof(*held));
-	if (held == NULL)
-		return fail(err, errlen, "cannot lock session '%s': %s", id, strerror(errno));
+	if (held == NULL) {
+		fail(err, errlen, "%s", strerror(errno));
+		return STORE_LOCK_FAILED;
+	}
 	snprintf(name, sizeof(name), "%s.lock", id);
 	if (timeout_ms >= 0)
 		deadline_in_ms(&deadline, timeout_ms);
 	for (;;) {
 		fd = open_lock(fs, name, &notreg);
 		if (fd < 0 && notreg) {
-			fail(err, errlen, "cannot lock session '%s': %s is not a regular file",
-			     id, name);
+			fail(err, errlen, "%s is not a regular file", name);
 			goto bad;
 		}
 		if (fd < 0) {
-			fail(err, errlen, "cannot lock session '%s': open %s: %s", id, name,
-			     strerror(errno));
+			fail(err, errlen, "open %s: %s", name, strerror(errno));
 			goto bad;
 		}
-		if (flock_until(fd, timeout_ms >= 0 ? &deadline : NULL) < 0) {
-			if (errno == EWOULDBLOCK)
-				fail(err, errlen, "session '%s' is busy: another call is "
-				     "using it", id);
-			else
-				fail(err, errlen, "cannot lock session '%s': flock: %s", id,
-				     strerror(errno));
+		got = flock_until(fd, timeout_ms >= 0 ? &deadline : NULL);
+		if (got > 0) {
+			fail(err, errlen, STORE_BUSY_WHY);
+			ret = STORE_LOCK_BUSY;
+			goto bad;
+		}
+		if (got < 0) {
+			fail(err, errlen, "flock %s: %s", name, strerror(errno));
 			goto bad;
 		}
 		/* A reaper may have unlinked the file between our open and flock. */
@@ -925,13 +926,13 @@ static int fs_lock(struct store *s, const char *id, long timeout_ms,
 	snprintf(held->id, sizeof(held->id), "%s", id);
 	lk->priv = held;
 	reap_locked(fs, id);
-	return 0;
+	return STORE_LOCKED;
 bad:
 	errsv = errno;
 	fd_close(&fd);
 	free(held);
 	errno = errsv;
-	return -1;
+	return ret;
 }
 
 /* A session that is gone (reset, reaped, never saved) loses its lock file

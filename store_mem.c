@@ -255,8 +255,8 @@ static bool ms_held(const struct mstore *ms, const char *id)
 	return false;
 }
 
-/* Wait (mutex held) until id is free; EWOULDBLOCK once the deadline passes. */
-static int ms_wait_free(struct mstore *ms, const char *id, long timeout_ms)
+/* Wait (mutex held) until id is free: false once the deadline passes. */
+static bool ms_wait_free(struct mstore *ms, const char *id, long timeout_ms)
 {
 	struct timespec deadline;
 	int r = 0;
@@ -264,43 +264,41 @@ static int ms_wait_free(struct mstore *ms, const char *id, long timeout_ms)
 	if (timeout_ms >= 0)
 		deadline_in_ms(&deadline, timeout_ms);
 	while (ms_held(ms, id)) {
-		if (r == ETIMEDOUT) {
-			errno = EWOULDBLOCK;
-			return -1;
-		}
+		if (r == ETIMEDOUT)
+			return false;
 		if (timeout_ms < 0)
 			pthread_cond_wait(&ms->cv, &ms->mu);
 		else
 			r = pthread_cond_timedwait(&ms->cv, &ms->mu, &deadline);
 	}
-	return 0;
+	return true;
 }
 
-static int ms_lock(struct store *s, const char *id, long timeout_ms,
-                   struct store_lock *lk, char *err, size_t errlen)
+static enum store_lock_status ms_lock(struct store *s, const char *id, long timeout_ms,
+                                      struct store_lock *lk, char *err, size_t errlen)
 {
 	struct mstore *ms = s->priv;
+	enum store_lock_status ret;
 	struct mlock *l;
-	int ret;
 
 	lk->priv = NULL;
 	l = calloc(1, sizeof(*l));
-	if (l == NULL)
-		return nomem(err, errlen, "lock", id);
+	if (l == NULL) {
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return STORE_LOCK_FAILED;
+	}
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	pthread_mutex_lock(&ms->mu);
-	ret = ms_wait_free(ms, id, timeout_ms);
-	if (ret == 0) {
+	ret = ms_wait_free(ms, id, timeout_ms) ? STORE_LOCKED : STORE_LOCK_BUSY;
+	if (ret == STORE_LOCKED) {
 		l->next = ms->locks;
 		ms->locks = l;   /* owned by the list until ms_unlock */
 		lk->priv = l;    /* NOLINT(clang-analyzer-unix.Malloc) */
 	}
 	pthread_mutex_unlock(&ms->mu);
-	if (ret < 0) {
+	if (ret != STORE_LOCKED) {
 		free(l);
-		snprintf(err, errlen,
-		         "session '%s' is busy: another call is using it", id);
-		errno = EWOULDBLOCK;
+		snprintf(err, errlen, STORE_BUSY_WHY);
 	}
 	return ret;
 }

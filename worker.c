@@ -348,7 +348,7 @@ static PyObject *describe_list(const struct request *r)
 	return list;
 }
 
-static PyObject *call_run(PyObject *mod, const struct request *r)
+static PyObject *py_run(PyObject *mod, const struct request *r)
 {
 	return PyObject_CallMethod(mod, "run", "(NNNNKKNNN)", span_bytes(r->code),
 	                           span_unicode(r->session), blob_view(),
@@ -556,7 +556,7 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 	PyObject *answer, *parts;
 	int result_fd = fds->result, rc;
 
-	answer = call_run(mod, r);
+	answer = py_run(mod, r);
 	leave_unless_worker();
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");

@@ -54,7 +54,8 @@ enum wire_type {
 	 * 1 when a sandboxed call wrote it; reply OK), ORIGIN (reply OK, a = 1
 	 * when the session was last written by a sandboxed call), DEL (id may be "all"; reply OK, a = removed), LIST (no
 	 * payload; reply BLOB with a memfd of "ID\tSIZE\tSEC.NSEC" lines), LOCK
-	 * (reply LOCKED when granted; held until the connection closes).
+	 * (reply LOCKED when granted; held until the connection closes; ERR
+	 * with a = 1 when busy).
 	 * Any of them may be answered ERR with the reason as payload. */
 	WIRE_MEM_LOAD,
 	WIRE_MEM_SAVE,

@@ -70,7 +70,7 @@ static int b64_value(uint8_t c)
 	return -1;
 }
 
-long base64_decode(const uint8_t *in, size_t n, uint8_t *out)
+long display_files_base64_decode(const uint8_t *in, size_t n, uint8_t *out)
 {
 	size_t o = 0;
 
@@ -330,7 +330,7 @@ static int write_png(int dirfd, const char *dir, struct result *r, size_t k,
 		snprintf(err, errlen, "cannot write a figure: %s", strerror(errno));
 		return -1;
 	}
-	n = base64_decode(d->data[i].p, d->data[i].len, png);
+	n = display_files_base64_decode(d->data[i].p, d->data[i].len, png);
 	if (n < 0) {
 		snprintf(err, errlen, "a figure's image is not valid base64: not written");
 		goto out;
@@ -373,7 +373,7 @@ int display_files_write(struct result *r, const char *dir, char *err, size_t err
 	unsigned pruned = 0;
 	int dirfd = -1, rc = 0;
 
-	while (rc == 0 && displays_next(&rest, &d) > 0) {
+	while (rc == 0 && output_json_displays_next(&rest, &d) > 0) {
 		for (size_t i = 0; i < d.n; i++) {
 			if (d.mime[i].len != 9 || memcmp(d.mime[i].p, "image/png", 9) != 0)
 				continue;

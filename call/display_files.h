@@ -67,6 +67,6 @@ void display_files_stale_free(char **ids, size_t n);
  * which must hold n / 4 * 3 bytes.  Returns the decoded length, or -1 when
  * the text is not strict base64.
  */
-long base64_decode(const uint8_t *in, size_t n, uint8_t *out);
+long display_files_base64_decode(const uint8_t *in, size_t n, uint8_t *out);
 
 #endif

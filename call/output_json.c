@@ -4,8 +4,8 @@
  * Field names follow Jupyter's where it has one; schema/result.schema.json
  * is the contract and dolsot(1) (JSON OUTPUT) documents it.
  *
- * Every string goes through utf8_clean() first: jansson refuses invalid
- * UTF-8, and a cell's output may be any bytes.
+ * Every string goes through output_json_utf8_clean() first: jansson refuses
+ * invalid UTF-8, and a cell's output may be any bytes.
  */
 #include "output_json.h"
 
@@ -51,7 +51,7 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
 	return len;
 }
 
-size_t utf8_clean(const char *in, size_t n, char *out)
+size_t output_json_utf8_clean(const char *in, size_t n, char *out)
 {
 	const unsigned char *p = (const unsigned char *)in;
 	size_t o = 0;
@@ -86,7 +86,7 @@ static json_t *jstr(const char *s, size_t n)
 	clean = malloc(n * 3 + 1);
 	if (!clean)
 		return NULL;
-	len = utf8_clean(s, n, clean);
+	len = output_json_utf8_clean(s, n, clean);
 	j = json_stringn(clean, len);
 	free(clean);
 	return j;
@@ -361,7 +361,7 @@ static json_t *diagnostics_array(const struct result *r, bool *bad)
 	}
 }
 
-int displays_next(struct span *rest, struct display_view *d)
+int output_json_displays_next(struct span *rest, struct display_view *d)
 {
 	struct span head;
 	long long w = -1, h = -1, n = -1;
@@ -398,7 +398,7 @@ static json_t *displays_array(const struct result *r, bool *bad)
 		*bad = true;
 		return NULL;
 	}
-	while (displays_next(&rest, &d) > 0) {
+	while (output_json_displays_next(&rest, &d) > 0) {
 		json_t *o = json_object(), *data = json_object(), *meta = json_object();
 
 		if (!o || !data || !meta) {
@@ -412,7 +412,7 @@ static json_t *displays_array(const struct result *r, bool *bad)
 			char mime[128];
 			size_t n = d.mime[i].len < sizeof(mime) - 1 ? d.mime[i].len : sizeof(mime) - 1;
 			char clean[128 * 3];
-			size_t cn = utf8_clean((const char *)d.mime[i].p, n, clean);
+			size_t cn = output_json_utf8_clean((const char *)d.mime[i].p, n, clean);
 
 			/* Cut to fit, at a char boundary: a key must be UTF-8 too. */
 			if (cn >= sizeof(mime)) {

@@ -36,7 +36,7 @@ void output_describe_limits(const struct limits *l, double timeout, FILE *out);
  * overlong form, a surrogate, past U+10FFFF, cut short) replaced by
  * U+FFFD.  out must hold 3 * n bytes; returns the bytes written.
  */
-size_t utf8_clean(const char *in, size_t n, char *out);
+size_t output_json_utf8_clean(const char *in, size_t n, char *out);
 
 /* One display of a result's displays items (frame.h): its MIME forms. */
 #define DISPLAY_MAX_MIMES 8
@@ -49,6 +49,6 @@ struct display_view {
 
 /* The next display of *rest: 1 with *d filled, 0 at the end, -1 when the
  * items are malformed (the rest is then ignored).  Spans point into rest. */
-int displays_next(struct span *rest, struct display_view *d);
+int output_json_displays_next(struct span *rest, struct display_view *d);
 
 #endif

@@ -36,7 +36,7 @@ static void check_utf8(const uint8_t *p, size_t n)
 	size_t m;
 
 	CHECK(again);
-	m = utf8_clean((const char *)p, n, again);
+	m = output_json_utf8_clean((const char *)p, n, again);
 	CHECK(m == n && memcmp(again, p, n) == 0);
 	free(again);
 }
@@ -46,7 +46,7 @@ static void decode_images(const struct owned *displays)
 	struct span rest = { (const uint8_t *)displays->p, displays->len, displays->p != NULL };
 	struct display_view d;
 
-	while (displays_next(&rest, &d) > 0) {
+	while (output_json_displays_next(&rest, &d) > 0) {
 		CHECK(d.n <= DISPLAY_MAX_MIMES);
 		for (size_t i = 0; i < d.n; i++) {
 			size_t cap = d.data[i].len / 4 * 3;
@@ -54,7 +54,7 @@ static void decode_images(const struct owned *displays)
 			long got;
 
 			CHECK(out);
-			got = base64_decode(d.data[i].p, d.data[i].len, out);
+			got = display_files_base64_decode(d.data[i].p, d.data[i].len, out);
 			CHECK(got <= (long)cap);
 			free(out);
 		}

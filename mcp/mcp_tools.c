@@ -63,7 +63,7 @@ static json_t *clean_string(const char *text, size_t n)
 
 	if (!clean)
 		return NULL;
-	n = utf8_clean(text, n, clean);
+	n = output_json_utf8_clean(text, n, clean);
 	s = json_stringn(clean, n);
 	free(clean);
 	return s;

@@ -216,6 +216,12 @@ static void reply_err(int fd, const char *why)
 	wire_send(fd, WIRE_MEM_ERR, 0, 0, why, strlen(why), NULL, 0);
 }
 
+/* A lock refused because it is busy: ERR with a = 1. */
+static void reply_busy(int fd, const char *why)
+{
+	wire_send(fd, WIRE_MEM_ERR, 1, 0, why, strlen(why), NULL, 0);
+}
+
 /* bytes into a sealed-off memfd the client can read. */
 static int to_memfd(const uint8_t *p, size_t n)
 {
@@ -456,15 +462,13 @@ static bool on_lock(struct mem_server *sm, int fd, const char *id, bool try)
 	struct lock_slot *l;
 
 	if (try && holder(sm, id)) {
-		snprintf(why, sizeof(why), "session '%s' is busy: another call is using it", id);
-		reply_err(fd, why);
+		reply_busy(fd, STORE_BUSY_WHY);
 		return false;
 	}
 	if (sm->n_locks == MEM_SERVER_MAX_LOCKS) {
-		snprintf(why, sizeof(why), "session '%s' is busy: the memory store already has "
-		         "%d calls holding or waiting for session locks; try again later", id,
-		         MEM_SERVER_MAX_LOCKS);
-		reply_err(fd, why);
+		snprintf(why, sizeof(why), "the memory store already has %d calls holding or "
+		         "waiting for session locks; try again later", MEM_SERVER_MAX_LOCKS);
+		reply_busy(fd, why);
 		return false;
 	}
 	l = &sm->locks[sm->n_locks++];

@@ -262,11 +262,13 @@ static bool answered_by(int fd, const struct timespec *deadline)
 /*
  * The lock is granted on a connection of its own, kept open while held.
  * timeout_ms 0 asks the server to answer busy at once rather than queue
- * (the answer itself may take up to TRY_LOCK_ANSWER_MS).
+ * (the answer itself may take up to TRY_LOCK_ANSWER_MS); its ERR answer
+ * has a = 1 when the lock is busy (held, or its table full).
  */
-static int rs_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
-                   char *err, size_t errlen)
+static enum store_lock_status rs_lock(struct store *s, const char *id, long timeout_ms,
+                                      struct store_lock *lk, char *err, size_t errlen)
 {
+	enum store_lock_status ret = STORE_LOCK_FAILED;
 	struct rstore *rs = s->priv;
 	struct wire_msg m;
 	uint8_t payload[STORE_ID_MAX + 8];
@@ -278,8 +280,8 @@ static int rs_lock(struct store *s, const char *id, long timeout_ms, struct stor
 	lk->priv = NULL;
 	held = calloc(1, sizeof(*held));
 	if (!held) {
-		snprintf(err, errlen, "cannot lock session '%s': %s", id, strerror(errno));
-		return -1;
+		snprintf(err, errlen, "%s", strerror(errno));
+		return STORE_LOCK_FAILED;
 	}
 	if (timeout_ms >= 0)
 		deadline_in_ms(&deadline, timeout_ms ? timeout_ms : TRY_LOCK_ANSWER_MS);
@@ -290,16 +292,15 @@ static int rs_lock(struct store *s, const char *id, long timeout_ms, struct stor
 	if (wire_send(fd, WIRE_MEM_LOCK, timeout_ms == 0, 0, payload, len, NULL, 0) < 0)
 		goto fail;
 	if (!answered_by(fd, timeout_ms >= 0 ? &deadline : NULL)) {
-		snprintf(err, errlen, "session '%s' is busy: another call is using it", id);
-		errno = EWOULDBLOCK;
+		snprintf(err, errlen, STORE_BUSY_WHY);
+		ret = STORE_LOCK_BUSY;
 		goto out;
 	}
 	got = wire_recv(fd, &m);
 	if (got == 1 && m.type == WIRE_MEM_ERR) {
-		/* Busy at once, or the server's table of locks is full. */
 		snprintf(err, errlen, "%.*s", (int)m.len, m.len ? (const char *)m.payload : "");
+		ret = m.a == 1 ? STORE_LOCK_BUSY : STORE_LOCK_FAILED;
 		wire_msg_release(&m);
-		errno = EWOULDBLOCK;
 		goto out;
 	}
 	wire_msg_release(&m);
@@ -312,13 +313,13 @@ static int rs_lock(struct store *s, const char *id, long timeout_ms, struct stor
 	held->next = rs->held;
 	rs->held = held;
 	lk->priv = held;
-	return 0;
+	return STORE_LOCKED;
 fail:
-	snprintf(err, errlen, "cannot lock session '%s': the warm server failed", id);
+	snprintf(err, errlen, "the warm server failed");
 out:
 	fd_close(&fd);
 	free(held);
-	return -1;
+	return ret;
 }
 
 static void rs_unlock(struct store *s, struct store_lock *lk)

@@ -82,11 +82,12 @@ int store_list(struct store *s, struct session_info **out,
 	return s->ops->list(s, out, n, err, errlen);
 }
 
-int store_lock(struct store *s, const char *id, long timeout_ms,
-               struct store_lock *lk, char *err, size_t errlen)
+enum store_lock_status store_lock(struct store *s, const char *id, long timeout_ms,
+                                  struct store_lock *lk, char *err, size_t errlen)
 {
+	lk->priv = NULL;
 	if (!store_id_valid(id, err, errlen))
-		return -1;
+		return STORE_LOCK_FAILED;
 	return s->ops->lock(s, id, timeout_ms, lk, err, errlen);
 }
 

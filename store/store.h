@@ -64,8 +64,9 @@ int store_del(struct store *s, const char *id,
 int store_list(struct store *s, struct session_info **out,
                size_t *n, char *err, size_t errlen);
 
-int store_lock(struct store *s, const char *id, long timeout_ms,
-               struct store_lock *lk, char *err, size_t errlen);
+/* See store_ops.lock; an invalid id is STORE_LOCK_FAILED. */
+enum store_lock_status store_lock(struct store *s, const char *id, long timeout_ms,
+                                  struct store_lock *lk, char *err, size_t errlen);
 
 void store_unlock(struct store *s, struct store_lock *lk);
 

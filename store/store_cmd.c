@@ -457,49 +457,49 @@ static int try_lock(struct cmd_store *cs, const char *id, char *err, size_t errl
 	return ret;
 }
 
-static int cmd_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
-                    char *err, size_t errlen)
+static enum store_lock_status cmd_lock(struct store *s, const char *id, long timeout_ms,
+                                       struct store_lock *lk, char *err, size_t errlen)
 {
 	struct cmd_store *cs = s->priv;
 	struct cmd_lock *l = calloc(1, sizeof(*l));
+	enum store_lock_status ret;
 	struct timespec dl;
 	int got = 2;
 
 	lk->priv = NULL;
 	if (!l) {
-		snprintf(err, errlen, "cannot lock session '%s': out of memory", id);
-		return -1;
+		snprintf(err, errlen, "out of memory");
+		return STORE_LOCK_FAILED;
 	}
 	deadline_in_ms(&dl, timeout_ms >= 0 ? timeout_ms : 0);
-	if (cs->dir->ops->lock(cs->dir, id, timeout_ms, &l->local, err, errlen) < 0) {
+	ret = cs->dir->ops->lock(cs->dir, id, timeout_ms, &l->local, err, errlen);
+	if (ret != STORE_LOCKED) {
 		free(l);
-		return -1;
+		return ret;
 	}
 	while (cs->helper_locks != 0 && (got = try_lock(cs, id, err, errlen)) == 0) {
 		if (timeout_ms >= 0 && deadline_left(&dl) <= 0) {
-			snprintf(err, errlen, "session '%s' is busy: another call is using it "
-			         "(its lock in %s)", id, cs->name);
-			errno = EWOULDBLOCK;
+			snprintf(err, errlen, STORE_BUSY_WHY " (its lock in %s)", cs->name);
 			break;
 		}
 		poll(NULL, 0, LOCK_POLL_MS);
 	}
 	if (got == 2)
 		cs->helper_locks = 0;
-	if (got < 0 || (got == 0)) {
+	if (got <= 0) {
 		int errsv = errno;
 
 		cs->dir->ops->unlock(cs->dir, &l->local);
 		free(l);
 		errno = errsv;
-		return -1;
+		return got == 0 ? STORE_LOCK_BUSY : STORE_LOCK_FAILED;
 	}
 	if (got == 1)
 		cs->helper_locks = 1;
 	l->remote = got == 1;
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	lk->priv = l;
-	return 0;
+	return STORE_LOCKED;
 }
 
 static void cmd_unlock(struct store *s, struct store_lock *lk)

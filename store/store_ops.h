@@ -11,9 +11,11 @@
  *
  * Every operation returns 0 on success or -1 with a one-line reason (no
  * newline, lowercase, no full stop) written into err, a buffer of errlen
- * bytes (STORE_ERR_MAX holds any of them); errno is preserved where the
- * cause was a system call.  Session ids reach a backend validated
- * (store.h's wrappers check them once).
+ * bytes (STORE_ERR_MAX holds any of them); lock returns an enum
+ * store_lock_status instead.  errno is preserved where the cause was a
+ * system call, for the message's sake only: it is never a status.
+ * Session ids reach a backend validated (store.h's wrappers check them
+ * once).
  *
  * The generic types below carry nothing of any backend: what a backend
  * needs for one lock or one save (a file, a connection, a temp name) is
@@ -51,6 +53,18 @@ struct store_mark {
 /* A session lock held from load to save; released by store_unlock(). */
 struct store_lock {
 	void *priv;             /* the backend's hold on it; NULL when none */
+};
+
+/* The usual reason a lock is busy. */
+#define STORE_BUSY_WHY "another call is using it"
+
+/* What asking for a session's lock came to.  The caller words the
+ * message: err holds only the reason. */
+enum store_lock_status {
+	STORE_LOCKED,           /* held: release it with store_unlock() */
+	STORE_LOCK_BUSY,        /* another call held it until the timeout; err says
+	                         * who, completing "session 'ID' is busy: " */
+	STORE_LOCK_FAILED,      /* the store failed; err says why */
 };
 
 struct store;
@@ -101,12 +115,13 @@ struct store_ops {
 	            size_t errlen);
 	/*
 	 * Take the session's exclusive lock, waiting at most timeout_ms (< 0 means
-	 * forever).  Returns 0, or -1; on timeout errno is EWOULDBLOCK and err says
-	 * the session is busy.  Saves must hold the lock: the FileStore removes a
+	 * forever): STORE_LOCKED, STORE_LOCK_BUSY once the timeout passes with
+	 * another call holding it, or STORE_LOCK_FAILED; err as the enum says.
+	 * Saves must hold the lock: the FileStore removes a
 	 * session's leftover temp files (of a killed save) when it is locked.
-	 * lk->priv is the backend's (NULL after unlock).
+	 * lk->priv is the backend's (NULL after unlock, and unless locked).
 	 */
-	int (*lock)(struct store *s, const char *id, long timeout_ms,
+	enum store_lock_status (*lock)(struct store *s, const char *id, long timeout_ms,
 	            struct store_lock *lk, char *err, size_t errlen);
 	void (*unlock)(struct store *s, struct store_lock *lk);
 	void (*close)(struct store *s);

@@ -722,65 +722,67 @@ static int new_token(char *hex, size_t len)
 	return 0;
 }
 
-static int rd_lock(struct store *s, const char *id, long timeout_ms, struct store_lock *lk,
-                   char *err, size_t errlen)
+/* SET NX the lock's key: 1 when it is now ours, 0 when another holds it,
+ * -1 with err when the server could not be asked. */
+static int rd_try_lock(struct rd_store *rs, struct rd_lock *l, const char *ms, char *err,
+                       size_t errlen)
+{
+	const char *argv[] = { "SET", l->key, l->token, "NX", "PX", ms };
+	const char *get[] = { "GET", l->key };
+	redisReply *r = rd_run(rs, &rs->c, "lock", 6, argv, NULL, err, errlen);
+	bool got;
+
+	if (!r)
+		return -1;
+	got = r->type == REDIS_REPLY_STATUS;
+	freeReplyObject(r);
+	if (got)
+		return 1;
+	/* A SET tried again after a broken connection may have been applied
+	 * the first time: the lock is then ours. */
+	r = rd_run(rs, &rs->c, "lock", 2, get, NULL, err, errlen);
+	if (!r)
+		return -1;
+	got = r->type == REDIS_REPLY_STRING && strcmp(r->str, l->token) == 0;
+	freeReplyObject(r);
+	return got;
+}
+
+static enum store_lock_status rd_lock(struct store *s, const char *id, long timeout_ms,
+                                      struct store_lock *lk, char *err, size_t errlen)
 {
 	struct rd_store *rs = s->priv;
 	struct rd_lock *l = calloc(1, sizeof(*l));
 	struct timespec deadline;
 	char ms[32];
+	int got;
 
 	lk->priv = NULL;
 	if (!l) {
-		snprintf(err, errlen, "cannot lock session '%s': out of memory", id);
-		return -1;
+		snprintf(err, errlen, "out of memory");
+		return STORE_LOCK_FAILED;
 	}
 	l->rs = rs;
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	key_of(rs, "lock", id, l->key);
 	if (new_token(l->token, sizeof(l->token)) < 0) {
-		snprintf(err, errlen, "cannot lock session '%s': getrandom: %s", id,
-		         strerror(errno));
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
 		free(l);
-		return -1;
+		return STORE_LOCK_FAILED;
 	}
 	snprintf(ms, sizeof(ms), "%ld", rs->sp.lock_ms);
 	deadline_in_ms(&deadline, timeout_ms >= 0 ? timeout_ms : 0);
-	for (;;) {
-		const char *argv[] = { "SET", l->key, l->token, "NX", "PX", ms };
-		redisReply *r = rd_run(rs, &rs->c, "lock", 6, argv, NULL, err, errlen);
-		bool got;
-
-		if (!r) {
-			char why[STORE_ERR_MAX];
-
-			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "cannot lock session '%s': %s", id, why);
-			free(l);
-			return -1;
-		}
-		got = r->type == REDIS_REPLY_STATUS;
-		freeReplyObject(r);
-		if (!got) {
-			/* A SET tried again after a broken connection may have
-			 * been applied the first time: the lock is then ours. */
-			const char *get[] = { "GET", l->key };
-
-			r = rd_run(rs, &rs->c, "lock", 2, get, NULL, err, errlen);
-			got = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, l->token) == 0;
-			if (r)
-				freeReplyObject(r);
-		}
-		if (got)
-			break;
+	while ((got = rd_try_lock(rs, l, ms, err, errlen)) == 0) {
 		if (timeout_ms >= 0 && deadline_left(&deadline) <= 0) {
-			snprintf(err, errlen, "session '%s' is busy: another call is using it "
-			         "(its lock on %s)", id, rs->name);
+			snprintf(err, errlen, STORE_BUSY_WHY " (its lock on %s)", rs->name);
 			free(l);
-			errno = EWOULDBLOCK;
-			return -1;
+			return STORE_LOCK_BUSY;
 		}
 		poll(NULL, 0, LOCK_POLL_MS);
+	}
+	if (got < 0) {
+		free(l);
+		return STORE_LOCK_FAILED;
 	}
 	if (timeout_ms >= 0) {
 		clock_gettime(CLOCK_MONOTONIC, &l->until);
@@ -793,20 +795,20 @@ static int rd_lock(struct store *s, const char *id, long timeout_ms, struct stor
 		const char *argv[] = { "EVAL", unlock_script, "1", l->key, l->token };
 		redisReply *r;
 
-		snprintf(why, sizeof(why), "%s", l->c ? "cannot start a thread" : err);
-		snprintf(err, errlen, "cannot lock session '%s': %s", id, why);
+		if (l->c)
+			snprintf(err, errlen, "cannot start a thread");
 		r = rd_run(rs, &rs->c, "unlock", 5, argv, NULL, why, sizeof(why));
 		if (r)
 			freeReplyObject(r);
 		if (l->c)
 			redisFree(l->c);
 		free(l);
-		return -1;
+		return STORE_LOCK_FAILED;
 	}
 	l->next = rs->locks;
 	rs->locks = l;
 	lk->priv = l;
-	return 0;
+	return STORE_LOCKED;
 }
 
 static void rd_unlock(struct store *s, struct store_lock *lk)

@@ -149,7 +149,7 @@ static void put_raw(const struct store_case *sc, const char *id, const uint8_t *
 	struct store_lock lk;
 
 	/* The memory store takes a save only from the holder of the lock. */
-	ck_assert_msg(store_lock(st, id, -1, &lk, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(store_lock(st, id, -1, &lk, err, sizeof(err)) == STORE_LOCKED, "%s", err);
 	ck_assert_msg(store_save(st, id, b, n, false, err, sizeof(err)) == 0, "%s", err);
 	store_unlock(st, &lk);
 	store_close(st);

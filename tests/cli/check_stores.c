@@ -422,6 +422,68 @@ START_TEST(redis_prefix_ttl_and_reset_all_scope)
 }
 END_TEST
 
+/* --reset TARGET with a short timeout. */
+static void reset_quick(struct cli_run *r, const char *target)
+{
+	cli_test_run(&fx, r, fx.tmp, NULL, (const char *const[]){
+		"dolsot", "--reset", target, "--timeout", "1", NULL });
+}
+
+/* issue 41: a Redis store that fails under --reset is a store error, said
+ * with its reason, never "in use": with the server pausing writes (CLIENT
+ * PAUSE WRITE: a list is answered, a lock's SET is not) --reset all and
+ * --reset ID exit 1 naming the server, and every session stays.  A
+ * session a running call holds is still kept as in use, and busy. */
+START_TEST(redis_reset_says_a_failing_store_is_not_busy)
+{
+	static const char *const targets[] = { "all", "a" };
+	char buf[64], go[4400], code[4600], *out = cli_path(fx.tmp, "held.out"), *res;
+	struct cli_run r;
+	pid_t held;
+	int status;
+
+	use_store(REDIS_STORE, NULL);
+	cell_ok("a", "x = 1", NULL);
+	cell_ok("b", "x = 2", NULL);
+	ck_assert_str_eq(rd_query(buf, sizeof(buf), NULL, "CLIENT PAUSE %s WRITE", "600000"),
+	                 "OK");
+	for (size_t i = 0; i < sizeof(targets) / sizeof(*targets); i++) {
+		reset_quick(&r, targets[i]);
+		ck_code(&r, 1);
+		ck_out(&r, "");
+		ck_err_has(&r, "dolsot: cannot lock session 'a': ");
+		ck_err_has(&r, rd.url);
+		ck_err_has(&r, ": lock: no answer within 1 s");
+		ck_err_lacks(&r, "in use");
+		ck_err_lacks(&r, "busy");
+		cli_run_release(&r);
+	}
+	ck_assert_str_eq(rd_query(buf, sizeof(buf), NULL, "CLIENT %s", "UNPAUSE"), "OK");
+	cell_ok("a", "print(x)", "1\n");
+	cell_ok("b", "print(x)", "2\n");
+	/* Busy is still busy: a call holds "a" until the test makes go. */
+	snprintf(go, sizeof(go), "%s/go", fx.tmp);
+	snprintf(code, sizeof(code), "import os, time\nwhile not os.path.exists('%s'):\n"
+	         "    time.sleep(0.01)\nx = 3", go);
+	held = cell_async("a", code, out);
+	wait_for_key("dolsot:lock:a");
+	reset_quick(&r, "a");
+	ck_code(&r, 1);
+	ck_err_has(&r, "dolsot: session 'a' is busy: another call is using it (its lock on ");
+	cli_run_release(&r);
+	reset_quick(&r, "all");
+	ck_code(&r, 0);
+	ck_out(&r, "reset all: removed 1 session(s); kept, in use by a call: a\n");
+	cli_run_release(&r);
+	cli_write_file(go, "");
+	ck_assert_int_eq(waitpid(held, &status, 0), held);
+	res = cli_read_file(out, NULL);
+	ck_assert_msg(strncmp(res, "0\n", 2) == 0, "the held call: %s", res);
+	free(res);
+	cell_ok("a", "print(x)", "3\n");
+}
+END_TEST
+
 START_TEST(redis_ttl_zero_never_expires)
 {
 	char buf[64];
@@ -565,7 +627,7 @@ static Suite *stores_suite(void)
 	      *helper = tcase_create("helper");
 	TCase *all[] = { every, redis, helper };
 
-	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		tcase_add_checked_fixture(all[i], setup, teardown);
 		tcase_set_timeout(all[i], 600);
 	}
@@ -580,6 +642,7 @@ static Suite *stores_suite(void)
 	tcase_add_test(redis, redis_holds_a_100_mb_session);
 	tcase_add_test(redis, redis_prefix_ttl_and_reset_all_scope);
 	tcase_add_test(redis, redis_ttl_zero_never_expires);
+	tcase_add_test(redis, redis_reset_says_a_failing_store_is_not_busy);
 	tcase_add_test(helper, helper_output_errors);
 	tcase_add_test(helper, helper_that_hangs_is_killed_at_the_timeout);
 	tcase_add_test(helper, helper_that_crashes_is_an_error);

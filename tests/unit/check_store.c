@@ -18,20 +18,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ck_run.h"
+#include "mem_client.h"
 #include "mem_server.h"
+#include "redis_helper.h"
 #include "store_mem.h"
 #include "sign.h"
 #include "store.h"
 #include "store_file.h"
+#include "warm_proto.h"
 #include "wire.h"
 
 #define DAY 86400.0
@@ -401,17 +406,14 @@ START_TEST(test_lock_busy_times_out)
 	struct timespec t0;
 	double ms;
 
-	ck_assert_msg(store_lock(s, "a", -1, &lk1, ERR) == 0, "%s", err);
+	ck_assert_msg(store_lock(s, "a", -1, &lk1, ERR) == STORE_LOCKED, "%s", err);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	errno = 0;
-	ck_assert_int_eq(store_lock(s, "a", 100, &lk2, ERR), -1);
+	ck_assert_int_eq(store_lock(s, "a", 100, &lk2, ERR), STORE_LOCK_BUSY);
 	ms = ms_since(&t0);
-	ck_assert_int_eq(errno, EWOULDBLOCK);
-	ck_assert_str_eq(err, "session 'a' is busy: another call is using it");
+	ck_assert_str_eq(err, "another call is using it");
 	ck_assert_msg(ms >= 90 && ms < 2000, "waited %.1f ms", ms);
 	/* timeout 0 is a single try */
-	ck_assert_int_eq(store_lock(s, "a", 0, &lk2, ERR), -1);
-	ck_assert_int_eq(errno, EWOULDBLOCK);
+	ck_assert_int_eq(store_lock(s, "a", 0, &lk2, ERR), STORE_LOCK_BUSY);
 	/* other ids are independent */
 	ck_assert_msg(store_lock(s, "b", 0, &lk3, ERR) == 0, "%s", err);
 	store_unlock(s, &lk1);
@@ -485,7 +487,7 @@ START_TEST(test_invalid_ids_rejected)
 		ck_assert_int_eq(store_save(s, bad[k], (const uint8_t *)"x", 1, false, ERR),
 		                 -1);
 		ck_assert_int_eq(store_del(s, bad[k], &removed, ERR), -1);
-		ck_assert_int_eq(store_lock(s, bad[k], 0, &lk, ERR), -1);
+		ck_assert_int_eq(store_lock(s, bad[k], 0, &lk, ERR), STORE_LOCK_FAILED);
 		ck_assert_msg(strncmp(err, "invalid session id '", 20) == 0, "%s", err);
 	}
 	/* the longest valid id works */
@@ -978,7 +980,7 @@ START_TEST(test_lock_busy_across_processes)
 	if (pid == 0) {
 		close(ready[0]);
 		close(release[1]);
-		if (store_lock(s, "a", -1, &lk, ERR) < 0 ||
+		if (store_lock(s, "a", -1, &lk, ERR) != STORE_LOCKED ||
 		    write(ready[1], "x", 1) != 1)
 			_exit(1);
 		/* hold the lock until the parent closes its end */
@@ -991,10 +993,8 @@ START_TEST(test_lock_busy_across_processes)
 	close(ready[1]);
 	close(release[0]);
 	ck_assert_int_eq(read(ready[0], &c, 1), 1);
-	errno = 0;
-	ck_assert_int_eq(store_lock(s, "a", 50, &lk, ERR), -1);
-	ck_assert_int_eq(errno, EWOULDBLOCK);
-	ck_assert_str_eq(err, "session 'a' is busy: another call is using it");
+	ck_assert_int_eq(store_lock(s, "a", 50, &lk, ERR), STORE_LOCK_BUSY);
+	ck_assert_str_eq(err, "another call is using it");
 	close(release[1]);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -1022,7 +1022,7 @@ static int bump_counter(struct store *s, int rounds)
 	int n;
 
 	while (rounds-- > 0) {
-		if (store_lock(s, "n", -1, &lk, e, sizeof(e)) < 0)
+		if (store_lock(s, "n", -1, &lk, e, sizeof(e)) != STORE_LOCKED)
 			return 1;
 		if (store_load(s, "n", &blob, &len, &found, e, sizeof(e)) < 0 || !found ||
 		    len >= sizeof(buf))
@@ -1063,7 +1063,7 @@ START_TEST(test_lock_serializes_processes)
 	}
 	got = load_str(s, "n");
 	ck_assert_ptr_nonnull(got);
-	ck_assert_int_eq(atoi(got), PROCS * ROUNDS);
+	ck_assert_int_eq(atoi(got), (intmax_t)PROCS * ROUNDS);
 	free(got);
 	store_close(s);
 }
@@ -1504,6 +1504,7 @@ START_TEST(test_mem_lock_table_bound_rejects_cleanly)
 	static int cl[MEM_SERVER_MAX_LOCKS], sv[MEM_SERVER_MAX_LOCKS];
 	struct mem_server *sm = mem_server_new(-1);
 	char text[STORE_ERR_MAX];
+	uint64_t busy;
 	int c, sfd;
 
 	raise_nofile();
@@ -1516,8 +1517,9 @@ START_TEST(test_mem_lock_table_bound_rejects_cleanly)
 		ck_assert(!has_answer(cl[1]));   /* waiting */
 		for (int extra = 0; extra < 5; extra++) {
 			ck_assert(!mem_ask(sm, WIRE_MEM_LOCK, 0, extra ? "y" : "x", NULL, -1, &c, &sfd));
-			ck_assert_int_eq(mem_answer(c, NULL, NULL, text, sizeof(text)), WIRE_MEM_ERR);
-			ck_assert_msg(strstr(text, "is busy: the memory store already has 1024 calls"),
+			ck_assert_int_eq(mem_answer(c, &busy, NULL, text, sizeof(text)), WIRE_MEM_ERR);
+			ck_assert_uint_eq(busy, 1);
+			ck_assert_msg(strncmp(text, "the memory store already has 1024 calls", 39) == 0,
 			              "%s", text);
 			close(c);
 			close(sfd);
@@ -1536,8 +1538,9 @@ START_TEST(test_mem_lock_table_bound_rejects_cleanly)
 		int c2, s2;
 
 		ck_assert(!mem_ask(sm, WIRE_MEM_LOCK, 1, "x", NULL, -1, &c2, &s2));
-		ck_assert_int_eq(mem_answer(c2, NULL, NULL, text, sizeof(text)), WIRE_MEM_ERR);
-		ck_assert_str_eq(text, "session 'x' is busy: another call is using it");
+		ck_assert_int_eq(mem_answer(c2, &busy, NULL, text, sizeof(text)), WIRE_MEM_ERR);
+		ck_assert_uint_eq(busy, 1);
+		ck_assert_str_eq(text, "another call is using it");
 		close(c2);
 		close(s2);
 	}
@@ -1922,6 +1925,233 @@ START_TEST(test_the_signed_origin_outvotes_the_record)
 }
 END_TEST
 
+/* ---- the lock's three outcomes, over every backend (issue 41) ---- */
+
+/* The warm server's memory store for mem_client.c: mem_server's table
+ * behind a socket in the store's directory, served by a thread until
+ * stop is written. */
+#define HOST_FDS 16
+struct mem_host {
+	struct mem_server *sm;
+	int listen_fd, stop[2];
+	pthread_t th;
+	bool running;
+};
+
+static struct mem_host host;
+static struct redis_test lock_rd = { .pid = -1 };
+
+/* One connection's turn: false when it is done (closed, or its lock gone). */
+static bool host_serve(struct mem_host *h, int fd)
+{
+	struct wire_msg m;
+
+	if (wire_recv(fd, &m) != 1) {
+		mem_server_closed(h->sm, fd);
+		close(fd);
+		return false;
+	}
+	(void)mem_server_handle(h->sm, fd, &m);
+	wire_msg_release(&m);
+	return true;
+}
+
+static void *host_loop(void *arg)
+{
+	struct mem_host *h = arg;
+	struct pollfd p[HOST_FDS] = { { h->stop[0], POLLIN, 0 }, { h->listen_fd, POLLIN, 0 } };
+	size_t n = 2;
+
+	while (poll(p, n, -1) >= 0 && !p[0].revents) {
+		for (size_t i = n; i-- > 2;)
+			if (p[i].revents && !host_serve(h, p[i].fd))
+				p[i] = p[--n];
+		if ((p[1].revents & POLLIN) && n < HOST_FDS) {
+			int fd = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd >= 0)
+				p[n++] = (struct pollfd){ fd, POLLIN, 0 };
+		}
+	}
+	for (size_t i = 2; i < n; i++)
+		close(p[i].fd);
+	return NULL;
+}
+
+static void host_stop(void)
+{
+	if (!host.running)
+		return;
+	ck_assert_int_eq(write(host.stop[1], "x", 1), 1);
+	ck_assert_int_eq(pthread_join(host.th, NULL), 0);
+	close(host.stop[0]);
+	close(host.stop[1]);
+	close(host.listen_fd);
+	mem_server_free(host.sm);
+	host.running = false;
+}
+
+static struct store *open_mem_client(void)
+{
+	struct store *dir = open_file(), *s;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+
+	warm_proto_socket_path(store_home(dir), addr.sun_path, sizeof(addr.sun_path));
+	host.sm = mem_server_new(-1);
+	ck_assert_ptr_nonnull(host.sm);
+	host.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(host.listen_fd, 0);
+	ck_assert_int_eq(bind(host.listen_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	ck_assert_int_eq(listen(host.listen_fd, 16), 0);
+	ck_assert_int_eq(pipe2(host.stop, O_CLOEXEC), 0);
+	ck_assert_int_eq(pthread_create(&host.th, NULL, host_loop, &host), 0);
+	host.running = true;
+	s = mem_client_open(dir, ERR);
+	ck_assert_msg(s != NULL, "mem_client_open: %s", err);
+	return s;
+}
+
+/* No server: its socket goes with it. */
+static void fail_mem_client(struct store *s)
+{
+	char path[PATH_MAX];
+
+	host_stop();
+	warm_proto_socket_path(store_home(s), path, sizeof(path));
+	ck_assert_int_eq(unlink(path), 0);
+}
+
+static struct store *open_redis(void)
+{
+	struct store *s;
+
+	path_in(lock_rd.dir, tmp_dir, "redis");
+	ck_assert_int_eq(mkdir(lock_rd.dir, 0700), 0);
+	lock_rd.port = 0;
+	redis_test_start(&lock_rd, NULL, NULL);
+	s = store_open(STORE_KIND_REDIS, lock_rd.url, sess_dir, 0, 5, ERR);
+	ck_assert_msg(s != NULL, "store_open redis: %s", err);
+	return s;
+}
+
+static void fail_redis(struct store *s)
+{
+	(void)s;
+	redis_test_stop(&lock_rd);
+}
+
+/* A helper whose lock answers as the files busy and fail in tmp_dir say. */
+static struct store *open_cmd(void)
+{
+	char helper[PATH_MAX], spec[PATH_MAX + 8], text[3 * PATH_MAX];
+	struct store *s;
+	FILE *f;
+
+	path_in(helper, tmp_dir, "helper");
+	snprintf(text, sizeof(text),
+	         "#!/bin/sh\n[ \"$1\" = lock ] || exit 0\n[ -e %s/busy ] && exit 1\n"
+	         "[ -e %s/fail ] && { echo the helper broke >&2; exit 3; }\necho locked\n",
+	         tmp_dir, tmp_dir);
+	f = fopen(helper, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(helper, 0700), 0);
+	snprintf(spec, sizeof(spec), "cmd:%s", helper);
+	s = store_open(STORE_KIND_CMD, spec, sess_dir, 0, 5, ERR);
+	ck_assert_msg(s != NULL, "store_open cmd: %s", err);
+	return s;
+}
+
+static void touch_in_tmp(const char *name)
+{
+	char path[PATH_MAX];
+	int fd = open(path_in(path, tmp_dir, name), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
+static void busy_cmd(void)
+{
+	touch_in_tmp("busy");
+}
+
+static void fail_cmd(struct store *s)
+{
+	char path[PATH_MAX];
+
+	(void)s;
+	ck_assert_int_eq(unlink(path_in(path, tmp_dir, "busy")), 0);
+	touch_in_tmp("fail");
+}
+
+/* The lock file is a directory. */
+static void fail_file(struct store *s)
+{
+	char path[PATH_MAX];
+
+	(void)s;
+	ck_assert_int_eq(mkdir(path_in(path, sess_dir, "a.lock"), 0700), 0);
+}
+
+struct lock_backend {
+	const char *name;
+	struct store *(*open)(void);
+	void (*make_busy)(void);        /* NULL: the test holds "a" itself */
+	const char *busy_has;           /* in the busy reason */
+	void (*make_fail)(struct store *s);     /* NULL: only an invalid id fails */
+	const char *fail_has;           /* in the failure's reason */
+};
+
+static const struct lock_backend lock_backends[] = {
+	{ "file", open_file, NULL, STORE_BUSY_WHY, fail_file, "open a.lock: Is a directory" },
+	{ "mem", open_mem, NULL, STORE_BUSY_WHY, NULL, "invalid session id" },
+	{ "memory", open_mem_client, NULL, STORE_BUSY_WHY, fail_mem_client,
+	  "the memory store is gone: no warm server runs" },
+	{ "redis", open_redis, NULL, STORE_BUSY_WHY " (its lock on redis://127.0.0.1:",
+	  fail_redis, ": cannot connect: " },
+	{ "cmd", open_cmd, busy_cmd, STORE_BUSY_WHY " (its lock in store helper '",
+	  fail_cmd, "the helper broke" },
+};
+
+/* Locked, busy (at once and after a wait) and failed, each with its
+ * reason, and nothing held unless locked. */
+START_TEST(test_lock_three_outcomes)
+{
+	const struct lock_backend *b = &lock_backends[_i];
+	struct store *s = b->open();
+	struct store_lock held = { NULL }, lk;
+
+	ck_assert_msg(store_lock(s, "a", 0, &held, ERR) == STORE_LOCKED, "%s: %s", b->name, err);
+	ck_assert_ptr_nonnull(held.priv);
+	if (b->make_busy) {
+		store_unlock(s, &held);
+		b->make_busy();
+	}
+	for (long ms = 0; ms <= 50; ms += 50) {
+		err[0] = '\0';
+		lk.priv = &lk;
+		ck_assert_msg(store_lock(s, "a", ms, &lk, ERR) == STORE_LOCK_BUSY, "%s: %s",
+		              b->name, err);
+		ck_assert_ptr_null(lk.priv);
+		ck_assert_msg(strncmp(err, b->busy_has, strlen(b->busy_has)) == 0, "%s: %s",
+		              b->name, err);
+	}
+	store_unlock(s, &held);
+	if (b->make_fail)
+		b->make_fail(s);
+	lk.priv = &lk;
+	ck_assert_int_eq(store_lock(s, b->make_fail ? "a" : "../a", 0, &lk, ERR),
+	                 STORE_LOCK_FAILED);
+	ck_assert_ptr_null(lk.priv);
+	ck_assert_msg(strstr(err, b->fail_has) && !strstr(err, "busy"), "%s: %s", b->name, err);
+	store_close(s);
+	host_stop();
+	redis_test_stop(&lock_rd);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *su = suite_create("store");
@@ -1937,6 +2167,8 @@ static Suite *store_suite(void)
 	tcase_add_loop_test(tc, test_lock_busy_times_out, 0, NBACKENDS);
 	tcase_add_loop_test(tc, test_lock_waits_for_release, 0, NBACKENDS);
 	tcase_add_loop_test(tc, test_invalid_ids_rejected, 0, NBACKENDS);
+	tcase_add_loop_test(tc, test_lock_three_outcomes, 0,
+	                    (int)(sizeof(lock_backends) / sizeof(lock_backends[0])));
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("blob");

@@ -330,17 +330,6 @@ def _depth():
     return n
 
 
-def run_cell(code, ns, forget=None):
-    body, last = _compile_cell(code, forget)
-    if "recursion-limit" in _limits:
-        # Counted from the cell's own frame, not from the worker's.
-        sys.setrecursionlimit(_depth() + _limits["recursion-limit"])
-    _run_code(body, ns)
-    if last is not None:
-        return _run_code(last, ns)
-    return None
-
-
 def _cap(text, cap, what):
     if cap and len(text) > cap:
         _detail.setdefault("truncated", []).append(f"{what}\t{cap}\t{len(text) - cap}")
@@ -738,95 +727,105 @@ def _tab_lines(pairs):
     return "\n".join(f"{name}\t{why}" for name, why in pairs) or None
 
 
-def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None,
-        describe_mounts=None):
-    """Run one cell.  Returns its answer(): held is names one per line,
-    dropped and kept "name<TAB>reason" lines, limit the name of the limit
-    the cell hit (limits holds those of the call by option name, 0 for
-    unset).  blob, the session read, is a memoryview of the session's file
-    mapped read-only, or None.  With REQ_DESCRIBE, describe_mounts lists
-    the --mount paths as (path, mode), and no cell runs."""
-    # One function, not a wrapper: pickling deep values must meet the
-    # recursion limit at the same depth with or without limits.
-    global _limits, _flags, _live
-    t0 = time.monotonic_ns()
-    _detail.clear()
-    _detail["timings"] = {"start": t0}
-    _flags = flags
-    _limits = {name: value for name, value in (limits or {}).items() if value}
-    if "max-procs" in _limits:
-        sys.addaudithook(_audit)
-    ns = _main.__dict__
-    default_recursion = sys.getrecursionlimit()
-    # A live process that completed a cell holds the session: it loads
-    # nothing, and keeps its own environment (the cells' changes in it).
-    live = _live if flags & REQ_LIVE else None
-    if env is not None and live is None:
-        _apply_env(env)
-    notes = []
+class _Call:
+    """One run()'s state, handed from step to step: what the load brought
+    back, the gate said, the cell did, for the save to store."""
+
+    def __init__(self, code, session, max_output, flags, live, default_recursion):
+        self.code, self.session, self.max_output, self.flags = code, session, max_output, flags
+        self.live = live                # the live process's state, or None
+        self.ns = _main.__dict__
+        self.default_recursion = default_recursion
+        self.notes = []
+        self.gate_warning = None
+        self.exit_code, self.res_flags = 0, RES_OK | RES_RAN
+        self.value = self.error = None
+
+
+def _load_step(c, blob, toolboxes):
+    """Import the toolboxes and bring the session back into the namespace:
+    None, or the answer when the call ends here."""
+    live, ns = c.live, c.ns
     try:
-        stored = _session.load(session, blob) if blob is not None and live is None else None
+        stored = _session.load(c.session, blob) if blob is not None and live is None else None
         # Toolboxes first, as a live interpreter and a warm zygote imported
         # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
     except _Fatal as e:
         return answer(1, error=str(e))
     except _LimitHit as e:
-        return _limit_answer(e.name, e.exc, max_output)
+        return _limit_answer(e.name, e.exc, c.max_output)
     except MemoryError as e:
         if "memory" in _limits:
-            return _limit_answer("memory", e, max_output)
+            return _limit_answer("memory", e, c.max_output)
         raise
-    carry = _state.Carry(bool(flags & REQ_CARRY)) if live is None else live["carry"]
+    c.stored, c.loaded = stored, loaded
+    carry = _state.Carry(bool(c.flags & REQ_CARRY)) if live is None else live["carry"]
+    c.carry = carry
     carry.warnings = []
-    unloaded = [] if live is None else live["unloaded"]
-    notes.append(_lost_note(stored))
+    c.unloaded = [] if live is None else live["unloaded"]
+    c.notes.append(_lost_note(stored))
     try:
         # A live process restores nothing: its Carry, from its first call,
         # measures what changed against the state that call loaded.
         if live is None and stored is not None:
             carry.restore_early(stored.carry, _session.loads_piece)
-            notes.append(_unloaded(stored.load_into(ns)))
-            notes.append(_closed_note(stored.closed))
-            unloaded = stored.unloaded
-            notes.append(_kept_note(unloaded))
+            c.notes.append(_unloaded(stored.load_into(ns)))
+            c.notes.append(_closed_note(stored.closed))
+            c.unloaded = stored.unloaded
+            c.notes.append(_kept_note(c.unloaded))
         if live is None:
             carry.restore_late()
     except _Fatal as e:
-        return answer(1, error=str(e), warnings=_lines(notes, carry.warnings))
-    hidden = {alias: ns[alias] for alias in loaded if alias in ns}
-    notes.extend(_hidden_note(alias) for alias, v in hidden.items() if v is not loaded[alias])
+        return answer(1, error=str(e), warnings=_lines(c.notes, carry.warnings))
+    c.hidden = {alias: ns[alias] for alias in loaded if alias in ns}
+    c.notes.extend(_hidden_note(alias) for alias, v in c.hidden.items()
+                   if v is not loaded[alias])
     ns.update(loaded)
-    kept_names = {n: why for names, _, _, why in unloaded for n in names}
-    ended = set()
-    count = (live["count"] if live is not None else
-             stored.count if stored is not None else 0) + 1
-    _detail["count"] = count
+    c.kept_names = {n: why for names, _, _, why in c.unloaded for n in names}
+    c.ended = set()
+    c.count = (live["count"] if live is not None else
+               stored.count if stored is not None else 0) + 1
+    _detail["count"] = c.count
     _tick("load")
-    if flags & REQ_DESCRIBE:
-        return _describe(session or None, ns, loaded,
-                         describe_mounts, flags, _lines(notes, carry.warnings))
+    return None
 
-    blocked, gate_warning = (_gate(code, ns, loaded, kept_names) if flags & REQ_TYPECHECK
-                             else (None, None))
+
+def _gate_step(c):
+    """The type gate, when asked for: None, or the answer of a blocked cell."""
+    blocked, c.gate_warning = (_gate(c.code, c.ns, c.loaded, c.kept_names)
+                               if c.flags & REQ_TYPECHECK else (None, None))
     _tick("gate")
     if blocked is not None:
         return answer(1, RES_REJECTED, error=blocked,
-                      warnings=_lines(notes, carry.warnings, [gate_warning]))
+                      warnings=_lines(c.notes, c.carry.warnings, [c.gate_warning]))
+    return None
 
-    exit_code, res_flags, value, error = 0, RES_OK | RES_RAN, None, None
-    memory, failed = (live["memory"] if live is not None else
-                      stored.memory if stored is not None else {}), ()
+
+def _execute_step(c):
+    """Run the cell: None with its outcome in c, or the answer when the
+    call ends here (the cell ended the interpreter, or hit a limit).  It
+    runs the cell itself (through _run_code), so the cell's frame is as
+    deep below run() as it ever was: without --recursion-limit, the
+    interpreter's limit leaves a cell the same depth."""
+    code, ns, max_output, live, stored = c.code, c.ns, c.max_output, c.live, c.stored
+    c.memory, c.failed = (live["memory"] if live is not None else
+                          stored.memory if stored is not None else {}), ()
     try:
-        result = run_cell(code, ns, _Forget(kept_names, ended, ns))
+        body, last = _compile_cell(code, _Forget(c.kept_names, c.ended, ns))
+        if "recursion-limit" in _limits:
+            # Counted from the cell's own frame, not from the worker's.
+            sys.setrecursionlimit(_depth() + _limits["recursion-limit"])
+        _run_code(body, ns)
+        result = _run_code(last, ns) if last is not None else None
         if result is not None:
-            value = stringify(result, max_output)
+            c.value = stringify(result, max_output)
             if _rich_value(result):
-                _dolsot.embedded("rich").show_value(result, value, bool(flags & REQ_JSON))
+                _dolsot.embedded("rich").show_value(result, c.value, bool(c.flags & REQ_JSON))
     except SystemExit as e:
         flush()
         _tick("cell")
-        if flags & REQ_JSON:
+        if c.flags & REQ_JSON:
             text = _repr(e.code)
             _detail["error_info"] = _items(["SystemExit", text[:max_output] if max_output
                                             else text, ""])
@@ -834,64 +833,112 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
                       error=_cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                       ": the cell ended the interpreter, so it did not complete; "
                       "session unchanged",
-                      warnings=_lines(notes, carry.warnings, [gate_warning], _shown()))
+                      warnings=_lines(c.notes, c.carry.warnings, [c.gate_warning], _shown()))
     except BaseException as e:
         if "recursion-limit" in _limits:
-            sys.setrecursionlimit(default_recursion)
+            sys.setrecursionlimit(c.default_recursion)
         limit = _limit_of(e)   # before anything else raises an audit event
         if limit:
             flush()
             _error_info(e, code, max_output)
             return _limit_answer(limit, e, max_output)
-        exit_code, res_flags = exit_code_of(e), RES_RAN
+        c.exit_code, c.res_flags = exit_code_of(e), RES_RAN
         error = _cap(describe(e), max_output, "error")
-        unloaded_use = _kept_use(e, kept_names)
-        hints = unloaded_use or _hints(e, code, ns, loaded, memory)
+        unloaded_use = _kept_use(e, c.kept_names)
+        hints = unloaded_use or _hints(e, code, ns, c.loaded, c.memory)
         _error_info(e, code, max_output, hints)
-        error = "\n".join([error] + hints)
-        failed = _unbound(code, ns, e)
+        c.error = "\n".join([error] + hints)
+        c.failed = _unbound(code, ns, e)
     if "recursion-limit" in _limits:
-        sys.setrecursionlimit(default_recursion)
+        sys.setrecursionlimit(c.default_recursion)
     flush()
-    shown = _shown()
+    c.shown = _shown()
     _tick("cell")
+    return None
 
+
+def _save_step(c):
+    """Pickle the session for the store (and, live, keep what does not
+    pickle in this process): the call's answer."""
+    global _live
+    live, carry, stored = c.live, c.carry, c.stored
+    warnings = [c.gate_warning]
     try:
-        state = _session_names(ns, loaded)
-        for alias, held_value in hidden.items():
+        state = _session_names(c.ns, c.loaded)
+        for alias, held_value in c.hidden.items():
             if alias not in state:      # not rebound by the cell
                 state[alias] = held_value
         pieces, keep = carry.save()
-        sys.setrecursionlimit(min(sys.getrecursionlimit(),
-                                  max(default_recursion, DUMP_RECURSION_MAX)))
-        live_index = {} if flags & REQ_LIVE else None
+        limit = min(sys.getrecursionlimit(), max(c.default_recursion, DUMP_RECURSION_MAX))
+        live_index = {} if c.flags & REQ_LIVE else None
         reuse = (live["reuse"] if live is not None else
                  stored.reuse if stored is not None else None)
-        new_blob, held, dropped, lost, still = _session.dump(
-            state, pieces, keep, carry.stored(), unloaded, ended, memory, failed,
-            _statements(code), count, reuse, live=live_index,
-            pieces_modules=_state.pieces_modules)
+        # One more for this step's own frame, so that a value meets the
+        # limit as deep as when run() called the dump itself; the call
+        # leaves the limit itself behind (a live process's next call
+        # starts from it).
+        sys.setrecursionlimit(limit + 1)
+        try:
+            new_blob, held, dropped, lost, still = _session.dump(
+                state, pieces, keep, carry.stored(), c.unloaded, c.ended, c.memory,
+                c.failed, _statements(c.code), c.count, reuse, live=live_index,
+                pieces_modules=_state.pieces_modules)
+        finally:
+            sys.setrecursionlimit(limit)
         carry.lost(lost)
     except _Fatal as e:
-        return answer(1, res_flags & RES_RAN, value=value,
-                      error="\n".join(filter(None, [error, str(e)])),
-                      warnings=_lines(notes, carry.warnings, [gate_warning], shown))
+        return answer(1, c.res_flags & RES_RAN, value=c.value,
+                      error="\n".join(filter(None, [c.error, str(e)])),
+                      warnings=_lines(c.notes, carry.warnings, warnings, c.shown))
     except BaseException as e:
         if isinstance(e, MemoryError) and "memory" in _limits:
-            return _limit_answer("memory", e, max_output)
-        warning = f"warning: session '{session}' not saved: {_reason(e)}"
-        return answer(max(exit_code, 1), res_flags, value=value, error=error,
-                      warnings=_lines(notes, carry.warnings, [gate_warning, warning], shown))
+            return _limit_answer("memory", e, c.max_output)
+        warning = f"warning: session '{c.session}' not saved: {_reason(e)}"
+        return answer(max(c.exit_code, 1), c.res_flags, value=c.value, error=c.error,
+                      warnings=_lines(c.notes, carry.warnings, warnings + [warning], c.shown))
     _tick("dump")
     if live_index is not None:
         # What cannot be saved lives on in this process: held, marked.
-        _live = _live_state(carry, count, live_index["memory"], unloaded, state, ended, reuse)
+        _live = _live_state(carry, c.count, live_index["memory"], c.unloaded, state, c.ended,
+                            reuse)
         held = sorted(held + [f"{name} (live only)" for name, _ in dropped])
         dropped = []
-    return answer(exit_code, res_flags | RES_SAVE, value=value, error=error,
+    return answer(c.exit_code, c.res_flags | RES_SAVE, value=c.value, error=c.error,
                   held="\n".join(held), dropped=_tab_lines(dropped),
-                  warnings=_lines(notes, carry.warnings, [gate_warning], shown), blob=new_blob,
+                  warnings=_lines(c.notes, carry.warnings, warnings, c.shown), blob=new_blob,
                   kept=_tab_lines(still))
+
+
+def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None,
+        describe_mounts=None):
+    """Run one cell: load, gate, execute and save, each step able to end
+    the call with its answer.  Returns its answer(): held is names one per
+    line, dropped and kept "name<TAB>reason" lines, limit the name of the
+    limit the cell hit (limits holds those of the call by option name, 0
+    for unset).  blob, the session read, is a memoryview of the session's
+    file mapped read-only, or None.  With REQ_DESCRIBE, describe_mounts
+    lists the --mount paths as (path, mode), and no cell runs.  (A limited
+    recursion depth counts from the cell's frame: see _execute_step.)"""
+    global _limits, _flags
+    t0 = time.monotonic_ns()
+    _detail.clear()
+    _detail["timings"] = {"start": t0}
+    _flags = flags
+    _limits = {name: value for name, value in (limits or {}).items() if value}
+    if "max-procs" in _limits:
+        sys.addaudithook(_audit)
+    default_recursion = sys.getrecursionlimit()
+    # A live process that completed a cell holds the session: it loads
+    # nothing, and keeps its own environment (the cells' changes in it).
+    live = _live if flags & REQ_LIVE else None
+    if env is not None and live is None:
+        _apply_env(env)
+    c = _Call(code, session, max_output, flags, live, default_recursion)
+    ended = _load_step(c, blob, toolboxes)
+    if ended is None and flags & REQ_DESCRIBE:
+        return _describe(session or None, c.ns, c.loaded,
+                         describe_mounts, flags, _lines(c.notes, c.carry.warnings))
+    return ended or _gate_step(c) or _execute_step(c) or _save_step(c)
 
 
 def _detail_fields():
