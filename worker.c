@@ -372,7 +372,8 @@ static int str_span(PyObject *o, struct span *out)
 		o = PyUnicode_AsEncodedString(o, "utf-8", "backslashreplace");
 		if (!o)
 			return -1;
-		/* Leaked on purpose: the process _exits right after encoding. */
+		/* Leaked on purpose: a worker _exits right after encoding, and a
+		 * live process loses only this text, not the answer's blob. */
 		s = PyBytes_AS_STRING(o);
 		n = PyBytes_GET_SIZE(o);
 	}
@@ -482,8 +483,10 @@ static __attribute__((noreturn)) void answer_python_error(int fd, const char *wh
 	answer_error(fd, msg);
 }
 
-/* Map and decode the request; answers and exits on failure. */
-static const uint8_t *read_request(int request_fd, int result_fd, struct request *r)
+/* Map and decode the request; answers and exits on failure.  Returns
+ * the mapping, which r points into (a live process unmaps it after the
+ * call: request_unmap). */
+static struct span read_request(int request_fd, int result_fd, struct request *r)
 {
 	struct stat st;
 	uint8_t *req;
@@ -498,7 +501,12 @@ static const uint8_t *read_request(int request_fd, int result_fd, struct request
 	if (frame_decode_request(req, (size_t)st.st_size, r, err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
 	dolsotmod_begin(r);
-	return req;
+	return (struct span){ req, (size_t)st.st_size, true };
+}
+
+static void request_unmap(struct span req)
+{
+	munmap((void *)req.p, req.len);
 }
 
 /* "cannot be loaded" as session.py words it, and exit. */
@@ -580,6 +588,9 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 	if (write_at(result_fd, buf.data, buf.len) < 0)
 		_exit(126);
 	frame_buf_release(&buf);
+	/* The answer holds the new session's parts: a live process goes on
+	 * after it, and must not keep one copy of its state per call. */
+	Py_DECREF(answer);
 	*limit = res.limit.present;
 	return res.flags;
 }
@@ -815,11 +826,12 @@ bool worker_live_call(const struct worker_fds *given, bool held,
 {
 	struct worker_fds fds = *given;
 	struct request r;
+	struct span req;
 	uint64_t flags;
 	bool limit = false;
 
 	worker_pid = getpid();
-	read_request(fds.request, fds.result, &r);
+	req = read_request(fds.request, fds.result, &r);
 	live_held = held;
 	if (held) {
 		fd_close(&fds.load);   /* the process holds the state the store has */
@@ -832,6 +844,7 @@ bool worker_live_call(const struct worker_fds *given, bool held,
 		python_forked = true;
 	}
 	flags = answer_request(zygote_module, &r, &fds, &limit);
+	request_unmap(req);
 	/* A cell that ran and was not saved (it hit a limit, ended the
 	 * interpreter, or the session could not be pickled) did not complete. */
 	return !limit && !((flags & RES_RAN) && !(flags & RES_SAVE));

@@ -429,6 +429,59 @@ START_TEST(an_exception_completes_the_cell)
 }
 END_TEST
 
+/* The one live process of the test's store (its only "dolsot-live"). */
+static pid_t live_pid(void)
+{
+	pid_t pids[4];
+
+	ck_assert_int_eq(cli_find_procs("dolsot-live", fx.store_env, pids, 4), 1);
+	return pids[0];
+}
+
+/* A field of pid's /proc/PID/smaps_rollup, in kB. */
+static long rollup_kb(pid_t pid, const char *field)
+{
+	char path[64], *text, *p;
+	long kb;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	text = cli_read_file(path, NULL);
+	ck_assert_msg(text != NULL, "cannot read %s", path);
+	p = strstr(text, field);
+	ck_assert_msg(p != NULL, "no %s in %s", field, path);
+	kb = strtol(p + strlen(field), NULL, 10);
+	free(text);
+	return kb;
+}
+
+/* Issue 35, item 4: the process grew by the session's size on every call,
+ * because each call's answer (which holds the saved blob) was kept. */
+START_TEST(a_large_live_session_holds_one_copy_across_calls)
+{
+	long rss5 = 0, priv5 = 0;
+	pid_t pid5 = 0;
+
+	live_ok("s", "x = bytearray(50 << 20)\ny = b'y' * (50 << 20)", "");
+	for (int call = 2; call <= 25; call++) {
+		live_ok("s", "x[0] = (x[0] + 1) % 256\nlen(x) + len(y)", "104857600\n");
+		if (call != 5 && call != 25)
+			continue;
+		pid_t pid = live_pid();
+		long rss = rollup_kb(pid, "Rss:"),
+		     priv = rollup_kb(pid, "Private_Clean:") + rollup_kb(pid, "Private_Dirty:");
+
+		if (call == 5) {
+			pid5 = pid, rss5 = rss, priv5 = priv;
+			continue;
+		}
+		ck_assert_int_eq(pid, pid5);
+		ck_assert_msg(rss - rss5 < 20L * 1024 && priv - priv5 < 20L * 1024,
+		              "the live process grew from %ld to %ld kB rss (%ld to %ld kB "
+		              "private) between calls 5 and 25", rss5, rss, priv5, priv);
+	}
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
 	Suite *s = suite_create("live");
@@ -455,6 +508,7 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, an_exception_completes_the_cell);
 	tcase_add_test(tc, dolsot_live_1_makes_every_call_live);
 	tcase_add_test(tc, other_limits_start_a_new_live_process_from_the_store);
+	tcase_add_test(tc, a_large_live_session_holds_one_copy_across_calls);
 	suite_add_tcase(s, tc);
 	return s;
 }
