@@ -73,6 +73,8 @@ struct holder {
 	                           * child (the call's pid until the first call
 	                           * completed); 0: none */
 	int box_ctl;              /* in a sandbox: its init's reports; -1: none */
+	pid_t init;               /* in a sandbox: its init (box's one child); 0 before
+	                           * its first report */
 	pid_t ns_pid;             /* in a sandbox: pid's number inside it */
 	pid_t snap_ns;            /* the snapshot's number inside it */
 	double last_used;
@@ -328,7 +330,7 @@ static pid_t fork_holder(struct wire_msg *m, const sigset_t *mask, int *ctl, boo
 
 	if (pid_socketpair(sv) < 0)
 		return -1;
-	if (sandbox && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, box) < 0) {
+	if (sandbox && pid_socketpair(box) < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		return -1;
@@ -510,6 +512,21 @@ static short revents_of(const struct pollfd *p, size_t n, int fd)
 	return 0;
 }
 
+/* Whether the report m came from h's sandbox's init: the kernel names its
+ * sender (SO_PASSCRED), which must be the one child of the sandbox's outer
+ * process, learned at its first report.  Nothing else in the sandbox holds
+ * the socket, and the init is not dumpable (sandbox_init.c), but a report
+ * decides whether the session rolls back: no other process may speak for
+ * it (issue 35). */
+static bool from_init(struct holder *h, const struct wire_msg *m)
+{
+	pid_t kids[2];
+
+	if (!h->init && h->box > 0 && proc_list_children(h->box, kids, 2) == 1)
+		h->init = kids[0];
+	return h->init > 0 && m->pid == h->init;
+}
+
 /* One report of h's sandbox's init: a process of the sandbox ended.  When
  * it is h's live process, its call (if any) ended as a reaped worker's
  * would; when the init is gone, so is the sandbox. */
@@ -527,7 +544,8 @@ static void box_report(struct holder *h)
 	}
 	wire_msg_release(&m);
 	inside = (pid_t)m.b;
-	if (m.type != WIRE_STATUS || inside <= 0 || m.b > (uint64_t)INT32_MAX)
+	if (!from_init(h, &m) || m.type != WIRE_STATUS || inside <= 0 ||
+	    m.b > (uint64_t)INT32_MAX)
 		return;
 	/* Before the first call completed, the init's one child is the
 	 * process that runs it. */
@@ -853,10 +871,36 @@ static bool run_call(int *fds, size_t nfds, bool held_state, pid_t self,
 	return ok;
 }
 
+/*
+ * Fork the snapshot of the call to come, not dumpable from its first
+ * instant (the flag belongs to the memory, which fork copies): the cell
+ * runs in this process, the snapshot's parent, under the same uid, and
+ * must not open the snapshot's /proc/PID/mem (the state a rollback
+ * restores) or take its socket to the zygote (issue 35).  This process
+ * goes on as it was, *dumpable, which the snapshot becomes again once
+ * woken.  Returns what fork() does (-1 also when the flag cannot be set).
+ */
+static pid_t fork_snapshot(int *dumpable)
+{
+	pid_t pid;
+
+	*dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return -1;
+	pid = worker_live_fork();
+	if (pid != 0 && prctl(PR_SET_DUMPABLE, *dumpable, 0, 0, 0) < 0) {
+		if (pid > 0)
+			kill(pid, SIGKILL);
+		return -1;
+	}
+	return pid;
+}
+
 /* In the snapshot: wait to be woken.  Returns its socket, now its ctl;
  * exits when the call completed without it.  boxed: in a sandbox, whose
- * init is its parent once it takes over and ends the sandbox with it. */
-static int snapshot_wait(int snap, bool boxed)
+ * init is its parent once it takes over and ends the sandbox with it;
+ * dumpable: what the process it was made from was (fork_snapshot). */
+static int snapshot_wait(int snap, bool boxed, int dumpable)
 {
 	char err[256];
 	struct wire_msg m;
@@ -872,6 +916,9 @@ static int snapshot_wait(int snap, bool boxed)
 	if (got != 1 || m.type != WIRE_GO)
 		_exit(0);
 	wire_msg_release(&m);
+	/* The session's process from now on: its cells run here. */
+	if (prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) < 0)
+		_exit(0);
 	/* Our parent, the process that ran the call, is gone: the zygote (or
 	 * the sandbox's init) is our parent now, and we end with it, and so
 	 * does what we start. */
@@ -892,7 +939,7 @@ static void live_main(int ctl, int box, int *fds, size_t nfds)
 	prctl(PR_SET_NAME, "dolsot-live");
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	for (;;) {
-		int got;
+		int got, dumpable;
 		pid_t snap;
 
 		if (fds) {
@@ -918,7 +965,7 @@ static void live_main(int ctl, int box, int *fds, size_t nfds)
 		if (got != 1 || m.type != WIRE_RUN || m.nfds < LIVE_RUN_FDS ||
 		    m.nfds > LIVE_RUN_FDS + 1)
 			_exit(0);   /* the zygote is done with us */
-		snap = worker_live_fork();
+		snap = fork_snapshot(&dumpable);
 		if (snap < 0)
 			_exit(0);   /* no snapshot, no rollback: give way to a new process */
 		if (snap == 0) {
@@ -926,7 +973,7 @@ static void live_main(int ctl, int box, int *fds, size_t nfds)
 			for (size_t i = 1; i < m.nfds; i++)
 				close(m.fds[i]);
 			close(ctl);
-			ctl = snapshot_wait(m.fds[0], box >= 0);
+			ctl = snapshot_wait(m.fds[0], box >= 0, dumpable);
 			m.nfds = 0;
 			wire_msg_release(&m);
 			fds = NULL;   /* woken: the call it was made for is over */

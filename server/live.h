@@ -26,7 +26,10 @@
  * below the sandbox's init (sandbox_init.h), so that a rollback kills the
  * process and its snapshot goes on in the same sandbox.  The zygote knows
  * it by its pid in the zygote's namespace (each message on its socket
- * carries it) and hears of its end from the init.
+ * carries it) and hears of its end from the init, whose reports count only
+ * when the kernel names the init as their sender.  The init and every
+ * snapshot are not dumpable: the cell, under the same uid, can neither
+ * open their memory nor take their sockets (issue 35).
  *
  * The zygote keeps at most LIVE_MAX_HELD live processes (DOLSOT_LIVE_MAX),
  * holding at most LIVE_MEMORY_KB of private memory together
