@@ -91,6 +91,14 @@ static size_t n_ended;
 /* The table changed since the zygote last told the server (live_report). */
 static bool dirty;
 
+/* Why a session's live process was ended by a bound, for the next call on
+ * that session (live_take's note); the oldest gives way. */
+static struct {
+	char session[STORE_ID_MAX + 1];
+	char why[LIVE_NOTE_MAX];
+} notes[LIVE_MAX_HELD];
+static size_t next_note;
+
 static struct holder held[LIVE_MAX_HELD];
 static size_t n_held;
 /* The bounds (live_init). */
@@ -118,6 +126,7 @@ void live_forget(void)
 	n_held = 0;
 	n_ended = 0;
 	dirty = false;
+	memset(notes, 0, sizeof(notes));
 }
 
 void live_init(void)
@@ -191,6 +200,33 @@ static void end_holder(struct holder *h)
 	close_fd(&h->save);
 	*h = held[--n_held];
 	dirty = true;
+}
+
+/* A bound ended h (why): the next call on its session is told so. */
+static void evict(struct holder *h, const char *why)
+{
+	size_t i;
+
+	for (i = 0; i < LIVE_MAX_HELD; i++)
+		if (strcmp(notes[i].session, h->session) == 0)
+			break;
+	if (i == LIVE_MAX_HELD)
+		i = next_note++ % LIVE_MAX_HELD;
+	snprintf(notes[i].session, sizeof(notes[i].session), "%s", h->session);
+	snprintf(notes[i].why, sizeof(notes[i].why), "%s", why);
+	end_holder(h);
+}
+
+/* The note evict left for session, into note (empty when none), taken. */
+static void take_note(struct span session, char *note, size_t len)
+{
+	*note = '\0';
+	for (size_t i = 0; i < LIVE_MAX_HELD; i++)
+		if (notes[i].session[0] && strlen(notes[i].session) == session.len &&
+		    memcmp(notes[i].session, session.p, session.len) == 0) {
+			snprintf(note, len, "%s", notes[i].why);
+			memset(&notes[i], 0, sizeof(notes[i]));
+		}
 }
 
 static struct holder *find(struct span session)
@@ -277,8 +313,20 @@ static bool make_room(void)
 {
 	struct holder *lru;
 
-	while (n_held && (n_held >= max_held || held_kb() > max_kb) && (lru = lru_idle()))
-		end_holder(lru);
+	while (n_held && (lru = lru_idle())) {
+		long kb = n_held >= max_held ? 0 : held_kb();
+		char why[LIVE_NOTE_MAX];
+
+		if (n_held >= max_held)
+			snprintf(why, sizeof(why), "another session's call needed its place "
+			         "(DOLSOT_LIVE_MAX=%zu)", max_held);
+		else if (kb > max_kb)
+			snprintf(why, sizeof(why), "the live sessions held %ld MB together, past "
+			         "DOLSOT_LIVE_MEMORY_MB=%ld", kb / 1024, max_kb / 1024);
+		else
+			break;
+		evict(lru, why);
+	}
 	return n_held < max_held;
 }
 
@@ -417,7 +465,8 @@ static bool ended_soon(struct holder *h)
 	return false;
 }
 
-enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
+enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid,
+                         char *note, size_t notelen)
 {
 	struct request r;
 	struct holder *h;
@@ -430,6 +479,8 @@ enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
 		munmap(map, len);
 		return LIVE_REAP_FIRST;   /* its end wakes the snapshot first */
 	}
+	if (ok)
+		take_note(r.session, note, notelen);
 	if (h && live && matches(h, m, &r) && send_to(h, m) == 0)
 		goto taken;
 	/* The store moved on from it, the call is not live (a --describe,
@@ -689,7 +740,11 @@ int live_expire(void)
 			continue;
 		left = held[i].last_used + max_idle - now();
 		if (left <= 0) {
-			end_holder(&held[i]);
+			char why[LIVE_NOTE_MAX];
+
+			snprintf(why, sizeof(why), "it was idle for %.0f s (DOLSOT_LIVE_IDLE)",
+			         max_idle);
+			evict(&held[i], why);
 			continue;
 		}
 		next = deadline_poll_min(next, deadline_poll_ms(left));
@@ -727,12 +782,13 @@ void live_report(int ctl)
 
 void live_on_stop(const struct wire_msg *m)
 {
-	size_t pos = 0;
-	const char *name = wire_next(m->payload, m->len, LIVE_ENTRY, &pos);
+	size_t pos = 0, at = 0;
+	const char *name = wire_next(m->payload, m->len, LIVE_ENTRY, &pos),
+	           *why = wire_next(m->payload, m->len, LIVE_WHY, &at);
 	struct holder *h = name ? find(span_str(name)) : NULL;
 
 	if (h && !h->busy)
-		end_holder(h);
+		evict(h, why ? why : "the server's bounds for live sessions");
 }
 
 /* ---- the server's side ---- */
@@ -760,19 +816,20 @@ static bool parse_entry(const char *text, struct entry *e)
 	return true;
 }
 
-int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_t len)
+/* The entry of r to end, if any: the least recently used idle one while
+ * more than max_total are live; while they hold more than max_kb
+ * together, the idle one holding most.  Its report's index into *at, and
+ * why into why; false when the bounds hold (or only busy ones pass). */
+static bool pick(const struct live_reports *r, size_t n, bool measure, struct entry *out,
+                 int *at, char *why, size_t whylen)
 {
-	long max_total_kb = env_number("DOLSOT_LIVE_MEMORY_MB", LIVE_MEMORY_KB / 1024,
-	                               1L << 30) * 1024, total_kb = 0;
+	long max_kb_total = env_number("DOLSOT_LIVE_MEMORY_MB", LIVE_MEMORY_KB / 1024,
+	                               1L << 30) * 1024, total_kb = 0, big_kb = -1;
 	size_t count = 0, max_total = (size_t)env_number("DOLSOT_LIVE_MAX", LIVE_MAX_HELD,
 	                                                 1L << 20);
-	struct entry lru = { .last_used = 0 };
-	static double memory_checked;
-	bool check_memory = now() - memory_checked >= LIVE_MEMORY_CHECK_SECONDS;
-	int at = -1;
+	struct entry lru = { .last_used = 0 }, big = { .last_used = 0 };
+	int lru_at = -1, big_at = -1;
 
-	if (check_memory)
-		memory_checked = now();
 	for (size_t i = 0; i < n; i++) {
 		size_t pos = 0;
 		const char *text;
@@ -784,17 +841,47 @@ int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_
 			if (!parse_entry(text, &e))
 				continue;
 			count++;
-			kb = check_memory ? server_diag_private_kb(e.pid) : 0;
+			kb = measure ? server_diag_private_kb(e.pid) : 0;
 			total_kb += kb > 0 ? kb : 0;
-			if (!e.busy && (at < 0 || e.last_used < lru.last_used)) {
-				lru = e;
-				at = (int)i;
-			}
+			if (e.busy)
+				continue;
+			if (lru_at < 0 || e.last_used < lru.last_used)
+				lru = e, lru_at = (int)i;
+			if (kb > big_kb)
+				big = e, big_at = (int)i, big_kb = kb;
 		}
 	}
-	if (at < 0 || (count <= max_total && total_kb <= max_total_kb))
+	if (lru_at >= 0 && count > max_total) {
+		snprintf(why, whylen, "more than DOLSOT_LIVE_MAX=%zu sessions were live, and it "
+		         "was the one used longest ago", max_total);
+		*out = lru;
+		*at = lru_at;
+		return true;
+	}
+	if (big_at >= 0 && total_kb > max_kb_total) {
+		snprintf(why, whylen, "it held %ld MB of private memory, and the live sessions "
+		         "together held %ld MB, past DOLSOT_LIVE_MEMORY_MB=%ld", big_kb / 1024,
+		         total_kb / 1024, max_kb_total / 1024);
+		*out = big;
+		*at = big_at;
+		return true;
+	}
+	return false;
+}
+
+int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_t len,
+                    char *why, size_t whylen)
+{
+	static double memory_checked;
+	bool measure = now() - memory_checked >= LIVE_MEMORY_CHECK_SECONDS;
+	struct entry e;
+	int at;
+
+	if (measure)
+		memory_checked = now();
+	if (!pick(r, n, measure, &e, &at, why, whylen))
 		return -1;
-	snprintf(session, len, "%s", lru.session);
+	snprintf(session, len, "%s", e.session);
 	return at;
 }
 
