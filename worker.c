@@ -357,8 +357,10 @@ static PyObject *call_run(PyObject *mod, const struct request *r)
 	                           limit_dict(r), describe_list(r));
 }
 
-/* A str field of the answer as a span; None gives an absent span. */
-static int str_span(PyObject *o, struct span *out)
+/* A str field of the answer as a span; None gives an absent span.  Text
+ * that had to be encoded anew lives in keep (a list) until the result is
+ * encoded. */
+static int str_span(PyObject *o, struct span *out, PyObject *keep)
 {
 	Py_ssize_t n;
 	const char *s;
@@ -372,8 +374,11 @@ static int str_span(PyObject *o, struct span *out)
 		o = PyUnicode_AsEncodedString(o, "utf-8", "backslashreplace");
 		if (!o)
 			return -1;
-		/* Leaked on purpose: a worker _exits right after encoding, and a
-		 * live process loses only this text, not the answer's blob. */
+		if (PyList_Append(keep, o) < 0) {
+			Py_DECREF(o);
+			return -1;
+		}
+		Py_DECREF(o);   /* keep holds it */
 		s = PyBytes_AS_STRING(o);
 		n = PyBytes_GET_SIZE(o);
 	}
@@ -391,7 +396,8 @@ static PyObject *field(PyObject *answer, const char *name)
 }
 
 /* Fill r from the answer, field by field under frame.c's names. */
-static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
+static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts,
+                       PyObject *keep)
 {
 	struct span *text;
 	const char *name;
@@ -405,7 +411,7 @@ static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
 	if (PyErr_Occurred())
 		return -1;
 	for (size_t i = 0; (text = frame_result_text(r, i, &name)); i++)
-		if (str_span(field(t, name), text) < 0)
+		if (str_span(field(t, name), text, keep) < 0)
 			return -1;
 	*parts = field(t, "blob");
 	return *parts == Py_None || PyList_Check(*parts) ? 0 : -1;
@@ -561,7 +567,7 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 	struct worker_result res;
 	struct frame_buf buf = { 0 };
 	char err[1024];
-	PyObject *answer, *parts;
+	PyObject *answer, *parts, *keep;
 	int result_fd = fds->result, rc;
 
 	answer = call_run(mod, r);
@@ -569,7 +575,8 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");
 	memset(&res, 0, sizeof(res));
-	if (fill_result(answer, &res, &parts) < 0)
+	keep = PyList_New(0);
+	if (!keep || fill_result(answer, &res, &parts, keep) < 0)
 		answer_python_error(result_fd, "worker answered badly");
 	if (parts != Py_None) {
 		rc = write_session(fds->save, parts, r->limits.v[LIMIT_MAX_FILE_SIZE] != 0 || fd_grow_sealed(fds->save),
@@ -590,6 +597,7 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 	frame_buf_release(&buf);
 	/* The answer holds the new session's parts: a live process goes on
 	 * after it, and must not keep one copy of its state per call. */
+	Py_DECREF(keep);
 	Py_DECREF(answer);
 	*limit = res.limit.present;
 	return res.flags;

@@ -542,6 +542,32 @@ START_TEST(a_live_process_past_the_memory_cap_ends_while_idle_and_the_next_call_
 }
 END_TEST
 
+/* Text the worker must encode anew (lone surrogates) was kept for the
+ * process's life: a live process grew by it on every call. */
+START_TEST(a_live_value_with_lone_surrogates_is_not_kept_per_call)
+{
+	long rss2 = 0;
+
+	cli_test_add_env(&fx, "DOLSOT_MAX_OUTPUT=0");
+	live_ok("s", "class R:\n    def __repr__(self):\n        return '\\udcff' * (2 << 20)\n"
+	        "r = R()", "");
+	for (int call = 2; call <= 12; call++) {
+		struct cli_run r;
+		long rss;
+
+		live(&r, "s", "r", 0);
+		ck_assert_uint_eq(r.out_len, 6 * (2 << 20) + 1);   /* \udcff each, and \n */
+		cli_run_release(&r);
+		rss = rollup_kb(live_pid("s"), "Rss:");
+		if (call == 2)
+			rss2 = rss;
+		else if (call == 12)
+			ck_assert_msg(rss - rss2 < 20L * 1024, "the live process grew from %ld to %ld "
+			              "kB between calls 2 and 12", rss2, rss);
+	}
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
 	Suite *s = suite_create("live");
@@ -569,6 +595,7 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, dolsot_live_1_makes_every_call_live);
 	tcase_add_test(tc, other_limits_start_a_new_live_process_from_the_store);
 	tcase_add_test(tc, a_large_live_session_holds_one_copy_across_calls);
+	tcase_add_test(tc, a_live_value_with_lone_surrogates_is_not_kept_per_call);
 	tcase_add_test(tc, a_live_process_past_the_memory_cap_ends_while_idle_and_the_next_call_says_so);
 	suite_add_tcase(s, tc);
 	return s;
