@@ -295,37 +295,47 @@ static struct holder *lru_idle(void)
 	return lru;
 }
 
-static long held_kb(void)
+/* The private memory of the live processes together, in kB; the idle one
+ * holding most into *big (NULL: none is idle). */
+static long held_kb(struct holder **big)
 {
-	long total = 0;
+	long total = 0, most = -1;
 
+	*big = NULL;
 	for (size_t i = 0; i < n_held; i++) {
 		long kb = server_diag_private_kb(held[i].pid);
 
 		total += kb > 0 ? kb : 0;
+		if (!held[i].busy && kb > most) {
+			most = kb;
+			*big = &held[i];
+		}
 	}
 	return total;
 }
 
-/* Room for one more live process: the least recently used idle ones end
- * while the table is full or they hold too much.  False when all are busy. */
+/* Room for one more live process: while the table is full the least
+ * recently used idle one ends, while they hold too much the idle one
+ * holding most.  False when all are busy. */
 static bool make_room(void)
 {
-	struct holder *lru;
+	struct holder *h;
 
-	while (n_held && (lru = lru_idle())) {
-		long kb = n_held >= max_held ? 0 : held_kb();
+	while (n_held) {
 		char why[LIVE_NOTE_MAX];
+		long kb;
 
-		if (n_held >= max_held)
+		if (n_held >= max_held && (h = lru_idle())) {
 			snprintf(why, sizeof(why), "another session's call needed its place "
 			         "(DOLSOT_LIVE_MAX=%zu)", max_held);
-		else if (kb > max_kb)
+		} else if (n_held < max_held && (kb = held_kb(&h)) > max_kb && h) {
 			snprintf(why, sizeof(why), "the live sessions held %ld MB together, past "
-			         "DOLSOT_LIVE_MEMORY_MB=%ld", kb / 1024, max_kb / 1024);
-		else
+			         "DOLSOT_LIVE_MEMORY_MB=%ld, and it held the most", kb / 1024,
+			         max_kb / 1024);
+		} else {
 			break;
-		evict(lru, why);
+		}
+		evict(h, why);
 	}
 	return n_held < max_held;
 }
