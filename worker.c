@@ -357,8 +357,10 @@ static PyObject *py_run(PyObject *mod, const struct request *r)
 	                           limit_dict(r), describe_list(r));
 }
 
-/* A str field of the answer as a span; None gives an absent span. */
-static int str_span(PyObject *o, struct span *out)
+/* A str field of the answer as a span; None gives an absent span.  Text
+ * that had to be encoded anew lives in keep (a list) until the result is
+ * encoded. */
+static int str_span(PyObject *o, struct span *out, PyObject *keep)
 {
 	Py_ssize_t n;
 	const char *s;
@@ -372,7 +374,11 @@ static int str_span(PyObject *o, struct span *out)
 		o = PyUnicode_AsEncodedString(o, "utf-8", "backslashreplace");
 		if (!o)
 			return -1;
-		/* Leaked on purpose: the process _exits right after encoding. */
+		if (PyList_Append(keep, o) < 0) {
+			Py_DECREF(o);
+			return -1;
+		}
+		Py_DECREF(o);   /* keep holds it */
 		s = PyBytes_AS_STRING(o);
 		n = PyBytes_GET_SIZE(o);
 	}
@@ -390,7 +396,8 @@ static PyObject *field(PyObject *answer, const char *name)
 }
 
 /* Fill r from the answer, field by field under frame.c's names. */
-static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
+static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts,
+                       PyObject *keep)
 {
 	struct span *text;
 	const char *name;
@@ -404,7 +411,7 @@ static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts)
 	if (PyErr_Occurred())
 		return -1;
 	for (size_t i = 0; (text = frame_result_text(r, i, &name)); i++)
-		if (str_span(field(t, name), text) < 0)
+		if (str_span(field(t, name), text, keep) < 0)
 			return -1;
 	*parts = field(t, "blob");
 	return *parts == Py_None || PyList_Check(*parts) ? 0 : -1;
@@ -482,8 +489,10 @@ static __attribute__((noreturn)) void answer_python_error(int fd, const char *wh
 	answer_error(fd, msg);
 }
 
-/* Map and decode the request; answers and exits on failure. */
-static const uint8_t *read_request(int request_fd, int result_fd, struct request *r)
+/* Map and decode the request; answers and exits on failure.  Returns
+ * the mapping, which r points into (a live process unmaps it after the
+ * call: request_unmap). */
+static struct span read_request(int request_fd, int result_fd, struct request *r)
 {
 	struct stat st;
 	uint8_t *req;
@@ -498,7 +507,12 @@ static const uint8_t *read_request(int request_fd, int result_fd, struct request
 	if (frame_decode_request(req, (size_t)st.st_size, r, err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
 	dolsotmod_begin(r);
-	return req;
+	return (struct span){ req, (size_t)st.st_size, true };
+}
+
+static void request_unmap(struct span req)
+{
+	munmap((void *)req.p, req.len);
 }
 
 /* "cannot be loaded" as session.py words it, and exit. */
@@ -553,7 +567,7 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 	struct worker_result res;
 	struct frame_buf buf = { 0 };
 	char err[1024];
-	PyObject *answer, *parts;
+	PyObject *answer, *parts, *keep;
 	int result_fd = fds->result, rc;
 
 	answer = py_run(mod, r);
@@ -561,7 +575,8 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");
 	memset(&res, 0, sizeof(res));
-	if (fill_result(answer, &res, &parts) < 0)
+	keep = PyList_New(0);
+	if (!keep || fill_result(answer, &res, &parts, keep) < 0)
 		answer_python_error(result_fd, "worker answered badly");
 	if (parts != Py_None) {
 		rc = write_session(fds->save, parts, r->limits.v[LIMIT_MAX_FILE_SIZE] != 0 || fd_grow_sealed(fds->save),
@@ -580,6 +595,10 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 	if (write_at(result_fd, buf.data, buf.len) < 0)
 		_exit(126);
 	frame_buf_release(&buf);
+	/* The answer holds the new session's parts: a live process goes on
+	 * after it, and must not keep one copy of its state per call. */
+	Py_DECREF(keep);
+	Py_DECREF(answer);
 	*limit = res.limit.present;
 	return res.flags;
 }
@@ -815,11 +834,12 @@ bool worker_live_call(const struct worker_fds *given, bool held,
 {
 	struct worker_fds fds = *given;
 	struct request r;
+	struct span req;
 	uint64_t flags;
 	bool limit = false;
 
 	worker_pid = getpid();
-	read_request(fds.request, fds.result, &r);
+	req = read_request(fds.request, fds.result, &r);
 	live_held = held;
 	if (held) {
 		fd_close(&fds.load);   /* the process holds the state the store has */
@@ -832,6 +852,7 @@ bool worker_live_call(const struct worker_fds *given, bool held,
 		python_forked = true;
 	}
 	flags = answer_request(zygote_module, &r, &fds, &limit);
+	request_unmap(req);
 	/* A cell that ran and was not saved (it hit a limit, ended the
 	 * interpreter, or the session could not be pickled) did not complete. */
 	return !limit && !((flags & RES_RAN) && !(flags & RES_SAVE));

@@ -35,6 +35,10 @@
  * process, which was killed, and the process before it holds the session
  * again (live.h). */
 #define WARM_ROLLED_BACK "rolled-back"
+/* Another: why a bound (DOLSOT_LIVE_MEMORY_MB, DOLSOT_LIVE_MAX,
+ * DOLSOT_LIVE_IDLE) ended the session's live process since its last call
+ * (live.h); one line. */
+#define WARM_LIVE_ENDED "live-ended"
 
 #define WARM_KEY_MODULES 256
 #define WARM_KEY_ENV 4096

@@ -504,6 +504,13 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 		note_left_behind(res, o.left_behind);
 	if (o.rolled_back)
 		add_warning(res, "dolsot: session rolled back to its state before this call");
+	if (o.live_ended[0]) {
+		char line[sizeof(o.live_ended) + 128];
+
+		snprintf(line, sizeof(line), "dolsot: the session's live process was ended "
+		         "before this call: %s; the call started from the store", o.live_ended);
+		add_warning(res, line);
+	}
 	take_timings(wr.timings, c->t0 * 1e3, res);
 	call_outcome_release(&o);
 	return 0;

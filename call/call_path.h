@@ -29,6 +29,8 @@ struct call_outcome {
 	double elapsed;          /* seconds from fork to reap */
 	size_t left_behind;      /* processes of the cell that did not die when killed */
 	bool rolled_back;        /* --live: the session's process is the one before the call */
+	char live_ended[256];    /* why a bound ended the session's live process
+	                          * since its last call; "": none did */
 };
 
 /* How a call path ended. */

@@ -249,9 +249,12 @@ static bool on_message(struct call *c)
 	if (got <= 0)
 		return false;
 	if (m.type == WIRE_STATUS && m.len) {
-		size_t pos = 0;
+		size_t pos = 0, at = 0;
+		const char *ended = wire_next(m.payload, m.len, WARM_LIVE_ENDED, &at);
 
 		c->o->rolled_back = wire_next(m.payload, m.len, WARM_ROLLED_BACK, &pos) != NULL;
+		if (ended)
+			snprintf(c->o->live_ended, sizeof(c->o->live_ended), "%s", ended);
 	}
 	wire_msg_release(&m);   /* what matters is in the header */
 	switch (m.type) {

@@ -5,7 +5,9 @@
  * from but its stack: it blocks SIGCHLD, reads it from a signalfd, and
  * reaps.  Signals sent from inside the sandbox cannot reach it (a PID 1
  * ignores those it has no handler for); SIGKILL from outside ends it, and
- * so does its parent's death (sandbox.c sets PR_SET_PDEATHSIG).
+ * so does its parent's death (sandbox.c sets PR_SET_PDEATHSIG).  It is not
+ * dumpable, so nothing in the sandbox can read or write its memory or take
+ * its report socket.
  */
 #include "sandbox_init.h"
 
@@ -78,6 +80,12 @@ void sandbox_init_main(int report)
 	int sig;
 
 	prctl(PR_SET_NAME, SANDBOX_INIT_NAME);
+	/* Not dumpable: a process of the sandbox runs as our uid, and could
+	 * otherwise open our /proc/1/mem or /proc/1/fd and speak for us on
+	 * report (issue 35).  Its /proc files belong to root from now on, and
+	 * only CAP_SYS_PTRACE in the host's user namespace opens them. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		_exit(127);
 	proc_child_close_fds(&report, 1);
 	if (proc_child_null_stdio() < 0)   /* it must not hold a call's pipes open */
 		_exit(127);

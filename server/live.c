@@ -73,6 +73,8 @@ struct holder {
 	                           * child (the call's pid until the first call
 	                           * completed); 0: none */
 	int box_ctl;              /* in a sandbox: its init's reports; -1: none */
+	pid_t init;               /* in a sandbox: its init (box's one child); 0 before
+	                           * its first report */
 	pid_t ns_pid;             /* in a sandbox: pid's number inside it */
 	pid_t snap_ns;            /* the snapshot's number inside it */
 	double last_used;
@@ -88,6 +90,14 @@ static size_t n_ended;
 
 /* The table changed since the zygote last told the server (live_report). */
 static bool dirty;
+
+/* Why a session's live process was ended by a bound, for the next call on
+ * that session (live_take's note); the oldest gives way. */
+static struct {
+	char session[STORE_ID_MAX + 1];
+	char why[LIVE_NOTE_MAX];
+} notes[LIVE_MAX_HELD];
+static size_t next_note;
 
 static struct holder held[LIVE_MAX_HELD];
 static size_t n_held;
@@ -116,6 +126,7 @@ void live_forget(void)
 	n_held = 0;
 	n_ended = 0;
 	dirty = false;
+	memset(notes, 0, sizeof(notes));
 }
 
 void live_init(void)
@@ -191,6 +202,33 @@ static void end_holder(struct holder *h)
 	dirty = true;
 }
 
+/* A bound ended h (why): the next call on its session is told so. */
+static void evict(struct holder *h, const char *why)
+{
+	size_t i;
+
+	for (i = 0; i < LIVE_MAX_HELD; i++)
+		if (strcmp(notes[i].session, h->session) == 0)
+			break;
+	if (i == LIVE_MAX_HELD)
+		i = next_note++ % LIVE_MAX_HELD;
+	snprintf(notes[i].session, sizeof(notes[i].session), "%s", h->session);
+	snprintf(notes[i].why, sizeof(notes[i].why), "%s", why);
+	end_holder(h);
+}
+
+/* The note evict left for session, into note (empty when none), taken. */
+static void take_note(struct span session, char *note, size_t len)
+{
+	*note = '\0';
+	for (size_t i = 0; i < LIVE_MAX_HELD; i++)
+		if (notes[i].session[0] && strlen(notes[i].session) == session.len &&
+		    memcmp(notes[i].session, session.p, session.len) == 0) {
+			snprintf(note, len, "%s", notes[i].why);
+			memset(&notes[i], 0, sizeof(notes[i]));
+		}
+}
+
 static struct holder *find(struct span session)
 {
 	for (size_t i = 0; i < n_held; i++)
@@ -257,26 +295,48 @@ static struct holder *lru_idle(void)
 	return lru;
 }
 
-static long held_kb(void)
+/* The private memory of the live processes together, in kB; the idle one
+ * holding most into *big (NULL: none is idle). */
+static long held_kb(struct holder **big)
 {
-	long total = 0;
+	long total = 0, most = -1;
 
+	*big = NULL;
 	for (size_t i = 0; i < n_held; i++) {
 		long kb = server_diag_private_kb(held[i].pid);
 
 		total += kb > 0 ? kb : 0;
+		if (!held[i].busy && kb > most) {
+			most = kb;
+			*big = &held[i];
+		}
 	}
 	return total;
 }
 
-/* Room for one more live process: the least recently used idle ones end
- * while the table is full or they hold too much.  False when all are busy. */
+/* Room for one more live process: while the table is full the least
+ * recently used idle one ends, while they hold too much the idle one
+ * holding most.  False when all are busy. */
 static bool make_room(void)
 {
-	struct holder *lru;
+	struct holder *h;
 
-	while (n_held && (n_held >= max_held || held_kb() > max_kb) && (lru = lru_idle()))
-		end_holder(lru);
+	while (n_held) {
+		char why[LIVE_NOTE_MAX];
+		long kb;
+
+		if (n_held >= max_held && (h = lru_idle())) {
+			snprintf(why, sizeof(why), "another session's call needed its place "
+			         "(DOLSOT_LIVE_MAX=%zu)", max_held);
+		} else if (n_held < max_held && (kb = held_kb(&h)) > max_kb && h) {
+			snprintf(why, sizeof(why), "the live sessions held %ld MB together, past "
+			         "DOLSOT_LIVE_MEMORY_MB=%ld, and it held the most", kb / 1024,
+			         max_kb / 1024);
+		} else {
+			break;
+		}
+		evict(h, why);
+	}
 	return n_held < max_held;
 }
 
@@ -328,7 +388,7 @@ static pid_t fork_holder(struct wire_msg *m, const sigset_t *mask, int *ctl, boo
 
 	if (pid_socketpair(sv) < 0)
 		return -1;
-	if (sandbox && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, box) < 0) {
+	if (sandbox && pid_socketpair(box) < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		return -1;
@@ -415,7 +475,8 @@ static bool ended_soon(struct holder *h)
 	return false;
 }
 
-enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
+enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid,
+                         char *note, size_t notelen)
 {
 	struct request r;
 	struct holder *h;
@@ -428,6 +489,8 @@ enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid)
 		munmap(map, len);
 		return LIVE_REAP_FIRST;   /* its end wakes the snapshot first */
 	}
+	if (ok)
+		take_note(r.session, note, notelen);
 	if (h && live && matches(h, m, &r) && send_to(h, m) == 0)
 		goto taken;
 	/* The store moved on from it, the call is not live (a --describe,
@@ -510,6 +573,21 @@ static short revents_of(const struct pollfd *p, size_t n, int fd)
 	return 0;
 }
 
+/* Whether the report m came from h's sandbox's init: the kernel names its
+ * sender (SO_PASSCRED), which must be the one child of the sandbox's outer
+ * process, learned at its first report.  Nothing else in the sandbox holds
+ * the socket, and the init is not dumpable (sandbox_init.c), but a report
+ * decides whether the session rolls back: no other process may speak for
+ * it (issue 35). */
+static bool from_init(struct holder *h, const struct wire_msg *m)
+{
+	pid_t kids[2];
+
+	if (!h->init && h->box > 0 && proc_list_children(h->box, kids, 2) == 1)
+		h->init = kids[0];
+	return h->init > 0 && m->pid == h->init;
+}
+
 /* One report of h's sandbox's init: a process of the sandbox ended.  When
  * it is h's live process, its call (if any) ended as a reaped worker's
  * would; when the init is gone, so is the sandbox. */
@@ -527,7 +605,8 @@ static void box_report(struct holder *h)
 	}
 	wire_msg_release(&m);
 	inside = (pid_t)m.b;
-	if (m.type != WIRE_STATUS || inside <= 0 || m.b > (uint64_t)INT32_MAX)
+	if (!from_init(h, &m) || m.type != WIRE_STATUS || inside <= 0 ||
+	    m.b > (uint64_t)INT32_MAX)
 		return;
 	/* Before the first call completed, the init's one child is the
 	 * process that runs it. */
@@ -671,7 +750,11 @@ int live_expire(void)
 			continue;
 		left = held[i].last_used + max_idle - now();
 		if (left <= 0) {
-			end_holder(&held[i]);
+			char why[LIVE_NOTE_MAX];
+
+			snprintf(why, sizeof(why), "it was idle for %.0f s (DOLSOT_LIVE_IDLE)",
+			         max_idle);
+			evict(&held[i], why);
 			continue;
 		}
 		next = deadline_poll_min(next, deadline_poll_ms(left));
@@ -709,12 +792,13 @@ void live_report(int ctl)
 
 void live_on_stop(const struct wire_msg *m)
 {
-	size_t pos = 0;
-	const char *name = wire_next(m->payload, m->len, LIVE_ENTRY, &pos);
+	size_t pos = 0, at = 0;
+	const char *name = wire_next(m->payload, m->len, LIVE_ENTRY, &pos),
+	           *why = wire_next(m->payload, m->len, LIVE_WHY, &at);
 	struct holder *h = name ? find(span_str(name)) : NULL;
 
 	if (h && !h->busy)
-		end_holder(h);
+		evict(h, why ? why : "the server's bounds for live sessions");
 }
 
 /* ---- the server's side ---- */
@@ -742,19 +826,20 @@ static bool parse_entry(const char *text, struct entry *e)
 	return true;
 }
 
-int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_t len)
+/* The entry of r to end, if any: the least recently used idle one while
+ * more than max_total are live; while they hold more than max_kb
+ * together, the idle one holding most.  Its report's index into *at, and
+ * why into why; false when the bounds hold (or only busy ones pass). */
+static bool pick(const struct live_reports *r, size_t n, bool measure, struct entry *out,
+                 int *at, char *why, size_t whylen)
 {
-	long max_total_kb = env_number("DOLSOT_LIVE_MEMORY_MB", LIVE_MEMORY_KB / 1024,
-	                               1L << 30) * 1024, total_kb = 0;
+	long max_kb_total = env_number("DOLSOT_LIVE_MEMORY_MB", LIVE_MEMORY_KB / 1024,
+	                               1L << 30) * 1024, total_kb = 0, big_kb = -1;
 	size_t count = 0, max_total = (size_t)env_number("DOLSOT_LIVE_MAX", LIVE_MAX_HELD,
 	                                                 1L << 20);
-	struct entry lru = { .last_used = 0 };
-	static double memory_checked;
-	bool check_memory = now() - memory_checked >= LIVE_MEMORY_CHECK_SECONDS;
-	int at = -1;
+	struct entry lru = { .last_used = 0 }, big = { .last_used = 0 };
+	int lru_at = -1, big_at = -1;
 
-	if (check_memory)
-		memory_checked = now();
 	for (size_t i = 0; i < n; i++) {
 		size_t pos = 0;
 		const char *text;
@@ -766,17 +851,47 @@ int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_
 			if (!parse_entry(text, &e))
 				continue;
 			count++;
-			kb = check_memory ? server_diag_private_kb(e.pid) : 0;
+			kb = measure ? server_diag_private_kb(e.pid) : 0;
 			total_kb += kb > 0 ? kb : 0;
-			if (!e.busy && (at < 0 || e.last_used < lru.last_used)) {
-				lru = e;
-				at = (int)i;
-			}
+			if (e.busy)
+				continue;
+			if (lru_at < 0 || e.last_used < lru.last_used)
+				lru = e, lru_at = (int)i;
+			if (kb > big_kb)
+				big = e, big_at = (int)i, big_kb = kb;
 		}
 	}
-	if (at < 0 || (count <= max_total && total_kb <= max_total_kb))
+	if (lru_at >= 0 && count > max_total) {
+		snprintf(why, whylen, "more than DOLSOT_LIVE_MAX=%zu sessions were live, and it "
+		         "was the one used longest ago", max_total);
+		*out = lru;
+		*at = lru_at;
+		return true;
+	}
+	if (big_at >= 0 && total_kb > max_kb_total) {
+		snprintf(why, whylen, "it held %ld MB of private memory, and the live sessions "
+		         "together held %ld MB, past DOLSOT_LIVE_MEMORY_MB=%ld", big_kb / 1024,
+		         total_kb / 1024, max_kb_total / 1024);
+		*out = big;
+		*at = big_at;
+		return true;
+	}
+	return false;
+}
+
+int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_t len,
+                    char *why, size_t whylen)
+{
+	static double memory_checked;
+	bool measure = now() - memory_checked >= LIVE_MEMORY_CHECK_SECONDS;
+	struct entry e;
+	int at;
+
+	if (measure)
+		memory_checked = now();
+	if (!pick(r, n, measure, &e, &at, why, whylen))
 		return -1;
-	snprintf(session, len, "%s", lru.session);
+	snprintf(session, len, "%s", e.session);
 	return at;
 }
 
@@ -853,10 +968,36 @@ static bool run_call(int *fds, size_t nfds, bool held_state, pid_t self,
 	return ok;
 }
 
+/*
+ * Fork the snapshot of the call to come, not dumpable from its first
+ * instant (the flag belongs to the memory, which fork copies): the cell
+ * runs in this process, the snapshot's parent, under the same uid, and
+ * must not open the snapshot's /proc/PID/mem (the state a rollback
+ * restores) or take its socket to the zygote (issue 35).  This process
+ * goes on as it was, *dumpable, which the snapshot becomes again once
+ * woken.  Returns what fork() does (-1 also when the flag cannot be set).
+ */
+static pid_t fork_snapshot(int *dumpable)
+{
+	pid_t pid;
+
+	*dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return -1;
+	pid = worker_live_fork();
+	if (pid != 0 && prctl(PR_SET_DUMPABLE, *dumpable, 0, 0, 0) < 0) {
+		if (pid > 0)
+			kill(pid, SIGKILL);
+		return -1;
+	}
+	return pid;
+}
+
 /* In the snapshot: wait to be woken.  Returns its socket, now its ctl;
  * exits when the call completed without it.  boxed: in a sandbox, whose
- * init is its parent once it takes over and ends the sandbox with it. */
-static int snapshot_wait(int snap, bool boxed)
+ * init is its parent once it takes over and ends the sandbox with it;
+ * dumpable: what the process it was made from was (fork_snapshot). */
+static int snapshot_wait(int snap, bool boxed, int dumpable)
 {
 	char err[256];
 	struct wire_msg m;
@@ -872,6 +1013,9 @@ static int snapshot_wait(int snap, bool boxed)
 	if (got != 1 || m.type != WIRE_GO)
 		_exit(0);
 	wire_msg_release(&m);
+	/* The session's process from now on: its cells run here. */
+	if (prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) < 0)
+		_exit(0);
 	/* Our parent, the process that ran the call, is gone: the zygote (or
 	 * the sandbox's init) is our parent now, and we end with it, and so
 	 * does what we start. */
@@ -892,7 +1036,7 @@ static void live_main(int ctl, int box, int *fds, size_t nfds)
 	prctl(PR_SET_NAME, "dolsot-live");
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	for (;;) {
-		int got;
+		int got, dumpable;
 		pid_t snap;
 
 		if (fds) {
@@ -918,7 +1062,7 @@ static void live_main(int ctl, int box, int *fds, size_t nfds)
 		if (got != 1 || m.type != WIRE_RUN || m.nfds < LIVE_RUN_FDS ||
 		    m.nfds > LIVE_RUN_FDS + 1)
 			_exit(0);   /* the zygote is done with us */
-		snap = worker_live_fork();
+		snap = fork_snapshot(&dumpable);
 		if (snap < 0)
 			_exit(0);   /* no snapshot, no rollback: give way to a new process */
 		if (snap == 0) {
@@ -926,7 +1070,7 @@ static void live_main(int ctl, int box, int *fds, size_t nfds)
 			for (size_t i = 1; i < m.nfds; i++)
 				close(m.fds[i]);
 			close(ctl);
-			ctl = snapshot_wait(m.fds[0], box >= 0);
+			ctl = snapshot_wait(m.fds[0], box >= 0, dumpable);
 			m.nfds = 0;
 			wire_msg_release(&m);
 			fds = NULL;   /* woken: the call it was made for is over */

@@ -26,14 +26,20 @@
  * below the sandbox's init (sandbox_init.h), so that a rollback kills the
  * process and its snapshot goes on in the same sandbox.  The zygote knows
  * it by its pid in the zygote's namespace (each message on its socket
- * carries it) and hears of its end from the init.
+ * carries it) and hears of its end from the init, whose reports count only
+ * when the kernel names the init as their sender.  The init and every
+ * snapshot are not dumpable: the cell, under the same uid, can neither
+ * open their memory nor take their sockets (issue 35).
  *
  * The zygote keeps at most LIVE_MAX_HELD live processes (DOLSOT_LIVE_MAX),
  * holding at most LIVE_MEMORY_KB of private memory together
  * (DOLSOT_LIVE_MEMORY_MB), and ends one idle for LIVE_IDLE_SECONDS
- * (DOLSOT_LIVE_IDLE): the least recently used go first.  An ended live
+ * (DOLSOT_LIVE_IDLE): past the count the least recently used go first,
+ * past the memory the one holding most.  The server measures the memory
+ * about once a second whether calls come or not, so a live process that
+ * grows while idle (a thread of a cell) is ended too.  An ended live
  * process loses nothing the store does not have but its live-only values,
- * which the next call names.
+ * which the next call names, with why it was ended (live_take's note).
  */
 #ifndef DOLSOT_LIVE_H
 #define DOLSOT_LIVE_H
@@ -68,13 +74,17 @@ void live_init(void);
  * none could start); LIVE_REAP_FIRST when the session's process is still
  * busy with a call whose client left and has just died: the caller reaps
  * it (live_ended) and asks again.  m's fds stay the caller's to close.
+ * Unless LIVE_REAP_FIRST, note gets why a bound ended the session's live
+ * process since its last call, once (empty: none did), for the client.
  */
 enum live_take {
 	LIVE_NOT_TAKEN,     /* not a live call, or live cannot run it */
 	LIVE_TAKEN,         /* *pid runs it */
 	LIVE_REAP_FIRST,    /* the session's process ended: reap it, then ask again */
 };
-enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid);
+#define LIVE_NOTE_MAX 256
+enum live_take live_take(struct wire_msg *m, const sigset_t *mask, pid_t *pid,
+                         char *note, size_t notelen);
 
 /* The live processes and snapshots are the zygote's: not orphans. */
 bool live_is_ours(pid_t pid);
@@ -122,11 +132,14 @@ void live_forget(void);
  * The server keeps each zygote's last report, and when all of them
  * together hold more than DOLSOT_LIVE_MAX sessions or
  * DOLSOT_LIVE_MEMORY_MB of private memory, asks the zygote of the least
- * recently used idle one to end it: WIRE_STOP with a LIVE_ENTRY naming
- * it, which live_on_stop does.  (The memory is read at most once a
- * second: a report comes after every live call.)
+ * recently used idle one (past the memory: the one holding most) to end
+ * it: WIRE_STOP with a LIVE_ENTRY naming it and a LIVE_WHY saying why,
+ * which live_on_stop does.  The server asks live_pick_evict after every
+ * report and on its own about once a second (the memory is read at most
+ * once a second).
  */
 #define LIVE_ENTRY "live"
+#define LIVE_WHY "why"
 void live_report(int ctl);
 void live_on_stop(const struct wire_msg *m);
 
@@ -137,8 +150,10 @@ struct live_reports {
 };
 
 /* The report (index into r) holding the session to end, its name into
- * session; -1 when the bounds hold (or only busy sessions pass them). */
-int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_t len);
+ * session and why into why (LIVE_NOTE_MAX); -1 when the bounds hold (or
+ * only busy sessions pass them). */
+int live_pick_evict(const struct live_reports *r, size_t n, char *session, size_t len,
+                    char *why, size_t whylen);
 
 /* One "  live SESSION pid PID: N kB private, idle S s" line per entry of
  * report, appended to text (*n used of cap), for --server-status. */

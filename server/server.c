@@ -396,15 +396,16 @@ static struct zygote *zygote_slot(struct server *s, const struct wire_msg *m)
 	return lru;
 }
 
-/* The live sessions of all zygotes within their bounds (live.h): the
- * least recently used idle ones past them end, one each time a report
- * comes. */
+/* The live sessions of all zygotes within their bounds (live.h): an idle
+ * one past them ends, one each time a report comes or the loop comes
+ * round (at least once a second), so that a process that grows while
+ * idle ends too. */
 static void bound_live(struct server *s)
 {
 	struct live_reports r[SERVER_MAX_ZYGOTES];
 	struct zygote *of[SERVER_MAX_ZYGOTES];
-	char session[256];
-	uint8_t payload[512];
+	char session[256], why[LIVE_NOTE_MAX];
+	uint8_t payload[512 + LIVE_NOTE_MAX];
 	size_t n = 0, len = 0;
 	int at;
 
@@ -413,8 +414,11 @@ static void bound_live(struct server *s)
 			of[n] = &s->z[i];
 			r[n++] = (struct live_reports){ s->z[i].live, s->z[i].live_len };
 		}
-	at = live_pick_evict(r, n, session, sizeof(session));
-	if (at < 0 || wire_put(payload, &len, LIVE_ENTRY, session) < 0)
+	if (!n)
+		return;
+	at = live_pick_evict(r, n, session, sizeof(session), why, sizeof(why));
+	if (at < 0 || wire_put(payload, &len, LIVE_ENTRY, session) < 0 ||
+	    wire_put(payload, &len, LIVE_WHY, why) < 0)
 		return;
 	wire_send(of[at]->ctl, WIRE_STOP, 0, 0, payload, len, NULL, 0);
 }
@@ -958,6 +962,7 @@ static void server_loop(struct server *s)
 		    (deadline_now() - s->last_call > s->idle && s->n_clients == 0 && s->n_held == 0))
 			server_exit(s, 0, false);
 		evict_idle_zygotes(s);
+		bound_live(s);
 		p[n++] = (struct pollfd){ .fd = s->sig, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = s->listen_fd,
 		                          .events = s->n_clients < MAX_CLIENTS ? POLLIN : 0 };

@@ -58,6 +58,8 @@ _Static_assert((int)LIVE_FD_SAVE == (int)FD_SAVE && (int)LIVE_FD_LOAD == (int)FD
 struct call {
 	struct proc_deadline run;   /* the worker, a group leader, and its deadline */
 	int client;                 /* -1 once the client is gone */
+	char live_note[LIVE_NOTE_MAX];   /* why a bound ended its session's live
+	                                  * process before it (live_take); "" */
 };
 
 static struct call calls[MAX_CALLS];
@@ -279,13 +281,15 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	struct call *c;
 	pid_t pid;
 	enum live_take taken;
+	char note[LIVE_NOTE_MAX] = "";
 	int tries = 0;
 
 	if (m->nfds < RUN_FDS - 1 || m->nfds > RUN_FDS || n_calls == MAX_CALLS) {
 		wire_close_fds(m);   /* the client sees EOF before STARTED: it falls back */
 		return;
 	}
-	while ((taken = live_take(m, mask, &pid)) == LIVE_REAP_FIRST && tries++ < 2)
+	while ((taken = live_take(m, mask, &pid, note, sizeof(note))) == LIVE_REAP_FIRST &&
+	       tries++ < 2)
 		reap();   /* the session's live process died: its snapshot takes over */
 	if (taken == LIVE_NOT_TAKEN)
 		pid = worker_for(m, mask);
@@ -301,6 +305,22 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	c->run.timed_out = false;
 	deadline_in_ns(&c->run.deadline, m->a);
 	c->client = m->fds[FD_CLIENT];
+	memcpy(c->live_note, note, sizeof(note));
+}
+
+/* The items of a verdict's payload: rolled (WARM_ROLLED_BACK) and the
+ * call's live note (WARM_LIVE_ENDED), into buf (WARM_STATUS_MAX); its
+ * length. */
+#define WARM_STATUS_MAX (64 + LIVE_NOTE_MAX)
+static size_t status_items(const struct call *c, bool rolled, uint8_t *buf)
+{
+	size_t len = 0;
+
+	if (rolled)
+		(void)wire_put(buf, &len, WARM_ROLLED_BACK, "1");
+	if (c->live_note[0])
+		(void)wire_put(buf, &len, WARM_LIVE_ENDED, c->live_note);
+	return len;
 }
 
 /* proc_kill_orphans' keep: a running worker, or the spare. */
@@ -330,19 +350,18 @@ static bool grown_ended(pid_t pid)
 static void finish_call(size_t i, int status)
 {
 	struct call c = calls[i];
-	uint8_t rolled[64];
-	size_t rolled_len = 0;
+	uint8_t items[WARM_STATUS_MAX];
+	size_t items_len;
 
 	calls[i] = calls[--n_calls];
-	if (live_ended(c.run.pid))
-		(void)wire_put(rolled, &rolled_len, WARM_ROLLED_BACK, "1");
+	items_len = status_items(&c, live_ended(c.run.pid), items);
 	proc_kill_rest_of_group(c.run.pid);
 	lingering = proc_kill_orphans(is_ours, NULL);
 	if (c.client >= 0) {
 		/* The verdict does not wait for a process that cannot die yet:
 		 * it says how many there are instead (issue 21). */
 		wire_send(c.client, WIRE_STATUS, (uint64_t)(unsigned)status,
-		          (uint64_t)c.run.timed_out | (uint64_t)lingering << 1, rolled, rolled_len,
+		          (uint64_t)c.run.timed_out | (uint64_t)lingering << 1, items, items_len,
 		          NULL, 0);
 		close(c.client);
 	}
@@ -404,8 +423,11 @@ static void live_done(pid_t pid)
 			continue;
 		if (c.run.timed_out || c.client < 0)
 			return;   /* killed already: it ends, and is reaped */
+		uint8_t items[WARM_STATUS_MAX];
+		size_t items_len = status_items(&c, false, items);
+
 		calls[i] = calls[--n_calls];
-		wire_send(c.client, WIRE_STATUS, 0, 0, NULL, 0, NULL, 0);
+		wire_send(c.client, WIRE_STATUS, 0, 0, items, items_len, NULL, 0);
 		close(c.client);
 		return;
 	}

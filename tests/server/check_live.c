@@ -236,8 +236,16 @@ START_TEST(the_bound_holds_across_environments_and_the_status_shows_it)
 	RUN_IN(&r, sub, NULL, "--live", "--session", "b", "y = 2");
 	ck_code(&r, 0);
 	cli_run_release(&r);
-	CLI(&r, "--server-status");
-	ck_code(&r, 0);
+	/* A zygote reports to the server after it answers its client: the
+	 * server may end a a moment after the call returned. */
+	for (int i = 0;; i++) {
+		CLI(&r, "--server-status");
+		ck_code(&r, 0);
+		if (!cli_has(r.out, "live a pid") || i == 100)
+			break;
+		cli_run_release(&r);
+		usleep(100 * 1000);
+	}
 	ck_out_has(&r, "  live b pid ");
 	ck_out_has(&r, "kB private, idle");
 	ck_assert_msg(!cli_has(r.out, "live a pid"), "a is still live:\n%s", r.out);
@@ -429,6 +437,137 @@ START_TEST(an_exception_completes_the_cell)
 }
 END_TEST
 
+/* The live process of session, as --server-status names it. */
+static pid_t live_pid(const char *session)
+{
+	char label[64];
+	long pid;
+
+	snprintf(label, sizeof(label), "  live %s pid ", session);
+	pid = status_number(label);
+	ck_assert_msg(pid > 0, "no live process of %s in --server-status", session);
+	return (pid_t)pid;
+}
+
+/* A field of pid's /proc/PID/smaps_rollup, in kB. */
+static long rollup_kb(pid_t pid, const char *field)
+{
+	char path[64], *text, *p;
+	long kb;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	text = cli_read_file(path, NULL);
+	ck_assert_msg(text != NULL, "cannot read %s", path);
+	p = strstr(text, field);
+	ck_assert_msg(p != NULL, "no %s in %s", field, path);
+	kb = strtol(p + strlen(field), NULL, 10);
+	free(text);
+	return kb;
+}
+
+/* Issue 35, item 4: the process grew by the session's size on every call,
+ * because each call's answer (which holds the saved blob) was kept. */
+START_TEST(a_large_live_session_holds_one_copy_across_calls)
+{
+	long rss5 = 0, priv5 = 0;
+	pid_t pid5 = 0;
+
+	live_ok("s", "x = bytearray(50 << 20)\ny = b'y' * (50 << 20)", "");
+	for (int call = 2; call <= 25; call++) {
+		live_ok("s", "x[0] = (x[0] + 1) % 256\nlen(x) + len(y)", "104857600\n");
+		if (call != 5 && call != 25)
+			continue;
+		pid_t pid = live_pid("s");
+		long rss = rollup_kb(pid, "Rss:"),
+		     priv = rollup_kb(pid, "Private_Clean:") + rollup_kb(pid, "Private_Dirty:");
+
+		if (call == 5) {
+			pid5 = pid, rss5 = rss, priv5 = priv;
+			continue;
+		}
+		ck_assert_int_eq(pid, pid5);
+		ck_assert_msg(rss - rss5 < 20L * 1024 && priv - priv5 < 20L * 1024,
+		              "the live process grew from %ld to %ld kB rss (%ld to %ld kB "
+		              "private) between calls 5 and 25", rss5, rss, priv5, priv);
+	}
+}
+END_TEST
+
+/* A live call on session whose cell leaves a thread that, half a second
+ * after the call answered, takes 160 MB: the live process grows while
+ * idle, with no call to come.  Returns the live process. */
+static pid_t live_grows_while_idle(const char *session)
+{
+	live_ok(session, "import threading, time\nx = 1\n"
+	        "def grow():\n    time.sleep(0.5)\n    globals()['big'] = b'b' * (160 << 20)\n"
+	        "threading.Thread(target=grow, daemon=True).start()", "");
+	return live_pid(session);
+}
+
+/* Wait (30 s at most) for pid to end; true when it did. */
+static bool ends(pid_t pid)
+{
+	for (int i = 0; i < 300 && cli_pid_alive(pid); i++)
+		usleep(100 * 1000);
+	return !cli_pid_alive(pid);
+}
+
+/* Issue 35, item 4: DOLSOT_LIVE_MEMORY_MB was measured only when a live
+ * call reported, so a live process that grew while idle (to 465 MB under
+ * a 100 MB cap) kept its memory until another call came. */
+START_TEST(a_live_process_past_the_memory_cap_ends_while_idle_and_the_next_call_says_so)
+{
+	struct cli_run r;
+	pid_t pid;
+
+	cli_test_add_env(&fx, "DOLSOT_LIVE_MEMORY_MB=64");
+	pid = live_grows_while_idle("a");
+	ck_assert_msg(ends(pid), "the live process %d still runs past the cap", (int)pid);
+	live(&r, "a", "x", 0);
+	ck_out(&r, "1\n");
+	ck_err_has(&r, "dolsot: the session's live process was ended before this call: it held ");
+	ck_err_has(&r, "past DOLSOT_LIVE_MEMORY_MB=64; the call started from the store\n");
+	cli_run_release(&r);
+	/* Said once: the call after is a live one as any. */
+	live(&r, "a", "x", 0);
+	ck_err_lacks(&r, "was ended");
+	cli_run_release(&r);
+	/* And in --json, among the warnings. */
+	pid = live_grows_while_idle("b");
+	ck_assert_msg(ends(pid), "the live process %d still runs past the cap", (int)pid);
+	CLI(&r, "--live", "--json", "--session", "b", "x");
+	ck_code(&r, 0);
+	ck_out_has(&r, "\"dolsot: the session's live process was ended before this call: it held ");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* Text the worker must encode anew (lone surrogates) was kept for the
+ * process's life: a live process grew by it on every call. */
+START_TEST(a_live_value_with_lone_surrogates_is_not_kept_per_call)
+{
+	long rss2 = 0;
+
+	cli_test_add_env(&fx, "DOLSOT_MAX_OUTPUT=0");
+	live_ok("s", "class R:\n    def __repr__(self):\n        return '\\udcff' * (2 << 20)\n"
+	        "r = R()", "");
+	for (int call = 2; call <= 12; call++) {
+		struct cli_run r;
+		long rss;
+
+		live(&r, "s", "r", 0);
+		ck_assert_uint_eq(r.out_len, 6 * (2 << 20) + 1);   /* \udcff each, and \n */
+		cli_run_release(&r);
+		rss = rollup_kb(live_pid("s"), "Rss:");
+		if (call == 2)
+			rss2 = rss;
+		else if (call == 12)
+			ck_assert_msg(rss - rss2 < 20L * 1024, "the live process grew from %ld to %ld "
+			              "kB between calls 2 and 12", rss2, rss);
+	}
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
 	Suite *s = suite_create("live");
@@ -455,6 +594,9 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, an_exception_completes_the_cell);
 	tcase_add_test(tc, dolsot_live_1_makes_every_call_live);
 	tcase_add_test(tc, other_limits_start_a_new_live_process_from_the_store);
+	tcase_add_test(tc, a_large_live_session_holds_one_copy_across_calls);
+	tcase_add_test(tc, a_live_value_with_lone_surrogates_is_not_kept_per_call);
+	tcase_add_test(tc, a_live_process_past_the_memory_cap_ends_while_idle_and_the_next_call_says_so);
 	suite_add_tcase(s, tc);
 	return s;
 }

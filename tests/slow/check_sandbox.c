@@ -1643,6 +1643,54 @@ START_TEST(live_sandboxed_processes_end_with_the_server)
 }
 END_TEST
 
+/* Issue 35: a live sandboxed cell ran as the uid of the sandbox's init and
+ * of its own snapshot, both dumpable: it could open /proc/1/mem read-write
+ * and take the init's report socket from /proc/1/fd (forging the status
+ * that decides a rollback), or rewrite the snapshot a rollback restores. */
+#define PROBE_OTHERS \
+	"import os\n" \
+	"def probe(p):\n" \
+	"    out = []\n" \
+	"    for f in (lambda: open(f'/proc/{p}/mem', 'r+b').close(),\n" \
+	"              lambda: os.listdir(f'/proc/{p}/fd')):\n" \
+	"        try:\n            f(); out.append('opened')\n" \
+	"        except OSError as e:\n            out.append(type(e).__name__)\n" \
+	"    return tuple(out)\n" \
+	"me = os.getpid()\n" \
+	"others = [int(d) for d in os.listdir('/proc') if d.isdigit() and int(d) not in (1, me)]\n" \
+	"probe(1), [probe(p) for p in others], probe(me)"
+
+START_TEST(live_sandboxed_cell_cannot_touch_its_init_or_snapshot)
+{
+	struct cli_run r;
+
+	NEED_LIVE();
+	run_live(&r, NULL, "x = 1");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	/* The init, the snapshot of this call, and the cell's own process. */
+	run_live(&r, NULL, PROBE_OTHERS);
+	ck_code(&r, 0);
+	ck_out(&r, "(('PermissionError', 'PermissionError'), "
+	           "[('PermissionError', 'PermissionError')], ('opened', 'opened'))\n");
+	cli_run_release(&r);
+	/* The init's word still counts: a killed process rolls back. */
+	run_live(&r, NULL, "import os\nx = 2\nos.kill(os.getpid(), 9)");
+	ck_err_has(&r, "session rolled back to its state before this call");
+	cli_run_release(&r);
+	/* The snapshot that took over is as closed as the one before. */
+	run_live(&r, NULL, "x");
+	ck_code(&r, 0);
+	ck_out(&r, "1\n");
+	cli_run_release(&r);
+	run_live(&r, NULL, PROBE_OTHERS);
+	ck_code(&r, 0);
+	ck_out(&r, "(('PermissionError', 'PermissionError'), "
+	           "[('PermissionError', 'PermissionError')], ('opened', 'opened'))\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 static void add_cases(TCase *tc)
 {
 	tcase_add_test(tc, cannot_read_home_or_shadow);
@@ -1687,6 +1735,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, live_sandboxed_timeout_rolls_back_and_the_next_call_is_still_sandboxed);
 	tcase_add_test(tc, switching_sandbox_settings_starts_a_new_live_process);
 	tcase_add_test(tc, live_sandboxed_processes_end_with_the_server);
+	tcase_add_test(tc, live_sandboxed_cell_cannot_touch_its_init_or_snapshot);
 }
 
 int main(void)
