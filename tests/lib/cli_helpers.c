@@ -670,7 +670,7 @@ static void setup_user_warm(void) { cli_mode.as_user = true; cli_mode.warm = tru
 
 /* Whether a child (as the test user, when drop) can unshare a user
  * namespace. */
-static bool can_unshare_as(bool drop)
+bool cli_userns_probe(bool drop)
 {
 	pid_t kid = fork();
 	int st;
@@ -717,20 +717,20 @@ void cli_modes_add(Suite *s, void (*add_cases)(TCase *), void (*setup)(void),
 {
 	mode_setup = setup;
 	if (geteuid() == 0) {
-		cli_mode.userns_root = can_unshare_as(false);
+		cli_mode.userns_root = cli_userns_probe(false);
 		add_mode(s, "root-cold", add_cases, setup_root_cold, teardown, timeout);
 		add_mode(s, "root-warm", add_cases, setup_root_warm, teardown, timeout);
 		if (!find_test_user()) {
 			printf("SKIP: the unprivileged half: user %s cannot be made\n", CLI_TEST_USER);
 			return;
 		}
-		cli_mode.userns_user = can_unshare_as(true);
+		cli_mode.userns_user = cli_userns_probe(true);
 	} else {
 		/* Already unprivileged: run the user half as ourselves. */
 		printf("SKIP: the root half needs root\n");
 		cli_mode.uid = getuid();
 		cli_mode.gid = getgid();
-		cli_mode.userns_user = can_unshare_as(false);
+		cli_mode.userns_user = cli_userns_probe(false);
 	}
 	add_mode(s, "user-cold", add_cases, setup_user_cold, teardown, timeout);
 	add_mode(s, "user-warm", add_cases, setup_user_warm, teardown, timeout);

@@ -219,6 +219,10 @@ extern struct cli_modes cli_mode;
 void cli_modes_add(Suite *s, void (*add_cases)(TCase *), void (*setup)(void),
                    void (*teardown)(void), double timeout);
 
+/* Whether we (drop: the test user of cli_mode) can make a user namespace
+ * now, probed in a child. */
+bool cli_userns_probe(bool drop);
+
 /* Whether this case's caller can make a user namespace (a sandbox). */
 bool cli_userns_available(void);
 

@@ -601,6 +601,24 @@ def after_fork():
     np = sys.modules.get("numpy.random")
     if np is not None:
         np.seed()  # the legacy global RNG would repeat across calls otherwise
+    _rearm_signals()
+
+
+def _rearm_signals():
+    """The fork put every signal back to its default (proc_child.h) while
+    Python's table still names its handlers (KeyboardInterrupt on SIGINT,
+    any a toolbox set when the zygote imported it): set them again, so a
+    signal reaches the handler Python reports, as in a fresh process."""
+    signal = sys.modules.get("signal")
+    if signal is None:
+        return
+    for sig in signal.valid_signals():
+        try:
+            handler = signal.getsignal(sig)
+            if callable(handler):
+                signal.signal(sig, handler)
+        except (OSError, ValueError):
+            pass
 
 
 def _lines(*groups):
