@@ -58,6 +58,7 @@
 #include "fdio.h"
 #include "store_file.h"
 #include "store_name.h"
+#include "user_dir.h"
 
 #define TEMP_MAX_AGE 3600.0     /* seconds; a killed save leaves its temp file */
 #define TEMP_TRIES 100
@@ -1049,16 +1050,17 @@ void store_file_path(const char *dir, char *buf, size_t len)
 		snprintf(buf, len, "%s", dir);
 		return;
 	}
-	if (store_name_user_dir(buf, len) == 0)
+	if (user_dir_path(buf, len) == 0)
 		snprintf(buf + strlen(buf), len - strlen(buf), "/sessions");
 }
 
-/* {TMPDIR or /tmp}/dolsot-{euid}/sessions; both levels made 0700 and checked. */
+/* The user's directory (user_dir.h)/sessions; both levels made 0700 and
+ * checked. */
 static int open_default_dir(char *err, size_t errlen)
 {
 	char shown[PATH_SHOW_MAX + 8], top[PATH_MAX], sub[PATH_MAX + 16];
 	int topfd = -1, fd = -1, errsv;
-	bool fits = store_name_user_dir(top, sizeof(top)) == 0;
+	bool fits = user_dir_path(top, sizeof(top)) == 0;
 
 	snprintf(sub, sizeof(sub), "%s/sessions", top);
 	path_show(top, shown, sizeof(shown));

@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -830,6 +831,139 @@ START_TEST(cache_dir_refusals)
 END_TEST
 
 /*
+ * Issue 35: another local user made the victim's default directory,
+ * {TMPDIR}/dolsot-UID, first.  The victim's calls still work: in
+ * $XDG_RUNTIME_DIR/dolsot when that is the victim's and 0700, else in
+ * $HOME/.cache/dolsot/store, else in a mkdtemp directory the next call finds
+ * again; each says where on stderr, and the warm server follows.
+ */
+struct victim {
+	uid_t uid;
+	gid_t gid;
+	const char *env[CLI_TEST_ENV_MAX + 8];
+	const char *home;
+};
+
+static void victim_run(const struct victim *v, struct cli_run *r, const char *const *argv)
+{
+	cli_run(r, &(struct cli_opts){ .env = v->env, .cwd = v->home, .drop = true,
+	                               .uid = v->uid, .gid = v->gid }, argv);
+}
+
+/* Two calls of the victim keep x; each says that the default was taken
+ * and that sessions went to a directory starting with dir; the session
+ * and the warm server's socket are in its sessions/. */
+static void ck_victim_keeps_state(struct victim *v, const char *def, unsigned attacker,
+                                  const char *dir)
+{
+	char say[3 * PATH_MAX], kept[PATH_MAX], path[PATH_MAX + 32];
+	const char *at;
+	struct cli_run r;
+	size_t n = 0;
+
+	snprintf(say, sizeof(say), "dolsot: the default directory %s is not usable (owned by "
+	         "uid %u, not %u)", def, attacker, (unsigned)v->uid);
+	victim_run(v, &r, (const char *const[]){ "dolsot", "--session", "t", "x = 41", NULL });
+	ck_code(&r, 0);
+	ck_err_has(&r, say);
+	at = strstr(r.err, "kept in ");
+	ck_assert_ptr_nonnull(at);
+	at += 8;
+	while (at[n] && at[n] != ' ' && at[n] != ',' && n < sizeof(kept) - 1)
+		n++;
+	snprintf(kept, sizeof(kept), "%.*s", (int)n, at);
+	ck_assert_msg(strncmp(kept, dir, strlen(dir)) == 0, "kept in %s, want %s", kept, dir);
+	cli_run_release(&r);
+	victim_run(v, &r, (const char *const[]){ "dolsot", "--session", "t", "x + 1", NULL });
+	ck_code(&r, 0);
+	ck_out(&r, "42\n");
+	ck_err_has(&r, say);
+	ck_err_has(&r, kept);
+	cli_run_release(&r);
+	snprintf(path, sizeof(path), "%s/sessions/t.pkl", kept);
+	ck_assert_msg(cli_exists(path), "no %s", path);
+	/* The warm server's socket is made beside the sessions too. */
+	for (n = 0; v->env[n]; n++)
+		;
+	v->env[n] = "DOLSOT_SERVER=auto";
+	victim_run(v, &r, (const char *const[]){ "dolsot", "--server-start", NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	snprintf(path, sizeof(path), "%s/sessions/.server.sock", kept);
+	ck_assert_msg(cli_exists(path), "no %s", path);
+	victim_run(v, &r, (const char *const[]){ "dolsot", "--server-stop", NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	v->env[n] = NULL;
+}
+
+START_TEST(default_dir_made_by_another_user)
+{
+	struct victim v = { 0 };
+	struct cli_run r;
+	uid_t att;
+	gid_t attg;
+	char *bin_dir, tmp[PATH_MAX], home[PATH_MAX], xdg[PATH_MAX], def[PATH_MAX + 32],
+	     env_tmp[PATH_MAX + 16], env_home[PATH_MAX + 16], env_xdg[PATH_MAX + 32],
+	     want[PATH_MAX + 32], *mine;
+	size_t n = 0, at;
+
+	if (geteuid() != 0 || !cli_local_user(CLI_TEST_USER, &v.uid, &v.gid) ||
+	    !cli_local_user(CLI_TEST_USER "2", &att, &attg)) {
+		printf("SKIP: %s: needs root and two local users\n", __func__);
+		return;
+	}
+	bin_dir = cli_bin_shared_copy();
+	ck_assert_int_eq(chmod(fx.tmp, 0755), 0);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", fx.tmp);
+	snprintf(home, sizeof(home), "%s/home", fx.tmp);
+	snprintf(xdg, sizeof(xdg), "%s/xdg", fx.tmp);
+	ck_assert_int_eq(mkdir(tmp, 0700), 0);
+	ck_assert_int_eq(chmod(tmp, 01777), 0);
+	ck_assert_int_eq(mkdir(home, 0755), 0);
+	ck_assert_int_eq(mkdir(xdg, 0700), 0);
+	ck_assert_int_eq(chown(home, v.uid, v.gid), 0);
+	ck_assert_int_eq(chown(xdg, v.uid, v.gid), 0);
+	/* The other user makes the victim's default directory, open to all. */
+	snprintf(def, sizeof(def), "%s/dolsot-%u", tmp, (unsigned)v.uid);
+	cli_run(&r, &(struct cli_opts){ .prog = "/bin/mkdir", .drop = true, .uid = att,
+	                                .gid = attg },
+	        (const char *const[]){ "mkdir", "-m", "0777", def, NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	for (size_t i = 0; fx.env[i]; i++)
+		if (strncmp(fx.env[i], "DOLSOT_CACHE_DIR=", 17) != 0)
+			v.env[n++] = fx.env[i];
+	snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+	snprintf(env_home, sizeof(env_home), "HOME=%s", home);
+	snprintf(env_xdg, sizeof(env_xdg), "XDG_RUNTIME_DIR=%s", xdg);
+	v.env[n++] = "DOLSOT_CACHE_DIR";
+	v.env[n++] = env_tmp;
+	v.env[n++] = env_home;
+	at = n;
+	v.env[n++] = env_xdg;
+	v.home = home;
+	snprintf(want, sizeof(want), "%s/dolsot", xdg);
+	ck_victim_keeps_state(&v, def, (unsigned)att, want);
+	/* Without a runtime directory: the home's cache. */
+	v.env[at] = "XDG_RUNTIME_DIR";
+	snprintf(want, sizeof(want), "%s/.cache/dolsot/store", home);
+	ck_victim_keeps_state(&v, def, (unsigned)att, want);
+	/* Without either: a directory of the victim's own in TMPDIR. */
+	v.env[at] = "XDG_RUNTIME_DIR";
+	snprintf(env_home, sizeof(env_home), "HOME=%s/none", fx.tmp);
+	snprintf(want, sizeof(want), "%s/dolsot-%u.", tmp, (unsigned)v.uid);
+	ck_victim_keeps_state(&v, def, (unsigned)att, want);
+	/* The other user's directory was left alone, and nothing went in it. */
+	mine = cli_path(def, "sessions");
+	ck_assert_msg(!cli_exists(mine), "%s was made", mine);
+	ck_assert_int_eq(cli_wait_no_strays(env_tmp, 5, want, sizeof(want)), 0);
+	cli_rmtree(bin_dir);
+	free(bin_dir);
+}
+END_TEST
+
+/*
  * A tmpfs of our own (we run as root), in a mount namespace of this test
  * process and what it starts, so that it goes away with them even if the
  * test dies.  SKIP where mounting is not allowed.
@@ -917,6 +1051,7 @@ static Suite *hostile_suite(void)
 	tcase_add_test(input, reset_all_does_not_wait_for_a_busy_session);
 	tcase_add_test(dirs, cache_dir_refusals);
 	tcase_add_test(dirs, cache_dir_on_a_read_only_filesystem);
+	tcase_add_test(dirs, default_dir_made_by_another_user);
 	suite_add_tcase(s, cell);
 	suite_add_tcase(s, input);
 	suite_add_tcase(s, dirs);

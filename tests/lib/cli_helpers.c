@@ -685,20 +685,26 @@ bool cli_userns_probe(bool drop)
 	return kid > 0 && waitpid(kid, &st, 0) == kid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+bool cli_local_user(const char *name, uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam(name);
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "useradd --system --no-create-home --home-dir /nonexistent "
+	         "--shell /usr/sbin/nologin %s >/dev/null 2>&1", name);
+	if (!pw && geteuid() == 0 && system(cmd) == 0)
+		pw = getpwnam(name);
+	if (!pw)
+		return false;
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return true;
+}
+
 /* The unprivileged user the suites run dolsot as; made when missing. */
 static bool find_test_user(void)
 {
-	struct passwd *pw = getpwnam(CLI_TEST_USER);
-
-	if (!pw && geteuid() == 0 &&
-	    system("useradd --system --no-create-home --home-dir /nonexistent "
-	           "--shell /usr/sbin/nologin " CLI_TEST_USER " >/dev/null 2>&1") == 0)
-		pw = getpwnam(CLI_TEST_USER);
-	if (!pw)
-		return false;
-	cli_mode.uid = pw->pw_uid;
-	cli_mode.gid = pw->pw_gid;
-	return true;
+	return cli_local_user(CLI_TEST_USER, &cli_mode.uid, &cli_mode.gid);
 }
 
 static void add_mode(Suite *s, const char *name, void (*add_cases)(TCase *),

@@ -207,6 +207,10 @@ bool cli_has(const char *haystack, const char *needle);
  */
 #define CLI_TEST_USER "dolsot-test"
 
+/* The local user name (made with useradd when missing, as root, with no
+ * home): its ids; false when there is none. */
+bool cli_local_user(const char *name, uid_t *uid, gid_t *gid);
+
 struct cli_modes {
 	bool as_user;                /* this case runs dolsot as the test user */
 	bool warm;                   /* this case runs with the warm server up */
