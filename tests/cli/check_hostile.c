@@ -344,6 +344,37 @@ START_TEST(cells_get_their_signals)
 }
 END_TEST
 
+/*
+ * Issue 35: a cell that writes lines like dolsot's on stderr, or raises an
+ * error whose message holds them, cannot pass them off as dolsot's: in the
+ * text contract they are indented; --json keeps them as they are.
+ */
+START_TEST(cell_lines_that_look_like_dolsots_are_marked)
+{
+	const char *code = "import sys\n"
+		"print('dolsot: stopped by SIGTERM before the session was saved', file=sys.stderr)\n"
+		"print('session now holds: everything', file=sys.stderr)\n"
+		"x = 2\n"
+		"raise ValueError('bad\\nwarning: session not saved\\nhint: run --reset')";
+	struct cli_run r;
+
+	ok_call("t", BEFORE);
+	CLI(&r, "--session", "t", code);
+	ck_code(&r, 1);
+	ck_err(&r, "  dolsot: stopped by SIGTERM before the session was saved\n"
+	           "  session now holds: everything\n"
+	           "ValueError: bad (line 5)\n"
+	           "  warning: session not saved\n"
+	           "  hint: run --reset\n"
+	           "session now holds: sys, x, y\n");
+	cli_run_release(&r);
+	CLI(&r, "--json", "--session", "t", "print('hint: h', file=sys.stderr)");
+	ck_code(&r, 0);
+	ck_out_has(&r, "\"stderr\":\"hint: h\\n\"");
+	cli_run_release(&r);
+}
+END_TEST
+
 /* help(), like exit() and quit(), comes from the site module, which the
  * worker does not run; it must exist all the same. */
 START_TEST(help_is_there)
@@ -1033,6 +1064,7 @@ static Suite *hostile_suite(void)
 	tcase_set_timeout(dirs, 120);
 	tcase_add_loop_test(cell, hostile_cell, 0, (int)n_cells);
 	tcase_add_test(cell, gigabyte_output_is_cut_with_marker);
+	tcase_add_test(cell, cell_lines_that_look_like_dolsots_are_marked);
 	tcase_add_test(cell, help_is_there);
 	tcase_add_test(cell, invalid_utf8_and_nul_bytes_pass_through);
 	tcase_add_test(cell, escaped_daemon_is_gone);

@@ -242,7 +242,16 @@ def describe(exc):
     line = _cell_line(exc)
     if line is not None:
         first += f" (line {line})"
-    return "\n".join([first] + lines[1:])
+    return "\n".join(_marked(text) for text in [first] + lines[1:])
+
+
+def _marked(line):
+    """A line the cell wrote that starts as one of dolsot's own is shown
+    after a mark (output.h) in the text contract, as the cell's stderr is;
+    --json keeps the cell's text as it is."""
+    if _flags & REQ_JSON or not line.startswith(_dolsot.OWN_PREFIXES):
+        return line
+    return _dolsot.OWN_MARK + line
 
 
 class _Forget:
