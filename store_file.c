@@ -631,6 +631,7 @@ static int fs_save(struct store *s, const char *id, const uint8_t *blob,
 struct del_acc {
 	unsigned removed;
 	int errsv;              /* first unlink error, 0 if none */
+	bool sessions;          /* remove the unlocked sessions too (not a sweep) */
 };
 
 static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind kind,
@@ -644,7 +645,7 @@ static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind
 		return 0;
 	switch (kind) {
 	case STORE_NAME_SESSION: {
-		int fd = try_lock(fs, id);
+		int fd = acc->sessions ? try_lock(fs, id) : -1;
 
 		if (fd < 0)
 			break;   /* a call holds it: it stays, with its save */
@@ -675,9 +676,10 @@ static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind
 	return 0;
 }
 
-static int fs_del_all(struct fstore *fs, unsigned *removed, char *err, size_t errlen)
+static int fs_del_all(struct fstore *fs, bool sessions, unsigned *removed, char *err,
+                      size_t errlen)
 {
-	struct del_acc acc = { 0, 0 };
+	struct del_acc acc = { 0, 0, sessions };
 
 	if (scan_dir(fs, del_all_one, &acc) < 0) {
 		*removed = acc.removed;
@@ -702,7 +704,7 @@ static int fs_del(struct store *s, const char *id, unsigned *removed,
 	*removed = 0;
 	reap(fs);
 	if (strcmp(id, "all") == 0)
-		return fs_del_all(fs, removed, err, errlen);
+		return fs_del_all(fs, true, removed, err, errlen);
 	snprintf(name, sizeof(name), "%s.pkl", id);
 	if (unlinkat(fs->dirfd, name, 0) == 0)
 		*removed = 1;
@@ -714,6 +716,15 @@ static int fs_del(struct store *s, const char *id, unsigned *removed,
 	snprintf(name, sizeof(name), "%s.lock", id);
 	remove_lock_if_free(fs, name);
 	return 0;
+}
+
+/* The leftovers of unlocked sessions, every session kept. */
+static int fs_sweep(struct store *s, char *err, size_t errlen)
+{
+	unsigned none;
+
+	reap(s->priv);
+	return fs_del_all(s->priv, false, &none, err, errlen);
 }
 
 struct list_acc {
@@ -920,6 +931,7 @@ static const struct store_ops fstore_ops = {
 	.save_commit = fs_save_commit,
 	.save_abort = fs_save_abort,
 	.del = fs_del,
+	.sweep = fs_sweep,
 	.list = fs_list,
 	.lock = fs_lock,
 	.unlock = fs_unlock,
