@@ -692,7 +692,7 @@ START_TEST(reset_all_keeps_the_save_of_a_call_in_flight)
 		cli_run_release(&r);
 	}
 	printf("reset all beside a call in flight: %d rounds, the call's save kept each time "
-	       "(%d times still in use when the reset ended)\n", BUSY_ROUNDS, kept);
+	       "(named as kept, in use by a call, %d times)\n", BUSY_ROUNDS, kept);
 }
 END_TEST
 
