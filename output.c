@@ -154,7 +154,8 @@ void result_release(struct result *r)
 
 const char *const output_own_prefixes[] = {
 	"dolsot:", "dolsot ", "session now holds:", "warning:", "hint:",
-	"[output truncated:", "[error truncated:", NULL,
+	"[output truncated:", "[error truncated:", "TimeoutError: cell killed",
+	"SystemExit:", NULL,
 };
 
 /* Whether the line at p (n bytes) starts as one of dolsot's own. */
