@@ -32,6 +32,7 @@
 #include "server.h"
 #include "stopsig.h"
 #include "store.h"
+#include "user_dir.h"
 #include "warm_proto.h"
 #include "zygote.h"
 
@@ -788,6 +789,8 @@ int main(int argc, char **argv)
 	/* The key is ours: no worker, server or zygote gets it in its
 	 * environment (s.session_key still points at the string). */
 	unsetenv("DOLSOT_SESSION_KEY");
+	if ((!s.cache_dir || !*s.cache_dir) && !c.print_config && user_dir_note())
+		fprintf(stderr, "dolsot: %s\n", user_dir_note());
 	if (c.mcp)
 		code = cmd_mcp(&c, &s, argc, argv);
 	else if (c.server)

@@ -152,10 +152,47 @@ void result_release(struct result *r)
 	result_init(r, r->out.cap);
 }
 
-/* A captured stream, then the truncation marker when it was cut. */
-static void render_capture(const struct capture *c, FILE *f)
+const char *const output_own_prefixes[] = {
+	"dolsot:", "dolsot ", "session now holds:", "warning:", "hint:",
+	"[output truncated:", "[error truncated:", "TimeoutError: cell killed",
+	"SystemExit:", NULL,
+};
+
+/* Whether the line at p (n bytes) starts as one of dolsot's own. */
+static bool looks_own(const char *p, size_t n)
 {
-	fwrite(c->data ? c->data : "", 1, c->len, f);
+	for (const char *const *o = output_own_prefixes; *o; o++) {
+		size_t len = strlen(*o);
+
+		if (n >= len && memcmp(p, *o, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The cell's stderr, each line that looks like one of dolsot's marked. */
+static void write_marked(const char *p, size_t n, FILE *f)
+{
+	while (n) {
+		const char *nl = memchr(p, '\n', n);
+		size_t len = nl ? (size_t)(nl - p) + 1 : n;
+
+		if (looks_own(p, len))
+			fputs(OUTPUT_MARK, f);
+		fwrite(p, 1, len, f);
+		p += len;
+		n -= len;
+	}
+}
+
+/* A captured stream (marked: its lines that look like dolsot's), then the
+ * truncation marker when it was cut. */
+static void render_capture(const struct capture *c, bool marked, FILE *f)
+{
+	if (marked)
+		write_marked(c->data ? c->data : "", c->len, f);
+	else
+		fwrite(c->data ? c->data : "", 1, c->len, f);
 	if (!c->truncated)
 		return;
 	if (c->data && c->len && c->data[c->len - 1] != '\n')
@@ -236,14 +273,14 @@ static void render_lines(const char *text, FILE *f)
 
 int output_render(const struct result *r, FILE *out, FILE *err)
 {
-	render_capture(&r->out, out);
+	render_capture(&r->out, false, out);
 	if (r->value) {
 		if (ends_open(&r->out))
 			fputc('\n', out);
 		fwrite(r->value, 1, r->value_len, out);
 		fputc('\n', out);
 	}
-	render_capture(&r->err, err);
+	render_capture(&r->err, true, err);
 	if (ends_open(&r->err) && (r->error || r->saved || r->dropped ||
 	                          r->warnings || r->save_error || r->n_files))
 		fputc('\n', err);

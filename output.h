@@ -110,7 +110,17 @@ void result_init(struct result *r, uint64_t max_output);
 void result_release(struct result *r);
 
 /*
- * Write r to out and err as the output contract says.  Returns 0, or -1
+ * How every line dolsot writes on stderr starts (NULL-terminated).  A
+ * line of the cell's own stderr, or of a message it wrote, that starts
+ * with one of them is shown after OUTPUT_MARK, so that a host can tell
+ * dolsot's lines from the cell's (issue 35).
+ */
+extern const char *const output_own_prefixes[];
+#define OUTPUT_MARK "  "
+
+/*
+ * Write r to out and err as the output contract says; the cell's stderr
+ * lines that look like dolsot's are marked (output_own_prefixes).  Returns 0, or -1
  * when a write failed (errno set).
  */
 int output_render(const struct result *r, FILE *out, FILE *err);

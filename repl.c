@@ -497,9 +497,11 @@ static int reset_free_one(struct store *st, const char *id, const char *root,
 /*
  * --reset all: each session whose lock can be had at once is deleted
  * under it, with its images; one a call holds is kept, with its save in
- * progress, and named in *kept if it is still there at the end.  The
- * store's own "all" (which skips locked sessions too) then sweeps what is
- * left of sessions no call holds, and the images of sessions now gone go.
+ * progress, and named in *kept if it is still there at the end.  Each
+ * session is decided once, when the reset reaches it: the store's sweep
+ * then removes only what sessions no call holds left behind, never a
+ * session, so one whose call ends meanwhile keeps that call's save (issue
+ * 35), and the images of sessions now gone go.
  */
 static int reset_all(const struct settings *s, struct store *st, unsigned *removed,
                      unsigned *images, char **kept, char *serr, size_t len)
@@ -511,7 +513,6 @@ static int reset_all(const struct settings *s, struct store *st, unsigned *remov
 	size_t n = 0, n_after = 0, n_img = 0;
 	bool *busy = NULL, b;
 	char **img = NULL;
-	unsigned swept = 0;
 	int ret = -1;
 
 	*removed = *images = 0;
@@ -526,10 +527,8 @@ static int reset_all(const struct settings *s, struct store *st, unsigned *remov
 		if (reset_free_one(st, info[i].id, root, removed, images, &busy[i], serr,
 		                   len) < 0)
 			goto out;
-	if (store_del(st, "all", &swept, serr, len) < 0 ||
-	    store_list(st, &after, &n_after, serr, len) < 0)
+	if (store_sweep(st, serr, len) < 0 || store_list(st, &after, &n_after, serr, len) < 0)
 		goto out;
-	*removed += swept;
 	for (size_t i = 0; i < n; i++)
 		if (busy[i] && store_holds(after, n_after, info[i].id) &&
 		    kept && !list_add(kept, info[i].id)) {

@@ -65,6 +65,7 @@
 #include "fdio.h"
 #include "store_file.h"
 #include "store_name.h"
+#include "user_dir.h"
 
 #define TEMP_MAX_AGE 3600.0     /* seconds; a killed save leaves its temp file */
 #define TEMP_TRIES 100
@@ -675,6 +676,7 @@ static int fs_save(struct store *s, const char *id, const uint8_t *blob,
 struct del_acc {
 	unsigned removed;
 	int errsv;              /* first unlink error, 0 if none */
+	bool sessions;          /* remove the unlocked sessions too (not a sweep) */
 };
 
 static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind kind,
@@ -688,7 +690,7 @@ static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind
 		return 0;
 	switch (kind) {
 	case STORE_NAME_SESSION: {
-		int fd = try_lock(fs, id);
+		int fd = acc->sessions ? try_lock(fs, id) : -1;
 
 		if (fd < 0)
 			break;   /* a call holds it: it stays, with its save */
@@ -719,9 +721,10 @@ static int del_all_one(struct fstore *fs, const char *name, enum store_name_kind
 	return 0;
 }
 
-static int fs_del_all(struct fstore *fs, unsigned *removed, char *err, size_t errlen)
+static int fs_del_all(struct fstore *fs, bool sessions, unsigned *removed, char *err,
+                      size_t errlen)
 {
-	struct del_acc acc = { 0, 0 };
+	struct del_acc acc = { 0, 0, sessions };
 
 	if (scan_dir(fs, del_all_one, &acc) < 0) {
 		*removed = acc.removed;
@@ -746,7 +749,7 @@ static int fs_del(struct store *s, const char *id, unsigned *removed,
 	*removed = 0;
 	reap(fs);
 	if (strcmp(id, "all") == 0)
-		return fs_del_all(fs, removed, err, errlen);
+		return fs_del_all(fs, true, removed, err, errlen);
 	snprintf(name, sizeof(name), "%s.pkl", id);
 	if (unlinkat(fs->dirfd, name, 0) == 0)
 		*removed = 1;
@@ -758,6 +761,15 @@ static int fs_del(struct store *s, const char *id, unsigned *removed,
 	snprintf(name, sizeof(name), "%s.lock", id);
 	remove_lock_if_free(fs, name);
 	return 0;
+}
+
+/* The leftovers of unlocked sessions, every session kept. */
+static int fs_sweep(struct store *s, char *err, size_t errlen)
+{
+	unsigned none;
+
+	reap(s->priv);
+	return fs_del_all(s->priv, false, &none, err, errlen);
 }
 
 struct list_acc {
@@ -965,6 +977,7 @@ static const struct store_ops fstore_ops = {
 	.save_commit = fs_save_commit,
 	.save_abort = fs_save_abort,
 	.del = fs_del,
+	.sweep = fs_sweep,
 	.list = fs_list,
 	.lock = fs_lock,
 	.unlock = fs_unlock,
@@ -1095,16 +1108,17 @@ void store_file_path(const char *dir, char *buf, size_t len)
 		snprintf(buf, len, "%s", dir);
 		return;
 	}
-	if (store_name_user_dir(buf, len) == 0)
+	if (user_dir_path(buf, len) == 0)
 		snprintf(buf + strlen(buf), len - strlen(buf), "/sessions");
 }
 
-/* {TMPDIR or /tmp}/dolsot-{euid}/sessions; both levels made 0700 and checked. */
+/* The user's directory (user_dir.h)/sessions; both levels made 0700 and
+ * checked. */
 static int open_default_dir(char *err, size_t errlen)
 {
 	char shown[PATH_SHOW_MAX + 8], top[PATH_MAX], sub[PATH_MAX + 16];
 	int topfd = -1, fd = -1, errsv;
-	bool fits = store_name_user_dir(top, sizeof(top)) == 0;
+	bool fits = user_dir_path(top, sizeof(top)) == 0;
 
 	snprintf(sub, sizeof(sub), "%s/sessions", top);
 	path_show(top, shown, sizeof(shown));

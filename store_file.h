@@ -9,8 +9,8 @@
 
 /*
  * dir NULL means the default: $DOLSOT_CACHE_DIR is resolved by the caller;
- * NULL here is {TMPDIR or /tmp}/dolsot-{uid}/sessions.  ttl_days 0 disables
- * reaping; reaping runs on every operation.  Returns NULL and fills err on
+ * NULL here is sessions/ in the user's directory (store/user_dir.h).
+ * ttl_days 0 disables reaping; reaping runs on every operation.  Returns NULL and fills err on
  * refusal (symlink, wrong owner, group/other access, not a directory),
  * errlen bytes at most.
  * The store's home is its directory.

@@ -20,6 +20,7 @@
 #include "fdio.h"
 #include "proc.h"
 #include "proc_child.h"
+#include "stopsig.h"
 
 /* While the worker ends, the signalfd is polled this often (ms). */
 #define COLD_REAP_POLL_MS 50
@@ -39,7 +40,7 @@ struct supervisor {
 struct start {
 	pid_t parent;
 	const struct worker_fds *fds;
-	const sigset_t *oldmask;
+	const sigset_t *mask;   /* the caller's (stopsig_caller_mask) */
 	cold_child_fn fn;
 	void *arg;
 };
@@ -59,7 +60,7 @@ static void child_start(void *arg, int out, int err)
 	const struct start *st = arg;
 	int keep[4] = { st->fds->request, st->fds->result, st->fds->save, st->fds->load };
 
-	if (proc_child_prepare(st->parent, out, err, keep, 4, st->oldmask) < 0)
+	if (proc_child_prepare(st->parent, out, err, keep, 4, st->mask) < 0)
 		_exit(127);
 	st->fn(st->fds, st->arg);
 	_exit(127);
@@ -119,10 +120,10 @@ enum call_status cold_run(const uint8_t *request, size_t request_len,
 {
 	int req = -1, res = -1;
 	enum call_status ret = CALL_FAILED;
-	sigset_t mask, oldmask;
+	sigset_t mask, oldmask, caller;
 	struct supervisor s = { .sig = -1, .o = o };
 	struct worker_fds fds;
-	struct start st = { getpid(), &fds, &oldmask, child, arg };
+	struct start st = { getpid(), &fds, &caller, child, arg };
 	const char *what = "";
 	double t0;
 
@@ -135,6 +136,9 @@ enum call_status cold_run(const uint8_t *request, size_t request_len,
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
+	/* The worker gets the caller's mask, not the one that holds the stop
+	 * signals until the commit: that hold is ours, not the cell's. */
+	stopsig_caller_mask(&caller);
 	if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0) {
 		fail(err, errlen, "sigprocmask");
 		return CALL_FAILED;

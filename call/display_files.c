@@ -26,7 +26,7 @@
 
 #include "fdio.h"
 #include "output_json.h"
-#include "store_name.h"
+#include "user_dir.h"
 
 #define REMOVE_ERR_MAX 1024
 
@@ -37,7 +37,7 @@ int display_root(const char *cache_dir, char *buf, size_t len)
 	int n;
 
 	if (!base || !*base) {
-		if (store_name_user_dir(user, sizeof(user)) < 0)
+		if (user_dir_path(user, sizeof(user)) < 0)
 			return -1;
 		base = user;
 	}

@@ -24,7 +24,7 @@
 
 /*
  * The session's output directory: $DOLSOT_CACHE_DIR/output/SESSION when
- * cache_dir is set, else {TMPDIR or /tmp}/dolsot-EUID/output/SESSION.
+ * cache_dir is set, else output/SESSION in the user's directory (user_dir.h).
  * Returns 0, or -1 when it does not fit in len.
  */
 int display_dir(const char *cache_dir, const char *session, char *buf, size_t len);

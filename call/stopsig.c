@@ -14,6 +14,10 @@
 
 static const int stops[] = { SIGINT, SIGTERM, SIGHUP };
 
+/* The mask before the hold, while held (one hold at a time: a call). */
+static sigset_t before;
+static bool holding;
+
 static void stop_set(sigset_t *set)
 {
 	sigemptyset(set);
@@ -61,7 +65,19 @@ int stopsig_hold(sigset_t *old)
 	sigset_t set;
 
 	stop_set(&set);
-	return sigprocmask(SIG_BLOCK, &set, old);
+	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
+		return -1;
+	before = *old;
+	holding = true;
+	return 0;
+}
+
+void stopsig_caller_mask(sigset_t *mask)
+{
+	if (holding)
+		*mask = before;
+	else
+		(void)sigprocmask(SIG_SETMASK, NULL, mask);
 }
 
 int stopsig_take(void)
@@ -91,6 +107,7 @@ void stopsig_after_save(void)
 
 void stopsig_release(const sigset_t *old)
 {
+	holding = false;
 	(void)sigprocmask(SIG_SETMASK, old, NULL);
 }
 

@@ -30,6 +30,12 @@ int stopsig_take(void);
  * stays ignored. */
 void stopsig_after_save(void);
 
+/* The signal mask the caller gave this process: while the stop signals
+ * are held, the mask stopsig_hold found; else the mask now.  What a
+ * worker restores before its cell runs, so that the hold stays the
+ * client's and never reaches the cell (issue 35). */
+void stopsig_caller_mask(sigset_t *mask);
+
 /* Put the mask back as stopsig_hold found it. */
 void stopsig_release(const sigset_t *old);
 

@@ -368,8 +368,8 @@ static void on_save(struct mem_server *sm, int fd, const char *id, struct wire_m
 }
 
 /* Delete id, or with "all" every session no call holds (and every lost
- * id); a = removed. */
-static void on_del(struct mem_server *sm, int fd, const char *id)
+ * id), or with "all" and sweep only the lost ids; a = removed. */
+static void on_del(struct mem_server *sm, int fd, const char *id, bool sweep)
 {
 	char err[STORE_ERR_MAX];
 	struct session_info *v = NULL;
@@ -384,7 +384,7 @@ static void on_del(struct mem_server *sm, int fd, const char *id)
 		}
 		changed = lost_drop(sm, id) || removed;
 	} else {
-		if (store_list(sm->store, &v, &n, err, sizeof(err)) < 0) {
+		if (!sweep && store_list(sm->store, &v, &n, err, sizeof(err)) < 0) {
 			reply_err(fd, err);
 			return;
 		}
@@ -517,7 +517,7 @@ bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 		on_save(sm, fd, id, m);
 		return false;
 	case WIRE_MEM_DEL:
-		on_del(sm, fd, id);
+		on_del(sm, fd, id, m->a != 0);
 		return false;
 	case WIRE_MEM_LIST:
 		on_list(sm, fd);

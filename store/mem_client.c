@@ -222,6 +222,17 @@ static int rs_del(struct store *s, const char *id, unsigned *removed, char *err,
 	return 0;
 }
 
+/* "all" with a = 1: only the ids the server lost (mem_server.c). */
+static int rs_sweep(struct store *s, char *err, size_t errlen)
+{
+	struct wire_msg m;
+
+	if (rs_ask(s->priv, WIRE_MEM_DEL, 1, "all", NULL, 0, &m, err, errlen) < 0)
+		return -1;
+	wire_close_fds(&m);
+	return 0;
+}
+
 static int rs_list(struct store *s, struct session_info **out, size_t *n, char *err,
                    size_t errlen)
 {
@@ -359,6 +370,7 @@ static const struct store_ops rstore_ops = {
 	.save = rs_save,
 	.origin = rs_origin,
 	.del = rs_del,
+	.sweep = rs_sweep,
 	.list = rs_list,
 	.lock = rs_lock,
 	.unlock = rs_unlock,

@@ -76,6 +76,11 @@ int store_del(struct store *s, const char *id,
 	return s->ops->del(s, id, removed, err, errlen);
 }
 
+int store_sweep(struct store *s, char *err, size_t errlen)
+{
+	return s->ops->sweep ? s->ops->sweep(s, err, errlen) : 0;
+}
+
 int store_list(struct store *s, struct session_info **out,
                size_t *n, char *err, size_t errlen)
 {

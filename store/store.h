@@ -61,6 +61,9 @@ int store_origin(struct store *s, const char *id, bool *sandboxed,
 int store_del(struct store *s, const char *id,
               unsigned *removed, char *err, size_t errlen);
 
+/* See store_ops.sweep; 0 for a store without one. */
+int store_sweep(struct store *s, char *err, size_t errlen);
+
 int store_list(struct store *s, struct session_info **out,
                size_t *n, char *err, size_t errlen);
 

@@ -8,7 +8,8 @@
  * it passes):
  *   load ID        the blob on stdout, exit 0; exit 1 with no output: none
  *   save ID        the blob on stdin; exit 0 once it is stored, atomically
- *   delete ID|all  prints how many it deleted
+ *   delete ID|all  prints how many it deleted (--reset all sends one
+ *                  delete ID per session, under its lock)
  *   list           prints "ID SIZE LAST_USED" lines (store_cmd_parse.h)
  *   lock ID        optional: prints "locked" and exits 0 when it took the
  *                  lock, exits 1 with no output while another holds it;

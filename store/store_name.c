@@ -1,6 +1,5 @@
 /*
- * store_name.c - classify the entries of a FileStore directory; where
- * the default one is.
+ * store_name.c - classify the entries of a FileStore directory.
  *
  * Kept apart from store_file.c so it can be fuzzed without a directory: it
  * reads names an attacker with access to the directory may have chosen.
@@ -127,21 +126,6 @@ bool store_id_valid(const char *id, char *err, size_t errlen)
 		         shown, STORE_ID_MAX);
 	}
 	return false;
-}
-
-int store_name_user_dir(char *buf, size_t len)
-{
-	const char *tmp = getenv("TMPDIR");
-	int n;
-
-	if (tmp == NULL || tmp[0] == '\0')
-		tmp = "/tmp";
-	n = snprintf(buf, len, "%s/dolsot-%u", tmp, (unsigned)geteuid());
-	if (n < 0 || (size_t)n >= len) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return 0;
 }
 
 uint64_t store_name_seq(const char *text, size_t len)

@@ -1,7 +1,6 @@
 /*
  * store_name.h - session ids, the names FileStore gives the files in a
- * session directory, told apart from any other entry there, and where
- * the default directory is.
+ * session directory, told apart from any other entry there.
  *
  *   ID.pkl            a session
  *   .ID.XXXXXX.tmp    a save in progress (X: [A-Za-z0-9])
@@ -45,14 +44,6 @@ enum store_name_kind store_name_kind(const char *name, char *id);
  * true when id is valid; else false and a reason in err.
  */
 bool store_id_valid(const char *id, char *err, size_t errlen);
-
-/*
- * {TMPDIR or /tmp}/dolsot-{euid}: the per-user directory the default
- * session directory ("sessions") is made in, and the user's other files
- * (display_files.c's "output") go when DOLSOT_CACHE_DIR is unset, into
- * buf.  Returns 0, or -1 (ENAMETOOLONG) when it does not fit in len.
- */
-int store_name_user_dir(char *buf, size_t len);
 
 /*
  * A save counter recorded as text beside a session (store_ops.h's

@@ -110,6 +110,14 @@ struct store_ops {
 	 * counts them. */
 	int (*del)(struct store *s, const char *id, unsigned *removed, char *err,
 	           size_t errlen);
+	/*
+	 * Optional (NULL: nothing is left behind).  Remove what sessions no
+	 * call holds left behind (a killed save's temp file, a lock file, a
+	 * mark, an id the memory server lost), never a session: --reset all
+	 * removes each session under its own lock, so a session a call held
+	 * when the reset reached it stays, with its save (issue 35).
+	 */
+	int (*sweep)(struct store *s, char *err, size_t errlen);
 	/* *out is malloc'd, sorted by id; caller frees. */
 	int (*list)(struct store *s, struct session_info **out, size_t *n, char *err,
 	            size_t errlen);

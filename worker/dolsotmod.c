@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "deadline.h"
+#include "output.h"
 #include "rlimits.h"
 #include "checkd.h"
 #include "typegate.h"
@@ -417,8 +418,36 @@ static struct PyModuleDef module = {
 	NULL, NULL, NULL, NULL,
 };
 
-/* The request and result flags (frame.h) and the limits' option names
- * (rlimits.c), defined once in C and read from here by worker.py. */
+/* OWN_PREFIXES, a tuple of output_own_prefixes, and OWN_MARK. */
+static int add_own_prefixes(PyObject *m)
+{
+	PyObject *t;
+	size_t n = 0;
+
+	while (output_own_prefixes[n])
+		n++;
+	t = PyTuple_New((Py_ssize_t)n);
+	if (!t)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		PyObject *s = PyUnicode_FromString(output_own_prefixes[i]);
+
+		if (!s) {
+			Py_DECREF(t);
+			return -1;
+		}
+		PyTuple_SET_ITEM(t, (Py_ssize_t)i, s);
+	}
+	if (PyModule_AddObject(m, "OWN_PREFIXES", t) < 0) {
+		Py_DECREF(t);
+		return -1;
+	}
+	return PyModule_AddStringConstant(m, "OWN_MARK", OUTPUT_MARK);
+}
+
+/* The request and result flags (frame.h), the limits' option names
+ * (rlimits.c) and how dolsot's own lines start with their mark
+ * (output.h), defined once in C and read from here by worker.py. */
 static int add_contract(PyObject *m)
 {
 	static const struct { const char *name; long v; } flags[] = {
@@ -443,7 +472,10 @@ static int add_contract(PyObject *m)
 			goto fail;
 		PyTuple_SET_ITEM(names, k, s);
 	}
-	return PyModule_AddObject(m, "LIMITS", names) < 0 ? -1 : 0;
+	if (PyModule_AddObject(m, "LIMITS", names) < 0)
+		goto fail;
+	names = NULL;
+	return add_own_prefixes(m);
 fail:
 	Py_XDECREF(names);
 	return -1;

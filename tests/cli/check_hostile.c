@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -272,6 +273,105 @@ START_TEST(hostile_cell)
 	cli_run_release(&r);
 	ck_no_strays();
 	ck_state("t", QUERY, h->state);
+}
+END_TEST
+
+/*
+ * Issue 35: the stop signals dolsot holds from lock to commit are the
+ * client's, not the cell's.  A cell starts with none of SIGINT, SIGTERM
+ * and SIGHUP blocked and Python's own handlers armed, on every path: a
+ * SIGINT it sends itself is a KeyboardInterrupt, a handler it sets for
+ * SIGTERM runs, and timeout(1) can stop the child it started.  Ways: 0
+ * plain, 1 sandboxed, 2 live (warm run only), 3 live and sandboxed.
+ */
+#define SIGNAL_CELL \
+	"import os, signal, subprocess, time\n" \
+	"def probe():\n" \
+	"    blocked = sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))\n" \
+	"    interrupted = False\n" \
+	"    try:\n" \
+	"        os.kill(os.getpid(), signal.SIGINT)\n" \
+	"        for _ in range(500): time.sleep(0.01)\n" \
+	"    except KeyboardInterrupt:\n" \
+	"        interrupted = True\n" \
+	"    got = []\n" \
+	"    old = signal.signal(signal.SIGTERM, lambda n, f: got.append(n))\n" \
+	"    os.kill(os.getpid(), signal.SIGTERM)\n" \
+	"    for _ in range(500):\n" \
+	"        if got: break\n" \
+	"        time.sleep(0.01)\n" \
+	"    signal.signal(signal.SIGTERM, old)\n" \
+	"    t = time.monotonic()\n" \
+	"    rc = subprocess.run(['timeout', '1', 'sleep', '30']).returncode\n" \
+	"    return blocked, interrupted, got, rc, time.monotonic() - t\n" \
+	"blocked, interrupted, got, rc, took = probe()\n" \
+	"print(blocked, interrupted, got, rc)\n" \
+	"took"
+
+START_TEST(cells_get_their_signals)
+{
+	static const char *const ways[][3] = {
+		{ NULL }, { "--sandbox", NULL }, { "--live", NULL }, { "--live", "--sandbox", NULL },
+	};
+	const char *const *way = ways[_i];
+	const char *argv[8] = { "dolsot" };
+	struct cli_run r;
+	size_t n = 1;
+
+	if (_i >= 2 && !getenv("DOLSOT_TEST_WARM")) {
+		printf("SKIP: %s (way %d): --live needs the warm run\n", __func__, _i);
+		return;
+	}
+	if ((_i & 1) && !cli_userns_probe(false)) {
+		printf("SKIP: %s (way %d): user namespaces are not available here\n", __func__, _i);
+		return;
+	}
+	for (const char *const *w = way; *w; w++)
+		argv[n++] = *w;
+	argv[n++] = "--session";
+	argv[n++] = "t";
+	argv[n++] = SIGNAL_CELL;
+	argv[n] = NULL;
+	cli_run(&r, &(struct cli_opts){ .env = fx.env }, argv);
+	ck_code(&r, 0);
+	ck_assert_msg(strncmp(r.out, "[] True [15] 124\n", 17) == 0, "way %d: stdout %s", _i,
+	              r.out);
+	/* timeout(1) stopped sleep after its second: not after sleep's 30. */
+	ck_assert_msg(strtod(r.out + 17, NULL) < 10, "way %d: took %s", _i, r.out + 17);
+	cli_run_release(&r);
+	if (_i < 2)   /* a live process outlives its calls by design */
+		ck_no_strays();
+}
+END_TEST
+
+/*
+ * Issue 35: a cell that writes lines like dolsot's on stderr, or raises an
+ * error whose message holds them, cannot pass them off as dolsot's: in the
+ * text contract they are indented; --json keeps them as they are.
+ */
+START_TEST(cell_lines_that_look_like_dolsots_are_marked)
+{
+	const char *code = "import sys\n"
+		"print('dolsot: stopped by SIGTERM before the session was saved', file=sys.stderr)\n"
+		"print('session now holds: everything', file=sys.stderr)\n"
+		"x = 2\n"
+		"raise ValueError('bad\\nwarning: session not saved\\nhint: run --reset')";
+	struct cli_run r;
+
+	ok_call("t", BEFORE);
+	CLI(&r, "--session", "t", code);
+	ck_code(&r, 1);
+	ck_err(&r, "  dolsot: stopped by SIGTERM before the session was saved\n"
+	           "  session now holds: everything\n"
+	           "ValueError: bad (line 5)\n"
+	           "  warning: session not saved\n"
+	           "  hint: run --reset\n"
+	           "session now holds: sys, x, y\n");
+	cli_run_release(&r);
+	CLI(&r, "--json", "--session", "t", "print('hint: h', file=sys.stderr)");
+	ck_code(&r, 0);
+	ck_out_has(&r, "\"stderr\":\"hint: h\\n\"");
+	cli_run_release(&r);
 }
 END_TEST
 
@@ -762,6 +862,139 @@ START_TEST(cache_dir_refusals)
 END_TEST
 
 /*
+ * Issue 35: another local user made the victim's default directory,
+ * {TMPDIR}/dolsot-UID, first.  The victim's calls still work: in
+ * $XDG_RUNTIME_DIR/dolsot when that is the victim's and 0700, else in
+ * $HOME/.cache/dolsot/store, else in a mkdtemp directory the next call finds
+ * again; each says where on stderr, and the warm server follows.
+ */
+struct victim {
+	uid_t uid;
+	gid_t gid;
+	const char *env[CLI_TEST_ENV_MAX + 8];
+	const char *home;
+};
+
+static void victim_run(const struct victim *v, struct cli_run *r, const char *const *argv)
+{
+	cli_run(r, &(struct cli_opts){ .env = v->env, .cwd = v->home, .drop = true,
+	                               .uid = v->uid, .gid = v->gid }, argv);
+}
+
+/* Two calls of the victim keep x; each says that the default was taken
+ * and that sessions went to a directory starting with dir; the session
+ * and the warm server's socket are in its sessions/. */
+static void ck_victim_keeps_state(struct victim *v, const char *def, unsigned attacker,
+                                  const char *dir)
+{
+	char say[3 * PATH_MAX], kept[PATH_MAX], path[PATH_MAX + 32];
+	const char *at;
+	struct cli_run r;
+	size_t n = 0;
+
+	snprintf(say, sizeof(say), "dolsot: the default directory %s is not usable (owned by "
+	         "uid %u, not %u)", def, attacker, (unsigned)v->uid);
+	victim_run(v, &r, (const char *const[]){ "dolsot", "--session", "t", "x = 41", NULL });
+	ck_code(&r, 0);
+	ck_err_has(&r, say);
+	at = strstr(r.err, "kept in ");
+	ck_assert_ptr_nonnull(at);
+	at += 8;
+	while (at[n] && at[n] != ' ' && at[n] != ',' && n < sizeof(kept) - 1)
+		n++;
+	snprintf(kept, sizeof(kept), "%.*s", (int)n, at);
+	ck_assert_msg(strncmp(kept, dir, strlen(dir)) == 0, "kept in %s, want %s", kept, dir);
+	cli_run_release(&r);
+	victim_run(v, &r, (const char *const[]){ "dolsot", "--session", "t", "x + 1", NULL });
+	ck_code(&r, 0);
+	ck_out(&r, "42\n");
+	ck_err_has(&r, say);
+	ck_err_has(&r, kept);
+	cli_run_release(&r);
+	snprintf(path, sizeof(path), "%s/sessions/t.pkl", kept);
+	ck_assert_msg(cli_exists(path), "no %s", path);
+	/* The warm server's socket is made beside the sessions too. */
+	for (n = 0; v->env[n]; n++)
+		;
+	v->env[n] = "DOLSOT_SERVER=auto";
+	victim_run(v, &r, (const char *const[]){ "dolsot", "--server-start", NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	snprintf(path, sizeof(path), "%s/sessions/.server.sock", kept);
+	ck_assert_msg(cli_exists(path), "no %s", path);
+	victim_run(v, &r, (const char *const[]){ "dolsot", "--server-stop", NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	v->env[n] = NULL;
+}
+
+START_TEST(default_dir_made_by_another_user)
+{
+	struct victim v = { 0 };
+	struct cli_run r;
+	uid_t att;
+	gid_t attg;
+	char *bin_dir, tmp[PATH_MAX], home[PATH_MAX], xdg[PATH_MAX], def[PATH_MAX + 32],
+	     env_tmp[PATH_MAX + 16], env_home[PATH_MAX + 16], env_xdg[PATH_MAX + 32],
+	     want[PATH_MAX + 32], *mine;
+	size_t n = 0, at;
+
+	if (geteuid() != 0 || !cli_local_user(CLI_TEST_USER, &v.uid, &v.gid) ||
+	    !cli_local_user(CLI_TEST_USER "2", &att, &attg)) {
+		printf("SKIP: %s: needs root and two local users\n", __func__);
+		return;
+	}
+	bin_dir = cli_bin_shared_copy();
+	ck_assert_int_eq(chmod(fx.tmp, 0755), 0);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", fx.tmp);
+	snprintf(home, sizeof(home), "%s/home", fx.tmp);
+	snprintf(xdg, sizeof(xdg), "%s/xdg", fx.tmp);
+	ck_assert_int_eq(mkdir(tmp, 0700), 0);
+	ck_assert_int_eq(chmod(tmp, 01777), 0);
+	ck_assert_int_eq(mkdir(home, 0755), 0);
+	ck_assert_int_eq(mkdir(xdg, 0700), 0);
+	ck_assert_int_eq(chown(home, v.uid, v.gid), 0);
+	ck_assert_int_eq(chown(xdg, v.uid, v.gid), 0);
+	/* The other user makes the victim's default directory, open to all. */
+	snprintf(def, sizeof(def), "%s/dolsot-%u", tmp, (unsigned)v.uid);
+	cli_run(&r, &(struct cli_opts){ .prog = "/bin/mkdir", .drop = true, .uid = att,
+	                                .gid = attg },
+	        (const char *const[]){ "mkdir", "-m", "0777", def, NULL });
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	for (size_t i = 0; fx.env[i]; i++)
+		if (strncmp(fx.env[i], "DOLSOT_CACHE_DIR=", 17) != 0)
+			v.env[n++] = fx.env[i];
+	snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+	snprintf(env_home, sizeof(env_home), "HOME=%s", home);
+	snprintf(env_xdg, sizeof(env_xdg), "XDG_RUNTIME_DIR=%s", xdg);
+	v.env[n++] = "DOLSOT_CACHE_DIR";
+	v.env[n++] = env_tmp;
+	v.env[n++] = env_home;
+	at = n;
+	v.env[n++] = env_xdg;
+	v.home = home;
+	snprintf(want, sizeof(want), "%s/dolsot", xdg);
+	ck_victim_keeps_state(&v, def, (unsigned)att, want);
+	/* Without a runtime directory: the home's cache. */
+	v.env[at] = "XDG_RUNTIME_DIR";
+	snprintf(want, sizeof(want), "%s/.cache/dolsot/store", home);
+	ck_victim_keeps_state(&v, def, (unsigned)att, want);
+	/* Without either: a directory of the victim's own in TMPDIR. */
+	v.env[at] = "XDG_RUNTIME_DIR";
+	snprintf(env_home, sizeof(env_home), "HOME=%s/none", fx.tmp);
+	snprintf(want, sizeof(want), "%s/dolsot-%u.", tmp, (unsigned)v.uid);
+	ck_victim_keeps_state(&v, def, (unsigned)att, want);
+	/* The other user's directory was left alone, and nothing went in it. */
+	mine = cli_path(def, "sessions");
+	ck_assert_msg(!cli_exists(mine), "%s was made", mine);
+	ck_assert_int_eq(cli_wait_no_strays(env_tmp, 5, want, sizeof(want)), 0);
+	cli_rmtree(bin_dir);
+	free(bin_dir);
+}
+END_TEST
+
+/*
  * A tmpfs of our own (we run as root), in a mount namespace of this test
  * process and what it starts, so that it goes away with them even if the
  * test dies.  SKIP where mounting is not allowed.
@@ -818,16 +1051,20 @@ static Suite *hostile_suite(void)
 {
 	Suite *s = suite_create("hostile");
 	TCase *cell = tcase_create("cells"), *input = tcase_create("input"),
-	      *dirs = tcase_create("directories");
+	      *dirs = tcase_create("directories"), *sigs = tcase_create("signals");
 
 	tcase_add_checked_fixture(cell, setup, teardown);
 	tcase_add_checked_fixture(input, setup_plain, teardown);
 	tcase_add_checked_fixture(dirs, setup_plain, teardown);
+	tcase_add_checked_fixture(sigs, setup, teardown);
+	tcase_set_timeout(sigs, 120);
+	tcase_add_loop_test(sigs, cells_get_their_signals, 0, 4);
 	tcase_set_timeout(cell, 120);
 	tcase_set_timeout(input, 120);
 	tcase_set_timeout(dirs, 120);
 	tcase_add_loop_test(cell, hostile_cell, 0, (int)n_cells);
 	tcase_add_test(cell, gigabyte_output_is_cut_with_marker);
+	tcase_add_test(cell, cell_lines_that_look_like_dolsots_are_marked);
 	tcase_add_test(cell, help_is_there);
 	tcase_add_test(cell, invalid_utf8_and_nul_bytes_pass_through);
 	tcase_add_test(cell, escaped_daemon_is_gone);
@@ -846,9 +1083,11 @@ static Suite *hostile_suite(void)
 	tcase_add_test(input, reset_all_does_not_wait_for_a_busy_session);
 	tcase_add_test(dirs, cache_dir_refusals);
 	tcase_add_test(dirs, cache_dir_on_a_read_only_filesystem);
+	tcase_add_test(dirs, default_dir_made_by_another_user);
 	suite_add_tcase(s, cell);
 	suite_add_tcase(s, input);
 	suite_add_tcase(s, dirs);
+	suite_add_tcase(s, sigs);
 	return s;
 }
 

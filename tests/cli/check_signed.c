@@ -506,7 +506,7 @@ static bool as_other_user(const char *prog, const char *const *argv, const void 
 	struct cli_opts o = { .prog = prog, .drop = true, .stdin_data = in, .stdin_len = n };
 	struct cli_run r;
 
-	if (geteuid() != 0 || !cli_test_user(&o.uid, &o.gid)) {
+	if (geteuid() != 0 || !cli_local_user(CLI_TEST_USER, &o.uid, &o.gid)) {
 		printf("SKIP: no other local user to write the store as\n");
 		return false;
 	}
@@ -557,7 +557,7 @@ START_TEST(a_rewritten_sandbox_mark_is_refused_outside_the_sandbox)
 	struct cli_run r;
 	bool flipped = true;
 
-	if (!cli_userns_root()) {
+	if (!cli_userns_probe(false)) {
 		printf("SKIP: %s: user namespaces are not available here\n", __func__);
 		return;
 	}

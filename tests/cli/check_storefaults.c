@@ -636,6 +636,66 @@ START_TEST(readonly_remount_with_a_server_running)
 }
 END_TEST
 
+#define BUSY_ROUNDS 100
+#define BUSY_OTHERS 300
+
+/*
+ * Issue 35: --reset all on a store of 300 sessions while a call on "a"
+ * is in flight, 100 times.  The cell ends as soon as the reset has gone
+ * past "a" (it removes sessions in id order, and "s000" comes after "a"),
+ * so it saves while the reset is still at work.  A session the reset
+ * found in use stays with that call's save: a call that said it succeeded
+ * always left its state, never a session the reset removed after it.
+ */
+START_TEST(reset_all_keeps_the_save_of_a_call_in_flight)
+{
+	char ready[4400], s000[4400], code[9600], want[32], name[4400];
+	const char *env_off[] = { NULL };
+	int kept = 0;
+	struct cli_run r;
+
+	RUN_IN(&r, NULL, env_off, "--session", "a", "y = -1");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	snprintf(s000, sizeof(s000), "%s/s000.pkl", fx.store);
+	for (int round = 0; round < BUSY_ROUNDS; round++) {
+		pid_t call;
+		int st;
+
+		for (int i = 0; i < BUSY_OTHERS; i++) {
+			snprintf(name, sizeof(name), "%s/s%03d.pkl", fx.store, i);
+			cli_write_file(name, "not loaded: only listed and removed\n");
+		}
+		snprintf(ready, sizeof(ready), "%s/ready%d", fx.tmp, round);
+		snprintf(code, sizeof(code),
+		         "import os, time\nopen(%s%s%s, 'w').close()\nend = time.monotonic() + 60\n"
+		         "while os.path.exists(%s%s%s) and time.monotonic() < end:\n"
+		         "    time.sleep(0.001)\ny = %d",
+		         "'", ready, "'", "'", s000, "'", round);
+		call = cli_spawn(&(struct cli_opts){ .env = fx.env },
+		                 (const char *const[]){ "dolsot", "--session", "a", "--timeout",
+		                                        "120", code, NULL });
+		wait_file(ready);
+		RUN_IN(&r, NULL, env_off, "--reset", "all");
+		ck_code(&r, 0);
+		kept += cli_has(r.out, "kept, in use by a call: a");
+		cli_run_release(&r);
+		ck_assert_int_eq(waitpid(call, &st, 0), call);
+		ck_assert_msg(WIFEXITED(st), "round %d: the call was killed", round);
+		RUN_IN(&r, NULL, env_off, "--session", "a", "y");
+		snprintf(want, sizeof(want), "%d\n", round);
+		ck_assert_msg(WEXITSTATUS(st) != 0 || (r.code == 0 && strcmp(r.out, want) == 0),
+		              "round %d: the call succeeded, then its session held: %s%s", round,
+		              r.out, r.err);
+		ck_assert_msg(WEXITSTATUS(st) == 0, "round %d: the call failed (%d)", round,
+		              WEXITSTATUS(st));
+		cli_run_release(&r);
+	}
+	printf("reset all beside a call in flight: %d rounds, the call's save kept each time "
+	       "(named as kept, in use by a call, %d times)\n", BUSY_ROUNDS, kept);
+}
+END_TEST
+
 static Suite *storefaults_suite(void)
 {
 	Suite *s = suite_create("storefaults");
@@ -653,6 +713,7 @@ static Suite *storefaults_suite(void)
 	tcase_add_test(mem, memory_store_kill9_during_a_stream);
 	tcase_add_test(reset, reset_all_during_a_stream);
 	tcase_add_test(reset, reset_id_removes_the_lock_file);
+	tcase_add_test(reset, reset_all_keeps_the_save_of_a_call_in_flight);
 	tcase_add_test(ttl, ttl_reaping_beside_calls_that_hold_the_session);
 	tcase_add_test(ro, readonly_remount_with_a_server_running);
 	return s;

@@ -672,7 +672,7 @@ static void setup_user_warm(void) { cli_mode.as_user = true; cli_mode.warm = tru
 
 /* Whether a child (as the test user, when drop) can unshare a user
  * namespace. */
-static bool can_unshare_as(bool drop)
+bool cli_userns_probe(bool drop)
 {
 	pid_t kid = fork();
 	int st;
@@ -687,14 +687,15 @@ static bool can_unshare_as(bool drop)
 	return kid > 0 && waitpid(kid, &st, 0) == kid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-bool cli_test_user(uid_t *uid, gid_t *gid)
+bool cli_local_user(const char *name, uid_t *uid, gid_t *gid)
 {
-	struct passwd *pw = getpwnam(CLI_TEST_USER);
+	struct passwd *pw = getpwnam(name);
+	char cmd[256];
 
-	if (!pw && geteuid() == 0 &&
-	    system("useradd --system --no-create-home --home-dir /nonexistent "
-	           "--shell /usr/sbin/nologin " CLI_TEST_USER " >/dev/null 2>&1") == 0)
-		pw = getpwnam(CLI_TEST_USER);
+	snprintf(cmd, sizeof(cmd), "useradd --system --no-create-home --home-dir /nonexistent "
+	         "--shell /usr/sbin/nologin %s >/dev/null 2>&1", name);
+	if (!pw && geteuid() == 0 && system(cmd) == 0)
+		pw = getpwnam(name);
 	if (!pw)
 		return false;
 	*uid = pw->pw_uid;
@@ -718,29 +719,25 @@ void cli_modes_add(Suite *s, void (*add_cases)(TCase *), void (*setup)(void),
 {
 	mode_setup = setup;
 	if (geteuid() == 0) {
-		cli_mode.userns_root = can_unshare_as(false);
+		cli_mode.userns_root = cli_userns_probe(false);
 		add_mode(s, "root-cold", add_cases, setup_root_cold, teardown, timeout);
 		add_mode(s, "root-warm", add_cases, setup_root_warm, teardown, timeout);
-		if (!cli_test_user(&cli_mode.uid, &cli_mode.gid)) {
+		if (!cli_local_user(CLI_TEST_USER, &cli_mode.uid, &cli_mode.gid)) {
 			printf("SKIP: the unprivileged half: user %s cannot be made\n", CLI_TEST_USER);
 			return;
 		}
-		cli_mode.userns_user = can_unshare_as(true);
+		cli_mode.userns_user = cli_userns_probe(true);
 	} else {
 		/* Already unprivileged: run the user half as ourselves. */
 		printf("SKIP: the root half needs root\n");
 		cli_mode.uid = getuid();
 		cli_mode.gid = getgid();
-		cli_mode.userns_user = can_unshare_as(false);
+		cli_mode.userns_user = cli_userns_probe(false);
 	}
 	add_mode(s, "user-cold", add_cases, setup_user_cold, teardown, timeout);
 	add_mode(s, "user-warm", add_cases, setup_user_warm, teardown, timeout);
 }
 
-bool cli_userns_root(void)
-{
-	return can_unshare_as(false);
-}
 
 bool cli_userns_available(void)
 {

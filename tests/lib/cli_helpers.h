@@ -207,6 +207,10 @@ bool cli_has(const char *haystack, const char *needle);
  */
 #define CLI_TEST_USER "dolsot-test"
 
+/* The local user name (made with useradd when missing, as root, with no
+ * home): its ids; false when there is none. */
+bool cli_local_user(const char *name, uid_t *uid, gid_t *gid);
+
 struct cli_modes {
 	bool as_user;                /* this case runs dolsot as the test user */
 	bool warm;                   /* this case runs with the warm server up */
@@ -219,13 +223,9 @@ extern struct cli_modes cli_mode;
 void cli_modes_add(Suite *s, void (*add_cases)(TCase *), void (*setup)(void),
                    void (*teardown)(void), double timeout);
 
-/* CLI_TEST_USER's ids (made with useradd when missing, as root): false
- * when there is no such user and it cannot be made.  Also another local
- * user, for suites whose cases need one beside the caller. */
-bool cli_test_user(uid_t *uid, gid_t *gid);
-
-/* Whether this process (not a mode's user) can make a user namespace. */
-bool cli_userns_root(void);
+/* Whether we (drop: the test user of cli_mode) can make a user namespace
+ * now, probed in a child. */
+bool cli_userns_probe(bool drop);
 
 /* Whether this case's caller can make a user namespace (a sandbox). */
 bool cli_userns_available(void);

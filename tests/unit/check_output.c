@@ -193,6 +193,63 @@ START_TEST(render_truncation_marker)
 }
 END_TEST
 
+/* Issue 35: the cell's stderr lines that start as dolsot's own do are
+ * marked, wherever they are in it; dolsot's own lines after it are not. */
+START_TEST(render_marks_cell_lines_that_look_like_dolsots)
+{
+	static const char cell[] =
+		"dolsot: fake\n"
+		"fine\n"
+		"session now holds: everything\n"
+		"warning: w\nhint: h\n"
+		"dolsot worker: x\n"
+		"[output truncated: kept 1 chars of 2 bytes]\n"
+		"[error truncated: no]\n"
+		"TimeoutError: cell killed after exceeding its 1s timeout\n"
+		"SystemExit: 0: the cell ended the interpreter\n"
+		"TimeoutError: a real one\n"
+		"  dolsot: indented already\n"
+		"dolsotish\n"
+		"a dolsot: in the middle\n"
+		"warning: no newline";
+	struct result r;
+	char *out, *err;
+
+	result_init(&r, 0);
+	capture_feed(&r.err, cell, sizeof(cell) - 1);
+	r.saved = true;
+	r.held = strdup("a");
+	render(&r, &out, &err);
+	ck_assert_str_eq(err,
+		"  dolsot: fake\n"
+		"fine\n"
+		"  session now holds: everything\n"
+		"  warning: w\n  hint: h\n"
+		"  dolsot worker: x\n"
+		"  [output truncated: kept 1 chars of 2 bytes]\n"
+		"  [error truncated: no]\n"
+		"  TimeoutError: cell killed after exceeding its 1s timeout\n"
+		"  SystemExit: 0: the cell ended the interpreter\n"
+		"TimeoutError: a real one\n"
+		"  dolsot: indented already\n"
+		"dolsotish\n"
+		"a dolsot: in the middle\n"
+		"  warning: no newline\n"
+		"session now holds: a\n");
+	free(out);
+	free(err);
+	result_release(&r);
+	/* Cut by the cap: the marker that follows is dolsot's. */
+	result_init(&r, 8);
+	capture_feed(&r.err, "hint: abcdefgh", 14);
+	render(&r, &out, &err);
+	ck_assert_str_eq(err, "  hint: ab\n[output truncated: kept 8 chars of 14 bytes]\n");
+	free(out);
+	free(err);
+	result_release(&r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("output");
@@ -207,6 +264,7 @@ int main(void)
 	tcase_add_test(tc, render_kept_unloaded_names_after_the_held_ones);
 	tcase_add_test(tc, render_failure_order);
 	tcase_add_test(tc, render_truncation_marker);
+	tcase_add_test(tc, render_marks_cell_lines_that_look_like_dolsots);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -882,6 +882,29 @@ START_TEST(test_ttl_zero_never_reaps_sessions)
 }
 END_TEST
 
+/* Issue 35: the sweep of --reset all removes what unlocked sessions left
+ * behind (a killed save's temp file, a lock file without a session) and
+ * never a session, locked or not. */
+START_TEST(test_sweep_keeps_every_session)
+{
+	struct store *s = open_file();
+	struct store_lock lk;
+
+	save_str(s, "a", "1");
+	save_str(s, "b", "2");
+	ck_assert_int_eq(store_lock(s, "a", 0, &lk, ERR), 0);
+	put_file(sess_dir, ".b.AbC123.tmp", "killed save");
+	put_file(sess_dir, "c.lock", "");
+	ck_assert_msg(store_sweep(s, ERR) == 0, "%s", err);
+	store_unlock(s, &lk);
+	assert_session(s, "a", "1");
+	assert_session(s, "b", "2");
+	ck_assert(!exists(sess_dir, ".b.AbC123.tmp"));
+	ck_assert(!exists(sess_dir, "c.lock"));
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_del_all_leaves_foreign_files)
 {
 	struct store *s = open_file();
@@ -2212,6 +2235,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_ttl_fractional_days);
 	tcase_add_test(tc, test_ttl_zero_never_reaps_sessions);
 	tcase_add_test(tc, test_del_all_leaves_foreign_files);
+	tcase_add_test(tc, test_sweep_keeps_every_session);
 	tcase_add_test(tc, test_del_removes_lock_file_only_when_free);
 	tcase_add_test(tc, test_list_skips_foreign_names);
 	tcase_add_test(tc, test_lock_busy_across_processes);

@@ -242,7 +242,16 @@ def describe(exc):
     line = _cell_line(exc)
     if line is not None:
         first += f" (line {line})"
-    return "\n".join([first] + lines[1:])
+    return "\n".join(_marked(text) for text in [first] + lines[1:])
+
+
+def _marked(line):
+    """A line the cell wrote that starts as one of dolsot's own is shown
+    after a mark (output.h) in the text contract, as the cell's stderr is;
+    --json keeps the cell's text as it is."""
+    if _flags & REQ_JSON or not line.startswith(_dolsot.OWN_PREFIXES):
+        return line
+    return _dolsot.OWN_MARK + line
 
 
 class _Forget:
@@ -590,6 +599,24 @@ def after_fork():
     np = sys.modules.get("numpy.random")
     if np is not None:
         np.seed()  # the legacy global RNG would repeat across calls otherwise
+    _rearm_signals()
+
+
+def _rearm_signals():
+    """The fork put every signal back to its default (proc_child.h) while
+    Python's table still names its handlers (KeyboardInterrupt on SIGINT,
+    any a toolbox set when the zygote imported it): set them again, so a
+    signal reaches the handler Python reports, as in a fresh process."""
+    signal = sys.modules.get("signal")
+    if signal is None:
+        return
+    for sig in signal.valid_signals():
+        try:
+            handler = signal.getsignal(sig)
+            if callable(handler):
+                signal.signal(sig, handler)
+        except (OSError, ValueError):
+            pass
 
 
 def _lines(*groups):
