@@ -1666,11 +1666,20 @@ static Suite *typegate_suite(void)
 	TCase *parse = tcase_create("parse"), *runner = tcase_create("runner"),
 	      *gate = tcase_create("gate"), *open = tcase_create("fail-open"),
 	      *hint = tcase_create("hints"), *warm = tcase_create("warm-checker");
-	TCase *all[] = { parse, runner, gate, open, hint, warm };
+	/* The corpus of valid cells, the suite's longest part, in three TCases.
+	 * `make check` runs each TCase as a job of its own, side by side
+	 * (tests/run.py SUITE@TCASE): a new one goes into the Makefile's
+	 * TYPEGATE_TCASES too. */
+	TCase *corpus_warm = tcase_create("corpus-warm"),
+	      *corpus_mypy = tcase_create("corpus-cold-mypy"),
+	      *corpus_pyright = tcase_create("corpus-cold-pyright");
+	TCase *all[] = { parse, runner, gate, corpus_warm, corpus_mypy, corpus_pyright, open, hint,
+	                 warm };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
 		tcase_add_checked_fixture(all[i], setup, teardown);
-		tcase_set_timeout(all[i], all[i] == gate ? 3600 : 300);
+		tcase_set_timeout(all[i], all[i] == parse || all[i] == runner || all[i] == open ||
+		                          all[i] == hint || all[i] == warm ? 300 : 3600);
 		suite_add_tcase(s, all[i]);
 	}
 	tcase_add_test(parse, parses_mypy_output);
@@ -1695,7 +1704,9 @@ static Suite *typegate_suite(void)
 	tcase_add_loop_test(gate, wrong_argument_type_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, unknown_toolbox_attribute_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, toolbox_without_help_gets_the_signature_only, 0, 2);
-	tcase_add_loop_test(gate, valid_cells_pass_the_gate, 0, 4);
+	tcase_add_loop_test(corpus_warm, valid_cells_pass_the_gate, 0, 2);
+	tcase_add_loop_test(corpus_mypy, valid_cells_pass_the_gate, 2, 3);
+	tcase_add_loop_test(corpus_pyright, valid_cells_pass_the_gate, 3, 4);
 	/* Both checkers are kept warm: 0 mypy, 1 pyright. */
 	tcase_add_loop_test(warm, warm_checker_answers_as_the_cold_one, 0, 2);
 	tcase_add_loop_test(warm, warm_checker_checks_a_rewritten_cell_of_the_same_size, 0, 2);
