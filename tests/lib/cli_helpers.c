@@ -690,10 +690,15 @@ static bool find_test_user(void)
 {
 	struct passwd *pw = getpwnam(CLI_TEST_USER);
 
-	if (!pw && geteuid() == 0 &&
-	    system("useradd --system --no-create-home --home-dir /nonexistent "
-	           "--shell /usr/sbin/nologin " CLI_TEST_USER " >/dev/null 2>&1") == 0)
+	/* Suites run side by side (tests/run.py -j): another may make the
+	 * user first, and this useradd then fails; look again either way. */
+	if (!pw && geteuid() == 0) {
+		if (system("useradd --system --no-create-home --home-dir /nonexistent "
+		           "--shell /usr/sbin/nologin " CLI_TEST_USER " >/dev/null 2>&1") != 0)
+			fprintf(stderr, "cli_helpers: useradd %s failed (made by another suite?)\n",
+			        CLI_TEST_USER);
 		pw = getpwnam(CLI_TEST_USER);
+	}
 	if (!pw)
 		return false;
 	cli_mode.uid = pw->pw_uid;
