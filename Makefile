@@ -145,17 +145,26 @@ REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/regress/check_regress_%)
 # up for every test.
 TEST_JOBS ?= 4
 RUN_TESTS = $(PYTHON) tests/run.py -j $(TEST_JOBS)
-# Each way of running a suite of cli_modes_add (tests/lib/cli_helpers.h).
-MODE_TCASES := root-cold root-warm user-cold user-warm
-SPLIT_SLOW := tests/slow/check_typegate tests/slow/check_contain tests/slow/check_sandbox
+# The ways of running a suite of cli_modes_add (tests/lib/cli_helpers.h).
+# The jobs that run dolsot as the test user run one at a time (!user):
+# their processes count against each other's --max-procs; so do the
+# sandbox's as root, whose cells run as one host uid (!sandbox-root).
+ROOT_TCASES := root-cold root-warm
+USER_TCASES := user-cold user-warm
+SPLIT_SLOW := tests/slow/check_typegate tests/slow/check_contain tests/slow/check_sandbox \
+	tests/slow/check_trust
 TYPEGATE_TCASES := warm-pyright corpus-cold-pyright corpus-warm corpus-cold-mypy \
 	warm-checker gate hints fail-open runner parse
 # Started in this order, the longest first.
 CHECK_JOBS = $(TYPEGATE_TCASES:%=tests/slow/check_typegate@%) \
-	$(MODE_TCASES:%=tests/slow/check_contain@%) \
-	$(MODE_TCASES:%=tests/slow/check_sandbox@%) \
+	$(USER_TCASES:%=tests/slow/check_sandbox@%!user) \
+	$(ROOT_TCASES:%=tests/slow/check_sandbox@%!sandbox-root) \
+	tests/slow/check_trust!user $(USER_TCASES:%=tests/slow/check_contain@%!user) \
+	$(ROOT_TCASES:%=tests/slow/check_contain@%) \
 	cold:tests/python warm:tests/python $(CLI_TESTS:%=warm:%) $(CLI_TESTS:%=cold:%) \
-	$(SERVER_TESTS) $(filter-out $(SPLIT_SLOW),$(SLOW_TESTS)) $(UNIT_TESTS) $(REGRESS_TESTS)
+	$(SERVER_TESTS) $(filter-out $(SPLIT_SLOW),$(SLOW_TESTS)) \
+	$(filter-out tests/unit/check_sandbox_enter,$(UNIT_TESTS)) \
+	tests/unit/check_sandbox_enter!user $(REGRESS_TESTS)
 # The fast cases of each CLI suite (tests/quick.txt), cold and warm.
 QUICK_JOBS = cold:tests/python $(CLI_TESTS:%=warm:%) $(CLI_TESTS:%=cold:%) \
 	$(UNIT_TESTS) $(REGRESS_TESTS)

@@ -13,6 +13,9 @@ Python package's unittest suite), optionally led by the way it runs:
 
 and a Check suite optionally followed by @TCASE: only that TCase of it
 (Check's CK_RUN_CASE), so that a long suite's TCases run side by side.
+A job ending in !LOCK never runs beside another job with the same LOCK
+(the jobs that run dolsot as the one test user, whose processes count
+against each other's limits, say !user).
 
 Every job gets the caller's environment besides.  Up to N jobs (-j, 1 by
 default) run at once, started in the order given: put the longest first.
@@ -68,6 +71,7 @@ class Job:
         mode, _, name = spec.rpartition(":")
         if mode not in MODES:
             sys.exit(f"tests/run.py: unknown way '{mode}' in {spec}")
+        name, _, self.lock = name.partition("!")
         name, _, tcase = name.partition("@")
         self.spec, self.name = spec, name
         self.env = dict(os.environ, **MODES[mode])
@@ -125,12 +129,18 @@ class Job:
         return f"killed by signal {-self.code}" if self.code < 0 else f"exit {self.code}"
 
 
+def next_job(waiting, running):
+    """The first waiting job whose lock no running job holds, or None."""
+    held = {j.lock for j in running if j.lock}
+    return next((j for j in waiting if not j.lock or j.lock not in held), None)
+
+
 def run(jobs, width):
     capture = width > 1
     waiting, running, shown = list(jobs), [], 0
     while waiting or running:
-        while waiting and len(running) < width:
-            job = waiting.pop(0)
+        while len(running) < width and (job := next_job(waiting, running)):
+            waiting.remove(job)
             job.launch(capture)
             if job.code is None:
                 running.append(job)

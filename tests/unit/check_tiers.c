@@ -3,11 +3,13 @@
  * (tests/lib/ck_run.h) keeps only the cases it names, and a name no case
  * has fails the suite; tests/run.py runs jobs side by side, prints each
  * one's output whole and in the order given, ends with a table of their
- * times, and fails when a job failed.  The suite runs itself (its own
+ * times, runs jobs with one lock one at a time, and fails when a job
+ * failed.  The suite runs itself (its own
  * TCase "picked") as the program under test.
  */
 #include <check.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,33 @@ END_TEST
 START_TEST(picked_two)
 {
 	note("picked_two");
+}
+END_TEST
+
+/* How long a locked case waits for a sibling to begin beside it. */
+#define SIBLING_SECONDS 5.0
+
+/* With DOLSOT_TEST_TIERS_LOG set: "begin", then, until another job's
+ * "begin" is there too (or SIBLING_SECONDS pass), nothing, then "end". */
+START_TEST(picked_waits_for_a_sibling)
+{
+	const char *log = getenv("DOLSOT_TEST_TIERS_LOG");
+	double until = cli_now() + SIBLING_SECONDS;
+
+	if (!log)
+		return;
+	note("begin");
+	for (;;) {
+		char *text = cli_read_file(log, NULL);
+		const char *first = text ? strstr(text, "begin") : NULL;
+		bool two = first && strstr(first + 1, "begin");
+
+		free(text);
+		if (two || cli_now() >= until)
+			break;
+		usleep(10000);
+	}
+	note("end");
 }
 END_TEST
 
@@ -155,6 +184,34 @@ START_TEST(runner_prints_each_job_whole_in_order_and_a_table)
 }
 END_TEST
 
+/* Two jobs with one lock run one after the other, even with room for
+ * both; without it they overlap. */
+START_TEST(runner_runs_jobs_with_one_lock_one_at_a_time)
+{
+	char *dir = cli_tempdir(), log_env[PATH_MAX + 32], j[2][PATH_MAX + 48], *log;
+	const char *env[] = { "DOLSOT_TEST_ONLY=picked_waits_for_a_sibling", log_env,
+	                      "CK_RUN_CASE", NULL };
+	const char *argv[] = { PYTHON, "tests/run.py", "-j", "2", j[0], j[1], NULL };
+	struct cli_run r;
+
+	snprintf(log_env, sizeof(log_env), "DOLSOT_TEST_TIERS_LOG=%s", cli_path(dir, "log"));
+	for (int locked = 1; locked >= 0; locked--) {
+		snprintf(j[0], sizeof(j[0]), "%s@picked%s", self, locked ? "!one" : "");
+		snprintf(j[1], sizeof(j[1]), "cold:%s@picked%s", self, locked ? "!one" : "");
+		unlink(cli_path(dir, "log"));
+		cli_run(&r, &(struct cli_opts){ .env = env, .prog = PYTHON }, argv);
+		ck_code(&r, 0);
+		cli_run_release(&r);
+		log = cli_read_file(cli_path(dir, "log"), NULL);
+		ck_assert_ptr_nonnull(log);
+		ck_assert_str_eq(log, locked ? "begin\nend\nbegin\nend\n" : "begin\nbegin\nend\nend\n");
+		free(log);
+	}
+	cli_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(runner_fails_when_a_job_fails_and_names_it)
 {
 	char j[PATH_MAX + 32], want[PATH_MAX + 64];
@@ -184,12 +241,15 @@ int main(void)
 		return 1;
 	}
 	self[n] = '\0';
+	tcase_set_timeout(picked, 30);
 	tcase_add_test(picked, picked_one);
 	tcase_add_test(picked, picked_two);
+	tcase_add_test(picked, picked_waits_for_a_sibling);
 	tcase_set_timeout(tiers, 60);
 	tcase_add_test(tiers, only_the_listed_cases_run);
 	tcase_add_test(tiers, a_name_no_case_has_fails_the_suite);
 	tcase_add_test(tiers, runner_prints_each_job_whole_in_order_and_a_table);
+	tcase_add_test(tiers, runner_runs_jobs_with_one_lock_one_at_a_time);
 	tcase_add_test(tiers, runner_fails_when_a_job_fails_and_names_it);
 	suite_add_tcase(s, picked);
 	suite_add_tcase(s, tiers);
