@@ -153,8 +153,8 @@ ROOT_TCASES := root-cold root-warm
 USER_TCASES := user-cold user-warm
 SPLIT_SLOW := tests/slow/check_typegate tests/slow/check_contain tests/slow/check_sandbox \
 	tests/slow/check_trust
-TYPEGATE_TCASES := warm-pyright corpus-cold-pyright corpus-warm corpus-cold-mypy \
-	warm-checker gate hints fail-open runner parse
+TYPEGATE_TCASES := warm-pyright corpus-cold-pyright corpus-warm-mypy corpus-warm-pyright \
+	warm-checker corpus-cold-mypy gate hints fail-open runner parse
 # Started in this order, the longest first.
 CHECK_JOBS = $(TYPEGATE_TCASES:%=tests/slow/check_typegate@%) \
 	$(USER_TCASES:%=tests/slow/check_sandbox@%!user) \

@@ -1666,18 +1666,19 @@ static Suite *typegate_suite(void)
 	TCase *parse = tcase_create("parse"), *runner = tcase_create("runner"),
 	      *gate = tcase_create("gate"), *open = tcase_create("fail-open"),
 	      *hint = tcase_create("hints"), *warm = tcase_create("warm-checker");
-	/* The corpus of valid cells, the suite's longest part, in three TCases.
+	/* The corpus of valid cells, the suite's longest part, in four TCases.
 	 * `make check` runs each TCase as a job of its own, side by side
 	 * (tests/run.py SUITE@TCASE): a new one goes into the Makefile's
 	 * TYPEGATE_TCASES too. */
-	TCase *corpus_warm = tcase_create("corpus-warm"),
+	TCase *corpus_warm_mypy = tcase_create("corpus-warm-mypy"),
+	      *corpus_warm_pyright = tcase_create("corpus-warm-pyright"),
 	      *corpus_mypy = tcase_create("corpus-cold-mypy"),
 	      *corpus_pyright = tcase_create("corpus-cold-pyright");
 	/* The warm checkers' cases: mypy's in warm-checker, pyright's (the
 	 * slower to start) in a TCase of their own. */
 	TCase *warm_pyright = tcase_create("warm-pyright");
-	TCase *all[] = { parse, runner, gate, corpus_warm, corpus_mypy, corpus_pyright, open, hint,
-	                 warm, warm_pyright };
+	TCase *all[] = { parse, runner, gate, corpus_warm_mypy, corpus_warm_pyright, corpus_mypy,
+	                 corpus_pyright, open, hint, warm, warm_pyright };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
 		tcase_add_checked_fixture(all[i], setup, teardown);
@@ -1708,7 +1709,8 @@ static Suite *typegate_suite(void)
 	tcase_add_loop_test(gate, wrong_argument_type_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, unknown_toolbox_attribute_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, toolbox_without_help_gets_the_signature_only, 0, 2);
-	tcase_add_loop_test(corpus_warm, valid_cells_pass_the_gate, 0, 2);
+	tcase_add_loop_test(corpus_warm_mypy, valid_cells_pass_the_gate, 0, 1);
+	tcase_add_loop_test(corpus_warm_pyright, valid_cells_pass_the_gate, 1, 2);
 	tcase_add_loop_test(corpus_mypy, valid_cells_pass_the_gate, 2, 3);
 	tcase_add_loop_test(corpus_pyright, valid_cells_pass_the_gate, 3, 4);
 	/* Both checkers are kept warm: 0 mypy, 1 pyright. */
