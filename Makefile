@@ -136,17 +136,49 @@ deps:
 # One per fuzz harness (see fuzz/fuzz.mk), so recursively expanded.
 REGRESS_TESTS = $(FUZZ_HARNESSES:%=tests/regress/check_regress_%)
 
-# The CLI suites run twice, with identical expectations: cold, and with the
-# warm server already up for every test.
+# The tiers (HACKING.md, "Tests in tiers").  tests/run.py runs TEST_JOBS
+# suites at once (most of a suite's time is waiting on the processes it
+# starts), each with its output kept apart and printed whole, and ends with
+# a table of every suite's seconds.  A suite whose TCases are long and
+# independent runs as one job per TCase (SUITE@TCASE).  The CLI suites run
+# twice, with identical expectations: cold, and with the warm server already
+# up for every test.
+TEST_JOBS ?= 4
+RUN_TESTS = $(PYTHON) tests/run.py -j $(TEST_JOBS)
+# The ways of running a suite of cli_modes_add (tests/lib/cli_helpers.h).
+# The jobs that run dolsot as the test user run one at a time (!user):
+# their processes count against each other's --max-procs; so do the
+# sandbox's as root, whose cells run as one host uid (!sandbox-root).
+ROOT_TCASES := root-cold root-warm
+USER_TCASES := user-cold user-warm
+SPLIT_SLOW := tests/slow/check_typegate tests/slow/check_contain tests/slow/check_sandbox \
+	tests/slow/check_trust
+TYPEGATE_TCASES := warm-pyright corpus-cold-pyright corpus-warm-mypy corpus-warm-pyright \
+	warm-checker corpus-cold-mypy gate hints fail-open runner parse
+# Started in this order, the longest first.
+CHECK_JOBS = $(TYPEGATE_TCASES:%=tests/slow/check_typegate@%) \
+	$(USER_TCASES:%=tests/slow/check_sandbox@%!user) \
+	$(ROOT_TCASES:%=tests/slow/check_sandbox@%!sandbox-root) \
+	tests/slow/check_trust!user $(USER_TCASES:%=tests/slow/check_contain@%!user) \
+	$(ROOT_TCASES:%=tests/slow/check_contain@%) \
+	cold:tests/python warm:tests/python $(CLI_TESTS:%=warm:%) $(CLI_TESTS:%=cold:%) \
+	$(SERVER_TESTS) $(filter-out $(SPLIT_SLOW),$(SLOW_TESTS)) \
+	$(filter-out tests/unit/check_sandbox_enter,$(UNIT_TESTS)) \
+	tests/unit/check_sandbox_enter!user $(REGRESS_TESTS)
+# The fast cases of each CLI suite (tests/quick.txt), cold and warm.
+QUICK_JOBS = cold:tests/python $(CLI_TESTS:%=warm:%) $(CLI_TESTS:%=cold:%) \
+	$(UNIT_TESTS) $(REGRESS_TESTS)
+
 check: layers
 	@sh tools/deps.sh check
 	@sh tools/npm-deps.sh
 	$(MAKE) dolsot $(TESTS:%=$(B)/%) $(REGRESS_TESTS:%=$(B)/%)
-	sh tests/run.sh $(UNIT_TESTS) $(REGRESS_TESTS) $(SLOW_TESTS)
-	DOLSOT_SERVER=off sh tests/run.sh $(CLI_TESTS)
-	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 sh tests/run.sh $(CLI_TESTS)
-	sh tests/run.sh $(SERVER_TESTS)
-	$(MAKE) check-python
+	$(RUN_TESTS) $(CHECK_JOBS)
+
+# For developers between edits, from a built tree: a few minutes.
+quick: layers
+	$(MAKE) dolsot $(UNIT_TESTS:%=$(B)/%) $(CLI_TESTS:%=$(B)/%) $(REGRESS_TESTS:%=$(B)/%)
+	$(RUN_TESTS) --quick $(QUICK_JOBS)
 
 # The signal stream of tests/cli/check_callid at the issue's length: 300 calls,
 # each stopped by SIGTERM, SIGINT or SIGHUP at random moments and retried
@@ -162,10 +194,8 @@ soak: dolsot $(B)/tests/cli/check_callid
 
 # The Python package (python/dolsot) against the built binary, cold and
 # warm, with Debian's interpreter; see tests/python/.
-PY_TESTS := $(PYTHON) -m unittest discover -s tests/python -t tests/python
 check-python: dolsot
-	DOLSOT_SERVER=off $(PY_TESTS)
-	DOLSOT_SERVER=auto $(PY_TESTS)
+	$(RUN_TESTS) cold:tests/python warm:tests/python
 
 # Real sessions side by side (S1, S3, S6, a 36-cell notebook): dolsot warm and
 # cold, a Jupyter kernel, a live interpreter, Monty; see bench/README.md.
@@ -271,7 +301,7 @@ clean:
 	rm -rf $(B)
 	rm -f dolsot
 
-.PHONY: all deps check check-python soak bench-notebook asan valgrind demo layers lint install install-python clean
+.PHONY: all deps check quick check-python soak bench-notebook asan valgrind demo layers lint install install-python clean
 
 # The sanitizer objects track their headers too, or a changed struct would
 # leave them stale.

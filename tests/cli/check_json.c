@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_check.h"
 #include "cli_helpers.h"
 
@@ -1260,11 +1261,5 @@ static Suite *json_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(json_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(json_suite());
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_check.h"
 #include "cli_helpers.h"
 
@@ -330,11 +331,5 @@ static Suite *kept_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(kept_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(kept_suite());
 }

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_check.h"
 #include "cli_helpers.h"
 
@@ -1172,11 +1173,5 @@ static Suite *mcp_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mcp_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(mcp_suite());
 }

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "cli_helpers.h"
 #include "redis_helper.h"
 
@@ -655,11 +656,5 @@ static Suite *stores_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(stores_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(stores_suite());
 }

@@ -439,7 +439,7 @@ class Arun(support.StoreCase):
                 await asyncio.sleep(0.05)
             await asyncio.sleep(0.1)
             procs.extend(p for p in os.listdir("/proc") if p.isdigit()
-                         and _cmdline(p).startswith(BIN))
+                         and _cmdline(p).startswith(BIN) and _descends_from_us(p))
             task.cancel()
             with self.assertRaises(asyncio.CancelledError):
                 await task
@@ -499,6 +499,20 @@ class Arun(support.StoreCase):
     def test_timeout_through_arun(self):
         r = asyncio.run(Repl(timeout=0.5).arun("atime", "import time\ntime.sleep(10)"))
         self.assertEqual(r.exit_code, 124)
+
+
+def _descends_from_us(pid):
+    """True when pid is a child of this process, or a child's child...: not
+    a process of another suite running the same binary beside this one."""
+    try:
+        while int(pid) > 1:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = f.read().rsplit(")", 1)[1].split()[1]
+            if int(pid) == os.getpid():
+                return True
+    except (OSError, IndexError, ValueError):
+        pass
+    return False
 
 
 def _cmdline(pid):

@@ -10,6 +10,7 @@
  */
 #include <check.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,26 @@ static void live_ok(const char *session, const char *code, const char *want)
 	live(&r, session, code, 0);
 	ck_out(&r, want);
 	cli_run_release(&r);
+}
+
+/* How long an idle live session may take to be evicted, and how often the
+ * test looks. */
+#define EVICT_SECONDS 60
+#define POLL_US 20000
+
+/* Whether --server-status lists session as live. */
+static bool live_listed(const char *session)
+{
+	struct cli_run r;
+	char line[256];
+	bool listed;
+
+	snprintf(line, sizeof(line), "  live %s pid ", session);
+	CLI(&r, "--server-status");
+	ck_code(&r, 0);
+	listed = cli_has(r.out, line);
+	cli_run_release(&r);
+	return listed;
 }
 
 static long status_number(const char *label)
@@ -264,7 +285,12 @@ START_TEST(an_idle_live_session_is_evicted)
 
 	cli_test_add_env(&fx, "DOLSOT_LIVE_IDLE=1");
 	live_ok("a", "g = (i for i in range(3))\nx = 1", "");
-	sleep(3);
+	/* Until the server's status no longer lists it (a second idle, then
+	 * the server's next look). */
+	for (double until = cli_now() + EVICT_SECONDS; live_listed("a");) {
+		ck_assert_msg(cli_now() < until, "live a was not evicted within %d s", EVICT_SECONDS);
+		usleep(POLL_US);
+	}
 	live(&r, "a", "x", 0);
 	ck_out(&r, "1\n");
 	ck_err_has(&r, "g (generator)");

@@ -23,6 +23,8 @@
 /* How long a zygote importing numpy, pandas and matplotlib may take to
  * get ready on a slow machine (valgrind is not run on this suite). */
 #define READY_SECONDS 90
+/* How often a wait looks at --server-status. */
+#define POLL_US 100000
 
 static struct cli_test fx;
 static char mpl_env[4400];
@@ -102,8 +104,27 @@ static bool ready_with(const char *text, const char *words)
 	return false;
 }
 
-/* Wait until a ready zygote holds the modules in words. */
-static void wait_ready_with(const char *words)
+/* Whether the status text has a ready zygote for directory cwd. */
+static bool ready_in(const char *text, const char *cwd)
+{
+	char line[4400];
+
+	snprintf(line, sizeof(line), "\n  cwd %s\n", cwd);
+	for (const char *z = strstr(text, "\nzygote "); z; z = strstr(z + 1, "\nzygote ")) {
+		const char *next = strstr(z + 1, "\nzygote "), *at = strstr(z, line);
+		char state[16] = "";
+
+		if (sscanf(z + 1, "zygote %*d %15s", state) == 1 && strcmp(state, "ready") == 0 &&
+		    at && (!next || at < next))
+			return true;
+	}
+	return false;
+}
+
+/* Wait until the status says yes(text, arg); what names it when it never
+ * does. */
+static void wait_status(bool (*yes)(const char *, const char *), const char *arg,
+                        const char *what)
 {
 	double until = cli_now() + READY_SECONDS;
 	char *text = NULL;
@@ -111,13 +132,27 @@ static void wait_ready_with(const char *words)
 	while (cli_now() < until) {
 		free(text);
 		text = status();
-		if (ready_with(text, words)) {
+		if (yes(text, arg)) {
 			free(text);
 			return;
 		}
-		usleep(100000);
+		usleep(POLL_US);
 	}
-	ck_abort_msg("no ready zygote holds %s:\n%s", words, text);
+	ck_abort_msg("no ready zygote %s %s:\n%s", what, arg, text);
+}
+
+/* Wait until a ready zygote holds the modules in words. */
+static void wait_ready_with(const char *words)
+{
+	wait_status(ready_with, words, "holds");
+}
+
+/* Wait until the server the first call in cwd started has a ready zygote
+ * for cwd: on a loaded machine the next calls could otherwise all run
+ * before it is up, cold, and none would ask it for a preload. */
+static void wait_server_in(const char *cwd)
+{
+	wait_status(ready_in, cwd, "for");
 }
 
 /* One call in cwd; off: on the cold path. */
@@ -139,49 +174,6 @@ static char *subdir(const char *name)
 	return d;
 }
 
-/* Whether the status text shows a ready zygote working in dir. */
-static bool ready_in(const char *text, const char *dir)
-{
-	char line[4200];
-
-	snprintf(line, sizeof(line), "\n  cwd %s\n", dir);
-	for (const char *z = strstr(text, "\nzygote "); z; z = strstr(z + 1, "\nzygote ")) {
-		const char *next = strstr(z + 1, "\nzygote "), *cwd = strstr(z, line);
-		char state[16] = "";
-
-		if (sscanf(z + 1, "zygote %*d %15s", state) == 1 && strcmp(state, "ready") == 0 &&
-		    cwd && (!next || cwd < next))
-			return true;
-	}
-	return false;
-}
-
-/* fx's subdirectory name, made, with the server started there and its
- * zygote for that directory ready (malloc'd).  The cases below count on
- * their first calls reaching a zygote: on a loaded machine a call that
- * finds none ready yet runs cold, and asks for nothing ahead. */
-static char *warm_subdir(const char *name)
-{
-	char *d = subdir(name), *text = NULL;
-	double until = cli_now() + READY_SECONDS;
-	struct cli_run r;
-
-	RUN_IN(&r, d, NULL, "--server-start");
-	ck_code(&r, 0);
-	cli_run_release(&r);
-	while (cli_now() < until) {
-		free(text);
-		text = status();
-		if (ready_in(text, d)) {
-			free(text);
-			return d;
-		}
-		usleep(100000);
-	}
-	ck_abort_msg("no zygote got ready in %s:\n%s", d, text);
-	return d;
-}
-
 static const char FIRST_CELL[] =
 	"import numpy as np, pandas as pd, matplotlib\n"
 	"import matplotlib.pyplot as plt\n"
@@ -191,13 +183,14 @@ static const char FIRST_CELL[] =
 
 START_TEST(third_call_runs_on_a_zygote_holding_the_modules)
 {
-	char *dir = warm_subdir("w");
+	char *dir = subdir("w");
 	struct cli_run r;
 	long before;
 
 	call_in(&r, dir, false, "s", FIRST_CELL);
 	ck_code(&r, 0);
 	cli_run_release(&r);
+	wait_server_in(dir);
 	call_in(&r, dir, false, "s", "int(df.x.sum())");
 	ck_code(&r, 0);
 	ck_out(&r, "4950\n");
@@ -232,7 +225,7 @@ static const char *block_with(const char *text, const char *words)
 
 START_TEST(a_larger_set_grows_from_a_smaller_one)
 {
-	char *dir = warm_subdir("g"), *text;
+	char *dir = subdir("g"), *text;
 	const char *b, *next, *grown;
 	struct cli_run r;
 	int from = 0;
@@ -240,6 +233,7 @@ START_TEST(a_larger_set_grows_from_a_smaller_one)
 	call_in(&r, dir, false, "s", "import numpy as np\nx = np.arange(4)");
 	ck_code(&r, 0);
 	cli_run_release(&r);
+	wait_server_in(dir);
 	call_in(&r, dir, false, "s", "int(x.sum())");
 	cli_run_release(&r);
 	wait_ready_with("numpy");
@@ -280,10 +274,13 @@ END_TEST
 
 START_TEST(the_zygote_is_prepared_once_the_record_is_saved)
 {
-	char *dir = warm_subdir("p");
+	char *dir = subdir("p");
 	struct cli_run r;
 	long before;
 
+	RUN_IN(&r, dir, NULL, "--server-start");
+	ck_code(&r, 0);
+	cli_run_release(&r);
 	call_in(&r, dir, false, "s", "import numpy as np\nx = np.arange(5)");
 	ck_code(&r, 0);
 	cli_run_release(&r);
@@ -331,6 +328,7 @@ START_TEST(outputs_match_the_cold_path)
 		ck_code(&r, 0);
 		cli_run_release(&r);
 	}
+	wait_server_in(warm);
 	call_in(&r, warm, false, "w", "1");
 	cli_run_release(&r);
 	wait_ready_with("numpy pandas matplotlib");
@@ -395,7 +393,7 @@ END_TEST
 
 START_TEST(an_edited_module_is_imported_afresh)
 {
-	char *dir = warm_subdir("e"), *mod = strdup(cli_path(dir, "mine.py"));
+	char *dir = subdir("e"), *mod = strdup(cli_path(dir, "mine.py"));
 	struct cli_run r;
 	struct timespec later[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
 
@@ -403,6 +401,7 @@ START_TEST(an_edited_module_is_imported_afresh)
 	call_in(&r, dir, false, "s", "import mine");
 	ck_code(&r, 0);
 	cli_run_release(&r);
+	wait_server_in(dir);
 	call_in(&r, dir, false, "s", "mine.VALUE");
 	ck_out(&r, "1\n");
 	cli_run_release(&r);
@@ -459,12 +458,13 @@ END_TEST
 
 START_TEST(reset_and_a_cold_write_are_seen)
 {
-	char *dir = warm_subdir("r");
+	char *dir = subdir("r");
 	struct cli_run r;
 
 	call_in(&r, dir, false, "s", "import numpy as np\nx = np.arange(3)");
 	ck_code(&r, 0);
 	cli_run_release(&r);
+	wait_server_in(dir);
 	call_in(&r, dir, false, "s", "int(x.sum())");
 	ck_out(&r, "3\n");
 	cli_run_release(&r);

@@ -137,19 +137,40 @@ static int wait_sleeps(int want, double seconds)
 	return n;
 }
 
-/* Start a call running TREE then sleeping; returns once its tree is up. */
+/* The file whose appearance ends a tree call's cell (release_cell). */
+static const char *go_path(void)
+{
+	return cli_path(work, "go");
+}
+
+/* Start a call running TREE, then waiting (up to 60 s) for the test to
+ * release it; returns once its tree is up. */
 static pid_t start_tree_call(const char *session, bool live)
 {
+	char code[8192];
 	const char *const plain[] = { "dolsot", "--session", session, "--timeout", "60",
-	                              TREE "time.sleep(60)", NULL };
+	                              code, NULL };
 	const char *const as_live[] = { "dolsot", "--live", "--session", session,
-	                                "--timeout", "60", TREE "time.sleep(60)", NULL };
+	                                "--timeout", "60", code, NULL };
 	struct cli_opts o = opts();
-	pid_t call = cli_spawn(&o, live ? as_live : plain);
-	int up = wait_sleeps(TREE_SLEEPS, 60);
+	pid_t call;
+	int up;
 
+	snprintf(code, sizeof(code), TREE "import os\nt0 = time.time()\n"
+	         "while not os.path.exists('%s') and time.time() - t0 < 60:\n"
+	         "    time.sleep(0.02)\n", go_path());
+	ck_assert_msg(unlink(go_path()) == 0 || errno == ENOENT, "unlink %s: %s", go_path(),
+	              strerror(errno));
+	call = cli_spawn(&o, live ? as_live : plain);
+	up = wait_sleeps(TREE_SLEEPS, 60);
 	ck_assert_msg(up == TREE_SLEEPS, "the cell's tree: %d of %d sleeps", up, TREE_SLEEPS);
 	return call;
+}
+
+/* Let a tree call's cell end, if it still runs. */
+static void release_cell(void)
+{
+	cli_write_file(go_path(), "");
 }
 
 /* Reap the call; its exit code, or 128 + signal. */
@@ -233,6 +254,8 @@ static int kill_mid_cell(const char *session, const char *which, const char *wha
 	ck_call_ok(session, "1", "1\n");
 	call = start_tree_call(session, false);
 	kill(status_pid(which), SIGKILL);
+	/* A call whose worker outlives its supervisor goes on to the cell's end. */
+	release_cell();
 	code = reap(call);
 	ck_tree_gone(what);
 	ck_call_ok(session, "2", "2\n");

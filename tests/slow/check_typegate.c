@@ -1666,11 +1666,25 @@ static Suite *typegate_suite(void)
 	TCase *parse = tcase_create("parse"), *runner = tcase_create("runner"),
 	      *gate = tcase_create("gate"), *open = tcase_create("fail-open"),
 	      *hint = tcase_create("hints"), *warm = tcase_create("warm-checker");
-	TCase *all[] = { parse, runner, gate, open, hint, warm };
+	/* The corpus of valid cells, the suite's longest part, in four TCases.
+	 * `make check` runs each TCase as a job of its own, side by side
+	 * (tests/run.py SUITE@TCASE): a new one goes into the Makefile's
+	 * TYPEGATE_TCASES too. */
+	TCase *corpus_warm_mypy = tcase_create("corpus-warm-mypy"),
+	      *corpus_warm_pyright = tcase_create("corpus-warm-pyright"),
+	      *corpus_mypy = tcase_create("corpus-cold-mypy"),
+	      *corpus_pyright = tcase_create("corpus-cold-pyright");
+	/* The warm checkers' cases: mypy's in warm-checker, pyright's (the
+	 * slower to start) in a TCase of their own. */
+	TCase *warm_pyright = tcase_create("warm-pyright");
+	TCase *all[] = { parse, runner, gate, corpus_warm_mypy, corpus_warm_pyright, corpus_mypy,
+	                 corpus_pyright, open, hint, warm, warm_pyright };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
 		tcase_add_checked_fixture(all[i], setup, teardown);
-		tcase_set_timeout(all[i], all[i] == gate ? 3600 : 300);
+		tcase_set_timeout(all[i], all[i] == parse || all[i] == runner || all[i] == open ||
+		                          all[i] == hint || all[i] == warm || all[i] == warm_pyright ?
+		                          300 : 3600);
 		suite_add_tcase(s, all[i]);
 	}
 	tcase_add_test(parse, parses_mypy_output);
@@ -1695,16 +1709,25 @@ static Suite *typegate_suite(void)
 	tcase_add_loop_test(gate, wrong_argument_type_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, unknown_toolbox_attribute_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, toolbox_without_help_gets_the_signature_only, 0, 2);
-	tcase_add_loop_test(gate, valid_cells_pass_the_gate, 0, 4);
+	tcase_add_loop_test(corpus_warm_mypy, valid_cells_pass_the_gate, 0, 1);
+	tcase_add_loop_test(corpus_warm_pyright, valid_cells_pass_the_gate, 1, 2);
+	tcase_add_loop_test(corpus_mypy, valid_cells_pass_the_gate, 2, 3);
+	tcase_add_loop_test(corpus_pyright, valid_cells_pass_the_gate, 3, 4);
 	/* Both checkers are kept warm: 0 mypy, 1 pyright. */
-	tcase_add_loop_test(warm, warm_checker_answers_as_the_cold_one, 0, 2);
-	tcase_add_loop_test(warm, warm_checker_checks_a_rewritten_cell_of_the_same_size, 0, 2);
-	tcase_add_loop_test(warm, warm_checker_sees_an_edited_toolbox, 0, 2);
-	tcase_add_loop_test(warm, killed_warm_checker_is_replaced, 0, 2);
-	tcase_add_loop_test(warm, hung_warm_checker_fails_open_within_the_deadline, 0, 2);
-	tcase_add_loop_test(warm, oversized_warm_checker_is_replaced, 0, 2);
-	tcase_add_test(warm, warm_checkers_are_evicted_beyond_the_bound);
-	tcase_add_loop_test(warm, warm_checker_ends_with_the_server, 0, 2);
+	/* Loop index 0: mypy, in warm-checker; 1: pyright, in warm-pyright. */
+	for (int k = 0; k < 2; k++) {
+		TCase *tc = k ? warm_pyright : warm;
+
+		tcase_add_loop_test(tc, warm_checker_answers_as_the_cold_one, k, k + 1);
+		tcase_add_loop_test(tc, warm_checker_checks_a_rewritten_cell_of_the_same_size, k,
+		                    k + 1);
+		tcase_add_loop_test(tc, warm_checker_sees_an_edited_toolbox, k, k + 1);
+		tcase_add_loop_test(tc, killed_warm_checker_is_replaced, k, k + 1);
+		tcase_add_loop_test(tc, hung_warm_checker_fails_open_within_the_deadline, k, k + 1);
+		tcase_add_loop_test(tc, oversized_warm_checker_is_replaced, k, k + 1);
+		tcase_add_loop_test(tc, warm_checker_ends_with_the_server, k, k + 1);
+	}
+	tcase_add_test(warm_pyright, warm_checkers_are_evicted_beyond_the_bound);
 	tcase_add_test(warm, mypy_without_a_plain_interpreter_line_runs_cold);
 	tcase_add_test(warm, warm_mypy_leaves_its_build_as_it_was_kept);
 	tcase_add_test(open, missing_checker_runs_the_cell_silently);

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ck_run.h"
 #include "sandbox.h"
 
 #define TEST_USER "dolsot-test"
@@ -135,8 +136,6 @@ int main(void)
 {
 	Suite *s = suite_create("sandbox_enter");
 	TCase *tc = tcase_create("warm");
-	SRunner *sr;
-	int failed;
 
 	if (!userns_available()) {
 		printf("SKIP: check_sandbox_enter: user namespaces are not available here\n");
@@ -145,11 +144,6 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, enter_from_a_forked_warm_python);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
 	/* Python stays up in this process, as in the server. */
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run_with(s, CK_NOFORK);
 }
