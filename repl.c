@@ -112,6 +112,22 @@ static void write_images(const struct settings *s, struct result *res)
 	res->warnings = grown;
 }
 
+/* What the store found to say of itself (a Redis that restarted, say),
+ * after the cell's warnings. */
+static void take_notice(struct store *st, struct result *res)
+{
+	char *n = store_take_notice(st), *grown = NULL;
+
+	if (!n)
+		return;
+	if (asprintf(&grown, "%s%s%s", res->warnings ? res->warnings : "",
+	             res->warnings && *res->warnings ? "\n" : "", n) >= 0) {
+		free(res->warnings);
+		res->warnings = grown;
+	}
+	free(n);
+}
+
 /* The session's call-id record as it was loaded (callrec.h), carried to
  * the next save. */
 struct loaded_rec {
@@ -415,6 +431,8 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		return -1;
 	}
 	ret = run_locked(a, st, t0, res, sig, &no_server, err, errlen);
+	if (ret == 0)
+		take_notice(st, res);
 	if (ret == 0)
 		res->timings_ms[TIMING_TOTAL] = (deadline_now() - t0) * 1e3;
 	if (res->saved)

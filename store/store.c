@@ -90,6 +90,14 @@ void store_unlock(struct store *s, struct store_lock *lk)
 	s->ops->unlock(s, lk);
 }
 
+char *store_take_notice(struct store *s)
+{
+	char *n = s->notice;
+
+	s->notice = NULL;
+	return n;
+}
+
 void store_dir_path(const char *dir, char *buf, size_t len)
 {
 	store_file_path(dir, buf, len);

@@ -66,6 +66,10 @@ int store_lock(struct store *s, const char *id, long timeout_ms,
 
 void store_unlock(struct store *s, struct store_lock *lk);
 
+/* What the store found the caller should hear (one or more lines,
+ * malloc'd: the caller frees it), once; NULL when nothing. */
+char *store_take_notice(struct store *s);
+
 /*
  * Signed sessions (sign.h): key the store with DOLSOT_SESSION_KEY's value
  * spec (NULL: the key file in its directory, made on first use).  Until

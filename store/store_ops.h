@@ -126,6 +126,9 @@ struct store {
 	/* The session key (sign.h, malloc'd): set by store.h's store_sign_with,
 	 * never by a backend; NULL until then. */
 	struct sign_key *key;
+	/* What the backend found the caller should hear (lines, malloc'd,
+	 * taken with store.h's store_take_notice); NULL: nothing. */
+	char *notice;
 };
 
 static inline void store_close(struct store *s)
@@ -133,6 +136,8 @@ static inline void store_close(struct store *s)
 	if (s) {
 		free(s->key);
 		s->key = NULL;
+		free(s->notice);
+		s->notice = NULL;
 		s->ops->close(s);
 	}
 }

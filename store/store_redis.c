@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "redis_health.h"
 #include "store_name.h"
 
 #define LOCK_POLL_MS 25         /* between tries of a busy lock */
@@ -78,7 +79,7 @@ struct rd_store;
 /* One held lock (store_lock.priv), and its renewer. */
 struct rd_lock {
 	struct rd_lock *next;
-	const struct rd_store *rs;
+	struct rd_store *rs;
 	char id[STORE_ID_MAX + 1];
 	char key[KEY_MAX];
 	char token[33];
@@ -102,9 +103,91 @@ struct rd_store {
 	struct rd_lock *locks;  /* the locks this store holds */
 };
 
-/* Connect a CLOEXEC socket to the server within rs->tv, then talk AUTH and
- * SELECT on it.  NULL with err. */
-static redisContext *rd_connect(const struct rd_store *rs, char *err, size_t errlen)
+/* AUTH and SELECT as rs->sp asks, queued on c; how many were. */
+static int queue_login(const struct rd_store *rs, redisContext *c)
+{
+	int n = 0;
+
+	if (rs->sp.password[0]) {
+		if (rs->sp.user[0])
+			redisAppendCommand(c, "AUTH %s %s", rs->sp.user, rs->sp.password);
+		else
+			redisAppendCommand(c, "AUTH %s", rs->sp.password);
+		n++;
+	}
+	if (rs->sp.db) {
+		redisAppendCommand(c, "SELECT %d", rs->sp.db);
+		n++;
+	}
+	return n;
+}
+
+/* The replies to queue_login's n commands; -1 with err on the first
+ * refusal. */
+static int read_login(const struct rd_store *rs, redisContext *c, int n, char *err,
+                      size_t errlen)
+{
+	bool auth = rs->sp.password[0] != '\0';
+	int ret = 0;
+
+	for (int i = 0; i < n; i++) {
+		void *v = NULL;
+		redisReply *r;
+
+		if (redisGetReply(c, &v) != REDIS_OK || !v) {
+			snprintf(err, errlen, "%s: cannot connect: %s", rs->name, c->errstr);
+			return -1;
+		}
+		r = v;
+		if (r->type == REDIS_REPLY_ERROR && ret == 0) {
+			if (i == 0 && auth)
+				snprintf(err, errlen, "%s: authentication failed: %s", rs->name, r->str);
+			else
+				snprintf(err, errlen, "%s: cannot select database %d: %s", rs->name,
+				         rs->sp.db, r->str);
+			ret = -1;
+		}
+		freeReplyObject(r);
+	}
+	return ret;
+}
+
+/*
+ * Log in on c and, when check is set, ask the server whether it keeps
+ * our keys (redis_health.h), all in one round trip: an evicting server is
+ * refused, and what this host should hear of it (a restart, no
+ * persistence) goes into rs->s.notice.
+ */
+static int login(struct rd_store *rs, redisContext *c, bool check, char *err,
+                 size_t errlen)
+{
+	struct redis_health h;
+	char why[STORE_ERR_MAX], said[2 * STORE_ERR_MAX];
+	int n = queue_login(rs, c);
+
+	if (check && redis_health_ask(c) < 0) {
+		snprintf(err, errlen, "%s: cannot connect: out of memory", rs->name);
+		return -1;
+	}
+	if (read_login(rs, c, n, err, errlen) < 0)
+		return -1;
+	if (!check)
+		return 0;
+	if (redis_health_read(c, &h, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: cannot read its settings: %s", rs->name, why);
+		return -1;
+	}
+	if (redis_health_policy(&h, rs->name, err, errlen) < 0)
+		return -1;
+	redis_health_note(rs->dir->home, rs->name, rs->sp.prefix, &h, said, sizeof(said));
+	if (said[0] && !rs->s.notice)
+		rs->s.notice = strdup(said);
+	return 0;
+}
+
+/* Connect a CLOEXEC socket to the server within rs->tv, then log in (and
+ * check the server, when check is set).  NULL with err. */
+static redisContext *rd_connect(struct rd_store *rs, bool check, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *ai = NULL, *a;
@@ -112,7 +195,6 @@ static redisContext *rd_connect(const struct rd_store *rs, char *err, size_t err
 	int fd = -1, gai, e = ECONNREFUSED;
 	long ms = rs->tv.tv_sec * 1000L + rs->tv.tv_usec / 1000;
 	redisContext *c;
-	redisReply *r = NULL;
 
 	snprintf(port, sizeof(port), "%d", rs->sp.port);
 	gai = getaddrinfo(rs->sp.host, port, &hints, &ai);
@@ -162,31 +244,11 @@ static redisContext *rd_connect(const struct rd_store *rs, char *err, size_t err
 		return NULL;
 	}
 	redisSetTimeout(c, rs->tv);
-	if (rs->sp.password[0]) {
-		r = rs->sp.user[0] ? redisCommand(c, "AUTH %s %s", rs->sp.user, rs->sp.password)
-		                   : redisCommand(c, "AUTH %s", rs->sp.password);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			snprintf(err, errlen, "%s: authentication failed: %s", rs->name,
-			         r ? r->str : c->errstr);
-			goto bad;
-		}
-		freeReplyObject(r);
-	}
-	if (rs->sp.db) {
-		r = redisCommand(c, "SELECT %d", rs->sp.db);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			snprintf(err, errlen, "%s: cannot select database %d: %s", rs->name,
-			         rs->sp.db, r ? r->str : c->errstr);
-			goto bad;
-		}
-		freeReplyObject(r);
+	if (login(rs, c, check, err, errlen) < 0) {
+		redisFree(c);
+		return NULL;
 	}
 	return c;
-bad:
-	if (r)
-		freeReplyObject(r);
-	redisFree(c);
-	return NULL;
 }
 
 /* hiredis's errstr for a timeout is strerror(EAGAIN): say what it means. */
@@ -207,7 +269,7 @@ static const char *io_why(const redisContext *c, const struct rd_store *rs, char
  * writes the same hash again).  Returns the reply (an error reply is
  * turned into NULL with err), NULL with err.
  */
-static redisReply *rd_run(const struct rd_store *rs, redisContext **cp, const char *what,
+static redisReply *rd_run(struct rd_store *rs, redisContext **cp, const char *what,
                           int argc, const char **argv, const size_t *lens, char *err,
                           size_t errlen)
 {
@@ -217,7 +279,9 @@ static redisReply *rd_run(const struct rd_store *rs, redisContext **cp, const ch
 		redisReply *r;
 		bool timeout;
 
-		if (!*cp && !(*cp = rd_connect(rs, err, errlen)))
+		/* The store's own connection checks the server (a restart
+		 * too, when it is made again); a lock renewer's does not. */
+		if (!*cp && !(*cp = rd_connect(rs, cp == &rs->c, err, errlen)))
 			return NULL;
 		r = redisCommandArgv(*cp, argc, argv, lens);
 		if (r && r->type == REDIS_REPLY_ERROR) {
@@ -779,7 +843,7 @@ static int rd_lock(struct store *s, const char *id, long timeout_ms, struct stor
 		add_ms(&l->until, 2 * timeout_ms + HOLD_SLACK_MS);
 	}
 	/* The renewer's own connection now, so a refused one is said now. */
-	l->c = rd_connect(rs, err, errlen);
+	l->c = rd_connect(rs, false, err, errlen);
 	if (!l->c || !start_renewer(l)) {
 		char why[STORE_ERR_MAX];
 		const char *argv[] = { "EVAL", unlock_script, "1", l->key, l->token };
