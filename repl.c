@@ -234,6 +234,24 @@ static int open_session(const struct run_args *a, struct store *st,
 	return 0;
 }
 
+/* The locks a call holds: its session's and, for a fork, the source's. */
+struct call_locks {
+	struct store *st;
+	struct store_lock lk[2];
+	int n;                  /* how many of lk are held */
+};
+
+/* The cell runs in pidfd's process (cell_watch): each lock of the call is
+ * to be released as soon as it is gone, should this process die first
+ * (issue 35). */
+static void watch_cell(int pidfd, void *ctx)
+{
+	struct call_locks *l = ctx;
+
+	for (int i = 0; i < l->n; i++)
+		store_lock_watch(l->st, &l->lk[i], pidfd);
+}
+
 /* With --call-id, whether the session recorded it: then *res says that
  * call's result again (1); 0 when not, -1 with err. */
 static int recalled(const struct run_args *a, const struct loaded_rec *rec,
@@ -242,13 +260,15 @@ static int recalled(const struct run_args *a, const struct loaded_rec *rec,
 	return a->call_id ? recall_find(rec->p, rec->len, a->call_id, res, err, errlen) : 0;
 }
 
-static int run_locked(const struct run_args *a, struct store *st, double t0,
-                      struct result *res, int *sig, bool *no_server,
+static int run_locked(const struct run_args *a, struct store *st, struct call_locks *lk,
+                      double t0, struct result *res, int *sig, bool *no_server,
                       char *err, size_t errlen)
 {
 	struct worker_fds fds = { -1, -1, -1, -1 };
 	struct store_save sv = { .fd = -1, .priv = NULL };
-	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st), .t0 = t0 };
+	struct cell_watch watch = { watch_cell, lk };
+	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st), .t0 = t0,
+	                       .watch = &watch };
 	struct call_save want;
 	struct timespec deadline;
 	struct plan_cgroups cgroup = { "", "" };
@@ -340,12 +360,6 @@ static int describe_alone(const struct run_args *a, double t0, struct result *re
 	return ret;
 }
 
-/* The locks a call holds: its session's and, for a fork, the source's. */
-struct call_locks {
-	struct store_lock lk[2];
-	int n;                  /* how many of lk are held */
-};
-
 /*
  * Lock the call's session and, for a fork, its source too: both in the
  * order of their ids, so two forks between the same sessions in opposite
@@ -359,6 +373,7 @@ static int lock_call(const struct run_args *a, struct store *st, struct call_loc
 	char serr[STORE_ERR_MAX];
 
 	l->n = 0;
+	l->st = st;
 	if (ids[1] && strcmp(ids[1], ids[0]) < 0) {
 		ids[0] = a->fork;
 		ids[1] = a->session;
@@ -430,7 +445,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		store_close(st);
 		return -1;
 	}
-	ret = run_locked(a, st, t0, res, sig, &no_server, err, errlen);
+	ret = run_locked(a, st, &lk, t0, res, sig, &no_server, err, errlen);
 	if (ret == 0)
 		take_notice(st, res);
 	if (ret == 0)

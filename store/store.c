@@ -90,6 +90,12 @@ void store_unlock(struct store *s, struct store_lock *lk)
 	s->ops->unlock(s, lk);
 }
 
+void store_lock_watch(struct store *s, struct store_lock *lk, int pidfd)
+{
+	if (s->ops->watch && lk->priv)
+		s->ops->watch(s, lk, pidfd);
+}
+
 char *store_take_notice(struct store *s)
 {
 	char *n = s->notice;

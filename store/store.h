@@ -66,6 +66,14 @@ int store_lock(struct store *s, const char *id, long timeout_ms,
 
 void store_unlock(struct store *s, struct store_lock *lk);
 
+/*
+ * The lock lk is held for a call whose cell runs in the process pidfd
+ * names (-1: a cell is about to start whose process is not known yet).
+ * See store_ops.watch; nothing for a store whose locks end with their
+ * holder.  pidfd stays the caller's.
+ */
+void store_lock_watch(struct store *s, struct store_lock *lk, int pidfd);
+
 /* What the store found the caller should hear (one or more lines,
  * malloc'd: the caller frees it), once; NULL when nothing. */
 char *store_take_notice(struct store *s);

@@ -97,6 +97,15 @@ struct store_ops {
 	void (*unlock)(struct store *s, struct store_lock *lk);
 	void (*close)(struct store *s);
 	/*
+	 * Optional: lk is held for a call whose cell runs in the process
+	 * pidfd names (-1: one is about to start, not known yet; the fd stays
+	 * the caller's).  A backend whose lock outlives a holder that dies
+	 * (Redis's, until it expires) releases it once this process is dead
+	 * and every cell process it was told of has ended; a cell announced
+	 * and never named leaves the lock to its expiry.
+	 */
+	void (*watch)(struct store *s, struct store_lock *lk, int pidfd);
+	/*
 	 * Optional (NULL: store.c's generic fallback over load and save).
 	 * open_blob: *fd is the session, read-only, CLOEXEC, *len bytes long
 	 * (fstat'ed); *found=false and *fd=-1 when absent.

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "redis_guard.h"
 #include "redis_health.h"
 #include "store_name.h"
 
@@ -90,6 +91,7 @@ struct rd_lock {
 	bool stop;
 	struct timespec until;  /* renewal stops here; tv_sec 0: not bounded */
 	redisContext *c;        /* the renewer's connection */
+	struct redis_guard guard;   /* releases it if we die (sock -1: none yet) */
 };
 
 struct rd_store {
@@ -792,6 +794,7 @@ static int rd_lock(struct store *s, const char *id, long timeout_ms, struct stor
 		return -1;
 	}
 	l->rs = rs;
+	l->guard.sock = -1;
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	key_of(rs, "lock", id, l->key);
 	if (new_token(l->token, sizeof(l->token)) < 0) {
@@ -888,9 +891,86 @@ static void rd_unlock(struct store *s, struct store_lock *lk)
 		r = rd_run(rs, &rs->c, "unlock", 5, argv, NULL, err, sizeof(err));
 		if (r)
 			freeReplyObject(r);
+		/* After the release: a death between the two leaves it to the
+		 * guard, whose compare-and-DEL then finds nothing of ours. */
+		redis_guard_stop(&l->guard);
 	}
 	free_lock(l);
 	lk->priv = NULL;
+}
+
+/* The guard's release, formatted now (it may not allocate): AUTH and
+ * SELECT as a connection of ours needs, then the compare-and-DEL.  The
+ * message is malloc'd; *n counts its commands. */
+static char *release_message(const struct rd_lock *l, size_t *len, int *n)
+{
+	const struct rd_store *rs = l->rs;
+	char db[16], *cmd[3] = { NULL, NULL, NULL }, *msg;
+	const char *unlock[] = { "EVAL", unlock_script, "1", l->key, l->token };
+	const char *auth[] = { "AUTH", rs->sp.user, rs->sp.password };
+	const char *auth1[] = { "AUTH", rs->sp.password };
+	const char *sel[] = { "SELECT", db };
+	int lens[3] = { 0, 0, 0 }, k = 0;
+	size_t total = 0;
+
+	snprintf(db, sizeof(db), "%d", rs->sp.db);
+	if (rs->sp.password[0]) {
+		lens[k] = rs->sp.user[0] ? redisFormatCommandArgv(&cmd[k], 3, auth, NULL)
+		                         : redisFormatCommandArgv(&cmd[k], 2, auth1, NULL);
+		k++;
+	}
+	if (rs->sp.db) {
+		lens[k] = redisFormatCommandArgv(&cmd[k], 2, sel, NULL);
+		k++;
+	}
+	lens[k] = redisFormatCommandArgv(&cmd[k], 5, unlock, NULL);
+	*n = ++k;
+	for (int i = 0; i < k; i++)
+		total += lens[i] > 0 ? (size_t)lens[i] : 0;
+	msg = malloc(total ? total : 1);
+	*len = 0;
+	for (int i = 0; i < k; i++) {
+		if (msg && cmd[i] && lens[i] > 0) {
+			memcpy(msg + *len, cmd[i], (size_t)lens[i]);
+			*len += (size_t)lens[i];
+		} else {
+			free(msg);
+			msg = NULL;
+		}
+		if (cmd[i])
+			redisFreeCommand(cmd[i]);
+	}
+	return msg;
+}
+
+/* The guard of l, started at the first word of a cell: where to connect is
+ * where the store's own connection goes.  False when there is none. */
+static bool guard_lock(struct rd_lock *l)
+{
+	struct sockaddr_storage addr;
+	socklen_t alen = sizeof(addr);
+	char err[STORE_ERR_MAX], *msg;
+	size_t len;
+	int n, rc;
+
+	if (l->guard.sock >= 0)
+		return true;
+	if (!l->rs->c || getpeername(l->rs->c->fd, (struct sockaddr *)&addr, &alen) < 0 ||
+	    !(msg = release_message(l, &len, &n)))
+		return false;
+	rc = redis_guard_start(&l->guard, (struct sockaddr *)&addr, alen, msg, len, n,
+	                       l->rs->sp.lock_ms, err, sizeof(err));
+	free(msg);
+	return rc == 0;
+}
+
+static void rd_watch(struct store *s, struct store_lock *lk, int pidfd)
+{
+	struct rd_lock *l = lk->priv;
+
+	(void)s;
+	if (guard_lock(l))
+		redis_guard_cell(&l->guard, pidfd);
 }
 
 static void rd_close(struct store *s)
@@ -918,6 +998,7 @@ static const struct store_ops redis_ops = {
 	.lock = rd_lock,
 	.unlock = rd_unlock,
 	.close = rd_close,
+	.watch = rd_watch,
 };
 
 struct store *store_redis_open(struct store *dir, const struct store_spec *sp,

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -648,12 +649,51 @@ START_TEST(redis_restart_is_said_at_the_next_call)
 }
 END_TEST
 
+/* A client killed (SIGKILL) with a long cell in flight: a retry of the
+ * same session gets it as soon as that cell is gone, not when the lock
+ * expires (30 s), and finds the state before the killed call. */
+START_TEST(redis_killed_client_releases_its_lock)
+{
+	char *mark = cli_path(fx.tmp, "cell.pid"), code[4600], *pidtext;
+	struct cli_run r;
+	pid_t pid, cell_pid;
+	double t0;
+
+	use_store(REDIS_STORE, NULL);
+	cell_ok("k", "x = 1", NULL);
+	snprintf(code, sizeof(code), "import os, time\nx = 2\n"
+	         "open('%s.tmp', 'w').write(str(os.getpid()))\n"
+	         "os.rename('%s.tmp', '%s')\ntime.sleep(300)", mark, mark, mark);
+	pid = cli_spawn(&(struct cli_opts){ .env = fx.env, .cwd = fx.tmp },
+	                (const char *const[]){ "dolsot", "--session", "k", code, NULL });
+	t0 = cli_now();
+	while (!cli_exists(mark)) {
+		ck_assert_msg(cli_now() - t0 < 120, "the long cell never started");
+		usleep(20000);
+	}
+	pidtext = cli_read_file(mark, NULL);
+	cell_pid = (pid_t)atoi(pidtext);
+	free(pidtext);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	t0 = cli_now();
+	cell(&r, "k", "print(x)");
+	ck_code(&r, 0);
+	ck_out(&r, "1\n");
+	ck_assert_msg(cli_now() - t0 < 10, "the retry waited %.1f s for the lock",
+	              cli_now() - t0);
+	cli_run_release(&r);
+	ck_assert_msg(!cli_pid_alive(cell_pid), "the killed call's cell still runs");
+}
+END_TEST
+
 static Suite *stores_suite(void)
 {
 	Suite *s = suite_create("stores");
 	TCase *every = tcase_create("every store"), *redis = tcase_create("redis"),
-	      *helper = tcase_create("helper"), *health = tcase_create("redis health");
-	TCase *all[] = { every, redis, health, helper, NULL };
+	      *helper = tcase_create("helper"), *health = tcase_create("redis health"),
+	      *killed = tcase_create("redis killed client");
+	TCase *all[] = { every, redis, health, killed, helper, NULL };
 
 	for (size_t i = 0; all[i]; i++) {
 		tcase_add_checked_fixture(all[i], setup, teardown);
@@ -674,6 +714,7 @@ static Suite *stores_suite(void)
 	tcase_add_test(health, redis_noeviction_with_persistence_is_quiet);
 	tcase_add_test(health, redis_without_persistence_is_warned_once);
 	tcase_add_test(health, redis_restart_is_said_at_the_next_call);
+	tcase_add_test(killed, redis_killed_client_releases_its_lock);
 	tcase_add_test(helper, helper_output_errors);
 	tcase_add_test(helper, helper_that_hangs_is_killed_at_the_timeout);
 	tcase_add_test(helper, helper_that_crashes_is_an_error);
@@ -681,6 +722,7 @@ static Suite *stores_suite(void)
 	suite_add_tcase(s, every);
 	suite_add_tcase(s, redis);
 	suite_add_tcase(s, health);
+	suite_add_tcase(s, killed);
 	suite_add_tcase(s, helper);
 	return s;
 }
