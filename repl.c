@@ -122,6 +122,22 @@ static void write_images(const struct settings *s, struct result *res)
 	res->warnings = grown;
 }
 
+/* What the store found to say of itself (a Redis that restarted, say),
+ * after the cell's warnings. */
+static void take_notice(struct store *st, struct result *res)
+{
+	char *n = store_take_notice(st), *grown = NULL;
+
+	if (!n)
+		return;
+	if (asprintf(&grown, "%s%s%s", res->warnings ? res->warnings : "",
+	             res->warnings && *res->warnings ? "\n" : "", n) >= 0) {
+		free(res->warnings);
+		res->warnings = grown;
+	}
+	free(n);
+}
+
 /* The session's call-id record as it was loaded (callrec.h), carried to
  * the next save. */
 struct loaded_rec {
@@ -231,6 +247,24 @@ static int open_session(const struct run_args *a, struct store *st,
 	return 0;
 }
 
+/* The locks a call holds: its session's and, for a fork, the source's. */
+struct call_locks {
+	struct store *st;
+	struct store_lock lk[2];
+	int n;                  /* how many of lk are held */
+};
+
+/* The cell runs in pidfd's process (cell_watch): each lock of the call is
+ * to be released as soon as it is gone, should this process die first
+ * (issue 35). */
+static void watch_cell(int pidfd, void *ctx)
+{
+	struct call_locks *l = ctx;
+
+	for (int i = 0; i < l->n; i++)
+		store_lock_watch(l->st, &l->lk[i], pidfd);
+}
+
 /* With --call-id, whether the session recorded it: then *res says that
  * call's result again (1); 0 when not, -1 with err. */
 static int recalled(const struct run_args *a, const struct loaded_rec *rec,
@@ -239,13 +273,15 @@ static int recalled(const struct run_args *a, const struct loaded_rec *rec,
 	return a->call_id ? recall_find(rec->p, rec->len, a->call_id, res, err, errlen) : 0;
 }
 
-static int run_locked(const struct run_args *a, struct store *st, double t0,
-                      struct result *res, int *sig, bool *no_server,
+static int run_locked(const struct run_args *a, struct store *st, struct call_locks *lk,
+                      double t0, struct result *res, int *sig, bool *no_server,
                       char *err, size_t errlen)
 {
 	struct worker_fds fds = { -1, -1, -1, -1 };
 	struct store_save sv = { .fd = -1, .priv = NULL };
-	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st), .t0 = t0 };
+	struct cell_watch watch = { watch_cell, lk };
+	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st), .t0 = t0,
+	                       .watch = &watch };
 	struct call_save want;
 	struct timespec deadline;
 	struct plan_cgroups cgroup = { "", "" };
@@ -338,12 +374,6 @@ static int describe_alone(const struct run_args *a, double t0, struct result *re
 	return ret;
 }
 
-/* The locks a call holds: its session's and, for a fork, the source's. */
-struct call_locks {
-	struct store_lock lk[2];
-	int n;                  /* how many of lk are held */
-};
-
 /*
  * Lock the call's session and, for a fork, its source too: both in the
  * order of their ids, so two forks between the same sessions in opposite
@@ -357,6 +387,7 @@ static int lock_call(const struct run_args *a, struct store *st, struct call_loc
 	char serr[STORE_ERR_MAX];
 
 	l->n = 0;
+	l->st = st;
 	if (ids[1] && strcmp(ids[1], ids[0]) < 0) {
 		ids[0] = a->fork;
 		ids[1] = a->session;
@@ -431,7 +462,9 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		store_close(st);
 		return -1;
 	}
-	ret = run_locked(a, st, t0, res, sig, &no_server, err, errlen);
+	ret = run_locked(a, st, &lk, t0, res, sig, &no_server, err, errlen);
+	if (ret == 0)
+		take_notice(st, res);
 	if (ret == 0)
 		res->timings_ms[TIMING_TOTAL] = (deadline_now() - t0) * 1e3;
 	if (res->saved)

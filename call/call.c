@@ -444,7 +444,8 @@ static enum call_status run_warm(const struct call_args *c, const struct request
 		return CALL_FAILED;
 	}
 	st = warm_run(c->dirfd, req->data, req->len, c->fds, c->deadline,
-	              a->settings->timeout, &want, &res->out, &res->err, o, err, errlen);
+	              a->settings->timeout, &want, c->watch, &res->out, &res->err, o, err,
+	              errlen);
 	if (st == CALL_BROKEN) {
 		res->exit_code = DOLSOT_EXIT_FAIL;
 		res->error = strdup(err);
@@ -481,8 +482,8 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 		if (request_encode(c, &r, false, &req) < 0)
 			snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		else
-			st = cold_run(req.data, req.len, c->fds, c->deadline, worker_child, NULL,
-			              &res->out, &res->err, &o, err, errlen);
+			st = cold_run(req.data, req.len, c->fds, c->deadline, c->watch,
+			              worker_child, NULL, &res->out, &res->err, &o, err, errlen);
 	}
 	frame_buf_release(&req);
 	if (st != CALL_DONE)

@@ -53,6 +53,7 @@ struct call_args {
 	int dirfd;                         /* the warm server's directory; -1: cold only */
 	double t0;                         /* deadline_now() when the call began,
 	                                    * for the start-up timing */
+	const struct cell_watch *watch;    /* told where the cell runs; may be NULL */
 };
 
 /* What the worker asks of the store once it finished. */

@@ -33,6 +33,25 @@ struct call_outcome {
 	                          * since its last call; "": none did */
 };
 
+/*
+ * Who wants to know where the cell runs (repl.c, for the session's
+ * locks): told -1 just before a cell may start whose process is not known
+ * yet, then a pidfd of the process whose end is the cell's end (cold: the
+ * worker, which kills what it started when its parent dies; warm: the
+ * worker that said it is ready, before it is told to go).  The pidfd stays
+ * the path's: dup it to keep it.  fn NULL: nobody asks.
+ */
+struct cell_watch {
+	void (*fn)(int pidfd, void *ctx);
+	void *ctx;
+};
+
+static inline void cell_watch_tell(const struct cell_watch *w, int pidfd)
+{
+	if (w && w->fn)
+		w->fn(pidfd, w->ctx);
+}
+
 /* How a call path ended. */
 enum call_status {
 	CALL_DONE,        /* the outcome is filled */

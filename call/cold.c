@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,11 +115,12 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 
 enum call_status cold_run(const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
-                          const struct timespec *deadline, cold_child_fn child,
+                          const struct timespec *deadline,
+                          const struct cell_watch *watch, cold_child_fn child,
                           void *arg, struct capture *out, struct capture *errc,
                           struct call_outcome *o, char *err, size_t errlen)
 {
-	int req = -1, res = -1;
+	int req = -1, res = -1, pidfd = -1;
 	enum call_status ret = CALL_FAILED;
 	sigset_t mask, oldmask, caller;
 	struct supervisor s = { .sig = -1, .o = o };
@@ -128,6 +130,9 @@ enum call_status cold_run(const uint8_t *request, size_t request_len,
 	double t0;
 
 	memset(o, 0, sizeof(*o));
+	/* Before the signals are held and the fork: what the watcher starts
+	 * is not the cell's. */
+	cell_watch_tell(watch, -1);
 	s.c.pid = -1;
 	s.c.out = (struct proc_pipe){ -1, proc_feed_capture, out };
 	s.c.err = (struct proc_pipe){ -1, proc_feed_capture, errc };
@@ -166,6 +171,10 @@ enum call_status cold_run(const uint8_t *request, size_t request_len,
 		fail(err, errlen, what);
 		goto out;
 	}
+	/* Not reaped yet, so the pid is the worker's. */
+	pidfd = (int)syscall(SYS_pidfd_open, s.c.pid, 0);
+	if (pidfd >= 0)
+		cell_watch_tell(watch, pidfd);
 	supervise(&s, deadline);
 	o->elapsed = deadline_now() - t0;
 	/* The worker is gone; so must be everything it started. */
@@ -185,6 +194,7 @@ out:
 	fd_close(&s.sig);
 	fd_close(&req);
 	fd_close(&res);
+	fd_close(&pidfd);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return ret;
 }

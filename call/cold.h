@@ -26,13 +26,15 @@ typedef void (*cold_child_fn)(const struct worker_fds *fds, void *arg);
  * (CLOCK_MONOTONIC) passes.  Its stdout and stderr are fed into out and
  * err.  request/request_len are written to the request memfd first; the
  * session's load and save fds come from session (they stay open here).
- * Returns CALL_DONE with *o filled (release with call_outcome_release), or
+ * watch (may be NULL) hears -1 before the fork and the worker's pidfd
+ * after it.  Returns CALL_DONE with *o filled (release with call_outcome_release), or
  * CALL_FAILED with a reason in err (a failed syscall; nothing is left
  * running).
  */
 enum call_status cold_run(const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
-                          const struct timespec *deadline, cold_child_fn child,
+                          const struct timespec *deadline,
+                          const struct cell_watch *watch, cold_child_fn child,
                           void *arg, struct capture *out, struct capture *errc,
                           struct call_outcome *o, char *err, size_t errlen);
 

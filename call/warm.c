@@ -176,6 +176,7 @@ struct call {
 	struct proc_pipe out, err;
 	bool started, done, killed;
 	struct call_outcome *o;
+	const struct cell_watch *watch;
 };
 
 static int send_call(struct call *c, const uint8_t *request, size_t len,
@@ -231,6 +232,8 @@ static bool on_started(struct call *c, uint64_t pid)
 		c->worker = (pid_t)pid;
 		c->pidfd = (int)syscall(SYS_pidfd_open, c->worker, 0);
 	}
+	/* Before the go: a watcher that hears nothing more knows no cell ran. */
+	cell_watch_tell(c->watch, c->pidfd);
 	if (wire_send(c->sock, WIRE_GO, 0, 0, NULL, 0, NULL, 0) < 0)
 		return false;   /* it is gone, and ran nothing */
 	c->started = true;
@@ -323,11 +326,11 @@ static enum call_status supervise(struct call *c, const struct timespec *deadlin
 enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
-                          const struct warm_want *key, struct capture *out,
-                          struct capture *errc, struct call_outcome *o,
-                          char *err, size_t errlen)
+                          const struct warm_want *key, const struct cell_watch *watch,
+                          struct capture *out, struct capture *errc,
+                          struct call_outcome *o, char *err, size_t errlen)
 {
-	struct call c = { .sock = -1, .res = -1, .sig = -1, .pidfd = -1, .o = o,
+	struct call c = { .sock = -1, .res = -1, .sig = -1, .pidfd = -1, .o = o, .watch = watch,
 	                  .out = { -1, proc_feed_capture, out },
 	                  .err = { -1, proc_feed_capture, errc } };
 	enum call_status st = CALL_FALLBACK;

@@ -102,6 +102,20 @@ void store_unlock(struct store *s, struct store_lock *lk)
 	s->ops->unlock(s, lk);
 }
 
+void store_lock_watch(struct store *s, struct store_lock *lk, int pidfd)
+{
+	if (s->ops->watch && lk->priv)
+		s->ops->watch(s, lk, pidfd);
+}
+
+char *store_take_notice(struct store *s)
+{
+	char *n = s->notice;
+
+	s->notice = NULL;
+	return n;
+}
+
 void store_dir_path(const char *dir, char *buf, size_t len)
 {
 	store_file_path(dir, buf, len);

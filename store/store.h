@@ -74,6 +74,18 @@ enum store_lock_status store_lock(struct store *s, const char *id, long timeout_
 void store_unlock(struct store *s, struct store_lock *lk);
 
 /*
+ * The lock lk is held for a call whose cell runs in the process pidfd
+ * names (-1: a cell is about to start whose process is not known yet).
+ * See store_ops.watch; nothing for a store whose locks end with their
+ * holder.  pidfd stays the caller's.
+ */
+void store_lock_watch(struct store *s, struct store_lock *lk, int pidfd);
+
+/* What the store found the caller should hear (one or more lines,
+ * malloc'd: the caller frees it), once; NULL when nothing. */
+char *store_take_notice(struct store *s);
+
+/*
  * Signed sessions (sign.h): key the store with DOLSOT_SESSION_KEY's value
  * spec (NULL: the key file in its directory, made on first use).  Until
  * then the fd operations below and store_fork refuse.  0, or -1 with err.

@@ -134,6 +134,15 @@ struct store_ops {
 	void (*unlock)(struct store *s, struct store_lock *lk);
 	void (*close)(struct store *s);
 	/*
+	 * Optional: lk is held for a call whose cell runs in the process
+	 * pidfd names (-1: one is about to start, not known yet; the fd stays
+	 * the caller's).  A backend whose lock outlives a holder that dies
+	 * (Redis's, until it expires) releases it once this process is dead
+	 * and every cell process it was told of has ended; a cell announced
+	 * and never named leaves the lock to its expiry.
+	 */
+	void (*watch)(struct store *s, struct store_lock *lk, int pidfd);
+	/*
 	 * Optional (NULL: store.c's generic fallback over load and save).
 	 * open_blob: *fd is the session, read-only, CLOEXEC, *len bytes long
 	 * (fstat'ed); *found=false and *fd=-1 when absent.
@@ -170,6 +179,9 @@ struct store {
 	 * its last load there ("" when none). */
 	char next_id[STORE_ID_MAX + 1];
 	uint64_t next_seq;
+	/* What the backend found the caller should hear (lines, malloc'd,
+	 * taken with store.h's store_take_notice); NULL: nothing. */
+	char *notice;
 };
 
 static inline void store_close(struct store *s)
@@ -177,6 +189,8 @@ static inline void store_close(struct store *s)
 	if (s) {
 		free(s->key);
 		s->key = NULL;
+		free(s->notice);
+		s->notice = NULL;
 		s->ops->close(s);
 	}
 }

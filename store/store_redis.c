@@ -48,6 +48,8 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "redis_guard.h"
+#include "redis_health.h"
 #include "store_name.h"
 
 #define LOCK_POLL_MS 25         /* between tries of a busy lock */
@@ -80,7 +82,7 @@ struct rd_store;
 /* One held lock (store_lock.priv), and its renewer. */
 struct rd_lock {
 	struct rd_lock *next;
-	const struct rd_store *rs;
+	struct rd_store *rs;
 	char id[STORE_ID_MAX + 1];
 	char key[KEY_MAX];
 	char token[33];
@@ -91,6 +93,7 @@ struct rd_lock {
 	bool stop;
 	struct timespec until;  /* renewal stops here; tv_sec 0: not bounded */
 	redisContext *c;        /* the renewer's connection */
+	struct redis_guard guard;   /* releases it if we die (sock -1: none yet) */
 };
 
 struct rd_store {
@@ -104,9 +107,91 @@ struct rd_store {
 	struct rd_lock *locks;  /* the locks this store holds */
 };
 
-/* Connect a CLOEXEC socket to the server within rs->tv, then talk AUTH and
- * SELECT on it.  NULL with err. */
-static redisContext *rd_connect(const struct rd_store *rs, char *err, size_t errlen)
+/* AUTH and SELECT as rs->sp asks, queued on c; how many were. */
+static int queue_login(const struct rd_store *rs, redisContext *c)
+{
+	int n = 0;
+
+	if (rs->sp.password[0]) {
+		if (rs->sp.user[0])
+			redisAppendCommand(c, "AUTH %s %s", rs->sp.user, rs->sp.password);
+		else
+			redisAppendCommand(c, "AUTH %s", rs->sp.password);
+		n++;
+	}
+	if (rs->sp.db) {
+		redisAppendCommand(c, "SELECT %d", rs->sp.db);
+		n++;
+	}
+	return n;
+}
+
+/* The replies to queue_login's n commands; -1 with err on the first
+ * refusal. */
+static int read_login(const struct rd_store *rs, redisContext *c, int n, char *err,
+                      size_t errlen)
+{
+	bool auth = rs->sp.password[0] != '\0';
+	int ret = 0;
+
+	for (int i = 0; i < n; i++) {
+		void *v = NULL;
+		redisReply *r;
+
+		if (redisGetReply(c, &v) != REDIS_OK || !v) {
+			snprintf(err, errlen, "%s: cannot connect: %s", rs->name, c->errstr);
+			return -1;
+		}
+		r = v;
+		if (r->type == REDIS_REPLY_ERROR && ret == 0) {
+			if (i == 0 && auth)
+				snprintf(err, errlen, "%s: authentication failed: %s", rs->name, r->str);
+			else
+				snprintf(err, errlen, "%s: cannot select database %d: %s", rs->name,
+				         rs->sp.db, r->str);
+			ret = -1;
+		}
+		freeReplyObject(r);
+	}
+	return ret;
+}
+
+/*
+ * Log in on c and, when check is set, ask the server whether it keeps
+ * our keys (redis_health.h), all in one round trip: an evicting server is
+ * refused, and what this host should hear of it (a restart, no
+ * persistence) goes into rs->s.notice.
+ */
+static int login(struct rd_store *rs, redisContext *c, bool check, char *err,
+                 size_t errlen)
+{
+	struct redis_health h;
+	char why[STORE_ERR_MAX], said[2 * STORE_ERR_MAX];
+	int n = queue_login(rs, c);
+
+	if (check && redis_health_ask(c) < 0) {
+		snprintf(err, errlen, "%s: cannot connect: out of memory", rs->name);
+		return -1;
+	}
+	if (read_login(rs, c, n, err, errlen) < 0)
+		return -1;
+	if (!check)
+		return 0;
+	if (redis_health_read(c, &h, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: cannot read its settings: %s", rs->name, why);
+		return -1;
+	}
+	if (redis_health_policy(&h, rs->name, err, errlen) < 0)
+		return -1;
+	redis_health_note(rs->dir->home, rs->name, rs->sp.prefix, &h, said, sizeof(said));
+	if (said[0] && !rs->s.notice)
+		rs->s.notice = strdup(said);
+	return 0;
+}
+
+/* Connect a CLOEXEC socket to the server within rs->tv, then log in (and
+ * check the server, when check is set).  NULL with err. */
+static redisContext *rd_connect(struct rd_store *rs, bool check, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *ai = NULL, *a;
@@ -114,7 +199,6 @@ static redisContext *rd_connect(const struct rd_store *rs, char *err, size_t err
 	int fd = -1, gai, e = ECONNREFUSED;
 	long ms = rs->tv.tv_sec * 1000L + rs->tv.tv_usec / 1000;
 	redisContext *c;
-	redisReply *r = NULL;
 
 	snprintf(port, sizeof(port), "%d", rs->sp.port);
 	gai = getaddrinfo(rs->sp.host, port, &hints, &ai);
@@ -164,31 +248,11 @@ static redisContext *rd_connect(const struct rd_store *rs, char *err, size_t err
 		return NULL;
 	}
 	redisSetTimeout(c, rs->tv);
-	if (rs->sp.password[0]) {
-		r = rs->sp.user[0] ? redisCommand(c, "AUTH %s %s", rs->sp.user, rs->sp.password)
-		                   : redisCommand(c, "AUTH %s", rs->sp.password);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			snprintf(err, errlen, "%s: authentication failed: %s", rs->name,
-			         r ? r->str : c->errstr);
-			goto bad;
-		}
-		freeReplyObject(r);
-	}
-	if (rs->sp.db) {
-		r = redisCommand(c, "SELECT %d", rs->sp.db);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			snprintf(err, errlen, "%s: cannot select database %d: %s", rs->name,
-			         rs->sp.db, r ? r->str : c->errstr);
-			goto bad;
-		}
-		freeReplyObject(r);
+	if (login(rs, c, check, err, errlen) < 0) {
+		redisFree(c);
+		return NULL;
 	}
 	return c;
-bad:
-	if (r)
-		freeReplyObject(r);
-	redisFree(c);
-	return NULL;
 }
 
 /* hiredis's errstr for a timeout is strerror(EAGAIN): say what it means. */
@@ -209,7 +273,7 @@ static const char *io_why(const redisContext *c, const struct rd_store *rs, char
  * writes the same hash again).  Returns the reply (an error reply is
  * turned into NULL with err), NULL with err.
  */
-static redisReply *rd_run(const struct rd_store *rs, redisContext **cp, const char *what,
+static redisReply *rd_run(struct rd_store *rs, redisContext **cp, const char *what,
                           int argc, const char **argv, const size_t *lens, char *err,
                           size_t errlen)
 {
@@ -219,7 +283,9 @@ static redisReply *rd_run(const struct rd_store *rs, redisContext **cp, const ch
 		redisReply *r;
 		bool timeout;
 
-		if (!*cp && !(*cp = rd_connect(rs, err, errlen)))
+		/* The store's own connection checks the server (a restart
+		 * too, when it is made again); a lock renewer's does not. */
+		if (!*cp && !(*cp = rd_connect(rs, cp == &rs->c, err, errlen)))
 			return NULL;
 		r = redisCommandArgv(*cp, argc, argv, lens);
 		if (r && r->type == REDIS_REPLY_ERROR) {
@@ -763,6 +829,7 @@ static enum store_lock_status rd_lock(struct store *s, const char *id, long time
 		return STORE_LOCK_FAILED;
 	}
 	l->rs = rs;
+	l->guard.sock = -1;
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	key_of(rs, "lock", id, l->key);
 	if (new_token(l->token, sizeof(l->token)) < 0) {
@@ -789,7 +856,7 @@ static enum store_lock_status rd_lock(struct store *s, const char *id, long time
 		add_ms(&l->until, 2 * timeout_ms + HOLD_SLACK_MS);
 	}
 	/* The renewer's own connection now, so a refused one is said now. */
-	l->c = rd_connect(rs, err, errlen);
+	l->c = rd_connect(rs, false, err, errlen);
 	if (!l->c || !start_renewer(l)) {
 		char why[STORE_ERR_MAX];
 		const char *argv[] = { "EVAL", unlock_script, "1", l->key, l->token };
@@ -834,9 +901,86 @@ static void rd_unlock(struct store *s, struct store_lock *lk)
 		r = rd_run(rs, &rs->c, "unlock", 5, argv, NULL, err, sizeof(err));
 		if (r)
 			freeReplyObject(r);
+		/* After the release: a death between the two leaves it to the
+		 * guard, whose compare-and-DEL then finds nothing of ours. */
+		redis_guard_stop(&l->guard);
 	}
 	free_lock(l);
 	lk->priv = NULL;
+}
+
+/* The guard's release, formatted now (it may not allocate): AUTH and
+ * SELECT as a connection of ours needs, then the compare-and-DEL.  The
+ * message is malloc'd; *n counts its commands. */
+static char *release_message(const struct rd_lock *l, size_t *len, int *n)
+{
+	const struct rd_store *rs = l->rs;
+	char db[16], *cmd[3] = { NULL, NULL, NULL }, *msg;
+	const char *unlock[] = { "EVAL", unlock_script, "1", l->key, l->token };
+	const char *auth[] = { "AUTH", rs->sp.user, rs->sp.password };
+	const char *auth1[] = { "AUTH", rs->sp.password };
+	const char *sel[] = { "SELECT", db };
+	int lens[3] = { 0, 0, 0 }, k = 0;
+	size_t total = 0;
+
+	snprintf(db, sizeof(db), "%d", rs->sp.db);
+	if (rs->sp.password[0]) {
+		lens[k] = rs->sp.user[0] ? redisFormatCommandArgv(&cmd[k], 3, auth, NULL)
+		                         : redisFormatCommandArgv(&cmd[k], 2, auth1, NULL);
+		k++;
+	}
+	if (rs->sp.db) {
+		lens[k] = redisFormatCommandArgv(&cmd[k], 2, sel, NULL);
+		k++;
+	}
+	lens[k] = redisFormatCommandArgv(&cmd[k], 5, unlock, NULL);
+	*n = ++k;
+	for (int i = 0; i < k; i++)
+		total += lens[i] > 0 ? (size_t)lens[i] : 0;
+	msg = malloc(total ? total : 1);
+	*len = 0;
+	for (int i = 0; i < k; i++) {
+		if (msg && cmd[i] && lens[i] > 0) {
+			memcpy(msg + *len, cmd[i], (size_t)lens[i]);
+			*len += (size_t)lens[i];
+		} else {
+			free(msg);
+			msg = NULL;
+		}
+		if (cmd[i])
+			redisFreeCommand(cmd[i]);
+	}
+	return msg;
+}
+
+/* The guard of l, started at the first word of a cell: where to connect is
+ * where the store's own connection goes.  False when there is none. */
+static bool guard_lock(struct rd_lock *l)
+{
+	struct sockaddr_storage addr;
+	socklen_t alen = sizeof(addr);
+	char err[STORE_ERR_MAX], *msg;
+	size_t len;
+	int n, rc;
+
+	if (l->guard.sock >= 0)
+		return true;
+	if (!l->rs->c || getpeername(l->rs->c->fd, (struct sockaddr *)&addr, &alen) < 0 ||
+	    !(msg = release_message(l, &len, &n)))
+		return false;
+	rc = redis_guard_start(&l->guard, (struct sockaddr *)&addr, alen, msg, len, n,
+	                       l->rs->sp.lock_ms, err, sizeof(err));
+	free(msg);
+	return rc == 0;
+}
+
+static void rd_watch(struct store *s, struct store_lock *lk, int pidfd)
+{
+	struct rd_lock *l = lk->priv;
+
+	(void)s;
+	if (guard_lock(l))
+		redis_guard_cell(&l->guard, pidfd);
 }
 
 static void rd_close(struct store *s)
@@ -864,6 +1008,7 @@ static const struct store_ops redis_ops = {
 	.lock = rd_lock,
 	.unlock = rd_unlock,
 	.close = rd_close,
+	.watch = rd_watch,
 };
 
 struct store *store_redis_open(struct store *dir, const struct store_spec *sp,

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -621,14 +622,143 @@ START_TEST(helper_without_locks_and_a_missing_helper)
 }
 END_TEST
 
+/* Issue 35: a server that may evict dolsot's keys is refused at connect,
+ * naming the setting and the fix; nothing is written to it.  volatile-*
+ * too: a lock key always has a time to live. */
+START_TEST(redis_evicting_policy_is_refused)
+{
+	const char *lru[] = { "--maxmemory-policy", "allkeys-lru", NULL };
+	char buf[64];
+	struct cli_run r;
+
+	use_store(REDIS_STORE, lru);
+	cell(&r, "e", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "maxmemory-policy is allkeys-lru");
+	ck_err_has(&r, "CONFIG SET maxmemory-policy noeviction");
+	ck_err_has(&r, rd.url);
+	cli_run_release(&r);
+	ck_assert_str_eq(rd_query(buf, sizeof(buf), NULL, "DBSIZE%s", ""), "0");
+	rd_query(buf, sizeof(buf), NULL, "CONFIG SET maxmemory-policy %s", "volatile-lru");
+	cell(&r, "e", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "maxmemory-policy is volatile-lru");
+	cli_run_release(&r);
+	rd_query(buf, sizeof(buf), NULL, "CONFIG SET maxmemory-policy %s", "noeviction");
+	cell_ok("e", "x = 1", NULL);
+}
+END_TEST
+
+/* noeviction with persistence: calls go on, and nothing is said of the
+ * server. */
+START_TEST(redis_noeviction_with_persistence_is_quiet)
+{
+	struct cli_run r;
+
+	use_store(REDIS_STORE, NULL);
+	for (int i = 0; i < 2; i++) {
+		cell(&r, "q", "x = 1");
+		ck_code(&r, 0);
+		ck_err_lacks(&r, "warning");
+		ck_err_lacks(&r, "maxmemory");
+		cli_run_release(&r);
+	}
+}
+END_TEST
+
+/* A server with neither RDB save points nor AOF: said once per server
+ * run (the first call), not at every call. */
+START_TEST(redis_without_persistence_is_warned_once)
+{
+	const char *bare[] = { "--save", "", "--appendonly", "no", NULL };
+	struct cli_run r;
+
+	use_store(REDIS_STORE, bare);
+	cell(&r, "w", "x = 1");
+	ck_code(&r, 0);
+	ck_err_has(&r, "keeps nothing on disk (no RDB save points, appendonly no)");
+	ck_err_has(&r, rd.url);
+	cli_run_release(&r);
+	cell(&r, "w", "print(x)");
+	ck_code(&r, 0);
+	ck_out(&r, "1\n");
+	ck_err_lacks(&r, "keeps nothing on disk");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A server restarted without persistence: the next call says its
+ * sessions are gone, instead of starting one empty in silence; once. */
+START_TEST(redis_restart_is_said_at_the_next_call)
+{
+	const char *bare[] = { "--save", "", "--appendonly", "no", NULL };
+	struct cli_run r;
+
+	use_store(REDIS_STORE, bare);
+	cell_ok("s", "x = 1", NULL);
+	cell_ok("s", "print(x)", "1\n");
+	rd_stop();
+	rd_start(bare, NULL);   /* the same port */
+	cell(&r, "s", "print('x' in dir())");
+	ck_code(&r, 0);
+	ck_out(&r, "False\n");
+	ck_err_has(&r, "restarted since this host's last call (its run_id changed)");
+	ck_err_has(&r, "sessions saved before are gone");
+	cli_run_release(&r);
+	cell(&r, "s", "x = 2");
+	ck_code(&r, 0);
+	ck_err_lacks(&r, "restarted");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A client killed (SIGKILL) with a long cell in flight: a retry of the
+ * same session gets it as soon as that cell is gone, not when the lock
+ * expires (30 s), and finds the state before the killed call. */
+START_TEST(redis_killed_client_releases_its_lock)
+{
+	char *mark = cli_path(fx.tmp, "cell.pid"), code[4600], *pidtext;
+	struct cli_run r;
+	pid_t pid, cell_pid;
+	double t0;
+
+	use_store(REDIS_STORE, NULL);
+	cell_ok("k", "x = 1", NULL);
+	snprintf(code, sizeof(code), "import os, time\nx = 2\n"
+	         "open('%s.tmp', 'w').write(str(os.getpid()))\n"
+	         "os.rename('%s.tmp', '%s')\ntime.sleep(300)", mark, mark, mark);
+	pid = cli_spawn(&(struct cli_opts){ .env = fx.env, .cwd = fx.tmp },
+	                (const char *const[]){ "dolsot", "--session", "k", code, NULL });
+	t0 = cli_now();
+	while (!cli_exists(mark)) {
+		ck_assert_msg(cli_now() - t0 < 120, "the long cell never started");
+		usleep(20000);
+	}
+	pidtext = cli_read_file(mark, NULL);
+	cell_pid = (pid_t)atoi(pidtext);
+	free(pidtext);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	t0 = cli_now();
+	cell(&r, "k", "print(x)");
+	ck_code(&r, 0);
+	ck_out(&r, "1\n");
+	ck_assert_msg(cli_now() - t0 < 10, "the retry waited %.1f s for the lock",
+	              cli_now() - t0);
+	cli_run_release(&r);
+	ck_assert_msg(!cli_pid_alive(cell_pid), "the killed call's cell still runs");
+}
+END_TEST
+
 static Suite *stores_suite(void)
 {
 	Suite *s = suite_create("stores");
 	TCase *every = tcase_create("every store"), *redis = tcase_create("redis"),
-	      *helper = tcase_create("helper");
-	TCase *all[] = { every, redis, helper };
+	      *helper = tcase_create("helper"), *health = tcase_create("redis health"),
+	      *killed = tcase_create("redis killed client");
+	TCase *all[] = { every, redis, health, killed, helper, NULL };
 
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+	for (size_t i = 0; all[i]; i++) {
 		tcase_add_checked_fixture(all[i], setup, teardown);
 		tcase_set_timeout(all[i], 600);
 	}
@@ -644,12 +774,19 @@ static Suite *stores_suite(void)
 	tcase_add_test(redis, redis_prefix_ttl_and_reset_all_scope);
 	tcase_add_test(redis, redis_ttl_zero_never_expires);
 	tcase_add_test(redis, redis_reset_says_a_failing_store_is_not_busy);
+	tcase_add_test(health, redis_evicting_policy_is_refused);
+	tcase_add_test(health, redis_noeviction_with_persistence_is_quiet);
+	tcase_add_test(health, redis_without_persistence_is_warned_once);
+	tcase_add_test(health, redis_restart_is_said_at_the_next_call);
+	tcase_add_test(killed, redis_killed_client_releases_its_lock);
 	tcase_add_test(helper, helper_output_errors);
 	tcase_add_test(helper, helper_that_hangs_is_killed_at_the_timeout);
 	tcase_add_test(helper, helper_that_crashes_is_an_error);
 	tcase_add_test(helper, helper_without_locks_and_a_missing_helper);
 	suite_add_tcase(s, every);
 	suite_add_tcase(s, redis);
+	suite_add_tcase(s, health);
+	suite_add_tcase(s, killed);
 	suite_add_tcase(s, helper);
 	return s;
 }

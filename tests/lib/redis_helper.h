@@ -21,10 +21,13 @@ struct redis_test {
 int redis_test_free_port(void);
 
 /*
- * Start redis-server on rd->port (a free one when 0) in rd->dir, without
- * persistence unless extra (config arguments, NULL-terminated, or NULL)
- * asks for it, and wait until it answers PING (with password, when the
- * extra arguments set requirepass; else NULL).
+ * Start redis-server on rd->port (a free one when 0) in rd->dir, with RDB
+ * save points that never trigger in a test (a server that keeps sessions
+ * on disk, as dolsot asks; it writes them when stopped) and what extra
+ * (config arguments, NULL-terminated, or NULL) adds or overrides, e.g.
+ * "--save" "" "--appendonly" "no" for one that keeps nothing, or
+ * "--maxmemory-policy" "allkeys-lru"; and wait until it answers PING
+ * (with password, when the extra arguments set requirepass; else NULL).
  */
 void redis_test_start(struct redis_test *rd, const char *const *extra, const char *password);
 

@@ -93,13 +93,15 @@ def free_port():
 
 def start_redis(directory):
     """A redis-server of the test's own on 127.0.0.1 on a free port, in
-    directory, without persistence; returns (process, url) once it answers,
-    or None when redis-server is not installed. stop_redis ends it."""
+    directory, with RDB save points that never trigger in a test (dolsot
+    warns of a server that keeps nothing on disk); returns (process, url)
+    once it answers, or None when redis-server is not installed.
+    stop_redis ends it."""
     if not shutil.which("redis-server"):
         return None
     port = free_port()
     p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                          "--dir", directory, "--save", "", "--appendonly", "no",
+                          "--dir", directory, "--save", "3600 1", "--appendonly", "no",
                           "--logfile", "redis.log"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(1200):     # up to a minute on a loaded machine
