@@ -698,8 +698,7 @@ bool cli_local_user(const char *name, uid_t *uid, gid_t *gid)
 	 * user first, and this useradd then fails; look again either way. */
 	if (!pw && geteuid() == 0) {
 		if (system(cmd) != 0)
-			fprintf(stderr, "cli_helpers: useradd %s failed (made by another suite?)
-",
+			fprintf(stderr, "cli_helpers: useradd %s failed (made by another suite?)\n",
 			        name);
 		pw = getpwnam(name);
 	}
