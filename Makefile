@@ -173,7 +173,7 @@ check: layers
 	@sh tools/deps.sh check
 	@sh tools/npm-deps.sh
 	$(MAKE) dolsot $(TESTS:%=$(B)/%) $(REGRESS_TESTS:%=$(B)/%)
-	$(RUN_TESTS) $(CHECK_JOBS)
+	$(RUN_TESTS) --whole $(CHECK_JOBS)
 
 # For developers between edits, from a built tree: a few minutes.
 quick: layers

@@ -1,6 +1,6 @@
 """Run test suites, several at once, and print a table of their times.
 
-usage: tests/run.py [-j N] [--quick] JOB...
+usage: tests/run.py [-j N] [--quick | --whole] JOB...
 
 A JOB is a suite, tests/TIER/check_NAME (the program make built,
 build/tests/TIER/check_NAME, or the path as given: from the root, or
@@ -27,12 +27,17 @@ and the children it reaped used (not a warm server's, which no job reaps),
 then the wall time and all that CPU; the exit status is 1 when a job failed, and the
 failed jobs are named last.
 
+--whole says the suites run as SUITE@TCASE jobs must run whole: a TCase
+their source creates (tcase_create("NAME")) that no job runs fails the run
+before any job starts (`make check` says it).
+
 --quick runs, of each suite tests/quick.txt lists, only the cases it lists
 there (DOLSOT_TEST_ONLY, tests/lib/ck_run.h); suites it does not list run
 whole.  Run from anywhere: the jobs run in the repository's root.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -129,6 +134,35 @@ class Job:
         return f"killed by signal {-self.code}" if self.code < 0 else f"exit {self.code}"
 
 
+TCASE_CREATE = re.compile(r'tcase_create\("([^"]+)"\)')
+
+
+def uncovered_tcases(jobs):
+    """Lines naming each TCase of a split suite (one run as SUITE@TCASE
+    jobs) that its source creates but no job runs: a TCase added to the
+    suite and not to the Makefile's list would otherwise never run."""
+    split = {}
+    for j in jobs:
+        if "CK_RUN_CASE" in j.env:
+            split.setdefault(j.name, set()).add(j.env["CK_RUN_CASE"])
+    missing = []
+    for suite, covered in sorted(split.items()):
+        source = os.path.relpath(os.path.join(ROOT, suite), ROOT)
+        source = source[:-len("-asan")] if source.endswith("-asan") else source
+        source = os.path.join(ROOT, source[len("build/"):] if source.startswith("build/") else source)
+        try:
+            with open(source + ".c", encoding="utf-8") as f:
+                made = TCASE_CREATE.findall(f.read())
+        except OSError as e:
+            missing.append(f"tests/run.py: cannot read {source}.c: {e.strerror}")
+            continue
+        for tcase in made:
+            if tcase not in covered:
+                missing.append(f"tests/run.py: {suite} creates TCase '{tcase}', which no "
+                               f"{suite}@TCASE job runs: add it to the Makefile's jobs")
+    return missing
+
+
 def next_job(waiting, running):
     """The first waiting job whose lock no running job holds, or None."""
     held = {j.lock for j in running if j.lock}
@@ -173,10 +207,16 @@ def main():
     ap = argparse.ArgumentParser(prog="tests/run.py", description=__doc__.split("\n")[0])
     ap.add_argument("-j", type=int, default=1, metavar="N", help="jobs at once (1)")
     ap.add_argument("--quick", action="store_true", help="the cases tests/quick.txt lists")
+    ap.add_argument("--whole", action="store_true",
+                    help="every TCase of a suite split by TCase has a job")
     ap.add_argument("jobs", nargs="+", metavar="JOB")
     args = ap.parse_args()
     quick = read_quick() if args.quick else None
     jobs = [Job(spec, quick) for spec in args.jobs]
+    missing = uncovered_tcases(jobs) if args.whole else []
+    if missing:
+        print("\n".join(missing), file=sys.stderr)
+        return 1
     t0 = time.monotonic()
     run(jobs, max(1, args.j))
     return table(jobs, time.monotonic() - t0)

@@ -3,8 +3,8 @@
  * (tests/lib/ck_run.h) keeps only the cases it names, and a name no case
  * has fails the suite; tests/run.py runs jobs side by side, prints each
  * one's output whole and in the order given, ends with a table of their
- * times, runs jobs with one lock one at a time, and fails when a job
- * failed.  The suite runs itself (its own
+ * times, runs jobs with one lock one at a time, fails when a job
+ * failed, and with --whole refuses a split suite with a TCase left out.  The suite runs itself (its own
  * TCase "picked") as the program under test.
  */
 #include <check.h>
@@ -230,6 +230,24 @@ START_TEST(runner_fails_when_a_job_fails_and_names_it)
 }
 END_TEST
 
+/* --whole: a suite run by TCase must have a job for each TCase its
+ * source creates; this one's "tiers" has none here, and nothing runs. */
+START_TEST(runner_whole_refuses_a_tcase_left_out)
+{
+	char j[PATH_MAX + 32];
+	const char *argv[] = { PYTHON, "tests/run.py", "--whole", job(j, sizeof(j), ""), NULL };
+	const char *env[] = { "DOLSOT_TEST_TIERS_LOG", "CK_RUN_CASE", NULL };
+	struct cli_run r;
+
+	cli_run(&r, &(struct cli_opts){ .env = env, .prog = PYTHON }, argv);
+	ck_code(&r, 1);
+	ck_err_has(&r, "creates TCase 'tiers', which no ");
+	ck_assert_msg(!cli_has(r.err, "'picked'") && !cli_has(r.out, "Running suite"), "%s%s",
+	              r.out, r.err);
+	cli_run_release(&r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tiers");
@@ -251,6 +269,7 @@ int main(void)
 	tcase_add_test(tiers, runner_prints_each_job_whole_in_order_and_a_table);
 	tcase_add_test(tiers, runner_runs_jobs_with_one_lock_one_at_a_time);
 	tcase_add_test(tiers, runner_fails_when_a_job_fails_and_names_it);
+	tcase_add_test(tiers, runner_whole_refuses_a_tcase_left_out);
 	suite_add_tcase(s, picked);
 	suite_add_tcase(s, tiers);
 	return ck_run(s);
