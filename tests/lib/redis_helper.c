@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,6 +61,7 @@ void redis_test_start(struct redis_test *rd, const char *const *extra, const cha
 	const char *argv[40];
 	char port[16];
 	int n = 0;
+	pid_t parent;
 	double t0 = cli_now();
 
 	if (!rd->port)
@@ -89,9 +91,14 @@ void redis_test_start(struct redis_test *rd, const char *const *extra, const cha
 		live_owner = getpid();
 	live = rd;
 	live_owner = getpid();
+	parent = getpid();
 	rd->pid = fork();
 	ck_assert_int_ge(rd->pid, 0);
 	if (rd->pid == 0) {
+		/* Dies with the case that started it, even when Check kills that
+		 * case at its timeout (no atexit runs then). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(127);
 		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
