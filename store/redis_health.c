@@ -56,6 +56,20 @@ static void info_field(const char *text, const char *name, char *out, size_t len
 	}
 }
 
+void redis_health_info(struct redis_health *h, int section, const char *text)
+{
+	char aof[8];
+
+	if (section == 0) {
+		info_field(text, "run_id", h->run_id, sizeof(h->run_id));
+	} else if (section == 1) {
+		info_field(text, "maxmemory_policy", h->policy, sizeof(h->policy));
+	} else if (section == 2) {
+		info_field(text, "aof_enabled", aof, sizeof(aof));
+		h->aof = aof[0] ? aof[0] == '1' : -1;
+	}
+}
+
 int redis_health_read(redisContext *c, struct redis_health *h, char *err, size_t errlen)
 {
 	int ret = 0;
@@ -66,7 +80,6 @@ int redis_health_read(redisContext *c, struct redis_health *h, char *err, size_t
 	for (int i = 0; i < REDIS_HEALTH_CMDS; i++) {
 		void *v = NULL;
 		redisReply *r;
-		char aof[8];
 
 		if (redisGetReply(c, &v) != REDIS_OK || !v) {
 			snprintf(err, errlen, "%s", c->errstr[0] ? c->errstr : "no answer");
@@ -79,13 +92,8 @@ int redis_health_read(redisContext *c, struct redis_health *h, char *err, size_t
 				snprintf(err, errlen, "%s", r->str);
 				ret = -1;
 			}
-		} else if (i == 0 && r->type == REDIS_REPLY_STRING) {
-			info_field(r->str, "run_id", h->run_id, sizeof(h->run_id));
-		} else if (i == 1 && r->type == REDIS_REPLY_STRING) {
-			info_field(r->str, "maxmemory_policy", h->policy, sizeof(h->policy));
-		} else if (i == 2 && r->type == REDIS_REPLY_STRING) {
-			info_field(r->str, "aof_enabled", aof, sizeof(aof));
-			h->aof = aof[0] ? aof[0] == '1' : -1;
+		} else if (i < 3 && r->type == REDIS_REPLY_STRING) {
+			redis_health_info(h, i, r->str);
 		} else if (i == 3 && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 		           r->element[1]->type == REDIS_REPLY_STRING) {
 			h->rdb = r->element[1]->len > 0;

@@ -36,6 +36,14 @@ int redis_health_ask(redisContext *c);
 int redis_health_read(redisContext *c, struct redis_health *h, char *err, size_t errlen);
 
 /*
+ * What INFO's section answered (text, NUL-terminated; the server's bytes,
+ * read as hostile: fuzzed by fuzz/fuzz_redis_health.c) into h: section 0
+ * (server) its run_id, 1 (memory) maxmemory_policy, 2 (persistence)
+ * aof_enabled.  A field the text lacks stays as it was.
+ */
+void redis_health_info(struct redis_health *h, int section, const char *text);
+
+/*
  * 0 when h's eviction policy keeps dolsot's keys (noeviction, or a policy
  * the server did not tell); else -1 with the refusal, naming server (for
  * messages) and the setting, in err.  Every volatile-* policy is refused
