@@ -80,6 +80,10 @@ void redis_test_start(struct redis_test *rd, const char *const *extra, const cha
 	 * extra clears them). */
 	argv[n++] = "--save";
 	argv[n++] = "3600 1";
+	/* Those save points make SIGTERM save first; a save that fails (the
+	 * case's directory already gone) must not keep it running. */
+	argv[n++] = "--shutdown-on-sigterm";
+	argv[n++] = "force";
 	argv[n++] = "--daemonize";
 	argv[n++] = "no";
 	argv[n++] = "--logfile";

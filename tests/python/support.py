@@ -102,6 +102,7 @@ def start_redis(directory):
     port = free_port()
     p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
                           "--dir", directory, "--save", "3600 1", "--appendonly", "no",
+                          "--shutdown-on-sigterm", "force",
                           "--logfile", "redis.log"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(1200):     # up to a minute on a loaded machine
