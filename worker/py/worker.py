@@ -580,7 +580,10 @@ def _warm_gate(modules):
 
 
 def _module_files():
+    import importlib.machinery as machinery
     import os
+    files_loaders = (machinery.SourceFileLoader, machinery.SourcelessFileLoader,
+                     machinery.ExtensionFileLoader)
     system = tuple(p for p in sys.path if p.startswith(sys.base_prefix + "/lib/"))
     system += ("/usr/lib/python3/", "/usr/local/lib/python3.11/dist-packages")
     for module in list(sys.modules.values()):
@@ -590,6 +593,12 @@ def _module_files():
         try:
             st = os.stat(path)
         except OSError:
+            # A module read from a file that is gone since (not one from a
+            # zip or built in): a size no file has marks the zygote stale,
+            # or a call would run on a module the cold path cannot import.
+            if path.startswith("/") and isinstance(getattr(module, "__loader__", None),
+                                                    files_loaders):
+                yield f"{path}\t-1\t-1"
             continue
         yield f"{path}\t{st.st_mtime_ns}\t{st.st_size}"
 
