@@ -350,11 +350,15 @@ static PyObject *describe_list(const struct request *r)
 
 static PyObject *py_run(PyObject *mod, const struct request *r)
 {
-	return PyObject_CallMethod(mod, "run", "(NNNNKKNNN)", span_bytes(r->code),
+	PyObject *units = r->units.len ? PyUnicode_DecodeFSDefaultAndSize(
+	                          (const char *)r->units.p, (Py_ssize_t)r->units.len) :
+	                  Py_NewRef(Py_None);
+
+	return PyObject_CallMethod(mod, "run", "(NNNNKKNNNN)", span_bytes(r->code),
 	                           span_unicode(r->session), blob_view(),
 	                           toolbox_list(r), (unsigned long long)r->max_output,
 	                           (unsigned long long)r->flags, env_dict(r),
-	                           limit_dict(r), describe_list(r));
+	                           limit_dict(r), describe_list(r), units);
 }
 
 /* A str field of the answer as a span; None gives an absent span.  Text

@@ -44,6 +44,7 @@ enum frame_tag {
 	FT_REQ_CWD = 0x0121,
 	FT_REQ_BLOB_LEN = 0x0122,
 	FT_REQ_DESCRIBE = 0x0130,
+	FT_REQ_UNITS = 0x0131,		/* where the session's units are (session.py) */
 
 	FT_RES_EXIT_CODE = 0x0201,	/* u64, two's complement of int64 */
 	FT_RES_FLAGS = 0x0202,
@@ -124,6 +125,8 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, describe), "describe" },
 	{ FT_REQ_CHECKD, FIELD_BYTES, false,
 	  offsetof(struct request, checkd), "checkd" },
+	{ FT_REQ_UNITS, FIELD_BYTES, false,
+	  offsetof(struct request, units), "units" },
 };
 
 static const struct field_desc result_fields[] = {

@@ -92,6 +92,12 @@ struct request {
 	                                  * list, path NUL mode NUL, repeated */
 	struct span checkd;              /* the warm type checker's socket,
 	                                  * DIR/NAME (checkd.h); absent: none */
+	/* Where the session's units are (format v4, session.py): absent or
+	 * empty, the store keeps whole sessions (the worker saves every unit
+	 * with the head); "-", the store keeps units but the worker reads
+	 * them only from the load's pack; else the store's objects
+	 * directory, which the worker reads them from. */
+	struct span units;
 };
 
 #define REQ_TYPECHECK  (1u << 0)

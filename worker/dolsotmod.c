@@ -16,6 +16,7 @@
 #include "deadline.h"
 #include "output.h"
 #include "rlimits.h"
+#include "sha256.h"
 #include "checkd.h"
 #include "typegate.h"
 
@@ -395,6 +396,47 @@ static PyObject *m_embedded(PyObject *self, PyObject *arg)
 	return mod;
 }
 
+/* sha256(part) or sha256([parts]): the SHA-256 of bytes-like parts back
+ * to back, as 32 bytes; the hash that names a session's units.  The GIL
+ * is let go while it hashes. */
+static PyObject *m_sha256(PyObject *self, PyObject *arg)
+{
+	uint8_t out[SHA256_LEN];
+	PyObject *seq = PyList_Check(arg) || PyTuple_Check(arg) ?
+	                PySequence_Fast(arg, "parts") : PyTuple_Pack(1, arg);
+	Py_ssize_t n, got = 0;
+	Py_buffer *b = NULL;
+	struct iovec *v = NULL;
+
+	(void)self;
+	if (!seq)
+		return NULL;
+	n = PySequence_Fast_GET_SIZE(seq);
+	b = PyMem_Calloc((size_t)n + 1, sizeof(*b));
+	v = PyMem_Calloc((size_t)n + 1, sizeof(*v));
+	if (!b || !v) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (; got < n; got++) {
+		if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &b[got],
+		                       PyBUF_SIMPLE) < 0)
+			goto out;
+		v[got] = (struct iovec){ b[got].buf, (size_t)b[got].len };
+	}
+	Py_BEGIN_ALLOW_THREADS
+	sha256_parts(v, (size_t)n, out);
+	Py_END_ALLOW_THREADS
+out:
+	for (Py_ssize_t i = 0; i < got; i++)
+		PyBuffer_Release(&b[i]);
+	PyMem_Free(b);
+	PyMem_Free(v);
+	Py_DECREF(seq);
+	return PyErr_Occurred() ? NULL :
+	       PyBytes_FromStringAndSize((const char *)out, SHA256_LEN);
+}
+
 static PyMethodDef methods[] = {
 	{ "seconds_left", m_seconds_left, METH_NOARGS,
 	  "Seconds left before the call's deadline." },
@@ -410,6 +452,7 @@ static PyMethodDef methods[] = {
 	  "Check a cell with the warm type checker; see dolsotmod.c." },
 	{ "parse", m_parse, METH_VARARGS, "Parse a checker's output." },
 	{ "embedded", m_embedded, METH_O, "Import a Python module compiled in." },
+	{ "sha256", m_sha256, METH_O, "SHA-256 of bytes-like parts back to back." },
 	{ NULL, NULL, 0, NULL },
 };
 

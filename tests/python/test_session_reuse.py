@@ -1,7 +1,9 @@
-"""session.py saves a large str or bytes value it loaded without pickling it
-again while the name still holds that very object: the saved blob is byte
-for byte the one a fresh pickle gives, and a value the cell changed, rebound
-or shares is pickled again."""
+"""session.py saves a value that cannot change unless rebound (str, bytes,
+numbers, small tuples of these) without pickling it again while the name
+still holds the very object it loaded: the saved blob is byte for byte the
+one a fresh pickle gives, and a value the cell changed, rebound or shares
+is pickled again.  A save that knows which units the store has already
+writes only the others."""
 
 import importlib.util
 import os
@@ -39,7 +41,7 @@ class Reuse(unittest.TestCase):
 
     def test_an_untouched_session_saves_byte_identical(self):
         stored, ns = load(self.blob)
-        self.assertEqual(sorted(stored.reuse), ["ascii", "raw", "text"])
+        self.assertEqual(sorted(stored.reuse), ["ascii", "raw", "small", "text"])
         again = blob_of(ns, stored.reuse)
         self.assertEqual(again, self.blob)
         self.assertEqual(again, blob_of(ns))
@@ -63,21 +65,39 @@ class Reuse(unittest.TestCase):
         _, back = load(again)
         self.assertIs(back["alias"], back["raw"])
 
-    def test_only_a_plain_pickle_of_the_value_is_reused(self):
-        for value in (os.urandom(BIG), "q" * BIG):
-            self.assertTrue(session._plain_body(self._body({"v": value}), value))
-        raw = os.urandom(BIG)
-        body = self._body({"v": raw})
-        self.assertFalse(session._plain_body(body, "a str"))          # not its type
-        self.assertFalse(session._plain_body(body[:-2] + b"0.", raw))  # more than the value
-        self.assertFalse(session._plain_body(body + b"\x94.", raw))
-        self.assertFalse(session._plain_body(self._body({"v": (raw,)}), raw))
-        stored, _ = load(blob_of({"v": (raw,), "w": bytearray(raw)}))
-        self.assertEqual(stored.reuse, {})
+    def test_only_values_that_cannot_change_are_reused(self):
+        for value in (os.urandom(BIG), "q" * BIG, 7, 2.5, None, (1, "a", (b"b",)),
+                      frozenset({1, 2})):
+            self.assertTrue(session._frozen(value), value)
+        for value in (bytearray(b"x"), [1], (1, [2]), {"a": 1},
+                      tuple(range(session._FROZEN_MAX + 1))):
+            self.assertFalse(session._frozen(value), value)
+        stored, _ = load(blob_of({"v": ([1],), "w": bytearray(b"x"), "t": (1, 2)}))
+        self.assertEqual(sorted(stored.reuse), ["t"])
 
-    def _body(self, state):
-        stored = session.load("s", blob_of(state))
-        return bytes(stored.units[0][2])
+    def test_a_save_packs_only_what_the_store_lacks(self):
+        stored, ns = load(self.blob)
+        ns["n"].append(10)
+        parts, _, _, _, _ = session.dump(ns, {}, {}, reuse=stored.reuse, units="-",
+                                         have=stored.have)
+        again = b"".join(parts)
+        self.assertLess(len(again), 4096)       # the changed list, and the head
+        head = session.load("s", again, "-")
+        self.assertEqual(len(head.units), 5)
+        packed = [body for _, _, body in head.units if body.hash not in stored.have]
+        self.assertEqual(len(packed), 1)
+        self.assertEqual(session._pickle.loads(packed[0].data()), list(range(11)))
+
+    def test_a_damaged_unit_drops_only_its_names(self):
+        blob = bytearray(self.blob)
+        at = blob.index(self.state["raw"][:64])
+        blob[at] ^= 1
+        stored = session.load("s", bytes(blob), "-")   # checked against its hash
+        ns = {}
+        dropped = stored.load_into(ns)
+        self.assertEqual([n for n, _ in dropped], ["raw"])
+        self.assertIn("do not match their hash", dropped[0][1])
+        self.assertEqual(ns["text"], self.state["text"])
 
 
 class ReuseThroughTheCli(support.StoreCase):

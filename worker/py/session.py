@@ -1,23 +1,41 @@
 """dolsot session blob: the namespace and the carried state, value by value.
 
-A blob (version 3) is
+A session (version 4) is a small head naming units: immutable byte strings
+(one pickle each) named by their SHA-256, which a store that keeps units
+holds once for all its sessions (HACKING.md, "Session format"):
 
-    MAGIC     b"DLSS\\x03"
+    MAGIC     b"DLSS\\x04"
     u64 LE    length of the index
     index     a pickle of plain data only, a dict of sections:
-              {"units": [(names, length), ...],
-               "carry": [(piece, length), ...],
-               "kept":  [(names, length, members), ...]    (when not empty)
-               "memory": {...}}                            (when not empty)
+              {"units": [(names, ref), ...],
+               "carry": [(piece, ref), ...],
+               "kept":  [(names, ref, members), ...]      (when not empty)
+               "memory": {...}}                           (when not empty)
     u32 LE    length of the module record
     record    the modules loading the session imports, each name followed
               by a newline, sorted (see below); plain text, so that the
               client reads it without unpickling (modrec.c)
-    bodies    back to back, in the order of _SECTIONS, each section's
-              bodies in index order
+    u32 LE    the number of refs
+    refs      each 32 bytes of SHA-256 and a u64 LE size, sorted by hash;
+              an index entry's ref is a position in this table
+    pack      what follows the head: entries of 32 bytes of hash, u64 LE
+              size and the unit's bytes, for refs the reader cannot get
+              elsewhere
 
-Version 2 is the same without the module record; it loads, and gets one
-at its next save.
+Where the units are is the call's `units` (the request's field): None, the
+store keeps whole sessions, so the pack holds every ref (the client checked
+the whole blob's signature); "-", the store keeps units and the client
+packed every ref into the blob it handed over; else the store's objects
+directory, PATH/HH/REST by the hash's hex digits.  A unit read from a pack
+the client made, or from the directory, is checked against its hash before
+it is unpickled; one whose bytes are missing or do not match is dropped
+with the reason, and the rest loads.  A save writes every ref into the pack
+in whole mode, and only the refs the loaded head did not name otherwise
+(the store has those).
+
+Version 3 is the same but with every body inline, in index order, and
+sizes instead of refs in the index; version 2 has no module record either.
+Both load, and are saved as version 4.
 
 The module record names what loading imports: the modules whose classes
 and functions the units' pickles name and the modules held by name, as
@@ -35,19 +53,24 @@ two names still load as one object.  Each unit and each carried piece is
 unpickled on its own: one that fails is dropped with its reason and the rest
 loads.  Only damage to the frame itself (magic, index, lengths) makes the
 whole session unloadable.  A reader ignores index keys it does not know;
-a new section goes at the end of _SECTIONS.
+a new section goes at the end of the index.
+
+A value that cannot change without being rebound (_frozen: str, bytes,
+numbers, None, and small tuples and frozensets of these) and that a name
+still holds as it was loaded is not pickled again: its unit is named by
+the same ref (Stored.reuse).  Any other value is pickled, and a pickle that
+hashes as a ref the loaded head named is not written again.
 
 A unit that fails to load in one call for a reason of that call (_THIS_CALL:
 its module is not importable there, a toolbox's object in a call without
 that --toolbox or in a sandbox that hides the toolbox's directory) is not
-dropped but kept unloaded: its bytes
-are saved again unchanged in "kept", with members, the names its pickle
-holds, and names, those of them the session still holds.  A later call
-that can load it gets its values back.  A cell that assigns or deletes one
-of its names ends that name (a group's other names stay); --reset ends all.
-At most KEPT_MAX bytes are kept so: past that, the largest such units are
-dropped with their reason.  Held files that cannot come back are dropped,
-never kept (files.py).
+dropped but kept unloaded: its ref is saved again unchanged in "kept", with
+members, the names its pickle holds, and names, those of them the session
+still holds.  A later call that can load it gets its values back.  A cell
+that assigns or deletes one of its names ends that name (a group's other
+names stay); --reset ends all.  At most KEPT_MAX bytes are kept so: past
+that, the largest such units are dropped with their reason.  Held files
+that cannot come back are dropped, never kept (files.py).
 
 The index's "memory" is what the hints need to know about earlier calls;
 it is left out while it is empty (so are older blobs); see remember():
@@ -85,7 +108,8 @@ import io
 import sys
 import types
 
-MAGIC = b"DLSS\x03"
+MAGIC = b"DLSS\x04"
+MAGIC_V3 = b"DLSS\x03"
 MAGIC_V2 = b"DLSS\x02"
 MAGIC_V1 = b"DLSS\x01"
 _HEAD = 8   # bytes of the index length, little-endian
@@ -99,16 +123,13 @@ RECORD_MAX_MODULES = 256
 # so that a large string or bytes value is not stored twice.
 _BIG = 256
 
-# A unit of one name whose value is an exact str or bytes, at least this
-# many bytes of pickle, is not pickled again while the name is still bound
-# to the very object its body loaded (Stored.reuse, dump(reuse=)): the value
-# cannot have changed, and a body of the one shape _plain_body accepts is
-# byte for byte what pickling it again gives.  Stored.reuse holds the object,
-# so that no other object can take its id; the cost: a cell that drops such
-# a value frees its memory only at the end of the call.
-_REUSE_MIN = 1 << 16
-# Protocol 5's opcodes of a pickle of one str or bytes: (opcode, length bytes).
-_PLAIN_OPS = {bytes: {0x42: 4, 0x8E: 8}, str: {0x58: 4, 0x8D: 8}}
+_HASH = 32   # bytes of a unit's SHA-256
+_REF = _HASH + 8   # a ref: the hash and a u64 LE size
+_REF_COUNT = 4   # bytes of the number of refs, little-endian
+_REFS_MAX = 1 << 20
+# The longest tuple or frozenset _frozen looks through: past it, checking
+# costs more than pickling it again would.
+_FROZEN_MAX = 4096
 
 # The most bytes of units kept unloaded (see above) one session carries.
 KEPT_MAX = 64 << 20
@@ -454,7 +475,7 @@ def _type_name(value):
 
 def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
          memory=None, failed=(), statements=None, count=0, reuse=None, live=None,
-         pieces_modules=None):
+         pieces_modules=None, units=None, have=()):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
@@ -465,12 +486,14 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     [(name, statement, error)] the names a failed cell did not bind, and
     statements a function from names to {name: statement} (called only
     when a name is dropped), for remember(); count is the session's cell
-    counter; reuse is Stored.reuse (bodies to save again for the names
-    still bound to the value they loaded); live, a dict, asks for the
+    counter; reuse is Stored.reuse (the units of values still bound as
+    they were loaded, saved by their ref); live, a dict, asks for the
     index's "live" entry (a live process's save) and gets the new memory
-    under "memory"; pieces_modules, a function from the carried pieces'
-    names to the modules restoring them imports, or to None when the
-    module record must stay empty (see the top).  Returns (parts, held names,
+    under "memory" and the new reuse under "reuse"; pieces_modules, a
+    function from the carried pieces' names to the modules restoring them
+    imports, or to None when the module record must stay empty (see the
+    top); units the call's units (see the top), have the hashes the store
+    holds already (the loaded head's refs).  Returns (parts, held names,
     [(name, reason)] dropped, [(piece, reason)] pieces that could not be
     pickled, [(name, reason)] names kept unloaded).
     """
@@ -486,15 +509,15 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
         except BaseException as e:
             lost.append((piece, str(e) if isinstance(e, _Refused) else reason(e)))
             if previous and piece in previous:
-                carry.append((piece, [previous[piece]]))
-    carry.extend((p, [b]) for p, b in sorted(raw_pieces.items()) if p not in pieces)
+                carry.append((piece, previous[piece]))
+    carry.extend((p, b) for p, b in sorted(raw_pieces.items()) if p not in pieces)
     kept, dropped = {}, []
     reuse = reuse or {}
     for name in sorted(state):
         hit = reuse.get(name)
         if hit is not None and hit[0] is state[name]:
             # The memo a pickle of it has, for the grouping of shared values.
-            kept[name] = ([hit[1]], {id(hit[0]): (0, hit[0])})
+            kept[name] = (hit[1], {id(hit[0]): (0, hit[0])})
             continue
         try:
             kept[name] = _dump_one(d, state[name])
@@ -504,7 +527,7 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
             dropped.append((name, str(e)))
         except BaseException as e:
             dropped.append((name, reason(e)))
-    units = _units(d, state, kept)
+    groups = _units(d, state, kept)
     keep, still = _keep(unloaded, set(state) | set(ended))
     where = statements(n for n, _ in dropped) if dropped and statements else {}
     memory = remember(memory or {}, kept,
@@ -516,8 +539,76 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
                          "only": [(n, _type_name(state[n])) for n, _ in dropped]}
     modules = pieces_modules([p for p, _ in carry]) if pieces_modules else set()
     record = _record(d.modules | modules) if modules is not None else b""
-    return (_assemble(units, carry, keep, memory, count, live and live["index"], record),
+    table = _Refs()
+    index = {"live": live["index"]} if live is not None else {}
+    index.update({"units": [(n, table.add(b)) for n, b in groups],
+                  "carry": [(p, table.add(b)) for p, b in carry],
+                  "count": count})
+    if keep:
+        index["kept"] = [(n, table.add(b), m) for n, b, m in keep]
+    if memory:
+        index["memory"] = memory
+    if live is not None:
+        live["reuse"] = {n[0]: (state[n[0]], table.body(h)) for n, h in index["units"]
+                         if len(n) == 1 and _frozen(state[n[0]])}
+        live["have"] = table.hashes()
+    return (table.assemble(index, record, have if units is not None else None),
             sorted(kept), dropped, lost, still)
+
+
+class _Refs:
+    """The ref table of a blob being saved: each body once, by its hash."""
+
+    def __init__(self):
+        self._bodies = {}   # hash -> Body
+
+    def add(self, body):
+        """The ref of body (chunks, bytes or a Body): its hash, for now;
+        assemble() turns it into a position in the sorted table."""
+        if not isinstance(body, Body):
+            chunks = body if isinstance(body, list) else [body]
+            body = Body(_sha256(chunks), _size(chunks), chunks)
+        self._bodies.setdefault(body.hash, body)
+        return body.hash
+
+    def body(self, ref):
+        return self._bodies[ref]
+
+    def hashes(self):
+        return frozenset(self._bodies)
+
+    def assemble(self, index, record, have):
+        """The blob as a list of bytes-like parts, to be written back to back
+        (the worker writes them straight into the session file: no join).
+        have None: every body goes into the pack; else those not in it."""
+        order = sorted(self._bodies)
+        at = {h: i for i, h in enumerate(order)}
+        for key, pos in (("units", 1), ("carry", 1), ("kept", 1)):
+            if key in index:
+                index[key] = [e[:pos] + (at[e[pos]],) + e[pos + 1:] for e in index[key]]
+        index = _pickle.dumps(index, protocol=5)
+        refs = b"".join(h + self._bodies[h].size.to_bytes(8, "little") for h in order)
+        parts = [MAGIC, len(index).to_bytes(_HEAD, "little"), index,
+                 len(record).to_bytes(_RECORD_HEAD, "little"), record,
+                 len(order).to_bytes(_REF_COUNT, "little"), refs]
+        for h in order:
+            if have is None or h not in have:
+                body = self._bodies[h]
+                parts.append(h + body.size.to_bytes(8, "little"))
+                parts.extend(body.chunks())
+        return _coalesce(parts)
+
+
+def _sha256(chunks):
+    try:
+        import _dolsot
+    except ImportError:   # session.py imported by a test, outside the worker
+        import hashlib
+        h = hashlib.sha256()
+        for chunk in chunks:
+            h.update(chunk)
+        return h.digest()
+    return _dolsot.sha256(chunks)
 
 
 _UNRECORDED = ("__main__", "__mp_main__", "builtins")
@@ -547,33 +638,15 @@ def _posix():
 
 
 def _keep(unloaded, ended):
-    """The unloaded units to save again, as (names, [body], members), less
+    """The unloaded units to save again, as (names, body, members), less
     the names ended, and [(name, reason)] for the names kept."""
     keep, still = [], []
     for names, members, body, why in unloaded:
         names = tuple(n for n in names if n not in ended)
         if names:
-            keep.append((names, [body], members))
+            keep.append((names, body, members))
             still.extend((n, why) for n in names)
     return keep, sorted(still)
-
-
-def _assemble(units, carry, kept=(), memory=None, count=0, live=None, record=b""):
-    """The blob as a list of bytes-like parts, to be written back to back
-    (the worker writes them straight into the session file: no join)."""
-    index = {"live": live} if live else {}
-    index.update({"units": [(n, _size(b)) for n, b in units],
-                  "carry": [(p, _size(b)) for p, b in carry],
-                  "count": count})
-    if kept:
-        index["kept"] = [(n, _size(b), m) for n, b, m in kept]
-    if memory:
-        index["memory"] = memory
-    index = _pickle.dumps(index, protocol=5)
-    return _coalesce([MAGIC, len(index).to_bytes(_HEAD, "little"), index,
-                      len(record).to_bytes(_RECORD_HEAD, "little"), record]
-                     + [c for _, b in units for c in b] + [c for _, b in carry for c in b]
-                     + [c for _, b, _ in kept for c in b])
 
 
 _SMALL = 1 << 16
@@ -604,22 +677,89 @@ class _PlainUnpickler(_pickle.Unpickler):
         raise _pickle.UnpicklingError(f"unexpected global {module}.{name}")
 
 
-def _plain_body(body, value):
-    """Is body a pickle of value and nothing else, as dump() writes one:
-    PROTO 5, the one opcode (behind a FRAME of it, if any) and its payload,
-    MEMOIZE, STOP?"""
-    ops = _PLAIN_OPS.get(type(value))
-    n = len(body)
-    if ops is None or n < _REUSE_MIN or body[:2] != b"\x80\x05" or body[n - 2:] != b"\x94.":
-        return False
-    at = 2
-    if body[at] == 0x95:    # FRAME: 8 bytes of length, the opcode's header
-        at = 11
-    width = ops.get(body[at])
-    if width is None or (at == 11 and int.from_bytes(body[3:11], "little") != 1 + width):
-        return False
-    size = int.from_bytes(body[at + 1:at + 1 + width], "little")
-    return at + 1 + width + size + 2 == n
+_ATOMS = frozenset((bytes, str, int, float, complex, bool, type(None)))
+
+
+def _frozen(value, depth=0):
+    """Whether value cannot change without its name being rebound: then a
+    name still bound to the very object it loaded holds what its unit
+    says, and the unit is saved again by its ref, unpickled."""
+    t = type(value)
+    if t in _ATOMS:
+        return True
+    if (t is tuple or t is frozenset) and depth < 4 and len(value) <= _FROZEN_MAX:
+        return all(_frozen(x, depth + 1) for x in value)
+    return False
+
+
+class Missing(Exception):
+    """A unit's bytes cannot be had, or are not what its hash says: its
+    names are dropped with the message."""
+
+
+class Body:
+    """A unit's bytes, named by their hash: in hand (chunks), or read from
+    where the call's units are when first asked for (see _Source)."""
+
+    __slots__ = ("hash", "size", "_chunks", "_source")
+
+    def __init__(self, hash, size, chunks=None, source=None):
+        self.hash, self.size = hash, size
+        self._chunks, self._source = chunks, source
+
+    def chunks(self):
+        if self._chunks is None:
+            self._chunks = [self._source.read(self)]
+        return self._chunks
+
+    def data(self):
+        chunks = self.chunks()
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def __len__(self):
+        return self.size
+
+    def __bytes__(self):
+        return bytes(self.data())
+
+
+def _data(body):
+    """The bytes of a unit: a Body's, or a version 3 body as it is."""
+    return body.data() if isinstance(body, Body) else body
+
+
+class _Source:
+    """Where a call reads units: the blob's pack, else the store's objects
+    directory.  A unit the client packed from the store, or read from the
+    directory, is checked against its hash; a whole blob's pack is not (the
+    client checked the whole blob's signature)."""
+
+    def __init__(self, pack, checked, directory):
+        self.pack, self.checked, self.directory = pack, checked, directory
+
+    def read(self, body):
+        data = self.pack.get(body.hash)
+        if data is None:
+            data = self._read_file(body)
+        elif self.checked:
+            return data
+        if len(data) != body.size or _sha256([data]) != body.hash:
+            raise Missing("its stored bytes do not match their hash "
+                          f"(damaged or replaced: unit {body.hash.hex()[:12]})")
+        return data
+
+    def _read_file(self, body):
+        if self.directory is None:
+            raise Missing(f"its stored bytes are missing (unit {body.hash.hex()[:12]})")
+        name = body.hash.hex()
+        try:
+            with io.FileIO(f"{self.directory}/{name[:2]}/{name[2:]}", "r") as f:
+                return f.readall()
+        except FileNotFoundError:
+            raise Missing(f"its stored bytes are missing (unit {name[:12]})") from None
+        except OSError as e:
+            raise Missing(f"its stored bytes cannot be read (unit {name[:12]}: "
+                          f"{e.strerror or reason(e)})") from None
 
 
 def load_error(session, why):
@@ -632,15 +772,17 @@ class Stored:
 
     def __init__(self, units, carry, whole=None, count=0):
         self.count = count      # cells the session has run (execution_count)
-        self.units = units      # [(names, members, memoryview)]
-        self.carry = carry      # {piece: memoryview}
+        self.units = units      # [(names, members, body)]: a Body, or a
+                                # version 3 blob's memoryview
+        self.carry = carry      # {piece: body}
         self._whole = whole     # a version 1 session, already unpickled
-        self.unloaded = []      # [(names, members, memoryview, reason)]
+        self.unloaded = []      # [(names, members, body, reason)]
         self.closed = []        # [(name, reason)]: loaded holding a file,
                                 # closed as it could not be reopened
         self.memory = {}        # the index's memory, see remember()
         self.live_only = []     # [(name, type)] a live process held unsaved
-        self.reuse = {}         # {name: (value, body)}, see _REUSE_MIN
+        self.reuse = {}         # {name: (value, body)}: _frozen values as loaded
+        self.have = frozenset()  # the hashes of the head's refs (version 4)
 
     def load_into(self, ns):
         """Load every unit into ns; returns [(name, reason)] for those
@@ -651,15 +793,17 @@ class Stored:
         dropped = []
         for names, members, body in self.units:
             try:
-                value = _pickle.loads(body)
+                value = _pickle.loads(_data(body))
                 if len(members) == 1:
                     ns[names[0]] = value
-                    if _plain_body(body, value):
+                    if _frozen(value):
                         self.reuse[names[0]] = (value, body)
                 else:
                     ns.update((n, value[n]) for n in names)
             except Fatal:
                 raise
+            except Missing as e:
+                dropped.extend((n, str(e)) for n in names)
             except BaseException as e:  # one value never sinks the session
                 if _is_dropped_file(e):
                     self._load_closing_gone(ns, names, members, body, dropped)
@@ -676,7 +820,7 @@ class Stored:
         (in a list, an attribute) loads with it closed, and says so."""
         try:
             with _files().closing_gone() as gone:
-                value = _pickle.loads(body)
+                value = _pickle.loads(_data(body))
             values = {names[0]: value} if len(members) == 1 else {n: value[n] for n in names}
         except Fatal:
             raise
@@ -723,13 +867,18 @@ def _is_dropped_file(exc):
 
 def loads_piece(body):
     """Unpickle one carried piece (raises what the unpickler raises)."""
-    return _pickle.loads(body)
+    return _pickle.loads(_data(body))
+
+
+def _u(view, at, width):
+    return int.from_bytes(view[at:at + width], "little")
 
 
 def _index(session, blob, has_record):
+    """(end of the record, the index) of a version 2 to 4 blob."""
     if len(blob) < len(MAGIC) + _HEAD:
         raise load_error(session, "truncated")
-    n = int.from_bytes(blob[len(MAGIC):len(MAGIC) + _HEAD], "little")
+    n = _u(blob, len(MAGIC), _HEAD)
     start = len(MAGIC) + _HEAD
     if n > len(blob) - start:
         raise load_error(session, "truncated")
@@ -737,26 +886,38 @@ def _index(session, blob, has_record):
     if has_record:   # the worker has no use for the record: skip it
         if len(blob) - end < _RECORD_HEAD:
             raise load_error(session, "truncated")
-        m = int.from_bytes(blob[end:end + _RECORD_HEAD], "little")
+        m = _u(blob, end, _RECORD_HEAD)
         if m > len(blob) - end - _RECORD_HEAD:
             raise load_error(session, "truncated")
         end += _RECORD_HEAD + m
     try:
         index = _PlainUnpickler(io.BytesIO(blob[start:start + n])).load()
-        units = [(_names(names), int(size), _names(names))
-                 for names, size in index["units"]]
-        carry = [(str(p), int(size)) for p, size in index["carry"]]
-        kept = [(_names(names), int(size), _names(members))
-                for names, size, members in index.get("kept", ())]
+        if not isinstance(index, dict):
+            raise ValueError("not a dict")
+    except BaseException as e:
+        raise load_error(session, f"bad index ({reason(e)})") from None
+    return end, index
+
+
+def _sections(session, index, ref):
+    """The index's sections, each entry's body made by ref from what the
+    index holds in its place (a size in version 3, a ref in version 4)."""
+    try:
+        units = [(_names(names), ref(at), _names(names)) for names, at in index["units"]]
+        carry = [(str(p), ref(at)) for p, at in index["carry"]]
+        kept = [(_names(names), ref(at), _names(members))
+                for names, at, members in index.get("kept", ())]
         if any(not set(names) <= set(members) for names, _, members in kept):
             raise ValueError("a kept unit names what it does not hold")
         memory = _plain_memory(index.get("memory"))
         count = int(index.get("count", 0))
         live = index.get("live") or {}
         live_only = [(str(name), str(kind)) for name, kind in live.get("only", ())]
+    except Fatal:
+        raise
     except BaseException as e:
         raise load_error(session, f"bad index ({reason(e)})") from None
-    return end, units, carry, kept, memory, count, live_only
+    return units, carry, kept, memory, count, live_only
 
 
 def _names(names):
@@ -766,33 +927,86 @@ def _names(names):
     return names
 
 
-def load(session, blob):
-    """Parse a blob (bytes or memoryview).  Raises Fatal when it is damaged
-    as a whole; single values are only unpickled by Stored.load_into."""
+def load(session, blob, units=None):
+    """Parse a blob (bytes or memoryview); units is the call's (see the
+    top).  Raises Fatal when it is damaged as a whole; single values are
+    only read and unpickled by Stored.load_into."""
     view = memoryview(blob)
     magic = bytes(view[:len(MAGIC)])
     if magic == MAGIC_V1:
         return _load_v1(session, view)
-    if magic not in (MAGIC, MAGIC_V2):
+    if magic == MAGIC:
+        return _load_v4(session, view, units)
+    if magic not in (MAGIC_V3, MAGIC_V2):
         raise load_error(session, "not a dolsot session (bad magic)")
-    pos, units, carry, kept, memory, count, live_only = _index(session, view, magic == MAGIC)
-    sizes = [u[1] for u in units] + [c[1] for c in carry] + [k[1] for k in kept]
-    if any(size < 0 for size in sizes) or pos + sum(sizes) != len(view):
+    pos, index = _index(session, view, magic == MAGIC_V3)
+    bodies = []
+
+    def inline(size):
+        size = int(size)
+        bodies.append(size)
+        return size
+
+    units, carry, kept, memory, count, live_only = _sections(session, index, inline)
+    if any(size < 0 for size in bodies) or pos + sum(bodies) != len(view):
         raise load_error(session, "truncated or has trailing bytes")
-    out_units, out_carry = [], {}
+    out, pieces = [], {}
     for names, size, members in units:
-        out_units.append((names, members, view[pos:pos + size]))
+        out.append((names, members, view[pos:pos + size]))
         pos += size
     for piece, size in carry:
-        out_carry[piece] = view[pos:pos + size]
+        pieces[piece] = view[pos:pos + size]
         pos += size
     for names, size, members in kept:   # tried again, as any unit
-        out_units.append((names, members, view[pos:pos + size]))
+        out.append((names, members, view[pos:pos + size]))
         pos += size
-    stored = Stored(out_units, out_carry, count=count)
-    stored.memory = memory
-    stored.live_only = live_only
+    return _stored(out, pieces, count, memory, live_only)
+
+
+def _stored(units, carry, count, memory, live_only, have=frozenset()):
+    stored = Stored(units, carry, count=count)
+    stored.memory, stored.live_only, stored.have = memory, live_only, have
     return stored
+
+
+def _load_v4(session, view, where):
+    pos, index = _index(session, view, True)
+    if len(view) - pos < _REF_COUNT:
+        raise load_error(session, "truncated")
+    n = _u(view, pos, _REF_COUNT)
+    pos += _REF_COUNT
+    if n > _REFS_MAX or n * _REF > len(view) - pos:
+        raise load_error(session, "truncated")
+    refs = [(bytes(view[at:at + _HASH]), _u(view, at + _HASH, 8))
+            for at in range(pos, pos + n * _REF, _REF)]
+    pack = _pack(session, view, pos + n * _REF, {h for h, _ in refs})
+    source = _Source(pack, where is None, None if where in (None, "-") else where)
+    bodies = [Body(h, size, source=source) for h, size in refs]
+
+    def ref(at):
+        if type(at) is not int or not 0 <= at < len(bodies):
+            raise ValueError(f"ref {at!r} out of range")
+        return bodies[at]
+
+    units, carry, kept, memory, count, live_only = _sections(session, index, ref)
+    out = [(names, members, body) for names, body, members in units + kept]
+    return _stored(out, dict(carry), count, memory, live_only,
+                   frozenset(h for h, _ in refs))
+
+
+def _pack(session, view, pos, refs):
+    """{hash: memoryview} of the pack from pos to the end of view."""
+    pack = {}
+    while pos < len(view):
+        if len(view) - pos < _REF:
+            raise load_error(session, "truncated pack")
+        h, size = bytes(view[pos:pos + _HASH]), _u(view, pos + _HASH, 8)
+        pos += _REF
+        if size > len(view) - pos or h not in refs or h in pack:
+            raise load_error(session, "bad pack")
+        pack[h] = view[pos:pos + size]
+        pos += size
+    return pack
 
 
 def _load_v1(session, view):

@@ -743,20 +743,21 @@ def _lost_note(stored):
             + ", ".join(f"{n} ({t})" for n, t in stored.live_only))
 
 
-def _live_state(carry, count, memory, unloaded, state, ended, reuse):
+def _live_state(carry, count, unloaded, state, ended, saved):
     """What a live process goes on from after a completed cell: the Carry
     (its baselines are those of the process's first call, so the store
-    gets the state carried since then), the counter, the hints' memory and
-    the units kept unloaded, copied out of the session file's mapping, and
-    the stored bodies of the values still bound as the first call loaded
-    them (saved again as they are: the mapping stays for the process's
-    life)."""
+    gets the state carried since then), the counter, the units kept
+    unloaded (a version 3 one copied out of the session file's mapping),
+    and from saved, what dump() said of its save: the hints' memory, the
+    units of the values saved by ref next time (session.py's reuse), the
+    hashes the store has once the save is committed."""
     gone = set(state) | set(ended)
-    kept = [(tuple(n for n in names if n not in gone), members, bytes(body), why)
+    kept = [(tuple(n for n in names if n not in gone), members,
+             body if isinstance(body, _session.Body) else bytes(body), why)
             for names, members, body, why in unloaded]
-    return {"carry": carry, "count": count, "memory": memory,
+    return {"carry": carry, "count": count, "memory": saved["memory"],
             "unloaded": [u for u in kept if u[0]],
-            "reuse": {n: (v, b) for n, (v, b) in (reuse or {}).items() if state.get(n) is v}}
+            "reuse": saved["reuse"], "have": saved["have"]}
 
 
 def _tab_lines(pairs):
@@ -783,7 +784,8 @@ def _load_step(c, blob, toolboxes):
     None, or the answer when the call ends here."""
     live, ns = c.live, c.ns
     try:
-        stored = _session.load(c.session, blob) if blob is not None and live is None else None
+        stored = (_session.load(c.session, blob, c.units)
+                  if blob is not None and live is None else None)
         # Toolboxes first, as a live interpreter and a warm zygote imported
         # them: before any cell's state is back.
         loaded = import_toolboxes(toolboxes)
@@ -907,8 +909,8 @@ def _save_step(c):
         pieces, keep = carry.save()
         limit = min(sys.getrecursionlimit(), max(c.default_recursion, DUMP_RECURSION_MAX))
         live_index = {} if c.flags & REQ_LIVE else None
-        reuse = (live["reuse"] if live is not None else
-                 stored.reuse if stored is not None else None)
+        reuse, have = ((live["reuse"], live["have"]) if live is not None else
+                       (stored.reuse, stored.have) if stored is not None else (None, ()))
         # One more for this step's own frame, so that a value meets the
         # limit as deep as when run() called the dump itself; the call
         # leaves the limit itself behind (a live process's next call
@@ -918,7 +920,7 @@ def _save_step(c):
             new_blob, held, dropped, lost, still = _session.dump(
                 state, pieces, keep, carry.stored(), c.unloaded, c.ended, c.memory,
                 c.failed, _statements(c.code), c.count, reuse, live=live_index,
-                pieces_modules=_state.pieces_modules)
+                pieces_modules=_state.pieces_modules, units=c.units, have=have)
         finally:
             sys.setrecursionlimit(limit)
         carry.lost(lost)
@@ -935,8 +937,7 @@ def _save_step(c):
     _tick("dump")
     if live_index is not None:
         # What cannot be saved lives on in this process: held, marked.
-        _live = _live_state(carry, c.count, live_index["memory"], c.unloaded, state, c.ended,
-                            reuse)
+        _live = _live_state(carry, c.count, c.unloaded, state, c.ended, live_index)
         held = sorted(held + [f"{name} (live only)" for name, _ in dropped])
         dropped = []
     return answer(c.exit_code, c.res_flags | RES_SAVE, value=c.value, error=c.error,
@@ -946,7 +947,7 @@ def _save_step(c):
 
 
 def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None,
-        describe_mounts=None):
+        describe_mounts=None, units=None):
     """Run one cell: load, gate, execute and save, each step able to end
     the call with its answer.  Returns its answer(): held is names one per
     line, dropped and kept "name<TAB>reason" lines, limit the name of the
@@ -970,6 +971,7 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     if env is not None and live is None:
         _apply_env(env)
     c = _Call(code, session, max_output, flags, live, default_recursion)
+    c.units = units
     ended = _load_step(c, blob, toolboxes)
     if ended is None and flags & REQ_DESCRIBE:
         return _describe(session or None, c.ns, c.loaded,
