@@ -161,6 +161,8 @@ static int request_build(const struct call_args *c, struct request *r)
 		                             a->describe_mounts_len, true };
 	}
 	r->ty_bin = span_str(a->settings->ty_bin);
+	if (c->units && *c->units)
+		r->units = span_str(c->units);
 	sandbox_plan_fill(a->plan, a->settings, c->cgroup, r);
 	return 0;
 }

@@ -54,6 +54,11 @@ struct call_args {
 	double t0;                         /* deadline_now() when the call began,
 	                                    * for the start-up timing */
 	const struct cell_watch *watch;    /* told where the cell runs; may be NULL */
+	/* Where the session's units are, for the worker (frame.h's
+	 * request.units): NULL or "", in the blob (a store of whole
+	 * sessions); "-", packed into the blob by the store; else the
+	 * store's objects directory. */
+	const char *units;
 };
 
 /* What the worker asks of the store once it finished. */
