@@ -281,18 +281,24 @@ class _Dumper:
         self.force = set()      # ids of values the C pickler must hand to dill
         self.dilled = {}        # id -> (obj, bytes): dill's pickle, checked
         self.modules = set()    # what the pickles name, for the module record
+        self.unit = _Notes()    # what the unit being pickled names
         self._dill_pickler = None
 
     def note(self, obj):
         """Remember the module a pickle of obj names: a module held by
         name, a class's or a function's own module (picklers meet every
-        class and function a pickle names, a reduce's callable included)."""
+        class and function a pickle names, a reduce's callable included);
+        and a function or class of the cells, whose code the unit holds."""
         if isinstance(obj, types.ModuleType):
             self.modules.add(obj.__name__)
+            self.unit.modules.add(obj.__name__)
         elif isinstance(obj, _NAMED_TYPES):
             module = getattr(obj, "__module__", None)
             if type(module) is str:
                 self.modules.add(module)
+                self.unit.modules.add(module)
+                if module == "__main__":
+                    self.unit.code.append(obj)
 
     def refuse(self, obj):
         check = self.deny.get(type(obj))
@@ -312,11 +318,17 @@ class _Dumper:
         """dill's pickle of obj, loaded back once unless that has side effects."""
         hit = self.dilled.get(id(obj))
         if hit is not None:
+            self.unit.add(hit[2])
             return hit[1]
         dill = _import_dill()
         buf = io.BytesIO()
-        p = self._dill_class()(buf, self)
-        p.dump(obj)
+        outer, self.unit = self.unit, _Notes()
+        try:
+            p = self._dill_class()(buf, self)
+            p.dump(obj)
+        finally:
+            notes, self.unit = self.unit, outer
+            outer.add(notes)
         data = buf.getvalue()
         # Held files reopen without changing anything on disk (files.py).
         try:
@@ -325,13 +337,28 @@ class _Dumper:
             raise
         except BaseException as e:
             raise _Refused(f"would not load again: {reason(e)}") from None
-        self.dilled[id(obj)] = (obj, data)
+        self.dilled[id(obj)] = (obj, data, notes)
         return data
 
     def _dill_class(self):
         if self._dill_pickler is None:
             self._dill_pickler = _make_dill_pickler(_import_dill())
         return self._dill_pickler
+
+
+class _Notes:
+    """What one unit's pickle names: modules, the cells' functions and
+    classes (whose code says which names they read), held files."""
+
+    __slots__ = ("modules", "code", "files")
+
+    def __init__(self):
+        self.modules, self.code, self.files = set(), [], False
+
+    def add(self, other):
+        self.modules |= other.modules
+        self.code.extend(other.code)
+        self.files = self.files or other.files
 
 
 class _Chunks(list):
@@ -359,6 +386,7 @@ class _Pickler(_pickle.Pickler):
         if isinstance(obj, _NOTED):
             self._d.note(obj)
         if type(obj) in _FILE_TYPES:
+            self._d.unit.files = True
             return _file_reduce(obj)
         if isinstance(obj, types.ModuleType):
             return importlib.import_module, (obj.__name__,)
@@ -379,6 +407,7 @@ def _make_dill_pickler(dill):
             if isinstance(obj, _NOTED):
                 self._d.note(obj)
             if type(obj) in _FILE_TYPES:
+                self._d.unit.files = True
                 return _file_reduce(obj)
             if type(obj) in self._d.deny:
                 self._d.refuse(obj)
@@ -475,7 +504,7 @@ def _type_name(value):
 
 def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
          memory=None, failed=(), statements=None, count=0, reuse=None, live=None,
-         pieces_modules=None, units=None, have=()):
+         pieces_modules=None, units=None, have=(), skipped=()):
     """Pickle the namespace and the carried state into one blob, as parts.
 
     state is {name: value}; pieces is {piece: value} to pickle, raw_pieces
@@ -493,7 +522,8 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     function from the carried pieces' names to the modules restoring them
     imports, or to None when the module record must stay empty (see the
     top); units the call's units (see the top), have the hashes the store
-    holds already (the loaded head's refs).  Returns (parts, held names,
+    holds already (the loaded head's refs); skipped is Stored.skipped, the
+    units this call did not load, saved again by their refs.  Returns (parts, held names,
     [(name, reason)] dropped, [(piece, reason)] pieces that could not be
     pickled, [(name, reason)] names kept unloaded).
     """
@@ -511,10 +541,11 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
             if previous and piece in previous:
                 carry.append((piece, previous[piece]))
     carry.extend((p, b) for p, b in sorted(raw_pieces.items()) if p not in pieces)
-    kept, dropped = {}, []
+    kept, dropped, notes = {}, [], {}
     reuse = reuse or {}
     for name in sorted(state):
         hit = reuse.get(name)
+        d.unit = notes[name] = _Notes()
         if hit is not None and hit[0] is state[name]:
             # The memo a pickle of it has, for the grouping of shared values.
             kept[name] = (hit[1], {id(hit[0]): (0, hit[0])})
@@ -529,8 +560,9 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
             dropped.append((name, reason(e)))
     groups = _units(d, state, kept)
     keep, still = _keep(unloaded, set(state) | set(ended))
+    passed = [(n, b, a) for n, m, b, a in skipped if n == m and not set(n) & set(state)]
     where = statements(n for n, _ in dropped) if dropped and statements else {}
-    memory = remember(memory or {}, kept,
+    memory = remember(memory or {}, set(kept).union(*(n for n, _, _ in passed)),
                       [(n, _type_name(state[n]), why, where.get(n, "")) for n, why in dropped],
                       failed)
     if live is not None:
@@ -541,7 +573,9 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     record = _record(d.modules | modules) if modules is not None else b""
     table = _Refs()
     index = {"live": live["index"]} if live is not None else {}
-    index.update({"units": [(n, table.add(b)) for n, b in groups],
+    index.update({"units": [(n, table.add(b)) for n, b in groups]
+                  + [(n, table.add(b)) for n, b, _ in passed],
+                  "about": [_about(notes, n) for n, _ in groups] + [a for _, _, a in passed],
                   "carry": [(p, table.add(b)) for p, b in carry],
                   "count": count})
     if keep:
@@ -552,8 +586,37 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
         live["reuse"] = {n[0]: (state[n[0]], table.body(h)) for n, h in index["units"]
                          if len(n) == 1 and _frozen(state[n[0]])}
         live["have"] = table.hashes()
+    held = sorted(list(kept) + [name for n, _, _ in passed for name in n])
     return (table.assemble(index, record, have if units is not None else None),
-            sorted(kept), dropped, lost, still)
+            held, dropped, lost, still)
+
+
+def _about(notes, names):
+    """What a call that does not load a unit must know of it, from what
+    pickling its names met: (modules its loading imports, the names the
+    cells' code it holds reads or None when that cannot be bounded, whether
+    it holds a file).  See Stored.choose."""
+    unit = _Notes()
+    for name in names:
+        unit.add(notes[name])
+    return (tuple(sorted(unit.modules)), _reads(unit.code), unit.files)
+
+
+def _reads(code):
+    if not code:
+        return ()
+    try:
+        import _dolsot
+        reach = _dolsot.embedded("reach")
+    except ImportError:
+        return None
+    names = set()
+    for obj in code:
+        found = reach.value_code_names(obj)
+        if found is None:
+            return None
+        names |= found
+    return tuple(sorted(names))
 
 
 class _Refs:
@@ -783,15 +846,47 @@ class Stored:
         self.live_only = []     # [(name, type)] a live process held unsaved
         self.reuse = {}         # {name: (value, body)}: _frozen values as loaded
         self.have = frozenset()  # the hashes of the head's refs (version 4)
+        self.about = []         # per unit, what _about() said of it, or None
+        self.skipped = []       # [(names, members, body, about)] not loaded
 
-    def load_into(self, ns):
-        """Load every unit into ns; returns [(name, reason)] for those
-        dropped.  The units that fail otherwise go to self.unloaded."""
+    def choose(self, names, aliases):
+        """The units a cell needs loaded (positions in self.units), or None
+        for all: names, what its code can reach (reach.code_names: None when
+        it cannot be bounded), aliases the call's toolbox aliases.  A unit
+        is left unloaded only when no name the cell reaches, directly or
+        through the cells' code held in units it loads, is one of its
+        names, and loading it could have no effect of its own: every module
+        it names is imported already and of _INERT, it holds no file, it
+        was not kept unloaded, and none of its names is hidden by a toolbox
+        alias (whose warning names it)."""
+        if names is None or self._whole is not None:
+            return None
+        graph, forced = [], set()
+        for i, (unit, about) in enumerate(zip(self.units, self.about)):
+            if about is None or about[2] or set(unit[0]) & aliases or not all(
+                    m in sys.modules and _inert(m) for m in about[0]):
+                forced.add(i)
+            reads = about[1] if about is not None else None
+            graph.append((unit[0], None if reads is None else frozenset(reads)))
+        try:
+            import _dolsot
+            chosen = _dolsot.embedded("reach").closure(names, graph)
+        except ImportError:
+            return None
+        return None if chosen is None else chosen | forced
+
+    def load_into(self, ns, wanted=None):
+        """Load the units wanted (all when None) into ns; returns [(name,
+        reason)] for those dropped.  The units that fail otherwise go to
+        self.unloaded; those not wanted, to self.skipped."""
         if self._whole is not None:
             ns.update(self._whole)
             return []
         dropped = []
-        for names, members, body in self.units:
+        for i, (names, members, body) in enumerate(self.units):
+            if wanted is not None and i not in wanted:
+                self.skipped.append((names, members, body, self.about[i]))
+                continue
             try:
                 value = _pickle.loads(_data(body))
                 if len(members) == 1:
@@ -836,6 +931,20 @@ class Stored:
                 loaded.append(n)
         why = next(iter(gone.values()))[1] if gone else None
         self.closed.extend((n, why) for n in loaded if why)
+
+
+# The modules whose objects unpickle with no effect outside themselves, by
+# name or as a package's prefix: a unit naming only these may stay
+# unloaded (Stored.choose).  "__main__" is the cells' own functions and
+# classes, which dill rebuilds without running their code.
+_INERT = ("__main__", "builtins", "copyreg", "_codecs", "collections", "datetime",
+          "decimal", "fractions", "numbers", "array", "math", "cmath", "operator",
+          "functools", "uuid", "pathlib", "enum", "re", "types", "dill", "numpy",
+          "pandas", "_dolsot_session")
+
+
+def _inert(module):
+    return module.split(".", 1)[0] in _INERT
 
 
 # Failures of loading that another call may not have, so the unit is kept
@@ -966,6 +1075,7 @@ def load(session, blob, units=None):
 def _stored(units, carry, count, memory, live_only, have=frozenset()):
     stored = Stored(units, carry, count=count)
     stored.memory, stored.live_only, stored.have = memory, live_only, have
+    stored.about = [None] * len(units)
     return stored
 
 
@@ -990,8 +1100,23 @@ def _load_v4(session, view, where):
 
     units, carry, kept, memory, count, live_only = _sections(session, index, ref)
     out = [(names, members, body) for names, body, members in units + kept]
-    return _stored(out, dict(carry), count, memory, live_only,
-                   frozenset(h for h, _ in refs))
+    stored = _stored(out, dict(carry), count, memory, live_only,
+                     frozenset(h for h, _ in refs))
+    stored.about = _plain_about(index.get("about"), len(units)) + [None] * len(kept)
+    return stored
+
+
+def _plain_about(raw, n):
+    """The index's "about" (see _about), n entries checked to be of its
+    shape; None for each when it is not."""
+    def strs(xs):
+        return type(xs) is tuple and all(type(x) is str for x in xs)
+
+    if (type(raw) is not list or len(raw) != n or not all(
+            type(a) is tuple and len(a) == 3 and strs(a[0]) and (a[1] is None or strs(a[1]))
+            and type(a[2]) is bool for a in raw)):
+        return [None] * n
+    return list(raw)
 
 
 def _pack(session, view, pos, refs):
