@@ -20,6 +20,10 @@ Parts (BENCH_ONLY, comma-separated; default S1,S3,S6,notebook):
             os.urandom bytes and list(range(200_000))
   S6        `int(df.b.sum())` on a session whose first cell imported numpy and
             pandas and built a 1000-row DataFrame
+  S7        a session holding a 1 GiB float64 numpy array `a` and a counter
+            `n` (made once per system, DOLSOT_MAX_SESSION_SIZE=4G): `n += 1`,
+            `float(a[:1000].sum())` and `a[0] += 1`, each timed as its own
+            part (S7-n, S7-sum, S7-write), BENCH_S7_ROUNDS rounds (default 5)
   notebook  bench/notebook_cells.py (36 cells), one fresh session per replay,
             cell by cell; per system the median and mean over all cells of
             all replays
@@ -74,6 +78,8 @@ S6_SETUP = ("import numpy as np, pandas as pd\n"
 S6_CELL = "int(df.b.sum())"
 S3_SETUP = "import os\nblob = os.urandom(50_000_000)\nnums = list(range(200_000))"
 S3_CELL = "len(blob) + len(nums)"
+S7_SETUP = "import numpy as np\na = np.zeros(1 << 27)\nn = 0"
+S7_CELLS = (("S7-n", "n += 1"), ("S7-sum", "float(a[:1000].sum())"), ("S7-write", "a[0] += 1"))
 
 
 def read_text(fd):
@@ -97,6 +103,7 @@ class Cli:
         self.env = bt.base_env()
         self.env["DOLSOT_CACHE_DIR"] = self.store
         self.env["MPLBACKEND"] = "Agg"
+        self.env["DOLSOT_MAX_SESSION_SIZE"] = "4G"   # S7's 1 GiB array
         if not warm:
             self.env["DOLSOT_SERVER"] = "off"
         self.flags = flags if warm else []
@@ -358,9 +365,9 @@ def check_outputs(run, part, outs):
     run.say(f"parts check {part}: {len(ref)} cell(s), outputs equal on {', '.join(names)}")
 
 
-def part_single(run, part, systems, setup, cell, rounds, warmup):
+def part_single(run, part, systems, setup, cell, rounds, warmup, sess=None):
     """S1/S6: one session per system made by setup, cell timed interleaved."""
-    sess = part.lower()
+    sess = sess or part.lower()
     for s in systems:
         s.setup(sess, setup) if setup else None
     outs = {s.name: [s.call(sess, cell)[1]] for s in systems}
@@ -441,8 +448,8 @@ def main():
     nb_rounds = env_int("BENCH_NB_ROUNDS", 3, 1)
     parts = [p for p in os.environ.get("BENCH_ONLY", "S1,S3,S6,notebook").split(",") if p]
     for p in parts:
-        if p not in ("S1", "S3", "S6", "notebook"):
-            sys.exit(f"notebook.py: BENCH_ONLY: unknown part {p!r} (S1, S3, S6, notebook)")
+        if p not in ("S1", "S3", "S6", "S7", "notebook"):
+            sys.exit(f"notebook.py: BENCH_ONLY: unknown part {p!r} (S1, S3, S6, S7, notebook)")
     flags = shlex.split(os.environ.get("DOLSOT_FLAGS", ""))
     out_root = os.path.join(ROOT, "bench", "out")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -478,6 +485,13 @@ def main():
             part_single(run, "S3", systems, S3_SETUP, S3_CELL, rounds, warmup)
         if "S6" in parts:
             part_single(run, "S6", systems, S6_SETUP, S6_CELL, rounds, warmup)
+        if "S7" in parts:
+            s7_rounds = env_int("BENCH_S7_ROUNDS", 5, 1)
+            for s in systems:
+                s.setup("s7", S7_SETUP)
+            for part, cell in S7_CELLS:
+                part_single(run, part, systems, None, cell, s7_rounds, 1, "s7")
+            parts = parts + [p for p, _ in S7_CELLS]
         if "notebook" in parts:
             part_notebook(run, systems, work, nb_rounds)
         for s in systems:

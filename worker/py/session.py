@@ -875,6 +875,17 @@ class Stored:
             return None
         return None if chosen is None else chosen | forced
 
+    def load_skipped(self, ns):
+        """Load the units load_into() left out; as load_into()."""
+        skipped, self.skipped = self.skipped, []
+        units, about = self.units, self.about
+        self.units = [(n, m, b) for n, m, b, _ in skipped]
+        self.about = [a for _, _, _, a in skipped]
+        try:
+            return self.load_into(ns)
+        finally:
+            self.units, self.about = units, about
+
     def load_into(self, ns, wanted=None):
         """Load the units wanted (all when None) into ns; returns [(name,
         reason)] for those dropped.  The units that fail otherwise go to

@@ -324,6 +324,23 @@ def _compile_cell(code, forget=None):
     return body, (compile(last, "<cell>", "eval", flags) if last else None)
 
 
+def _reach_names(code):
+    """The session names the cell can reach (reach.py), or None when that
+    cannot be bounded: a cell that does not compile loads everything, and
+    fails as it would have.  Its compiler warnings are the cell's own
+    compile's to give."""
+    try:
+        if b"\0" in code:
+            return None
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            obj = compile(code, "<cell>", "exec", _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        return _dolsot.embedded("reach").code_names(obj)
+    except Exception:
+        return None
+
+
 def _run_code(code_obj, ns):
     result = eval(code_obj, ns)
     if code_obj.co_flags & 0x80:  # CO_COROUTINE: the cell used top-level await
@@ -808,7 +825,9 @@ def _load_step(c, blob, toolboxes):
         # measures what changed against the state that call loaded.
         if live is None and stored is not None:
             carry.restore_early(stored.carry, _session.loads_piece)
-            c.notes.append(_unloaded(stored.load_into(ns)))
+            wanted = (None if c.flags & (REQ_LIVE | REQ_DESCRIBE) else
+                      stored.choose(_reach_names(c.code), set(loaded)))
+            c.notes.append(_unloaded(stored.load_into(ns, wanted)))
             c.notes.append(_closed_note(stored.closed))
             c.unloaded = stored.unloaded
             c.notes.append(_kept_note(c.unloaded))
@@ -883,6 +902,9 @@ def _execute_step(c):
         c.exit_code, c.res_flags = exit_code_of(e), RES_RAN
         error = _cap(describe(e), max_output, "error")
         unloaded_use = _kept_use(e, c.kept_names)
+        if stored is not None and stored.skipped:
+            # The hints look through every held name, as after a full load.
+            c.notes.append(_unloaded(stored.load_skipped(ns)))
         hints = unloaded_use or _hints(e, code, ns, c.loaded, c.memory)
         _error_info(e, code, max_output, hints)
         c.error = "\n".join([error] + hints)
@@ -920,7 +942,8 @@ def _save_step(c):
             new_blob, held, dropped, lost, still = _session.dump(
                 state, pieces, keep, carry.stored(), c.unloaded, c.ended, c.memory,
                 c.failed, _statements(c.code), c.count, reuse, live=live_index,
-                pieces_modules=_state.pieces_modules, units=c.units, have=have)
+                pieces_modules=_state.pieces_modules, units=c.units, have=have,
+                skipped=stored.skipped if stored is not None else ())
         finally:
             sys.setrecursionlimit(limit)
         carry.lost(lost)
