@@ -12,6 +12,7 @@
 #include "le.h"
 
 static const char magic_v3[] = "DLSS\003";
+static const char magic_v4[] = "DLSS\004";   /* the record where v3 has it (units.h) */
 #define MAGIC_LEN 5
 #define INDEX_HEAD 8    /* the index's length */
 #define RECORD_HEAD 4   /* the record's length */
@@ -87,7 +88,7 @@ int modrec_read(int fd, struct modrec *r)
 	r->text[0] = '\0';
 	if (read_at(fd, head, MAGIC_LEN, 0) < 0)
 		return errno == EINVAL ? 0 : -1;   /* shorter than any magic */
-	if (memcmp(head, magic_v3, MAGIC_LEN) != 0)
+	if (memcmp(head, magic_v3, MAGIC_LEN) != 0 && memcmp(head, magic_v4, MAGIC_LEN) != 0)
 		return 0;
 	if (read_at(fd, head + MAGIC_LEN, INDEX_HEAD, MAGIC_LEN) < 0)
 		return -1;
