@@ -1939,7 +1939,7 @@ START_TEST(test_the_signed_origin_outvotes_the_record)
 		ck_assert_int_eq(store_save(s, "a", blob, len, cases[i].record_sb, ERR), 0);
 		free(blob);
 		ck_assert_msg(store_open_blob_rec(s, "a", &fd, &len, &found, &rec, &rec_len,
-		                                  &origin, ERR) == 0, "%s", err);
+		                                  &origin, false, ERR) == 0, "%s", err);
 		close(fd);
 		ck_assert_msg(origin == cases[i].want, "case %zu: %d", i, (int)origin);
 	}
