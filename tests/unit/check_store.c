@@ -2322,6 +2322,25 @@ START_TEST(test_units_commit_and_load)
 }
 END_TEST
 
+/* An empty unit is a unit like any other. */
+START_TEST(test_units_empty_unit)
+{
+	static const char *const empty[] = { "", "x" };
+	struct store *s = keyed(open_file());
+	size_t len, whole_len;
+	uint8_t *whole = units_blob("the index", empty, 2, NULL, &whole_len), *got;
+
+	ck_assert_msg(commit_units(s, "a", empty, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert(unit_stored(""));
+	got = open_units(s, "a", true, &len);
+	ck_assert_uint_eq(len, whole_len);
+	ck_assert_mem_eq(got, whole, len);
+	free(got);
+	free(whole);
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_units_dir_names_the_objects)
 {
 	struct store *file = keyed(open_file()), *mem = keyed(open_mem());
@@ -2692,6 +2711,7 @@ static Suite *store_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_units_commit_and_load, 0, BLOB_WAYS);
 	tcase_add_test(tc, test_units_dir_names_the_objects);
+	tcase_add_test(tc, test_units_empty_unit);
 	tcase_add_test(tc, test_units_shared_and_collected);
 	tcase_add_test(tc, test_units_fork_copies_no_unit);
 	tcase_add_test(tc, test_units_bad_hash_refused);
