@@ -122,8 +122,8 @@ static void units_sizes(struct store *s, struct session_info *info, size_t n)
 
 	for (size_t i = 0; i < n; i++) {
 		stored = NULL;
-		if (s->ops->load(s, info[i].id, &stored, &len, &found, err, sizeof(err)) == 0 &&
-		    found)
+		if (unitstore_load_v4(s, info[i].id, &stored, &len, &found, err, sizeof(err)) == 0 &&
+		    stored)
 			info[i].size = unitstore_size(stored, len);
 		free(stored);
 	}
@@ -819,7 +819,7 @@ static int v4_prepare(struct store *s, struct store_save *sv, size_t *len,
                       struct v4_save *v, char *err, size_t errlen)
 {
 	char why[UNITS_ERR_MAX];
-	uint8_t magic[5];
+	uint8_t magic[UNITS_MAGIC_LEN];
 	struct units_head h;
 	void *p;
 	int ret = -1, errsv;

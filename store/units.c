@@ -14,7 +14,6 @@
 #include "le.h"
 
 static const uint8_t magic_v4[] = "DLSS\004";
-#define MAGIC_LEN 5
 
 /* A read position in untrusted bytes. */
 struct cursor {
@@ -35,7 +34,7 @@ static const uint8_t *take(struct cursor *c, uint64_t n)
 
 bool units_is_v4(const uint8_t *p, size_t len)
 {
-	return len >= MAGIC_LEN && memcmp(p, magic_v4, MAGIC_LEN) == 0;
+	return len >= UNITS_MAGIC_LEN && memcmp(p, magic_v4, UNITS_MAGIC_LEN) == 0;
 }
 
 void units_hex(const uint8_t *hash, char out[UNITS_HEX_LEN + 1])
@@ -138,7 +137,7 @@ int units_parse_head(const uint8_t *p, size_t len, struct units_head *h, char *e
 		snprintf(err, errlen, "not a version 4 session");
 		return -1;
 	}
-	c.off = MAGIC_LEN;
+	c.off = UNITS_MAGIC_LEN;
 	q = take(&c, 8);
 	if (!q || !take(&c, le_get_u64(q))) {
 		snprintf(err, errlen, "the head ends inside its index");

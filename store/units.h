@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define UNITS_MAGIC_LEN 5
 #define UNITS_HASH_LEN 32
 #define UNITS_REF_LEN 40        /* hash + u64 size */
 #define UNITS_MAX_REFS (1u << 20)

@@ -121,6 +121,34 @@ static int add_refs(const struct units_head *h, uint8_t **v, size_t *n)
 	return 0;
 }
 
+int unitstore_load_v4(struct store *s, const char *id, uint8_t **stored, size_t *len,
+                      bool *found, char *err, size_t errlen)
+{
+	uint8_t magic[UNITS_MAGIC_LEN];
+	int fd = -1, ret;
+
+	*stored = NULL;
+	*len = 0;
+	if (!s->ops->open_blob) {
+		ret = s->ops->load(s, id, stored, len, found, err, errlen);
+		if (ret == 0 && *found && !units_is_v4(*stored, *len)) {
+			free(*stored);
+			*stored = NULL;
+		}
+		return ret;
+	}
+	if (s->ops->open_blob(s, id, &fd, len, found, err, errlen) < 0)
+		return -1;
+	ret = 0;
+	if (*found && *len >= sizeof(magic) && fd_pread_exact(fd, magic, sizeof(magic), 0) == 0 &&
+	    units_is_v4(magic, sizeof(magic)) && fd_read_all(fd, *len, stored, len) < 0) {
+		snprintf(err, errlen, "cannot load session '%s': read: %s", id, strerror(errno));
+		ret = -1;
+	}
+	fd_close(&fd);
+	return ret;
+}
+
 /* id's stored bytes (malloc'd) when they hold a v4 head, parsed into *h;
  * else NULL. */
 static uint8_t *stored_head(struct store *s, const char *id, struct units_head *h)
@@ -130,8 +158,8 @@ static uint8_t *stored_head(struct store *s, const char *id, struct units_head *
 	size_t len = 0;
 	bool found = false;
 
-	if (s->ops->load(s, id, &stored, &len, &found, err, sizeof(err)) == 0 && found &&
-	    units_is_v4(stored, len) && units_parse_head(stored, len, h, err, sizeof(err)) == 0)
+	if (unitstore_load_v4(s, id, &stored, &len, &found, err, sizeof(err)) == 0 && stored &&
+	    units_parse_head(stored, len, h, err, sizeof(err)) == 0)
 		return stored;
 	free(stored);
 	return NULL;
@@ -206,7 +234,7 @@ int unitstore_append_pack(struct store *s, const char *id, int fd, size_t *len,
 {
 	char why[STORE_ERR_MAX];
 	struct units_head h;
-	uint8_t magic[5], *head = NULL;
+	uint8_t magic[UNITS_MAGIC_LEN], *head = NULL;
 	int ret = 0, errsv;
 
 	if (*len < sizeof(magic) || fd_pread_exact(fd, magic, sizeof(magic), 0) < 0 ||
@@ -254,8 +282,8 @@ static int named_units(struct store *s, uint8_t **v, size_t *n, char *err, size_
 		bool v4;
 
 		stored = NULL;
-		ret = s->ops->load(s, info[i].id, &stored, &len, &found, err, errlen);
-		v4 = ret == 0 && found && units_is_v4(stored, len);
+		ret = unitstore_load_v4(s, info[i].id, &stored, &len, &found, err, errlen);
+		v4 = ret == 0 && stored;
 		if (v4 && units_parse_head(stored, len, &h, why, sizeof(why)) < 0) {
 			snprintf(err, errlen, "session '%s' has a damaged head: %s", info[i].id, why);
 			ret = -1;

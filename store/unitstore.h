@@ -21,6 +21,15 @@
 bool unitstore_keeps(const struct store *s);
 
 /*
+ * id's stored bytes into *stored (malloc'd, *len bytes) when they begin
+ * as a v4 head; else *stored NULL (an older blob is not read past its
+ * magic when the store has fds).  *found as the store's load says.  0, or
+ * -1 with err.
+ */
+int unitstore_load_v4(struct store *s, const char *id, uint8_t **stored, size_t *len,
+                      bool *found, char *err, size_t errlen);
+
+/*
  * A whole-blob store's check of a v4 blob of session id: every ref of
  * the head has its entry in the pack.  0, or -1 with the refusal in err
  * ("cannot save session 'ID': ...").
