@@ -402,10 +402,10 @@ fail:
 int objects_dir(int dirfd, char *buf, size_t len, char *err, size_t errlen)
 {
 	char link[64], path[4096];
-	int objfd = open_objects(dirfd, true), errsv;
+	int objfd = open_objects(dirfd, false), errsv;
 	ssize_t n;
 
-	if (objfd < 0) {
+	if (objfd < 0 && errno != ENOENT) {
 		errsv = errno;
 		snprintf(err, errlen, "cannot open the store's objects directory: %s",
 		         errsv == EPERM ? "it is not a private directory of ours"
@@ -413,7 +413,7 @@ int objects_dir(int dirfd, char *buf, size_t len, char *err, size_t errlen)
 		errno = errsv;
 		return -1;
 	}
-	close(objfd);
+	fd_close(&objfd);
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
 	n = readlink(link, path, sizeof(path) - 1);
 	if (n < 0 || (size_t)n + sizeof("/" OBJECTS_DIR) > len) {

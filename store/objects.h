@@ -25,7 +25,8 @@
 #define OBJECTS_DIR "objects"
 #define OBJECTS_LOCK ".gc"
 
-/* DIR/objects as an absolute path into buf (made when absent). */
+/* DIR/objects as an absolute path into buf (not made: the first put
+ * makes it; one there must be ours). */
 int objects_dir(int dirfd, char *buf, size_t len, char *err, size_t errlen);
 
 /* *has: whether the unit hash is stored (a regular file). */

@@ -2322,6 +2322,32 @@ START_TEST(test_units_commit_and_load)
 }
 END_TEST
 
+/* A symlink planted as the objects directory (or one of its HH) is never
+ * followed: the commit is refused and nothing lands where it points. */
+START_TEST(test_units_symlinked_objects_refused)
+{
+	struct store *s = keyed(open_file());
+	char objs[PATH_MAX], elsewhere[PATH_MAX], path[PATH_MAX];
+
+	save_str(s, "keep", "x");   /* makes the directory */
+	ck_assert_int_eq(mkdir(path_in(elsewhere, tmp_dir, "elsewhere"), 0700), 0);
+	ck_assert_int_eq(symlink(elsewhere, path_in(objs, sess_dir, "objects")), 0);
+	ck_assert_int_eq(commit_units(s, "a", ABC, 3, NULL, false, 0), -1);
+	ck_assert_msg(strstr(err, "cannot save session 'a': "), "%s", err);
+	ck_assert_int_eq(count_entries(elsewhere), 0);
+	/* One level down. */
+	ck_assert_int_eq(unlink(objs), 0);
+	ck_assert_int_eq(mkdir(objs, 0700), 0);
+	unit_path(path, "unit a");
+	path[strlen(objs) + 3] = '\0';
+	ck_assert_int_eq(symlink(elsewhere, path), 0);
+	ck_assert_int_eq(commit_units(s, "a", ABC, 3, NULL, false, 0), -1);
+	ck_assert_int_eq(count_entries(elsewhere), 0);
+	assert_session(s, "a", NULL);
+	store_close(s);
+}
+END_TEST
+
 /* An empty unit is a unit like any other. */
 START_TEST(test_units_empty_unit)
 {
@@ -2348,6 +2374,11 @@ START_TEST(test_units_dir_names_the_objects)
 
 	ck_assert_int_eq(store_units_dir(file, buf, sizeof(buf), ERR), 1);
 	ck_assert_str_eq(buf, path_in(want, sess_dir, "objects"));
+	ck_assert(!exists(sess_dir, "objects"));   /* the first put makes it */
+	ck_assert_int_eq(mkdir(want, 0755), 0);
+	ck_assert_int_eq(store_units_dir(file, buf, sizeof(buf), ERR), -1);
+	ck_assert_str_eq(err, "cannot open the store's objects directory: it is not a private "
+	                      "directory of ours");
 	ck_assert_int_eq(store_units_dir(mem, buf, sizeof(buf), ERR), 0);
 	store_close(file);
 	store_close(mem);
@@ -2712,6 +2743,7 @@ static Suite *store_suite(void)
 	tcase_add_loop_test(tc, test_units_commit_and_load, 0, BLOB_WAYS);
 	tcase_add_test(tc, test_units_dir_names_the_objects);
 	tcase_add_test(tc, test_units_empty_unit);
+	tcase_add_test(tc, test_units_symlinked_objects_refused);
 	tcase_add_test(tc, test_units_shared_and_collected);
 	tcase_add_test(tc, test_units_fork_copies_no_unit);
 	tcase_add_test(tc, test_units_bad_hash_refused);
