@@ -2413,6 +2413,27 @@ START_TEST(test_units_shared_and_collected)
 }
 END_TEST
 
+/* Deleting every session keeps a locked one, and the units it names. */
+START_TEST(test_units_del_all_keeps_a_locked_sessions_units)
+{
+	struct store *s = keyed(open_file()), *other = keyed(open_file());
+	static const char *const ab[] = { "unit a", "unit b" }, *const bc[] = { "unit b", "unit c" };
+	struct store_lock lk;
+	unsigned n;
+
+	ck_assert_msg(commit_units(s, "one", ab, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert_msg(commit_units(s, "two", bc, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert_int_eq(store_lock(other, "two", 0, &lk, ERR), STORE_LOCKED);
+	ck_assert_int_eq(store_del(s, "all", &n, ERR), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert(!unit_stored("unit a"));
+	ck_assert(unit_stored("unit b") && unit_stored("unit c"));
+	store_unlock(other, &lk);
+	store_close(other);
+	store_close(s);
+}
+END_TEST
+
 /* --fork copies the head: the units are not copied, and stay while any
  * head names them. */
 START_TEST(test_units_fork_copies_no_unit)
@@ -2746,6 +2767,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_units_symlinked_objects_refused);
 	tcase_add_test(tc, test_units_shared_and_collected);
 	tcase_add_test(tc, test_units_fork_copies_no_unit);
+	tcase_add_test(tc, test_units_del_all_keeps_a_locked_sessions_units);
 	tcase_add_test(tc, test_units_bad_hash_refused);
 	tcase_add_loop_test(tc, test_units_whole_store_wants_every_unit, 0, 2);
 	tcase_add_test(tc, test_units_size_is_head_and_refs);
