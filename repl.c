@@ -228,7 +228,7 @@ static int open_session(const struct run_args *a, struct store *st,
 	enum store_origin origin;
 
 	if (store_open_blob_rec(st, a->session, &fds->load, blob_len, found, &rec->p,
-	                        &rec->len, &origin, serr, sizeof(serr)) < 0) {
+	                        &rec->len, &origin, sandbox, serr, sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		return -1;
 	}
@@ -340,7 +340,7 @@ static int recalled_fork(const struct run_args *a, struct store *st, struct resu
 	if (!a->call_id || !a->code)
 		return 0;
 	if (store_open_blob_rec(st, a->session, &fd, &len, &found, &rec.p, &rec.len, &origin,
-	                        serr, sizeof(serr)) < 0) {
+	                        false, serr, sizeof(serr)) < 0) {
 		/* A session that does not load is the fork's to refuse or replace. */
 		return 0;
 	}

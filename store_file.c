@@ -6,7 +6,10 @@
  * ID.lock carries the session's flock and, as its content, the save counter
  * of the session's last commit (SEQ_DIGITS decimal digits and a newline;
  * empty when none was recorded), and an ID.sandboxed entry says the
- * session was last written by a sandboxed call.  Any other name is not ours.
+ * session was last written by a sandboxed call.  objects/ holds the units
+ * of version 4 sessions (store/objects.h), which neither listing, reaping
+ * nor sweeping touches: store.c removes a unit once no head names it.
+ * Any other name is not ours.
  *
  * Invariants:
  * - The directory MUST be a real directory (never a symlink), owned by
@@ -63,6 +66,7 @@
 
 #include "deadline.h"
 #include "fdio.h"
+#include "objects.h"
 #include "store_file.h"
 #include "store_name.h"
 #include "user_dir.h"
@@ -78,6 +82,7 @@
 struct fstore {
 	struct store s;
 	int dirfd;
+	int gcfd;               /* objects/.gc once obj_lock opened it, else -1 */
 	double ttl;             /* seconds; 0 disables reaping by age */
 };
 
@@ -301,7 +306,8 @@ static void reap_expired(struct fstore *fs, const char *id, bool held,
 	snprintf(name, sizeof(name), "%s.pkl", id);
 	if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	    age_of(&st, now) > fs->ttl) {
-		(void)unlinkat(fs->dirfd, name, 0);
+		if (unlinkat(fs->dirfd, name, 0) == 0)
+			fs->s.reaped = true;   /* its units may be garbage now */
 		drop_orphan_mark(fs, id, true);
 	}
 	if (fd >= 0)
@@ -964,8 +970,52 @@ static void fs_close(struct store *s)
 {
 	struct fstore *fs = s->priv;
 
+	fd_close(&fs->gcfd);
 	close(fs->dirfd);
 	free(fs);
+}
+
+/* Units: objects.h, in DIR/objects. */
+static int fs_obj_dir(struct store *s, char *buf, size_t len, char *err, size_t errlen)
+{
+	return objects_dir(((struct fstore *)s->priv)->dirfd, buf, len, err, errlen);
+}
+
+static int fs_obj_has(struct store *s, const uint8_t *hash, bool *has, char *err,
+                      size_t errlen)
+{
+	return objects_has(((struct fstore *)s->priv)->dirfd, hash, has, err, errlen);
+}
+
+static int fs_obj_put(struct store *s, const uint8_t *hash, const uint8_t *p, size_t n,
+                      char *err, size_t errlen)
+{
+	return objects_put(((struct fstore *)s->priv)->dirfd, hash, p, n, err, errlen);
+}
+
+static int fs_obj_read(struct store *s, const uint8_t *hash, uint8_t **p, size_t *n,
+                       bool *found, char *err, size_t errlen)
+{
+	return objects_read(((struct fstore *)s->priv)->dirfd, hash, p, n, found, err, errlen);
+}
+
+static int fs_obj_del(struct store *s, const uint8_t *hash, char *err, size_t errlen)
+{
+	return objects_del(((struct fstore *)s->priv)->dirfd, hash, err, errlen);
+}
+
+static int fs_obj_list(struct store *s, uint8_t **hashes, size_t *n, char *err,
+                       size_t errlen)
+{
+	return objects_list(((struct fstore *)s->priv)->dirfd, hashes, n, err, errlen);
+}
+
+static int fs_obj_lock(struct store *s, enum store_gc_lock how, char *err, size_t errlen)
+{
+	struct fstore *fs = s->priv;
+	int op = how == STORE_GC_SHARED ? LOCK_SH : how == STORE_GC_EXCLUSIVE ? LOCK_EX : LOCK_UN;
+
+	return objects_lock(fs->dirfd, &fs->gcfd, op, err, errlen);
 }
 
 static const struct store_ops fstore_ops = {
@@ -982,6 +1032,13 @@ static const struct store_ops fstore_ops = {
 	.lock = fs_lock,
 	.unlock = fs_unlock,
 	.close = fs_close,
+	.obj_dir = fs_obj_dir,
+	.obj_has = fs_obj_has,
+	.obj_put = fs_obj_put,
+	.obj_read = fs_obj_read,
+	.obj_del = fs_obj_del,
+	.obj_list = fs_obj_list,
+	.obj_lock = fs_obj_lock,
 };
 
 /* Explain why opening path as our directory failed with errno. */
@@ -1179,6 +1236,7 @@ struct store *store_file_open(const char *dir, double ttl_days, char *err,
 	fs->s.ops = &fstore_ops;
 	fs->s.priv = fs;
 	fs->dirfd = fd;
+	fs->gcfd = -1;
 	fs->s.home = fd;
 	fs->ttl = ttl_days * 86400.0;
 	return &fs->s;

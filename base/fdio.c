@@ -10,12 +10,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-int fd_write_all(int fd, const void *p, size_t n)
+/* Write p[0..n) to fd: at its offset (at false), or at off (pwrite). */
+static int write_whole(int fd, const void *p, size_t n, bool at, uint64_t off)
 {
 	const uint8_t *b = p;
 
+	if (at && off > (uint64_t)INT64_MAX - n) {
+		errno = EOVERFLOW;
+		return -1;
+	}
 	while (n > 0) {
-		ssize_t w = write(fd, b, n);
+		ssize_t w = at ? pwrite(fd, b, n, (off_t)off) : write(fd, b, n);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -27,8 +32,19 @@ int fd_write_all(int fd, const void *p, size_t n)
 		}
 		b += w;
 		n -= (size_t)w;
+		off += (uint64_t)w;
 	}
 	return 0;
+}
+
+int fd_write_all(int fd, const void *p, size_t n)
+{
+	return write_whole(fd, p, n, false, 0);
+}
+
+int fd_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	return write_whole(fd, p, n, true, off);
 }
 
 int fd_pread_exact(int fd, void *p, size_t n, uint64_t off)

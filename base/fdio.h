@@ -16,6 +16,11 @@
  */
 int fd_write_all(int fd, const void *p, size_t n);
 
+/* Write p[0..n) at offset off of fd (pwrite: fd's offset stays), retrying
+ * short writes and EINTR.  Returns 0, or -1 with errno set (EIO when
+ * pwrite() made no progress). */
+int fd_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
+
 /*
  * Exactly n bytes at offset off of fd into p (pread: fd's offset stays),
  * retrying short reads and EINTR.  Returns 0, or -1 with errno set:

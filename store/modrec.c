@@ -11,8 +11,8 @@
 #include "fdio.h"
 #include "le.h"
 
-/* Versions 3 and 4 have a record, at the same place. */
-static const char magic_v3[] = "DLSS\003", magic_v4[] = "DLSS\004";
+static const char magic_v3[] = "DLSS\003";
+static const char magic_v4[] = "DLSS\004";   /* the record where v3 has it (units.h) */
 #define MAGIC_LEN 5
 #define INDEX_HEAD 8    /* the index's length */
 #define RECORD_HEAD 4   /* the record's length */

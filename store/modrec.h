@@ -1,7 +1,8 @@
 /*
  * modrec.h - a session blob's module record: the modules loading the
  * session imports, read without unpickling anything (session.py writes
- * it; its top says where it lies in a version 3 blob).
+ * it; its top says where it lies in a version 3 blob, and a version 4
+ * head, units.h, has it at the same place).
  *
  * The record is untrusted bytes from the store (signed, but by a key
  * whoever wrote the store holds): every name is checked to be a dotted

@@ -36,6 +36,18 @@
 #include "store_cmd.h"
 #include "store_file.h"
 #include "store_redis.h"
+#include "unitstore.h"
+#include "units.h"
+
+/* Collect the units no head names once the backend reaped sessions. */
+static void after_reap(struct store *s)
+{
+	if (!s->reaped)
+		return;
+	s->reaped = false;
+	unitstore_collect_all(s);
+	s->reaped = false;   /* what collecting's own listing reaped went with it */
+}
 
 int store_load(struct store *s, const char *id, uint8_t **blob,
                size_t *len, bool *found, char *err, size_t errlen)
@@ -71,20 +83,68 @@ int store_origin(struct store *s, const char *id, bool *sandboxed,
 int store_del(struct store *s, const char *id,
               unsigned *removed, char *err, size_t errlen)
 {
-	if (strcmp(id, "all") != 0 && !store_id_valid(id, err, errlen))
+	bool all = strcmp(id, "all") == 0;
+	uint8_t *refs = NULL;
+	size_t nrefs = 0;
+	int ret;
+
+	if (!all && !store_id_valid(id, err, errlen))
 		return -1;
-	return s->ops->del(s, id, removed, err, errlen);
+	if (!all && unitstore_keeps(s))
+		unitstore_refs_of(s, id, &refs, &nrefs);
+	ret = s->ops->del(s, id, removed, err, errlen);
+	if (ret == 0 && all)
+		unitstore_collect_all(s);
+	else if (ret == 0)
+		unitstore_collect(s, refs, nrefs);
+	free(refs);
+	after_reap(s);
+	return ret;
 }
 
 int store_sweep(struct store *s, char *err, size_t errlen)
 {
-	return s->ops->sweep ? s->ops->sweep(s, err, errlen) : 0;
+	int ret = s->ops->sweep ? s->ops->sweep(s, err, errlen) : 0;
+
+	s->reaped = false;
+	if (ret == 0)
+		unitstore_collect_all(s);
+	return ret;
+}
+
+/* A v4 session's size on a store with units: its head and its refs. */
+static void units_sizes(struct store *s, struct session_info *info, size_t n)
+{
+	char err[STORE_ERR_MAX];
+	uint8_t *stored;
+	size_t len;
+	bool found;
+
+	for (size_t i = 0; i < n; i++) {
+		stored = NULL;
+		if (unitstore_load_v4(s, info[i].id, &stored, &len, &found, err, sizeof(err)) == 0 &&
+		    stored)
+			info[i].size = unitstore_size(stored, len);
+		free(stored);
+	}
 }
 
 int store_list(struct store *s, struct session_info **out,
                size_t *n, char *err, size_t errlen)
 {
-	return s->ops->list(s, out, n, err, errlen);
+	int ret = s->ops->list(s, out, n, err, errlen);
+
+	if (ret == 0 && unitstore_keeps(s))
+		units_sizes(s, *out, *n);
+	after_reap(s);
+	return ret;
+}
+
+int store_units_dir(struct store *s, char *buf, size_t len, char *err, size_t errlen)
+{
+	if (!unitstore_keeps(s) || !s->ops->obj_dir)
+		return 0;
+	return s->ops->obj_dir(s, buf, len, err, errlen) < 0 ? -1 : 1;
 }
 
 enum store_lock_status store_lock(struct store *s, const char *id, long timeout_ms,
@@ -100,6 +160,7 @@ void store_unlock(struct store *s, struct store_lock *lk)
 {
 	s->next_id[0] = '\0';   /* a counter learnt under the lock goes with it */
 	s->ops->unlock(s, lk);
+	after_reap(s);
 }
 
 void store_lock_watch(struct store *s, struct store_lock *lk, int pidfd)
@@ -497,7 +558,7 @@ fail:
 
 int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
                         bool *found, uint8_t **rec, size_t *rec_len,
-                        enum store_origin *origin, char *err, size_t errlen)
+                        enum store_origin *origin, bool pack, char *err, size_t errlen)
 {
 	struct loaded l;
 
@@ -507,8 +568,13 @@ int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
 	if (open_verified(s, id, fd, len, found, &l, err, errlen) < 0)
 		return -1;
 	*origin = origin_of(&l.meta, l.trailer, &l.rec);
-	if (*found && cut_record(id, *fd, len, rec, rec_len, err, errlen) < 0) {
+	if (*found && (cut_record(id, *fd, len, rec, rec_len, err, errlen) < 0 ||
+	               (pack && unitstore_keeps(s) &&
+	                unitstore_append_pack(s, id, *fd, len, err, errlen) < 0))) {
 		fd_close(fd);
+		free(*rec);
+		*rec = NULL;
+		*rec_len = 0;
 		*found = false;
 		return -1;
 	}
@@ -521,8 +587,8 @@ int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool 
 	enum store_origin origin;
 	uint8_t *rec;
 	size_t rec_len;
-	int ret = store_open_blob_rec(s, id, fd, len, found, &rec, &rec_len, &origin, err,
-	                              errlen);
+	int ret = store_open_blob_rec(s, id, fd, len, found, &rec, &rec_len, &origin, false,
+	                              err, errlen);
 
 	free(rec);
 	return ret;
@@ -681,25 +747,132 @@ static int number_save(struct store *s, struct store_save *sv, char *err, size_t
 	return 0;
 }
 
+/* What a version 4 save's commit holds beside sv (units.h). */
+struct v4_save {
+	bool locked;            /* the units lock, shared */
+	uint8_t *dropped;       /* the hashes the previous head named and the new
+	                         * one does not: candidates for collecting */
+	size_t ndropped;
+};
+
+static void unlock_units(struct store *s, struct v4_save *v)
+{
+	char why[STORE_ERR_MAX];
+
+	if (v->locked)
+		(void)s->ops->obj_lock(s, STORE_GC_RELEASE, why, sizeof(why));
+	v->locked = false;
+}
+
+/* The save is over (committed or not): the lock goes, and after a
+ * commit the units only the previous head named. */
+static void v4_done(struct store *s, struct v4_save *v, bool committed)
+{
+	unlock_units(s, v);
+	if (committed)
+		unitstore_collect(s, v->dropped, v->ndropped);
+	free(v->dropped);
+	v->dropped = NULL;
+	v->ndropped = 0;
+}
+
+/* The parsed v4 blob h of a save: its size bound, then on a store with
+ * units its pack put into them under the units lock (held on return). */
+static int v4_take(struct store *s, struct store_save *sv, const struct units_head *h,
+                   struct v4_save *v, char *err, size_t errlen)
+{
+	char why[STORE_ERR_MAX];
+	uint64_t total = h->refs_size > UINT64_MAX - h->head_len ? UINT64_MAX
+	                 : h->head_len + h->refs_size;
+
+	if (sv->max && total > sv->max)
+		return store_save_too_big(sv, total, err, errlen);
+	if (!unitstore_keeps(s))
+		return unitstore_whole(sv->id, h, err, errlen);
+	unitstore_refs_of(s, sv->id, &v->dropped, &v->ndropped);
+	unitstore_drop_named(v->dropped, &v->ndropped, h);
+	if (s->ops->obj_lock(s, STORE_GC_SHARED, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "cannot save session '%s': %s", sv->id, why);
+		return -1;
+	}
+	v->locked = true;
+	if (unitstore_take_pack(s, sv->id, h, err, errlen) < 0)
+		return -1;
+	if (ftruncate(sv->fd, (off_t)h->head_len) < 0) {
+		int errsv = errno;
+
+		snprintf(err, errlen, "cannot save session '%s': ftruncate: %s", sv->id,
+		         strerror(errsv));
+		errno = errsv;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The save's bound, and when sv->fd's *len bytes are a version 4 blob,
+ * its checks: on a store with units its pack goes into them and the save
+ * is cut to the head (*len), the units lock held shared from there to
+ * v4_done.  0, or -1 with err and the save aborted.
+ */
+static int v4_prepare(struct store *s, struct store_save *sv, size_t *len,
+                      struct v4_save *v, char *err, size_t errlen)
+{
+	char why[UNITS_ERR_MAX];
+	uint8_t magic[UNITS_MAGIC_LEN];
+	struct units_head h;
+	void *p;
+	int ret = -1, errsv;
+
+	memset(v, 0, sizeof(*v));
+	if (*len < sizeof(magic) || fd_pread_exact(sv->fd, magic, sizeof(magic), 0) < 0 ||
+	    !units_is_v4(magic, sizeof(magic))) {
+		if (!sv->max || (uint64_t)*len <= sv->max)
+			return 0;
+		store_save_abort(s, sv);
+		return store_save_too_big(sv, *len, err, errlen);
+	}
+	p = mmap(NULL, *len, PROT_READ, MAP_SHARED, sv->fd, 0);
+	if (p == MAP_FAILED)
+		return store_save_fail(s, sv, "mmap", errno, err, errlen);
+	if (units_parse(p, *len, &h, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "cannot save session '%s': its version 4 blob is damaged: "
+		         "%s; the previous session is kept", sv->id, why);
+		errno = EBADMSG;
+	} else {
+		ret = v4_take(s, sv, &h, v, err, errlen);
+	}
+	errsv = errno;
+	munmap(p, *len);
+	if (ret == 0 && unitstore_keeps(s))
+		*len = h.head_len;
+	if (ret < 0) {
+		store_save_abort(s, sv);
+		v4_done(s, v, false);
+	}
+	errno = errsv;
+	return ret;
+}
+
 int store_save_commit_rec(struct store *s, struct store_save *sv, size_t len,
                           const uint8_t *rec, size_t rec_len, char *err, size_t errlen)
 {
+	struct v4_save v;
 	int ret;
 
-	if (sv->max && (uint64_t)len > sv->max) {
-		store_save_abort(s, sv);
-		return store_save_too_big(sv, len, err, errlen);
-	}
 	if (need_key(s, sv->id, err, errlen) < 0 || number_save(s, sv, err, errlen) < 0) {
 		store_save_abort(s, sv);
 		return -1;
 	}
+	if (v4_prepare(s, sv, &len, &v, err, errlen) < 0)
+		return -1;
 	if (!sv->priv)
 		ret = commit_memfd(s, sv, len, rec, rec_len, err, errlen);
 	else if (sign_save_file(s, sv, len, rec, rec_len, err, errlen) < 0)
-		return -1;
+		ret = -1;
 	else
 		ret = s->ops->save_commit(s, sv, len + rec_len + SIGN_TRAILER, err, errlen);
+	v4_done(s, &v, ret == 0);
 	if (ret == 0) {
 		snprintf(s->next_id, sizeof(s->next_id), "%s", sv->id);
 		s->next_seq = sv->seq + 1;
@@ -748,22 +921,28 @@ static int exists(struct store *s, const char *id, bool *found, char *err, size_
 	return ret;
 }
 
+static int fork_copy(struct store *s, const char *src, const char *dst, size_t *len,
+                     char *err, size_t errlen);
+
+/*
+ * On a store with units the copy is of the head alone (O(1) in the
+ * session's size), read and written under the units lock (shared), and
+ * the units only the head it replaced named are collected after.
+ */
 int store_fork(struct store *s, const char *src, const char *dst, bool replace,
                size_t *len, char *err, size_t errlen)
 {
-	uint8_t *blob = NULL, *grown;
-	struct store_save sv = { .fd = -1 };
-	struct loaded l = { { false, 0 }, { 0, false }, 0 };
-	struct store_mark mark;
-	bool found;
-	int ret = -1;
+	struct v4_save v = { false, NULL, 0 };
+	char why[STORE_ERR_MAX];
+	int ret;
 
 	*len = 0;
 	if (!store_id_valid(src, err, errlen) || !store_id_valid(dst, err, errlen) ||
 	    need_key(s, dst, err, errlen) < 0)
 		return -1;
-	snprintf(sv.id, sizeof(sv.id), "%s", dst);
 	if (!replace) {
+		bool found;
+
 		if (exists(s, dst, &found, err, errlen) < 0)
 			return -1;
 		if (found) {
@@ -774,6 +953,35 @@ int store_fork(struct store *s, const char *src, const char *dst, bool replace,
 			return -1;
 		}
 	}
+	if (unitstore_keeps(s)) {
+		unitstore_refs_of(s, dst, &v.dropped, &v.ndropped);
+		if (s->ops->obj_lock(s, STORE_GC_SHARED, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "cannot fork session '%s': %s", src, why);
+			v4_done(s, &v, false);
+			return -1;
+		}
+		v.locked = true;
+	}
+	ret = fork_copy(s, src, dst, len, err, errlen);
+	unlock_units(s, &v);
+	if (ret == 0)
+		unitstore_drop_named_by(s, dst, v.dropped, &v.ndropped);
+	v4_done(s, &v, ret == 0);
+	return ret;
+}
+
+/* --fork's copy of src's stored session into dst (see store_fork). */
+static int fork_copy(struct store *s, const char *src, const char *dst, size_t *len,
+                     char *err, size_t errlen)
+{
+	uint8_t *blob = NULL, *grown;
+	struct store_save sv = { .fd = -1 };
+	struct loaded l = { { false, 0 }, { 0, false }, 0 };
+	struct store_mark mark;
+	bool found;
+	int ret = -1;
+
+	snprintf(sv.id, sizeof(sv.id), "%s", dst);
 	if (s->ops->origin(s, src, &l.rec, err, errlen) < 0 ||
 	    s->ops->load(s, src, &blob, len, &found, err, errlen) < 0)
 		return -1;

@@ -58,11 +58,22 @@ int store_save(struct store *s, const char *id,
 int store_origin(struct store *s, const char *id, bool *sandboxed,
                  char *err, size_t errlen);
 
+/* Delete id ("all": every session no call holds); on a store that keeps
+ * units, those no head names any more are removed after. */
 int store_del(struct store *s, const char *id,
               unsigned *removed, char *err, size_t errlen);
 
-/* See store_ops.sweep; 0 for a store without one. */
+/* See store_ops.sweep; 0 for a store without one.  Then, on a store that
+ * keeps units, every unit no session's head names is removed. */
 int store_sweep(struct store *s, char *err, size_t errlen);
+
+/*
+ * 1 and the absolute path of the directory a worker may read the store's
+ * units from (as PATH/HH/REST, store_ops.h's obj_dir) into buf, when the
+ * store keeps units (session format v4's, units.h: the request's units
+ * field); 0 when it keeps whole sessions; -1 with err.
+ */
+int store_units_dir(struct store *s, char *buf, size_t len, char *err, size_t errlen);
 
 int store_list(struct store *s, struct session_info **out,
                size_t *n, char *err, size_t errlen);
@@ -125,11 +136,15 @@ enum store_origin {
  * it has none), and who wrote it into *origin (a session that does not
  * exist: its record's say).  A session whose save counter is below the
  * one the store recorded at its last commit (an earlier save put back) is
- * refused like a bad signature.
+ * refused like a bad signature.  pack, on a store that keeps units (see
+ * store_units_dir) and a version 4 head: a pack entry for each of its
+ * refs is appended to *fd, read from the store's units (one missing is
+ * left out: the worker says so), for a worker that cannot read the
+ * units' directory (a sandboxed one); *len is then the whole.
  */
 int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
                         bool *found, uint8_t **rec, size_t *rec_len,
-                        enum store_origin *origin, char *err, size_t errlen);
+                        enum store_origin *origin, bool pack, char *err, size_t errlen);
 
 /*
  * Begin a save of id: sv->fd is an empty file to write the session into.
@@ -149,7 +164,12 @@ int store_save_too_big(const struct store_save *sv, uint64_t len, char *err,
 
 /* Make sv->fd's len bytes the session, signed for sv->id (fstat must
  * agree; len at most sv->max); -1 with err, the old session kept, and no
- * temp file left. */
+ * temp file left.  A version 4 blob (units.h): its size is its head's and
+ * its refs'; a store that keeps units checks each pack entry against its
+ * hash, keeps those it lacks (durably, before the head), refuses a head
+ * naming a unit it does not have ("unit HASH missing"), and stores the
+ * head alone, then collects the units only the previous head named; a
+ * store of whole blobs refuses one whose pack lacks a ref. */
 int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *err,
                       size_t errlen);
 

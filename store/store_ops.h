@@ -86,6 +86,17 @@ struct store_save {
 	void *priv;
 };
 
+/* A unit's name (session format v4, units.h): its SHA-256. */
+#define STORE_HASH_LEN 32
+
+/* The store-wide lock that keeps collecting units off commits (obj_lock). */
+enum store_gc_lock {
+	STORE_GC_SHARED,        /* a commit from its first put until its head is in
+	                         * place; --fork around its read and write */
+	STORE_GC_EXCLUSIVE,     /* collecting */
+	STORE_GC_RELEASE,
+};
+
 struct store_ops {
 	/* *blob is malloc'd (caller frees); *found=false and *blob=NULL when absent. */
 	int (*load)(struct store *s, const char *id, uint8_t **blob, size_t *len,
@@ -164,6 +175,32 @@ struct store_ops {
 	int (*save_commit)(struct store *s, struct store_save *sv, size_t len,
 	                   char *err, size_t errlen);
 	void (*save_abort)(struct store *s, struct store_save *sv);
+	/*
+	 * Optional, all or none (NULL: the store keeps whole blobs): units,
+	 * immutable byte strings named by their SHA-256 (STORE_HASH_LEN
+	 * bytes, units.h), each kept once for every session of the store;
+	 * the session's stored bytes are then its v4 head only (store.c).
+	 * obj_dir: the absolute path a worker may read a unit from, as
+	 * PATH/HH/REST (the hash's 64 lowercase hex digits split 2 + 62).
+	 * obj_has: *has whether hash is stored.  obj_put: store n bytes
+	 * (the caller checked they hash to it), durable before it returns;
+	 * one already there is kept.  obj_read: its bytes into *p
+	 * (malloc'd), *found false when absent.  obj_del: remove it (absent:
+	 * 0).  obj_list: every stored hash, *hashes malloc'd n *
+	 * STORE_HASH_LEN bytes.  obj_lock: the store-wide lock of
+	 * enum store_gc_lock, waiting as long as it takes.
+	 */
+	int (*obj_dir)(struct store *s, char *buf, size_t len, char *err, size_t errlen);
+	int (*obj_has)(struct store *s, const uint8_t *hash, bool *has, char *err,
+	               size_t errlen);
+	int (*obj_put)(struct store *s, const uint8_t *hash, const uint8_t *p, size_t n,
+	               char *err, size_t errlen);
+	int (*obj_read)(struct store *s, const uint8_t *hash, uint8_t **p, size_t *n,
+	                bool *found, char *err, size_t errlen);
+	int (*obj_del)(struct store *s, const uint8_t *hash, char *err, size_t errlen);
+	int (*obj_list)(struct store *s, uint8_t **hashes, size_t *n, char *err,
+	                size_t errlen);
+	int (*obj_lock)(struct store *s, enum store_gc_lock how, char *err, size_t errlen);
 };
 
 struct sign_key;
@@ -182,6 +219,9 @@ struct store {
 	/* What the backend found the caller should hear (lines, malloc'd,
 	 * taken with store.h's store_take_notice); NULL: nothing. */
 	char *notice;
+	/* Set by a backend that removed expired sessions (its TTL), so that
+	 * store.c collects the units no head names any more; store.c clears it. */
+	bool reaped;
 };
 
 static inline void store_close(struct store *s)

@@ -218,7 +218,23 @@ START_TEST(reader_takes_good_records)
 	ck_assert_uint_eq(r.n, MODREC_MAX_MODULES);
 	ck_assert_int_eq(read_bytes("DLSS\001junk", 9, &r), 0);
 	ck_assert_int_eq(read_bytes("DLS", 3, &r), 0);
+
 	ck_assert_int_eq(read_bytes("", 0, &r), 0);
+}
+END_TEST
+
+/* A version 4 head has its record where version 3 has it (units.h). */
+START_TEST(reader_takes_a_version4_head)
+{
+	static struct modrec r;
+	static uint8_t v4[64];
+	size_t n = make_blob(v4, "json\nos.path\n", 13);
+
+	v4[4] = 4;
+	memcpy(v4 + n, "\0\0\0\0", 4);   /* no refs */
+	ck_assert_int_eq(read_bytes(v4, n + 4, &r), 1);
+	ck_assert_uint_eq(r.n, 2);
+	ck_assert_str_eq(r.names[1], "os.path");
 }
 END_TEST
 
@@ -267,6 +283,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, own_settings_record_nothing);
 	tcase_add_test(tc, version2_loads_and_gains_a_record);
 	tcase_add_test(tc, reader_takes_good_records);
+	tcase_add_test(tc, reader_takes_a_version4_head);
 	tcase_add_test(tc, reader_refuses_damage);
 }
 

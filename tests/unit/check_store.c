@@ -36,6 +36,9 @@
 #include "sign.h"
 #include "store.h"
 #include "store_file.h"
+#include "fdio.h"
+#include "units.h"
+#include "units_blob.h"
 #include "warm_proto.h"
 #include "wire.h"
 
@@ -1939,7 +1942,7 @@ START_TEST(test_the_signed_origin_outvotes_the_record)
 		ck_assert_int_eq(store_save(s, "a", blob, len, cases[i].record_sb, ERR), 0);
 		free(blob);
 		ck_assert_msg(store_open_blob_rec(s, "a", &fd, &len, &found, &rec, &rec_len,
-		                                  &origin, ERR) == 0, "%s", err);
+		                                  &origin, false, ERR) == 0, "%s", err);
 		close(fd);
 		ck_assert_msg(origin == cases[i].want, "case %zu: %d", i, (int)origin);
 	}
@@ -2175,6 +2178,548 @@ START_TEST(test_lock_three_outcomes)
 }
 END_TEST
 
+/* ---- version 4 sessions: a head and units (units.h) ---- */
+
+static const char *const ABC[] = { "unit a", "unit b", "unit c" };
+
+/* Commit a v4 blob of id naming units[0..n), packed as packed says (NULL:
+ * all), through a save of the way memfd; the commit's result. */
+static size_t write_units(struct store *s, const char *id, const char *const *units,
+                          size_t n, const bool *packed, bool memfd, uint64_t max,
+                          struct store_save *sv)
+{
+	size_t len;
+	uint8_t *b = units_blob("the index", units, n, packed, &len);
+
+	ck_assert_msg(store_save_begin(s, id, memfd, max, sv, ERR) == 0, "begin: %s", err);
+	ck_assert_int_eq(write(sv->fd, b, len), (ssize_t)len);
+	if (fd_grow_sealed(sv->fd))
+		ck_assert_int_eq(ftruncate(sv->fd, (off_t)len), 0);
+	free(b);
+	return len;
+}
+
+static int commit_units(struct store *s, const char *id, const char *const *units,
+                        size_t n, const bool *packed, bool memfd, uint64_t max)
+{
+	struct store_save sv;
+	size_t len = write_units(s, id, units, n, packed, memfd, max, &sv);
+
+	return store_save_commit(s, &sv, len, ERR);
+}
+
+/* The path of the unit text in the FileStore's objects. */
+static char *unit_path(char *buf, const char *text)
+{
+	char hex[UNITS_HEX_LEN + 1];
+	int n;
+
+	units_blob_hex(text, hex);
+	n = snprintf(buf, PATH_MAX, "%s/objects/%.2s/%s", sess_dir, hex, hex + 2);
+	ck_assert(n > 0 && n < PATH_MAX);
+	return buf;
+}
+
+static bool unit_stored(const char *text)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return lstat(unit_path(path, text), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* How many units the FileStore keeps (temp files aside). */
+static int count_units(void)
+{
+	char objs[PATH_MAX], sub[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(path_in(objs, sess_dir, "objects"));
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n += count_entries(path_in(sub, objs, e->d_name));
+	closedir(d);
+	return n;
+}
+
+/* id's blob through the fd door, packed or not: its bytes and length. */
+static uint8_t *open_units(struct store *s, const char *id, bool pack, size_t *len)
+{
+	enum store_origin origin;
+	uint8_t *rec, *got;
+	size_t rec_len;
+	bool found;
+	int fd;
+
+	ck_assert_msg(store_open_blob_rec(s, id, &fd, len, &found, &rec, &rec_len, &origin,
+	                                  pack, ERR) == 0, "open %s: %s", id, err);
+	ck_assert(found);
+	got = (uint8_t *)read_fd(fd, *len);
+	close(fd);
+	free(rec);
+	return got;
+}
+
+/* The bytes id's store keeps for it, trailer cut: the head on a store
+ * with units. */
+static size_t stored_len(struct store *s, const char *id)
+{
+	uint8_t *blob;
+	size_t len;
+	bool found;
+
+	ck_assert_int_eq(store_load(s, id, &blob, &len, &found, ERR), 0);
+	ck_assert(found);
+	free(blob);
+	return len - SIGN_TRAILER;
+}
+
+static size_t head_len_of(const char *const *units, size_t n)
+{
+	bool none[8] = { false };
+	size_t len;
+
+	free(units_blob("the index", units, n, none, &len));
+	return len;
+}
+
+/* A whole v4 blob in, the same back out: on a store with units when the
+ * load asks for the pack, and always on one of whole blobs. */
+START_TEST(test_units_commit_and_load)
+{
+	struct store *s = keyed(backends[_i / 2].open());
+	bool units = _i / 2 == 0;
+	size_t len, whole_len, head = head_len_of(ABC, 3);
+	uint8_t *whole = units_blob("the index", ABC, 3, NULL, &whole_len), *got;
+
+	ck_assert_msg(commit_units(s, "a", ABC, 3, NULL, _i % 2, 0) == 0, "%s", err);
+	got = open_units(s, "a", true, &len);
+	ck_assert_uint_eq(len, whole_len);
+	ck_assert_mem_eq(got, whole, len);
+	free(got);
+	got = open_units(s, "a", false, &len);
+	ck_assert_uint_eq(len, units ? head : whole_len);
+	ck_assert_mem_eq(got, whole, len);
+	free(got);
+	ck_assert_uint_eq(stored_len(s, "a"), units ? head : whole_len);
+	if (units) {
+		char path[PATH_MAX], objs[PATH_MAX];
+
+		ck_assert_int_eq(count_units(), 3);
+		ck_assert_uint_eq(file_mode(unit_path(path, "unit a")), 0600);
+		ck_assert_uint_eq(file_mode(path_in(objs, sess_dir, "objects")), 0700);
+		/* A unit gone: the pack leaves it out, the worker says so. */
+		ck_assert_int_eq(unlink(unit_path(path, "unit b")), 0);
+		got = open_units(s, "a", true, &len);
+		ck_assert_uint_eq(len, whole_len - UNITS_REF_LEN - strlen("unit b"));
+		free(got);
+	}
+	free(whole);
+	store_close(s);
+}
+END_TEST
+
+/* A symlink planted as the objects directory (or one of its HH) is never
+ * followed: the commit is refused and nothing lands where it points. */
+START_TEST(test_units_symlinked_objects_refused)
+{
+	struct store *s = keyed(open_file());
+	char objs[PATH_MAX], elsewhere[PATH_MAX], path[PATH_MAX];
+
+	save_str(s, "keep", "x");   /* makes the directory */
+	ck_assert_int_eq(mkdir(path_in(elsewhere, tmp_dir, "elsewhere"), 0700), 0);
+	ck_assert_int_eq(symlink(elsewhere, path_in(objs, sess_dir, "objects")), 0);
+	ck_assert_int_eq(commit_units(s, "a", ABC, 3, NULL, false, 0), -1);
+	ck_assert_msg(strstr(err, "cannot save session 'a': "), "%s", err);
+	ck_assert_int_eq(count_entries(elsewhere), 0);
+	/* One level down. */
+	ck_assert_int_eq(unlink(objs), 0);
+	ck_assert_int_eq(mkdir(objs, 0700), 0);
+	unit_path(path, "unit a");
+	path[strlen(objs) + 3] = '\0';
+	ck_assert_int_eq(symlink(elsewhere, path), 0);
+	ck_assert_int_eq(commit_units(s, "a", ABC, 3, NULL, false, 0), -1);
+	ck_assert_int_eq(count_entries(elsewhere), 0);
+	assert_session(s, "a", NULL);
+	store_close(s);
+}
+END_TEST
+
+/* An empty unit is a unit like any other. */
+START_TEST(test_units_empty_unit)
+{
+	static const char *const empty[] = { "", "x" };
+	struct store *s = keyed(open_file());
+	size_t len, whole_len;
+	uint8_t *whole = units_blob("the index", empty, 2, NULL, &whole_len), *got;
+
+	ck_assert_msg(commit_units(s, "a", empty, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert(unit_stored(""));
+	got = open_units(s, "a", true, &len);
+	ck_assert_uint_eq(len, whole_len);
+	ck_assert_mem_eq(got, whole, len);
+	free(got);
+	free(whole);
+	store_close(s);
+}
+END_TEST
+
+START_TEST(test_units_dir_names_the_objects)
+{
+	struct store *file = keyed(open_file()), *mem = keyed(open_mem());
+	char buf[PATH_MAX], want[PATH_MAX];
+
+	ck_assert_int_eq(store_units_dir(file, buf, sizeof(buf), ERR), 1);
+	ck_assert_str_eq(buf, path_in(want, sess_dir, "objects"));
+	ck_assert(!exists(sess_dir, "objects"));   /* the first put makes it */
+	ck_assert_int_eq(mkdir(want, 0755), 0);
+	ck_assert_int_eq(store_units_dir(file, buf, sizeof(buf), ERR), -1);
+	ck_assert_str_eq(err, "cannot open the store's objects directory: it is not a private "
+	                      "directory of ours");
+	ck_assert_int_eq(store_units_dir(mem, buf, sizeof(buf), ERR), 0);
+	store_close(file);
+	store_close(mem);
+}
+END_TEST
+
+/* Each unit kept once whoever names it; a session's reset takes only
+ * what no other head names; a commit drops what its previous head alone
+ * named; the last head gone takes the rest. */
+START_TEST(test_units_shared_and_collected)
+{
+	struct store *s = keyed(open_file());
+	static const char *const ab[] = { "unit a", "unit b" }, *const bc[] = { "unit b", "unit c" },
+	                         *const c[] = { "unit c" };
+	unsigned n;
+
+	ck_assert_msg(commit_units(s, "one", ab, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert_msg(commit_units(s, "two", bc, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert_int_eq(count_units(), 3);
+	ck_assert_int_eq(store_del(s, "one", &n, ERR), 0);
+	ck_assert(!unit_stored("unit a"));
+	ck_assert(unit_stored("unit b") && unit_stored("unit c"));
+	/* Only c now, packed by nobody: the store has it. */
+	ck_assert_msg(commit_units(s, "two", c, 1, (bool[]){ false }, false, 0) == 0, "%s",
+	              err);
+	ck_assert(!unit_stored("unit b"));
+	ck_assert(unit_stored("unit c"));
+	ck_assert_int_eq(store_del(s, "two", &n, ERR), 0);
+	ck_assert_int_eq(count_units(), 0);
+	ck_assert_ptr_null(store_take_notice(s));
+	store_close(s);
+}
+END_TEST
+
+/* Deleting every session keeps a locked one, and the units it names. */
+START_TEST(test_units_del_all_keeps_a_locked_sessions_units)
+{
+	struct store *s = keyed(open_file()), *other = keyed(open_file());
+	static const char *const ab[] = { "unit a", "unit b" }, *const bc[] = { "unit b", "unit c" };
+	struct store_lock lk;
+	unsigned n;
+
+	ck_assert_msg(commit_units(s, "one", ab, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert_msg(commit_units(s, "two", bc, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert_int_eq(store_lock(other, "two", 0, &lk, ERR), STORE_LOCKED);
+	ck_assert_int_eq(store_del(s, "all", &n, ERR), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert(!unit_stored("unit a"));
+	ck_assert(unit_stored("unit b") && unit_stored("unit c"));
+	store_unlock(other, &lk);
+	store_close(other);
+	store_close(s);
+}
+END_TEST
+
+/* --fork copies the head: the units are not copied, and stay while any
+ * head names them. */
+START_TEST(test_units_fork_copies_no_unit)
+{
+	struct store *s = keyed(open_file());
+	char path[PATH_MAX];
+	struct stat before, after;
+	size_t len;
+	unsigned n;
+	uint8_t *got, *whole = units_blob("the index", ABC, 3, NULL, &len);
+
+	ck_assert_msg(commit_units(s, "src", ABC, 3, NULL, false, 0) == 0, "%s", err);
+	ck_assert_int_eq(lstat(unit_path(path, "unit a"), &before), 0);
+	ck_assert_msg(store_fork(s, "src", "dst", false, &len, ERR) == 0, "fork: %s", err);
+	ck_assert_uint_eq(len, head_len_of(ABC, 3));
+	ck_assert_int_eq(count_units(), 3);
+	ck_assert_int_eq(lstat(path, &after), 0);
+	ck_assert_uint_eq(before.st_ino, after.st_ino);
+	ck_assert_uint_eq(after.st_nlink, 1);
+	ck_assert_int_eq(store_del(s, "src", &n, ERR), 0);
+	ck_assert_int_eq(count_units(), 3);
+	got = open_units(s, "dst", true, &len);
+	ck_assert_mem_eq(got, whole, len);
+	free(got);
+	/* Forked over by a session naming fewer: the rest goes. */
+	ck_assert_msg(commit_units(s, "small", ABC, 1, NULL, false, 0) == 0, "%s", err);
+	ck_assert_int_eq(store_fork(s, "small", "dst", true, &len, ERR), 0);
+	ck_assert_int_eq(count_units(), 1);
+	free(whole);
+	store_close(s);
+}
+END_TEST
+
+/* A pack entry whose bytes are not its hash's: refused, the old session
+ * kept, nothing of it stored. */
+START_TEST(test_units_bad_hash_refused)
+{
+	struct store *s = keyed(open_file());
+	struct store_save sv;
+	char hex[UNITS_HEX_LEN + 1], want[STORE_ERR_MAX];
+	size_t len, mlen;
+	uint8_t *b = units_blob("the index", ABC, 3, NULL, &len), *got;
+	uint8_t *mine = units_blob("the index", ABC, 1, NULL, &mlen);
+
+	ck_assert_msg(commit_units(s, "a", ABC, 1, NULL, false, 0) == 0, "%s", err);
+	b[len - 1] ^= 1;   /* the last unit's last byte */
+	begin(s, "a", false, &sv);
+	ck_assert_int_eq(write(sv.fd, b, len), (ssize_t)len);
+	ck_assert_int_eq(store_save_commit(s, &sv, len, ERR), -1);
+	ck_assert_msg(strstr(err, "its bytes do not match its hash; the previous session is "
+	                     "kept"), "%s", err);
+	got = open_units(s, "a", true, &len);
+	ck_assert_uint_eq(len, mlen);
+	ck_assert_mem_eq(got, mine, len);
+	free(got);
+	/* A head naming a unit nobody packed nor stored. */
+	ck_assert_int_eq(commit_units(s, "a", (const char *const[]){ "unit a", "unit z" }, 2,
+	                              (bool[]){ true, false }, false, 0), -1);
+	units_blob_hex("unit z", hex);
+	snprintf(want, sizeof(want), "cannot save session 'a': unit %s missing; the previous "
+	         "session is kept", hex);
+	ck_assert_str_eq(err, want);
+	got = open_units(s, "a", true, &len);
+	ck_assert_mem_eq(got, mine, len);
+	free(got);
+	free(b);
+	free(mine);
+	store_close(s);
+}
+END_TEST
+
+/* A store of whole blobs takes a v4 blob only with every unit. */
+START_TEST(test_units_whole_store_wants_every_unit)
+{
+	struct store *s = keyed(open_mem());
+	char hex[UNITS_HEX_LEN + 1], want[STORE_ERR_MAX];
+
+	ck_assert_int_eq(commit_units(s, "a", ABC, 3, (bool[]){ true, false, true }, _i, 0),
+	                 -1);
+	units_blob_hex("unit b", hex);
+	snprintf(want, sizeof(want), "cannot save session 'a': unit %s missing (this store "
+	         "keeps whole sessions: the save must hold every unit); the previous session "
+	         "is kept", hex);
+	ck_assert_str_eq(err, want);
+	assert_session(s, "a", NULL);
+	ck_assert_msg(commit_units(s, "a", ABC, 3, NULL, _i, 0) == 0, "%s", err);
+	store_close(s);
+}
+END_TEST
+
+/* DOLSOT_MAX_SESSION_SIZE bounds the head and its units, whether packed
+ * or already stored. */
+START_TEST(test_units_size_is_head_and_refs)
+{
+	struct store *s = keyed(open_file());
+	size_t head = head_len_of(ABC, 3), units = strlen("unit a") * 3;
+	bool none[3] = { false, false, false };
+	char want[STORE_ERR_MAX];
+
+	ck_assert_msg(commit_units(s, "a", ABC, 3, NULL, false, 0) == 0, "%s", err);
+	ck_assert_msg(commit_units(s, "a", ABC, 3, none, false, head + units) == 0, "%s", err);
+	ck_assert_int_eq(commit_units(s, "a", ABC, 3, none, false, head + units - 1), -1);
+	snprintf(want, sizeof(want), "cannot save session 'a': it is %zu bytes, over the "
+	         "maximum session size of %zu bytes (DOLSOT_MAX_SESSION_SIZE); the previous "
+	         "session is kept", head + units, head + units - 1);
+	ck_assert_str_eq(err, want);
+	store_close(s);
+}
+END_TEST
+
+/* --list: a session's size is its stored bytes and its units'; the
+ * objects directory is no session; a sweep keeps what heads name and
+ * removes what none does. */
+START_TEST(test_units_list_and_sweep)
+{
+	struct store *s = keyed(open_file());
+	struct session_info *info;
+	size_t n;
+	uint8_t h[UNITS_HASH_LEN];
+
+	ck_assert_msg(commit_units(s, "a", ABC, 3, NULL, false, 0) == 0, "%s", err);
+	ck_assert_int_eq(store_list(s, &info, &n, ERR), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(info[0].id, "a");
+	ck_assert_uint_eq(info[0].size, stored_len(s, "a") + SIGN_TRAILER + 3 * strlen("unit a"));
+	free(info);
+	units_sha256("an orphan", 9, h);
+	ck_assert_int_eq(s->ops->obj_put(s, h, (const uint8_t *)"an orphan", 9, ERR), 0);
+	ck_assert_int_eq(count_units(), 4);
+	ck_assert_int_eq(store_sweep(s, ERR), 0);
+	ck_assert_int_eq(count_units(), 3);
+	ck_assert(!unit_stored("an orphan"));
+	store_close(s);
+}
+END_TEST
+
+/* A head that cannot be read stops collecting, and the store says so. */
+START_TEST(test_units_damaged_head_stops_collecting)
+{
+	struct store *s = keyed(open_file());
+	uint8_t h[UNITS_HASH_LEN];
+	char *notice;
+
+	ck_assert_msg(commit_units(s, "a", ABC, 3, NULL, false, 0) == 0, "%s", err);
+	save_str(s, "bad", "DLSS\004 cut short");
+	units_sha256("an orphan", 9, h);
+	ck_assert_int_eq(s->ops->obj_put(s, h, (const uint8_t *)"an orphan", 9, ERR), 0);
+	ck_assert_int_eq(store_sweep(s, ERR), 0);
+	ck_assert_int_eq(count_units(), 4);
+	notice = store_take_notice(s);
+	ck_assert_ptr_nonnull(notice);
+	ck_assert_msg(strstr(notice, "unused units not removed: session 'bad' has a damaged "
+	                     "head"), "%s", notice);
+	free(notice);
+	store_close(s);
+}
+END_TEST
+
+/* TTL reaping takes the expired session's units with it. */
+START_TEST(test_units_reaped_with_their_session)
+{
+	struct store *s = keyed(open_file_ttl(1.0));
+	struct store_lock lk;
+
+	ck_assert_msg(commit_units(s, "old", ABC, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert_msg(commit_units(s, "new", ABC + 1, 2, NULL, false, 0) == 0, "%s", err);
+	age_file(sess_dir, "old.pkl", 2 * DAY);
+	ck_assert_int_eq(store_lock(s, "new", 1000, &lk, ERR), STORE_LOCKED);
+	store_unlock(s, &lk);
+	assert_session(s, "old", NULL);
+	ck_assert(!unit_stored("unit a"));
+	ck_assert(unit_stored("unit b") && unit_stored("unit c"));
+	store_close(s);
+}
+END_TEST
+
+/* A full disk (RLIMIT_FSIZE below a unit's size): the commit is refused,
+ * the old session kept. */
+START_TEST(test_units_disk_full_keeps_the_old_session)
+{
+	struct store *s = keyed(open_file());
+	struct store_save sv;
+	struct rlimit old, small;
+	char big[4096 + 1];
+	const char *units[] = { "unit a", big };
+	size_t len, mlen;
+	uint8_t *got, *mine = units_blob("the index", ABC, 1, NULL, &mlen);
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_msg(commit_units(s, "a", ABC, 1, NULL, false, 0) == 0, "%s", err);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	small = old;
+	small.rlim_cur = 2048;
+	signal(SIGXFSZ, SIG_IGN);
+	len = write_units(s, "a", units, 2, NULL, false, 0, &sv);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+	ck_assert_int_eq(store_save_commit(s, &sv, len, ERR), -1);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	ck_assert_msg(strstr(err, "File too large; the previous session is kept"), "%s", err);
+	got = open_units(s, "a", true, &len);
+	ck_assert_uint_eq(len, mlen);
+	ck_assert_mem_eq(got, mine, len);
+	free(got);
+	free(mine);
+	store_close(s);
+}
+END_TEST
+
+#define RACERS 100
+#define RACE_ROUNDS 3
+
+/* One racer: its session's commits, each naming a unit all racers share,
+ * one of its own kept from round to round (packed only first) and a new
+ * one of its own.  Exits 0 when every commit went through. */
+static void race_commits(int i)
+{
+	struct store *s = store_file_open(sess_dir, 0, ERR);
+	char id[32], mine[32], fresh[32], shared[32];
+	const char *units[3] = { shared, mine, fresh };
+	struct store_lock lk;
+	int bad = s == NULL || store_sign_with(s, TEST_KEY, ERR) < 0;
+
+	snprintf(id, sizeof(id), "racer-%d", i);
+	snprintf(mine, sizeof(mine), "kept by %d", i);
+	for (int r = 0; r < RACE_ROUNDS && !bad; r++) {
+		snprintf(shared, sizeof(shared), "shared %d", r);
+		snprintf(fresh, sizeof(fresh), "new %d %d", i, r);
+		bad = store_lock(s, id, -1, &lk, ERR) != STORE_LOCKED ||
+		      commit_units(s, id, units, 3, (bool[]){ true, r == 0, true }, false, 0) < 0;
+		if (!bad || lk.priv)
+			store_unlock(s, &lk);
+	}
+	if (bad)
+		fprintf(stderr, "racer %d: %s\n", i, err);
+	store_close(s);
+	_exit(bad);
+}
+
+/* Collecting over and over while a hundred processes commit: every unit
+ * each head names is there after. */
+START_TEST(test_units_collecting_races_commits)
+{
+	struct store *s = keyed(open_file());
+	struct session_info *info;
+	pid_t pids[RACERS];
+	int status, left = RACERS, failed = 0;
+	size_t n;
+
+	for (int i = 0; i < RACERS; i++) {
+		pids[i] = fork();
+		ck_assert_int_ge(pids[i], 0);
+		if (pids[i] == 0)
+			race_commits(i);
+	}
+	while (left > 0) {
+		ck_assert_msg(store_sweep(s, ERR) == 0, "%s", err);
+		for (int i = 0; i < RACERS; i++)
+			if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+				failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+				pids[i] = 0;
+				left--;
+			}
+	}
+	ck_assert_int_eq(failed, 0);
+	ck_assert_ptr_null(store_take_notice(s));
+	ck_assert_int_eq(store_list(s, &info, &n, ERR), 0);
+	ck_assert_uint_eq(n, RACERS);
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		uint8_t *got = open_units(s, info[i].id, true, &len);
+		struct units_head h;
+
+		ck_assert_int_eq(units_parse(got, len, &h, err, UNITS_ERR_MAX), 0);
+		ck_assert_uint_eq(h.nrefs, 3);
+		ck_assert_msg(h.npack == 3, "%s lost a unit", info[i].id);
+		free(got);
+	}
+	free(info);
+	ck_assert_int_eq(store_sweep(s, ERR), 0);
+	ck_assert_int_eq(count_units(), RACERS * 2 + 1);
+	store_close(s);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *su = suite_create("store");
@@ -2211,6 +2756,26 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_blob_file_save_is_a_temp_file);
 	tcase_add_test(tc, test_blob_file_open_is_a_verified_copy);
 	tcase_add_test(tc, test_reap_keeps_a_locked_sessions_old_temp_file);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("units");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_units_commit_and_load, 0, BLOB_WAYS);
+	tcase_add_test(tc, test_units_dir_names_the_objects);
+	tcase_add_test(tc, test_units_empty_unit);
+	tcase_add_test(tc, test_units_symlinked_objects_refused);
+	tcase_add_test(tc, test_units_shared_and_collected);
+	tcase_add_test(tc, test_units_fork_copies_no_unit);
+	tcase_add_test(tc, test_units_del_all_keeps_a_locked_sessions_units);
+	tcase_add_test(tc, test_units_bad_hash_refused);
+	tcase_add_loop_test(tc, test_units_whole_store_wants_every_unit, 0, 2);
+	tcase_add_test(tc, test_units_size_is_head_and_refs);
+	tcase_add_test(tc, test_units_list_and_sweep);
+	tcase_add_test(tc, test_units_damaged_head_stops_collecting);
+	tcase_add_test(tc, test_units_reaped_with_their_session);
+	tcase_add_test(tc, test_units_disk_full_keeps_the_old_session);
+	tcase_add_test(tc, test_units_collecting_races_commits);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("id");

@@ -1,0 +1,429 @@
+/*
+ * objects.c - a FileStore's units as files (objects.h).
+ */
+#include "objects.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fdio.h"
+#include "units.h"
+
+#define HH_LEN 2
+#define REST_LEN (UNITS_HEX_LEN - HH_LEN)
+#define TMP_PREFIX ".tmp-"
+#define TMP_MAX_AGE 3600        /* seconds: a put older than this was killed */
+#define TMP_NAME_MAX 64
+
+/*
+ * The directory name below atfd, when it is ours: a real directory
+ * (never a symlink), owned by the effective uid, no group or other bits;
+ * made 0700 when create and absent (*made then).  -1 with errno (EPERM:
+ * not ours; ENOENT: absent).
+ */
+static int open_own_dir(int atfd, const char *name, bool create, bool *made)
+{
+	struct stat st;
+	int fd;
+
+	*made = false;
+	if (create) {
+		if (mkdirat(atfd, name, 0700) == 0)
+			*made = true;
+		else if (errno != EEXIST)
+			return -1;
+	}
+	fd = openat(atfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0) {
+		fd_close(&fd);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	return fd;
+}
+
+/* fsync a directory whose entries changed; EINVAL: it cannot be. */
+static int sync_dir(int fd)
+{
+	return fsync(fd) < 0 && errno != EINVAL ? -1 : 0;
+}
+
+/* DIR/objects, made (and its making synced) when create. */
+static int open_objects(int dirfd, bool create)
+{
+	bool made;
+	int fd = open_own_dir(dirfd, OBJECTS_DIR, create, &made);
+
+	if (fd >= 0 && made && sync_dir(dirfd) < 0)
+		fd_close(&fd);
+	return fd;
+}
+
+/* The unit's directory DIR/objects/HH (made when create), and rest its
+ * file's name there. */
+static int unit_dir(int dirfd, const uint8_t *hash, bool create, char rest[REST_LEN + 1])
+{
+	char hex[UNITS_HEX_LEN + 1], hh[HH_LEN + 1];
+	bool made = false;
+	int objfd, hhfd;
+
+	units_hex(hash, hex);
+	memcpy(hh, hex, HH_LEN);
+	hh[HH_LEN] = '\0';
+	memcpy(rest, hex + HH_LEN, REST_LEN + 1);
+	objfd = open_objects(dirfd, create);
+	if (objfd < 0)
+		return -1;
+	hhfd = open_own_dir(objfd, hh, create, &made);
+	if (hhfd >= 0 && made && sync_dir(objfd) < 0)
+		fd_close(&hhfd);
+	fd_close(&objfd);
+	return hhfd;
+}
+
+/* "cannot OP unit HEX: WHY", errno kept; -1. */
+static int unit_fail(const char *op, const uint8_t *hash, char *err, size_t errlen)
+{
+	char hex[UNITS_HEX_LEN + 1];
+	int errsv = errno;
+
+	units_hex(hash, hex);
+	if (errsv == EPERM)
+		snprintf(err, errlen, "cannot %s unit %s: a directory of the store's objects "
+		         "is not a private directory of ours", op, hex);
+	else
+		snprintf(err, errlen, "cannot %s unit %s: %s", op, hex, strerror(errsv));
+	errno = errsv;
+	return -1;
+}
+
+/* A new temp file in hhfd, its name into tmp. */
+static int create_tmp(int hhfd, char *tmp, size_t len)
+{
+	static unsigned counter;
+	struct timespec now;
+	int fd = -1;
+
+	for (int tries = 0; tries < 100 && fd < 0; tries++) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		snprintf(tmp, len, TMP_PREFIX "%ld-%ld-%u", (long)getpid(), now.tv_nsec,
+		         counter++);
+		fd = openat(hhfd, tmp, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	return fd;
+}
+
+/* Write, sync and name the unit's temp file; -1 with op saying what failed. */
+static int write_unit(int hhfd, const char *rest, const uint8_t *p, size_t n,
+                      const char **op)
+{
+	char tmp[TMP_NAME_MAX];
+	int fd, errsv;
+
+	*op = "create a temp file for";
+	fd = create_tmp(hhfd, tmp, sizeof(tmp));
+	if (fd < 0)
+		return -1;
+	*op = "write";
+	if (fd_write_all(fd, p, n) < 0)
+		goto fail;
+	*op = "fsync";
+	if (fsync(fd) < 0)
+		goto fail;
+	/* Linux closes the fd even on EINTR, and the data is synced. */
+	*op = "close";
+	if (close(fd) < 0 && errno != EINTR) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	*op = "rename";
+	if (renameat2(hhfd, tmp, hhfd, rest, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno == EEXIST) {   /* another put of it came first: same bytes */
+		(void)unlinkat(hhfd, tmp, 0);
+		return 0;
+	}
+	if (errno == EINVAL && renameat(hhfd, tmp, hhfd, rest) == 0)
+		return 0;   /* no RENAME_NOREPLACE here */
+fail:
+	errsv = errno;
+	fd_close(&fd);
+	(void)unlinkat(hhfd, tmp, 0);
+	errno = errsv;
+	return -1;
+}
+
+int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n, char *err,
+                size_t errlen)
+{
+	char rest[REST_LEN + 1];
+	const char *op = "open the directory of";
+	struct stat st;
+	int hhfd = unit_dir(dirfd, hash, true, rest), ret = -1;
+
+	if (hhfd < 0)
+		return unit_fail(op, hash, err, errlen);
+	if (fstatat(hhfd, rest, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		ret = S_ISREG(st.st_mode) ? 0 : -1;   /* kept as it is */
+		op = "store";
+		errno = EEXIST;
+	} else if (errno != ENOENT) {
+		op = "stat";
+	} else if (write_unit(hhfd, rest, p, n, &op) == 0) {
+		op = "fsync the directory of";
+		ret = sync_dir(hhfd);
+	}
+	if (ret < 0)
+		unit_fail(op, hash, err, errlen);
+	fd_close(&hhfd);
+	return ret;
+}
+
+int objects_has(int dirfd, const uint8_t *hash, bool *has, char *err, size_t errlen)
+{
+	char rest[REST_LEN + 1];
+	struct stat st;
+	int hhfd = unit_dir(dirfd, hash, false, rest);
+
+	*has = false;
+	if (hhfd < 0)
+		return errno == ENOENT ? 0 : unit_fail("look for", hash, err, errlen);
+	if (fstatat(hhfd, rest, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		*has = S_ISREG(st.st_mode);
+	else if (errno != ENOENT) {
+		unit_fail("look for", hash, err, errlen);
+		fd_close(&hhfd);
+		return -1;
+	}
+	close(hhfd);
+	return 0;
+}
+
+int objects_read(int dirfd, const uint8_t *hash, uint8_t **p, size_t *n, bool *found,
+                 char *err, size_t errlen)
+{
+	char rest[REST_LEN + 1];
+	struct stat st;
+	int hhfd = unit_dir(dirfd, hash, false, rest), fd = -1, ret = -1;
+
+	*p = NULL;
+	*n = 0;
+	*found = false;
+	if (hhfd < 0)
+		return errno == ENOENT ? 0 : unit_fail("read", hash, err, errlen);
+	fd = openat(hhfd, rest, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		ret = 0;
+	else if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode))
+		errno = EINVAL;
+	else if (fd >= 0 && fd_read_all(fd, (size_t)st.st_size, p, n) == 0)
+		ret = 0, *found = true;
+	if (ret < 0)
+		unit_fail("read", hash, err, errlen);
+	fd_close(&fd);
+	fd_close(&hhfd);
+	return ret;
+}
+
+int objects_del(int dirfd, const uint8_t *hash, char *err, size_t errlen)
+{
+	char rest[REST_LEN + 1];
+	int hhfd = unit_dir(dirfd, hash, false, rest), ret = 0;
+
+	if (hhfd < 0)
+		return errno == ENOENT ? 0 : unit_fail("remove", hash, err, errlen);
+	if (unlinkat(hhfd, rest, 0) < 0 && errno != ENOENT)
+		ret = unit_fail("remove", hash, err, errlen);
+	close(hhfd);
+	return ret;
+}
+
+static bool lower_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return s[n] == '\0';
+}
+
+static uint8_t hex_val(char c)
+{
+	return (uint8_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+}
+
+/* The hashes listed so far. */
+struct hash_acc {
+	uint8_t *v;
+	size_t n, cap;
+};
+
+static int add_hash(struct hash_acc *acc, const char *hh, const char *rest)
+{
+	char hex[UNITS_HEX_LEN + 1];
+	uint8_t *at;
+
+	if (acc->n == acc->cap) {
+		size_t cap = acc->cap ? acc->cap * 2 : 64;
+		uint8_t *v = realloc(acc->v, cap * UNITS_HASH_LEN);
+
+		if (!v)
+			return -1;
+		acc->v = v;
+		acc->cap = cap;
+	}
+	memcpy(hex, hh, HH_LEN);
+	memcpy(hex + HH_LEN, rest, REST_LEN);
+	at = acc->v + acc->n++ * UNITS_HASH_LEN;
+	for (size_t i = 0; i < UNITS_HASH_LEN; i++)
+		at[i] = (uint8_t)(hex_val(hex[2 * i]) << 4 | hex_val(hex[2 * i + 1]));
+	return 0;
+}
+
+/* A killed put's temp file: old, and never a unit. */
+static void drop_stale_tmp(int hhfd, const char *name, time_t now)
+{
+	struct stat st;
+
+	if (strncmp(name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0 &&
+	    fstatat(hhfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    now - st.st_mtim.tv_sec > TMP_MAX_AGE)
+		(void)unlinkat(hhfd, name, 0);
+}
+
+/* The units of DIR/objects/HH into acc. */
+static int list_hh(int objfd, const char *hh, struct hash_acc *acc, time_t now)
+{
+	struct dirent *de;
+	bool made;
+	int hhfd = open_own_dir(objfd, hh, false, &made), ret = -1, errsv;
+	DIR *d = hhfd >= 0 ? fd_opendir_at(hhfd, ".", 0) : NULL;
+
+	if (!d) {
+		fd_close(&hhfd);
+		return errno == EPERM || errno == ENOENT ? 0 : -1;   /* not ours: not read */
+	}
+	for (;;) {
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			ret = errno ? -1 : 0;
+			break;
+		}
+		if (lower_hex(de->d_name, REST_LEN) && add_hash(acc, hh, de->d_name) < 0)
+			break;
+		drop_stale_tmp(hhfd, de->d_name, now);
+	}
+	errsv = errno;
+	closedir(d);
+	close(hhfd);
+	errno = errsv;
+	return ret;
+}
+
+int objects_list(int dirfd, uint8_t **hashes, size_t *n, char *err, size_t errlen)
+{
+	struct hash_acc acc = { NULL, 0, 0 };
+	struct dirent *de;
+	int objfd = open_objects(dirfd, false), errsv;
+	DIR *d = objfd >= 0 ? fd_opendir_at(objfd, ".", 0) : NULL;
+	time_t now = time(NULL);
+
+	*hashes = NULL;
+	*n = 0;
+	if (!d && objfd < 0 && errno == ENOENT)
+		return 0;
+	while (d) {
+		errno = 0;
+		de = readdir(d);
+		if (!de || (lower_hex(de->d_name, HH_LEN) && list_hh(objfd, de->d_name, &acc,
+		                                                     now) < 0))
+			break;
+	}
+	errsv = errno;
+	if (d)
+		closedir(d);
+	fd_close(&objfd);
+	if (!d || errsv) {
+		free(acc.v);
+		snprintf(err, errlen, "cannot list the store's units: %s", strerror(errsv));
+		errno = errsv;
+		return -1;
+	}
+	*hashes = acc.v;
+	*n = acc.n;
+	return 0;
+}
+
+int objects_lock(int dirfd, int *lockfd, int how, char *err, size_t errlen)
+{
+	const char *op = "open";
+	int objfd, errsv;
+
+	if (*lockfd < 0) {
+		objfd = open_objects(dirfd, true);
+		if (objfd >= 0) {
+			*lockfd = openat(objfd, OBJECTS_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW |
+			                 O_NONBLOCK | O_CLOEXEC, 0600);
+			fd_close(&objfd);
+		}
+	}
+	if (*lockfd >= 0) {
+		op = "flock";
+		while (flock(*lockfd, how) < 0)
+			if (errno != EINTR)
+				goto fail;
+		return 0;
+	}
+fail:
+	errsv = errno;
+	snprintf(err, errlen, "cannot %s the store's units lock %s/%s: %s",
+	         how == LOCK_UN ? "release" : op, OBJECTS_DIR, OBJECTS_LOCK, strerror(errsv));
+	errno = errsv;
+	return -1;
+}
+
+int objects_dir(int dirfd, char *buf, size_t len, char *err, size_t errlen)
+{
+	char link[64], path[4096];
+	int objfd = open_objects(dirfd, false), errsv;
+	ssize_t n;
+
+	if (objfd < 0 && errno != ENOENT) {
+		errsv = errno;
+		snprintf(err, errlen, "cannot open the store's objects directory: %s",
+		         errsv == EPERM ? "it is not a private directory of ours"
+		                        : strerror(errsv));
+		errno = errsv;
+		return -1;
+	}
+	fd_close(&objfd);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n < 0 || (size_t)n + sizeof("/" OBJECTS_DIR) > len) {
+		errsv = n < 0 ? errno : ENAMETOOLONG;
+		snprintf(err, errlen, "cannot name the store's objects directory: %s",
+		         strerror(errsv));
+		errno = errsv;
+		return -1;
+	}
+	path[n] = '\0';
+	snprintf(buf, len, "%s/%s", path, OBJECTS_DIR);
+	return 0;
+}

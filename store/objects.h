@@ -1,0 +1,57 @@
+/*
+ * objects.h - a FileStore's units (session format v4, units.h): each an
+ * immutable file DIR/objects/HH/REST named by the 64 lowercase hex
+ * digits of its SHA-256 (split 2 + 62), shared by every session of the
+ * store.  Files 0600, directories 0700 owned by us (a directory that is
+ * not is refused), never a symlink followed (every step openat'ed with
+ * O_NOFOLLOW from the store's directory fd), every fd O_CLOEXEC.  A unit
+ * is written to a temp file ".tmp-XXXXXXXXXXXX" beside its name, synced,
+ * renamed into place without replacing one there, and its directory
+ * synced: durable before objects_put returns, never rewritten.
+ *
+ * DIR/objects/.gc carries the store-wide lock that keeps collecting off
+ * commits (store.c's garbage collection, store_ops.h's obj_lock).
+ *
+ * Every function takes the store's directory fd and answers 0 or -1 with
+ * one line in err (errlen bytes), errno kept.
+ */
+#ifndef DOLSOT_OBJECTS_H
+#define DOLSOT_OBJECTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OBJECTS_DIR "objects"
+#define OBJECTS_LOCK ".gc"
+
+/* DIR/objects as an absolute path into buf (not made: the first put
+ * makes it; one there must be ours). */
+int objects_dir(int dirfd, char *buf, size_t len, char *err, size_t errlen);
+
+/* *has: whether the unit hash is stored (a regular file). */
+int objects_has(int dirfd, const uint8_t *hash, bool *has, char *err, size_t errlen);
+
+/* Store p[0..n) as hash (the caller checked they hash to it); a unit
+ * already there is kept as it is. */
+int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n, char *err,
+                size_t errlen);
+
+/* The unit's bytes into *p (malloc'd), *n; *found false (and *p NULL)
+ * when it is not stored. */
+int objects_read(int dirfd, const uint8_t *hash, uint8_t **p, size_t *n, bool *found,
+                 char *err, size_t errlen);
+
+/* Remove the unit (0 when it was not there). */
+int objects_del(int dirfd, const uint8_t *hash, char *err, size_t errlen);
+
+/* Every stored unit's hash, *hashes malloc'd *n * 32 bytes (NULL when
+ * none); temp files of puts older than an hour (a killed put's) go. */
+int objects_list(int dirfd, uint8_t **hashes, size_t *n, char *err, size_t errlen);
+
+/* The store-wide lock: *lockfd is -1 until the first call opens it (the
+ * caller closes it); how is LOCK_SH, LOCK_EX or LOCK_UN (flock's), and
+ * waits as long as it takes. */
+int objects_lock(int dirfd, int *lockfd, int how, char *err, size_t errlen);
+
+#endif

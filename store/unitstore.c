@@ -1,0 +1,372 @@
+/*
+ * unitstore.c - session format v4 over any store (unitstore.h).
+ */
+#include "unitstore.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fdio.h"
+
+bool unitstore_keeps(const struct store *s)
+{
+	return s->ops->obj_put != NULL;
+}
+
+/* Add a line to what the store's caller hears (store.h's notice). */
+static void notice(struct store *s, const char *line)
+{
+	char *grown = NULL;
+
+	if (asprintf(&grown, "%s%s%s", s->notice ? s->notice : "", s->notice ? "\n" : "",
+	             line) < 0)
+		return;
+	free(s->notice);
+	s->notice = grown;
+}
+
+__attribute__((format(printf, 5, 6)))
+static int refuse(const char *id, int errnum, char *err, size_t errlen, const char *fmt,
+                  ...)
+{
+	char why[STORE_ERR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(err, errlen, "cannot save session '%s': %s; the previous session is kept",
+	         id, why);
+	errno = errnum;
+	return -1;
+}
+
+int unitstore_whole(const char *id, const struct units_head *h, char *err, size_t errlen)
+{
+	char hex[UNITS_HEX_LEN + 1];
+	uint8_t *in;
+	struct units_entry e;
+	size_t off = 0;
+	int ret = 0;
+
+	if (h->npack == h->nrefs)   /* entries are distinct refs: every one */
+		return 0;
+	in = calloc((size_t)h->nrefs + 1, 1);
+	if (!in)
+		return refuse(id, ENOMEM, err, errlen, "out of memory");
+	while (units_pack_next(h, &off, &e))
+		in[units_find(h, e.hash)] = 1;
+	for (uint32_t i = 0; i < h->nrefs && !ret; i++)
+		if (!in[i]) {
+			units_ref(h, i, &e);
+			units_hex(e.hash, hex);
+			ret = refuse(id, ENOENT, err, errlen, "unit %s missing (this store keeps "
+			             "whole sessions: the save must hold every unit)", hex);
+		}
+	free(in);
+	return ret;
+}
+
+int unitstore_take_pack(struct store *s, const char *id, const struct units_head *h,
+                        char *err, size_t errlen)
+{
+	char hex[UNITS_HEX_LEN + 1], why[STORE_ERR_MAX];
+	uint8_t sum[UNITS_HASH_LEN];
+	struct units_entry e;
+	size_t off = 0;
+	bool has;
+
+	while (units_pack_next(h, &off, &e)) {
+		units_sha256(e.bytes, (size_t)e.size, sum);
+		units_hex(e.hash, hex);
+		if (memcmp(sum, e.hash, UNITS_HASH_LEN) != 0)
+			return refuse(id, EBADMSG, err, errlen,
+			              "unit %s: its bytes do not match its hash", hex);
+		if (s->ops->obj_put(s, e.hash, e.bytes, (size_t)e.size, why, sizeof(why)) < 0)
+			return refuse(id, errno, err, errlen, "%s", why);
+	}
+	for (uint32_t i = 0; i < h->nrefs; i++) {
+		units_ref(h, i, &e);
+		if (s->ops->obj_has(s, e.hash, &has, why, sizeof(why)) < 0)
+			return refuse(id, errno, err, errlen, "%s", why);
+		if (!has) {
+			units_hex(e.hash, hex);
+			return refuse(id, ENOENT, err, errlen, "unit %s missing", hex);
+		}
+	}
+	return 0;
+}
+
+/* h's ref hashes, appended to *v (*n of them so far); -1 out of memory. */
+static int add_refs(const struct units_head *h, uint8_t **v, size_t *n)
+{
+	uint8_t *grown;
+	struct units_entry e;
+
+	if (!h->nrefs)
+		return 0;
+	grown = realloc(*v, (*n + h->nrefs) * UNITS_HASH_LEN);
+	if (!grown)
+		return -1;
+	*v = grown;
+	for (uint32_t i = 0; i < h->nrefs; i++) {
+		units_ref(h, i, &e);
+		memcpy(grown + (*n)++ * UNITS_HASH_LEN, e.hash, UNITS_HASH_LEN);
+	}
+	return 0;
+}
+
+int unitstore_load_v4(struct store *s, const char *id, uint8_t **stored, size_t *len,
+                      bool *found, char *err, size_t errlen)
+{
+	uint8_t magic[UNITS_MAGIC_LEN];
+	int fd = -1, ret;
+
+	*stored = NULL;
+	*len = 0;
+	if (!s->ops->open_blob) {
+		ret = s->ops->load(s, id, stored, len, found, err, errlen);
+		if (ret == 0 && *found && !units_is_v4(*stored, *len)) {
+			free(*stored);
+			*stored = NULL;
+		}
+		return ret;
+	}
+	if (s->ops->open_blob(s, id, &fd, len, found, err, errlen) < 0)
+		return -1;
+	ret = 0;
+	if (*found && *len >= sizeof(magic) && fd_pread_exact(fd, magic, sizeof(magic), 0) == 0 &&
+	    units_is_v4(magic, sizeof(magic)) && fd_read_all(fd, *len, stored, len) < 0) {
+		snprintf(err, errlen, "cannot load session '%s': read: %s", id, strerror(errno));
+		ret = -1;
+	}
+	fd_close(&fd);
+	return ret;
+}
+
+/* id's stored bytes (malloc'd) when they hold a v4 head, parsed into *h;
+ * else NULL. */
+static uint8_t *stored_head(struct store *s, const char *id, struct units_head *h)
+{
+	char err[STORE_ERR_MAX];
+	uint8_t *stored = NULL;
+	size_t len = 0;
+	bool found = false;
+
+	if (unitstore_load_v4(s, id, &stored, &len, &found, err, sizeof(err)) == 0 && stored &&
+	    units_parse_head(stored, len, h, err, sizeof(err)) == 0)
+		return stored;
+	free(stored);
+	return NULL;
+}
+
+void unitstore_refs_of(struct store *s, const char *id, uint8_t **hashes, size_t *n)
+{
+	struct units_head h;
+	uint8_t *stored = stored_head(s, id, &h);
+
+	*hashes = NULL;
+	*n = 0;
+	if (stored && add_refs(&h, hashes, n) < 0)
+		*n = 0;
+	free(stored);
+}
+
+void unitstore_drop_named_by(struct store *s, const char *id, uint8_t *hashes, size_t *n)
+{
+	struct units_head h;
+	uint8_t *stored = stored_head(s, id, &h);
+
+	if (stored)
+		unitstore_drop_named(hashes, n, &h);
+	free(stored);
+}
+
+void unitstore_drop_named(uint8_t *hashes, size_t *n, const struct units_head *h)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < *n; i++)
+		if (units_find(h, hashes + i * UNITS_HASH_LEN) < 0)
+			memmove(hashes + kept++ * UNITS_HASH_LEN, hashes + i * UNITS_HASH_LEN,
+			        UNITS_HASH_LEN);
+	*n = kept;
+}
+
+/* Append a pack entry per ref of h read from s's units to fd at *len. */
+static int append_refs(struct store *s, const struct units_head *h, int fd, size_t *len,
+                       char *err, size_t errlen)
+{
+	uint8_t prefix[UNITS_REF_LEN], *bytes;
+	struct units_entry e;
+	size_t n;
+	bool found;
+
+	for (uint32_t i = 0; i < h->nrefs; i++) {
+		units_ref(h, i, &e);
+		if (s->ops->obj_read(s, e.hash, &bytes, &n, &found, err, errlen) < 0)
+			return -1;
+		if (found && n == e.size) {
+			units_entry_prefix(e.hash, n, prefix);
+			if (fd_pwrite_all(fd, prefix, sizeof(prefix), *len) < 0 ||
+			    fd_pwrite_all(fd, bytes, n, *len + sizeof(prefix)) < 0) {
+				int errsv = errno;
+
+				free(bytes);
+				snprintf(err, errlen, "write: %s", strerror(errsv));
+				errno = errsv;
+				return -1;
+			}
+			*len += sizeof(prefix) + n;
+		}
+		free(bytes);
+	}
+	return 0;
+}
+
+int unitstore_append_pack(struct store *s, const char *id, int fd, size_t *len,
+                          char *err, size_t errlen)
+{
+	char why[STORE_ERR_MAX];
+	struct units_head h;
+	uint8_t magic[UNITS_MAGIC_LEN], *head = NULL;
+	int ret = 0, errsv;
+
+	if (*len < sizeof(magic) || fd_pread_exact(fd, magic, sizeof(magic), 0) < 0 ||
+	    !units_is_v4(magic, sizeof(magic)))
+		return 0;
+	head = malloc(*len);
+	if (!head || fd_pread_exact(fd, head, *len, 0) < 0) {
+		snprintf(why, sizeof(why), "read: %s", strerror(errno));
+		ret = -1;
+	} else if (units_parse_head(head, *len, &h, why, sizeof(why)) == 0) {
+		/* A head that does not parse goes as it is: the worker says why. */
+		ret = append_refs(s, &h, fd, len, why, sizeof(why));
+	}
+	errsv = errno;
+	free(head);
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot load session '%s': its units: %s", id, why);
+		errno = errsv;
+	}
+	return ret;
+}
+
+static int hash_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, UNITS_HASH_LEN);
+}
+
+/* Every hash any session's head names, sorted, into *v; -1 with err
+ * naming what could not be read. */
+static int named_units(struct store *s, uint8_t **v, size_t *n, char *err, size_t errlen)
+{
+	struct session_info *info = NULL;
+	struct units_head h;
+	size_t count = 0, len;
+	uint8_t *stored;
+	bool found;
+	int ret = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (s->ops->list(s, &info, &count, err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < count && ret == 0; i++) {
+		char why[UNITS_ERR_MAX];
+		bool v4;
+
+		stored = NULL;
+		ret = unitstore_load_v4(s, info[i].id, &stored, &len, &found, err, errlen);
+		v4 = ret == 0 && stored;
+		if (v4 && units_parse_head(stored, len, &h, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "session '%s' has a damaged head: %s", info[i].id, why);
+			ret = -1;
+		} else if (v4 && add_refs(&h, v, n) < 0) {
+			snprintf(err, errlen, "out of memory");
+			ret = -1;
+		}
+		free(stored);
+	}
+	free(info);
+	if (ret == 0 && *n > 1)
+		qsort(*v, *n, UNITS_HASH_LEN, hash_cmp);
+	return ret;
+}
+
+/* Remove those of cands[0..n) that named[0..nn) (sorted) lacks. */
+static int remove_unnamed(struct store *s, const uint8_t *cands, size_t n,
+                          const uint8_t *named, size_t nn, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *c = cands + i * UNITS_HASH_LEN;
+
+		if ((!nn || !bsearch(c, named, nn, UNITS_HASH_LEN, hash_cmp)) &&
+		    s->ops->obj_del(s, c, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Collect among cands[0..n), or every unit when all. */
+static void collect(struct store *s, const uint8_t *cands, size_t n, bool every)
+{
+	char err[STORE_ERR_MAX], line[STORE_ERR_MAX + 64];
+	uint8_t *named = NULL, *all = NULL;
+	size_t nn = 0, nall = 0;
+	int ret;
+
+	if (!unitstore_keeps(s) || (!every && !n))
+		return;
+	/* A store with no units yet is left as it is (the lock would make its
+	 * directory); one a commit puts meanwhile is named once it is done. */
+	if (every && s->ops->obj_list(s, &all, &nall, err, sizeof(err)) == 0 && !nall)
+		return;
+	free(all);
+	all = NULL;
+	if (s->ops->obj_lock(s, STORE_GC_EXCLUSIVE, err, sizeof(err)) < 0) {
+		snprintf(line, sizeof(line), "dolsot: warning: unused units not removed: %s", err);
+		notice(s, line);
+		return;
+	}
+	ret = named_units(s, &named, &nn, err, sizeof(err));
+	if (ret == 0 && every) {
+		ret = s->ops->obj_list(s, &all, &nall, err, sizeof(err));
+		cands = all;
+		n = nall;
+	}
+	if (ret == 0)
+		ret = remove_unnamed(s, cands, n, named, nn, err, sizeof(err));
+	(void)s->ops->obj_lock(s, STORE_GC_RELEASE, line, sizeof(line));
+	if (ret < 0) {
+		snprintf(line, sizeof(line), "dolsot: warning: unused units not removed: %s", err);
+		notice(s, line);
+	}
+	free(all);
+	free(named);
+}
+
+void unitstore_collect(struct store *s, const uint8_t *cands, size_t n)
+{
+	collect(s, cands, n, false);
+}
+
+void unitstore_collect_all(struct store *s)
+{
+	collect(s, NULL, 0, true);
+}
+
+uint64_t unitstore_size(const uint8_t *stored, size_t n)
+{
+	char err[UNITS_ERR_MAX];
+	struct units_head h;
+
+	if (!units_is_v4(stored, n) || units_parse_head(stored, n, &h, err, sizeof(err)) < 0)
+		return n;
+	return h.refs_size > UINT64_MAX - n ? UINT64_MAX : n + h.refs_size;
+}
