@@ -286,8 +286,15 @@ static int run_locked(const struct run_args *a, struct store *st, struct call_lo
 	struct timespec deadline;
 	struct plan_cgroups cgroup = { "", "" };
 	struct loaded_rec rec = { NULL, 0 };
-	int ret = -1, again;
+	char units[PATH_MAX];
+	int ret = -1, again, keeps;
 
+	/* Where the worker finds the session's units: a sandboxed one only in
+	 * what it is handed (open_session packs them), never in the store. */
+	keeps = store_units_dir(st, units, sizeof(units), err, errlen);
+	if (keeps < 0)
+		return -1;
+	c.units = keeps == 0 ? NULL : a->settings->sandbox ? "-" : units;
 	if (open_session(a, st, &fds, &sv, &c.blob_len, &c.found, &rec, err, errlen) < 0)
 		return -1;
 	again = recalled(a, &rec, res, err, errlen);

@@ -1,7 +1,6 @@
 /*
  * units.c - session format v4's head and pack, parsed (units.h).
  */
-#define OPENSSL_SUPPRESS_DEPRECATED   /* SHA256_Init & co., as sign.c */
 #include "units.h"
 
 #include <inttypes.h>
@@ -9,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
 
 #include "le.h"
 
@@ -46,16 +44,6 @@ void units_hex(const uint8_t *hash, char out[UNITS_HEX_LEN + 1])
 		out[2 * i + 1] = digits[hash[i] & 15];
 	}
 	out[UNITS_HEX_LEN] = '\0';
-}
-
-void units_sha256(const void *p, size_t n, uint8_t out[UNITS_HASH_LEN])
-{
-	SHA256_CTX c;
-
-	/* Not SHA256(): OpenSSL 3's one-shot goes through EVP (see sign.c). */
-	SHA256_Init(&c);
-	SHA256_Update(&c, p, n);
-	SHA256_Final(out, &c);
 }
 
 void units_entry_prefix(const uint8_t *hash, uint64_t size, uint8_t out[UNITS_REF_LEN])

@@ -51,7 +51,7 @@ bool units_is_v4(const uint8_t *p, size_t len);
 
 /*
  * Parse the v4 blob p[0..len): its head and its pack, each checked
- * whole (the entries' bytes are not hashed: see units_sha256).  0 with
+ * whole (the entries' bytes are not hashed: sha256.h hashes them).  0 with
  * *h filled, or -1 with the damage in err (errlen bytes).
  */
 int units_parse(const uint8_t *p, size_t len, struct units_head *h, char *err,
@@ -71,9 +71,6 @@ long units_find(const struct units_head *h, const uint8_t *hash);
 /* The pack entry at *off (start at 0) of a pack units_parse checked, into
  * *e, *off moved past it; 1, or 0 at the end. */
 int units_pack_next(const struct units_head *h, size_t *off, struct units_entry *e);
-
-/* SHA-256 of p[0..n) into out. */
-void units_sha256(const void *p, size_t n, uint8_t out[UNITS_HASH_LEN]);
 
 /* A hash as 64 lowercase hex digits and a NUL. */
 void units_hex(const uint8_t *hash, char out[UNITS_HEX_LEN + 1]);

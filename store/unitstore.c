@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "sha256.h"
 
 bool unitstore_keeps(const struct store *s)
 {
@@ -82,7 +83,7 @@ int unitstore_take_pack(struct store *s, const char *id, const struct units_head
 	bool has;
 
 	while (units_pack_next(h, &off, &e)) {
-		units_sha256(e.bytes, (size_t)e.size, sum);
+		sha256_bytes(e.bytes, (size_t)e.size, sum);
 		units_hex(e.hash, hex);
 		if (memcmp(sum, e.hash, UNITS_HASH_LEN) != 0)
 			return refuse(id, EBADMSG, err, errlen,

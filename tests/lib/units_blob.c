@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "le.h"
+#include "sha256.h"
 #include "units.h"
 
 struct ub_ref {
@@ -31,7 +32,7 @@ void units_blob_hex(const char *text, char *hex)
 {
 	uint8_t h[UNITS_HASH_LEN];
 
-	units_sha256(text, strlen(text), h);
+	sha256_bytes(text, strlen(text), h);
 	units_hex(h, hex);
 }
 
@@ -45,7 +46,7 @@ uint8_t *units_blob(const char *index, const char *const *units, size_t n,
 	if (!r)
 		abort();
 	for (size_t i = 0; i < n; i++) {
-		units_sha256(units[i], strlen(units[i]), r[i].hash);
+		sha256_bytes(units[i], strlen(units[i]), r[i].hash);
 		r[i].text = units[i];
 		r[i].packed = !packed || packed[i];
 	}

@@ -37,6 +37,7 @@
 #include "store.h"
 #include "store_file.h"
 #include "fdio.h"
+#include "sha256.h"
 #include "units.h"
 #include "units_blob.h"
 #include "warm_proto.h"
@@ -2560,7 +2561,7 @@ START_TEST(test_units_list_and_sweep)
 	ck_assert_str_eq(info[0].id, "a");
 	ck_assert_uint_eq(info[0].size, stored_len(s, "a") + SIGN_TRAILER + 3 * strlen("unit a"));
 	free(info);
-	units_sha256("an orphan", 9, h);
+	sha256_bytes("an orphan", 9, h);
 	ck_assert_int_eq(s->ops->obj_put(s, h, (const uint8_t *)"an orphan", 9, ERR), 0);
 	ck_assert_int_eq(count_units(), 4);
 	ck_assert_int_eq(store_sweep(s, ERR), 0);
@@ -2579,7 +2580,7 @@ START_TEST(test_units_damaged_head_stops_collecting)
 
 	ck_assert_msg(commit_units(s, "a", ABC, 3, NULL, false, 0) == 0, "%s", err);
 	save_str(s, "bad", "DLSS\004 cut short");
-	units_sha256("an orphan", 9, h);
+	sha256_bytes("an orphan", 9, h);
 	ck_assert_int_eq(s->ops->obj_put(s, h, (const uint8_t *)"an orphan", 9, ERR), 0);
 	ck_assert_int_eq(store_sweep(s, ERR), 0);
 	ck_assert_int_eq(count_units(), 4);

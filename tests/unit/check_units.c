@@ -9,6 +9,7 @@
 
 #include "ck_run.h"
 #include "le.h"
+#include "sha256.h"
 #include "units.h"
 #include "units_blob.h"
 
@@ -28,10 +29,10 @@ START_TEST(test_sha256_and_hex)
 	uint8_t h[UNITS_HASH_LEN];
 	char hex[UNITS_HEX_LEN + 1];
 
-	units_sha256("abc", 3, h);
+	sha256_bytes("abc", 3, h);
 	units_hex(h, hex);
 	ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-	units_sha256("", 0, h);
+	sha256_bytes("", 0, h);
 	units_hex(h, hex);
 	ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
@@ -77,7 +78,7 @@ START_TEST(test_good_head_with_pack)
 	ck_assert_uint_eq(h.npack, 2);
 	ck_assert_uint_eq(h.head_len + h.pack_len, len);
 	while (units_pack_next(&h, &off, &e)) {
-		units_sha256(e.bytes, e.size, h2);
+		sha256_bytes(e.bytes, e.size, h2);
 		ck_assert_mem_eq(h2, e.hash, UNITS_HASH_LEN);
 		ck_assert(memcmp(e.bytes, "alpha", 5) == 0 || memcmp(e.bytes, "gamma", 5) == 0);
 		n++;
@@ -212,7 +213,7 @@ START_TEST(test_pack_damage)
 	char hex[UNITS_HEX_LEN + 1], want[UNITS_ERR_MAX];
 
 	/* An entry twice. */
-	units_sha256("only", 4, entry);
+	sha256_bytes("only", 4, entry);
 	units_entry_prefix(entry, 4, entry);
 	memcpy(entry + UNITS_REF_LEN, "only", 4);
 	len = hl + 2 * sizeof(entry);
