@@ -95,7 +95,9 @@ class Names(unittest.TestCase):
         for source in ("getattr(obj, 'a')", "getattr(obj.x.y, 'a', None)",
                        "setattr(obj, 'a', value)", "delattr(obj, 'a')",
                        "hasattr(obj, 'a')", "builtins.getattr(obj, 'a')",
-                       "def f(self):\n    return getattr(self, 'a', dflt)"):
+                       "def f(self):\n    return getattr(self, 'a', dflt)",
+                       "setattr(obj, 'a', x.y)",
+                       "getattr(o, 'a') + getattr(p.q, 'b', None)"):
             self.reaches(source, "a")
 
 
@@ -119,6 +121,10 @@ class Dynamic(unittest.TestCase):
         "getattr(o, n)", "setattr(o, n, 1)", "delattr(o, n)", "hasattr(o, n)",
         "getattr(o, 'a' + n)", "getattr(o(), 'a')", "getattr(o, *args)",
         "g = getattr", "map(getattr, objs, names)", "getattr(o, 'a', f(x))",
+        "f(getattr, o, 'a')", "o.f(getattr, o, 'a')", "getattr(f('x', 'y'), n)",
+        "getattr(f('x', b), n)", "getattr(f('x', b, c), n)", "getattr(getattr(o, 'a'), n)",
+        "getattr(sys, 'modules')[n]", "getattr(o, 'eval')(n)",
+        "obj.__subclasses__()", "operator.methodcaller(n)(o)", "inspect.getattr_static(o, n)",
         # words of constants spelling a way to the namespace
         "getattr(builtins, 'globals')()", "load('from __main__ import f')",
         "pickle.loads(b'c__main__\\nx\\n.')", "pickle.loads(b'\\x8c\\x08__main__')",
@@ -213,6 +219,24 @@ class Values(unittest.TestCase):
         self.assertIn("closure_global", reach.value_code_names(ns["outer"](), ns))
         self.assertIn("wrapped_global", reach.value_code_names(ns["decorated"], ns))
         self.assertLessEqual({"AnnType", "RetType"}, reach.value_code_names(ns["annotated"], ns))
+
+    def test_builtins_and_library_functions_that_read_the_callers_frame(self):
+        import functools
+        ns = run("import functools\np = functools.partial(eval, 'a + 1')\n")
+        self.assertIsNone(reach.value_code_names(eval, ns))
+        self.assertIsNone(reach.value_code_names(sys._getframe, ns))
+        self.assertIsNone(reach.value_code_names(ns["p"], ns))
+        lib = run("def query(expr):\n    return expr\n")      # another module's query
+        self.assertIsNone(reach.value_code_names(lib["query"], ns))
+        self.assertEqual(reach.value_code_names(functools.partial(len, ()), ns), frozenset())
+
+    def test_classes_of_other_modules_reach_nothing(self):
+        import json
+        ns = run("class Mine:\n    def m(self): return mine_global\n")
+        self.assertEqual(reach.value_code_names(json.JSONEncoder, ns), frozenset())
+        sub = run("import json\nclass Enc(json.JSONEncoder):\n"
+                  "    def default(self, o): return enc_global\n")
+        self.assertIn("enc_global", reach.value_code_names(sub["Enc"], sub))
 
     def test_lambdas_in_a_dict(self):
         ns = run("d = {'k': lambda: a + g, 'j': lambda: sorted(vars())}\n")

@@ -21,14 +21,17 @@ load.  Loading too much is always safe; too little never is.  The rule:
      dotted import names one as a part ('__main__' in `import __main__`);
    - a word of its constants is one of _DYNAMIC_WORDS (the spellings no
      English text uses: getattr(builtins, 'globals'),
-     importlib.import_module('__main__'), 'from __main__ import f');
-   - it calls getattr, setattr, delattr or hasattr (or loads one of them
-     in any other way: `g = getattr`) other than with a constant str as
-     the attribute's name right after an object that is a plain name
-     with attribute lookups (`getattr(self.x, 'a', None)` is bounded,
-     `getattr(obj, name)` and `getattr(f(), 'a')` are not).  A computed
-     attribute name could be '__globals__' or 'f_globals' of a held
-     function or frame, or 'modules' of sys;
+     importlib.import_module('__main__'), 'from __main__ import f'), or
+     a constant holds '__main__' anywhere (a pickle's b'c__main__');
+   - it loads getattr, setattr, delattr or hasattr other than as the
+     callee of f(OBJ, 'name') or f(OBJ, 'name', OBJ), each OBJ a plain
+     name with attribute lookups after it, 'name' a constant str not in
+     _DYNAMIC, and the call's argument count matching (so
+     `getattr(self.x, 'a', None)` is bounded; `getattr(obj, name)`,
+     `getattr(f(), 'a')`, `getattr(sys, 'modules')`, `g = getattr` and
+     `map(getattr, objs, names)` are not).  A computed attribute name
+     could be '__globals__' of a held function, 'f_globals' of a frame,
+     'modules' of sys;
    - it holds the IMPORT_STAR opcode (`from m import *` binds names no
      constant spells).
 
@@ -37,9 +40,14 @@ load.  Loading too much is always safe; too little never is.  The rule:
    worker runs cells): a library's function reads its own module.
    value_code_names takes a function's code, its default values, closure
    cells, __wrapped__ and string annotations (typing.get_type_hints
-   evaluates them in __globals__), and for a class every function,
-   staticmethod, classmethod, property and nested class of its __dict__,
-   its string annotations, its bases and its metaclass.  The __main__
+   evaluates them in __globals__); a function of another module or a
+   builtin held as a value (functools.partial(eval, 'a+1'), a bound
+   DataFrame.query) is dynamic when its __name__ is in _DYNAMIC, since it
+   runs against its caller's frame, a cell's.  For a class of the
+   session: every function, staticmethod, classmethod, property,
+   functools descriptor and nested class of its __dict__, its string
+   annotations, its bases and its metaclass (a class of another module
+   reaches nothing: its methods read that module).  The __main__
    module itself, held as a value, is dynamic.  Every other object
    reaches nothing by itself: the pickler meets what it holds and is
    asked again.
@@ -59,6 +67,7 @@ _FunctionType = types.FunctionType
 _CodeType = types.CodeType
 _MethodType = types.MethodType
 _ModuleType = types.ModuleType
+_BuiltinType = types.BuiltinFunctionType
 
 # Names that reach the namespace (or a frame, which holds it) by
 # themselves: builtins, attributes of sys, inspect, gc and functions, and
@@ -71,7 +80,9 @@ _DYNAMIC = frozenset((
     "__import__", "breakpoint", "__builtins__",
     # the namespace's own module, and the ways to it
     "__main__", "modules", "import_module", "__dict__", "__globals__", "__code__",
-    "__getattribute__", "attrgetter", "getmembers",
+    "__getattribute__", "attrgetter", "methodcaller", "getattr_static", "getmembers",
+    # the classes defined in the session that are loaded now
+    "__subclasses__",
     # frames
     "_getframe", "currentframe", "f_globals", "f_locals", "f_back",
     # the garbage collector hands out the namespace's dict
@@ -149,7 +160,7 @@ def _opcodes():
         _ops = {
             "cache": m.get("CACHE", -1), "ext": opcode.EXTENDED_ARG,
             "star": m.get("IMPORT_STAR", -1), "precall": m.get("PRECALL", -1),
-            "push_null": m.get("PUSH_NULL", -1), "const": m["LOAD_CONST"],
+            "const": m["LOAD_CONST"],
             "global": m["LOAD_GLOBAL"], "name": m["LOAD_NAME"],
             "attr": m["LOAD_ATTR"], "method": m.get("LOAD_METHOD", -1),
             "simple": frozenset(m[n] for n in (
@@ -186,27 +197,38 @@ def _name_of(code, op, arg, ops):
     return names[arg] if arg < len(names) else None
 
 
-def _bounded_attr_call(code, ins, at, ops):
-    """Whether the getattr-like load at ins[at] starts a call whose
-    attribute name is a constant str: f(OBJ, 'name'[, SIMPLE]) where OBJ
-    is a plain load followed by attribute loads."""
-    i = at + 1
-    if i < len(ins) and ins[i][0] == ops["push_null"]:
-        i += 1
+def _skip_operand(ins, i, ops):
+    """The index after a plain load and the attribute loads after it at
+    ins[i], or -1 when ins[i] is no plain load."""
     if i >= len(ins) or ins[i][0] not in ops["simple"]:
-        return False
+        return -1
+    if ins[i][0] == ops["global"] and ins[i][1] & 1:
+        return -1     # a callee's load (it pushes NULL too)
     i += 1
     while i < len(ins) and ins[i][0] == ops["attr"]:
         i += 1
-    if i >= len(ins) or ins[i][0] != ops["const"]:
+    return i
+
+
+def _bounded_attr_call(code, ins, at, ops):
+    """Whether the getattr-like load at ins[at] is the callee of a call
+    f(OBJ, 'name') or f(OBJ, 'name', OBJ), each OBJ a plain load with
+    attribute loads after it, 'name' a constant str not in _DYNAMIC.  The
+    call's argument count must match, so that getattr handed to another
+    call (map(getattr, ...)) is not taken for one."""
+    i = _skip_operand(ins, at + 1, ops)
+    if i < 0 or i >= len(ins) or ins[i][0] != ops["const"]:
         return False
     consts = code.co_consts
-    if ins[i][1] >= len(consts) or type(consts[ins[i][1]]) is not str:
+    name = consts[ins[i][1]] if ins[i][1] < len(consts) else None
+    if type(name) is not str or name in _DYNAMIC:
         return False
     i += 1
-    if i < len(ins) and ins[i][0] in ops["simple"]:
-        i += 1    # the default of getattr, or setattr's value
-    return i < len(ins) and ins[i][0] == ops["precall"] and ins[i][1] in (2, 3)
+    argc = 2
+    after = _skip_operand(ins, i, ops)
+    if after >= 0:
+        i, argc = after, 3     # getattr's default, or setattr's value
+    return i < len(ins) and ins[i] == (ops["precall"], argc)
 
 
 def _attr_calls_bounded(code):
@@ -311,6 +333,8 @@ def _value_into(obj, out, seen, ns):
         t = type(o)
         if t is _FunctionType:
             if o.__globals__ is not ns:
+                if o.__name__ in _DYNAMIC:   # a library's eval, query, _getframe...
+                    return False
                 continue
             words = set()
             _annotation_words(o, words)
@@ -339,6 +363,9 @@ def _value_into(obj, out, seen, ns):
             todo.extend(o.__bases__)
             if type(o) is not type:
                 todo.append(type(o))
+        elif t is _BuiltinType:
+            if o.__name__ in _DYNAMIC:    # eval held, or handed to partial()
+                return False
         elif t is staticmethod or t is classmethod or t is _MethodType:
             todo.append(o.__func__)
         elif t is property:
