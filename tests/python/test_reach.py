@@ -8,6 +8,7 @@ import _ast
 import importlib.util
 import os
 import sys
+import types
 import unittest
 
 import support
@@ -322,3 +323,140 @@ class Cheap(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ---- tests/cli/check_lazy.c's cells, lazily and fully loaded ----
+
+def _c_strings(text):
+    """The C string literals at the start of text, joined (with their escapes)."""
+    import ast
+    import re
+    out, pos = [], 0
+    literal = re.compile(r'\s*("(?:[^"\\]|\\.)*")')
+    while True:
+        m = literal.match(text, pos)
+        if not m:
+            return "".join(out)
+        out.append(ast.literal_eval(m.group(1)))
+        pos = m.end()
+
+
+def _check_lazy_cells():
+    """(seed, [cell]): the seed of tests/cli/check_lazy.c and the first
+    cell each of its cases runs after it."""
+    with open(os.path.join(support.ROOT, "tests", "cli", "check_lazy.c")) as f:
+        src = f.read()
+    seed = _c_strings(src.split("static const char seed_code[] =", 1)[1])
+    cells = []
+    for case in src.split("START_TEST(")[1:]:
+        body = case.split("END_TEST", 1)[0]
+        for opener in ("cell_then_all(", "call("):
+            if opener in body:
+                cells.append(_c_strings(body.split(opener, 1)[1]))
+                break
+    everything = _c_strings(src.split("static const char everything_code[] =", 1)[1])
+    return seed, cells + [everything]
+
+
+def _meets(value, seen=None):
+    """What a pickler meets saving value (enough of it for these seeds)."""
+    import functools
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    yield value
+    if isinstance(value, dict):
+        parts = list(value.values())
+    elif isinstance(value, (list, tuple, set)):
+        parts = list(value)
+    elif isinstance(value, functools.partial):
+        parts = [value.func, *value.args, *value.keywords.values()]
+    elif type(value).__module__ == "__main__":
+        parts = [type(value), *getattr(value, "__dict__", {}).values()]
+    else:
+        parts = []
+    for part in parts:
+        yield from _meets(part, seen)
+
+
+class LazyAgainstFull(unittest.TestCase):
+    """Each cell of check_lazy.c run after its seed in a namespace holding
+    only the units closure() chose (the seed's names one unit each, an
+    instance with its class) prints and gives what it gives in the full
+    namespace."""
+
+    def setUp(self):
+        self.main = sys.modules["__main__"]
+        self.hook = sys.breakpointhook
+
+    def tearDown(self):
+        sys.modules["__main__"] = self.main
+        sys.breakpointhook = self.hook
+
+    def seeded(self, seed):
+        module = types.ModuleType("__main__")
+        sys.modules["__main__"] = module
+        exec(cell(seed), module.__dict__)
+        return module
+
+    def units(self, ns):
+        held = [n for n in ns if not n.startswith("__")]
+        groups = []
+        for name in held:
+            for group in groups:    # an instance with its class
+                if any(type(ns[name]) is ns[other] or type(ns[other]) is ns[name]
+                       for other in group):
+                    group.append(name)
+                    break
+            else:
+                groups.append([name])
+        units = []
+        for group in groups:
+            reads = set()
+            for name in group:
+                for obj in _meets(ns[name]):
+                    got = reach.value_code_names(obj, ns)
+                    if got is None:
+                        reads = None
+                        break
+                    reads |= got
+                if reads is None:
+                    break
+            units.append((tuple(group), None if reads is None else frozenset(reads)))
+        return units
+
+    def outcome(self, module, source):
+        import contextlib
+        import io
+        tree = compile(source, "<cell>", "exec", _ast.PyCF_ONLY_AST)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], _ast.Expr) else None
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            try:
+                exec(compile(tree, "<cell>", "exec"), module.__dict__)
+                value = (eval(compile(_ast.Expression(last.value), "<cell>", "eval"),
+                              module.__dict__) if last else None)
+                result = repr(value)
+            except Exception as e:
+                result = f"{type(e).__name__}: {e}"
+        return out.getvalue(), result
+
+    def test_every_cell(self):
+        seed, cells = _check_lazy_cells()
+        self.assertGreater(len(cells), 25)
+        lazy_ones = 0
+        for source in cells:
+            full = self.outcome(self.seeded(seed), source)
+            module = self.seeded(seed)
+            units = self.units(module.__dict__)
+            chosen = reach.closure(reach.code_names(cell(source)), units)
+            if chosen is not None:
+                lazy_ones += 1
+                keep = {n for i in chosen for n in units[i][0]}
+                for names, _ in units:
+                    for name in names:
+                        if name not in keep:
+                            del module.__dict__[name]
+            self.assertEqual(self.outcome(module, source), full, source)
+        self.assertGreater(lazy_ones, 5)    # not everything loads everything
