@@ -297,6 +297,37 @@ START_TEST(mutation_through_an_alias_is_seen_by_the_held_name)
 }
 END_TEST
 
+/* ---- what a call says about names its cell does not reach ---- */
+
+START_TEST(a_misspelled_name_is_hinted_from_every_held_name)
+{
+	seed();
+	call("kwlst", 1, "", "NameError: name 'kwlst' is not defined (line 1)\n"
+	     "hint: did you mean kwlist?\n" SEED_HELD);
+	call(everything_code, 0, everything_out, SEED_HELD);
+}
+END_TEST
+
+START_TEST(describe_lists_every_held_name)
+{
+	struct cli_run r;
+
+	seed();
+	cli_test_run(&fx, &r, fx.tmp, NULL,
+	             (const char *const[]){ "dolsot", "--session", "s", "--describe", NULL });
+	ck_code(&r, 0);
+	ck_out(&r, "no toolboxes\nsession s holds:\n"
+	       "  C: type\n  a: int\n  b: list len 2\n  c: __main__.C\n  d: dict len 1\n"
+	       "  dyn: function\n  f: function\n  functools: module\n  g: int\n  h: int\n"
+	       "  iskeyword: builtin_function_or_method\n"
+	       "  issoftkeyword: builtin_function_or_method\n  kwlist: str len 4\n"
+	       "  main_mod: module\n  pe: functools.partial\n  softkwlist: list len 3\n"
+	       "limits: --timeout 20s\n");
+	ck_err(&r, "");
+	cli_run_release(&r);
+}
+END_TEST
+
 static Suite *lazy_suite(void)
 {
 	Suite *s = suite_create("lazy");
@@ -337,6 +368,8 @@ static Suite *lazy_suite(void)
 	tcase_add_test(names, a_deleted_name_is_gone_in_the_next_call);
 	tcase_add_test(names, a_cell_naming_nothing_held_then_one_reading_everything);
 	tcase_add_test(names, mutation_through_an_alias_is_seen_by_the_held_name);
+	tcase_add_test(names, a_misspelled_name_is_hinted_from_every_held_name);
+	tcase_add_test(names, describe_lists_every_held_name);
 	return s;
 }
 
