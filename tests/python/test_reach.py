@@ -89,6 +89,15 @@ class Names(unittest.TestCase):
         got = self.reaches("s = 'été—naïve 3rd… ok'", "été", "naïve", "rd", "ok")
         self.assertNotIn("3rd", got)
 
+    def test_latin1_bytes_split_like_text(self):
+        self.reaches("x = b'caf\\xe9\\xd7m\\xfcller'", "café", "müller")
+
+    def test_a_text_too_long_to_scan_is_dynamic(self):
+        limit = reach._TEXT_MAX
+        self.assertIsNotNone(reach.code_names(cell(f"x = {'w ' * (limit // 2)!r}")))
+        self.assertIsNone(reach.code_names(cell(f"x = {'w ' * (limit // 2 + 1)!r}")))
+        self.assertIsNone(reach.code_names(cell(f"x = ({b'w' * (limit + 1)!r}, 1)")))
+
     def test_plain_text_words_are_not_dynamic(self):
         self.reaches("print('compile the dir of modules, then eval')", "compile", "dir")
 

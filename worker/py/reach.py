@@ -33,7 +33,9 @@ load.  Loading too much is always safe; too little never is.  The rule:
      could be '__globals__' of a held function, 'f_globals' of a frame,
      'modules' of sys;
    - it holds the IMPORT_STAR opcode (`from m import *` binds names no
-     constant spells).
+     constant spells);
+   - a str or bytes constant is longer than _TEXT_MAX (1 MiB): scanning
+     it could cost more than loading everything.
 
 3. A function's code reaches names of the session only when its
    __globals__ is the session's namespace (__main__'s dict, where the
@@ -109,9 +111,13 @@ _DYNAMIC_WORDS = frozenset((
 
 _ATTR_FUNCS = frozenset(("getattr", "setattr", "delattr", "hasattr"))
 
-# ASCII characters that cannot be part of an identifier, to split text on.
-_NOT_IDENT = {c: " " for c in range(128)
-              if not (chr(c).isalnum() or chr(c) == "_")}
+# Latin-1 characters that cannot be part of an identifier, to split text
+# on (so that a bytes constant, read as Latin-1, never takes the slow path).
+_NOT_IDENT = {c: " " for c in range(256) if not ("_" + chr(c)).isidentifier()}
+
+# A constant text longer than this makes its code dynamic rather than cost
+# a scan of its words longer than loading everything would.
+_TEXT_MAX = 1 << 20
 
 
 def _words_of(text, out):
@@ -124,7 +130,7 @@ def _words_of(text, out):
 
 
 def _split_word(word, out):
-    """A run of non-ASCII text: its identifier parts, leading digits cut."""
+    """A run of text beyond Latin-1: its identifier parts, leading digits cut."""
     run = []
     for ch in word + " ":
         if ("_" + ch).isidentifier():
@@ -137,15 +143,28 @@ def _split_word(word, out):
 
 
 def _const_words(value, out):
+    """Add the words of value's str and bytes to out; False when one is
+    longer than _TEXT_MAX."""
     t = type(value)
     if t is str or t is bytes:
+        if len(value) > _TEXT_MAX:
+            return False
         text = value if t is str else value.decode("latin-1")
         _words_of(text, out)
         if "__main__" in text:    # glued to a word, as in a pickle's b'c__main__'
             out.add("__main__")
     elif t is tuple or t is frozenset:
-        for item in value:
-            _const_words(item, out)
+        return all(_const_words(item, out) for item in value)
+    return True
+
+
+def _words(values):
+    """The words of the constants values (rule 1), or None when they make
+    the code dynamic (rule 2)."""
+    words = set()
+    if not all(_const_words(value, words) for value in values):
+        return None
+    return words if _DYNAMIC_WORDS.isdisjoint(words) else None
 
 
 _ops = None
@@ -284,13 +303,10 @@ def _code_into(code, out, seen):
         if _STAR_FROMLIST in c.co_consts and _has_import_star(c):
             return False
         out.update(names)
-        words = set()
-        for const in c.co_consts:
-            if type(const) is type(c):
-                todo.append(const)
-            else:
-                _const_words(const, words)
-        if not _DYNAMIC_WORDS.isdisjoint(words):
+        consts = c.co_consts
+        todo.extend(const for const in consts if type(const) is _CodeType)
+        words = _words(const for const in consts if type(const) is not _CodeType)
+        if words is None:
             return False
         out.update(words)
     return True
@@ -308,12 +324,11 @@ def _session_ns():
     return getattr(main, "__dict__", None)
 
 
-def _annotation_words(obj, out):
+def _annotation_words(obj):
+    """The words of obj's string annotations, or None when dynamic."""
     ann = obj.__dict__.get("__annotations__") if isinstance(obj, type) else \
         getattr(obj, "__annotations__", None)
-    if type(ann) is dict:
-        for value in ann.values():
-            _const_words(value, out)
+    return _words(ann.values()) if type(ann) is dict else set()
 
 
 def _foreign(cls, ns):
@@ -336,9 +351,8 @@ def _value_into(obj, out, seen, ns):
                 if o.__name__ in _DYNAMIC:   # a library's eval, query, _getframe...
                     return False
                 continue
-            words = set()
-            _annotation_words(o, words)
-            if not _DYNAMIC_WORDS.isdisjoint(words) or not _code_into(o.__code__, out, code_seen):
+            words = _annotation_words(o)
+            if words is None or not _code_into(o.__code__, out, code_seen):
                 return False
             out.update(words)
             todo.extend(o.__defaults__ or ())
@@ -354,9 +368,8 @@ def _value_into(obj, out, seen, ns):
         elif isinstance(o, type):
             if _foreign(o, ns):
                 continue
-            words = set()
-            _annotation_words(o, words)
-            if not _DYNAMIC_WORDS.isdisjoint(words):
+            words = _annotation_words(o)
+            if words is None:
                 return False
             out.update(words)
             todo.extend(o.__dict__.values())
@@ -379,8 +392,6 @@ def _value_into(obj, out, seen, ns):
         elif t.__module__ == "functools":   # cached_property, partialmethod, partial
             todo.append(getattr(o, "func", None))
     return True
-
-
 
 
 def value_code_names(obj, ns=None):
