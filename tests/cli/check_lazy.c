@@ -328,6 +328,22 @@ START_TEST(describe_lists_every_held_name)
 }
 END_TEST
 
+/* ---- reach.py itself, in the worker ---- */
+
+START_TEST(reach_is_compiled_in_and_reads_the_held_code)
+{
+	seed();
+	call("import _dolsot\n"
+	     "reach = _dolsot.embedded('reach')\n"
+	     "def s(names):\n    return None if names is None else sorted(names)\n"
+	     "[s(reach.value_code_names(v)) for v in (f, C, c.m, d['k'], dyn, pe, main_mod)], "
+	     "s(reach.code_names(compile('f() + a', 'c', 'exec')))",
+	     0, "([['g'], ['h'], ['h'], ['a', 'g'], None, None, None], ['a', 'f'])\n",
+	     HOLDS("C, _dolsot, a, b, c, d, dyn, f, functools, g, h, " HELD_B ", reach, s, "
+	           HELD_C));
+}
+END_TEST
+
 static Suite *lazy_suite(void)
 {
 	Suite *s = suite_create("lazy");
@@ -370,6 +386,7 @@ static Suite *lazy_suite(void)
 	tcase_add_test(names, mutation_through_an_alias_is_seen_by_the_held_name);
 	tcase_add_test(names, a_misspelled_name_is_hinted_from_every_held_name);
 	tcase_add_test(names, describe_lists_every_held_name);
+	tcase_add_test(held, reach_is_compiled_in_and_reads_the_held_code);
 	return s;
 }
 

@@ -334,7 +334,7 @@ def _annotation_words(obj):
 def _foreign(cls, ns):
     """Whether cls belongs to a module other than the session's: its
     methods read that module (a class pickled by value is the session's)."""
-    name = cls.__dict__.get("__module__")
+    name = getattr(cls, "__module__", None)
     if type(name) is not str or name == "__main__":
         return False
     module = sys.modules.get(name)
