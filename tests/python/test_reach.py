@@ -121,6 +121,7 @@ class Dynamic(unittest.TestCase):
         "from __main__ import a", "import __main__ as m", "import sys\nsys.modules[n]",
         "sys._getframe()", "import inspect\ninspect.currentframe()",
         "fr.f_globals", "fr.f_locals", "fr.f_back", "obj.__dict__", "__builtins__",
+        "e.__traceback__.tb_frame.f_builtins['eval'](n)", "ctypes.pythonapi",
         "f.__globals__", "f.__code__", "object.__getattribute__(o, n)",
         "operator.attrgetter(n)(o)", "importlib.import_module(n)",
         "inspect.getmembers(m)", "gc.get_referrers(o)", "gc.get_objects()",

@@ -85,10 +85,11 @@ _DYNAMIC = frozenset((
     "__getattribute__", "attrgetter", "methodcaller", "getattr_static", "getmembers",
     # the classes defined in the session that are loaded now
     "__subclasses__",
-    # frames
-    "_getframe", "currentframe", "f_globals", "f_locals", "f_back",
-    # the garbage collector hands out the namespace's dict
-    "get_referrers", "get_referents", "get_objects",
+    # frames (f_builtins holds eval, which reads its caller's globals)
+    "_getframe", "currentframe", "f_globals", "f_locals", "f_back", "f_builtins",
+    # the garbage collector, and ctypes' door to the C API, hand out the
+    # namespace's dict
+    "get_referrers", "get_referents", "get_objects", "pythonapi",
     # tools that run against __main__ (pdb, code.interact, doctest.testmod,
     # unittest.main)
     "set_trace", "interact", "testmod", "main",
@@ -106,7 +107,8 @@ _DYNAMIC = frozenset((
 _DYNAMIC_WORDS = frozenset((
     "globals", "locals", "__import__", "__builtins__", "__main__", "__dict__",
     "__globals__", "__code__", "__getattribute__", "_getframe", "currentframe",
-    "f_globals", "f_locals", "f_back", "get_referrers", "get_referents", "get_objects",
+    "f_globals", "f_locals", "f_back", "f_builtins", "get_referrers", "get_referents",
+    "get_objects", "pythonapi",
 ))
 
 _ATTR_FUNCS = frozenset(("getattr", "setattr", "delattr", "hasattr"))
