@@ -240,6 +240,11 @@ class Values(unittest.TestCase):
         lib = run("def query(expr):\n    return expr\n")      # another module's query
         self.assertIsNone(reach.value_code_names(lib["query"], ns))
         self.assertEqual(reach.value_code_names(functools.partial(len, ()), ns), frozenset())
+        import operator
+        for held in (getattr, functools.partial(setattr, ns), operator.attrgetter("x"),
+                     operator.methodcaller("x")):
+            self.assertIsNone(reach.value_code_names(held, ns), held)
+        self.assertEqual(reach.value_code_names(operator.itemgetter(1), ns), frozenset())
 
     def test_classes_of_other_modules_reach_nothing(self):
         import json

@@ -45,7 +45,8 @@ load.  Loading too much is always safe; too little never is.  The rule:
    evaluates them in __globals__); a function of another module or a
    builtin held as a value (functools.partial(eval, 'a+1'), a bound
    DataFrame.query) is dynamic when its __name__ is in _DYNAMIC, since it
-   runs against its caller's frame, a cell's.  For a class of the
+   runs against its caller's frame, a cell's; so are getattr and its
+   kin held as values, and operator's attrgetter and methodcaller.  For a class of the
    session: every function, staticmethod, classmethod, property,
    functools descriptor and nested class of its __dict__, its string
    annotations, its bases and its metaclass (a class of another module
@@ -379,8 +380,11 @@ def _value_into(obj, out, seen, ns):
             if type(o) is not type:
                 todo.append(type(o))
         elif t is _BuiltinType:
-            if o.__name__ in _DYNAMIC:    # eval held, or handed to partial()
+            # eval held, or handed to partial(); getattr with any name
+            if o.__name__ in _DYNAMIC or o.__name__ in _ATTR_FUNCS:
                 return False
+        elif t.__module__ == "operator" and t.__name__ in _DYNAMIC:
+            return False     # attrgetter(name), methodcaller(name)
         elif t is staticmethod or t is classmethod or t is _MethodType:
             todo.append(o.__func__)
         elif t is property:
