@@ -182,7 +182,7 @@ class Values(unittest.TestCase):
 
     def test_library_functions_and_other_objects_reach_nothing(self):
         import json
-        for obj in (json.dumps, len, 1, "text", [lambda: a], json):  # noqa: F821
+        for obj in (json.dumps, len, 1, "text", [lambda: 0], json):
             self.assertEqual(reach.value_code_names(obj, {}), frozenset(), obj)
 
     def test_a_class_and_everything_in_it(self):
