@@ -15,6 +15,7 @@
  */
 #include <check.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "ck_run.h"
 #include "cli_helpers.h"
@@ -328,6 +329,29 @@ START_TEST(describe_lists_every_held_name)
 }
 END_TEST
 
+START_TEST(a_value_that_cannot_load_is_reported_though_the_cell_does_not_reach_it)
+{
+	char module[4400];
+	const char *kept = "warning: names that could not be loaded in this call are kept, "
+		"unchanged, for a call that can load them (one with the right --toolbox, or "
+		"outside the sandbox): lzmod (ModuleNotFoundError: No module named 'lzmod'), "
+		"x (ModuleNotFoundError: No module named 'lzmod')\n";
+	char err[1024];
+
+	snprintf(module, sizeof(module), "%s/lzmod.py", fx.tmp);
+	seed();
+	cli_write_file(module, "class Item:\n    def __repr__(self):\n        return 'Item()'\n");
+	call("import lzmod\nx = lzmod.Item()", 0, "",
+	     HOLDS(HELD_A ", iskeyword, issoftkeyword, kwlist, lzmod, main_mod, pe, " HELD_C
+	           ", x"));
+	ck_assert_int_eq(unlink(module), 0);
+	snprintf(err, sizeof(err), "%s" HOLDS(HELD_A ", " HELD_B ", " HELD_C
+	         "; kept unloaded: lzmod, x"), kept);
+	call("a + 1", 0, "2\n", err);
+	call(everything_code, 0, everything_out, err);
+}
+END_TEST
+
 /* ---- reach.py itself, in the worker ---- */
 
 START_TEST(reach_is_compiled_in_and_reads_the_held_code)
@@ -386,6 +410,7 @@ static Suite *lazy_suite(void)
 	tcase_add_test(names, mutation_through_an_alias_is_seen_by_the_held_name);
 	tcase_add_test(names, a_misspelled_name_is_hinted_from_every_held_name);
 	tcase_add_test(names, describe_lists_every_held_name);
+	tcase_add_test(names, a_value_that_cannot_load_is_reported_though_the_cell_does_not_reach_it);
 	tcase_add_test(held, reach_is_compiled_in_and_reads_the_held_code);
 	return s;
 }
