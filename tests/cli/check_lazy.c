@@ -352,6 +352,29 @@ START_TEST(a_value_that_cannot_load_is_reported_though_the_cell_does_not_reach_i
 }
 END_TEST
 
+/* Loading runs a metaclass's __init__ and a __setstate__ (reach.py's
+ * runs_on_load): what they print, a full load prints in every call, and
+ * saving prints again as the class's pickle is loaded back once. */
+START_TEST(code_run_by_loading_prints_in_every_call)
+{
+	const char *held = HOLDS("C, K, Meta, S, a, b, c, d, dyn, f, functools, g, h, iskeyword, "
+	                         "issoftkeyword, kwlist, main_mod, pe, s, softkwlist");
+
+	seed();
+	call("class Meta(type):\n"
+	     "    def __init__(cls, *args):\n"
+	     "        super().__init__(*args)\n"
+	     "        print('made', cls.__name__)\n"
+	     "class K(metaclass=Meta):\n    pass\n"
+	     "class S:\n"
+	     "    def __setstate__(self, state):\n"
+	     "        print('setstate')\n"
+	     "        self.__dict__.update(state)\n"
+	     "s = S()\ns.v = 1", 0, "made K\nmade K\n", held);
+	call("a + 1", 0, "made K\nsetstate\nmade K\n2\n", held);
+}
+END_TEST
+
 /* ---- reach.py itself, in the worker ---- */
 
 START_TEST(reach_is_compiled_in_and_reads_the_held_code)
@@ -411,6 +434,7 @@ static Suite *lazy_suite(void)
 	tcase_add_test(names, a_misspelled_name_is_hinted_from_every_held_name);
 	tcase_add_test(names, describe_lists_every_held_name);
 	tcase_add_test(names, a_value_that_cannot_load_is_reported_though_the_cell_does_not_reach_it);
+	tcase_add_test(names, code_run_by_loading_prints_in_every_call);
 	tcase_add_test(held, reach_is_compiled_in_and_reads_the_held_code);
 	return s;
 }

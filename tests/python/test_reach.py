@@ -284,6 +284,51 @@ class Values(unittest.TestCase):
         self.assertEqual(reach.value_code_names(ns["A"], ns), frozenset())
 
 
+class RunsOnLoad(unittest.TestCase):
+    NS = run("import abc, dataclasses, enum, functools, typing\n"
+             "class Meta(type):\n"
+             "    def __init__(cls, *a):\n        super().__init__(*a)\n"
+             "class Made(metaclass=Meta): pass\n"
+             "class Base:\n    def __init_subclass__(cls): pass\n"
+             "class Sub(Base): pass\n"
+             "class Desc:\n    def __set_name__(self, owner, name): pass\n"
+             "class HasDesc:\n    d = Desc()\n"
+             "class Restored:\n    def __setstate__(self, state): pass\n"
+             "class Reduced:\n    def __reduce__(self): return (Reduced, ())\n"
+             "class New:\n    def __new__(cls): return super().__new__(cls)\n"
+             "class Plain: pass\n"
+             "class Abstract(abc.ABC):\n"
+             "    @abc.abstractmethod\n    def m(self): pass\n"
+             "class Colour(enum.Enum):\n    RED = 1\n"
+             "@dataclasses.dataclass\nclass Point:\n    x: int = 0\n"
+             "class Pair(typing.NamedTuple):\n    a: int\n"
+             "class Cached:\n"
+             "    @functools.cached_property\n    def c(self): return 1\n")
+
+    def test_classes_whose_making_runs_code(self):
+        for name in ("Made", "Sub", "HasDesc"):
+            self.assertTrue(reach.runs_on_load(self.NS[name], self.NS), name)
+
+    def test_instances_whose_loading_runs_code(self):
+        for name in ("Restored", "Reduced", "New"):
+            self.assertTrue(reach.runs_on_load(self.NS[name](), self.NS), name)
+
+    def test_quiet_ones(self):
+        ns = self.NS
+        quiet = [ns[n] for n in ("Meta", "Base", "Restored", "Plain", "Abstract", "Colour",
+                                 "Point", "Pair", "Cached")]
+        quiet += [ns["Plain"](), ns["Colour"].RED, ns["Point"](), ns["Pair"](1), ns["Cached"](),
+                  1, "text", [1], len, ns["Sub"]()]
+        for obj in quiet:
+            self.assertFalse(reach.runs_on_load(obj, ns), obj)
+
+    def test_classes_of_other_modules_are_not_made(self):
+        import collections
+        import json
+        for obj in (json.JSONEncoder, json.JSONEncoder(), collections.OrderedDict()):
+            self.assertFalse(reach.runs_on_load(obj, self.NS), obj)
+
+
 class Closure(unittest.TestCase):
     UNITS = [
         (("a",), frozenset()),                  # 0

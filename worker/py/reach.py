@@ -55,6 +55,13 @@ load.  Loading too much is always safe; too little never is.  The rule:
    reaches nothing by itself: the pickler meets what it holds and is
    asked again.
 
+The functions: code_names(code) for a cell, value_code_names(obj) for
+what the pickler meets while saving a unit (the union over a unit is its
+reads, kept in the index), closure(start, units) for the units a call
+loads, and runs_on_load(obj) for the units whose loading runs code that
+could show (a metaclass, __setstate__...): a full load runs it in every
+call, so a lazy one must load those units always.
+
 What this cannot see (and the worker must accept or guard against): a
 library that reads its caller's frame (pandas' query/eval, numexpr,
 patsy) given a name that is not written in the cell (a formula held in
@@ -410,6 +417,55 @@ def value_code_names(obj, ns=None):
     if ns is None:
         ns = _session_ns()
     return frozenset(out) if _value_into(obj, out, set(), ns) else None
+
+
+# Modules whose class-making hooks (a metaclass's __new__, __init_subclass__)
+# only set up the class itself: making a class with them shows nothing.
+_QUIET_HOOKS = frozenset(("abc", "_py_abc", "enum", "typing", "dataclasses", "functools",
+                          "collections"))
+
+
+def _hook_runs(hook, ns):
+    """Whether hook (a class attribute found by lookup) is Python code that
+    may do something visible: the session's own, or a library's not in
+    _QUIET_HOOKS."""
+    func = getattr(hook, "__func__", hook)
+    if type(func) is not _FunctionType:
+        return False     # C code: type.__new__, object.__init_subclass__...
+    module = func.__module__
+    if type(module) is str and module.startswith("namedtuple_"):
+        return False     # the __new__ collections.namedtuple writes
+    return func.__globals__ is ns or module not in _QUIET_HOOKS
+
+
+def runs_on_load(obj, ns=None):
+    """Whether unpickling obj (as the pickler meets it) runs Python code
+    that could print or change state: for a class pickled by value, its
+    metaclass's __new__ or __init__, a base's __init_subclass__ or an
+    attribute's __set_name__; for an instance of a class of the session,
+    that class's __new__, __setstate__, __reduce__ or __reduce_ex__ (what
+    they return runs at load).  A full load runs that code in every call,
+    whether or not the cell reaches the value; a lazy load must load such
+    units always to show the same.  ns as for value_code_names."""
+    if ns is None:
+        ns = _session_ns()
+    if isinstance(obj, type):
+        if _foreign(obj, ns):
+            return False     # pickled by reference: nothing is made
+        meta = type(obj)
+        if meta is not type and any(_hook_runs(meta.__dict__.get(name), ns)
+                                    for name in ("__new__", "__init__")):
+            return True
+        for base in obj.__mro__[1:]:
+            if _hook_runs(base.__dict__.get("__init_subclass__"), ns):
+                return True
+        return any(_hook_runs(getattr(type(v), "__set_name__", None), ns)
+                   for v in obj.__dict__.values())
+    cls = type(obj)
+    if _foreign(cls, ns):
+        return False
+    return any(_hook_runs(getattr(cls, name, None), ns)
+               for name in ("__new__", "__setstate__", "__reduce__", "__reduce_ex__"))
 
 
 def closure(start, units):
