@@ -2,11 +2,15 @@
  * check_lazy.c - a call that loads only the units its cell can reach
  * (issue 36, worker/py/reach.py) must never show the cell a difference
  * from a full load.  Every case seeds a session holding several kinds of
- * names, runs one cell that reaches the namespace in one way (most of them
- * dynamic: the whole session must load), checks its exact stdout, stderr
- * and exit status, then checks that every value the seed left is still
- * there and unchanged.  These pass with a worker that loads everything;
- * they must still pass once it loads lazily.
+ * names and runs a cell that reaches the namespace in one way (most of
+ * them dynamic: the whole session must load), or names one value whose
+ * code reaches others, or binds, deletes or shares names, with its exact
+ * stdout, stderr and exit status; most then check that every value the
+ * seed left is still there and unchanged.  The last ones check what a
+ * call says about values its cell does not reach: a NameError's hint,
+ * --describe, a value that cannot load, what loading prints.  These pass
+ * with a worker that loads everything; they must still pass once it
+ * loads lazily.
  *
  * The names bound by `from m import *` come from keyword, which a zygote
  * has imported already: a module it must import first (shlex) makes the
