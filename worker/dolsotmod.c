@@ -32,6 +32,7 @@ EMBEDDED(session);
 EMBEDDED(state);
 EMBEDDED(rich);
 EMBEDDED(describe);
+EMBEDDED(reach);
 
 struct embedded {
 	const char *name;
@@ -365,7 +366,7 @@ static PyObject *m_embedded(PyObject *self, PyObject *arg)
 {
 	static const struct embedded modules[] = {
 		EMBED(files), EMBED(gate), EMBED(hints), EMBED(session), EMBED(state),
-		EMBED(rich), EMBED(describe),
+		EMBED(rich), EMBED(describe), EMBED(reach),
 	};
 	const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
 	struct embedded e = { NULL, NULL, NULL, NULL, NULL };

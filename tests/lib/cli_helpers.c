@@ -523,6 +523,14 @@ static void end_current_test(void)
 		cli_test_end(current_test);
 }
 
+void cli_test_begin_usual(struct cli_test *t)
+{
+	char err[4096];
+
+	cli_test_begin(t, cli_usual_env);
+	ck_assert_msg(cli_test_warm(t, err, sizeof(err)) == 0, "--server-start: %s", err);
+}
+
 void cli_test_begin_server(struct cli_test *t)
 {
 	cli_test_begin(t, cli_usual_env);

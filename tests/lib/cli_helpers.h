@@ -81,6 +81,11 @@ extern const char *const cli_usual_env[];
  * check), t is ended then. */
 void cli_test_begin(struct cli_test *t, const char *const *entries);
 
+/* cli_test_begin with the usual entries, then in a warm run the server
+ * started (cli_test_warm): the setup of a CLI suite that needs nothing
+ * more.  A failed --server-start fails the test. */
+void cli_test_begin_usual(struct cli_test *t);
+
 /* cli_test_begin for the warm server's suites: the usual entries, the
  * server on, its idle time and the store kind the defaults. */
 void cli_test_begin_server(struct cli_test *t);
