@@ -282,6 +282,8 @@ class _Dumper:
         self.dilled = {}        # id -> (obj, bytes): dill's pickle, checked
         self.modules = set()    # what the pickles name, for the module record
         self.unit = _Notes()    # what the unit being pickled names
+        self.runs = {}          # (id(class), of the class itself) -> (class,
+                                # whether loading runs code: _runs)
         self._dill_pickler = None
 
     def note(self, obj):
@@ -289,6 +291,7 @@ class _Dumper:
         name, a class's or a function's own module (picklers meet every
         class and function a pickle names, a reduce's callable included);
         and a function or class of the cells, whose code the unit holds."""
+        self.unit.code.append(obj)
         if isinstance(obj, types.ModuleType):
             self.modules.add(obj.__name__)
             self.unit.modules.add(obj.__name__)
@@ -297,8 +300,24 @@ class _Dumper:
             if type(module) is str:
                 self.modules.add(module)
                 self.unit.modules.add(module)
-                if module == "__main__":
-                    self.unit.code.append(obj)
+                if module == "__main__" and isinstance(obj, type):
+                    self.unit.runs = self.unit.runs or self._runs(obj, obj)
+
+    def note_instance(self, obj):
+        """An instance of a class of the cells may run that class's code
+        when it loads (reach.runs_on_load)."""
+        cls = type(obj)
+        if getattr(cls, "__module__", None) == "__main__":
+            self.unit.runs = self.unit.runs or self._runs(cls, obj)
+
+    def _runs(self, cls, obj):
+        """runs_on_load(obj), once per class and per kind: the class itself
+        (pickled by value), or an instance of it."""
+        key = (id(cls), obj is cls)
+        hit = self.runs.get(key)
+        if hit is None or hit[0] is not cls:
+            hit = self.runs[key] = (cls, _reach_call("runs_on_load", obj, True))
+        return hit[1]
 
     def refuse(self, obj):
         check = self.deny.get(type(obj))
@@ -347,18 +366,31 @@ class _Dumper:
 
 
 class _Notes:
-    """What one unit's pickle names: modules, the cells' functions and
-    classes (whose code says which names they read), held files."""
+    """What one unit's pickle names: modules, the functions, classes and
+    modules it holds (whose code says which names they read), whether it
+    holds a file, whether loading it runs code of the cells' classes."""
 
-    __slots__ = ("modules", "code", "files")
+    __slots__ = ("modules", "code", "files", "runs")
 
     def __init__(self):
-        self.modules, self.code, self.files = set(), [], False
+        self.modules, self.code, self.files, self.runs = set(), [], False, False
 
     def add(self, other):
         self.modules |= other.modules
         self.code.extend(other.code)
         self.files = self.files or other.files
+        self.runs = self.runs or other.runs
+
+
+def _reach_call(name, obj, failed):
+    """reach.py's name(obj), or failed when reach.py cannot be had (this
+    module imported outside the worker, by a test)."""
+    try:
+        import _dolsot
+        reach = _dolsot.embedded("reach")
+    except ImportError:
+        return failed
+    return getattr(reach, name)(obj)
 
 
 class _Chunks(list):
@@ -385,6 +417,8 @@ class _Pickler(_pickle.Pickler):
         self._d.refuse(obj)
         if isinstance(obj, _NOTED):
             self._d.note(obj)
+        else:
+            self._d.note_instance(obj)
         if type(obj) in _FILE_TYPES:
             self._d.unit.files = True
             return _file_reduce(obj)
@@ -406,6 +440,8 @@ def _make_dill_pickler(dill):
         def reducer_override(self, obj):
             if isinstance(obj, _NOTED):
                 self._d.note(obj)
+            else:
+                self._d.note_instance(obj)
             if type(obj) in _FILE_TYPES:
                 self._d.unit.files = True
                 return _file_reduce(obj)
@@ -595,24 +631,18 @@ def _about(notes, names):
     """What a call that does not load a unit must know of it, from what
     pickling its names met: (modules its loading imports, the names the
     cells' code it holds reads or None when that cannot be bounded, whether
-    it holds a file).  See Stored.choose."""
+    it holds a file, whether loading it runs code of the cells' classes).
+    See Stored.choose."""
     unit = _Notes()
     for name in names:
         unit.add(notes[name])
-    return (tuple(sorted(unit.modules)), _reads(unit.code), unit.files)
+    return (tuple(sorted(unit.modules)), _reads(unit.code), unit.files, unit.runs)
 
 
 def _reads(code):
-    if not code:
-        return ()
-    try:
-        import _dolsot
-        reach = _dolsot.embedded("reach")
-    except ImportError:
-        return None
     names = set()
     for obj in code:
-        found = reach.value_code_names(obj)
+        found = _reach_call("value_code_names", obj, None)
         if found is None:
             return None
         names |= found
@@ -856,15 +886,16 @@ class Stored:
         is left unloaded only when no name the cell reaches, directly or
         through the cells' code held in units it loads, is one of its
         names, and loading it could have no effect of its own: every module
-        it names is imported already and of _INERT, it holds no file, it
-        was not kept unloaded, and none of its names is hidden by a toolbox
-        alias (whose warning names it)."""
+        it names is of _INERT and importable here (_importable), it holds no
+        file, loading it runs no code of the cells' classes, it was not kept
+        unloaded, and none of its names is hidden by a toolbox alias (whose
+        warning names it)."""
         if names is None or self._whole is not None:
             return None
         graph, forced = [], set()
         for i, (unit, about) in enumerate(zip(self.units, self.about)):
-            if about is None or about[2] or set(unit[0]) & aliases or not all(
-                    m in sys.modules and _inert(m) for m in about[0]):
+            if about is None or about[2] or about[3] or set(unit[0]) & aliases or not all(
+                    _inert(m) and _importable(m) for m in about[0]):
                 forced.add(i)
             reads = about[1] if about is not None else None
             graph.append((unit[0], None if reads is None else frozenset(reads)))
@@ -956,6 +987,26 @@ _INERT = ("__main__", "builtins", "copyreg", "_codecs", "collections", "datetime
 
 def _inert(module):
     return module.split(".", 1)[0] in _INERT
+
+
+_found = {}
+
+
+def _importable(module):
+    """Whether loading a unit that names module could import it, without
+    importing it (a cold worker has not, and need not, for a unit it does
+    not load): imported already, or its top package found on sys.path.  A
+    unit that could not be loaded is loaded, so that its warning is said."""
+    if module in sys.modules:
+        return True
+    top = module.split(".", 1)[0]
+    if top not in _found:
+        try:
+            import importlib.util
+            _found[top] = importlib.util.find_spec(top) is not None
+        except Exception:
+            _found[top] = False
+    return _found[top]
 
 
 # Failures of loading that another call may not have, so the unit is kept
@@ -1124,8 +1175,8 @@ def _plain_about(raw, n):
         return type(xs) is tuple and all(type(x) is str for x in xs)
 
     if (type(raw) is not list or len(raw) != n or not all(
-            type(a) is tuple and len(a) == 3 and strs(a[0]) and (a[1] is None or strs(a[1]))
-            and type(a[2]) is bool for a in raw)):
+            type(a) is tuple and len(a) == 4 and strs(a[0]) and (a[1] is None or strs(a[1]))
+            and type(a[2]) is bool and type(a[3]) is bool for a in raw)):
         return [None] * n
     return list(raw)
 
