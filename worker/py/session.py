@@ -845,14 +845,34 @@ class _Source:
         if self.directory is None:
             raise Missing(f"its stored bytes are missing (unit {body.hash.hex()[:12]})")
         name = body.hash.hex()
+        path = f"{self.directory}/{name[:2]}/{name[2:]}"
         try:
-            with io.FileIO(f"{self.directory}/{name[:2]}/{name[2:]}", "r") as f:
+            if body.size >= _MAP_MIN:
+                return _map(path)
+            with io.FileIO(path, "r") as f:
                 return f.readall()
         except FileNotFoundError:
             raise Missing(f"its stored bytes are missing (unit {name[:12]})") from None
         except OSError as e:
             raise Missing(f"its stored bytes cannot be read (unit {name[:12]}: "
                           f"{e.strerror or reason(e)})") from None
+
+
+# A unit at least this large is mapped, not read: hashing it faults its
+# pages in from the page cache, and unpickling copies them once, where a
+# read would copy them twice.  A unit is a file never written again once
+# named (store/objects.c), and its hash is checked before it is unpickled.
+_MAP_MIN = 1 << 20
+
+
+def _map(path):
+    import mmap
+    posix = _posix()
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    try:
+        return memoryview(mmap.mmap(fd, 0, prot=mmap.PROT_READ))
+    finally:
+        posix.close(fd)
 
 
 def load_error(session, why):
