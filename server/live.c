@@ -40,6 +40,7 @@
 #include "proc_child.h"
 #include "server_diag.h"
 #include "store_ops.h"
+#include "units.h"
 #include "worker.h"
 
 /* Bytes of a saved session the fingerprint hashes: its head, which holds
@@ -136,15 +137,44 @@ void live_init(void)
 	max_idle = (double)env_number("DOLSOT_LIVE_IDLE", LIVE_IDLE_SECONDS, 1L << 30);
 }
 
-static uint64_t head_hash(int fd, uint64_t len)
+/* The bytes of the session in fd (len bytes) the store keeps: a version
+ * 4 session's head, whatever pack of units follows it there (the worker
+ * writes one after it, a sandboxed call is handed one: units.h); all of
+ * an older one. */
+static uint64_t kept_len(int fd, uint64_t len)
+{
+	struct units_head h;
+	char err[UNITS_ERR_MAX];
+	uint64_t kept = len;
+	uint8_t *p;
+
+	if (len == 0 || len > SIZE_MAX)
+		return len;
+	p = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return len;
+	if (units_is_v4(p, (size_t)len) &&
+	    units_parse_head(p, (size_t)len, &h, err, sizeof(err)) == 0)
+		kept = h.head_len;
+	munmap(p, (size_t)len);
+	return kept;
+}
+
+/* The fingerprint of the session in fd (len bytes): the length of what the
+ * store keeps of it into *kept, and a hash of its first LIVE_HEAD bytes;
+ * 0 when it cannot be read. */
+static uint64_t head_hash(int fd, uint64_t len, uint64_t *kept)
 {
 	uint8_t head[LIVE_HEAD];
-	size_t want = len < sizeof(head) ? (size_t)len : sizeof(head);
-	ssize_t got = pread(fd, head, want, 0);
+	size_t want;
+	ssize_t got;
 
+	*kept = kept_len(fd, len);
+	want = *kept < sizeof(head) ? (size_t)*kept : sizeof(head);
+	got = pread(fd, head, want, 0);
 	if (got != (ssize_t)want)
 		return 0;   /* no fingerprint a save can have (see saved_fingerprint) */
-	return le_fnv(le_fnv(LE_FNV_BASIS, &len, sizeof(len)), head, want) | 1;
+	return le_fnv(le_fnv(LE_FNV_BASIS, kept, sizeof(*kept)), head, want) | 1;
 }
 
 static void close_fd(int *fd)
@@ -273,10 +303,12 @@ static uint64_t sandbox_key(const struct request *r)
  * call's limits, in the call's sandbox (or none). */
 static bool matches(const struct holder *h, const struct wire_msg *m, const struct request *r)
 {
+	uint64_t kept;
+
 	return !h->busy && h->saved && (r->flags & REQ_SESSION) && m->nfds > LIVE_FD_LOAD &&
-	       r->blob_len == h->len && memcmp(&r->limits, &h->limits, sizeof(r->limits)) == 0 &&
+	       memcmp(&r->limits, &h->limits, sizeof(r->limits)) == 0 &&
 	       h->sandbox == sandbox_key(r) &&
-	       head_hash(m->fds[LIVE_FD_LOAD], r->blob_len) == h->hash;
+	       head_hash(m->fds[LIVE_FD_LOAD], r->blob_len, &kept) == h->hash && kept == h->len;
 }
 
 static double now(void)
@@ -624,8 +656,7 @@ static void completed(struct holder *h)
 	struct stat st;
 
 	if (h->save >= 0 && fstat(h->save, &st) == 0 && st.st_size > 0) {
-		h->len = (uint64_t)st.st_size;
-		h->hash = head_hash(h->save, h->len);
+		h->hash = head_hash(h->save, (uint64_t)st.st_size, &h->len);
 		h->saved = h->hash != 0;
 	}
 	close_fd(&h->save);

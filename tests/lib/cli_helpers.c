@@ -616,18 +616,29 @@ void cli_test_run(const struct cli_test *t, struct cli_run *r, const char *cwd,
 	cli_run(r, &(struct cli_opts){ .env = env, .cwd = cwd }, argv);
 }
 
-bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb)
+/* The bytes after a session file's index (magic, u64 LE length, index),
+ * before its signature; NULL when it is shorter than that says. */
+static const char *after_index(const char *p, size_t n, size_t *rest)
 {
 	uint64_t index = 0;
 
-	if (na != nb || na < 13 + SIGN_TRAILER || memcmp(a, b, 5) != 0)
-		return false;
-	na -= SIGN_TRAILER;
+	if (n < 13 + SIGN_TRAILER)
+		return NULL;
+	n -= SIGN_TRAILER;
 	for (int i = 7; i >= 0; i--)
-		index = index << 8 | (unsigned char)a[5 + i];
-	if (index > na - 13)
-		return false;
-	return memcmp(a + 13 + index, b + 13 + index, na - 13 - index) == 0;
+		index = index << 8 | (unsigned char)p[5 + i];
+	if (index > n - 13)
+		return NULL;
+	*rest = n - 13 - index;
+	return p + 13 + index;
+}
+
+bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb)
+{
+	size_t ra, rb;
+	const char *pa = after_index(a, na, &ra), *pb = after_index(b, nb, &rb);
+
+	return pa && pb && memcmp(a, b, 5) == 0 && ra == rb && memcmp(pa, pb, ra) == 0;
 }
 
 void cli_put_session(const char *store, const char *id, const void *blob, size_t len)

@@ -155,9 +155,10 @@ int cli_count_fds(pid_t pid);
 
 /*
  * True when two session files hold the same values and carried state: the
- * same bytes after their index (magic, u64 LE length, index), which also
- * holds the cell counter and so changes with every saved call, and before
- * their signature, which covers the index.
+ * same magic, and the same bytes after their index (magic, u64 LE length,
+ * index), which holds the cell counter and so changes with every saved
+ * call, and before their signature, which covers the index.  A version 4
+ * head's refs name the values by their hashes.
  */
 bool cli_same_session_values(const char *a, size_t na, const char *b, size_t nb);
 

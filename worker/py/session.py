@@ -606,6 +606,8 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
         live["index"] = {"token": _posix().urandom(8).hex(),
                          "only": [(n, _type_name(state[n])) for n, _ in dropped]}
     modules = pieces_modules([p for p, _ in carry]) if pieces_modules else set()
+    if modules is not None:   # the modules of units saved by ref, as when pickled
+        modules = modules.union(*(a[0] for _, _, a in passed if a is not None))
     record = _record(d.modules | modules) if modules is not None else b""
     table = _Refs()
     index = {"live": live["index"]} if live is not None else {}
@@ -627,6 +629,12 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
             held, dropped, lost, still)
 
 
+def _our_reducers():
+    """The callables this module's reductions name (a module by name, a
+    held file, dill's pickle): they run nothing of the session's."""
+    return (importlib.import_module, _held_file, _dill_loads)
+
+
 def _about(notes, names):
     """What a call that does not load a unit must know of it, from what
     pickling its names met: (modules its loading imports, the names the
@@ -642,6 +650,8 @@ def _about(notes, names):
 def _reads(code):
     names = set()
     for obj in code:
+        if any(obj is f for f in _our_reducers()):
+            continue
         found = _reach_call("value_code_names", obj, None)
         if found is None:
             return None
