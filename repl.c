@@ -215,9 +215,10 @@ static int check_origin(const struct run_args *a, enum store_origin origin, char
  * --max-file-size that one is a memfd: the worker's own save must not trip
  * the cell's limit.  A sandboxed worker gets memfds only, never a file of
  * the store: a memfd that cannot grow past the maximum session size, so
- * the cell cannot fill the host's disk or rewrite the store.
+ * the cell cannot fill the host's disk or rewrite the store.  pack: the
+ * worker reads the session's units only from its copy (store.h).
  */
-static int open_session(const struct run_args *a, struct store *st,
+static int open_session(const struct run_args *a, struct store *st, bool pack,
                         struct worker_fds *fds, struct store_save *sv,
                         size_t *blob_len, bool *found, struct loaded_rec *rec,
                         char *err, size_t errlen)
@@ -228,7 +229,7 @@ static int open_session(const struct run_args *a, struct store *st,
 	enum store_origin origin;
 
 	if (store_open_blob_rec(st, a->session, &fds->load, blob_len, found, &rec->p,
-	                        &rec->len, &origin, sandbox, serr, sizeof(serr)) < 0) {
+	                        &rec->len, &origin, pack, serr, sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		return -1;
 	}
@@ -294,8 +295,9 @@ static int run_locked(const struct run_args *a, struct store *st, struct call_lo
 	keeps = store_units_dir(st, units, sizeof(units), err, errlen);
 	if (keeps < 0)
 		return -1;
-	c.units = keeps == 0 ? NULL : a->settings->sandbox ? "-" : units;
-	if (open_session(a, st, &fds, &sv, &c.blob_len, &c.found, &rec, err, errlen) < 0)
+	c.units = keeps == 0 ? NULL : a->settings->sandbox || !units[0] ? "-" : units;
+	if (open_session(a, st, c.units && !strcmp(c.units, "-"), &fds, &sv, &c.blob_len,
+	                 &c.found, &rec, err, errlen) < 0)
 		return -1;
 	again = recalled(a, &rec, res, err, errlen);
 	if (again != 0) {

@@ -142,8 +142,12 @@ int store_list(struct store *s, struct session_info **out,
 
 int store_units_dir(struct store *s, char *buf, size_t len, char *err, size_t errlen)
 {
-	if (!unitstore_keeps(s) || !s->ops->obj_dir)
+	if (!unitstore_keeps(s))
 		return 0;
+	if (len)
+		buf[0] = '\0';
+	if (!s->ops->obj_dir)
+		return 1;   /* units, but none a worker could read itself */
 	return s->ops->obj_dir(s, buf, len, err, errlen) < 0 ? -1 : 1;
 }
 

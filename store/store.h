@@ -71,7 +71,9 @@ int store_sweep(struct store *s, char *err, size_t errlen);
  * 1 and the absolute path of the directory a worker may read the store's
  * units from (as PATH/HH/REST, store_ops.h's obj_dir) into buf, when the
  * store keeps units (session format v4's, units.h: the request's units
- * field); 0 when it keeps whole sessions; -1 with err.
+ * field), "" when it keeps units but has no such directory (a worker then
+ * gets them packed: store_open_blob_rec's pack); 0 when it keeps whole
+ * sessions; -1 with err.
  */
 int store_units_dir(struct store *s, char *buf, size_t len, char *err, size_t errlen);
 
