@@ -176,11 +176,13 @@ struct store_ops {
 	                   char *err, size_t errlen);
 	void (*save_abort)(struct store *s, struct store_save *sv);
 	/*
-	 * Optional, all or none (NULL: the store keeps whole blobs): units,
+	 * Optional, all or none but obj_dir (NULL: the store keeps whole
+	 * blobs): units,
 	 * immutable byte strings named by their SHA-256 (STORE_HASH_LEN
 	 * bytes, units.h), each kept once for every session of the store;
 	 * the session's stored bytes are then its v4 head only (store.c).
-	 * obj_dir: the absolute path a worker may read a unit from, as
+	 * obj_dir (may be NULL: a worker is then handed every unit packed
+	 * with the head): the absolute path a worker may read a unit from, as
 	 * PATH/HH/REST (the hash's 64 lowercase hex digits split 2 + 62).
 	 * obj_has: *has whether hash is stored.  obj_put: store n bytes
 	 * (the caller checked they hash to it), durable before it returns;
