@@ -780,10 +780,42 @@ static void v4_done(struct store *s, struct v4_save *v, bool committed)
 	v->ndropped = 0;
 }
 
+/* Cut the save in sv->fd to h's head and the pack of the units small
+ * enough to stay with it (units.h), *kept bytes in all.  The entries are
+ * copied out first: h points into a mapping of the same file. */
+static int keep_inline(struct store_save *sv, const struct units_head *h, size_t *kept,
+                       char *err, size_t errlen)
+{
+	size_t n = unitstore_inline_pack(h, NULL);
+	uint8_t *small = n ? malloc(n) : NULL;
+	const char *what = "malloc";
+	int errsv;
+
+	if (n && !small)
+		goto fail;
+	unitstore_inline_pack(h, small);
+	what = "write";
+	if (n && fd_pwrite_all(sv->fd, small, n, h->head_len) < 0)
+		goto fail;
+	what = "ftruncate";
+	if (ftruncate(sv->fd, (off_t)(h->head_len + n)) < 0)
+		goto fail;
+	free(small);
+	*kept = h->head_len + n;
+	return 0;
+fail:
+	errsv = errno;
+	free(small);
+	snprintf(err, errlen, "cannot save session '%s': %s: %s", sv->id, what, strerror(errsv));
+	errno = errsv;
+	return -1;
+}
+
 /* The parsed v4 blob h of a save: its size bound, then on a store with
- * units its pack put into them under the units lock (held on return). */
+ * units its pack put into them under the units lock (held on return), and
+ * the save cut to what the store keeps of it (*kept bytes). */
 static int v4_take(struct store *s, struct store_save *sv, const struct units_head *h,
-                   struct v4_save *v, char *err, size_t errlen)
+                   struct v4_save *v, size_t *kept, char *err, size_t errlen)
 {
 	char why[STORE_ERR_MAX];
 	uint64_t total = h->refs_size > UINT64_MAX - h->head_len ? UINT64_MAX
@@ -802,21 +834,13 @@ static int v4_take(struct store *s, struct store_save *sv, const struct units_he
 	v->locked = true;
 	if (unitstore_take_pack(s, sv->id, h, err, errlen) < 0)
 		return -1;
-	if (ftruncate(sv->fd, (off_t)h->head_len) < 0) {
-		int errsv = errno;
-
-		snprintf(err, errlen, "cannot save session '%s': ftruncate: %s", sv->id,
-		         strerror(errsv));
-		errno = errsv;
-		return -1;
-	}
-	return 0;
+	return keep_inline(sv, h, kept, err, errlen);
 }
 
 /*
  * The save's bound, and when sv->fd's *len bytes are a version 4 blob,
  * its checks: on a store with units its pack goes into them and the save
- * is cut to the head (*len), the units lock held shared from there to
+ * is cut to the head and its small units (*len), the units lock held shared from there to
  * v4_done.  0, or -1 with err and the save aborted.
  */
 static int v4_prepare(struct store *s, struct store_save *sv, size_t *len,
@@ -825,6 +849,7 @@ static int v4_prepare(struct store *s, struct store_save *sv, size_t *len,
 	char why[UNITS_ERR_MAX];
 	uint8_t magic[UNITS_MAGIC_LEN];
 	struct units_head h;
+	size_t kept = 0;
 	void *p;
 	int ret = -1, errsv;
 
@@ -844,12 +869,12 @@ static int v4_prepare(struct store *s, struct store_save *sv, size_t *len,
 		         "%s; the previous session is kept", sv->id, why);
 		errno = EBADMSG;
 	} else {
-		ret = v4_take(s, sv, &h, v, err, errlen);
+		ret = v4_take(s, sv, &h, v, &kept, err, errlen);
 	}
 	errsv = errno;
 	munmap(p, *len);
 	if (ret == 0 && unitstore_keeps(s))
-		*len = h.head_len;
+		*len = kept;
 	if (ret < 0) {
 		store_save_abort(s, sv);
 		v4_done(s, v, false);

@@ -29,6 +29,15 @@
 #define UNITS_MAX_REFS (1u << 20)
 #define UNITS_HEX_LEN 64
 #define UNITS_ERR_MAX 160
+/* A unit smaller than this stays in the pack after the head, on a store
+ * that keeps units too: it is stored with the head, signed with it, never
+ * a unit of its own (session.py's _INLINE_MAX says the same). */
+#define UNITS_INLINE_MAX 4096
+
+static inline bool units_inline(uint64_t size)
+{
+	return size < UNITS_INLINE_MAX;
+}
 
 struct units_head {
 	size_t head_len;        /* the head's bytes: the pack starts here */

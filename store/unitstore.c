@@ -47,21 +47,20 @@ static int refuse(const char *id, int errnum, char *err, size_t errlen, const ch
 	return -1;
 }
 
+static uint8_t *packed(const struct units_head *h);
+
 int unitstore_whole(const char *id, const struct units_head *h, char *err, size_t errlen)
 {
 	char hex[UNITS_HEX_LEN + 1];
 	uint8_t *in;
 	struct units_entry e;
-	size_t off = 0;
 	int ret = 0;
 
 	if (h->npack == h->nrefs)   /* entries are distinct refs: every one */
 		return 0;
-	in = calloc((size_t)h->nrefs + 1, 1);
+	in = packed(h);
 	if (!in)
 		return refuse(id, ENOMEM, err, errlen, "out of memory");
-	while (units_pack_next(h, &off, &e))
-		in[units_find(h, e.hash)] = 1;
 	for (uint32_t i = 0; i < h->nrefs && !ret; i++)
 		if (!in[i]) {
 			units_ref(h, i, &e);
@@ -73,14 +72,28 @@ int unitstore_whole(const char *id, const struct units_head *h, char *err, size_
 	return ret;
 }
 
-int unitstore_take_pack(struct store *s, const char *id, const struct units_head *h,
-                        char *err, size_t errlen)
+/* Whether ref i of h is in its pack, as in[i] (calloc'd h->nrefs bytes);
+ * NULL out of memory. */
+static uint8_t *packed(const struct units_head *h)
+{
+	uint8_t *in = calloc((size_t)h->nrefs + 1, 1);
+	struct units_entry e;
+	size_t off = 0;
+
+	while (in && units_pack_next(h, &off, &e))
+		in[units_find(h, e.hash)] = 1;
+	return in;
+}
+
+/* Each entry of h's pack checked against its hash; those too big to stay
+ * with the head put into s's units. */
+static int put_pack(struct store *s, const char *id, const struct units_head *h,
+                    char *err, size_t errlen)
 {
 	char hex[UNITS_HEX_LEN + 1], why[STORE_ERR_MAX];
 	uint8_t sum[UNITS_HASH_LEN];
 	struct units_entry e;
 	size_t off = 0;
-	bool has;
 
 	while (units_pack_next(h, &off, &e)) {
 		sha256_bytes(e.bytes, (size_t)e.size, sum);
@@ -88,19 +101,56 @@ int unitstore_take_pack(struct store *s, const char *id, const struct units_head
 		if (memcmp(sum, e.hash, UNITS_HASH_LEN) != 0)
 			return refuse(id, EBADMSG, err, errlen,
 			              "unit %s: its bytes do not match its hash", hex);
-		if (s->ops->obj_put(s, e.hash, e.bytes, (size_t)e.size, why, sizeof(why)) < 0)
+		if (!units_inline(e.size) &&
+		    s->ops->obj_put(s, e.hash, e.bytes, (size_t)e.size, why, sizeof(why)) < 0)
 			return refuse(id, errno, err, errlen, "%s", why);
-	}
-	for (uint32_t i = 0; i < h->nrefs; i++) {
-		units_ref(h, i, &e);
-		if (s->ops->obj_has(s, e.hash, &has, why, sizeof(why)) < 0)
-			return refuse(id, errno, err, errlen, "%s", why);
-		if (!has) {
-			units_hex(e.hash, hex);
-			return refuse(id, ENOENT, err, errlen, "unit %s missing", hex);
-		}
 	}
 	return 0;
+}
+
+int unitstore_take_pack(struct store *s, const char *id, const struct units_head *h,
+                        char *err, size_t errlen)
+{
+	char hex[UNITS_HEX_LEN + 1], why[STORE_ERR_MAX];
+	struct units_entry e;
+	uint8_t *in;
+	bool has;
+	int ret = put_pack(s, id, h, err, errlen);
+
+	if (ret < 0)
+		return -1;
+	in = packed(h);
+	if (!in)
+		return refuse(id, ENOMEM, err, errlen, "out of memory");
+	for (uint32_t i = 0; i < h->nrefs && ret == 0; i++) {
+		units_ref(h, i, &e);
+		has = in[i] != 0;
+		if (!units_inline(e.size) &&
+		    s->ops->obj_has(s, e.hash, &has, why, sizeof(why)) < 0) {
+			ret = refuse(id, errno, err, errlen, "%s", why);
+		} else if (!has) {
+			units_hex(e.hash, hex);
+			ret = refuse(id, ENOENT, err, errlen, "unit %s missing", hex);
+		}
+	}
+	free(in);
+	return ret;
+}
+
+size_t unitstore_inline_pack(const struct units_head *h, uint8_t *out)
+{
+	struct units_entry e;
+	size_t off = 0, n = 0;
+
+	while (units_pack_next(h, &off, &e))
+		if (units_inline(e.size)) {
+			if (out) {
+				units_entry_prefix(e.hash, e.size, out + n);
+				memcpy(out + n + UNITS_REF_LEN, e.bytes, (size_t)e.size);
+			}
+			n += UNITS_REF_LEN + (size_t)e.size;
+		}
+	return n;
 }
 
 /* h's ref hashes, appended to *v (*n of them so far); -1 out of memory. */
@@ -117,7 +167,8 @@ static int add_refs(const struct units_head *h, uint8_t **v, size_t *n)
 	*v = grown;
 	for (uint32_t i = 0; i < h->nrefs; i++) {
 		units_ref(h, i, &e);
-		memcpy(grown + (*n)++ * UNITS_HASH_LEN, e.hash, UNITS_HASH_LEN);
+		if (!units_inline(e.size))   /* one kept with the head is no unit of the store's */
+			memcpy(grown + (*n)++ * UNITS_HASH_LEN, e.hash, UNITS_HASH_LEN);
 	}
 	return 0;
 }
@@ -210,6 +261,8 @@ static int append_refs(struct store *s, const struct units_head *h, int fd, size
 
 	for (uint32_t i = 0; i < h->nrefs; i++) {
 		units_ref(h, i, &e);
+		if (units_inline(e.size))
+			continue;   /* in the pack the head came with */
 		if (s->ops->obj_read(s, e.hash, &bytes, &n, &found, err, errlen) < 0)
 			return -1;
 		if (found && n == e.size) {
@@ -367,7 +420,15 @@ uint64_t unitstore_size(const uint8_t *stored, size_t n)
 	char err[UNITS_ERR_MAX];
 	struct units_head h;
 
+	struct units_entry e;
+	uint64_t size = n;
+
 	if (!units_is_v4(stored, n) || units_parse_head(stored, n, &h, err, sizeof(err)) < 0)
 		return n;
-	return h.refs_size > UINT64_MAX - n ? UINT64_MAX : n + h.refs_size;
+	for (uint32_t i = 0; i < h.nrefs; i++) {
+		units_ref(&h, i, &e);
+		if (!units_inline(e.size))   /* the others are in the n bytes */
+			size = e.size > UINT64_MAX - size ? UINT64_MAX : size + e.size;
+	}
+	return size;
 }

@@ -4,7 +4,8 @@
  * them, and collecting the units no session's head names.
  *
  * A store keeps units when its ops have them (store_ops.h's obj_*); its
- * sessions' stored bytes are then heads only.  Every function here is
+ * sessions' stored bytes are then heads, each followed by the pack of its
+ * small units (units_inline).  Every function here is
  * for such a store but unitstore_whole.
  */
 #ifndef DOLSOT_UNITSTORE_H
@@ -38,12 +39,17 @@ int unitstore_whole(const char *id, const struct units_head *h, char *err, size_
 
 /*
  * The pack of h (a v4 blob session id's save parsed) into s's units:
- * each entry's bytes checked against its hash, then stored; then every
- * ref of the head must be stored.  The caller holds the units lock
- * shared.  0, or -1 with the refusal in err.
+ * each entry's bytes checked against its hash, then stored unless small
+ * enough to stay with the head (units_inline); then every ref of the head
+ * must be stored, or in the pack when that small.  The caller holds the
+ * units lock shared.  0, or -1 with the refusal in err.
  */
 int unitstore_take_pack(struct store *s, const char *id, const struct units_head *h,
                         char *err, size_t errlen);
+
+/* The entries of h's pack that stay with the head (units_inline), back
+ * to back as in a pack, into out (NULL: only counted); their bytes. */
+size_t unitstore_inline_pack(const struct units_head *h, uint8_t *out);
 
 /*
  * The hashes (UNITS_HASH_LEN bytes each, malloc'd into *hashes, *n of

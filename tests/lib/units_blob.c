@@ -12,9 +12,26 @@
 
 struct ub_ref {
 	uint8_t hash[UNITS_HASH_LEN];
-	const char *text;
+	uint8_t *bytes;
+	size_t size;
 	bool packed;
 };
+
+#define SMALL "small:"
+
+uint8_t *units_blob_unit(const char *text, size_t *size)
+{
+	size_t n = strlen(text), want = strncmp(text, SMALL, strlen(SMALL)) == 0 ? n
+	           : n < UNITS_INLINE_MAX ? UNITS_INLINE_MAX : n;
+	uint8_t *b = malloc(want + 1);
+
+	if (!b)
+		abort();
+	memcpy(b, text, n);
+	memset(b + n, '.', want - n);
+	*size = want;
+	return b;
+}
 
 static int by_hash(const void *a, const void *b)
 {
@@ -31,8 +48,11 @@ static void put(uint8_t **p, const void *src, size_t n)
 void units_blob_hex(const char *text, char *hex)
 {
 	uint8_t h[UNITS_HASH_LEN];
+	size_t n;
+	uint8_t *b = units_blob_unit(text, &n);
 
-	sha256_bytes(text, strlen(text), h);
+	sha256_bytes(b, n, h);
+	free(b);
 	units_hex(h, hex);
 }
 
@@ -46,20 +66,22 @@ uint8_t *units_blob(const char *index, const char *const *units, size_t n,
 	if (!r)
 		abort();
 	for (size_t i = 0; i < n; i++) {
-		sha256_bytes(units[i], strlen(units[i]), r[i].hash);
-		r[i].text = units[i];
+		r[i].bytes = units_blob_unit(units[i], &r[i].size);
+		sha256_bytes(r[i].bytes, r[i].size, r[i].hash);
 		r[i].packed = !packed || packed[i];
 	}
 	qsort(r, n, sizeof(*r), by_hash);
 	for (size_t i = 0; i < n; i++)
-		if (m == 0 || memcmp(r[m - 1].hash, r[i].hash, UNITS_HASH_LEN) != 0)
+		if (m == 0 || memcmp(r[m - 1].hash, r[i].hash, UNITS_HASH_LEN) != 0) {
 			r[m++] = r[i];
-		else
+		} else {
 			r[m - 1].packed |= r[i].packed;
+			free(r[i].bytes);
+		}
 	total = 5 + 8 + ilen + 4 + 4 + m * UNITS_REF_LEN;
 	for (size_t i = 0; i < m; i++)
 		if (r[i].packed)
-			total += UNITS_REF_LEN + strlen(r[i].text);
+			total += UNITS_REF_LEN + r[i].size;
 	blob = malloc(total);
 	if (!blob)
 		abort();
@@ -73,15 +95,17 @@ uint8_t *units_blob(const char *index, const char *const *units, size_t n,
 	le_put_u32(num, (uint32_t)m);
 	put(&p, num, 4);
 	for (size_t i = 0; i < m; i++) {
-		units_entry_prefix(r[i].hash, strlen(r[i].text), p);
+		units_entry_prefix(r[i].hash, r[i].size, p);
 		p += UNITS_REF_LEN;
 	}
 	for (size_t i = 0; i < m; i++)
 		if (r[i].packed) {
-			units_entry_prefix(r[i].hash, strlen(r[i].text), p);
+			units_entry_prefix(r[i].hash, r[i].size, p);
 			p += UNITS_REF_LEN;
-			put(&p, r[i].text, strlen(r[i].text));
+			put(&p, r[i].bytes, r[i].size);
 		}
+	for (size_t i = 0; i < m; i++)
+		free(r[i].bytes);
 	free(r);
 	*len = total;
 	return blob;

@@ -2315,7 +2315,7 @@ START_TEST(test_units_commit_and_load)
 		/* A unit gone: the pack leaves it out, the worker says so. */
 		ck_assert_int_eq(unlink(unit_path(path, "unit b")), 0);
 		got = open_units(s, "a", true, &len);
-		ck_assert_uint_eq(len, whole_len - UNITS_REF_LEN - strlen("unit b"));
+		ck_assert_uint_eq(len, whole_len - UNITS_REF_LEN - UNITS_INLINE_MAX);
 		free(got);
 	}
 	free(whole);
@@ -2349,20 +2349,27 @@ START_TEST(test_units_symlinked_objects_refused)
 }
 END_TEST
 
-/* An empty unit is a unit like any other. */
-START_TEST(test_units_empty_unit)
+/* A unit under UNITS_INLINE_MAX stays with the head, signed with it: no
+ * file of its own, so a new value of it leaves no garbage. */
+START_TEST(test_units_small_stay_with_the_head)
 {
-	static const char *const empty[] = { "", "x" };
+	static const char *const first[] = { "small:x", "unit a" };
+	static const char *const then[] = { "small:y", "unit a" };
 	struct store *s = keyed(open_file());
-	size_t len, whole_len;
-	uint8_t *whole = units_blob("the index", empty, 2, NULL, &whole_len), *got;
+	size_t len, whole_len, head = head_len_of(first, 2);
+	uint8_t *whole = units_blob("the index", first, 2, NULL, &whole_len), *got;
 
-	ck_assert_msg(commit_units(s, "a", empty, 2, NULL, false, 0) == 0, "%s", err);
-	ck_assert(unit_stored(""));
+	ck_assert_msg(commit_units(s, "a", first, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert_int_eq(count_units(), 1);
+	ck_assert(unit_stored("unit a") && !unit_stored("small:x"));
+	got = open_units(s, "a", false, &len);
+	ck_assert_uint_eq(len, head + UNITS_REF_LEN + strlen("small:x"));
+	free(got);
 	got = open_units(s, "a", true, &len);
 	ck_assert_uint_eq(len, whole_len);
-	ck_assert_mem_eq(got, whole, len);
 	free(got);
+	ck_assert_msg(commit_units(s, "a", then, 2, NULL, false, 0) == 0, "%s", err);
+	ck_assert_int_eq(count_units(), 1);
 	free(whole);
 	store_close(s);
 }
@@ -2530,7 +2537,7 @@ END_TEST
 START_TEST(test_units_size_is_head_and_refs)
 {
 	struct store *s = keyed(open_file());
-	size_t head = head_len_of(ABC, 3), units = strlen("unit a") * 3;
+	size_t head = head_len_of(ABC, 3), units = (size_t)UNITS_INLINE_MAX * 3;
 	bool none[3] = { false, false, false };
 	char want[STORE_ERR_MAX];
 
@@ -2559,7 +2566,7 @@ START_TEST(test_units_list_and_sweep)
 	ck_assert_int_eq(store_list(s, &info, &n, ERR), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(info[0].id, "a");
-	ck_assert_uint_eq(info[0].size, stored_len(s, "a") + SIGN_TRAILER + 3 * strlen("unit a"));
+	ck_assert_uint_eq(info[0].size, stored_len(s, "a") + SIGN_TRAILER + 3 * UNITS_INLINE_MAX);
 	free(info);
 	sha256_bytes("an orphan", 9, h);
 	ck_assert_int_eq(s->ops->obj_put(s, h, (const uint8_t *)"an orphan", 9, ERR), 0);
@@ -2764,7 +2771,7 @@ static Suite *store_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_units_commit_and_load, 0, BLOB_WAYS);
 	tcase_add_test(tc, test_units_dir_names_the_objects);
-	tcase_add_test(tc, test_units_empty_unit);
+	tcase_add_test(tc, test_units_small_stay_with_the_head);
 	tcase_add_test(tc, test_units_symlinked_objects_refused);
 	tcase_add_test(tc, test_units_shared_and_collected);
 	tcase_add_test(tc, test_units_fork_copies_no_unit);

@@ -16,7 +16,8 @@
 static char err[UNITS_ERR_MAX];
 #define ERR err, sizeof(err)
 
-static const char *const three[] = { "alpha", "beta", "gamma" };
+/* Units as they are ("small:": units_blob pads no other). */
+static const char *const three[] = { "small:alpha", "small:beta", "small:gamma" };
 
 /* Offset of the ref count in a blob units_blob made with index idx. */
 static size_t refs_at(const char *idx)
@@ -51,16 +52,16 @@ START_TEST(test_good_head_without_pack)
 	ck_assert_int_eq(units_parse(b, len, &h, ERR), 0);
 	ck_assert_uint_eq(h.head_len, len);
 	ck_assert_uint_eq(h.nrefs, 3);
-	ck_assert_uint_eq(h.refs_size, 5 + 4 + 5);
+	ck_assert_uint_eq(h.refs_size, 11 + 10 + 11);
 	ck_assert_uint_eq(h.pack_len, 0);
 	ck_assert_uint_eq(h.npack, 0);
 	for (uint32_t i = 0; i < 3; i++) {
 		units_ref(&h, i, &e);
 		ck_assert_int_eq(units_find(&h, e.hash), (long)i);
 	}
-	units_blob_hex("beta", hex);
+	units_blob_hex("small:beta", hex);
 	units_ref(&h, (uint32_t)units_find(&h, h.refs + UNITS_REF_LEN), &e);
-	ck_assert(e.size == 4 || e.size == 5);
+	ck_assert(e.size == 10 || e.size == 11);
 	ck_assert_int_eq(units_find(&h, (const uint8_t *)"0123456789abcdef0123456789abcdef"), -1);
 	free(b);
 }
@@ -80,7 +81,8 @@ START_TEST(test_good_head_with_pack)
 	while (units_pack_next(&h, &off, &e)) {
 		sha256_bytes(e.bytes, e.size, h2);
 		ck_assert_mem_eq(h2, e.hash, UNITS_HASH_LEN);
-		ck_assert(memcmp(e.bytes, "alpha", 5) == 0 || memcmp(e.bytes, "gamma", 5) == 0);
+		ck_assert(memcmp(e.bytes, "small:alpha", 11) == 0 ||
+		          memcmp(e.bytes, "small:gamma", 11) == 0);
 		n++;
 	}
 	ck_assert_uint_eq(n, 2);
@@ -203,25 +205,25 @@ END_TEST
 
 START_TEST(test_pack_damage)
 {
-	static const char *const one[] = { "only" };
+	static const char *const one[] = { "small:only" };
 	bool no[1] = { false };
 	size_t hl, len, olen;
 	uint8_t *head = units_blob("", one, 1, no, &hl);
-	uint8_t *other = units_blob("", (const char *const[]){ "stranger" }, 1, NULL, &olen);
-	uint8_t *b, entry[UNITS_REF_LEN + 4];
+	uint8_t *other = units_blob("", (const char *const[]){ "small:stranger" }, 1, NULL, &olen);
+	uint8_t *b, entry[UNITS_REF_LEN + 10];
 	struct units_head h;
 	char hex[UNITS_HEX_LEN + 1], want[UNITS_ERR_MAX];
 
 	/* An entry twice. */
-	sha256_bytes("only", 4, entry);
-	units_entry_prefix(entry, 4, entry);
-	memcpy(entry + UNITS_REF_LEN, "only", 4);
+	sha256_bytes("small:only", 10, entry);
+	units_entry_prefix(entry, 10, entry);
+	memcpy(entry + UNITS_REF_LEN, "small:only", 10);
 	len = hl + 2 * sizeof(entry);
 	b = malloc(len);
 	memcpy(b, head, hl);
 	memcpy(b + hl, entry, sizeof(entry));
 	memcpy(b + hl + sizeof(entry), entry, sizeof(entry));
-	units_blob_hex("only", hex);
+	units_blob_hex("small:only", hex);
 	ck_assert_int_eq(units_parse(b, hl + sizeof(entry), &h, ERR), 0);
 	ck_assert_int_eq(units_parse(b, len, &h, ERR), -1);
 	snprintf(want, sizeof(want), "pack entry %s is there twice", hex);
@@ -238,7 +240,7 @@ START_TEST(test_pack_damage)
 	memcpy(b, head, hl);
 	memcpy(b + hl, other + 5 + 8 + 4 + 4 + UNITS_REF_LEN,
 	       olen - (5 + 8 + 4 + 4 + UNITS_REF_LEN));
-	units_blob_hex("stranger", hex);
+	units_blob_hex("small:stranger", hex);
 	ck_assert_int_eq(units_parse(b, hl + (olen - (5 + 8 + 4 + 4 + UNITS_REF_LEN)), &h,
 	                             ERR), -1);
 	snprintf(want, sizeof(want), "pack entry %s is not among the refs", hex);

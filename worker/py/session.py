@@ -30,8 +30,9 @@ directory, PATH/HH/REST by the hash's hex digits.  A unit read from a pack
 the client made, or from the directory, is checked against its hash before
 it is unpickled; one whose bytes are missing or do not match is dropped
 with the reason, and the rest loads.  A save writes every ref into the pack
-in whole mode, and only the refs the loaded head did not name otherwise
-(the store has those).
+in whole mode, and otherwise the refs the loaded head did not name (the
+store has the others) and every unit under _INLINE_MAX bytes, which the
+store keeps in the pack after the head instead of as a unit of its own.
 
 Version 3 is the same but with every body inline, in index order, and
 sizes instead of refs in the index; version 2 has no module record either.
@@ -124,6 +125,9 @@ RECORD_MAX_MODULES = 256
 _BIG = 256
 
 _HASH = 32   # bytes of a unit's SHA-256
+# A unit smaller than this is kept with the head (store/units.h's
+# UNITS_INLINE_MAX): every save packs it, as whole mode does every unit.
+_INLINE_MAX = 4096
 _REF = _HASH + 8   # a ref: the hash and a u64 LE size
 _REF_COUNT = 4   # bytes of the number of refs, little-endian
 _REFS_MAX = 1 << 20
@@ -683,7 +687,8 @@ class _Refs:
     def assemble(self, index, record, have):
         """The blob as a list of bytes-like parts, to be written back to back
         (the worker writes them straight into the session file: no join).
-        have None: every body goes into the pack; else those not in it."""
+        have None: every body goes into the pack; else those not in it,
+        and those small enough to be kept with the head."""
         order = sorted(self._bodies)
         at = {h: i for i, h in enumerate(order)}
         for key, pos in (("units", 1), ("carry", 1), ("kept", 1)):
@@ -695,8 +700,8 @@ class _Refs:
                  len(record).to_bytes(_RECORD_HEAD, "little"), record,
                  len(order).to_bytes(_REF_COUNT, "little"), refs]
         for h in order:
-            if have is None or h not in have:
-                body = self._bodies[h]
+            body = self._bodies[h]
+            if have is None or h not in have or body.size < _INLINE_MAX:
                 parts.append(h + body.size.to_bytes(8, "little"))
                 parts.extend(body.chunks())
         return _coalesce(parts)
