@@ -830,6 +830,10 @@ class Body:
     def __bytes__(self):
         return bytes(self.data())
 
+    def present(self):
+        """Whether its bytes are there to read (_Source.has)."""
+        return self._chunks is not None or self._source is None or self._source.has(self)
+
 
 def _data(body):
     """The bytes of a unit: a Body's, or a version 3 body as it is."""
@@ -855,6 +859,21 @@ class _Source:
             raise Missing("its stored bytes do not match their hash "
                           f"(damaged or replaced: unit {body.hash.hex()[:12]})")
         return data
+
+    def has(self, body):
+        """Whether body's bytes are there: in the pack (a small unit, which
+        a save packs again, checked against its hash unless the whole blob
+        was), or a file of its size in the directory (not read)."""
+        data = self.pack.get(body.hash)
+        if data is not None:
+            return self.checked or body.size >= _INLINE_MAX or _sha256([data]) == body.hash
+        if self.directory is None:
+            return False
+        name = body.hash.hex()
+        try:
+            return _posix().stat(f"{self.directory}/{name[:2]}/{name[2:]}").st_size == body.size
+        except OSError:
+            return False
 
     def _read_file(self, body):
         if self.directory is None:
@@ -939,7 +958,14 @@ class Stored:
             chosen = _dolsot.embedded("reach").closure(names, graph)
         except ImportError:
             return None
-        return None if chosen is None else chosen | forced
+        if chosen is None:
+            return None
+        # A unit whose bytes are gone is loaded, to be dropped with its
+        # reason now, as a full load would: saved by ref, it could not be
+        # saved at all.
+        return chosen | forced | {i for i, (_, _, body) in enumerate(self.units)
+                                  if i not in chosen and isinstance(body, Body)
+                                  and not body.present()}
 
     def load_skipped(self, ns):
         """Load the units load_into() left out; as load_into()."""
