@@ -283,7 +283,7 @@ static bool exited(const struct run *r, int code)
 static int helper_failed(const struct cmd_store *cs, const char *verb, const char *id,
                          const struct run *r, const char *why, char *err, size_t errlen)
 {
-	char status[64], line[ERR_KEEP + 1] = "";
+	char status[160], line[ERR_KEEP + 1] = "";
 
 	if (r->err.len) {
 		snprintf(line, sizeof(line), "%.*s", (int)strcspn(r->err.p, "\n"), r->err.p);
