@@ -17,7 +17,7 @@
  *   unlock ID      releases what lock took
  *   capabilities   optional, asked once per store opened: words, "units"
  *                  among them when it keeps units (session format v4);
- *                  no output, or a failure with no output: whole blobs
+ *                  no output, or an exit status but 0: whole blobs
  * A helper that keeps units also answers, HEX a unit's SHA-256 in 64
  * lowercase hex digits:
  *   unit-load HEX  its bytes on stdout, exit 0; exit 1 and no output: none
@@ -864,9 +864,10 @@ static const struct store_ops cmd_units_ops = {
 };
 
 /*
- * Ask "capabilities" into cs->caps.  Killed (the timeout) or output that
- * is not words: an error; a failure without output is an older helper's
- * answer to a verb it does not know: none.
+ * Ask "capabilities" into cs->caps.  Killed (a signal, the timeout) or
+ * output that is not words: an error; another exit status is an older
+ * helper's answer to a verb it does not know: none (a head saved with
+ * units is then refused, never loaded without them: fetch).
  */
 static int ask_caps(struct cmd_store *cs, char *err, size_t errlen)
 {
@@ -876,8 +877,7 @@ static int ask_caps(struct cmd_store *cs, char *err, size_t errlen)
 
 	if (run_helper(cs, "capabilities", NULL, NULL, NULL, 0, &r, err, errlen) < 0)
 		return -1;
-	if (r.timed_out || WIFSIGNALED(r.status) || r.out.over ||
-	    (r.out.len && !exited(&r, 0)))
+	if (r.timed_out || WIFSIGNALED(r.status) || r.out.over)
 		ret = helper_failed(cs, "capabilities", NULL, &r, NULL, err, errlen);
 	else if (exited(&r, 0) &&
 	         store_cmd_parse_caps(r.out.p ? r.out.p : "", r.out.len, &cs->caps) < 0)
