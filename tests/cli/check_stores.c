@@ -286,6 +286,20 @@ static void big_unit(size_t min, char hex[65])
 	ck_assert_int_eq(found, 1);
 }
 
+/* How many units the helper keeps. */
+static int count_helper_units(void)
+{
+	DIR *d = opendir(cli_path(helper_dir, ".units"));
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL)
+		n += strlen(e->d_name) == 64;
+	closedir(d);
+	return n;
+}
+
 /* A helper that keeps units is handed a 20 MB value once: a later call
  * that leaves it as it is rewrites only the head (the helper's log of its
  * verbs says which it was asked), and the value is there after. */
@@ -672,6 +686,52 @@ START_TEST(helper_output_errors)
 }
 END_TEST
 
+/* Words of capabilities and lines of unit-list that break the protocol
+ * are errors naming the helper; the save that needed the list is
+ * refused. */
+START_TEST(helper_units_output_errors)
+{
+	struct cli_run r;
+
+	use_helper("capabilities) printf 'units\\001\\n' ;;");
+	cell(&r, "h", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "(capabilities): its output is not words of printable ASCII");
+	cli_run_release(&r);
+	use_helper("capabilities) echo units ;;\n"
+	           "load) exit 1 ;;\n"
+	           "unit-list) echo nothex ;;");
+	cell(&r, "h", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "cannot save session 'h'");
+	ck_err_has(&r, "(unit-list): unit-list: line 1: not 64 lowercase hex digits");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A helper that keeps units but has no units lock: this host's lock
+ * alone keeps collecting off saves, and what a save drops is collected. */
+START_TEST(helper_with_units_and_no_units_lock)
+{
+	char *helper = wrap_helper("units-only", "[ \"$2\" = capabilities ] && "
+	                           "{ echo units; exit 0; }\n");
+	size_t len;
+	char *text;
+
+	snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s %s", helper, helper_dir);
+	cli_test_add_env(&fx, store_env);
+	cell_ok("a", "v = 'one' * 1000; w = 2", NULL);
+	text = cli_read_file(cli_path(helper_dir, "a"), &len);
+	ck_assert(text && len > 11 && memcmp(text, "dolsot:2:u\n", 11) == 0);
+	free(text);
+	ck_assert_int_eq(count_helper_units(), 2);
+	cell_ok("a", "v = 'two' * 1000", NULL);
+	ck_assert_int_eq(count_helper_units(), 2);
+	cell_ok("a", "print(v[:3], w)", "two 2\n");
+	ck_assert(!cli_exists(cli_path(helper_dir, ".units-lock")));
+}
+END_TEST
+
 START_TEST(helper_that_hangs_is_killed_at_the_timeout)
 {
 	struct cli_run r;
@@ -890,6 +950,8 @@ static Suite *stores_suite(void)
 	tcase_add_test(helper, helper_that_crashes_is_an_error);
 	tcase_add_test(helper, helper_without_locks_and_a_missing_helper);
 	tcase_add_test(helper, helper_keeps_a_big_value_unit_once);
+	tcase_add_test(helper, helper_units_output_errors);
+	tcase_add_test(helper, helper_with_units_and_no_units_lock);
 	suite_add_tcase(s, every);
 	suite_add_tcase(s, redis);
 	suite_add_tcase(s, health);
