@@ -15,6 +15,20 @@
  *                  lock, exits 1 with no output while another holds it;
  *                  exit 0 with no output says the helper has no locks
  *   unlock ID      releases what lock took
+ *   capabilities   optional, asked once per store opened: words, "units"
+ *                  among them when it keeps units (session format v4);
+ *                  no output, or an exit status but 0: whole blobs
+ * A helper that keeps units also answers, HEX a unit's SHA-256 in 64
+ * lowercase hex digits:
+ *   unit-load HEX  its bytes on stdout, exit 0; exit 1 and no output: none
+ *   unit-save HEX  its bytes on stdin; exit 0 once stored, atomically and
+ *                  durably (one already there may be kept as it is)
+ *   unit-delete HEX  removes it (absent: still exit 0)
+ *   unit-list      every stored unit's HEX, one a line (store_cmd_parse.h)
+ * and, when "capabilities" says "units-lock", the store-wide units lock
+ * (store_ops.h's obj_lock) across hosts, TOKEN naming the holder:
+ *   unit-lock-shared TOKEN, unit-lock-exclusive TOKEN  as lock ID
+ *   unit-unlock TOKEN  releases what TOKEN took
  * Anything else (another exit status, a signal, output where none or a
  * number belongs) is an error naming the helper.
  *
@@ -22,8 +36,14 @@
  * - Every call also holds the FileStore's lock on this machine, so calls
  *   here never overlap whether or not the helper locks across machines.
  * - Each blob the helper stores begins with ORIGIN_LEN bytes saying
- *   whether a sandboxed call wrote it; a blob without them is refused.
- *   The helper stores and returns the bytes as given.
+ *   whether a sandboxed call wrote it, and whether it is a v4 head whose
+ *   units the helper keeps ("dolsot:2:"): a blob without them is refused,
+ *   and so is a head without its units when the helper did not say
+ *   "units" this time (its units would look lost to the worker).  The
+ *   helper stores and returns the bytes as given.
+ * - The units lock is always this host's (the FileStore's), and the
+ *   helper's too when it has one: without, collecting units is safe only
+ *   among the calls of one host.
  */
 #include "store_cmd.h"
 
@@ -31,9 +51,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,14 +64,16 @@
 #include "proc.h"
 #include "proc_child.h"
 #include "store_cmd_parse.h"
+#include "units.h"
 
 #define LOCK_POLL_MS 100              /* between tries of a busy helper lock */
 #define OUT_MAX ((size_t)1 << 31)     /* the most stdout a helper may print */
 #define ERR_KEEP 400                  /* stderr bytes kept for a message */
 #define WRITE_CHUNK ((size_t)1 << 20)
 #define ORIGIN_LEN 11
-static const char origin_sandboxed[ORIGIN_LEN + 1] = "dolsot:1:s\n";
-static const char origin_host[ORIGIN_LEN + 1] = "dolsot:1:u\n";
+#define ORIGIN_KIND 7                 /* where '1' (whole) or '2' (a head) is */
+#define ORIGIN_WHO 9                  /* where 's' (sandboxed) or 'u' is */
+#define TOKEN_LEN 32
 
 struct cmd_store {
 	struct store s;
@@ -58,6 +82,13 @@ struct cmd_store {
 	double timeout;
 	char name[160];         /* "store helper 'PROGRAM'" */
 	int helper_locks;       /* -1 not known yet, 0 the helper has none, 1 it has */
+	unsigned caps;          /* what "capabilities" said: STORE_CMD_CAP_ bits */
+	char token[TOKEN_LEN + 1];      /* this store's name in the helper's units lock */
+	bool remote_gc;         /* the helper's units lock is held */
+	/* The helper's units, listed once under the units lock (obj_has). */
+	uint8_t *units;
+	size_t nunits;
+	bool units_known;
 	/* The last session loaded (origin, then load, read it once). */
 	char cached_id[STORE_ID_MAX + 1];
 	uint8_t *cached;
@@ -252,7 +283,7 @@ static bool exited(const struct run *r, int code)
 static int helper_failed(const struct cmd_store *cs, const char *verb, const char *id,
                          const struct run *r, const char *why, char *err, size_t errlen)
 {
-	char status[64], line[ERR_KEEP + 1] = "";
+	char status[160], line[ERR_KEEP + 1] = "";
 
 	if (r->err.len) {
 		snprintf(line, sizeof(line), "%.*s", (int)strcspn(r->err.p, "\n"), r->err.p);
@@ -273,6 +304,19 @@ static int helper_failed(const struct cmd_store *cs, const char *verb, const cha
 	         id ? id : "", status, line[0] ? ": " : "", line);
 	errno = EIO;
 	return -1;
+}
+
+/* Whether p[0..len) begins with an origin line "dolsot:K:W\n". */
+static bool origin_valid(const char *p, size_t len)
+{
+	return len >= ORIGIN_LEN && memcmp(p, "dolsot:", ORIGIN_KIND) == 0 &&
+	       (p[ORIGIN_KIND] == '1' || p[ORIGIN_KIND] == '2') && p[ORIGIN_KIND + 1] == ':' &&
+	       (p[ORIGIN_WHO] == 's' || p[ORIGIN_WHO] == 'u') && p[ORIGIN_WHO + 1] == '\n';
+}
+
+static bool keeps_units(const struct cmd_store *cs)
+{
+	return cs->caps & STORE_CMD_CAP_UNITS;
 }
 
 static void drop_cache(struct cmd_store *cs)
@@ -303,11 +347,15 @@ static int fetch(struct cmd_store *cs, const char *id, char *err, size_t errlen)
 		              err, errlen);
 		run_release(&r);
 		return -1;
-	} else if (r.out.len < ORIGIN_LEN ||
-	           (memcmp(r.out.p, origin_sandboxed, ORIGIN_LEN) != 0 &&
-	            memcmp(r.out.p, origin_host, ORIGIN_LEN) != 0)) {
+	} else if (!origin_valid(r.out.p, r.out.len)) {
 		helper_failed(cs, "load", id, &r, "what it printed is not a session dolsot "
 		              "saved (it lacks the dolsot:1 line)", err, errlen);
+		run_release(&r);
+		return -1;
+	} else if (r.out.p[ORIGIN_KIND] == '2' && !keeps_units(cs)) {
+		helper_failed(cs, "load", id, &r, "the session's units are kept by the helper, "
+		              "but it did not answer \"units\" to \"capabilities\"", err,
+		              errlen);
 		run_release(&r);
 		return -1;
 	} else {
@@ -358,8 +406,7 @@ static int cmd_origin(struct store *s, const char *id, struct store_mark *mark, 
 	mark->seq = 0;
 	if (fetch(cs, id, err, errlen) < 0)
 		return -1;
-	mark->sandboxed = cs->cached_found &&
-	                  memcmp(cs->cached, origin_sandboxed, ORIGIN_LEN) == 0;
+	mark->sandboxed = cs->cached_found && cs->cached[ORIGIN_WHO] == 's';
 	return 0;
 }
 
@@ -367,12 +414,16 @@ static int cmd_save(struct store *s, const char *id, const uint8_t *blob, size_t
                     const struct store_mark *mark, char *err, size_t errlen)
 {
 	struct cmd_store *cs = s->priv;
+	char line[ORIGIN_LEN + 1];
 	struct run r;
 	int ret = 0;
 
+	/* A v4 blob saved here is a head whose units are the helper's. */
+	snprintf(line, sizeof(line), "dolsot:%c:%c\n",
+	         keeps_units(cs) && units_is_v4(blob, len) ? '2' : '1',
+	         mark->sandboxed ? 's' : 'u');
 	drop_cache(cs);
-	if (run_helper(cs, "save", id, mark->sandboxed ? origin_sandboxed : origin_host, blob, len,
-	               &r, err, errlen) < 0)
+	if (run_helper(cs, "save", id, line, blob, len, &r, err, errlen) < 0)
 		return -1;
 	if (!exited(&r, 0)) {
 		char why[STORE_ERR_MAX];
@@ -413,35 +464,60 @@ static int cmd_del(struct store *s, const char *id, unsigned *removed, char *err
 	return run_count(cs, "delete", id, removed, err, errlen);
 }
 
-static int cmd_list(struct store *s, struct session_info **out, size_t *n, char *err,
-                    size_t errlen)
+/* What a listing is parsed by (store_cmd_parse.h's): 0, or -1 with why. */
+typedef int parse_fn(const char *out, size_t len, void *into, char *why, size_t whylen);
+
+/* Run verb (no id) wanting exit 0 and output parse takes into into. */
+static int run_listing(struct cmd_store *cs, const char *verb, parse_fn *parse, void *into,
+                       char *err, size_t errlen)
 {
-	struct cmd_store *cs = s->priv;
 	char why[STORE_ERR_MAX];
 	struct run r;
 	int ret = 0;
 
-	*out = NULL;
-	*n = 0;
-	if (run_helper(cs, "list", NULL, NULL, NULL, 0, &r, err, errlen) < 0)
+	if (run_helper(cs, verb, NULL, NULL, NULL, 0, &r, err, errlen) < 0)
 		return -1;
 	if (!exited(&r, 0) || r.out.over)
-		ret = helper_failed(cs, "list", NULL, &r, r.out.over ? "too much output" : NULL,
+		ret = helper_failed(cs, verb, NULL, &r, r.out.over ? "too much output" : NULL,
 		                    err, errlen);
-	else if (store_cmd_parse_list(r.out.p ? r.out.p : "", r.out.len, out, n, why,
-	                              sizeof(why)) < 0)
-		ret = helper_failed(cs, "list", NULL, &r, why, err, errlen);
+	else if (parse(r.out.p ? r.out.p : "", r.out.len, into, why, sizeof(why)) < 0)
+		ret = helper_failed(cs, verb, NULL, &r, why, err, errlen);
 	run_release(&r);
 	return ret;
 }
 
-/* One "lock ID": 1 taken, 0 busy, 2 the helper has no locks, -1 error. */
-static int try_lock(struct cmd_store *cs, const char *id, char *err, size_t errlen)
+struct sessions {
+	struct session_info **infos;
+	size_t *n;
+};
+
+static int parse_sessions(const char *out, size_t len, void *into, char *why,
+                          size_t whylen)
+{
+	struct sessions *ss = into;
+
+	return store_cmd_parse_list(out, len, ss->infos, ss->n, why, whylen);
+}
+
+static int cmd_list(struct store *s, struct session_info **out, size_t *n, char *err,
+                    size_t errlen)
+{
+	struct sessions into = { out, n };
+
+	*out = NULL;
+	*n = 0;
+	return run_listing(s->priv, "list", parse_sessions, &into, err, errlen);
+}
+
+/* One "lock ID" (or verb ID of its kind): 1 taken, 0 busy, 2 the helper
+ * has no locks, -1 error. */
+static int try_lock(struct cmd_store *cs, const char *verb, const char *id, char *err,
+                    size_t errlen)
 {
 	struct run r;
 	int ret;
 
-	if (run_helper(cs, "lock", id, NULL, NULL, 0, &r, err, errlen) < 0)
+	if (run_helper(cs, verb, id, NULL, NULL, 0, &r, err, errlen) < 0)
 		return -1;
 	if (exited(&r, 0) && r.out.len == 0)
 		ret = 2;
@@ -451,7 +527,7 @@ static int try_lock(struct cmd_store *cs, const char *id, char *err, size_t errl
 	else if (exited(&r, 1) && r.out.len == 0)
 		ret = 0;
 	else
-		ret = helper_failed(cs, "lock", id, &r,
+		ret = helper_failed(cs, verb, id, &r,
 		                    exited(&r, 0) || exited(&r, 1)
 		                    ? "expected \"locked\" or no output" : NULL, err, errlen);
 	run_release(&r);
@@ -478,7 +554,7 @@ static enum store_lock_status cmd_lock(struct store *s, const char *id, long tim
 		free(l);
 		return ret;
 	}
-	while (cs->helper_locks != 0 && (got = try_lock(cs, id, err, errlen)) == 0) {
+	while (cs->helper_locks != 0 && (got = try_lock(cs, "lock", id, err, errlen)) == 0) {
 		if (timeout_ms >= 0 && deadline_left(&dl) <= 0) {
 			snprintf(err, errlen, STORE_BUSY_WHY " (its lock in %s)", cs->name);
 			break;
@@ -530,20 +606,295 @@ static void cmd_close(struct store *s)
 	struct cmd_store *cs = s->priv;
 
 	drop_cache(cs);
+	free(cs->units);
 	store_close(cs->dir);
 	free(cs);
 }
 
-static const struct store_ops cmd_ops = {
-	.load = cmd_load,
-	.save = cmd_save,
-	.origin = cmd_origin,
-	.del = cmd_del,
-	.list = cmd_list,
-	.lock = cmd_lock,
-	.unlock = cmd_unlock,
-	.close = cmd_close,
+static void forget_units(struct cmd_store *cs)
+{
+	free(cs->units);
+	cs->units = NULL;
+	cs->nunits = 0;
+	cs->units_known = false;
+}
+
+struct hashes {
+	uint8_t **hashes;
+	size_t *n;
 };
+
+static int parse_hashes(const char *out, size_t len, void *into, char *why, size_t whylen)
+{
+	struct hashes *hs = into;
+
+	return store_cmd_parse_hashes(out, len, hs->hashes, hs->n, why, whylen);
+}
+
+/* Run "unit-list" into *hashes, *n. */
+static int list_units(struct cmd_store *cs, uint8_t **hashes, size_t *n, char *err,
+                      size_t errlen)
+{
+	struct hashes into = { hashes, n };
+
+	*hashes = NULL;
+	*n = 0;
+	return run_listing(cs, "unit-list", parse_hashes, &into, err, errlen);
+}
+
+static int hash_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, STORE_HASH_LEN);
+}
+
+static uint8_t *unit_find(const struct cmd_store *cs, const uint8_t *hash)
+{
+	return cs->nunits ? bsearch(hash, cs->units, cs->nunits, STORE_HASH_LEN, hash_cmp)
+	                  : NULL;
+}
+
+/* Record in the list (when listed) that hash is stored now. */
+static void note_put(struct cmd_store *cs, const uint8_t *hash)
+{
+	uint8_t *grown;
+
+	if (!cs->units_known || unit_find(cs, hash))
+		return;
+	grown = realloc(cs->units, (cs->nunits + 1) * STORE_HASH_LEN);
+	if (!grown) {
+		forget_units(cs);
+		return;
+	}
+	cs->units = grown;
+	memcpy(grown + cs->nunits++ * STORE_HASH_LEN, hash, STORE_HASH_LEN);
+	qsort(cs->units, cs->nunits, STORE_HASH_LEN, hash_cmp);
+}
+
+static void note_del(struct cmd_store *cs, const uint8_t *hash)
+{
+	uint8_t *at = cs->units_known ? unit_find(cs, hash) : NULL;
+
+	if (at) {
+		memmove(at, at + STORE_HASH_LEN,
+		        (size_t)(cs->units + cs->nunits * STORE_HASH_LEN - at - STORE_HASH_LEN));
+		cs->nunits--;
+	}
+}
+
+/* One run per commit, not one per ref: the helper's units listed once
+ * under the units lock, which keeps them from going until it is released. */
+static int cmd_obj_has(struct store *s, const uint8_t *hash, bool *has, char *err,
+                       size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+
+	*has = false;
+	if (!cs->units_known) {
+		if (list_units(cs, &cs->units, &cs->nunits, err, errlen) < 0)
+			return -1;
+		cs->units_known = true;
+	}
+	*has = unit_find(cs, hash) != NULL;
+	return 0;
+}
+
+/* Run verb arg with in[0..n) on stdin (in NULL: none), wanting exit 0. */
+static int run_plain(struct cmd_store *cs, const char *verb, const char *arg,
+                     const uint8_t *in, size_t n, char *err, size_t errlen)
+{
+	struct run r;
+	int ret = 0;
+
+	if (run_helper(cs, verb, arg, in ? "" : NULL, in, n, &r, err, errlen) < 0)
+		return -1;
+	if (!exited(&r, 0))
+		ret = helper_failed(cs, verb, arg, &r, NULL, err, errlen);
+	run_release(&r);
+	return ret;
+}
+
+/* run_plain for unit hash. */
+static int run_unit(struct cmd_store *cs, const char *verb, const uint8_t *hash,
+                    const uint8_t *in, size_t n, char *err, size_t errlen)
+{
+	char hex[UNITS_HEX_LEN + 1];
+
+	units_hex(hash, hex);
+	return run_plain(cs, verb, hex, in, n, err, errlen);
+}
+
+static int cmd_obj_put(struct store *s, const uint8_t *hash, const uint8_t *p, size_t n,
+                       char *err, size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+
+	if (run_unit(cs, "unit-save", hash, p ? p : (const uint8_t *)"", n, err, errlen) < 0)
+		return -1;
+	note_put(cs, hash);
+	return 0;
+}
+
+static int cmd_obj_del(struct store *s, const uint8_t *hash, char *err, size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+
+	if (run_unit(cs, "unit-delete", hash, NULL, 0, err, errlen) < 0)
+		return -1;
+	note_del(cs, hash);
+	return 0;
+}
+
+static int cmd_obj_read(struct store *s, const uint8_t *hash, uint8_t **p, size_t *n,
+                        bool *found, char *err, size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+	char hex[UNITS_HEX_LEN + 1];
+	struct run r;
+	int ret = 0;
+
+	*p = NULL;
+	*n = 0;
+	*found = false;
+	units_hex(hash, hex);
+	if (run_helper(cs, "unit-load", hex, NULL, NULL, 0, &r, err, errlen) < 0)
+		return -1;
+	if (exited(&r, 0) && !r.out.over) {
+		*found = true;
+		*n = r.out.len;
+		*p = r.out.p ? (uint8_t *)r.out.p : malloc(1);
+		r.out.p = NULL;
+		if (!*p) {
+			snprintf(err, errlen, "unit %s: out of memory", hex);
+			ret = -1;
+		}
+	} else if (!exited(&r, 1) || r.out.len) {
+		ret = helper_failed(cs, "unit-load", hex, &r,
+		                    exited(&r, 1) ? "exit status 1 with output (1 means no "
+		                                    "such unit, and prints nothing)"
+		                    : r.out.over ? "more output than a unit may hold" : NULL,
+		                    err, errlen);
+	}
+	run_release(&r);
+	return ret;
+}
+
+static int cmd_obj_list(struct store *s, uint8_t **hashes, size_t *n, char *err,
+                        size_t errlen)
+{
+	return list_units(s->priv, hashes, n, err, errlen);
+}
+
+/* The helper's units lock: verb TOKEN until taken, or the timeout. */
+static int remote_gc_lock(struct cmd_store *cs, const char *verb, char *err, size_t errlen)
+{
+	struct timespec dl;
+	int got;
+
+	deadline_in(&dl, cs->timeout);
+	while ((got = try_lock(cs, verb, cs->token, err, errlen)) == 0) {
+		if (deadline_left(&dl) <= 0) {
+			snprintf(err, errlen, "the units lock of %s is busy (%s %s)", cs->name,
+			         verb, cs->token);
+			errno = EBUSY;
+			return -1;
+		}
+		poll(NULL, 0, LOCK_POLL_MS);
+	}
+	if (got == 2) {
+		struct run none = { 0 };
+
+		return helper_failed(cs, verb, cs->token, &none, "no output (it said "
+		                     "\"units-lock\" to \"capabilities\")", err, errlen);
+	}
+	return got < 0 ? -1 : 0;
+}
+
+/* This host's lock first, then the helper's (released the other way). */
+static int cmd_obj_lock(struct store *s, enum store_gc_lock how, char *err, size_t errlen)
+{
+	struct cmd_store *cs = s->priv;
+	struct store *dir = cs->dir;
+	char why[STORE_ERR_MAX];
+	int ret = 0;
+
+	forget_units(cs);
+	if (how == STORE_GC_RELEASE) {
+		/* The helper's first, its failure the one told. */
+		if (cs->remote_gc)
+			ret = run_plain(cs, "unit-unlock", cs->token, NULL, 0, err, errlen);
+		cs->remote_gc = false;
+		if (dir->ops->obj_lock(dir, how, why, sizeof(why)) < 0 && ret == 0) {
+			snprintf(err, errlen, "%s", why);
+			ret = -1;
+		}
+		return ret;
+	}
+	if (dir->ops->obj_lock(dir, how, err, errlen) < 0)
+		return -1;
+	if (!(cs->caps & STORE_CMD_CAP_UNITS_LOCK))
+		return 0;
+	if (remote_gc_lock(cs, how == STORE_GC_SHARED ? "unit-lock-shared"
+	                                              : "unit-lock-exclusive", err, errlen) < 0) {
+		int errsv = errno;
+
+		(void)dir->ops->obj_lock(dir, STORE_GC_RELEASE, why, sizeof(why));
+		errno = errsv;
+		return -1;
+	}
+	cs->remote_gc = true;
+	return 0;
+}
+
+/* Every helper's sessions. */
+#define CMD_SESSION_OPS \
+	.load = cmd_load, .save = cmd_save, .origin = cmd_origin, .del = cmd_del, \
+	.list = cmd_list, .lock = cmd_lock, .unlock = cmd_unlock, .close = cmd_close
+
+static const struct store_ops cmd_ops = { CMD_SESSION_OPS };
+
+/* A helper that keeps units: obj_dir NULL, so a worker gets them packed. */
+static const struct store_ops cmd_units_ops = {
+	CMD_SESSION_OPS,
+	.obj_has = cmd_obj_has,
+	.obj_put = cmd_obj_put,
+	.obj_read = cmd_obj_read,
+	.obj_del = cmd_obj_del,
+	.obj_list = cmd_obj_list,
+	.obj_lock = cmd_obj_lock,
+};
+
+/*
+ * Ask "capabilities" into cs->caps.  Killed (a signal, the timeout) or
+ * output that is not words: an error; another exit status is an older
+ * helper's answer to a verb it does not know: none (a head saved with
+ * units is then refused, never loaded without them: fetch).
+ */
+static int ask_caps(struct cmd_store *cs, char *err, size_t errlen)
+{
+	uint8_t raw[TOKEN_LEN / 2];
+	struct run r;
+	int ret = 0;
+
+	if (run_helper(cs, "capabilities", NULL, NULL, NULL, 0, &r, err, errlen) < 0)
+		return -1;
+	if (r.timed_out || WIFSIGNALED(r.status) || r.out.over)
+		ret = helper_failed(cs, "capabilities", NULL, &r, NULL, err, errlen);
+	else if (exited(&r, 0) &&
+	         store_cmd_parse_caps(r.out.p ? r.out.p : "", r.out.len, &cs->caps) < 0)
+		ret = helper_failed(cs, "capabilities", NULL, &r,
+		                    "its output is not words of printable ASCII", err, errlen);
+	run_release(&r);
+	if (ret == 0 && (cs->caps & STORE_CMD_CAP_UNITS_LOCK)) {
+		if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+			snprintf(err, errlen, "cannot name this store's units lock: getrandom: %s",
+			         strerror(errno));
+			return -1;
+		}
+		for (size_t i = 0; i < sizeof(raw); i++)
+			snprintf(cs->token + 2 * i, 3, "%02x", raw[i]);
+	}
+	return ret;
+}
 
 struct store *store_cmd_open(struct store *dir, const struct store_spec *sp,
                              double timeout, char *err, size_t errlen)
@@ -563,8 +914,20 @@ struct store *store_cmd_open(struct store *dir, const struct store_spec *sp,
 	cs->timeout = timeout > 0 ? timeout : 20;
 	cs->helper_locks = -1;
 	snprintf(cs->name, sizeof(cs->name), "store helper '%.120s'", sp->argv[0]);
-	cs->s.ops = &cmd_ops;
 	cs->s.priv = cs;
 	cs->s.home = dir->home;
+	if (ask_caps(cs, err, errlen) < 0) {
+		store_close(dir);
+		free(cs);
+		return NULL;
+	}
+	if (keeps_units(cs) && !dir->ops->obj_lock) {
+		snprintf(err, errlen, "%s keeps units, but this host's store has no units "
+		         "lock", cs->name);
+		store_close(dir);
+		free(cs);
+		return NULL;
+	}
+	cs->s.ops = keeps_units(cs) ? &cmd_units_ops : &cmd_ops;
 	return &cs->s;
 }

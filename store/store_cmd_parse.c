@@ -141,3 +141,111 @@ bad:
 	*infos = NULL;
 	return -1;
 }
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n';
+}
+
+int store_cmd_parse_caps(const char *out, size_t len, unsigned *caps)
+{
+	static const struct {
+		const char *word;
+		unsigned bit;
+	} known[] = {
+		{ "units", STORE_CMD_CAP_UNITS },
+		{ "units-lock", STORE_CMD_CAP_UNITS_LOCK },
+	};
+	size_t i = 0;
+
+	*caps = 0;
+	while (i < len) {
+		size_t start;
+
+		while (i < len && is_space(out[i]))
+			i++;
+		start = i;
+		while (i < len && !is_space(out[i])) {
+			if (out[i] < 0x21 || out[i] > 0x7e)
+				return -1;
+			i++;
+		}
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			if (i - start == strlen(known[k].word) &&
+			    memcmp(out + start, known[k].word, i - start) == 0)
+				*caps |= known[k].bit;
+	}
+	return 0;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* s[0..len) as a hash into out; -1 unless exactly 64 lowercase hex. */
+static int parse_hash(const char *s, size_t len, uint8_t out[STORE_HASH_LEN])
+{
+	if (len != (size_t)2 * STORE_HASH_LEN)
+		return -1;
+	for (size_t i = 0; i < STORE_HASH_LEN; i++) {
+		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+static int by_hash(const void *a, const void *b)
+{
+	return memcmp(a, b, STORE_HASH_LEN);
+}
+
+int store_cmd_parse_hashes(const char *out, size_t len, uint8_t **hashes, size_t *n,
+                           char *err, size_t errlen)
+{
+	size_t lines = 0, i, m = 0;
+
+	*hashes = NULL;
+	*n = 0;
+	for (i = 0; i < len; i++)
+		lines += out[i] == '\n';
+	if (len && out[len - 1] != '\n')
+		lines++;
+	if (!lines)
+		return 0;
+	*hashes = malloc(lines * STORE_HASH_LEN);
+	if (!*hashes) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < len;) {
+		const char *nl = memchr(out + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - out) : len;
+
+		if (parse_hash(out + i, end - i, *hashes + m * STORE_HASH_LEN) < 0) {
+			snprintf(err, errlen, "unit-list: line %zu: not 64 lowercase hex digits",
+			         m + 1);
+			goto bad;
+		}
+		m++;
+		i = end + 1;
+	}
+	qsort(*hashes, m, STORE_HASH_LEN, by_hash);
+	for (i = 1; i < m; i++)
+		if (memcmp(*hashes + (i - 1) * STORE_HASH_LEN, *hashes + i * STORE_HASH_LEN,
+		           STORE_HASH_LEN) == 0) {
+			snprintf(err, errlen, "unit-list: a unit is listed twice");
+			goto bad;
+		}
+	*n = m;
+	return 0;
+bad:
+	free(*hashes);
+	*hashes = NULL;
+	return -1;
+}

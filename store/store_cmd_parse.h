@@ -6,6 +6,7 @@
 #define DOLSOT_STORE_CMD_PARSE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store_ops.h"
 
@@ -28,5 +29,27 @@ int store_cmd_parse_count(const char *out, size_t len, unsigned *count);
  */
 int store_cmd_parse_list(const char *out, size_t len, struct session_info **infos,
                          size_t *n, char *err, size_t errlen);
+
+/* What "capabilities" may answer (store_cmd_parse_caps). */
+#define STORE_CMD_CAP_UNITS 1u          /* "units": it keeps units by hash */
+#define STORE_CMD_CAP_UNITS_LOCK 2u     /* "units-lock": it has the units lock */
+
+/*
+ * The output of "capabilities": words apart by blanks or newlines, each
+ * of printable ASCII; those known set their STORE_CMD_CAP_ bit in *caps,
+ * others are ignored (a later dolsot's).  No output: none.  0, or -1
+ * when a byte is not printable ASCII, a blank or a newline.
+ */
+int store_cmd_parse_caps(const char *out, size_t len, unsigned *caps);
+
+/*
+ * The output of "unit-list": lines of 64 lowercase hex digits (a unit's
+ * SHA-256), the last newline optional; no output is no units.  *hashes
+ * (malloc'd, n * STORE_HASH_LEN bytes, sorted; NULL when none) and *n.
+ * 0, or -1 with err saying which line is wrong and why (a unit listed
+ * twice too).
+ */
+int store_cmd_parse_hashes(const char *out, size_t len, uint8_t **hashes, size_t *n,
+                           char *err, size_t errlen);
 
 #endif

@@ -6,9 +6,11 @@
  * Real parts only: every Redis case starts its own redis-server on
  * 127.0.0.1 on a free port, in the test's directory, and stops it after
  * (a system Redis is never touched); the helper is examples/dolsot-store-dir,
- * run for real, or a small script of the test's.
+ * run for real (keeping units, or whole blobs behind a wrapper), or a
+ * small script of the test's.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -28,9 +30,11 @@
 
 static struct cli_test fx;
 
-enum kind { FILE_STORE, REDIS_STORE, CMD_STORE };
-static const char *const kind_names[] = { "file", "redis", "cmd" };
-#define NKINDS 3
+/* CMD_STORE's helper keeps units; CMD_WHOLE_STORE's is the same behind a
+ * wrapper that refuses "capabilities", as a helper older than units does. */
+enum kind { FILE_STORE, REDIS_STORE, CMD_STORE, CMD_WHOLE_STORE };
+static const char *const kind_names[] = { "file", "redis", "cmd", "cmd-whole" };
+#define NKINDS 4
 
 /* The test's redis-server. */
 static struct redis_test rd = { .pid = -1 };
@@ -54,6 +58,24 @@ static void begin(void)
 	snprintf(helper_dir, sizeof(helper_dir), "%s/helper-store", fx.tmp);
 }
 
+/*
+ * A script in the test's directory running before (shell lines, with the
+ * helper's arguments in $@) and then the example helper; its path (one of
+ * cli_path's buffers).
+ */
+static char *wrap_helper(const char *name, const char *before)
+{
+	char cwd[4096], text[9000];
+	char *path = cli_path(fx.tmp, name);
+
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	snprintf(text, sizeof(text), "#!/bin/sh\n%sexec %s/examples/dolsot-store-dir \"$@\"\n",
+	         before, cwd);
+	cli_write_file(path, text);
+	ck_assert_int_eq(chmod(path, 0700), 0);
+	return path;
+}
+
 /* Sessions in store k, the warm server started if this is the warm run. */
 static void use_store(enum kind k, const char *const *redis_extra)
 {
@@ -67,6 +89,11 @@ static void use_store(enum kind k, const char *const *redis_extra)
 	case CMD_STORE:
 		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s/examples/dolsot-store-dir %s",
 		         getcwd(err, sizeof(err)), helper_dir);
+		break;
+	case CMD_WHOLE_STORE:
+		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s %s",
+		         wrap_helper("old-helper", "[ \"$2\" = capabilities ] && exit 2\n"),
+		         helper_dir);
 		break;
 	case FILE_STORE:
 	default:
@@ -132,13 +159,15 @@ START_TEST(sessions_live_in_every_store)
 		ck_assert_str_eq(rd_query(buf, sizeof(buf), NULL, "HGET %s sandboxed",
 		                          "dolsot:session:a"), "0");
 	}
-	if (_i == CMD_STORE) {
+	if (_i == CMD_STORE || _i == CMD_WHOLE_STORE) {
 		size_t len;
 		char *blob = cli_read_file(cli_path(helper_dir, "a"), &len);
+		const char *line = _i == CMD_STORE ? "dolsot:2:u\n" : "dolsot:1:u\n";
 
-		ck_assert_msg(len > 11 && memcmp(blob, "dolsot:1:u\n", 11) == 0,
-		              "the helper's blob lacks its origin line");
+		ck_assert_msg(len > 11 && memcmp(blob, line, 11) == 0,
+		              "the helper's blob lacks its origin line %s", line);
 		free(blob);
+		ck_assert(cli_exists(cli_path(helper_dir, ".units")) == (_i == CMD_STORE));
 	}
 	run_ok(&r, (const char *const[]){ "dolsot", "--reset", "a", NULL });
 	ck_out(&r, "reset a: removed 1 session(s)\n");
@@ -188,7 +217,9 @@ START_TEST(concurrent_increments_from_two_hosts_all_count)
 	int status;
 	struct cli_run r;
 
-	use_store(_i == 0 ? REDIS_STORE : CMD_STORE, NULL);
+	static const enum kind shared[] = { REDIS_STORE, CMD_STORE, CMD_WHOLE_STORE };
+
+	use_store(shared[_i], NULL);
 	/* Hosts sharing a store share its session key. */
 	cli_test_add_env(&fx, "DOLSOT_SESSION_KEY="
 	                 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
@@ -217,6 +248,95 @@ START_TEST(concurrent_increments_from_two_hosts_all_count)
 		cli_run_release(&r);
 	}
 	cell_ok("count", "print(n)", "20\n");
+}
+END_TEST
+
+/* How many lines of the helper's log begin with verb. */
+static int logged(const char *log, const char *verb)
+{
+	size_t len, vlen = strlen(verb);
+	char *text = cli_read_file(log, &len);
+	int n = 0;
+
+	for (char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		n += strncmp(p, verb, vlen) == 0 && (p[vlen] == ' ' || p[vlen] == '\n');
+	free(text);
+	return n;
+}
+
+/* The name of the one unit of the helper's over min bytes, into hex. */
+static void big_unit(size_t min, char hex[65])
+{
+	DIR *d = opendir(cli_path(helper_dir, ".units"));
+	struct dirent *e;
+	int found = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (strlen(e->d_name) == 64 &&
+		    stat(cli_path(cli_path(helper_dir, ".units"), e->d_name), &st) == 0 &&
+		    (size_t)st.st_size > min) {
+			snprintf(hex, 65, "%s", e->d_name);
+			found++;
+		}
+	}
+	closedir(d);
+	ck_assert_int_eq(found, 1);
+}
+
+/* How many units the helper keeps. */
+static int count_helper_units(void)
+{
+	DIR *d = opendir(cli_path(helper_dir, ".units"));
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL)
+		n += strlen(e->d_name) == 64;
+	closedir(d);
+	return n;
+}
+
+/* A helper that keeps units is handed a 20 MB value once: a later call
+ * that leaves it as it is rewrites only the head (the helper's log of its
+ * verbs says which it was asked), and the value is there after. */
+START_TEST(helper_keeps_a_big_value_unit_once)
+{
+	char before[4600], hex[65], saved[80];
+	char *log = strdup(cli_path(fx.tmp, "helper.log"));
+
+	snprintf(before, sizeof(before), "echo \"$2 $3\" >>%s\n", log);
+	cli_write_file(log, "");
+	snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s %s",
+	         wrap_helper("logging-helper", before), helper_dir);
+	cli_test_add_env(&fx, store_env);
+	{
+		char err[4096];
+
+		ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "%s", err);
+	}
+	cell_ok("big", "big = bytes(range(256)) * 80000; n = 1", NULL);
+	big_unit(20000000, hex);
+	snprintf(saved, sizeof(saved), "unit-save %s", hex);
+	ck_assert_int_eq(logged(log, saved), 1);
+	cli_write_file(log, "");
+	cell_ok("big", "n += 1", NULL);
+	ck_assert_int_eq(logged(log, "save"), 1);
+	/* Only n's unit is new: never the 20 MB one. */
+	ck_assert_int_eq(logged(log, saved), 0);
+	ck_assert_int_le(logged(log, "unit-save"), 1);
+	{
+		size_t len;
+		char *head = cli_read_file(cli_path(helper_dir, "big"), &len);
+
+		ck_assert_msg(len < 1 << 16, "the helper's session is %zu bytes, not a head", len);
+		free(head);
+	}
+	cell_ok("big", "print(n, len(big), big[-1])", "2 20480000 255\n");
+	free(log);
 }
 END_TEST
 
@@ -566,6 +686,52 @@ START_TEST(helper_output_errors)
 }
 END_TEST
 
+/* Words of capabilities and lines of unit-list that break the protocol
+ * are errors naming the helper; the save that needed the list is
+ * refused. */
+START_TEST(helper_units_output_errors)
+{
+	struct cli_run r;
+
+	use_helper("capabilities) printf 'units\\001\\n' ;;");
+	cell(&r, "h", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "(capabilities): its output is not words of printable ASCII");
+	cli_run_release(&r);
+	use_helper("capabilities) echo units ;;\n"
+	           "load) exit 1 ;;\n"
+	           "unit-list) echo nothex ;;");
+	cell(&r, "h", "x = 1");
+	ck_code(&r, 1);
+	ck_err_has(&r, "cannot save session 'h'");
+	ck_err_has(&r, "(unit-list): unit-list: line 1: not 64 lowercase hex digits");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A helper that keeps units but has no units lock: this host's lock
+ * alone keeps collecting off saves, and what a save drops is collected. */
+START_TEST(helper_with_units_and_no_units_lock)
+{
+	char *helper = wrap_helper("units-only", "[ \"$2\" = capabilities ] && "
+	                           "{ echo units; exit 0; }\n");
+	size_t len;
+	char *text;
+
+	snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s %s", helper, helper_dir);
+	cli_test_add_env(&fx, store_env);
+	cell_ok("a", "v = 'one' * 1000; w = 2", NULL);
+	text = cli_read_file(cli_path(helper_dir, "a"), &len);
+	ck_assert(text && len > 11 && memcmp(text, "dolsot:2:u\n", 11) == 0);
+	free(text);
+	ck_assert_int_eq(count_helper_units(), 2);
+	cell_ok("a", "v = 'two' * 1000", NULL);
+	ck_assert_int_eq(count_helper_units(), 2);
+	cell_ok("a", "print(v[:3], w)", "two 2\n");
+	ck_assert(!cli_exists(cli_path(helper_dir, ".units-lock")));
+}
+END_TEST
+
 START_TEST(helper_that_hangs_is_killed_at_the_timeout)
 {
 	struct cli_run r;
@@ -763,7 +929,7 @@ static Suite *stores_suite(void)
 		tcase_set_timeout(all[i], 600);
 	}
 	tcase_add_loop_test(every, sessions_live_in_every_store, 0, NKINDS);
-	tcase_add_loop_test(every, concurrent_increments_from_two_hosts_all_count, 0, 2);
+	tcase_add_loop_test(every, concurrent_increments_from_two_hosts_all_count, 0, 3);
 	tcase_add_test(every, malformed_store_values_are_usage_errors);
 	tcase_add_test(redis, redis_stopped_mid_call_and_restarted);
 	tcase_add_test(redis, redis_password_required_and_wrong);
@@ -783,6 +949,9 @@ static Suite *stores_suite(void)
 	tcase_add_test(helper, helper_that_hangs_is_killed_at_the_timeout);
 	tcase_add_test(helper, helper_that_crashes_is_an_error);
 	tcase_add_test(helper, helper_without_locks_and_a_missing_helper);
+	tcase_add_test(helper, helper_keeps_a_big_value_unit_once);
+	tcase_add_test(helper, helper_units_output_errors);
+	tcase_add_test(helper, helper_with_units_and_no_units_lock);
 	suite_add_tcase(s, every);
 	suite_add_tcase(s, redis);
 	suite_add_tcase(s, health);

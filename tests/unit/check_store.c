@@ -108,14 +108,69 @@ static struct store *open_mem(void)
 	return s;
 }
 
+/* A script in tmp_dir named name, of text (mode 0700); its path in buf. */
+static char *write_script(char *buf, const char *name, const char *text)
+{
+	FILE *f = fopen(path_in(buf, tmp_dir, name), "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(buf, 0700), 0);
+	return buf;
+}
+
+/*
+ * The example helper over tmp_dir/h, as it is (it keeps units) or behind
+ * a wrapper that refuses "capabilities" as an older helper does (whole
+ * blobs).
+ */
+static struct store *open_example_at(bool units, const char *local, double timeout)
+{
+	char cwd[PATH_MAX], helper[PATH_MAX], spec[3 * PATH_MAX], text[3 * PATH_MAX];
+	struct store *s;
+
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	snprintf(helper, sizeof(helper), "%s/examples/dolsot-store-dir", cwd);
+	if (!units) {
+		snprintf(text, sizeof(text), "#!/bin/sh\n[ \"$2\" = capabilities ] && "
+		         "{ echo no such verb >&2; exit 2; }\nexec %s \"$@\"\n", helper);
+		write_script(helper, "old-helper", text);
+	}
+	snprintf(spec, sizeof(spec), "cmd:%s %s/h", helper, tmp_dir);
+	s = store_open(STORE_KIND_CMD, spec, local, 0, timeout, ERR);
+	ck_assert_msg(s != NULL, "store_open %s: %s", spec, err);
+	return s;
+}
+
+static struct store *open_example(bool units)
+{
+	return open_example_at(units, sess_dir, 5);
+}
+
+static struct store *open_cmd_units(void)
+{
+	return open_example(true);
+}
+
+static struct store *open_cmd_whole(void)
+{
+	return open_example(false);
+}
+
 struct backend {
 	const char *name;
 	struct store *(*open)(void);
+	bool units;             /* it keeps units */
+	size_t listed_extra;    /* what its list counts beyond a session's bytes (a
+	                         * helper's files hold their origin line) */
 };
 
 static const struct backend backends[] = {
-	{ "file", open_file },
-	{ "mem", open_mem },
+	{ "file", open_file, true, 0 },
+	{ "mem", open_mem, false, 0 },
+	{ "cmd-units", open_cmd_units, true, 11 },
+	{ "cmd-whole", open_cmd_whole, false, 11 },
 };
 
 #define NBACKENDS ((int)(sizeof(backends) / sizeof(backends[0])))
@@ -395,7 +450,7 @@ START_TEST(test_list_sorted_with_sizes)
 	ck_assert_uint_eq(n, 4);
 	for (i = 0; i < n; i++) {
 		ck_assert_str_eq(v[i].id, want[i].id);
-		ck_assert_uint_eq(v[i].size, strlen(want[i].v));
+		ck_assert_uint_eq(v[i].size, strlen(want[i].v) + backends[_i].listed_extra);
 		ck_assert_int_gt(v[i].mtime.tv_sec, 0);
 	}
 	free(v);
@@ -2072,18 +2127,12 @@ static struct store *open_cmd(void)
 {
 	char helper[PATH_MAX], spec[PATH_MAX + 8], text[3 * PATH_MAX];
 	struct store *s;
-	FILE *f;
 
-	path_in(helper, tmp_dir, "helper");
 	snprintf(text, sizeof(text),
 	         "#!/bin/sh\n[ \"$1\" = lock ] || exit 0\n[ -e %s/busy ] && exit 1\n"
 	         "[ -e %s/fail ] && { echo the helper broke >&2; exit 3; }\necho locked\n",
 	         tmp_dir, tmp_dir);
-	f = fopen(helper, "w");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_ge(fputs(text, f), 0);
-	ck_assert_int_eq(fclose(f), 0);
-	ck_assert_int_eq(chmod(helper, 0700), 0);
+	write_script(helper, "helper", text);
 	snprintf(spec, sizeof(spec), "cmd:%s", helper);
 	s = store_open(STORE_KIND_CMD, spec, sess_dir, 0, 5, ERR);
 	ck_assert_msg(s != NULL, "store_open cmd: %s", err);
@@ -2292,7 +2341,7 @@ static size_t head_len_of(const char *const *units, size_t n)
 START_TEST(test_units_commit_and_load)
 {
 	struct store *s = keyed(backends[_i / 2].open());
-	bool units = _i / 2 == 0;
+	bool units = backends[_i / 2].units;
 	size_t len, whole_len, head = head_len_of(ABC, 3);
 	uint8_t *whole = units_blob("the index", ABC, 3, NULL, &whole_len), *got;
 
@@ -2306,7 +2355,7 @@ START_TEST(test_units_commit_and_load)
 	ck_assert_mem_eq(got, whole, len);
 	free(got);
 	ck_assert_uint_eq(stored_len(s, "a"), units ? head : whole_len);
-	if (units) {
+	if (_i / 2 == 0) {   /* the FileStore's objects */
 		char path[PATH_MAX], objs[PATH_MAX];
 
 		ck_assert_int_eq(count_units(), 3);
@@ -2682,6 +2731,65 @@ static void race_commits(int i)
 	_exit(bad);
 }
 
+/* A helper that keeps units holds them as files (the example's
+ * DIR/.units/HEX) and the head, marked as one; the same helper behind a
+ * wrapper that no longer says "units" refuses the head rather than hand
+ * a worker a session whose units look lost. */
+START_TEST(test_cmd_units_kept_by_the_helper)
+{
+	struct store *s = keyed(open_cmd_units());
+	char path[PATH_MAX], hex[UNITS_HEX_LEN + 1], line[12] = "";
+	uint8_t *blob;
+	size_t len;
+	bool found;
+	FILE *f;
+
+	ck_assert_msg(commit_units(s, "a", ABC, 3, NULL, false, 0) == 0, "%s", err);
+	for (int i = 0; i < 3; i++) {
+		units_blob_hex(ABC[i], hex);
+		snprintf(path, sizeof(path), "%s/h/.units/%s", tmp_dir, hex);
+		ck_assert_msg(access(path, F_OK) == 0, "%s missing", path);
+	}
+	f = fopen(path_in(path, tmp_dir, "h/a"), "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	fclose(f);
+	ck_assert_str_eq(line, "dolsot:2:u\n");
+	ck_assert_uint_eq(stored_len(s, "a"), head_len_of(ABC, 3));
+	store_close(s);
+	s = keyed(open_cmd_whole());
+	ck_assert_int_eq(store_load(s, "a", &blob, &len, &found, ERR), -1);
+	ck_assert_msg(strstr(err, "did not answer \"units\" to \"capabilities\""), "%s", err);
+	store_close(s);
+}
+END_TEST
+
+/* The helper's units lock keeps two hosts (two local directories) apart:
+ * collecting waits for a commit on the other, and the other way. */
+START_TEST(test_cmd_units_lock_across_hosts)
+{
+	char other[PATH_MAX], lockdir[PATH_MAX];
+	struct store *a = open_cmd_units(), *b;
+
+	b = open_example_at(true, path_in(other, tmp_dir, "s2"), 0.3);
+	ck_assert_msg(a->ops->obj_lock(a, STORE_GC_SHARED, ERR) == 0, "%s", err);
+	ck_assert_int_eq(b->ops->obj_lock(b, STORE_GC_EXCLUSIVE, ERR), -1);
+	ck_assert_msg(strstr(err, "units lock of store helper") && strstr(err, "is busy"),
+	              "%s", err);
+	ck_assert_msg(a->ops->obj_lock(a, STORE_GC_RELEASE, ERR) == 0, "%s", err);
+	ck_assert_msg(b->ops->obj_lock(b, STORE_GC_EXCLUSIVE, ERR) == 0, "%s", err);
+	store_close(a);
+	a = open_example_at(true, sess_dir, 0.3);
+	ck_assert_int_eq(a->ops->obj_lock(a, STORE_GC_SHARED, ERR), -1);
+	ck_assert_msg(b->ops->obj_lock(b, STORE_GC_RELEASE, ERR) == 0, "%s", err);
+	ck_assert_msg(a->ops->obj_lock(a, STORE_GC_SHARED, ERR) == 0, "%s", err);
+	ck_assert_msg(a->ops->obj_lock(a, STORE_GC_RELEASE, ERR) == 0, "%s", err);
+	ck_assert_int_eq(count_entries(path_in(lockdir, tmp_dir, "h/.units-lock")), 0);
+	store_close(a);
+	store_close(b);
+}
+END_TEST
+
 /* Collecting over and over while a hundred processes commit: every unit
  * each head names is there after. */
 START_TEST(test_units_collecting_races_commits)
@@ -2784,6 +2892,8 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_units_reaped_with_their_session);
 	tcase_add_test(tc, test_units_disk_full_keeps_the_old_session);
 	tcase_add_test(tc, test_units_collecting_races_commits);
+	tcase_add_test(tc, test_cmd_units_kept_by_the_helper);
+	tcase_add_test(tc, test_cmd_units_lock_across_hosts);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("id");
