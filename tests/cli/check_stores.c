@@ -146,7 +146,8 @@ START_TEST(sessions_live_in_every_store)
 	char buf[256];
 
 	use_store((enum kind)_i, NULL);
-	cell_ok("a", "x = 1", NULL);
+	/* pad: a unit of its own (x is kept with the head: units.h). */
+	cell_ok("a", "x = 1; pad = 'p' * 5000", NULL);
 	cell_ok("a", "x += 1; print(x)", "2\n");
 	cell_ok("b", "y = 'b'", NULL);
 	run_ok(&r, (const char *const[]){ "dolsot", "--list-sessions", NULL });
@@ -701,7 +702,7 @@ START_TEST(helper_units_output_errors)
 	use_helper("capabilities) echo units ;;\n"
 	           "load) exit 1 ;;\n"
 	           "unit-list) echo nothex ;;");
-	cell(&r, "h", "x = 1");
+	cell(&r, "h", "x = 'x' * 5000");   /* a unit of its own (units.h) */
 	ck_code(&r, 1);
 	ck_err_has(&r, "cannot save session 'h'");
 	ck_err_has(&r, "(unit-list): unit-list: line 1: not 64 lowercase hex digits");
@@ -720,14 +721,15 @@ START_TEST(helper_with_units_and_no_units_lock)
 
 	snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s %s", helper, helper_dir);
 	cli_test_add_env(&fx, store_env);
-	cell_ok("a", "v = 'one' * 1000; w = 2", NULL);
+	/* Values of 4 KiB or more, each a unit of its own (units.h). */
+	cell_ok("a", "v = 'one' * 2000; w = b'w' * 5000", NULL);
 	text = cli_read_file(cli_path(helper_dir, "a"), &len);
 	ck_assert(text && len > 11 && memcmp(text, "dolsot:2:u\n", 11) == 0);
 	free(text);
 	ck_assert_int_eq(count_helper_units(), 2);
-	cell_ok("a", "v = 'two' * 1000", NULL);
+	cell_ok("a", "v = 'two' * 2000", NULL);
 	ck_assert_int_eq(count_helper_units(), 2);
-	cell_ok("a", "print(v[:3], w)", "two 2\n");
+	cell_ok("a", "print(v[:3], len(w))", "two 5000\n");
 	ck_assert(!cli_exists(cli_path(helper_dir, ".units-lock")));
 }
 END_TEST
