@@ -106,12 +106,13 @@ struct crash_run {
 /* One of the victims the store's case may kill, at random. */
 static enum victim pick_victim(struct crash_run *cr)
 {
-	enum victim among[NVICTIMS];
+	enum victim among[NVICTIMS] = { V_CLIENT };
 	int n = 0;
 
 	for (int v = 0; v < NVICTIMS; v++)
 		if (cr->sc->victims & (1u << v))
 			among[n++] = (enum victim)v;
+	ck_assert_int_gt(n, 0);
 	return among[rand_r(&cr->rng) % (unsigned)n];
 }
 
@@ -200,7 +201,9 @@ static pid_t child_named(pid_t pid, const char *name)
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
 	text = cli_read_file(path, NULL);
-	for (p = text; p && *p && !found;) {
+	if (!text)
+		return 0;
+	for (p = text; *p && !found;) {
 		pid_t c = (pid_t)strtol(p, &p, 10);
 
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)c);
@@ -406,7 +409,7 @@ static int by_value(const void *a, const void *b)
  * the usual duration, and of their workers' lives the worker's. */
 static void start_state(struct crash_run *cr)
 {
-	double took[TIMING_CALLS], lived[TIMING_CALLS];
+	double took[TIMING_CALLS] = { 0 }, lived[TIMING_CALLS] = { 0 };
 	char code[256];
 
 	cr->state = -1;
