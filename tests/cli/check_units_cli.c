@@ -14,11 +14,10 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
-#include <sched.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +30,6 @@
 #define UNITS_MAX 64
 
 static struct cli_test fx;
-static char mounted[4300];
 
 static void setup(void)
 {
@@ -40,16 +38,6 @@ static void setup(void)
 
 static void teardown(void)
 {
-	struct cli_run r;
-
-	if (fx.tmp && mounted[0]) {
-		CLI(&r, "--server-stop");   /* its store is on the mount */
-		cli_run_release(&r);
-	}
-	if (mounted[0]) {
-		umount2(mounted, MNT_DETACH);
-		mounted[0] = '\0';
-	}
 	cli_test_end(&fx);
 }
 
@@ -512,13 +500,8 @@ START_TEST(a_full_disk_at_the_units_write_keeps_the_old_state)
 	size_t n;
 
 	snprintf(mnt, sizeof(mnt), "%s/full", fx.tmp);
-	ck_assert_int_eq(mkdir(mnt, 0700), 0);
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("tmpfs", mnt, "tmpfs", 0, "size=2m,mode=0700") < 0) {
-		printf("SKIP: %s: cannot mount a tmpfs (%s)\n", __func__, strerror(errno));
+	if (!cli_test_tmpfs(mnt, "size=2m,mode=0700"))
 		return;
-	}
-	snprintf(mounted, sizeof(mounted), "%s", mnt);
 	CLI(&r, "--server-stop");   /* the fixture's store: this case uses its own */
 	cli_run_release(&r);
 	snprintf(fx.store, sizeof(fx.store), "%s/store", mnt);
