@@ -8,7 +8,8 @@
  * shares units, --reset collects them; a cell writes only the units that
  * changed; a version 3 session loads and is saved as version 4; a
  * sandboxed call gets its units packed into its blob; a save that cannot
- * write a unit keeps the previous state; every store gives the same
+ * write a unit keeps the previous state; the type gate (mypy, when
+ * installed) still knows a held name's type; every store gives the same
  * answers.  Objects are counted and compared by name, inode and mtime.
  */
 #include <check.h>
@@ -25,6 +26,7 @@
 #include "cli_check.h"
 #include "cli_helpers.h"
 #include "redis_helper.h"
+#include "typegate.h"
 
 #define PY "/usr/bin/python3.11"
 #define UNITS_MAX 64
@@ -524,6 +526,43 @@ START_TEST(a_full_disk_at_the_units_write_keeps_the_old_state)
 }
 END_TEST
 
+/* ---- the type gate ---- */
+
+/* A held name the cell passes to a toolbox keeps its type for the gate
+ * (mypy) on a call that loads only what its cell reaches. */
+START_TEST(the_type_gate_sees_a_held_names_type_on_a_lazy_call)
+{
+	char *mypy = typegate_which("mypy"), tb_dir[4400], tb_path[4500], bin[4500];
+	const char *extra[] = { tb_path, bin, "DOLSOT_TYPECHECK=1", NULL };
+	struct cli_run r;
+
+	if (!mypy) {
+		printf("SKIP: %s: mypy is not on PATH (apt-get install mypy)\n", __func__);
+		return;
+	}
+	snprintf(tb_dir, sizeof(tb_dir), "%s/tb", fx.tmp);
+	ck_assert_int_eq(mkdir(tb_dir, 0755), 0);
+	cli_write_file(cli_path(tb_dir, "unitstb.py"), "def add(a: int, b: int) -> int:\n"
+	               "    \"\"\"Add.\"\"\"\n    return a + b\n");
+	snprintf(tb_path, sizeof(tb_path), "PYTHONPATH=%s", tb_dir);
+	snprintf(bin, sizeof(bin), "DOLSOT_TY_BIN=%s", mypy);
+	free(mypy);
+	ok_call("g", "name = 'orders'\nn = 3\nother = [1] * 10\nbig = bytes(100000)");
+	RUN_IN(&r, fx.tmp, extra, "--toolbox", "unitstb:tb", "--session", "g", "tb.add(name, 1)");
+	ck_code(&r, 1);
+	ck_out(&r, "");
+	ck_err_has(&r, "TypeCheckError: ");
+	ck_err_has(&r, "line 1: Argument 1 to \"add\" has incompatible type \"str\"; expected "
+	           "\"int\"");
+	cli_run_release(&r);
+	RUN_IN(&r, fx.tmp, extra, "--toolbox", "unitstb:tb", "--session", "g", "tb.add(n, 1)");
+	ck_code(&r, 0);
+	ck_out(&r, "4\n");
+	ck_err(&r, "session now holds: big, n, name, other\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 /* ---- every store ---- */
 
 struct store_case {
@@ -614,6 +653,7 @@ static Suite *units_cli_suite(void)
 	tcase_add_test(units, a_cell_changing_one_of_two_big_values_writes_one_unit);
 	tcase_add_test(units, a_version3_session_loads_and_is_saved_as_version4);
 	tcase_add_test(units, a_sandboxed_call_reads_its_units_from_the_blob);
+	tcase_add_test(units, the_type_gate_sees_a_held_names_type_on_a_lazy_call);
 	tcase_add_test(saves, a_file_size_limit_on_the_save_keeps_the_old_state);
 	tcase_add_test(saves, a_full_disk_at_the_units_write_keeps_the_old_state);
 	tcase_add_test(stores_tc, every_store_gives_the_same_answers);
