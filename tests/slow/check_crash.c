@@ -90,6 +90,7 @@ static const char *const redis_keeps[] = { "--appendonly", "yes", "--appendfsync
 static struct cli_test fx;
 static struct redis_test rd = { .pid = -1 };
 static unsigned seed;
+static const struct crash_store *in_use;   /* the store the case runs on */
 
 struct crash_run {
 	const struct crash_store *sc;
@@ -129,6 +130,15 @@ static void setup(void)
 
 static void teardown(void)
 {
+	struct cli_run r;
+
+	/* The server of the case's store kind: cli_test_end stops the file
+	 * store's. */
+	if (fx.tmp && in_use) {
+		cli_test_run(&fx, &r, fx.tmp, in_use->env, (const char *const[]){
+			"dolsot", "--server-stop", NULL });
+		cli_run_release(&r);
+	}
 	cli_test_end(&fx);
 	redis_test_stop(&rd);
 }
@@ -145,6 +155,7 @@ static void ready(const struct crash_store *sc)
 	char cwd[4096];
 	struct cli_run r;
 
+	in_use = sc;
 	if (sc->redis) {
 		snprintf(rd.dir, sizeof(rd.dir), "%s/redis", fx.tmp);
 		ck_assert_int_eq(mkdir(rd.dir, 0700), 0);
