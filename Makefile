@@ -152,11 +152,14 @@ RUN_TESTS = $(PYTHON) tests/run.py -j $(TEST_JOBS)
 ROOT_TCASES := root-cold root-warm
 USER_TCASES := user-cold user-warm
 SPLIT_SLOW := tests/slow/check_typegate tests/slow/check_contain tests/slow/check_sandbox \
-	tests/slow/check_trust
+	tests/slow/check_trust tests/slow/check_crash
 TYPEGATE_TCASES := warm-pyright corpus-cold-pyright corpus-warm-mypy corpus-warm-pyright \
 	warm-checker corpus-cold-mypy gate hints fail-open runner parse
+# check_crash's stores, one job each (the longest first).
+CRASH_TCASES := redis file memory cmd
 # Started in this order, the longest first.
 CHECK_JOBS = $(TYPEGATE_TCASES:%=tests/slow/check_typegate@%) \
+	$(CRASH_TCASES:%=tests/slow/check_crash@%) \
 	$(USER_TCASES:%=tests/slow/check_sandbox@%!user) \
 	$(ROOT_TCASES:%=tests/slow/check_sandbox@%!sandbox-root) \
 	tests/slow/check_trust!user $(USER_TCASES:%=tests/slow/check_contain@%!user) \

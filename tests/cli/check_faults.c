@@ -11,12 +11,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,23 +26,6 @@
 #include "cli_helpers.h"
 
 static struct cli_test fx;
-static char mounted[4300];
-
-static void cleanup(void)
-{
-	struct cli_run r;
-
-	if (fx.tmp && mounted[0]) {
-		CLI(&r, "--server-stop");   /* its store is on the mount */
-		cli_run_release(&r);
-	}
-	if (mounted[0]) {
-		umount2(mounted, MNT_DETACH);
-		mounted[0] = '\0';
-	}
-	cli_test_end(&fx);
-}
-
 /* The store is dir, or tmp/store when dir is NULL. */
 static void use_store(const char *dir)
 {
@@ -65,13 +46,12 @@ static void start_server_if_warm(void)
 static void setup(void)
 {
 	cli_test_begin(&fx, cli_usual_env);
-	atexit(cleanup);   /* runs before the helpers' own: unmount first */
 	start_server_if_warm();
 }
 
 static void teardown(void)
 {
-	cleanup();
+	cli_test_end(&fx);
 }
 
 /* A cell that leaves "ghost", a list of objects of a module only that call
@@ -214,19 +194,6 @@ END_TEST
  * process and what it starts, so that it goes away with them even if the
  * test dies.  SKIP where mounting is not allowed.
  */
-static bool mount_tmpfs(const char *dir, const char *opts)
-{
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return false;
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("tmpfs", dir, "tmpfs", 0, opts) < 0) {
-		printf("SKIP: cannot mount a tmpfs (%s)\n", strerror(errno));
-		return false;
-	}
-	snprintf(mounted, sizeof(mounted), "%s", dir);
-	return true;
-}
-
 /* Fill the filesystem of path until writes fail; returns the file's size. */
 static long fill(const char *path)
 {
@@ -267,7 +234,7 @@ START_TEST(full_filesystem_keeps_the_old_state)
 	char mnt[4300], dir[4400], pkl[4500], filler[4500], *before;
 
 	snprintf(mnt, sizeof(mnt), "%s/full", fx.tmp);
-	if (!mount_tmpfs(mnt, "size=2m,mode=0700"))
+	if (!cli_test_tmpfs(mnt, "size=2m,mode=0700"))
 		return;
 	CLI(&r, "--server-stop");   /* the fixture's store: this test uses its own */
 	cli_run_release(&r);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -585,6 +586,22 @@ int cli_test_warm(const struct cli_test *t, char *err, size_t errlen)
 	return code;
 }
 
+/* What cli_test_tmpfs mounted, for cli_test_end to unmount. */
+static char tmpfs_mounted[4300];
+
+bool cli_test_tmpfs(const char *dir, const char *opts)
+{
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		fatal("mkdir");
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", dir, "tmpfs", 0, opts) < 0) {
+		printf("SKIP: cannot mount a tmpfs (%s)\n", strerror(errno));
+		return false;
+	}
+	snprintf(tmpfs_mounted, sizeof(tmpfs_mounted), "%s", dir);
+	return true;
+}
+
 void cli_test_end(struct cli_test *t)
 {
 	struct cli_run r;
@@ -594,6 +611,10 @@ void cli_test_end(struct cli_test *t)
 	cli_test_run(t, &r, t->tmp, NULL, (const char *const[]){ "dolsot", "--server-stop",
 	                                                         NULL });
 	cli_run_release(&r);
+	if (tmpfs_mounted[0]) {
+		umount2(tmpfs_mounted, MNT_DETACH);
+		tmpfs_mounted[0] = '\0';
+	}
 	cli_rmtree(t->tmp);
 	free(t->tmp);
 	t->tmp = NULL;

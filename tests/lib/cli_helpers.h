@@ -98,8 +98,15 @@ void cli_test_add_env(struct cli_test *t, const char *entry);
  * when not warm, with its stderr in err. */
 int cli_test_warm(const struct cli_test *t, char *err, size_t errlen);
 
-/* Stop the store's server and remove the directory; again is harmless. */
+/* Stop the store's server, unmount what cli_test_tmpfs mounted and remove
+ * the directory; again is harmless. */
 void cli_test_end(struct cli_test *t);
+
+/* Mount a tmpfs (mount options opts) on dir, made if missing, in a mount
+ * namespace of this test process's own; false, having printed a SKIP
+ * line, when it cannot.  cli_test_end unmounts it, after stopping the
+ * server of a store the test put there. */
+bool cli_test_tmpfs(const char *dir, const char *opts);
 
 /* Run argv in cwd (NULL: ours) with t's environment plus extra. */
 void cli_test_run(const struct cli_test *t, struct cli_run *r, const char *cwd,
