@@ -9,6 +9,8 @@
  *                  counter the blob is signed with, decimal); it expires
  *                  DOLSOT_SESSION_TTL_DAYS after its last save
  *   P lock:ID      the session's lock: a random token, with a time to live
+ *   P unit:HEX     a unit of version 4 sessions (their heads are the
+ *                  blobs); P units:* the units lock (redis_units.c)
  *
  * MUSTs:
  * - The lock is SET NX PX with a 128-bit random token; only the holder of
@@ -17,7 +19,9 @@
  *   lock expires after DOLSOT_REDIS_LOCK_MS.
  * - A save is one script that checks the token and writes the hash: a
  *   holder whose lock expired or was taken is refused, never applied, and
- *   a save is either all of the new hash or none of it.
+ *   a save is either all of the new hash or none of it.  Under the units
+ *   lock held shared (a commit's, a fork's) the same script checks that
+ *   hold is live and ends it (redis_units.c).
  * - Listing and --reset all walk the keys with SCAN, never KEYS, and touch
  *   only keys under the prefix.
  * - Every socket is CLOEXEC (we connect it, then hand it to hiredis).
@@ -50,6 +54,7 @@
 #include "deadline.h"
 #include "redis_guard.h"
 #include "redis_health.h"
+#include "redis_units.h"
 #include "store_name.h"
 
 #define LOCK_POLL_MS 25         /* between tries of a busy lock */
@@ -58,9 +63,21 @@
 #define NAME_MAX_LEN 300
 #define KEY_MAX (128 + 16 + STORE_ID_MAX)
 
+/* KEYS[3], ARGV[7]: the units lock's shared holders and ours ("" when
+ * none is held).  A save applied whose reply was lost is tried again: it
+ * finds its own time stamp and is done. */
 static const char save_script[] =
+	"redis.replicate_commands() "
 	"if redis.call('get', KEYS[2]) ~= ARGV[1] then "
 	"return redis.error_reply('DOLSOT_LOCK_LOST') end "
+	"if redis.call('hget', KEYS[1], 'saved') == ARGV[3] then return 1 end "
+	"if ARGV[7] ~= '' then "
+	"local t = redis.call('time') "
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
+	"local sc = redis.call('zscore', KEYS[3], ARGV[7]) "
+	"if not sc or tonumber(sc) <= now then "
+	"return redis.error_reply('DOLSOT_UNITS_LOST') end "
+	"redis.call('zrem', KEYS[3], ARGV[7]) end "
 	"redis.call('hset', KEYS[1], 'blob', ARGV[2], 'saved', ARGV[3], 'sandboxed', ARGV[4], "
 	"'seq', ARGV[6]) "
 	"if ARGV[5] ~= '0' then redis.call('pexpire', KEYS[1], ARGV[5]) "
@@ -105,6 +122,7 @@ struct rd_store {
 	long long ttl_ms;       /* key expiry after a save; 0: none */
 	redisContext *c;
 	struct rd_lock *locks;  /* the locks this store holds */
+	struct redis_units units;
 };
 
 /* AUTH and SELECT as rs->sp asks, queued on c; how many were. */
@@ -329,6 +347,15 @@ static int save_failed(struct rd_store *rs, const char *id, size_t len, char *er
 		errno = ENOLCK;
 		return -1;
 	}
+	if (strstr(why, "DOLSOT_UNITS_LOST")) {
+		redis_units_saved(&rs->units);   /* ended already */
+		snprintf(err, errlen, "cannot save session '%s' to %s: its hold on the store's "
+		         "units expired (over DOLSOT_REDIS_LOCK_MS), so a unit it names may "
+		         "have been collected; the new state is dropped, the stored one kept",
+		         id, rs->name);
+		errno = ENOLCK;
+		return -1;
+	}
 	/* A bulk longer than the server takes breaks the connection: ask the
 	 * server (on a new one) what it takes. */
 	r = rd_run(rs, &c, "CONFIG GET", 3, argv, NULL, cerr, sizeof(cerr));
@@ -365,10 +392,10 @@ static int rd_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 {
 	struct rd_store *rs = s->priv;
 	struct rd_lock *l = held_lock(rs, id);
-	char key[KEY_MAX], when[64], ttl[32], seq[32];
+	char key[KEY_MAX], when[64], ttl[32], seq[32], commits[KEY_MAX];
 	struct timespec now;
-	const char *argv[11];
-	size_t lens[11];
+	const char *argv[13];
+	size_t lens[13];
 	redisReply *r;
 
 	if (!l) {
@@ -382,24 +409,28 @@ static int rd_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 	snprintf(when, sizeof(when), "%lld.%09ld", (long long)now.tv_sec, now.tv_nsec);
 	snprintf(ttl, sizeof(ttl), "%lld", rs->ttl_ms);
 	snprintf(seq, sizeof(seq), "%" PRIu64, mark->seq);
+	redis_units_key(&rs->units, "units:commits", commits, sizeof(commits));
 	argv[0] = "EVAL";
 	argv[1] = save_script;
-	argv[2] = "2";
+	argv[2] = "3";
 	argv[3] = key;
 	argv[4] = l->key;
-	argv[5] = l->token;
-	argv[6] = len ? (const char *)blob : "";
-	argv[7] = when;
-	argv[8] = mark->sandboxed ? "1" : "0";
-	argv[9] = ttl;
-	argv[10] = seq;
-	for (int i = 0; i < 11; i++)
+	argv[5] = commits;
+	argv[6] = l->token;
+	argv[7] = len ? (const char *)blob : "";
+	argv[8] = when;
+	argv[9] = mark->sandboxed ? "1" : "0";
+	argv[10] = ttl;
+	argv[11] = seq;
+	argv[12] = redis_units_save_token(&rs->units);
+	for (int i = 0; i < 13; i++)
 		lens[i] = strlen(argv[i]);
-	lens[6] = len;
-	r = rd_run(rs, &rs->c, "save", 11, argv, lens, err, errlen);
+	lens[7] = len;
+	r = rd_run(rs, &rs->c, "save", 13, argv, lens, err, errlen);
 	if (!r)
 		return save_failed(rs, id, len, err, errlen);
 	freeReplyObject(r);
+	redis_units_saved(&rs->units);
 	return 0;
 }
 
@@ -415,7 +446,8 @@ static int rd_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	*len = 0;
 	*found = false;
 	key_of(rs, "session", id, key);
-	r = rd_run(rs, &rs->c, "load", 3, argv, NULL, err, errlen);
+	r = redis_units_ready(&rs->units, err, errlen) < 0 ? NULL
+	    : rd_run(rs, &rs->c, "load", 3, argv, NULL, err, errlen);
 	if (!r) {
 		char why[STORE_ERR_MAX];
 
@@ -431,6 +463,7 @@ static int rd_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 		*len = r->len;
 		r->str = NULL;
 		*found = true;
+		redis_units_saw(&rs->units, *blob, *len);
 	}
 	freeReplyObject(r);
 	return 0;
@@ -445,6 +478,8 @@ static int rd_origin(struct store *s, const char *id, struct store_mark *mark, c
 	redisReply *r;
 
 	key_of(rs, "session", id, key);
+	if (redis_units_ready(&rs->units, err, errlen) < 0)
+		return -1;
 	r = rd_run(rs, &rs->c, "origin", 5, argv, NULL, err, errlen);
 	if (!r)
 		return -1;
@@ -465,10 +500,11 @@ static int rd_origin(struct store *s, const char *id, struct store_mark *mark, c
 	return 0;
 }
 
-/* Every session key under the prefix, by SCAN (never KEYS): *keys (malloc'd
- * strings in a malloc'd array; free with free_keys). */
-static int scan_sessions(struct rd_store *rs, char ***keys, size_t *n, char *err,
-                         size_t errlen)
+/* Every key under the prefix that kind (a glob: "session:*") matches, by
+ * SCAN (never KEYS): *keys (malloc'd strings in a malloc'd array; free
+ * with free_keys). */
+static int scan_keys(struct rd_store *rs, const char *kind, char ***keys, size_t *n,
+                     char *err, size_t errlen)
 {
 	char pattern[2 * 128 + 16], cursor[32] = "0";
 	size_t o = 0, cap = 0;
@@ -483,7 +519,7 @@ static int scan_sessions(struct rd_store *rs, char ***keys, size_t *n, char *err
 			pattern[o++] = '\\';
 		pattern[o++] = *p;
 	}
-	snprintf(pattern + o, sizeof(pattern) - o, "session:*");
+	snprintf(pattern + o, sizeof(pattern) - o, "%s", kind);
 	do {
 		const char *argv[] = { "SCAN", cursor, "MATCH", pattern, "COUNT", SCAN_COUNT };
 		redisReply *r = rd_run(rs, &rs->c, "scan", 6, argv, NULL, err, errlen);
@@ -565,7 +601,7 @@ static int rd_del(struct store *s, const char *id, unsigned *removed, char *err,
 		freeReplyObject(r);
 		return 0;
 	}
-	if (scan_sessions(rs, &keys, &n, err, errlen) < 0) {
+	if (scan_keys(rs, "session:*", &keys, &n, err, errlen) < 0) {
 		free_keys(keys, n);
 		return -1;
 	}
@@ -640,7 +676,7 @@ static int rd_list(struct store *s, struct session_info **out, size_t *n, char *
 
 	*out = NULL;
 	*n = 0;
-	if (scan_sessions(rs, &keys, &nk, err, errlen) < 0) {
+	if (scan_keys(rs, "session:*", &keys, &nk, err, errlen) < 0) {
 		free_keys(keys, nk);
 		return -1;
 	}
@@ -983,9 +1019,76 @@ static void rd_watch(struct store *s, struct store_lock *lk, int pidfd)
 		redis_guard_cell(&l->guard, pidfd);
 }
 
+static redisReply *units_run(void *ctx, const char *what, int argc, const char **argv,
+                             const size_t *lens, char *err, size_t errlen)
+{
+	struct rd_store *rs = ctx;
+
+	return rd_run(rs, &rs->c, what, argc, argv, lens, err, errlen);
+}
+
+static int rd_obj_put(struct store *s, const uint8_t *hash, const uint8_t *p, size_t n,
+                      char *err, size_t errlen)
+{
+	return redis_units_put(&((struct rd_store *)s->priv)->units, hash, p, n, err, errlen);
+}
+
+static int rd_obj_has(struct store *s, const uint8_t *hash, bool *has, char *err,
+                      size_t errlen)
+{
+	return redis_units_has(&((struct rd_store *)s->priv)->units, hash, has, err, errlen);
+}
+
+static int rd_obj_read(struct store *s, const uint8_t *hash, uint8_t **p, size_t *n,
+                       bool *found, char *err, size_t errlen)
+{
+	return redis_units_read(&((struct rd_store *)s->priv)->units, hash, p, n, found, err,
+	                        errlen);
+}
+
+static int rd_obj_del(struct store *s, const uint8_t *hash, char *err, size_t errlen)
+{
+	return redis_units_del(&((struct rd_store *)s->priv)->units, hash, err, errlen);
+}
+
+static int rd_obj_lock(struct store *s, enum store_gc_lock how, char *err, size_t errlen)
+{
+	return redis_units_lock(&((struct rd_store *)s->priv)->units, how, err, errlen);
+}
+
+static int rd_obj_list(struct store *s, uint8_t **hashes, size_t *n, char *err,
+                       size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	char **keys = NULL;
+	size_t nk = 0;
+
+	*hashes = NULL;
+	*n = 0;
+	if (scan_keys(rs, "unit:*", &keys, &nk, err, errlen) < 0) {
+		free_keys(keys, nk);
+		return -1;
+	}
+	*hashes = malloc(nk ? nk * STORE_HASH_LEN : 1);
+	if (!*hashes) {
+		free_keys(keys, nk);
+		snprintf(err, errlen, "%s: list the units: out of memory", rs->name);
+		errno = ENOMEM;
+		return -1;
+	}
+	/* A key SCAN returns twice is listed twice: removing it twice is
+	 * harmless. */
+	for (size_t i = 0; i < nk; i++)
+		if (redis_units_hash_of(&rs->units, keys[i], *hashes + *n * STORE_HASH_LEN))
+			(*n)++;
+	free_keys(keys, nk);
+	return 0;
+}
+
 static void rd_close(struct store *s)
 {
 	struct rd_store *rs = s->priv;
+	char err[STORE_ERR_MAX];
 
 	while (rs->locks) {
 		struct rd_lock *l = rs->locks;
@@ -993,6 +1096,8 @@ static void rd_close(struct store *s)
 
 		rd_unlock(s, &lk);
 	}
+	(void)redis_units_lock(&rs->units, STORE_GC_RELEASE, err, sizeof(err));
+	redis_units_free(&rs->units);
 	if (rs->c)
 		redisFree(rs->c);
 	store_close(rs->dir);
@@ -1009,6 +1114,12 @@ static const struct store_ops redis_ops = {
 	.unlock = rd_unlock,
 	.close = rd_close,
 	.watch = rd_watch,
+	.obj_has = rd_obj_has,
+	.obj_put = rd_obj_put,
+	.obj_read = rd_obj_read,
+	.obj_del = rd_obj_del,
+	.obj_list = rd_obj_list,
+	.obj_lock = rd_obj_lock,
 };
 
 struct store *store_redis_open(struct store *dir, const struct store_spec *sp,
@@ -1016,9 +1127,14 @@ struct store *store_redis_open(struct store *dir, const struct store_spec *sp,
                                size_t errlen)
 {
 	struct rd_store *rs = calloc(1, sizeof(*rs));
+	char token[33];
 
-	if (!rs) {
-		snprintf(err, errlen, "out of memory");
+	if (!rs || new_token(token, sizeof(token)) < 0) {
+		if (rs)
+			snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		else
+			snprintf(err, errlen, "out of memory");
+		free(rs);
 		store_close(dir);
 		return NULL;
 	}
@@ -1035,6 +1151,7 @@ struct store *store_redis_open(struct store *dir, const struct store_spec *sp,
 	rs->ttl_ms = ttl_days > 0 ? (long long)(fmin(ttl_days, 1e7) * 86400e3) : 0;
 	if (ttl_days > 0 && rs->ttl_ms < 1)
 		rs->ttl_ms = 1;
+	redis_units_init(&rs->units, units_run, rs, rs->sp.prefix, rs->name, sp->lock_ms, token);
 	rs->s.ops = &redis_ops;
 	rs->s.priv = rs;
 	rs->s.home = dir->home;
