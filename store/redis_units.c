@@ -55,6 +55,8 @@
 #define POLL_MS 25              /* between tries of a busy lock */
 #define WANT_MS_MAX 1000L       /* a waiting collector's mark lives this long */
 #define HAS_BATCH 1024          /* hashes checked per script */
+#define AHEAD_MAX 256           /* units read per MGET */
+#define AHEAD_BYTES (8u << 20)  /* their sizes (as the head says) summed */
 #define KEY_LEN (128 + 16 + UNITS_HEX_LEN)
 
 /* KEYS[1..3]: units:gc, units:gcwant, units:commits; ARGV[1]: the holder
@@ -100,6 +102,13 @@ static const char exclusive_script[] =
 	"redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[3]) return 0 end "
 	"redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) redis.call('del', KEYS[2]) "
 	"return 1";
+struct redis_units_ahead {
+	uint8_t hash[STORE_HASH_LEN];
+	char *bytes;            /* malloc'd (hiredis's); NULL: absent, or handed out */
+	size_t len;
+	bool found;
+};
+
 static const char release_exclusive_script[] =
 	"if redis.call('get', KEYS[1]) == ARGV[1] then "
 	"return redis.call('del', KEYS[1]) else return 0 end";
@@ -123,12 +132,31 @@ static void forget_known(struct redis_units *u)
 	u->sorted = true;
 }
 
+static void drop_ahead(struct redis_units *u)
+{
+	for (size_t i = 0; i < u->nahead; i++)
+		free(u->ahead[i].bytes);
+	free(u->ahead);
+	u->ahead = NULL;
+	u->nahead = 0;
+}
+
+static void drop_hint(struct redis_units *u)
+{
+	free(u->hint);
+	free(u->hint_size);
+	u->hint = NULL;
+	u->hint_size = NULL;
+	u->nhint = 0;
+}
+
 void redis_units_free(struct redis_units *u)
 {
 	free(u->known);
-	free(u->hint);
-	u->known = u->hint = NULL;
-	u->nknown = u->cap = u->nhint = 0;
+	u->known = NULL;
+	u->nknown = u->cap = 0;
+	drop_hint(u);
+	drop_ahead(u);
 }
 
 void redis_units_key(const struct redis_units *u, const char *kind, char *buf, size_t len)
@@ -181,15 +209,21 @@ void redis_units_saw(struct redis_units *u, const uint8_t *blob, size_t len)
 	struct units_head h;
 	struct units_entry e;
 
-	free(u->hint);
-	u->hint = NULL;
-	u->nhint = 0;
+	drop_hint(u);
+	drop_ahead(u);
 	if (!units_is_v4(blob, len) || units_parse_head(blob, len, &h, why, sizeof(why)) < 0 ||
-	    !h.nrefs || !(u->hint = malloc((size_t)h.nrefs * STORE_HASH_LEN)))
+	    !h.nrefs)
 		return;
+	u->hint = malloc((size_t)h.nrefs * STORE_HASH_LEN);
+	u->hint_size = malloc((size_t)h.nrefs * sizeof(*u->hint_size));
+	if (!u->hint || !u->hint_size) {
+		drop_hint(u);
+		return;
+	}
 	for (uint32_t i = 0; i < h.nrefs; i++) {
 		units_ref(&h, i, &e);
 		memcpy(u->hint + (size_t)i * STORE_HASH_LEN, e.hash, STORE_HASH_LEN);
+		u->hint_size[i] = e.size;
 	}
 	u->nhint = h.nrefs;
 }
@@ -451,30 +485,118 @@ out:
 	return ret;
 }
 
+/* The position of hash among the hint's refs, or -1. */
+static long hint_pos(const struct redis_units *u, const uint8_t *hash)
+{
+	const uint8_t *at = u->nhint ? bsearch(hash, u->hint, u->nhint, STORE_HASH_LEN, hash_cmp)
+	                             : NULL;
+
+	return at ? (long)((size_t)(at - u->hint) / STORE_HASH_LEN) : -1;
+}
+
+/* Hand out hash's bytes when they were read ahead: true then.  One found
+ * absent is asked again (it may have been put since). */
+static bool take_ahead(struct redis_units *u, const uint8_t *hash, uint8_t **p, size_t *n,
+                       bool *found)
+{
+	for (size_t i = 0; i < u->nahead; i++) {
+		struct redis_units_ahead *a = &u->ahead[i];
+
+		if (!a->found || memcmp(a->hash, hash, STORE_HASH_LEN) != 0)
+			continue;
+		*p = (uint8_t *)a->bytes;
+		*n = a->len;
+		*found = a->found;
+		a->bytes = NULL;
+		a->found = false;
+		return true;
+	}
+	return false;
+}
+
+/* The units to read with the one at hint position at: it and those
+ * after it, up to AHEAD_MAX of them and AHEAD_BYTES (it always). */
+static size_t ahead_count(const struct redis_units *u, size_t at)
+{
+	uint64_t total = u->hint_size[at];
+	size_t n = 1;
+
+	while (at + n < u->nhint && n < AHEAD_MAX && total < AHEAD_BYTES &&
+	       u->hint_size[at + n] <= AHEAD_BYTES - total) {
+		total += u->hint_size[at + n];
+		n++;
+	}
+	return n;
+}
+
+/* MGET hash's key and those after it in the hint into u->ahead. */
+static int read_ahead(struct redis_units *u, const uint8_t *hash, char *err, size_t errlen)
+{
+	long at = hint_pos(u, hash);
+	size_t n = at < 0 ? 1 : ahead_count(u, (size_t)at);
+	char (*keys)[KEY_LEN] = malloc(n * sizeof(*keys));
+	const char **argv = malloc((n + 1) * sizeof(*argv));
+	redisReply *r = NULL;
+	int ret = -1;
+
+	drop_ahead(u);
+	u->ahead = calloc(n, sizeof(*u->ahead));
+	if (!keys || !argv || !u->ahead) {
+		snprintf(err, errlen, "%s: read a unit: out of memory", u->name);
+		errno = ENOMEM;
+		goto out;
+	}
+	argv[0] = "MGET";
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *h = at < 0 ? hash : u->hint + ((size_t)at + i) * STORE_HASH_LEN;
+
+		memcpy(u->ahead[i].hash, h, STORE_HASH_LEN);
+		unit_key(u, h, keys[i], sizeof(keys[i]));
+		argv[i + 1] = keys[i];
+	}
+	r = u->run(u->ctx, "read a unit", (int)n + 1, argv, NULL, err, errlen);
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+		if (r)
+			snprintf(err, errlen, "%s: read a unit: an unexpected reply", u->name);
+		errno = EIO;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		redisReply *e = r->element[i];
+
+		if (e->type == REDIS_REPLY_STRING) {
+			/* hiredis allocates with malloc: the bytes are taken, not copied. */
+			u->ahead[i].bytes = e->str;
+			u->ahead[i].len = e->len;
+			u->ahead[i].found = true;
+			e->str = NULL;
+		}
+	}
+	u->nahead = n;
+	ret = 0;
+out:
+	if (r)
+		freeReplyObject(r);
+	if (ret < 0)
+		drop_ahead(u);
+	free(keys);
+	free(argv);
+	return ret;
+}
+
+/* A load reads the refs of the head it loaded in order: those after the
+ * one asked for come in the same round trip. */
 int redis_units_read(struct redis_units *u, const uint8_t *hash, uint8_t **p, size_t *n,
                      bool *found, char *err, size_t errlen)
 {
-	char key[KEY_LEN];
-	const char *argv[] = { "GET", key };
-	redisReply *r;
-
 	*p = NULL;
 	*n = 0;
 	*found = false;
-	unit_key(u, hash, key, sizeof(key));
-	r = u->run(u->ctx, "read a unit", 2, argv, NULL, err, errlen);
-	if (!r) {
-		errno = EIO;
+	if (take_ahead(u, hash, p, n, found))
+		return 0;
+	if (read_ahead(u, hash, err, errlen) < 0)
 		return -1;
-	}
-	if (r->type == REDIS_REPLY_STRING) {
-		/* hiredis allocates with malloc: the bytes are taken, not copied. */
-		*p = (uint8_t *)r->str;
-		*n = r->len;
-		r->str = NULL;
-		*found = true;
-	}
-	freeReplyObject(r);
+	take_ahead(u, hash, p, n, found);
 	return 0;
 }
 

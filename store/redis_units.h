@@ -40,9 +40,14 @@ struct redis_units {
 	uint8_t *known;
 	size_t nknown, cap;
 	bool sorted;
-	/* The refs of the last v4 head loaded: what a commit checks next. */
+	/* The refs of the last v4 head loaded (sorted hashes, and sizes):
+	 * what a load reads next, and a commit checks. */
 	uint8_t *hint;
+	uint64_t *hint_size;
 	size_t nhint;
+	/* Units read ahead of their turn (one MGET), not handed out yet. */
+	struct redis_units_ahead *ahead;
+	size_t nahead;
 };
 
 /* Ready u (token: a random holder name, 32 hex digits). */
