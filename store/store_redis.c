@@ -329,15 +329,32 @@ static void key_of(const struct rd_store *rs, const char *kind, const char *id, 
 	snprintf(buf, KEY_MAX, "%s%s:%s", rs->sp.prefix, kind, id);
 }
 
+/* The longest bulk the server takes (a longer one breaks the
+ * connection), asked on a new connection; 0 when it does not say. */
+static unsigned long long bulk_limit(struct rd_store *rs)
+{
+	char cerr[STORE_ERR_MAX];
+	const char *argv[] = { "CONFIG", "GET", "proto-max-bulk-len" };
+	redisContext *c = NULL;
+	redisReply *r = rd_run(rs, &c, "CONFIG GET", 3, argv, NULL, cerr, sizeof(cerr));
+	unsigned long long limit = 0;
+
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING)
+		limit = strtoull(r->element[1]->str, NULL, 10);
+	if (r)
+		freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	return limit;
+}
+
 /* The save's reply, or the reason it had none, as a message into err. */
 static int save_failed(struct rd_store *rs, const char *id, size_t len, char *err,
                        size_t errlen)
 {
-	char why[STORE_ERR_MAX], cerr[STORE_ERR_MAX];
-	const char *argv[] = { "CONFIG", "GET", "proto-max-bulk-len" };
-	redisContext *c = NULL;
-	redisReply *r;
-	unsigned long long limit = 0;
+	char why[STORE_ERR_MAX];
+	unsigned long long limit;
 
 	snprintf(why, sizeof(why), "%s", err);
 	if (strstr(why, "DOLSOT_LOCK_LOST")) {
@@ -356,16 +373,7 @@ static int save_failed(struct rd_store *rs, const char *id, size_t len, char *er
 		errno = ENOLCK;
 		return -1;
 	}
-	/* A bulk longer than the server takes breaks the connection: ask the
-	 * server (on a new one) what it takes. */
-	r = rd_run(rs, &c, "CONFIG GET", 3, argv, NULL, cerr, sizeof(cerr));
-	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    r->element[1]->type == REDIS_REPLY_STRING)
-		limit = strtoull(r->element[1]->str, NULL, 10);
-	if (r)
-		freeReplyObject(r);
-	if (c)
-		redisFree(c);
+	limit = bulk_limit(rs);
 	if (limit && len > limit) {
 		snprintf(err, errlen, "cannot save session '%s' to %s: it is %zu bytes, over "
 		         "the server's proto-max-bulk-len of %llu bytes (raise it in the "
@@ -1030,7 +1038,18 @@ static redisReply *units_run(void *ctx, const char *what, int argc, const char *
 static int rd_obj_put(struct store *s, const uint8_t *hash, const uint8_t *p, size_t n,
                       char *err, size_t errlen)
 {
-	return redis_units_put(&((struct rd_store *)s->priv)->units, hash, p, n, err, errlen);
+	struct rd_store *rs = s->priv;
+	unsigned long long limit;
+
+	if (redis_units_put(&rs->units, hash, p, n, err, errlen) == 0)
+		return 0;
+	if (errno != EIO || !(limit = bulk_limit(rs)) || n <= limit)
+		return -1;
+	snprintf(err, errlen, "%s: a unit of %zu bytes is over the server's "
+	         "proto-max-bulk-len of %llu bytes (raise it in the server's configuration)",
+	         rs->name, n, limit);
+	errno = EFBIG;
+	return -1;
 }
 
 static int rd_obj_has(struct store *s, const uint8_t *hash, bool *has, char *err,
