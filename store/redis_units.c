@@ -35,7 +35,9 @@
  * save script; the refs of the head the commit loaded are checked in one
  * script (redis_units_saw, known).  A commit that puts no unit costs two
  * round trips more than a whole blob's: reading its previous head
- * (store.c) and that check.
+ * (store.c) and that check.  A load reads its head's units in order: the
+ * next ones come with the first (one MGET, read_ahead), so a load costs
+ * one round trip more than a whole blob's.
  *
  * Durability: as the store's sessions (store_redis.c): the server's own
  * persistence (redis_health.c says when it has none).  RDB snapshots and
