@@ -291,37 +291,80 @@ static const char *io_why(const redisContext *c, const struct rd_store *rs, char
  * writes the same hash again).  Returns the reply (an error reply is
  * turned into NULL with err), NULL with err.
  */
-static redisReply *rd_run(struct rd_store *rs, redisContext **cp, const char *what,
-                          int argc, const char **argv, const size_t *lens, char *err,
-                          size_t errlen)
+/* Send n commands of argc arguments each (argvs[i], lens[i] or NULL) in
+ * one round trip and read their replies (error replies as they are). */
+static int rd_exchange(redisContext *c, size_t n, int argc, const char *const *const *argvs,
+                       const size_t *const *lens, redisReply **replies)
+{
+	for (size_t i = 0; i < n; i++)
+		if (redisAppendCommandArgv(c, argc, (const char **)argvs[i],
+		                           lens ? lens[i] : NULL) != REDIS_OK)
+			return -1;
+	for (size_t i = 0; i < n; i++) {
+		void *v = NULL;
+
+		if (redisGetReply(c, &v) != REDIS_OK || !v) {
+			while (i-- > 0)
+				freeReplyObject(replies[i]);
+			return -1;
+		}
+		replies[i] = v;
+	}
+	return 0;
+}
+
+/*
+ * n commands on *cp (connected again first when NULL) in one round trip,
+ * their replies into replies[0..n) (error replies as they are).  A
+ * connection that broke (not a timeout) is made again and the commands
+ * tried once more: every command here may run twice (the save script
+ * writes the same hash again).  0, or -1 with err.
+ */
+static int rd_run_many(struct rd_store *rs, redisContext **cp, const char *what, size_t n,
+                       int argc, const char *const *const *argvs,
+                       const size_t *const *lens, redisReply **replies, char *err,
+                       size_t errlen)
 {
 	char why[128];
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		redisReply *r;
 		bool timeout;
 
 		/* The store's own connection checks the server (a restart
 		 * too, when it is made again); a lock renewer's does not. */
 		if (!*cp && !(*cp = rd_connect(rs, cp == &rs->c, err, errlen)))
-			return NULL;
-		r = redisCommandArgv(*cp, argc, argv, lens);
-		if (r && r->type == REDIS_REPLY_ERROR) {
-			snprintf(err, errlen, "%s: %s: %s", rs->name, what, r->str);
-			freeReplyObject(r);
-			return NULL;
-		}
-		if (r)
-			return r;
+			return -1;
+		if (rd_exchange(*cp, n, argc, argvs, lens, replies) == 0)
+			return 0;
 		timeout = strstr((*cp)->errstr, strerror(EAGAIN)) != NULL;
 		snprintf(err, errlen, "%s: %s: %s", rs->name, what, io_why(*cp, rs, why,
 		                                                           sizeof(why)));
 		redisFree(*cp);
 		*cp = NULL;
 		if (timeout)
-			return NULL;
+			return -1;
 	}
-	return NULL;
+	return -1;
+}
+
+/* One command as rd_run_many runs it: its reply, an error reply turned
+ * into NULL with err; NULL with err. */
+static redisReply *rd_run(struct rd_store *rs, redisContext **cp, const char *what,
+                          int argc, const char **argv, const size_t *lens, char *err,
+                          size_t errlen)
+{
+	const char *const *argvs[] = { argv };
+	const size_t *lensv[] = { lens };
+	redisReply *r;
+
+	if (rd_run_many(rs, cp, what, 1, argc, argvs, lensv, &r, err, errlen) < 0)
+		return NULL;
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "%s: %s: %s", rs->name, what, r->str);
+		freeReplyObject(r);
+		return NULL;
+	}
+	return r;
 }
 
 static void key_of(const struct rd_store *rs, const char *kind, const char *id, char *buf)
@@ -640,38 +683,57 @@ static int by_id(const void *a, const void *b)
 	              ((const struct session_info *)b)->id);
 }
 
-/* One listed session's size and last save, or false when it went away. */
-static bool describe(struct rd_store *rs, const char *key, struct session_info *si,
-                     char *err, size_t errlen, int *failed)
+#define DESCRIBE_BATCH 500      /* sessions described per round trip */
+
+static int by_key(const void *a, const void *b)
 {
-	const char *a1[] = { "HSTRLEN", key, "blob" }, *a2[] = { "HGET", key, "saved" };
-	redisReply *r1 = rd_run(rs, &rs->c, "list", 3, a1, NULL, err, errlen), *r2;
-	bool ok;
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
-	if (!r1) {
-		*failed = -1;
-		return false;
-	}
-	r2 = rd_run(rs, &rs->c, "list", 3, a2, NULL, err, errlen);
-	if (!r2) {
-		freeReplyObject(r1);
-		*failed = -1;
-		return false;
-	}
-	ok = r2->type == REDIS_REPLY_STRING && r1->type == REDIS_REPLY_INTEGER;
-	if (ok) {
-		char *end;
-		double t = strtod(r2->str, &end);
+/* A listed session's size and last save from the replies to HSTRLEN
+ * blob and HGET saved; false when it went away. */
+static bool describe_one(const redisReply *len, const redisReply *saved,
+                         struct session_info *si)
+{
+	char *end;
+	double t;
 
-		si->size = (uint64_t)r1->integer;
-		si->mtime.tv_sec = (time_t)t;
-		si->mtime.tv_nsec = 0;
-		if (*end == '.')
-			si->mtime.tv_nsec = strtol(end + 1, NULL, 10) % 1000000000L;
+	if (len->type != REDIS_REPLY_INTEGER || saved->type != REDIS_REPLY_STRING)
+		return false;
+	t = strtod(saved->str, &end);
+	si->size = (uint64_t)len->integer;
+	si->mtime.tv_sec = (time_t)t;
+	si->mtime.tv_nsec = 0;
+	if (*end == '.')
+		si->mtime.tv_nsec = strtol(end + 1, NULL, 10) % 1000000000L;
+	return true;
+}
+
+/* keys[0..k) (sessions, k <= DESCRIBE_BATCH) described into out in one
+ * round trip (reads only: a server that pauses writes answers); *m
+ * counts those still there. */
+static int describe(struct rd_store *rs, char **keys, size_t k, struct session_info *out,
+                    size_t *m, char *err, size_t errlen)
+{
+	static const char *cmds[2][3] = { { "HSTRLEN", NULL, "blob" }, { "HGET", NULL, "saved" } };
+	const char *args[2 * DESCRIBE_BATCH][3];
+	const char *const *argvs[2 * DESCRIBE_BATCH];
+	redisReply *replies[2 * DESCRIBE_BATCH];
+
+	for (size_t i = 0; i < 2 * k; i++) {
+		memcpy(args[i], cmds[i % 2], sizeof(args[i]));
+		args[i][1] = keys[i / 2];
+		argvs[i] = args[i];
 	}
-	freeReplyObject(r1);
-	freeReplyObject(r2);
-	return ok;
+	if (rd_run_many(rs, &rs->c, "list", 2 * k, 3, argvs, NULL, replies, err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < k; i++) {
+		if (describe_one(replies[2 * i], replies[2 * i + 1], &out[*m]))
+			snprintf(out[(*m)++].id, sizeof(out[0].id), "%s", id_of(rs, keys[i]));
+		freeReplyObject(replies[2 * i]);
+		freeReplyObject(replies[2 * i + 1]);
+	}
+	return 0;
 }
 
 static int rd_list(struct store *s, struct session_info **out, size_t *n, char *err,
@@ -679,8 +741,8 @@ static int rd_list(struct store *s, struct session_info **out, size_t *n, char *
 {
 	struct rd_store *rs = s->priv;
 	char **keys = NULL;
-	size_t nk = 0, m = 0;
-	int failed = 0;
+	size_t nk = 0, kept = 0, m = 0;
+	int ret = 0;
 
 	*out = NULL;
 	*n = 0;
@@ -688,26 +750,25 @@ static int rd_list(struct store *s, struct session_info **out, size_t *n, char *
 		free_keys(keys, nk);
 		return -1;
 	}
-	*out = calloc(nk ? nk : 1, sizeof(**out));
+	/* Sessions only, each once (SCAN may return a key twice). */
+	qsort(keys, nk, sizeof(*keys), by_key);
+	for (size_t i = 0; i < nk; i++) {
+		if (id_of(rs, keys[i]) && (!kept || strcmp(keys[kept - 1], keys[i]) != 0))
+			keys[kept++] = keys[i];
+		else
+			free(keys[i]);
+	}
+	*out = calloc(kept ? kept : 1, sizeof(**out));
 	if (!*out) {
-		free_keys(keys, nk);
+		free_keys(keys, kept);
 		snprintf(err, errlen, "%s: list: out of memory", rs->name);
 		return -1;
 	}
-	for (size_t i = 0; i < nk && !failed; i++) {
-		const char *id = id_of(rs, keys[i]);
-
-		if (!id)
-			continue;
-		/* SCAN may return a key twice. */
-		for (size_t j = 0; j < m; j++)
-			if (strcmp((*out)[j].id, id) == 0)
-				id = NULL;
-		if (id && describe(rs, keys[i], &(*out)[m], err, errlen, &failed))
-			snprintf((*out)[m++].id, sizeof((*out)[0].id), "%s", id);
-	}
-	free_keys(keys, nk);
-	if (failed) {
+	for (size_t at = 0; at < kept && ret == 0; at += DESCRIBE_BATCH)
+		ret = describe(rs, keys + at, kept - at < DESCRIBE_BATCH ? kept - at : DESCRIBE_BATCH,
+		               *out, &m, err, errlen);
+	free_keys(keys, kept);
+	if (ret < 0) {
 		free(*out);
 		*out = NULL;
 		return -1;
