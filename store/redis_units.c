@@ -104,13 +104,6 @@ static const char exclusive_script[] =
 	"redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[3]) return 0 end "
 	"redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) redis.call('del', KEYS[2]) "
 	"return 1";
-struct redis_units_ahead {
-	uint8_t hash[STORE_HASH_LEN];
-	char *bytes;            /* malloc'd (hiredis's); NULL: absent, or handed out */
-	size_t len;
-	bool found;
-};
-
 static const char release_exclusive_script[] =
 	"if redis.call('get', KEYS[1]) == ARGV[1] then "
 	"return redis.call('del', KEYS[1]) else return 0 end";
@@ -134,13 +127,54 @@ static void forget_known(struct redis_units *u)
 	u->sorted = true;
 }
 
-static void drop_ahead(struct redis_units *u)
+void redis_held_drop(struct redis_held_set *t)
 {
-	for (size_t i = 0; i < u->nahead; i++)
-		free(u->ahead[i].bytes);
-	free(u->ahead);
-	u->ahead = NULL;
-	u->nahead = 0;
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i].bytes);
+	free(t->v);
+	t->v = NULL;
+	t->n = t->cap = t->next = 0;
+}
+
+int redis_held_reset(struct redis_held_set *t, size_t cap)
+{
+	redis_held_drop(t);
+	t->v = calloc(cap ? cap : 1, sizeof(*t->v));
+	if (!t->v)
+		return -1;
+	t->cap = cap;
+	return 0;
+}
+
+void redis_held_add(struct redis_held_set *t, const char *name, redisReply *r)
+{
+	struct redis_held *h;
+
+	if (t->n == t->cap || r->type != REDIS_REPLY_STRING)
+		return;
+	h = &t->v[t->n++];
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	/* hiredis allocates with malloc: the bytes are taken, not copied. */
+	h->bytes = r->str;
+	h->len = r->len;
+	r->str = NULL;
+}
+
+bool redis_held_take(struct redis_held_set *t, const char *name, char **bytes, size_t *len)
+{
+	for (size_t k = 0; k < t->n; k++) {
+		size_t i = (t->next + k) % t->n;
+		struct redis_held *h = &t->v[i];
+
+		if (h->bytes && strcmp(h->name, name) == 0) {
+			*bytes = h->bytes;
+			*len = h->len;
+			h->bytes = NULL;
+			t->next = i + 1;
+			return true;
+		}
+	}
+	return false;
 }
 
 static void drop_hint(struct redis_units *u)
@@ -158,7 +192,7 @@ void redis_units_free(struct redis_units *u)
 	u->known = NULL;
 	u->nknown = u->cap = 0;
 	drop_hint(u);
-	drop_ahead(u);
+	redis_held_drop(&u->ahead);
 }
 
 void redis_units_key(const struct redis_units *u, const char *kind, char *buf, size_t len)
@@ -212,7 +246,7 @@ void redis_units_saw(struct redis_units *u, const uint8_t *blob, size_t len)
 	struct units_entry e;
 
 	drop_hint(u);
-	drop_ahead(u);
+	redis_held_drop(&u->ahead);
 	if (!units_is_v4(blob, len) || units_parse_head(blob, len, &h, why, sizeof(why)) < 0 ||
 	    !h.nrefs)
 		return;
@@ -498,22 +532,12 @@ static long hint_pos(const struct redis_units *u, const uint8_t *hash)
 
 /* Hand out hash's bytes when they were read ahead: true then.  One found
  * absent is asked again (it may have been put since). */
-static bool take_ahead(struct redis_units *u, const uint8_t *hash, uint8_t **p, size_t *n,
-                       bool *found)
+static bool take_ahead(struct redis_units *u, const uint8_t *hash, uint8_t **p, size_t *n)
 {
-	for (size_t i = 0; i < u->nahead; i++) {
-		struct redis_units_ahead *a = &u->ahead[i];
+	char hex[UNITS_HEX_LEN + 1];
 
-		if (!a->found || memcmp(a->hash, hash, STORE_HASH_LEN) != 0)
-			continue;
-		*p = (uint8_t *)a->bytes;
-		*n = a->len;
-		*found = a->found;
-		a->bytes = NULL;
-		a->found = false;
-		return true;
-	}
-	return false;
+	units_hex(hash, hex);
+	return redis_held_take(&u->ahead, hex, (char **)p, n);
 }
 
 /* The units to read with the one at hint position at: it and those
@@ -541,9 +565,7 @@ static int read_ahead(struct redis_units *u, const uint8_t *hash, char *err, siz
 	redisReply *r = NULL;
 	int ret = -1;
 
-	drop_ahead(u);
-	u->ahead = calloc(n, sizeof(*u->ahead));
-	if (!keys || !argv || !u->ahead) {
+	if (redis_held_reset(&u->ahead, n) < 0 || !keys || !argv) {
 		snprintf(err, errlen, "%s: read a unit: out of memory", u->name);
 		errno = ENOMEM;
 		goto out;
@@ -552,7 +574,6 @@ static int read_ahead(struct redis_units *u, const uint8_t *hash, char *err, siz
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *h = at < 0 ? hash : u->hint + ((size_t)at + i) * STORE_HASH_LEN;
 
-		memcpy(u->ahead[i].hash, h, STORE_HASH_LEN);
 		unit_key(u, h, keys[i], sizeof(keys[i]));
 		argv[i + 1] = keys[i];
 	}
@@ -563,24 +584,15 @@ static int read_ahead(struct redis_units *u, const uint8_t *hash, char *err, siz
 		errno = EIO;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		redisReply *e = r->element[i];
-
-		if (e->type == REDIS_REPLY_STRING) {
-			/* hiredis allocates with malloc: the bytes are taken, not copied. */
-			u->ahead[i].bytes = e->str;
-			u->ahead[i].len = e->len;
-			u->ahead[i].found = true;
-			e->str = NULL;
-		}
-	}
-	u->nahead = n;
+	for (size_t i = 0; i < n; i++)   /* the key's tail is the hash's hex */
+		redis_held_add(&u->ahead, keys[i] + strlen(keys[i]) - UNITS_HEX_LEN,
+		               r->element[i]);
 	ret = 0;
 out:
 	if (r)
 		freeReplyObject(r);
 	if (ret < 0)
-		drop_ahead(u);
+		redis_held_drop(&u->ahead);
 	free(keys);
 	free(argv);
 	return ret;
@@ -594,11 +606,13 @@ int redis_units_read(struct redis_units *u, const uint8_t *hash, uint8_t **p, si
 	*p = NULL;
 	*n = 0;
 	*found = false;
-	if (take_ahead(u, hash, p, n, found))
+	if (take_ahead(u, hash, p, n)) {
+		*found = true;
 		return 0;
+	}
 	if (read_ahead(u, hash, err, errlen) < 0)
 		return -1;
-	take_ahead(u, hash, p, n, found);
+	*found = take_ahead(u, hash, p, n);
 	return 0;
 }
 

@@ -20,6 +20,29 @@ typedef redisReply *(*redis_units_run)(void *ctx, const char *what, int argc,
                                        const char **argv, const size_t *lens, char *err,
                                        size_t errlen);
 
+/* Bytes read ahead of the call that wants them (a unit's, a session's),
+ * by name, each handed out once. */
+struct redis_held {
+	char name[STORE_ID_MAX + 1];
+	char *bytes;            /* malloc'd (hiredis's); NULL once handed out */
+	size_t len;
+};
+
+struct redis_held_set {
+	struct redis_held *v;
+	size_t n, cap;
+	size_t next;            /* where the next take looks first (taken in order) */
+};
+
+/* Room for cap entries (those held are dropped); -1 out of memory. */
+int redis_held_reset(struct redis_held_set *t, size_t cap);
+/* Hold r's bytes (a string reply's, taken from it) as name's; others
+ * (nil) are not held. */
+void redis_held_add(struct redis_held_set *t, const char *name, redisReply *r);
+/* name's bytes, now the caller's: true then. */
+bool redis_held_take(struct redis_held_set *t, const char *name, char **bytes, size_t *len);
+void redis_held_drop(struct redis_held_set *t);
+
 enum redis_units_hold {
 	REDIS_UNITS_NONE,
 	REDIS_UNITS_SHARED_DUE,     /* asked for; taken with the next command */
@@ -45,9 +68,8 @@ struct redis_units {
 	uint8_t *hint;
 	uint64_t *hint_size;
 	size_t nhint;
-	/* Units read ahead of their turn (one MGET), not handed out yet. */
-	struct redis_units_ahead *ahead;
-	size_t nahead;
+	/* Units read ahead of their turn (one MGET) by hex, not handed out yet. */
+	struct redis_held_set ahead;
 };
 
 /* Ready u (token: a random holder name, 32 hex digits). */

@@ -123,6 +123,9 @@ struct rd_store {
 	redisContext *c;
 	struct rd_lock *locks;  /* the locks this store holds */
 	struct redis_units units;
+	/* Heads read with the listing a collector makes (prefetch_heads) by
+	 * id, each handed to the load that asks for it next. */
+	struct redis_held_set heads;
 };
 
 /* AUTH and SELECT as rs->sp asks, queued on c; how many were. */
@@ -496,6 +499,14 @@ static int rd_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	*blob = NULL;
 	*len = 0;
 	*found = false;
+	/* Only under the collector's hold: no head naming a unit changes
+	 * meanwhile (a commit of one holds the units lock shared). */
+	if (rs->units.hold == REDIS_UNITS_EXCLUSIVE &&
+	    redis_held_take(&rs->heads, id, (char **)blob, len)) {
+		*found = true;
+		redis_units_saw(&rs->units, *blob, *len);
+		return 0;
+	}
 	key_of(rs, "session", id, key);
 	r = redis_units_ready(&rs->units, err, errlen) < 0 ? NULL
 	    : rd_run(rs, &rs->c, "load", 3, argv, NULL, err, errlen);
@@ -684,6 +695,7 @@ static int by_id(const void *a, const void *b)
 }
 
 #define DESCRIBE_BATCH 500      /* sessions described per round trip */
+#define HEAD_PREFETCH_MAX 65536 /* bytes: a session this small is read with the list */
 
 static int by_key(const void *a, const void *b)
 {
@@ -736,6 +748,48 @@ static int describe(struct rd_store *rs, char **keys, size_t k, struct session_i
 	return 0;
 }
 
+/*
+ * The collector's listing (the units lock held exclusive) is followed by
+ * a load of every session's head: read the small sessions' bytes now, a
+ * round trip per DESCRIBE_BATCH, into rs->heads.  A failure only leaves
+ * them to their loads.
+ */
+static void prefetch_heads(struct rd_store *rs, const struct session_info *info, size_t n)
+{
+	char (*keys)[KEY_MAX] = malloc(DESCRIBE_BATCH * sizeof(*keys)), err[STORE_ERR_MAX];
+	const char *args[DESCRIBE_BATCH][3];
+	const char *const *argvs[DESCRIBE_BATCH];
+	redisReply *replies[DESCRIBE_BATCH];
+	size_t ids[DESCRIBE_BATCH];
+
+	if (!keys || redis_held_reset(&rs->heads, n) < 0) {
+		free(keys);
+		return;
+	}
+	for (size_t at = 0; at < n;) {
+		size_t k = 0;
+
+		for (; at < n && k < DESCRIBE_BATCH; at++) {
+			if (info[at].size > HEAD_PREFETCH_MAX)
+				continue;
+			key_of(rs, "session", info[at].id, keys[k]);
+			args[k][0] = "HGET";
+			args[k][1] = keys[k];
+			args[k][2] = "blob";
+			argvs[k] = args[k];
+			ids[k++] = at;
+		}
+		if (k && rd_run_many(rs, &rs->c, "list", k, 3, argvs, NULL, replies, err,
+		                     sizeof(err)) < 0)
+			break;
+		for (size_t i = 0; i < k; i++) {
+			redis_held_add(&rs->heads, info[ids[i]].id, replies[i]);
+			freeReplyObject(replies[i]);
+		}
+	}
+	free(keys);
+}
+
 static int rd_list(struct store *s, struct session_info **out, size_t *n, char *err,
                    size_t errlen)
 {
@@ -775,6 +829,8 @@ static int rd_list(struct store *s, struct session_info **out, size_t *n, char *
 	}
 	qsort(*out, m, sizeof(**out), by_id);
 	*n = m;
+	if (rs->units.hold == REDIS_UNITS_EXCLUSIVE)
+		prefetch_heads(rs, *out, m);
 	return 0;
 }
 
@@ -1133,7 +1189,12 @@ static int rd_obj_del(struct store *s, const uint8_t *hash, char *err, size_t er
 
 static int rd_obj_lock(struct store *s, enum store_gc_lock how, char *err, size_t errlen)
 {
-	return redis_units_lock(&((struct rd_store *)s->priv)->units, how, err, errlen);
+	struct rd_store *rs = s->priv;
+	int ret = redis_units_lock(&rs->units, how, err, errlen);
+
+	if (rs->units.hold != REDIS_UNITS_EXCLUSIVE)
+		redis_held_drop(&rs->heads);
+	return ret;
 }
 
 static int rd_obj_list(struct store *s, uint8_t **hashes, size_t *n, char *err,
@@ -1178,6 +1239,7 @@ static void rd_close(struct store *s)
 	}
 	(void)redis_units_lock(&rs->units, STORE_GC_RELEASE, err, sizeof(err));
 	redis_units_free(&rs->units);
+	redis_held_drop(&rs->heads);
 	if (rs->c)
 		redisFree(rs->c);
 	store_close(rs->dir);
