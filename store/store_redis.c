@@ -9,6 +9,8 @@
  *                  counter the blob is signed with, decimal); it expires
  *                  DOLSOT_SESSION_TTL_DAYS after its last save
  *   P lock:ID      the session's lock: a random token, with a time to live
+ *   P unit:HEX     a unit of version 4 sessions (their heads are the
+ *                  blobs); P units:* the units lock (redis_units.c)
  *
  * MUSTs:
  * - The lock is SET NX PX with a 128-bit random token; only the holder of
@@ -17,7 +19,9 @@
  *   lock expires after DOLSOT_REDIS_LOCK_MS.
  * - A save is one script that checks the token and writes the hash: a
  *   holder whose lock expired or was taken is refused, never applied, and
- *   a save is either all of the new hash or none of it.
+ *   a save is either all of the new hash or none of it.  Under the units
+ *   lock held shared (a commit's, a fork's) the same script checks that
+ *   hold is live and ends it (redis_units.c).
  * - Listing and --reset all walk the keys with SCAN, never KEYS, and touch
  *   only keys under the prefix.
  * - Every socket is CLOEXEC (we connect it, then hand it to hiredis).
@@ -50,6 +54,7 @@
 #include "deadline.h"
 #include "redis_guard.h"
 #include "redis_health.h"
+#include "redis_units.h"
 #include "store_name.h"
 
 #define LOCK_POLL_MS 25         /* between tries of a busy lock */
@@ -58,9 +63,21 @@
 #define NAME_MAX_LEN 300
 #define KEY_MAX (128 + 16 + STORE_ID_MAX)
 
+/* KEYS[3], ARGV[7]: the units lock's shared holders and ours ("" when
+ * none is held).  A save applied whose reply was lost is tried again: it
+ * finds its own time stamp and is done. */
 static const char save_script[] =
+	"redis.replicate_commands() "
 	"if redis.call('get', KEYS[2]) ~= ARGV[1] then "
 	"return redis.error_reply('DOLSOT_LOCK_LOST') end "
+	"if redis.call('hget', KEYS[1], 'saved') == ARGV[3] then return 1 end "
+	"if ARGV[7] ~= '' then "
+	"local t = redis.call('time') "
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
+	"local sc = redis.call('zscore', KEYS[3], ARGV[7]) "
+	"if not sc or tonumber(sc) <= now then "
+	"return redis.error_reply('DOLSOT_UNITS_LOST') end "
+	"redis.call('zrem', KEYS[3], ARGV[7]) end "
 	"redis.call('hset', KEYS[1], 'blob', ARGV[2], 'saved', ARGV[3], 'sandboxed', ARGV[4], "
 	"'seq', ARGV[6]) "
 	"if ARGV[5] ~= '0' then redis.call('pexpire', KEYS[1], ARGV[5]) "
@@ -105,6 +122,10 @@ struct rd_store {
 	long long ttl_ms;       /* key expiry after a save; 0: none */
 	redisContext *c;
 	struct rd_lock *locks;  /* the locks this store holds */
+	struct redis_units units;
+	/* Heads read with the listing a collector makes (prefetch_heads) by
+	 * id, each handed to the load that asks for it next. */
+	struct redis_held_set heads;
 };
 
 /* AUTH and SELECT as rs->sp asks, queued on c; how many were. */
@@ -273,37 +294,80 @@ static const char *io_why(const redisContext *c, const struct rd_store *rs, char
  * writes the same hash again).  Returns the reply (an error reply is
  * turned into NULL with err), NULL with err.
  */
-static redisReply *rd_run(struct rd_store *rs, redisContext **cp, const char *what,
-                          int argc, const char **argv, const size_t *lens, char *err,
-                          size_t errlen)
+/* Send n commands of argc arguments each (argvs[i], lens[i] or NULL) in
+ * one round trip and read their replies (error replies as they are). */
+static int rd_exchange(redisContext *c, size_t n, int argc, const char *const *const *argvs,
+                       const size_t *const *lens, redisReply **replies)
+{
+	for (size_t i = 0; i < n; i++)
+		if (redisAppendCommandArgv(c, argc, (const char **)argvs[i],
+		                           lens ? lens[i] : NULL) != REDIS_OK)
+			return -1;
+	for (size_t i = 0; i < n; i++) {
+		void *v = NULL;
+
+		if (redisGetReply(c, &v) != REDIS_OK || !v) {
+			while (i-- > 0)
+				freeReplyObject(replies[i]);
+			return -1;
+		}
+		replies[i] = v;
+	}
+	return 0;
+}
+
+/*
+ * n commands on *cp (connected again first when NULL) in one round trip,
+ * their replies into replies[0..n) (error replies as they are).  A
+ * connection that broke (not a timeout) is made again and the commands
+ * tried once more: every command here may run twice (the save script
+ * writes the same hash again).  0, or -1 with err.
+ */
+static int rd_run_many(struct rd_store *rs, redisContext **cp, const char *what, size_t n,
+                       int argc, const char *const *const *argvs,
+                       const size_t *const *lens, redisReply **replies, char *err,
+                       size_t errlen)
 {
 	char why[128];
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		redisReply *r;
 		bool timeout;
 
 		/* The store's own connection checks the server (a restart
 		 * too, when it is made again); a lock renewer's does not. */
 		if (!*cp && !(*cp = rd_connect(rs, cp == &rs->c, err, errlen)))
-			return NULL;
-		r = redisCommandArgv(*cp, argc, argv, lens);
-		if (r && r->type == REDIS_REPLY_ERROR) {
-			snprintf(err, errlen, "%s: %s: %s", rs->name, what, r->str);
-			freeReplyObject(r);
-			return NULL;
-		}
-		if (r)
-			return r;
+			return -1;
+		if (rd_exchange(*cp, n, argc, argvs, lens, replies) == 0)
+			return 0;
 		timeout = strstr((*cp)->errstr, strerror(EAGAIN)) != NULL;
 		snprintf(err, errlen, "%s: %s: %s", rs->name, what, io_why(*cp, rs, why,
 		                                                           sizeof(why)));
 		redisFree(*cp);
 		*cp = NULL;
 		if (timeout)
-			return NULL;
+			return -1;
 	}
-	return NULL;
+	return -1;
+}
+
+/* One command as rd_run_many runs it: its reply, an error reply turned
+ * into NULL with err; NULL with err. */
+static redisReply *rd_run(struct rd_store *rs, redisContext **cp, const char *what,
+                          int argc, const char **argv, const size_t *lens, char *err,
+                          size_t errlen)
+{
+	const char *const *argvs[] = { argv };
+	const size_t *lensv[] = { lens };
+	redisReply *r;
+
+	if (rd_run_many(rs, cp, what, 1, argc, argvs, lensv, &r, err, errlen) < 0)
+		return NULL;
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "%s: %s: %s", rs->name, what, r->str);
+		freeReplyObject(r);
+		return NULL;
+	}
+	return r;
 }
 
 static void key_of(const struct rd_store *rs, const char *kind, const char *id, char *buf)
@@ -311,15 +375,32 @@ static void key_of(const struct rd_store *rs, const char *kind, const char *id, 
 	snprintf(buf, KEY_MAX, "%s%s:%s", rs->sp.prefix, kind, id);
 }
 
+/* The longest bulk the server takes (a longer one breaks the
+ * connection), asked on a new connection; 0 when it does not say. */
+static unsigned long long bulk_limit(struct rd_store *rs)
+{
+	char cerr[STORE_ERR_MAX];
+	const char *argv[] = { "CONFIG", "GET", "proto-max-bulk-len" };
+	redisContext *c = NULL;
+	redisReply *r = rd_run(rs, &c, "CONFIG GET", 3, argv, NULL, cerr, sizeof(cerr));
+	unsigned long long limit = 0;
+
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING)
+		limit = strtoull(r->element[1]->str, NULL, 10);
+	if (r)
+		freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	return limit;
+}
+
 /* The save's reply, or the reason it had none, as a message into err. */
 static int save_failed(struct rd_store *rs, const char *id, size_t len, char *err,
                        size_t errlen)
 {
-	char why[STORE_ERR_MAX], cerr[STORE_ERR_MAX];
-	const char *argv[] = { "CONFIG", "GET", "proto-max-bulk-len" };
-	redisContext *c = NULL;
-	redisReply *r;
-	unsigned long long limit = 0;
+	char why[STORE_ERR_MAX];
+	unsigned long long limit;
 
 	snprintf(why, sizeof(why), "%s", err);
 	if (strstr(why, "DOLSOT_LOCK_LOST")) {
@@ -329,16 +410,16 @@ static int save_failed(struct rd_store *rs, const char *id, size_t len, char *er
 		errno = ENOLCK;
 		return -1;
 	}
-	/* A bulk longer than the server takes breaks the connection: ask the
-	 * server (on a new one) what it takes. */
-	r = rd_run(rs, &c, "CONFIG GET", 3, argv, NULL, cerr, sizeof(cerr));
-	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    r->element[1]->type == REDIS_REPLY_STRING)
-		limit = strtoull(r->element[1]->str, NULL, 10);
-	if (r)
-		freeReplyObject(r);
-	if (c)
-		redisFree(c);
+	if (strstr(why, "DOLSOT_UNITS_LOST")) {
+		redis_units_saved(&rs->units);   /* ended already */
+		snprintf(err, errlen, "cannot save session '%s' to %s: its hold on the store's "
+		         "units expired (over DOLSOT_REDIS_LOCK_MS), so a unit it names may "
+		         "have been collected; the new state is dropped, the stored one kept",
+		         id, rs->name);
+		errno = ENOLCK;
+		return -1;
+	}
+	limit = bulk_limit(rs);
 	if (limit && len > limit) {
 		snprintf(err, errlen, "cannot save session '%s' to %s: it is %zu bytes, over "
 		         "the server's proto-max-bulk-len of %llu bytes (raise it in the "
@@ -365,10 +446,10 @@ static int rd_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 {
 	struct rd_store *rs = s->priv;
 	struct rd_lock *l = held_lock(rs, id);
-	char key[KEY_MAX], when[64], ttl[32], seq[32];
+	char key[KEY_MAX], when[64], ttl[32], seq[32], commits[KEY_MAX];
 	struct timespec now;
-	const char *argv[11];
-	size_t lens[11];
+	const char *argv[13];
+	size_t lens[13];
 	redisReply *r;
 
 	if (!l) {
@@ -382,24 +463,28 @@ static int rd_save(struct store *s, const char *id, const uint8_t *blob, size_t 
 	snprintf(when, sizeof(when), "%lld.%09ld", (long long)now.tv_sec, now.tv_nsec);
 	snprintf(ttl, sizeof(ttl), "%lld", rs->ttl_ms);
 	snprintf(seq, sizeof(seq), "%" PRIu64, mark->seq);
+	redis_units_key(&rs->units, "units:commits", commits, sizeof(commits));
 	argv[0] = "EVAL";
 	argv[1] = save_script;
-	argv[2] = "2";
+	argv[2] = "3";
 	argv[3] = key;
 	argv[4] = l->key;
-	argv[5] = l->token;
-	argv[6] = len ? (const char *)blob : "";
-	argv[7] = when;
-	argv[8] = mark->sandboxed ? "1" : "0";
-	argv[9] = ttl;
-	argv[10] = seq;
-	for (int i = 0; i < 11; i++)
+	argv[5] = commits;
+	argv[6] = l->token;
+	argv[7] = len ? (const char *)blob : "";
+	argv[8] = when;
+	argv[9] = mark->sandboxed ? "1" : "0";
+	argv[10] = ttl;
+	argv[11] = seq;
+	argv[12] = redis_units_save_token(&rs->units);
+	for (int i = 0; i < 13; i++)
 		lens[i] = strlen(argv[i]);
-	lens[6] = len;
-	r = rd_run(rs, &rs->c, "save", 11, argv, lens, err, errlen);
+	lens[7] = len;
+	r = rd_run(rs, &rs->c, "save", 13, argv, lens, err, errlen);
 	if (!r)
 		return save_failed(rs, id, len, err, errlen);
 	freeReplyObject(r);
+	redis_units_saved(&rs->units);
 	return 0;
 }
 
@@ -414,8 +499,17 @@ static int rd_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 	*blob = NULL;
 	*len = 0;
 	*found = false;
+	/* Only under the collector's hold: no head naming a unit changes
+	 * meanwhile (a commit of one holds the units lock shared). */
+	if (rs->units.hold == REDIS_UNITS_EXCLUSIVE &&
+	    redis_held_take(&rs->heads, id, (char **)blob, len)) {
+		*found = true;
+		redis_units_saw(&rs->units, *blob, *len);
+		return 0;
+	}
 	key_of(rs, "session", id, key);
-	r = rd_run(rs, &rs->c, "load", 3, argv, NULL, err, errlen);
+	r = redis_units_ready(&rs->units, err, errlen) < 0 ? NULL
+	    : rd_run(rs, &rs->c, "load", 3, argv, NULL, err, errlen);
 	if (!r) {
 		char why[STORE_ERR_MAX];
 
@@ -431,6 +525,7 @@ static int rd_load(struct store *s, const char *id, uint8_t **blob, size_t *len,
 		*len = r->len;
 		r->str = NULL;
 		*found = true;
+		redis_units_saw(&rs->units, *blob, *len);
 	}
 	freeReplyObject(r);
 	return 0;
@@ -445,6 +540,8 @@ static int rd_origin(struct store *s, const char *id, struct store_mark *mark, c
 	redisReply *r;
 
 	key_of(rs, "session", id, key);
+	if (redis_units_ready(&rs->units, err, errlen) < 0)
+		return -1;
 	r = rd_run(rs, &rs->c, "origin", 5, argv, NULL, err, errlen);
 	if (!r)
 		return -1;
@@ -465,10 +562,11 @@ static int rd_origin(struct store *s, const char *id, struct store_mark *mark, c
 	return 0;
 }
 
-/* Every session key under the prefix, by SCAN (never KEYS): *keys (malloc'd
- * strings in a malloc'd array; free with free_keys). */
-static int scan_sessions(struct rd_store *rs, char ***keys, size_t *n, char *err,
-                         size_t errlen)
+/* Every key under the prefix that kind (a glob: "session:*") matches, by
+ * SCAN (never KEYS): *keys (malloc'd strings in a malloc'd array; free
+ * with free_keys). */
+static int scan_keys(struct rd_store *rs, const char *kind, char ***keys, size_t *n,
+                     char *err, size_t errlen)
 {
 	char pattern[2 * 128 + 16], cursor[32] = "0";
 	size_t o = 0, cap = 0;
@@ -483,7 +581,7 @@ static int scan_sessions(struct rd_store *rs, char ***keys, size_t *n, char *err
 			pattern[o++] = '\\';
 		pattern[o++] = *p;
 	}
-	snprintf(pattern + o, sizeof(pattern) - o, "session:*");
+	snprintf(pattern + o, sizeof(pattern) - o, "%s", kind);
 	do {
 		const char *argv[] = { "SCAN", cursor, "MATCH", pattern, "COUNT", SCAN_COUNT };
 		redisReply *r = rd_run(rs, &rs->c, "scan", 6, argv, NULL, err, errlen);
@@ -565,7 +663,7 @@ static int rd_del(struct store *s, const char *id, unsigned *removed, char *err,
 		freeReplyObject(r);
 		return 0;
 	}
-	if (scan_sessions(rs, &keys, &n, err, errlen) < 0) {
+	if (scan_keys(rs, "session:*", &keys, &n, err, errlen) < 0) {
 		free_keys(keys, n);
 		return -1;
 	}
@@ -596,38 +694,100 @@ static int by_id(const void *a, const void *b)
 	              ((const struct session_info *)b)->id);
 }
 
-/* One listed session's size and last save, or false when it went away. */
-static bool describe(struct rd_store *rs, const char *key, struct session_info *si,
-                     char *err, size_t errlen, int *failed)
+#define DESCRIBE_BATCH 500      /* sessions described per round trip */
+#define HEAD_PREFETCH_MAX 65536 /* bytes: a session this small is read with the list */
+
+static int by_key(const void *a, const void *b)
 {
-	const char *a1[] = { "HSTRLEN", key, "blob" }, *a2[] = { "HGET", key, "saved" };
-	redisReply *r1 = rd_run(rs, &rs->c, "list", 3, a1, NULL, err, errlen), *r2;
-	bool ok;
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
-	if (!r1) {
-		*failed = -1;
-		return false;
-	}
-	r2 = rd_run(rs, &rs->c, "list", 3, a2, NULL, err, errlen);
-	if (!r2) {
-		freeReplyObject(r1);
-		*failed = -1;
-		return false;
-	}
-	ok = r2->type == REDIS_REPLY_STRING && r1->type == REDIS_REPLY_INTEGER;
-	if (ok) {
-		char *end;
-		double t = strtod(r2->str, &end);
+/* A listed session's size and last save from the replies to HSTRLEN
+ * blob and HGET saved; false when it went away. */
+static bool describe_one(const redisReply *len, const redisReply *saved,
+                         struct session_info *si)
+{
+	char *end;
+	double t;
 
-		si->size = (uint64_t)r1->integer;
-		si->mtime.tv_sec = (time_t)t;
-		si->mtime.tv_nsec = 0;
-		if (*end == '.')
-			si->mtime.tv_nsec = strtol(end + 1, NULL, 10) % 1000000000L;
+	if (len->type != REDIS_REPLY_INTEGER || saved->type != REDIS_REPLY_STRING)
+		return false;
+	t = strtod(saved->str, &end);
+	si->size = (uint64_t)len->integer;
+	si->mtime.tv_sec = (time_t)t;
+	si->mtime.tv_nsec = 0;
+	if (*end == '.')
+		si->mtime.tv_nsec = strtol(end + 1, NULL, 10) % 1000000000L;
+	return true;
+}
+
+/* keys[0..k) (sessions, k <= DESCRIBE_BATCH) described into out in one
+ * round trip (reads only: a server that pauses writes answers); *m
+ * counts those still there. */
+static int describe(struct rd_store *rs, char **keys, size_t k, struct session_info *out,
+                    size_t *m, char *err, size_t errlen)
+{
+	static const char *cmds[2][3] = { { "HSTRLEN", NULL, "blob" }, { "HGET", NULL, "saved" } };
+	const char *args[2 * DESCRIBE_BATCH][3];
+	const char *const *argvs[2 * DESCRIBE_BATCH];
+	redisReply *replies[2 * DESCRIBE_BATCH];
+
+	for (size_t i = 0; i < 2 * k; i++) {
+		memcpy(args[i], cmds[i % 2], sizeof(args[i]));
+		args[i][1] = keys[i / 2];
+		argvs[i] = args[i];
 	}
-	freeReplyObject(r1);
-	freeReplyObject(r2);
-	return ok;
+	if (rd_run_many(rs, &rs->c, "list", 2 * k, 3, argvs, NULL, replies, err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < k; i++) {
+		if (describe_one(replies[2 * i], replies[2 * i + 1], &out[*m]))
+			snprintf(out[(*m)++].id, sizeof(out[0].id), "%s", id_of(rs, keys[i]));
+		freeReplyObject(replies[2 * i]);
+		freeReplyObject(replies[2 * i + 1]);
+	}
+	return 0;
+}
+
+/*
+ * The collector's listing (the units lock held exclusive) is followed by
+ * a load of every session's head: read the small sessions' bytes now, a
+ * round trip per DESCRIBE_BATCH, into rs->heads.  A failure only leaves
+ * them to their loads.
+ */
+static void prefetch_heads(struct rd_store *rs, const struct session_info *info, size_t n)
+{
+	char (*keys)[KEY_MAX] = malloc(DESCRIBE_BATCH * sizeof(*keys)), err[STORE_ERR_MAX];
+	const char *args[DESCRIBE_BATCH][3];
+	const char *const *argvs[DESCRIBE_BATCH];
+	redisReply *replies[DESCRIBE_BATCH];
+	size_t ids[DESCRIBE_BATCH];
+
+	if (!keys || redis_held_reset(&rs->heads, n) < 0) {
+		free(keys);
+		return;
+	}
+	for (size_t at = 0; at < n;) {
+		size_t k = 0;
+
+		for (; at < n && k < DESCRIBE_BATCH; at++) {
+			if (info[at].size > HEAD_PREFETCH_MAX)
+				continue;
+			key_of(rs, "session", info[at].id, keys[k]);
+			args[k][0] = "HGET";
+			args[k][1] = keys[k];
+			args[k][2] = "blob";
+			argvs[k] = args[k];
+			ids[k++] = at;
+		}
+		if (k && rd_run_many(rs, &rs->c, "list", k, 3, argvs, NULL, replies, err,
+		                     sizeof(err)) < 0)
+			break;
+		for (size_t i = 0; i < k; i++) {
+			redis_held_add(&rs->heads, info[ids[i]].id, replies[i]);
+			freeReplyObject(replies[i]);
+		}
+	}
+	free(keys);
 }
 
 static int rd_list(struct store *s, struct session_info **out, size_t *n, char *err,
@@ -635,41 +795,42 @@ static int rd_list(struct store *s, struct session_info **out, size_t *n, char *
 {
 	struct rd_store *rs = s->priv;
 	char **keys = NULL;
-	size_t nk = 0, m = 0;
-	int failed = 0;
+	size_t nk = 0, kept = 0, m = 0;
+	int ret = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (scan_sessions(rs, &keys, &nk, err, errlen) < 0) {
+	if (scan_keys(rs, "session:*", &keys, &nk, err, errlen) < 0) {
 		free_keys(keys, nk);
 		return -1;
 	}
-	*out = calloc(nk ? nk : 1, sizeof(**out));
+	/* Sessions only, each once (SCAN may return a key twice). */
+	qsort(keys, nk, sizeof(*keys), by_key);
+	for (size_t i = 0; i < nk; i++) {
+		if (id_of(rs, keys[i]) && (!kept || strcmp(keys[kept - 1], keys[i]) != 0))
+			keys[kept++] = keys[i];
+		else
+			free(keys[i]);
+	}
+	*out = calloc(kept ? kept : 1, sizeof(**out));
 	if (!*out) {
-		free_keys(keys, nk);
+		free_keys(keys, kept);
 		snprintf(err, errlen, "%s: list: out of memory", rs->name);
 		return -1;
 	}
-	for (size_t i = 0; i < nk && !failed; i++) {
-		const char *id = id_of(rs, keys[i]);
-
-		if (!id)
-			continue;
-		/* SCAN may return a key twice. */
-		for (size_t j = 0; j < m; j++)
-			if (strcmp((*out)[j].id, id) == 0)
-				id = NULL;
-		if (id && describe(rs, keys[i], &(*out)[m], err, errlen, &failed))
-			snprintf((*out)[m++].id, sizeof((*out)[0].id), "%s", id);
-	}
-	free_keys(keys, nk);
-	if (failed) {
+	for (size_t at = 0; at < kept && ret == 0; at += DESCRIBE_BATCH)
+		ret = describe(rs, keys + at, kept - at < DESCRIBE_BATCH ? kept - at : DESCRIBE_BATCH,
+		               *out, &m, err, errlen);
+	free_keys(keys, kept);
+	if (ret < 0) {
 		free(*out);
 		*out = NULL;
 		return -1;
 	}
 	qsort(*out, m, sizeof(**out), by_id);
 	*n = m;
+	if (rs->units.hold == REDIS_UNITS_EXCLUSIVE)
+		prefetch_heads(rs, *out, m);
 	return 0;
 }
 
@@ -983,9 +1144,92 @@ static void rd_watch(struct store *s, struct store_lock *lk, int pidfd)
 		redis_guard_cell(&l->guard, pidfd);
 }
 
+static redisReply *units_run(void *ctx, const char *what, int argc, const char **argv,
+                             const size_t *lens, char *err, size_t errlen)
+{
+	struct rd_store *rs = ctx;
+
+	return rd_run(rs, &rs->c, what, argc, argv, lens, err, errlen);
+}
+
+static int rd_obj_put(struct store *s, const uint8_t *hash, const uint8_t *p, size_t n,
+                      char *err, size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	unsigned long long limit;
+
+	if (redis_units_put(&rs->units, hash, p, n, err, errlen) == 0)
+		return 0;
+	if (errno != EIO || !(limit = bulk_limit(rs)) || n <= limit)
+		return -1;
+	snprintf(err, errlen, "%s: a unit of %zu bytes is over the server's "
+	         "proto-max-bulk-len of %llu bytes (raise it in the server's configuration)",
+	         rs->name, n, limit);
+	errno = EFBIG;
+	return -1;
+}
+
+static int rd_obj_has(struct store *s, const uint8_t *hash, bool *has, char *err,
+                      size_t errlen)
+{
+	return redis_units_has(&((struct rd_store *)s->priv)->units, hash, has, err, errlen);
+}
+
+static int rd_obj_read(struct store *s, const uint8_t *hash, uint8_t **p, size_t *n,
+                       bool *found, char *err, size_t errlen)
+{
+	return redis_units_read(&((struct rd_store *)s->priv)->units, hash, p, n, found, err,
+	                        errlen);
+}
+
+static int rd_obj_del(struct store *s, const uint8_t *hash, char *err, size_t errlen)
+{
+	return redis_units_del(&((struct rd_store *)s->priv)->units, hash, err, errlen);
+}
+
+static int rd_obj_lock(struct store *s, enum store_gc_lock how, char *err, size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	int ret = redis_units_lock(&rs->units, how, err, errlen);
+
+	if (rs->units.hold != REDIS_UNITS_EXCLUSIVE)
+		redis_held_drop(&rs->heads);
+	return ret;
+}
+
+static int rd_obj_list(struct store *s, uint8_t **hashes, size_t *n, char *err,
+                       size_t errlen)
+{
+	struct rd_store *rs = s->priv;
+	char **keys = NULL;
+	size_t nk = 0;
+
+	*hashes = NULL;
+	*n = 0;
+	if (scan_keys(rs, "unit:*", &keys, &nk, err, errlen) < 0) {
+		free_keys(keys, nk);
+		return -1;
+	}
+	*hashes = malloc(nk ? nk * STORE_HASH_LEN : 1);
+	if (!*hashes) {
+		free_keys(keys, nk);
+		snprintf(err, errlen, "%s: list the units: out of memory", rs->name);
+		errno = ENOMEM;
+		return -1;
+	}
+	/* A key SCAN returns twice is listed twice: removing it twice is
+	 * harmless. */
+	for (size_t i = 0; i < nk; i++)
+		if (redis_units_hash_of(&rs->units, keys[i], *hashes + *n * STORE_HASH_LEN))
+			(*n)++;
+	free_keys(keys, nk);
+	return 0;
+}
+
 static void rd_close(struct store *s)
 {
 	struct rd_store *rs = s->priv;
+	char err[STORE_ERR_MAX];
 
 	while (rs->locks) {
 		struct rd_lock *l = rs->locks;
@@ -993,6 +1237,9 @@ static void rd_close(struct store *s)
 
 		rd_unlock(s, &lk);
 	}
+	(void)redis_units_lock(&rs->units, STORE_GC_RELEASE, err, sizeof(err));
+	redis_units_free(&rs->units);
+	redis_held_drop(&rs->heads);
 	if (rs->c)
 		redisFree(rs->c);
 	store_close(rs->dir);
@@ -1009,6 +1256,12 @@ static const struct store_ops redis_ops = {
 	.unlock = rd_unlock,
 	.close = rd_close,
 	.watch = rd_watch,
+	.obj_has = rd_obj_has,
+	.obj_put = rd_obj_put,
+	.obj_read = rd_obj_read,
+	.obj_del = rd_obj_del,
+	.obj_list = rd_obj_list,
+	.obj_lock = rd_obj_lock,
 };
 
 struct store *store_redis_open(struct store *dir, const struct store_spec *sp,
@@ -1016,9 +1269,14 @@ struct store *store_redis_open(struct store *dir, const struct store_spec *sp,
                                size_t errlen)
 {
 	struct rd_store *rs = calloc(1, sizeof(*rs));
+	char token[33];
 
-	if (!rs) {
-		snprintf(err, errlen, "out of memory");
+	if (!rs || new_token(token, sizeof(token)) < 0) {
+		if (rs)
+			snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		else
+			snprintf(err, errlen, "out of memory");
+		free(rs);
 		store_close(dir);
 		return NULL;
 	}
@@ -1035,6 +1293,7 @@ struct store *store_redis_open(struct store *dir, const struct store_spec *sp,
 	rs->ttl_ms = ttl_days > 0 ? (long long)(fmin(ttl_days, 1e7) * 86400e3) : 0;
 	if (ttl_days > 0 && rs->ttl_ms < 1)
 		rs->ttl_ms = 1;
+	redis_units_init(&rs->units, units_run, rs, rs->sp.prefix, rs->name, sp->lock_ms, token);
 	rs->s.ops = &redis_ops;
 	rs->s.priv = rs;
 	rs->s.home = dir->home;

@@ -511,6 +511,74 @@ START_TEST(redis_holds_a_100_mb_session)
 }
 END_TEST
 
+/* A field of the server's INFO stats, as a number. */
+static long long rd_stat(const char *field)
+{
+	redisContext *c = rd_conn(NULL);
+	redisReply *rep = redisCommand(c, "INFO stats");
+	const char *at;
+	long long v;
+
+	ck_assert(rep && rep->type == REDIS_REPLY_STRING);
+	at = strstr(rep->str, field);
+	ck_assert_msg(at && at[strlen(field)] == ':', "INFO stats lacks %s", field);
+	v = atoll(at + strlen(field) + 1);
+	freeReplyObject(rep);
+	redisFree(c);
+	return v;
+}
+
+/* How many keys match pattern (SCAN). */
+static int rd_count(const char *pattern)
+{
+	redisContext *c = rd_conn(NULL);
+	char cursor[32] = "0";
+	int n = 0;
+
+	do {
+		redisReply *rep = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+
+		ck_assert(rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2);
+		snprintf(cursor, sizeof(cursor), "%s", rep->element[0]->str);
+		n += (int)rep->element[1]->elements;
+		freeReplyObject(rep);
+	} while (strcmp(cursor, "0") != 0);
+	redisFree(c);
+	return n;
+}
+
+/* A large value is a unit of its own: a later call that changes a small
+ * value beside it sends the server the head and the small unit, never
+ * the large one; --fork copies the head; --reset all leaves no unit. */
+START_TEST(redis_units_a_call_sends_only_what_changed)
+{
+	char buf[64];
+	struct cli_run r;
+	long long sent;
+	int units;
+
+	use_store(REDIS_STORE, NULL);
+	cell_ok("u", "b = bytes(20 * 2**20)\nx = 1", NULL);
+	ck_assert_int_lt(atoll(rd_query(buf, sizeof(buf), NULL, "HSTRLEN %s blob",
+	                                "dolsot:session:u")), 65536);
+	units = rd_count("dolsot:unit:*");
+	ck_assert_int_ge(units, 2);
+	sent = rd_stat("total_net_input_bytes");
+	cell_ok("u", "x = 2", NULL);
+	sent = rd_stat("total_net_input_bytes") - sent;
+	ck_assert_msg(sent < (1 << 20), "the call sent the server %lld bytes", sent);
+	run_ok(&r, (const char *const[]){ "dolsot", "--session", "v", "--fork", "u",
+	                                  "print(len(b), x)", NULL });
+	ck_out(&r, "20971520 2\n");
+	cli_run_release(&r);
+	ck_assert_int_le(rd_count("dolsot:unit:*"), units + 1);
+	run_ok(&r, (const char *const[]){ "dolsot", "--reset", "all", NULL });
+	cli_run_release(&r);
+	ck_assert_int_eq(rd_count("dolsot:unit:*"), 0);
+	ck_assert_int_eq(rd_count("dolsot:units:*"), 0);
+}
+END_TEST
+
 /* Keys live under DOLSOT_REDIS_PREFIX and expire with the session TTL;
  * --reset all removes only the prefix's sessions. */
 START_TEST(redis_prefix_ttl_and_reset_all_scope)
@@ -939,6 +1007,7 @@ static Suite *stores_suite(void)
 	tcase_add_test(redis, redis_lock_is_renewed_during_a_long_call);
 	tcase_add_test(redis, redis_bulk_limit_is_reported);
 	tcase_add_test(redis, redis_holds_a_100_mb_session);
+	tcase_add_test(redis, redis_units_a_call_sends_only_what_changed);
 	tcase_add_test(redis, redis_prefix_ttl_and_reset_all_scope);
 	tcase_add_test(redis, redis_ttl_zero_never_expires);
 	tcase_add_test(redis, redis_reset_says_a_failing_store_is_not_busy);

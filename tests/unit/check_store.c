@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "ck_run.h"
+#include "deadline.h"
 #include "mem_client.h"
 #include "mem_server.h"
 #include "redis_helper.h"
@@ -2249,13 +2250,33 @@ static size_t write_units(struct store *s, const char *id, const char *const *un
 	return len;
 }
 
-static int commit_units(struct store *s, const char *id, const char *const *units,
-                        size_t n, const bool *packed, bool memfd, uint64_t max)
+/* id's lock, as a call takes it before it saves (Redis refuses a save
+ * without it). */
+static void lock_id(struct store *s, const char *id, struct store_lock *lk)
+{
+	ck_assert_msg(store_lock(s, id, 5000, lk, ERR) == STORE_LOCKED, "lock %s: %s", id, err);
+}
+
+static int commit_units_held(struct store *s, const char *id, const char *const *units,
+                             size_t n, const bool *packed, bool memfd, uint64_t max)
 {
 	struct store_save sv;
 	size_t len = write_units(s, id, units, n, packed, memfd, max, &sv);
 
 	return store_save_commit(s, &sv, len, ERR);
+}
+
+/* The same under id's lock. */
+static int commit_units(struct store *s, const char *id, const char *const *units,
+                        size_t n, const bool *packed, bool memfd, uint64_t max)
+{
+	struct store_lock lk;
+	int ret;
+
+	lock_id(s, id, &lk);
+	ret = commit_units_held(s, id, units, n, packed, memfd, max);
+	store_unlock(s, &lk);
+	return ret;
 }
 
 /* The path of the unit text in the FileStore's objects. */
@@ -2336,12 +2357,102 @@ static size_t head_len_of(const char *const *units, size_t n)
 	return len;
 }
 
+/* The FileStore's units, as the units cases see a store's. */
+static void drop_file_unit(const char *text)
+{
+	char path[PATH_MAX];
+
+	ck_assert_int_eq(unlink(unit_path(path, text)), 0);
+}
+
+static struct store *open_file_again(void)
+{
+	return store_file_open(sess_dir, 0, ERR);
+}
+
+/* The Redis store's: keys "dolsot:unit:HEX" of the test's redis-server. */
+static struct store *open_redis_again(void)
+{
+	return store_open(STORE_KIND_REDIS, lock_rd.url, sess_dir, 0, 5, ERR);
+}
+
+static void redis_unit_key(char *buf, size_t len, const char *text)
+{
+	char hex[UNITS_HEX_LEN + 1];
+
+	units_blob_hex(text, hex);
+	snprintf(buf, len, "dolsot:unit:%s", hex);
+}
+
+static bool redis_unit_stored(const char *text)
+{
+	char key[128], got[32];
+
+	redis_unit_key(key, sizeof(key), text);
+	return strcmp(redis_test_query(&lock_rd, got, sizeof(got), NULL, "EXISTS %s", key),
+	              "1") == 0;
+}
+
+static void drop_redis_unit(const char *text)
+{
+	char key[128], got[32];
+
+	redis_unit_key(key, sizeof(key), text);
+	ck_assert_str_eq(redis_test_query(&lock_rd, got, sizeof(got), NULL, "DEL %s", key), "1");
+}
+
+/* How many keys of the test's redis-server match pattern (SCAN). */
+static int count_redis_keys(const char *pattern)
+{
+	redisContext *c = redis_test_conn(&lock_rd, NULL);
+	char cursor[32] = "0";
+	int n = 0;
+
+	ck_assert_msg(c && !c->err, "cannot reach the test's redis-server");
+	do {
+		redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+
+		ck_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		n += (int)r->element[1]->elements;
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0") != 0);
+	redisFree(c);
+	return n;
+}
+
+static int count_redis_units(void)
+{
+	return count_redis_keys("dolsot:unit:*");
+}
+
+/* A store with units, as the units cases drive it. */
+struct units_backend {
+	const char *name;
+	struct store *(*open)(void);
+	struct store *(*open_again)(void);  /* another client of it (a racer's) */
+	int (*count)(void);
+	bool (*stored)(const char *text);
+	void (*drop)(const char *text);
+};
+
+static const struct units_backend units_backends[] = {
+	{ "file", open_file, open_file_again, count_units, unit_stored, drop_file_unit },
+	{ "redis", open_redis, open_redis_again, count_redis_units, redis_unit_stored,
+	  drop_redis_unit },
+};
+
+#define NUNITS_BACKENDS ((int)(sizeof(units_backends) / sizeof(units_backends[0])))
+
 /* A whole v4 blob in, the same back out: on a store with units when the
  * load asks for the pack, and always on one of whole blobs. */
 START_TEST(test_units_commit_and_load)
 {
-	struct store *s = keyed(backends[_i / 2].open());
-	bool units = backends[_i / 2].units;
+	int b = _i / 2;   /* every backend of backends[], then redis */
+	const struct units_backend *ub = b == 0 ? &units_backends[0]
+	                                 : b == NBACKENDS ? &units_backends[1] : NULL;
+	struct store *s = keyed(ub ? ub->open() : backends[b].open());
+	bool units = b == NBACKENDS || backends[b].units;
 	size_t len, whole_len, head = head_len_of(ABC, 3);
 	uint8_t *whole = units_blob("the index", ABC, 3, NULL, &whole_len), *got;
 
@@ -2355,14 +2466,16 @@ START_TEST(test_units_commit_and_load)
 	ck_assert_mem_eq(got, whole, len);
 	free(got);
 	ck_assert_uint_eq(stored_len(s, "a"), units ? head : whole_len);
-	if (_i / 2 == 0) {   /* the FileStore's objects */
+	if (ub) {   /* a store whose units the test can count */
 		char path[PATH_MAX], objs[PATH_MAX];
 
-		ck_assert_int_eq(count_units(), 3);
-		ck_assert_uint_eq(file_mode(unit_path(path, "unit a")), 0600);
-		ck_assert_uint_eq(file_mode(path_in(objs, sess_dir, "objects")), 0700);
+		ck_assert_int_eq(ub->count(), 3);
+		if (b == 0) {
+			ck_assert_uint_eq(file_mode(unit_path(path, "unit a")), 0600);
+			ck_assert_uint_eq(file_mode(path_in(objs, sess_dir, "objects")), 0700);
+		}
 		/* A unit gone: the pack leaves it out, the worker says so. */
-		ck_assert_int_eq(unlink(unit_path(path, "unit b")), 0);
+		ub->drop("unit b");
 		got = open_units(s, "a", true, &len);
 		ck_assert_uint_eq(len, whole_len - UNITS_REF_LEN - UNITS_INLINE_MAX);
 		free(got);
@@ -2404,13 +2517,14 @@ START_TEST(test_units_small_stay_with_the_head)
 {
 	static const char *const first[] = { "small:x", "unit a" };
 	static const char *const then[] = { "small:y", "unit a" };
-	struct store *s = keyed(open_file());
+	const struct units_backend *ub = &units_backends[_i];
+	struct store *s = keyed(ub->open());
 	size_t len, whole_len, head = head_len_of(first, 2);
 	uint8_t *whole = units_blob("the index", first, 2, NULL, &whole_len), *got;
 
 	ck_assert_msg(commit_units(s, "a", first, 2, NULL, false, 0) == 0, "%s", err);
-	ck_assert_int_eq(count_units(), 1);
-	ck_assert(unit_stored("unit a") && !unit_stored("small:x"));
+	ck_assert_int_eq(ub->count(), 1);
+	ck_assert(ub->stored("unit a") && !ub->stored("small:x"));
 	got = open_units(s, "a", false, &len);
 	ck_assert_uint_eq(len, head + UNITS_REF_LEN + strlen("small:x"));
 	free(got);
@@ -2418,7 +2532,7 @@ START_TEST(test_units_small_stay_with_the_head)
 	ck_assert_uint_eq(len, whole_len);
 	free(got);
 	ck_assert_msg(commit_units(s, "a", then, 2, NULL, false, 0) == 0, "%s", err);
-	ck_assert_int_eq(count_units(), 1);
+	ck_assert_int_eq(ub->count(), 1);
 	free(whole);
 	store_close(s);
 }
@@ -2447,24 +2561,25 @@ END_TEST
  * named; the last head gone takes the rest. */
 START_TEST(test_units_shared_and_collected)
 {
-	struct store *s = keyed(open_file());
+	const struct units_backend *ub = &units_backends[_i];
+	struct store *s = keyed(ub->open());
 	static const char *const ab[] = { "unit a", "unit b" }, *const bc[] = { "unit b", "unit c" },
 	                         *const c[] = { "unit c" };
 	unsigned n;
 
 	ck_assert_msg(commit_units(s, "one", ab, 2, NULL, false, 0) == 0, "%s", err);
 	ck_assert_msg(commit_units(s, "two", bc, 2, NULL, false, 0) == 0, "%s", err);
-	ck_assert_int_eq(count_units(), 3);
+	ck_assert_int_eq(ub->count(), 3);
 	ck_assert_int_eq(store_del(s, "one", &n, ERR), 0);
-	ck_assert(!unit_stored("unit a"));
-	ck_assert(unit_stored("unit b") && unit_stored("unit c"));
+	ck_assert(!ub->stored("unit a"));
+	ck_assert(ub->stored("unit b") && ub->stored("unit c"));
 	/* Only c now, packed by nobody: the store has it. */
 	ck_assert_msg(commit_units(s, "two", c, 1, (bool[]){ false }, false, 0) == 0, "%s",
 	              err);
-	ck_assert(!unit_stored("unit b"));
-	ck_assert(unit_stored("unit c"));
+	ck_assert(!ub->stored("unit b"));
+	ck_assert(ub->stored("unit c"));
 	ck_assert_int_eq(store_del(s, "two", &n, ERR), 0);
-	ck_assert_int_eq(count_units(), 0);
+	ck_assert_int_eq(ub->count(), 0);
 	ck_assert_ptr_null(store_take_notice(s));
 	store_close(s);
 }
@@ -2473,7 +2588,8 @@ END_TEST
 /* Deleting every session keeps a locked one, and the units it names. */
 START_TEST(test_units_del_all_keeps_a_locked_sessions_units)
 {
-	struct store *s = keyed(open_file()), *other = keyed(open_file());
+	const struct units_backend *ub = &units_backends[_i];
+	struct store *s = keyed(ub->open()), *other = keyed(ub->open_again());
 	static const char *const ab[] = { "unit a", "unit b" }, *const bc[] = { "unit b", "unit c" };
 	struct store_lock lk;
 	unsigned n;
@@ -2483,8 +2599,8 @@ START_TEST(test_units_del_all_keeps_a_locked_sessions_units)
 	ck_assert_int_eq(store_lock(other, "two", 0, &lk, ERR), STORE_LOCKED);
 	ck_assert_int_eq(store_del(s, "all", &n, ERR), 0);
 	ck_assert_uint_eq(n, 1);
-	ck_assert(!unit_stored("unit a"));
-	ck_assert(unit_stored("unit b") && unit_stored("unit c"));
+	ck_assert(!ub->stored("unit a"));
+	ck_assert(ub->stored("unit b") && ub->stored("unit c"));
 	store_unlock(other, &lk);
 	store_close(other);
 	store_close(s);
@@ -2495,7 +2611,9 @@ END_TEST
  * head names them. */
 START_TEST(test_units_fork_copies_no_unit)
 {
-	struct store *s = keyed(open_file());
+	const struct units_backend *ub = &units_backends[_i];
+	struct store *s = keyed(ub->open());
+	struct store_lock lk;
 	char path[PATH_MAX];
 	struct stat before, after;
 	size_t len;
@@ -2503,22 +2621,29 @@ START_TEST(test_units_fork_copies_no_unit)
 	uint8_t *got, *whole = units_blob("the index", ABC, 3, NULL, &len);
 
 	ck_assert_msg(commit_units(s, "src", ABC, 3, NULL, false, 0) == 0, "%s", err);
-	ck_assert_int_eq(lstat(unit_path(path, "unit a"), &before), 0);
+	if (_i == 0)
+		ck_assert_int_eq(lstat(unit_path(path, "unit a"), &before), 0);
+	lock_id(s, "dst", &lk);
 	ck_assert_msg(store_fork(s, "src", "dst", false, &len, ERR) == 0, "fork: %s", err);
 	ck_assert_uint_eq(len, head_len_of(ABC, 3));
-	ck_assert_int_eq(count_units(), 3);
-	ck_assert_int_eq(lstat(path, &after), 0);
-	ck_assert_uint_eq(before.st_ino, after.st_ino);
-	ck_assert_uint_eq(after.st_nlink, 1);
+	ck_assert_int_eq(ub->count(), 3);
+	if (_i == 0) {
+		ck_assert_int_eq(lstat(path, &after), 0);
+		ck_assert_uint_eq(before.st_ino, after.st_ino);
+		ck_assert_uint_eq(after.st_nlink, 1);
+	} else {
+		ck_assert_int_eq(count_redis_keys("dolsot:session:*"), 2);   /* two heads */
+	}
 	ck_assert_int_eq(store_del(s, "src", &n, ERR), 0);
-	ck_assert_int_eq(count_units(), 3);
+	ck_assert_int_eq(ub->count(), 3);
 	got = open_units(s, "dst", true, &len);
 	ck_assert_mem_eq(got, whole, len);
 	free(got);
 	/* Forked over by a session naming fewer: the rest goes. */
 	ck_assert_msg(commit_units(s, "small", ABC, 1, NULL, false, 0) == 0, "%s", err);
 	ck_assert_int_eq(store_fork(s, "small", "dst", true, &len, ERR), 0);
-	ck_assert_int_eq(count_units(), 1);
+	store_unlock(s, &lk);
+	ck_assert_int_eq(ub->count(), 1);
 	free(whole);
 	store_close(s);
 }
@@ -2528,8 +2653,9 @@ END_TEST
  * kept, nothing of it stored. */
 START_TEST(test_units_bad_hash_refused)
 {
-	struct store *s = keyed(open_file());
+	struct store *s = keyed(units_backends[_i].open());
 	struct store_save sv;
+	struct store_lock lk;
 	char hex[UNITS_HEX_LEN + 1], want[STORE_ERR_MAX];
 	size_t len, mlen;
 	uint8_t *b = units_blob("the index", ABC, 3, NULL, &len), *got;
@@ -2537,9 +2663,11 @@ START_TEST(test_units_bad_hash_refused)
 
 	ck_assert_msg(commit_units(s, "a", ABC, 1, NULL, false, 0) == 0, "%s", err);
 	b[len - 1] ^= 1;   /* the last unit's last byte */
+	lock_id(s, "a", &lk);
 	begin(s, "a", false, &sv);
 	ck_assert_int_eq(write(sv.fd, b, len), (ssize_t)len);
 	ck_assert_int_eq(store_save_commit(s, &sv, len, ERR), -1);
+	store_unlock(s, &lk);
 	ck_assert_msg(strstr(err, "its bytes do not match its hash; the previous session is "
 	                     "kept"), "%s", err);
 	got = open_units(s, "a", true, &len);
@@ -2585,7 +2713,7 @@ END_TEST
  * or already stored. */
 START_TEST(test_units_size_is_head_and_refs)
 {
-	struct store *s = keyed(open_file());
+	struct store *s = keyed(units_backends[_i].open());
 	size_t head = head_len_of(ABC, 3), units = (size_t)UNITS_INLINE_MAX * 3;
 	bool none[3] = { false, false, false };
 	char want[STORE_ERR_MAX];
@@ -2606,7 +2734,8 @@ END_TEST
  * removes what none does. */
 START_TEST(test_units_list_and_sweep)
 {
-	struct store *s = keyed(open_file());
+	const struct units_backend *ub = &units_backends[_i];
+	struct store *s = keyed(ub->open());
 	struct session_info *info;
 	size_t n;
 	uint8_t h[UNITS_HASH_LEN];
@@ -2619,10 +2748,10 @@ START_TEST(test_units_list_and_sweep)
 	free(info);
 	sha256_bytes("an orphan", 9, h);
 	ck_assert_int_eq(s->ops->obj_put(s, h, (const uint8_t *)"an orphan", 9, ERR), 0);
-	ck_assert_int_eq(count_units(), 4);
+	ck_assert_int_eq(ub->count(), 4);
 	ck_assert_int_eq(store_sweep(s, ERR), 0);
-	ck_assert_int_eq(count_units(), 3);
-	ck_assert(!unit_stored("an orphan"));
+	ck_assert_int_eq(ub->count(), 3);
+	ck_assert(!ub->stored("an orphan"));
 	store_close(s);
 }
 END_TEST
@@ -2630,16 +2759,20 @@ END_TEST
 /* A head that cannot be read stops collecting, and the store says so. */
 START_TEST(test_units_damaged_head_stops_collecting)
 {
-	struct store *s = keyed(open_file());
+	const struct units_backend *ub = &units_backends[_i];
+	struct store *s = keyed(ub->open());
+	struct store_lock lk;
 	uint8_t h[UNITS_HASH_LEN];
 	char *notice;
 
 	ck_assert_msg(commit_units(s, "a", ABC, 3, NULL, false, 0) == 0, "%s", err);
+	lock_id(s, "bad", &lk);
 	save_str(s, "bad", "DLSS\004 cut short");
+	store_unlock(s, &lk);
 	sha256_bytes("an orphan", 9, h);
 	ck_assert_int_eq(s->ops->obj_put(s, h, (const uint8_t *)"an orphan", 9, ERR), 0);
 	ck_assert_int_eq(store_sweep(s, ERR), 0);
-	ck_assert_int_eq(count_units(), 4);
+	ck_assert_int_eq(ub->count(), 4);
 	notice = store_take_notice(s);
 	ck_assert_ptr_nonnull(notice);
 	ck_assert_msg(strstr(notice, "unused units not removed: session 'bad' has a damaged "
@@ -2707,9 +2840,9 @@ END_TEST
 /* One racer: its session's commits, each naming a unit all racers share,
  * one of its own kept from round to round (packed only first) and a new
  * one of its own.  Exits 0 when every commit went through. */
-static void race_commits(int i)
+static void race_commits(const struct units_backend *ub, int i)
 {
-	struct store *s = store_file_open(sess_dir, 0, ERR);
+	struct store *s = ub->open_again();
 	char id[32], mine[32], fresh[32], shared[32];
 	const char *units[3] = { shared, mine, fresh };
 	struct store_lock lk;
@@ -2721,7 +2854,8 @@ static void race_commits(int i)
 		snprintf(shared, sizeof(shared), "shared %d", r);
 		snprintf(fresh, sizeof(fresh), "new %d %d", i, r);
 		bad = store_lock(s, id, -1, &lk, ERR) != STORE_LOCKED ||
-		      commit_units(s, id, units, 3, (bool[]){ true, r == 0, true }, false, 0) < 0;
+		      commit_units_held(s, id, units, 3, (bool[]){ true, r == 0, true }, false,
+		                        0) < 0;
 		if (!bad || lk.priv)
 			store_unlock(s, &lk);
 	}
@@ -2794,7 +2928,8 @@ END_TEST
  * each head names is there after. */
 START_TEST(test_units_collecting_races_commits)
 {
-	struct store *s = keyed(open_file());
+	const struct units_backend *ub = &units_backends[_i];
+	struct store *s = keyed(ub->open());
 	struct session_info *info;
 	pid_t pids[RACERS];
 	int status, left = RACERS, failed = 0;
@@ -2804,7 +2939,7 @@ START_TEST(test_units_collecting_races_commits)
 		pids[i] = fork();
 		ck_assert_int_ge(pids[i], 0);
 		if (pids[i] == 0)
-			race_commits(i);
+			race_commits(ub, i);
 	}
 	while (left > 0) {
 		ck_assert_msg(store_sweep(s, ERR) == 0, "%s", err);
@@ -2831,7 +2966,85 @@ START_TEST(test_units_collecting_races_commits)
 	}
 	free(info);
 	ck_assert_int_eq(store_sweep(s, ERR), 0);
-	ck_assert_int_eq(count_units(), RACERS * 2 + 1);
+	ck_assert_int_eq(ub->count(), RACERS * 2 + 1);
+	store_close(s);
+}
+END_TEST
+
+/* A server-side script run by hand on the test's redis-server. */
+static void redis_eval(const char *script, const char *key)
+{
+	redisContext *c = redis_test_conn(&lock_rd, NULL);
+	redisReply *r;
+
+	ck_assert_msg(c && !c->err, "cannot reach the test's redis-server");
+	r = redisCommand(c, "EVAL %s 1 %s", script, key);
+	ck_assert_msg(r && r->type != REDIS_REPLY_ERROR, "%s", r ? r->str : c->errstr);
+	freeReplyObject(r);
+	redisFree(c);
+}
+
+/* A shared holder that died 300 ms before its hold ends. */
+static const char dead_commit[] =
+	"local t = redis.call('time') "
+	"redis.call('zadd', KEYS[1], t[1] * 1000 + math.floor(t[2] / 1000) + 300, 'dead') "
+	"return 1";
+static const char dead_collector[] = "return redis.call('set', KEYS[1], 'dead', 'PX', 300)";
+
+/* A holder of the Redis store's units lock that was killed wedges
+ * nothing: its hold ends DOLSOT_REDIS_LOCK_MS after its last command
+ * (planted here with 300 ms left).  A collector's holds a commit back
+ * until then; a commit's holds collecting back. */
+START_TEST(test_units_redis_lock_expires)
+{
+	struct store *s = keyed(open_redis());
+	struct timespec until;
+	unsigned n;
+
+	redis_eval(dead_collector, "dolsot:units:gc");
+	deadline_in_ms(&until, 250);
+	ck_assert_msg(commit_units(s, "a", ABC, 3, NULL, false, 0) == 0, "%s", err);
+	ck_assert(deadline_left(&until) <= 0);
+	ck_assert_int_eq(count_redis_units(), 3);
+	redis_eval(dead_commit, "dolsot:units:commits");
+	deadline_in_ms(&until, 250);
+	ck_assert_int_eq(store_del(s, "a", &n, ERR), 0);
+	ck_assert(deadline_left(&until) <= 0);
+	ck_assert_ptr_null(store_take_notice(s));
+	ck_assert_int_eq(count_redis_units(), 0);
+	ck_assert_int_eq(count_redis_keys("dolsot:units:*"), 0);   /* no lock left behind */
+	store_close(s);
+}
+END_TEST
+
+/* A commit whose hold on the units ended (its process paused past it, a
+ * collector ran) is refused, its units checked or its head written: a
+ * head never names a unit a collector may have removed. */
+START_TEST(test_units_redis_lost_hold_refuses)
+{
+	struct store *s = keyed(open_redis());
+	struct store_lock lk;
+	uint8_t h[UNITS_HASH_LEN], other[UNITS_HASH_LEN];
+	bool has;
+
+	sha256_bytes("unit a", 6, h);
+	sha256_bytes("unit b", 6, other);
+	ck_assert_int_eq(s->ops->obj_lock(s, STORE_GC_SHARED, ERR), 0);
+	ck_assert_msg(s->ops->obj_put(s, h, (const uint8_t *)"unit a", 6, ERR) == 0, "%s", err);
+	redis_eval("return redis.call('del', KEYS[1])", "dolsot:units:commits");
+	ck_assert_int_eq(s->ops->obj_has(s, other, &has, ERR), -1);
+	ck_assert_msg(strstr(err, "the store's units lock was lost"), "%s", err);
+	ck_assert_int_eq(s->ops->obj_lock(s, STORE_GC_RELEASE, ERR), 0);
+	/* Lost between the check and the head. */
+	lock_id(s, "a", &lk);
+	ck_assert_int_eq(s->ops->obj_lock(s, STORE_GC_SHARED, ERR), 0);
+	ck_assert_msg(s->ops->obj_has(s, h, &has, ERR) == 0 && has, "%s", err);
+	redis_eval("return redis.call('del', KEYS[1])", "dolsot:units:commits");
+	ck_assert_int_eq(store_save(s, "a", (const uint8_t *)"x", 1, false, ERR), -1);
+	ck_assert_msg(strstr(err, "its hold on the store's units expired"), "%s", err);
+	ck_assert_int_eq(s->ops->obj_lock(s, STORE_GC_RELEASE, ERR), 0);
+	assert_session(s, "a", NULL);
+	store_unlock(s, &lk);
 	store_close(s);
 }
 END_TEST
@@ -2877,21 +3090,24 @@ static Suite *store_suite(void)
 	tc = tcase_create("units");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc, test_units_commit_and_load, 0, BLOB_WAYS);
+	tcase_add_loop_test(tc, test_units_commit_and_load, 0, BLOB_WAYS + 2);
 	tcase_add_test(tc, test_units_dir_names_the_objects);
-	tcase_add_test(tc, test_units_small_stay_with_the_head);
+	tcase_add_loop_test(tc, test_units_small_stay_with_the_head, 0, NUNITS_BACKENDS);
 	tcase_add_test(tc, test_units_symlinked_objects_refused);
-	tcase_add_test(tc, test_units_shared_and_collected);
-	tcase_add_test(tc, test_units_fork_copies_no_unit);
-	tcase_add_test(tc, test_units_del_all_keeps_a_locked_sessions_units);
-	tcase_add_test(tc, test_units_bad_hash_refused);
+	tcase_add_loop_test(tc, test_units_shared_and_collected, 0, NUNITS_BACKENDS);
+	tcase_add_loop_test(tc, test_units_fork_copies_no_unit, 0, NUNITS_BACKENDS);
+	tcase_add_loop_test(tc, test_units_del_all_keeps_a_locked_sessions_units, 0,
+	                    NUNITS_BACKENDS);
+	tcase_add_loop_test(tc, test_units_bad_hash_refused, 0, NUNITS_BACKENDS);
 	tcase_add_loop_test(tc, test_units_whole_store_wants_every_unit, 0, 2);
-	tcase_add_test(tc, test_units_size_is_head_and_refs);
-	tcase_add_test(tc, test_units_list_and_sweep);
-	tcase_add_test(tc, test_units_damaged_head_stops_collecting);
+	tcase_add_loop_test(tc, test_units_size_is_head_and_refs, 0, NUNITS_BACKENDS);
+	tcase_add_loop_test(tc, test_units_list_and_sweep, 0, NUNITS_BACKENDS);
+	tcase_add_loop_test(tc, test_units_damaged_head_stops_collecting, 0, NUNITS_BACKENDS);
 	tcase_add_test(tc, test_units_reaped_with_their_session);
 	tcase_add_test(tc, test_units_disk_full_keeps_the_old_session);
-	tcase_add_test(tc, test_units_collecting_races_commits);
+	tcase_add_loop_test(tc, test_units_collecting_races_commits, 0, NUNITS_BACKENDS);
+	tcase_add_test(tc, test_units_redis_lock_expires);
+	tcase_add_test(tc, test_units_redis_lost_hold_refuses);
 	tcase_add_test(tc, test_cmd_units_kept_by_the_helper);
 	tcase_add_test(tc, test_cmd_units_lock_across_hosts);
 	suite_add_tcase(su, tc);
