@@ -66,6 +66,8 @@
 #include "store_cmd_parse.h"
 #include "units.h"
 
+/* What a helper's environment says of its stdin's length (save, unit-save). */
+#define STDIN_BYTES_VAR "DOLSOT_STDIN_BYTES"
 #define LOCK_POLL_MS 100              /* between tries of a busy helper lock */
 #define OUT_MAX ((size_t)1 << 31)     /* the most stdout a helper may print */
 #define ERR_KEEP 400                  /* stderr bytes kept for a message */
@@ -149,6 +151,7 @@ static void buf_feed(void *ctx, const char *data, size_t n)
 struct child_args {
 	pid_t parent;
 	char *const *argv;
+	char *const *envp;      /* NULL: dolsot's own environment */
 	int in;                 /* the blob's pipe, or -1: /dev/null */
 };
 
@@ -162,7 +165,10 @@ static void child_exec(void *arg, int out, int err)
 	if (proc_child_prepare(a->parent, out, err, keep, a->in >= 0, &none) < 0 ||
 	    (a->in >= 0 && dup2(a->in, 0) < 0))
 		_exit(127);
-	execvp(a->argv[0], a->argv);
+	if (a->envp)
+		execvpe(a->argv[0], a->argv, a->envp);
+	else
+		execvp(a->argv[0], a->argv);
 	dprintf(2, "cannot run %s: %s\n", a->argv[0], strerror(errno));
 	_exit(127);
 }
@@ -187,9 +193,32 @@ static void feed_stdin(int *fd, const uint8_t *in, size_t len, size_t *off)
 	}
 }
 
+/* dolsot's environment and STDIN_BYTES_VAR=n (malloc'd, one block: free
+ * it whole), so that a helper can tell a whole stdin from one cut short by
+ * a killed dolsot before it commits what it read; NULL out of memory. */
+static char **environ_with_size(size_t n)
+{
+	size_t count = 0, text;
+	char **envp, *var;
+
+	while (environ[count])
+		count++;
+	text = strlen(STDIN_BYTES_VAR) + 2 + 20;
+	envp = malloc((count + 2) * sizeof(*envp) + text);
+	if (!envp)
+		return NULL;
+	var = (char *)(envp + count + 2);
+	snprintf(var, text, "%s=%zu", STDIN_BYTES_VAR, n);
+	for (size_t i = 0; i < count; i++)
+		envp[i] = environ[i];
+	envp[count] = var;
+	envp[count + 1] = NULL;
+	return envp;
+}
+
 /*
  * Run the helper with verb and id (NULL: none), writing hdr then in to its
- * stdin when hdr is set.  *r gets what it printed and its status.
+ * stdin when hdr is set (and telling it how many bytes: environ_with_size).  *r gets what it printed and its status.
  * Returns 0 once it ended (or was killed at the timeout: r->timed_out),
  * -1 with err when it could not be started.
  */
@@ -199,7 +228,8 @@ static int run_helper(struct cmd_store *cs, const char *verb, const char *id,
 {
 	char *argv[STORE_SPEC_ARGS + 3];
 	int n = 0, inp[2] = { -1, -1 };
-	struct child_args ca = { getpid(), argv, -1 };
+	struct child_args ca = { getpid(), argv, NULL, -1 };
+	char **envp = NULL;
 	struct proc_child c = { .out = { -1, buf_feed, &r->out },
 	                        .err = { -1, buf_feed, &r->err } };
 	struct timespec dl;
@@ -216,11 +246,15 @@ static int run_helper(struct cmd_store *cs, const char *verb, const char *id,
 		argv[n++] = (char *)id;
 	argv[n] = NULL;
 	if (hdr) {
-		if (pipe2(inp, O_CLOEXEC) < 0) {
-			snprintf(err, errlen, "cannot run %s: pipe2: %s", cs->name, strerror(errno));
+		envp = environ_with_size(hlen + inlen);
+		if (!envp || pipe2(inp, O_CLOEXEC) < 0) {
+			snprintf(err, errlen, "cannot run %s: %s: %s", cs->name,
+			         envp ? "pipe2" : "malloc", strerror(errno));
+			free(envp);
 			return -1;
 		}
 		ca.in = inp[0];
+		ca.envp = envp;
 	}
 	deadline_in(&dl, cs->timeout);
 	if (proc_start(&c, child_exec, &ca, &what) < 0) {
@@ -228,9 +262,11 @@ static int run_helper(struct cmd_store *cs, const char *verb, const char *id,
 
 		fd_close(&inp[0]);
 		fd_close(&inp[1]);
+		free(envp);
 		snprintf(err, errlen, "cannot run %s: %s: %s", cs->name, what, strerror(errsv));
 		return -1;
 	}
+	free(envp);
 	fd_close(&inp[0]);
 	if (inp[1] >= 0 && fcntl(inp[1], F_SETFL, O_NONBLOCK) < 0)
 		fd_close(&inp[1]);

@@ -310,9 +310,10 @@ static void until(double t)
 		continue;
 }
 
-/* The example helper's lock is a directory its holder removes: one a
- * killed client held stays (the helper protocol has no owner to check),
- * and every later call would be busy.  Removed as its operator would. */
+/* The example helper's locks (the session's, a directory its holder
+ * removes, and the units lock's marks) stay when a killed client held them
+ * (the helper protocol has no owner to check), and every later call would
+ * be busy.  Removed as its operator would. */
 static void release_helper_lock(struct crash_run *cr)
 {
 	char path[4500];
@@ -331,6 +332,10 @@ static void release_helper_lock(struct crash_run *cr)
 		cr->stale_locks++;
 	else
 		ck_assert_msg(errno == ENOENT, "rmdir %s: %s", path, strerror(errno));
+	/* Its units lock too (the example's has no expiry either): the
+	 * collector's directory and every shared holder's mark. */
+	snprintf(path, sizeof(path), "rm -rf '%s/helper-store/.units-lock'", fx.tmp);
+	ck_assert_int_eq(system(path), 0);
 }
 
 
