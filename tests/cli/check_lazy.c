@@ -18,7 +18,10 @@
  * warm case then waits up to 2 s for it (server.c, stop_zygotes).
  */
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ck_run.h"
@@ -31,7 +34,10 @@ static struct cli_test fx;
  * import *` (one of them rebound), the __main__ module held by a name, a
  * function reaching the namespace dynamically, and eval held in a
  * partial. */
+/* B (2 MiB) makes the session big enough to be loaded lazily
+ * (session.py's _LAZY_MIN): a smaller one loads whole. */
 static const char seed_code[] =
+	"B = bytes(2 << 20)\n"
 	"a = 1\n"
 	"b = [1, 2]\n"
 	"g = 10\n"
@@ -49,7 +55,7 @@ static const char seed_code[] =
 
 /* The seed's names, sorted, in three runs so that a case's own names can
  * go between them. */
-#define HELD_A "C, a, b, c, d, dyn, f, functools, g, h"
+#define HELD_A "B, C, a, b, c, d, dyn, f, functools, g, h"
 #define HELD_B "iskeyword, issoftkeyword, kwlist, main_mod, pe"
 #define HELD_C "softkwlist"
 #define HOLDS(line) "session now holds: " line "\n"
@@ -123,7 +129,7 @@ END_TEST
 START_TEST(dir_lists_every_held_name)
 {
 	cell_then_all("sorted(k for k in dir() if not k.startswith('_'))",
-	              "['C', 'a', 'b', 'c', 'd', 'dyn', 'f', 'functools', 'g', 'h', 'iskeyword', "
+	              "['B', 'C', 'a', 'b', 'c', 'd', 'dyn', 'f', 'functools', 'g', 'h', 'iskeyword', "
 	              "'issoftkeyword', 'kwlist', 'main_mod', 'pe', 'softkwlist']\n", SEED_HELD);
 }
 END_TEST
@@ -277,9 +283,9 @@ END_TEST
 START_TEST(a_deleted_name_is_gone_in_the_next_call)
 {
 	seed();
-	call("del a", 0, "", HOLDS("C, b, c, d, dyn, f, functools, g, h, " HELD_B ", " HELD_C));
+	call("del a", 0, "", HOLDS("B, C, b, c, d, dyn, f, functools, g, h, " HELD_B ", " HELD_C));
 	call("a", 1, "", "NameError: name 'a' is not defined (line 1)\n"
-	     HOLDS("C, b, c, d, dyn, f, functools, g, h, " HELD_B ", " HELD_C));
+	     HOLDS("B, C, b, c, d, dyn, f, functools, g, h, " HELD_B ", " HELD_C));
 	call("a = 1", 0, "", SEED_HELD);
 	call(everything_code, 0, everything_out, SEED_HELD);
 }
@@ -313,6 +319,56 @@ START_TEST(a_misspelled_name_is_hinted_from_every_held_name)
 }
 END_TEST
 
+/* Remove the store's units of more than min bytes (B's, the seed's only
+ * one that big); how many. */
+static int remove_big_units(off_t min)
+{
+	char dir[4400], path[4700];
+	DIR *top, *sub;
+	const struct dirent *de, *ue;
+	struct stat st;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/objects", fx.store);
+	top = opendir(dir);
+	ck_assert_ptr_nonnull(top);
+	while ((de = readdir(top)))
+		if (strlen(de->d_name) == 2) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			sub = opendir(path);
+			ck_assert_ptr_nonnull(sub);
+			while ((ue = readdir(sub)))
+				if (fstatat(dirfd(sub), ue->d_name, &st, 0) == 0 && S_ISREG(st.st_mode) &&
+				    st.st_size > min && unlinkat(dirfd(sub), ue->d_name, 0) == 0)
+					n++;
+			closedir(sub);
+		}
+	closedir(top);
+	return n;
+}
+
+/* A unit whose file is gone is dropped by a call whose cell does not reach
+ * it, as a full load drops it, and the call saves (its ref kept, the save
+ * would be refused). */
+START_TEST(a_gone_unit_is_dropped_though_the_cell_does_not_reach_it)
+{
+	struct cli_run r;
+
+	seed();
+	ck_assert_int_eq(remove_big_units(2 << 20), 1);
+	cli_test_run(&fx, &r, fx.tmp, NULL,
+	             (const char *const[]){ "dolsot", "--session", "s", "a + 1", NULL });
+	ck_code(&r, 0);
+	ck_out(&r, "2\n");
+	ck_err_has(&r, "warning: dropped names that could not be loaded: B (its stored bytes "
+	               "are missing (unit ");
+	ck_err_has(&r, HOLDS("C, a, b, c, d, dyn, f, functools, g, h, " HELD_B ", " HELD_C));
+	cli_run_release(&r);
+	call(everything_code, 0, everything_out,
+	     HOLDS("C, a, b, c, d, dyn, f, functools, g, h, " HELD_B ", " HELD_C));
+}
+END_TEST
+
 START_TEST(describe_lists_every_held_name)
 {
 	struct cli_run r;
@@ -322,7 +378,7 @@ START_TEST(describe_lists_every_held_name)
 	             (const char *const[]){ "dolsot", "--session", "s", "--describe", NULL });
 	ck_code(&r, 0);
 	ck_out(&r, "no toolboxes\nsession s holds:\n"
-	       "  C: type\n  a: int\n  b: list len 2\n  c: __main__.C\n  d: dict len 1\n"
+	       "  B: bytes len 2097152\n  C: type\n  a: int\n  b: list len 2\n  c: __main__.C\n  d: dict len 1\n"
 	       "  dyn: function\n  f: function\n  functools: module\n  g: int\n  h: int\n"
 	       "  iskeyword: builtin_function_or_method\n"
 	       "  issoftkeyword: builtin_function_or_method\n  kwlist: str len 4\n"
@@ -361,7 +417,7 @@ END_TEST
  * saving prints again as the class's pickle is loaded back once. */
 START_TEST(code_run_by_loading_prints_in_every_call)
 {
-	const char *held = HOLDS("C, K, Meta, S, a, b, c, d, dyn, f, functools, g, h, iskeyword, "
+	const char *held = HOLDS("B, C, K, Meta, S, a, b, c, d, dyn, f, functools, g, h, iskeyword, "
 	                         "issoftkeyword, kwlist, main_mod, pe, s, softkwlist");
 
 	seed();
@@ -390,7 +446,7 @@ START_TEST(reach_is_compiled_in_and_reads_the_held_code)
 	     "[s(reach.value_code_names(v)) for v in (f, C, c.m, d['k'], dyn, pe, main_mod)], "
 	     "s(reach.code_names(compile('f() + a', 'c', 'exec')))",
 	     0, "([['g'], ['h'], ['h'], ['a', 'g'], None, None, None], ['a', 'f'])\n",
-	     HOLDS("C, _dolsot, a, b, c, d, dyn, f, functools, g, h, " HELD_B ", reach, s, "
+	     HOLDS("B, C, _dolsot, a, b, c, d, dyn, f, functools, g, h, " HELD_B ", reach, s, "
 	           HELD_C));
 }
 END_TEST
@@ -437,6 +493,7 @@ static Suite *lazy_suite(void)
 	tcase_add_test(names, mutation_through_an_alias_is_seen_by_the_held_name);
 	tcase_add_test(names, a_misspelled_name_is_hinted_from_every_held_name);
 	tcase_add_test(names, describe_lists_every_held_name);
+	tcase_add_test(names, a_gone_unit_is_dropped_though_the_cell_does_not_reach_it);
 	tcase_add_test(names, a_value_that_cannot_load_is_reported_though_the_cell_does_not_reach_it);
 	tcase_add_test(names, code_run_by_loading_prints_in_every_call);
 	tcase_add_test(held, reach_is_compiled_in_and_reads_the_held_code);

@@ -523,6 +523,7 @@ def warm_up(modules, preload=()):
     modules' files, and the modules imported, a line each; or (None, None,
     i, why) when preload[i] may not be imported ahead."""
     _session._import_dill()
+    _dolsot.embedded("reach")   # every call asks it what its cell reaches
     for name in modules:
         importlib.import_module(name)
     if modules:
@@ -825,8 +826,8 @@ def _load_step(c, blob, toolboxes):
         # measures what changed against the state that call loaded.
         if live is None and stored is not None:
             carry.restore_early(stored.carry, _session.loads_piece)
-            wanted = (None if c.flags & (REQ_LIVE | REQ_DESCRIBE) else
-                      stored.choose(_reach_names(c.code), set(loaded)))
+            wanted = (None if c.flags & (REQ_LIVE | REQ_DESCRIBE) or not stored.worth_choosing()
+                      else stored.choose(_reach_names(c.code), set(loaded)))
             c.notes.append(_unloaded(stored.load_into(ns, wanted)))
             c.notes.append(_closed_note(stored.closed))
             c.unloaded = stored.unloaded
