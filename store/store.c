@@ -820,18 +820,22 @@ static int v4_take(struct store *s, struct store_save *sv, const struct units_he
 	char why[STORE_ERR_MAX];
 	uint64_t total = h->refs_size > UINT64_MAX - h->head_len ? UINT64_MAX
 	                 : h->head_len + h->refs_size;
+	bool need_lock;
 
 	if (sv->max && total > sv->max)
 		return store_save_too_big(sv, total, err, errlen);
 	if (!unitstore_keeps(s))
 		return unitstore_whole(sv->id, h, err, errlen);
 	unitstore_refs_of(s, sv->id, &v->dropped, &v->ndropped);
+	/* Units the previous head names stay while it is the session's (its
+	 * lock is held): the units lock guards only the others. */
+	need_lock = unitstore_names_new(h, v->dropped, v->ndropped);
 	unitstore_drop_named(v->dropped, &v->ndropped, h);
-	if (s->ops->obj_lock(s, STORE_GC_SHARED, why, sizeof(why)) < 0) {
+	if (need_lock && s->ops->obj_lock(s, STORE_GC_SHARED, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "cannot save session '%s': %s", sv->id, why);
 		return -1;
 	}
-	v->locked = true;
+	v->locked = need_lock;
 	if (unitstore_take_pack(s, sv->id, h, err, errlen) < 0)
 		return -1;
 	return keep_inline(sv, h, kept, err, errlen);

@@ -239,6 +239,24 @@ void unitstore_drop_named_by(struct store *s, const char *id, uint8_t *hashes, s
 	free(stored);
 }
 
+bool unitstore_names_new(const struct units_head *h, const uint8_t *prev, size_t nprev)
+{
+	struct units_entry e;
+	bool named;
+
+	for (uint32_t i = 0; i < h->nrefs; i++) {
+		units_ref(h, i, &e);
+		if (units_inline(e.size))
+			continue;
+		named = false;
+		for (size_t j = 0; j < nprev && !named; j++)
+			named = memcmp(prev + j * UNITS_HASH_LEN, e.hash, UNITS_HASH_LEN) == 0;
+		if (!named)
+			return true;
+	}
+	return false;
+}
+
 void unitstore_drop_named(uint8_t *hashes, size_t *n, const struct units_head *h)
 {
 	size_t kept = 0;

@@ -59,6 +59,12 @@ size_t unitstore_inline_pack(const struct units_head *h, uint8_t *out);
  */
 void unitstore_refs_of(struct store *s, const char *id, uint8_t **hashes, size_t *n);
 
+/* Whether h names a unit of the store's (not one kept with the head) that
+ * is not among prev[0..nprev) (the previous head's, unitstore_refs_of):
+ * one a concurrent collector could remove unless the commit holds the
+ * units lock. */
+bool unitstore_names_new(const struct units_head *h, const uint8_t *prev, size_t nprev);
+
 /* Drop from hashes[0..*n) those h names. */
 void unitstore_drop_named(uint8_t *hashes, size_t *n, const struct units_head *h);
 
