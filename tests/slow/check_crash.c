@@ -322,8 +322,10 @@ static void release_helper_lock(struct crash_run *cr)
 
 	/* The killed client's helper may still be taking the lock: wait
 	 * until no helper of this test runs (a script's comm is its name,
-	 * cut to 15 bytes). */
-	while (cli_find_procs("dolsot-store-di", fx.store_env, pids, 4) > 0) {
+	 * cut to 15 bytes), nor a child of the client about to exec one (its
+	 * comm is still the client's). */
+	while (cli_find_procs("dolsot-store-di", fx.store_env, pids, 4) > 0 ||
+	       cli_find_procs("dolsot", fx.store_env, pids, 4) > 0) {
 		ck_assert_msg(cli_now() < give_up, "a helper of a killed client runs on");
 		until(cli_now() + 0.01);
 	}
