@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "stamp.h"
 #include "units.h"
 
 #define HH_LEN 2
@@ -170,6 +171,30 @@ fail:
 	return -1;
 }
 
+/* REST.ok, the stamp of the unit just named rest (stamp.h).  Best
+ * effort, and not synced: without it a reader hashes the unit, as it
+ * does every unit without one. */
+static void write_stamp(int hhfd, const char *rest)
+{
+	char tmp[TMP_NAME_MAX], name[REST_LEN + sizeof(STAMP_SUFFIX)], text[STAMP_TEXT_MAX];
+	struct stat st;
+	size_t n;
+	bool ok;
+	int fd;
+
+	if (fstatat(hhfd, rest, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return;
+	n = stamp_format(&st, text, sizeof(text));
+	fd = n ? create_tmp(hhfd, tmp, sizeof(tmp)) : -1;
+	if (fd < 0)
+		return;
+	snprintf(name, sizeof(name), "%s" STAMP_SUFFIX, rest);
+	ok = fd_write_all(fd, text, n) == 0;
+	ok = close(fd) == 0 && ok;
+	if (!ok || renameat(hhfd, tmp, hhfd, name) < 0)
+		(void)unlinkat(hhfd, tmp, 0);
+}
+
 int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n, char *err,
                 size_t errlen)
 {
@@ -189,6 +214,8 @@ int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n, char
 	} else if (write_unit(hhfd, rest, p, n, &op) == 0) {
 		op = "fsync the directory of";
 		ret = sync_dir(hhfd);
+		if (ret == 0 && n >= STAMP_MIN)
+			write_stamp(hhfd, rest);
 	}
 	if (ret < 0)
 		unit_fail(op, hash, err, errlen);
@@ -244,12 +271,16 @@ int objects_read(int dirfd, const uint8_t *hash, uint8_t **p, size_t *n, bool *f
 
 int objects_del(int dirfd, const uint8_t *hash, char *err, size_t errlen)
 {
-	char rest[REST_LEN + 1];
+	char rest[REST_LEN + 1], stamp[REST_LEN + sizeof(STAMP_SUFFIX)];
 	int hhfd = unit_dir(dirfd, hash, false, rest), ret = 0;
 
 	if (hhfd < 0)
 		return errno == ENOENT ? 0 : unit_fail("remove", hash, err, errlen);
-	if (unlinkat(hhfd, rest, 0) < 0 && errno != ENOENT)
+	/* The stamp first: a unit left without one is hashed, never trusted. */
+	snprintf(stamp, sizeof(stamp), "%s" STAMP_SUFFIX, rest);
+	if (unlinkat(hhfd, stamp, 0) < 0 && errno != ENOENT)
+		ret = unit_fail("remove the stamp of", hash, err, errlen);
+	else if (unlinkat(hhfd, rest, 0) < 0 && errno != ENOENT)
 		ret = unit_fail("remove", hash, err, errlen);
 	close(hhfd);
 	return ret;

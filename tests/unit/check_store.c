@@ -35,6 +35,7 @@
 #include "redis_helper.h"
 #include "store_mem.h"
 #include "sign.h"
+#include "stamp.h"
 #include "store.h"
 #include "store_file.h"
 #include "fdio.h"
@@ -2538,6 +2539,42 @@ START_TEST(test_units_small_stay_with_the_head)
 }
 END_TEST
 
+/* A unit of STAMP_MIN bytes or more is stored with its stamp (stamp.h),
+ * which matches the file as stored and stops matching once the file is
+ * changed in any way; the stamp goes with its unit.  A smaller unit has
+ * none. */
+START_TEST(test_units_large_get_a_stamp)
+{
+	struct store *s = keyed(open_file());
+	char *big = malloc(STAMP_MIN + 2), path[PATH_MAX], stamp[PATH_MAX + 8], *text;
+	const char *units[] = { NULL, "unit a" };
+	struct stat st;
+	unsigned removed;
+
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'x', STAMP_MIN + 1);
+	big[STAMP_MIN + 1] = '\0';
+	units[0] = big;
+	ck_assert_msg(commit_units(s, "a", units, 2, NULL, false, 0) == 0, "%s", err);
+	snprintf(stamp, sizeof(stamp), "%s" STAMP_SUFFIX, unit_path(path, big));
+	text = read_file(stamp);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_msg(stamp_matches(text, strlen(text), &st), "stamp %s", text);
+	ck_assert_int_eq(chmod(path, 0600), 0);   /* moves the change time, not the bytes */
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert(!stamp_matches(text, strlen(text), &st));
+	free(text);
+	snprintf(stamp, sizeof(stamp), "%s" STAMP_SUFFIX, unit_path(path, "unit a"));
+	ck_assert_int_eq(access(stamp, F_OK), -1);
+	ck_assert_int_eq(store_del(s, "a", &removed, ERR), 0);
+	snprintf(stamp, sizeof(stamp), "%s" STAMP_SUFFIX, unit_path(path, big));
+	ck_assert_int_eq(access(stamp, F_OK), -1);
+	ck_assert_int_eq(count_units(), 0);
+	free(big);
+	store_close(s);
+}
+END_TEST
+
 START_TEST(test_units_dir_names_the_objects)
 {
 	struct store *file = keyed(open_file()), *mem = keyed(open_mem());
@@ -3092,6 +3129,7 @@ static Suite *store_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_units_commit_and_load, 0, BLOB_WAYS + 2);
 	tcase_add_test(tc, test_units_dir_names_the_objects);
+	tcase_add_test(tc, test_units_large_get_a_stamp);
 	tcase_add_loop_test(tc, test_units_small_stay_with_the_head, 0, NUNITS_BACKENDS);
 	tcase_add_test(tc, test_units_symlinked_objects_refused);
 	tcase_add_loop_test(tc, test_units_shared_and_collected, 0, NUNITS_BACKENDS);
