@@ -19,6 +19,7 @@
 #include "sha256.h"
 #include "checkd.h"
 #include "typegate.h"
+#include "unitmap.h"
 
 /* Made by tools/embed.py: the source, its bytecode and the bytecode magic. */
 #define EMBEDDED(name) \
@@ -529,7 +530,7 @@ PyObject *dolsotmod_init(void)
 {
 	PyObject *m = PyModule_Create(&module);
 
-	if (m && add_contract(m) < 0)
+	if (m && (add_contract(m) < 0 || unitmap_add(m) < 0))
 		Py_CLEAR(m);
 	return m;
 }

@@ -11,6 +11,12 @@
  * write a unit keeps the previous state; the type gate (mypy, when
  * installed) still knows a held name's type; every store gives the same
  * answers.  Objects are counted and compared by name, inode and mtime.
+ *
+ * A numpy array's buffer is stored as parts (units of 4 MiB, the last
+ * up to twice that), each large unit with a stamp beside it (HEX.ok); a
+ * write to one element writes one part again; a damaged or missing part
+ * drops only its array; a stamp gone or no longer matching costs a hash,
+ * never a value; views of an array two names share keep sharing it.
  */
 #include <check.h>
 #include <dirent.h>
@@ -79,8 +85,8 @@ static void list_units(struct unit_files *u)
 			struct unit_file *f = &u->f[u->n];
 			struct stat st;
 
-			if (g->d_name[0] == '.')
-				continue;
+			if (g->d_name[0] == '.' || strchr(g->d_name, '.'))
+				continue;   /* a temp file, or a unit's stamp */
 			ck_assert_int_lt(u->n, UNITS_MAX);
 			ck_assert_int_eq(fstatat(dirfd(d), g->d_name, &st, AT_SYMLINK_NOFOLLOW), 0);
 			snprintf(f->hex, sizeof(f->hex), "%s%s", e->d_name, g->d_name);
@@ -364,6 +370,99 @@ START_TEST(a_cell_changing_one_of_two_big_values_writes_one_unit)
 }
 END_TEST
 
+/* ---- arrays: their buffers in parts ---- */
+
+/* 24,000,000 bytes of float64: parts of 4 MiB, the fifth holding the rest. */
+#define ARRAY_SEED "import numpy as np\na = np.arange(3_000_000, dtype=np.float64)"
+#define ARRAY_PARTS 5
+
+static bool same_file(const struct unit_file *x, const struct unit_file *y)
+{
+	return x && y && x->ino == y->ino && x->mtime.tv_sec == y->mtime.tv_sec &&
+	       x->mtime.tv_nsec == y->mtime.tv_nsec;
+}
+
+/* Each unit of u has its stamp. */
+static void ck_stamped(const struct unit_files *u)
+{
+	for (int i = 0; i < u->n; i++) {
+		char stamp[4700];
+
+		snprintf(stamp, sizeof(stamp), "%s.ok", unit_path(u->f[i].hex));
+		ck_assert_msg(cli_exists(stamp), "unit %s has no stamp", u->f[i].hex);
+	}
+}
+
+START_TEST(an_arrays_buffer_is_in_parts_and_a_write_rewrites_one)
+{
+	struct unit_files before, after;
+	char hnew[65];
+
+	ok_call("arr", ARRAY_SEED);
+	list_units(&before);
+	ck_assert_int_eq(before.n, ARRAY_PARTS);   /* the array's own pickle stays with the head */
+	ck_stamped(&before);
+	ok_call("arr", "a[0] += 1");
+	list_units(&after);
+	ck_assert_int_eq(units_added(&before, &after, hnew), 1);
+	ck_assert_int_eq(after.n, ARRAY_PARTS);    /* the old first part collected */
+	for (int i = 0, kept = 0; i < before.n; i++) {
+		kept += same_file(&before.f[i], find_unit(&after, before.f[i].hex));
+		if (i == before.n - 1)
+			ck_assert_msg(kept == ARRAY_PARTS - 1, "%d parts kept as they were", kept);
+	}
+	ck_stamped(&after);
+	/* A cell that does not write to it writes no part. */
+	list_units(&before);
+	ok_call("arr", "n = float(a[:10].sum())");
+	list_units(&after);
+	ck_assert_int_eq(units_added(&before, &after, NULL), 0);
+	ck_state("arr", "a[:3], a[-1], a.flags.writeable, n, float(a.sum())",
+	         "(array([1., 1., 2.]), 2999999.0, True, 46.0, 4499998500001.0)\n");
+}
+END_TEST
+
+/* A part damaged, or gone, drops the array that holds it and nothing else;
+ * a part whose stamp is gone or no longer matches is hashed, and loads. */
+START_TEST(a_damaged_part_drops_only_its_array)
+{
+	struct unit_files parts;
+	char hb[65], stamp[4700], why[300], want[800];
+	enum damage d = (enum damage)_i;
+
+	ok_call("arr", ARRAY_SEED);
+	list_units(&parts);
+	ck_assert_int_eq(parts.n, ARRAY_PARTS);
+	cell_new_unit("arr", "b = np.ones(200_000)", hb);
+	/* Stamps gone, or out of date (chmod moves the change time): hashed. */
+	snprintf(stamp, sizeof(stamp), "%s.ok", unit_path(parts.f[0].hex));
+	ck_assert_int_eq(unlink(stamp), 0);
+	ck_assert_int_eq(chmod(unit_path(parts.f[1].hex), 0600), 0);
+	ck_state("arr", "float(a.sum()), float(b.sum())", "(4499998500000.0, 200000.0)\n");
+	damage_unit(d, parts.f[2].hex, hb);
+	why_dropped(why, sizeof(why), "a", parts.f[2].hex, d == DELETED);
+	snprintf(want, sizeof(want), DROPPED "%s\nsession now holds: b, np\n", why);
+	exact("arr", "sorted(k for k in globals() if not k.startswith('_')), float(b.sum())", 0,
+	      "(['b', 'np'], 200000.0)\n", want);
+}
+END_TEST
+
+/* Views of an array that two names share stay views of it: a write
+ * through one is seen through the others in later calls, as within one. */
+START_TEST(views_of_a_shared_array_keep_sharing_it)
+{
+	ok_call("v", "import numpy as np\n"
+	        "x = np.arange(16.).reshape(4, 4)\nx2 = x[:2, :2]\ny = x.T\n"
+	        "big = np.zeros(300_000)\nbv = big[10:20]\n"
+	        "ro = np.arange(5.)\nro.flags.writeable = False\nrov = ro[1:]\n"
+	        "alone = np.arange(10.)[::2]");
+	ok_call("v", "x2[0, 0] = 100\ny[3, 3] = -1\nbv[0] = 5");
+	ck_state("v", "x[0, 0], x[3, 3], big[10], np.shares_memory(x, y), "
+	         "np.shares_memory(big, bv), rov.flags.writeable, alone",
+	         "(100.0, -1.0, 5.0, True, True, False, array([0., 2., 4., 6., 8.]))\n");
+}
+END_TEST
+
 /* ---- an older session ---- */
 
 /* A version 3 session of a = [1, 2], b = 'three', put in the store signed. */
@@ -591,7 +690,9 @@ static const char *const store_cells[] = {
 	"del c\nd = a[:2]\nd",
 	"undefined_name + 1",
 	"raise ValueError('no')",
-	"sorted(k for k in globals() if not k.startswith('_')), a, b, d",
+	"import numpy as np\nm = np.arange(1_500_000.)\nmv = m[:4]\nm2 = m",
+	"mv[0] = -1\nm[-1] = 7\nfloat(m.sum()), m[:2], m2 is m, mv.base is not None",
+	"sorted(k for k in globals() if not k.startswith('_')), a, b, d, float(m2[:2].sum())",
 };
 #define NCELLS (sizeof(store_cells) / sizeof(*store_cells))
 
@@ -625,8 +726,8 @@ START_TEST(every_store_gives_the_same_answers)
 			              r.err, want[i].code, want[i].out, want[i].err);
 			cli_run_release(&r);
 		}
-	ck_assert_str_eq(want[NCELLS - 1].out, "(['a', 'b', 'big', 'd'], [1, 1, 1, 1, 1, 2], "
-	                 "'TEXT', [1, 1])\n");
+	ck_assert_str_eq(want[NCELLS - 1].out, "(['a', 'b', 'big', 'd', 'm', 'm2', 'mv', 'np'], "
+	                 "[1, 1, 1, 1, 1, 2], 'TEXT', [1, 1], 0.0)\n");
 	for (size_t i = 0; i < NCELLS; i++)
 		cli_run_release(&want[i]);
 	redis_test_stop(&rd);
@@ -639,7 +740,10 @@ static Suite *units_cli_suite(void)
 	TCase *units = tcase_create("units");
 	TCase *saves = tcase_create("saves");
 	TCase *stores_tc = tcase_create("stores");
+	TCase *arrays = tcase_create("arrays");
 
+	tcase_add_checked_fixture(arrays, setup, teardown);
+	tcase_set_timeout(arrays, 120);
 	tcase_add_checked_fixture(units, setup, teardown);
 	tcase_add_checked_fixture(saves, setup, teardown);
 	tcase_add_checked_fixture(stores_tc, setup, teardown);
@@ -657,6 +761,11 @@ static Suite *units_cli_suite(void)
 	tcase_add_test(saves, a_file_size_limit_on_the_save_keeps_the_old_state);
 	tcase_add_test(saves, a_full_disk_at_the_units_write_keeps_the_old_state);
 	tcase_add_test(stores_tc, every_store_gives_the_same_answers);
+	tcase_add_test(arrays, an_arrays_buffer_is_in_parts_and_a_write_rewrites_one);
+	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_array, FLIPPED, SWAPPED);
+	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_array, DELETED, DAMAGES);
+	tcase_add_test(arrays, views_of_a_shared_array_keep_sharing_it);
+	suite_add_tcase(s, arrays);
 	suite_add_tcase(s, units);
 	suite_add_tcase(s, saves);
 	suite_add_tcase(s, stores_tc);

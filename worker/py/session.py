@@ -138,6 +138,13 @@ _REFS_MAX = 1 << 20
 # The longest tuple or frozenset _frozen looks through: past it, checking
 # costs more than pickling it again would.
 _FROZEN_MAX = 4096
+# A numpy array whose buffer holds at least this many bytes is stored
+# with its buffer as units of their own, its parts: chunks of _CHUNK
+# bytes (the last one up to twice that), which a FileStore's call maps
+# back instead of reading (_buffer, worker/unitmap.h), and which a save
+# writes again only where the cell wrote to them (_Dumper.array_parts).
+_PART_MIN = 1 << 20
+_CHUNK = 4 << 20
 
 # The most bytes of units kept unloaded (see above) one session carries.
 KEPT_MAX = 64 << 20
@@ -293,6 +300,12 @@ class _Dumper:
         self.runs = {}          # (id(class), of the class itself) -> (class,
                                 # whether loading runs code: _runs)
         self._dill_pickler = None
+        numpy = sys.modules.get("numpy")
+        self.ndarray = getattr(numpy, "ndarray", None)
+        self.parting = False    # whether arrays go to parts (not in carried pieces)
+        self.arrays = {}        # id(array) -> (array, reduce args, its parts)
+        self.dirty = {}         # id(region) -> (region, Region.dirty())
+        self.shared = set()     # ids of arrays whose memory two names' arrays share
 
     def note(self, obj):
         """Remember the module a pickle of obj names: a module held by
@@ -333,6 +346,84 @@ class _Dumper:
             why = check(obj)
             if why:
                 raise _Refused(why)
+
+    def array_parts(self, a):
+        """The reduction of a numpy array whose buffer becomes parts, or None
+        when its own pickle keeps the buffer (not contiguous, object dtype).
+        An array met again in this save (a group's second pickle, a second
+        name) reuses its parts."""
+        hit = self.arrays.get(id(a))
+        if hit is None:
+            try:
+                rv = a.__reduce_ex__(5)
+                view = rv[1][0].raw() if len(rv) == 2 and type(rv[1][0]) is _PickleBuffer else None
+            except (BufferError, TypeError, ValueError, IndexError):
+                view = None
+            if view is None:
+                return None
+            hit = self.arrays[id(a)] = (a, rv, view.readonly, self._cut(view))
+        _, rv, readonly, parts = hit
+        self.unit.parts.extend(parts)
+        return _array, (rv[0], tuple((p.hash, p.size) for p in parts), readonly, rv[1][1:])
+
+    def share(self, values):
+        """Note the arrays whose memory arrays of two of values share."""
+        seen = set()
+        for v in values:
+            if type(v) is self.ndarray:
+                root = id(self._root(v))
+                (self.shared if root in seen else seen).add(root)
+
+    def _root(self, a):
+        """The array whose memory a uses (numpy's base chain, to its end)."""
+        while type(a.base) is self.ndarray:
+            a = a.base
+        return a
+
+    def view_of(self, a):
+        """The reduction of a numpy view a as a view of the array whose
+        memory it uses, when that memory is shared by the arrays of two
+        names or more (then they are one unit, and writing through one
+        changes the others after loading as before it); else None: it is
+        pickled as a copy of what it sees, as numpy does."""
+        root = self._root(a)
+        if root is a or id(root) not in self.shared or root.dtype.hasobject \
+                or not (root.flags.c_contiguous or root.flags.f_contiguous):
+            return None
+        offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        return _view, (root, offset, a.shape, a.strides, a.dtype, a.flags.writeable)
+
+    def _cut(self, view):
+        """view's bytes as parts: a chunk of a region this call mapped that
+        the cell did not write is its loaded part, unhashed; any other is
+        hashed, and named by the loaded part when it hashes the same."""
+        sizes = _chunk_sizes(view.nbytes)
+        old, dirty = self._mapped(view, len(sizes))
+        parts, at = [], 0
+        for i, size in enumerate(sizes):
+            if old is not None and dirty is not None and not dirty[i]:
+                parts.append(old[i])
+            else:
+                chunk = view[at:at + size]
+                h = _sha256([chunk])
+                parts.append(old[i] if old is not None and old[i].hash == h
+                             else Body(h, size, [chunk]))
+            at += size
+        return tuple(parts)
+
+    def _mapped(self, view, n):
+        """(the loaded parts, which of them the cell wrote) when view is a
+        whole region this call mapped in n chunks; else (None, None)."""
+        found = _region_of(view)
+        if found is None or found[1] != 0:
+            return None, None
+        region = found[0]
+        if region.nbytes != view.nbytes or type(region.tag) is not tuple or len(region.tag) != n:
+            return None, None
+        hit = self.dirty.get(id(region))
+        if hit is None:
+            hit = self.dirty[id(region)] = (region, region.dirty())
+        return region.tag, hit[1]
 
     def dumps(self, value):
         """value's pickle (as chunks) and the pickler's memo ({id: (index, obj)})."""
@@ -378,16 +469,18 @@ class _Notes:
     modules it holds (whose code says which names they read), whether it
     holds a file, whether loading it runs code of the cells' classes."""
 
-    __slots__ = ("modules", "code", "files", "runs")
+    __slots__ = ("modules", "code", "files", "runs", "parts")
 
     def __init__(self):
         self.modules, self.code, self.files, self.runs = set(), [], False, False
+        self.parts = []         # the Bodies of its arrays' buffers
 
     def add(self, other):
         self.modules |= other.modules
         self.code.extend(other.code)
         self.files = self.files or other.files
         self.runs = self.runs or other.runs
+        self.parts.extend(other.parts)
 
 
 def _reach_call(name, obj, failed):
@@ -427,6 +520,11 @@ class _Pickler(_pickle.Pickler):
             self._d.note(obj)
         else:
             self._d.note_instance(obj)
+        if type(obj) is self._d.ndarray and self._d.parting:
+            reduced = (self._d.view_of(obj) if obj.base is not None else None) or (
+                self._d.array_parts(obj) if obj.nbytes >= _PART_MIN else None)
+            if reduced is not None:
+                return reduced
         if type(obj) in _FILE_TYPES:
             self._d.unit.files = True
             return _file_reduce(obj)
@@ -497,19 +595,21 @@ def _groups(names, memos):
     return [groups[k] for k in sorted(groups)]
 
 
-def _units(d, state, kept):
-    """[(names, pickle)]: one unit per name, or per group sharing objects."""
+def _units(d, state, kept, notes):
+    """[(names, pickle, parts)]: one unit per name, or per group sharing
+    objects; parts the Bodies of its arrays' buffers (_Dumper.array_parts)."""
     names = sorted(kept)
     units = []
     for group in _groups(names, [kept[n][1] for n in names]):
         members = tuple(names[i] for i in group)
         if len(members) == 1:
-            units.append((members, kept[members[0]][0]))
+            units.append((members, kept[members[0]][0], notes[members[0]].parts))
             continue
+        d.unit = _Notes()
         try:
-            units.append((members, d.dumps({n: state[n] for n in members})[0]))
+            units.append((members, d.dumps({n: state[n] for n in members})[0], d.unit.parts))
         except BaseException:  # keep the names, if not their sharing
-            units.extend(((n,), kept[n][0]) for n in members)
+            units.extend(((n,), kept[n][0], notes[n].parts) for n in members)
     return units
 
 
@@ -587,6 +687,8 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     carry.extend((p, b) for p, b in sorted(raw_pieces.items()) if p not in pieces)
     kept, dropped, notes = {}, [], {}
     reuse = reuse or {}
+    d.parting = True
+    d.share(state.values())
     for name in sorted(state):
         hit = reuse.get(name)
         d.unit = notes[name] = _Notes()
@@ -602,7 +704,7 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
             dropped.append((name, str(e)))
         except BaseException as e:
             dropped.append((name, reason(e)))
-    groups = _units(d, state, kept)
+    groups = _units(d, state, kept, notes)
     keep, still = _keep(unloaded, set(state) | set(ended))
     passed = [(n, b, a) for n, m, b, a in skipped if n == m and not set(n) & set(state)]
     where = statements(n for n, _ in dropped) if dropped and statements else {}
@@ -619,9 +721,9 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     record = _record(d.modules | modules) if modules is not None else b""
     table = _Refs()
     index = {"live": live["index"]} if live is not None else {}
-    index.update({"units": [(n, table.add(b)) for n, b in groups]
+    index.update({"units": [(n, table.add(b, p)) for n, b, p in groups]
                   + [(n, table.add(b)) for n, b, _ in passed],
-                  "about": [_about(notes, n) for n, _ in groups] + [a for _, _, a in passed],
+                  "about": [_about(notes, n) for n, _, _ in groups] + [a for _, _, a in passed],
                   "carry": [(p, table.add(b)) for p, b in carry],
                   "count": count})
     if keep:
@@ -640,7 +742,7 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
 def _our_reducers():
     """The callables this module's reductions name (a module by name, a
     held file, dill's pickle): they run nothing of the session's."""
-    return (importlib.import_module, _held_file, _dill_loads)
+    return (importlib.import_module, _held_file, _dill_loads, _array, _view)
 
 
 def _about(notes, names):
@@ -673,13 +775,17 @@ class _Refs:
     def __init__(self):
         self._bodies = {}   # hash -> Body
 
-    def add(self, body):
-        """The ref of body (chunks, bytes or a Body): its hash, for now;
-        assemble() turns it into a position in the sorted table."""
+    def add(self, body, parts=()):
+        """The ref of body (chunks, bytes or a Body, with the Bodies of its
+        arrays' buffers): its hash, for now; assemble() turns it into a
+        position in the sorted table."""
         if not isinstance(body, Body):
             chunks = body if isinstance(body, list) else [body]
             body = Body(_sha256(chunks), _size(chunks), chunks)
+            body.parts = tuple({p.hash: p for p in parts}.values())
         self._bodies.setdefault(body.hash, body)
+        for part in body.parts:
+            self._bodies.setdefault(part.hash, part)
         return body.hash
 
     def body(self, ref):
@@ -698,6 +804,10 @@ class _Refs:
         for key, pos in (("units", 1), ("carry", 1), ("kept", 1)):
             if key in index:
                 index[key] = [e[:pos] + (at[e[pos]],) + e[pos + 1:] for e in index[key]]
+        parts = [(at[h], tuple(at[p.hash] for p in self._bodies[h].parts))
+                 for h in order if self._bodies[h].parts]
+        if parts:
+            index["parts"] = parts
         index = _pickle.dumps(index, protocol=5)
         refs = b"".join(h + self._bodies[h].size.to_bytes(8, "little") for h in order)
         parts = [MAGIC, len(index).to_bytes(_HEAD, "little"), index,
@@ -813,11 +923,12 @@ class Body:
     """A unit's bytes, named by their hash: in hand (chunks), or read from
     where the call's units are when first asked for (see _Source)."""
 
-    __slots__ = ("hash", "size", "_chunks", "_source")
+    __slots__ = ("hash", "size", "_chunks", "_source", "parts")
 
     def __init__(self, hash, size, chunks=None, source=None):
         self.hash, self.size = hash, size
         self._chunks, self._source = chunks, source
+        self.parts = ()         # the Bodies of its arrays' buffers
 
     def chunks(self):
         if self._chunks is None:
@@ -829,14 +940,16 @@ class Body:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def __len__(self):
-        return self.size
+        """The bytes the unit stands for: its own and its parts'."""
+        return self.size + sum(p.size for p in self.parts)
 
     def __bytes__(self):
         return bytes(self.data())
 
     def present(self):
-        """Whether its bytes are there to read (_Source.has)."""
-        return self._chunks is not None or self._source is None or self._source.has(self)
+        """Whether its bytes, and its parts', are there to read (_Source.has)."""
+        return ((self._chunks is not None or self._source is None or self._source.has(self))
+                and all(p.present() for p in self.parts))
 
 
 def _data(body):
@@ -856,13 +969,15 @@ class _Source:
     def read(self, body):
         data = self.pack.get(body.hash)
         if data is None:
-            data = self._read_file(body)
-        elif self.checked:
-            return data
-        if len(data) != body.size or _sha256([data]) != body.hash:
-            raise Missing("its stored bytes do not match their hash "
-                          f"(damaged or replaced: unit {body.hash.hex()[:12]})")
+            return self._read_file(body)
+        if not self.checked:
+            _check(body, data)
         return data
+
+    def mappable(self, bodies):
+        """Whether bodies are all files of the directory (none in the pack),
+        which map_units can map back to back."""
+        return self.directory is not None and not any(b.hash in self.pack for b in bodies)
 
     def has(self, body):
         """Whether body's bytes are there: in the pack (a small unit, which
@@ -882,35 +997,111 @@ class _Source:
     def _read_file(self, body):
         if self.directory is None:
             raise Missing(f"its stored bytes are missing (unit {body.hash.hex()[:12]})")
+        if body.size >= _MAP_MIN and _map_units is not None:
+            return memoryview(_mapped(self.directory, (body,), False))
         name = body.hash.hex()
-        path = f"{self.directory}/{name[:2]}/{name[2:]}"
         try:
-            if body.size >= _MAP_MIN:
-                return _map(path)
-            with io.FileIO(path, "r") as f:
-                return f.readall()
-        except FileNotFoundError:
-            raise Missing(f"its stored bytes are missing (unit {name[:12]})") from None
+            with io.FileIO(f"{self.directory}/{name[:2]}/{name[2:]}", "r") as f:
+                data = f.readall()
         except OSError as e:
-            raise Missing(f"its stored bytes cannot be read (unit {name[:12]}: "
-                          f"{e.strerror or reason(e)})") from None
+            raise _missing(e, name) from None
+        _check(body, data)
+        return data
 
 
-# A unit at least this large is mapped, not read: hashing it faults its
-# pages in from the page cache, and unpickling copies them once, where a
-# read would copy them twice.  A unit is a file never written again once
-# named (store/objects.c), and its hash is checked before it is unpickled.
+def _check(body, data):
+    if len(data) != body.size or _sha256([data]) != body.hash:
+        raise Missing("its stored bytes do not match their hash "
+                      f"(damaged or replaced: unit {body.hash.hex()[:12]})")
+
+
+def _missing(e, name):
+    """The Missing (or MemoryError, which keeps the unit: _THIS_CALL) that
+    an OSError reading unit name stands for."""
+    if isinstance(e, FileNotFoundError):
+        return Missing(f"its stored bytes are missing (unit {name[:12]})")
+    import errno
+    if e.errno == errno.ENOMEM:   # a --memory bound: another call may have it
+        return MemoryError(f"cannot map unit {name[:12]}: {e.strerror}")
+    return Missing(f"its stored bytes cannot be read (unit {name[:12]}: "
+                   f"{e.strerror or reason(e)})")
+
+
+# A unit at least this large is mapped, not read (worker/unitmap.h): when
+# its stamp (store/stamp.h) says its bytes were checked and the file has
+# not changed since, it is not hashed again; unpickling copies its pages
+# once, where a read would copy them twice.  A unit is a file never
+# written again once named (store/objects.c).  store/stamp.h's STAMP_MIN
+# is the same bound.
 _MAP_MIN = 1 << 20
 
+try:
+    from _dolsot import map_units as _map_units, region_of as _region_of
+except ImportError:   # session.py imported by a test, outside the worker
+    _map_units = None
 
-def _map(path):
-    import mmap
-    posix = _posix()
-    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    def _region_of(view):
+        return None
+
+from _pickle import PickleBuffer as _PickleBuffer
+
+
+def _mapped(directory, bodies, writable):
+    """The Region of bodies' files mapped back to back, each checked."""
     try:
-        return memoryview(mmap.mmap(fd, 0, prot=mmap.PROT_READ))
-    finally:
-        posix.close(fd)
+        return _map_units(directory, [(b.hash, b.size) for b in bodies], writable)
+    except ValueError as e:
+        raise Missing("its stored bytes do not match their hash "
+                      f"(damaged or replaced: unit {str(e)[:12]})") from None
+    except OSError as e:
+        path = (e.filename or "").split("/")
+        raise _missing(e, "".join(path[-2:])) from None
+
+
+def _chunk_sizes(n):
+    """The sizes of the parts an n-byte buffer is cut into: _CHUNK bytes
+    each, the last one holding the rest (under 2 * _CHUNK), so that every
+    part but the last is a whole number of pages and none is small."""
+    k = max(1, n // _CHUNK)
+    return [_CHUNK] * (k - 1) + [n - _CHUNK * (k - 1)]
+
+
+# The _Source of the unit being unpickled, for _buffer (Stored._unpickle).
+_loading = None
+
+
+def _array(make, refs, readonly, args):
+    """A numpy array whose buffer is the parts refs (_Dumper.array_parts):
+    make is numpy's own rebuilder, args the rest of its arguments."""
+    return make(_buffer(refs, readonly), *args)
+
+
+def _view(root, offset, shape, strides, dtype, writeable):
+    """A view of root, as _Dumper.view_of found it."""
+    view = type(root)(shape, dtype, buffer=root, offset=offset, strides=strides)
+    if not writeable:
+        view.flags.writeable = False
+    return view
+
+
+def _buffer(refs, readonly):
+    """The bytes of the parts refs, [(hash, size)], back to back: mapped,
+    copy on write, when they are files of a FileStore's this call reads;
+    else read, checked and joined into one (writable unless readonly)."""
+    source = _loading
+    bodies = tuple(Body(bytes(h), int(n), source=source) for h, n in refs)
+    if source is None:
+        raise Missing("its stored buffer has no store to come from")
+    if _map_units is not None and source.mappable(bodies):
+        region = _mapped(source.directory, bodies, not readonly)
+        region.tag = bodies
+        return region
+    out = bytearray(sum(b.size for b in bodies))
+    at = 0
+    for b in bodies:
+        out[at:at + b.size] = b.data()
+        at += b.size
+    return bytes(out) if readonly else out
 
 
 def load_error(session, why):
@@ -1000,7 +1191,7 @@ class Stored:
                 self.skipped.append((names, members, body, self.about[i]))
                 continue
             try:
-                value = _pickle.loads(_data(body))
+                value = _unpickle(body)
                 if len(members) == 1:
                     ns[names[0]] = value
                     if _frozen(value):
@@ -1027,7 +1218,7 @@ class Stored:
         (in a list, an attribute) loads with it closed, and says so."""
         try:
             with _files().closing_gone() as gone:
-                value = _pickle.loads(_data(body))
+                value = _unpickle(body)
             values = {names[0]: value} if len(members) == 1 else {n: value[n] for n in names}
         except Fatal:
             raise
@@ -1099,6 +1290,16 @@ def _bounded(unloaded, dropped):
             total += len(unit[2])
             fit.append(unit)
     return sorted(fit, key=lambda u: u[0])
+
+
+def _unpickle(body):
+    """Unpickle a unit; its arrays' parts come from where it came from."""
+    global _loading
+    _loading = body._source if isinstance(body, Body) else None
+    try:
+        return _pickle.loads(_data(body))
+    finally:
+        _loading = None
 
 
 def _is_dropped_file(exc):
@@ -1231,6 +1432,11 @@ def _load_v4(session, view, where):
         return bodies[at]
 
     units, carry, kept, memory, count, live_only = _sections(session, index, ref)
+    try:
+        for at, parts in index.get("parts", ()):
+            ref(at).parts = tuple(ref(p) for p in parts)
+    except BaseException as e:
+        raise load_error(session, f"bad index ({reason(e)})") from None
     out = [(names, members, body) for names, body, members in units + kept]
     stored = _stored(out, dict(carry), count, memory, live_only,
                      frozenset(h for h, _ in refs))
