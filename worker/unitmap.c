@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -271,10 +272,10 @@ static bool written(uint64_t e)
 	return (e & (PM_PRESENT | PM_SWAPPED)) && !(e & PM_FILE);
 }
 
-/* Mark in dirty[] the parts with a written page, reading pagemap from fd. */
-static int mark_written(const struct region *r, int fd, bool *dirty)
+/* Mark in dirty[] the parts with a written page, reading pagemap from fd
+ * into entries[PM_ENTRIES]. */
+static int mark_written(const struct region *r, int fd, uint64_t *entries, bool *dirty)
 {
-	static uint64_t entries[PM_ENTRIES];
 	size_t page = page_size(), pages = r->span / page, first = (uintptr_t)r->base / page;
 	size_t part = 0;
 
@@ -301,17 +302,20 @@ static PyObject *region_dirty(PyObject *o, PyObject *noargs)
 	struct region *r = (struct region *)o;
 	bool *dirty = PyMem_Calloc(r->nparts, sizeof(*dirty));
 	PyObject *out = NULL;
+	uint64_t *entries;
 	int fd, ok = -1;
 
 	(void)noargs;
 	if (!dirty)
 		return PyErr_NoMemory();
 	Py_BEGIN_ALLOW_THREADS
-	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	entries = malloc(PM_ENTRIES * sizeof(*entries));
+	fd = entries ? open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC) : -1;
 	if (fd >= 0) {
-		ok = mark_written(r, fd, dirty);
+		ok = mark_written(r, fd, entries, dirty);
 		close(fd);
 	}
+	free(entries);
 	Py_END_ALLOW_THREADS
 	if (ok < 0) {   /* no pagemap here (a sandbox's /proc): the caller hashes all */
 		PyMem_Free(dirty);
