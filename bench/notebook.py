@@ -20,7 +20,8 @@ Parts (BENCH_ONLY, comma-separated; default S1,S3,S6,notebook):
             os.urandom bytes and list(range(200_000))
   S6        `int(df.b.sum())` on a session whose first cell imported numpy and
             pandas and built a 1000-row DataFrame
-  S7        a session holding a 1 GiB float64 numpy array `a` and a counter
+  S7        a session holding a 1 GiB float64 numpy array `a` (random, so
+            that no two of its parts are alike) and a counter
             `n` (made once per system, DOLSOT_MAX_SESSION_SIZE=4G): `n += 1`,
             `float(a[:1000].sum())` and `a[0] += 1`, each timed as its own
             part (S7-n, S7-sum, S7-write), BENCH_S7_ROUNDS rounds (default 5)
@@ -78,7 +79,7 @@ S6_SETUP = ("import numpy as np, pandas as pd\n"
 S6_CELL = "int(df.b.sum())"
 S3_SETUP = "import os\nblob = os.urandom(50_000_000)\nnums = list(range(200_000))"
 S3_CELL = "len(blob) + len(nums)"
-S7_SETUP = "import numpy as np\na = np.zeros(1 << 27)\nn = 0"
+S7_SETUP = "import numpy as np\na = np.random.default_rng(0).random(1 << 27)\nn = 0"
 S7_CELLS = (("S7-n", "n += 1"), ("S7-sum", "float(a[:1000].sum())"), ("S7-write", "a[0] += 1"))
 
 
