@@ -354,6 +354,10 @@ class _Dumper:
         name) reuses its parts."""
         hit = self.arrays.get(id(a))
         if hit is None:
+            # numpy's own reduction copies an array it cannot hand over as
+            # a buffer: not asked for one that is not contiguous.
+            if a.dtype.hasobject or not (a.flags.c_contiguous or a.flags.f_contiguous):
+                return None
             try:
                 rv = a.__reduce_ex__(5)
                 view = rv[1][0].raw() if len(rv) == 2 and type(rv[1][0]) is _PickleBuffer else None
