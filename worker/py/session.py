@@ -10,7 +10,8 @@ holds once for all its sessions (HACKING.md, "Session format"):
               {"units": [(names, ref), ...],
                "carry": [(piece, ref), ...],
                "kept":  [(names, ref, members), ...]      (when not empty)
-               "memory": {...}}                           (when not empty)
+               "memory": {...}                            (when not empty)
+               "parts": [(ref, (ref, ...)), ...]}         (when not empty)
     u32 LE    length of the module record
     record    the modules loading the session imports, each name followed
               by a newline, sorted (see below); plain text, so that the
@@ -61,6 +62,13 @@ numbers, None, and small tuples and frozensets of these) and that a name
 still holds as it was loaded is not pickled again: its unit is named by
 the same ref (Stored.reuse).  Any other value is pickled, and a pickle that
 hashes as a ref the loaded head named is not written again.
+
+A numpy array of _PART_MIN bytes or more is pickled as a call of
+_array naming its buffer's parts, units of their own cut by _chunk_sizes,
+by (hash, size); "parts" lists, for each unit whose pickle names parts,
+their refs, so that a unit saved by ref without being loaded keeps its
+parts named.  A FileStore's call maps the parts (_buffer); a save hashes
+again only the parts of a mapped region the cell wrote (_Dumper._cut).
 
 A unit that fails to load in one call for a reason of that call (_THIS_CALL:
 its module is not importable there, a toolbox's object in a call without
