@@ -145,6 +145,46 @@ static json_t *lines_array(const char *text, bool *bad)
 	return arr;
 }
 
+#define HINT_PREFIX "hint: "
+
+static bool is_hint(const char *line, size_t n)
+{
+	return n >= strlen(HINT_PREFIX) && strncmp(line, HINT_PREFIX, strlen(HINT_PREFIX)) == 0;
+}
+
+/* An error text of dolsot's own (a timeout, a crash) without its hint
+ * lines, which go to the error's "hints" as a cell's hints do (malloc'd;
+ * NULL when out of memory). */
+static char *without_hints(const char *text)
+{
+	char *out = malloc(strlen(text) + 1), *at = out;
+	const char *line;
+	size_t n;
+
+	if (!out)
+		return NULL;
+	while (next_line(&text, &line, &n))
+		if (!is_hint(line, n)) {
+			if (at != out)
+				*at++ = '\n';
+			memcpy(at, line, n);
+			at += n;
+		}
+	*at = '\0';
+	return out;
+}
+
+/* Push the hint lines of an error text of dolsot's own onto arr. */
+static void push_hints(json_t *arr, const char *text, bool *bad)
+{
+	const char *line;
+	size_t n;
+
+	while (arr && next_line(&text, &line, &n))
+		if (is_hint(line, n))
+			push(arr, jstr(line, n), bad);
+}
+
 static json_t *items_array(const struct owned *o, bool *bad)
 {
 	struct span rest = span_owned(o), item;
@@ -211,7 +251,8 @@ static void split_error(const char *text, json_t *err, bool *bad)
 static json_t *error_object(const struct result *r, bool *bad)
 {
 	struct span rest = span_owned(&r->error_info), item;
-	json_t *err, *tb;
+	json_t *err, *tb, *hints;
+	bool own = false;   /* the error is a text of dolsot's own */
 
 	if (!r->error)
 		return json_null();
@@ -237,11 +278,20 @@ static json_t *error_object(const struct result *r, bool *bad)
 		}
 		put(err, "traceback", tb, bad);
 	} else {
-		split_error(r->error, err, bad);
+		char *message = without_hints(r->error);
+
+		if (!message)
+			*bad = true;
+		own = true;
+		split_error(message ? message : r->error, err, bad);
 		put(err, "line", json_null(), bad);
-		put(err, "traceback", lines_array(r->error, bad), bad);
+		put(err, "traceback", lines_array(message ? message : r->error, bad), bad);
+		free(message);
 	}
-	put(err, "hints", items_array(&r->hints, bad), bad);
+	hints = items_array(&r->hints, bad);
+	if (own)
+		push_hints(hints, r->error, bad);
+	put(err, "hints", hints, bad);
 	return err;
 }
 

@@ -288,6 +288,7 @@ END_TEST
 START_TEST(json_timeout_rolls_back)
 {
 	struct cli_run r;
+	char hint[400];
 	json_t *o;
 
 	o = JSON(&r, "--json", "--session", "t", "a = 1");
@@ -302,6 +303,15 @@ START_TEST(json_timeout_rolls_back)
 	ck_null(o, "session.held");
 	ck_null(o, "execution_count");
 	ck_str(o, "error.ename", "TimeoutError");
+	/* The hint goes to hints, as a cell's hints do, not into evalue. */
+	ck_str(o, "error.evalue", "cell killed after exceeding its 1s timeout; session unchanged");
+	ck_assert_int_eq(json_array_size(at(o, "error.traceback")), 1);
+	ck_str(o, "error.traceback.0", "TimeoutError: cell killed after exceeding its 1s "
+	       "timeout; session unchanged");
+	ck_assert_int_eq(json_array_size(at(o, "error.hints")), 1);
+	snprintf(hint, sizeof(hint), "%s", TIMEOUT_HINT_LINE("1s"));
+	hint[strcspn(hint, "\n")] = '\0';   /* a line of text; an item of hints */
+	ck_str(o, "error.hints.0", hint);
 	json_decref(o);
 	cli_run_release(&r);
 	o = JSON(&r, "--json", "--session", "t", "a");
