@@ -270,23 +270,74 @@ static bool answered_by(int fd, const struct timespec *deadline)
 	}
 }
 
+/* Whether a failed exchange with the server (errno e, or 0 for the end
+ * of the stream) means that it ended before it answered: none listens
+ * any more, or it closed or reset the connection.  A killed server's
+ * listener takes the connections queued on it, never accepted, with it
+ * as its last fd closes; until then a connect succeeds. */
+static bool server_ended(int e)
+{
+	return e == 0 || e == ECONNREFUSED || e == ENOENT || e == ECONNRESET || e == EPIPE;
+}
+
+/* A lock exchange that failed with errno e (0: the stream ended). */
+static enum store_lock_status lock_lost(int e, char *err, size_t errlen)
+{
+	if (server_ended(e)) {
+		snprintf(err, errlen, "the warm server ended before it answered");
+		return STORE_LOCK_GONE;
+	}
+	snprintf(err, errlen, "the warm server failed: %s", strerror(e));
+	return STORE_LOCK_FAILED;
+}
+
+/* The server's answer to a lock request sent on fd: STORE_LOCKED with *m
+ * the grant, or why not into err. */
+static enum store_lock_status lock_answer(int fd, const struct timespec *deadline,
+                                          struct wire_msg *m, char *err, size_t errlen)
+{
+	enum store_lock_status ret;
+	int got;
+
+	if (!answered_by(fd, deadline)) {
+		snprintf(err, errlen, STORE_BUSY_WHY);
+		return STORE_LOCK_BUSY;
+	}
+	got = wire_recv(fd, m);
+	if (got <= 0)
+		return lock_lost(got < 0 ? errno : 0, err, errlen);
+	if (m->type == WIRE_MEM_LOCKED)
+		return STORE_LOCKED;
+	if (m->type == WIRE_MEM_ERR) {
+		snprintf(err, errlen, "%.*s", (int)m->len, m->len ? (const char *)m->payload : "");
+		ret = m->a == 1 ? STORE_LOCK_BUSY : STORE_LOCK_FAILED;
+	} else {
+		snprintf(err, errlen, "the warm server failed: a bad answer");
+		ret = STORE_LOCK_FAILED;
+	}
+	wire_msg_release(m);
+	return ret;
+}
+
 /*
  * The lock is granted on a connection of its own, kept open while held.
  * timeout_ms 0 asks the server to answer busy at once rather than queue
  * (the answer itself may take up to TRY_LOCK_ANSWER_MS); its ERR answer
- * has a = 1 when the lock is busy (held, or its table full).
+ * has a = 1 when the lock is busy (held, or its table full).  A server
+ * that ended before it answered is STORE_LOCK_GONE: the caller may start
+ * one anew and ask again.
  */
 static enum store_lock_status rs_lock(struct store *s, const char *id, long timeout_ms,
                                       struct store_lock *lk, char *err, size_t errlen)
 {
-	enum store_lock_status ret = STORE_LOCK_FAILED;
+	enum store_lock_status ret;
 	struct rstore *rs = s->priv;
 	struct wire_msg m;
 	uint8_t payload[STORE_ID_MAX + 8];
 	struct timespec deadline;
 	struct rs_lock *held;
 	size_t len = 0;
-	int fd, got;
+	int fd;
 
 	lk->priv = NULL;
 	held = calloc(1, sizeof(*held));
@@ -296,27 +347,20 @@ static enum store_lock_status rs_lock(struct store *s, const char *id, long time
 	}
 	if (timeout_ms >= 0)
 		deadline_in_ms(&deadline, timeout_ms ? timeout_ms : TRY_LOCK_ANSWER_MS);
-	fd = rs_connect(rs, err, errlen);
-	if (fd < 0)
-		goto out;
 	wire_put(payload, &len, "id", id);
-	if (wire_send(fd, WIRE_MEM_LOCK, timeout_ms == 0, 0, payload, len, NULL, 0) < 0)
-		goto fail;
-	if (!answered_by(fd, timeout_ms >= 0 ? &deadline : NULL)) {
-		snprintf(err, errlen, STORE_BUSY_WHY);
-		ret = STORE_LOCK_BUSY;
+	fd = rs_connect(rs, err, errlen);
+	if (fd < 0) {
+		ret = server_ended(errno) ? STORE_LOCK_GONE : STORE_LOCK_FAILED;
 		goto out;
 	}
-	got = wire_recv(fd, &m);
-	if (got == 1 && m.type == WIRE_MEM_ERR) {
-		snprintf(err, errlen, "%.*s", (int)m.len, m.len ? (const char *)m.payload : "");
-		ret = m.a == 1 ? STORE_LOCK_BUSY : STORE_LOCK_FAILED;
-		wire_msg_release(&m);
+	if (wire_send(fd, WIRE_MEM_LOCK, timeout_ms == 0, 0, payload, len, NULL, 0) < 0) {
+		ret = lock_lost(errno, err, errlen);
 		goto out;
 	}
+	ret = lock_answer(fd, timeout_ms >= 0 ? &deadline : NULL, &m, err, errlen);
+	if (ret != STORE_LOCKED)
+		goto out;
 	wire_msg_release(&m);
-	if (got != 1 || m.type != WIRE_MEM_LOCKED)
-		goto fail;
 	held->fd = fd;
 	held->incarnation = m.a;
 	held->token = m.b;
@@ -325,8 +369,6 @@ static enum store_lock_status rs_lock(struct store *s, const char *id, long time
 	rs->held = held;
 	lk->priv = held;
 	return STORE_LOCKED;
-fail:
-	snprintf(err, errlen, "the warm server failed");
 out:
 	fd_close(&fd);
 	free(held);

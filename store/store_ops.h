@@ -65,6 +65,10 @@ enum store_lock_status {
 	STORE_LOCK_BUSY,        /* another call held it until the timeout; err says
 	                         * who, completing "session 'ID' is busy: " */
 	STORE_LOCK_FAILED,      /* the store failed; err says why */
+	STORE_LOCK_GONE,        /* the server the store lives in (the memory
+	                         * store's) ended before it answered: killed,
+	                         * stopped or idled out; nothing is held, and a
+	                         * server started anew may answer */
 };
 
 struct store;
@@ -135,7 +139,8 @@ struct store_ops {
 	/*
 	 * Take the session's exclusive lock, waiting at most timeout_ms (< 0 means
 	 * forever): STORE_LOCKED, STORE_LOCK_BUSY once the timeout passes with
-	 * another call holding it, or STORE_LOCK_FAILED; err as the enum says.
+	 * another call holding it, STORE_LOCK_GONE (only a store that lives in
+	 * a server) or STORE_LOCK_FAILED; err as the enum says.
 	 * Saves must hold the lock: the FileStore removes a
 	 * session's leftover temp files (of a killed save) when it is locked.
 	 * lk->priv is the backend's (NULL after unlock, and unless locked).

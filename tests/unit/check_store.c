@@ -2179,21 +2179,24 @@ struct lock_backend {
 	const char *busy_has;           /* in the busy reason */
 	void (*make_fail)(struct store *s);     /* NULL: only an invalid id fails */
 	const char *fail_has;           /* in the failure's reason */
+	bool fails_gone;                /* it fails as STORE_LOCK_GONE: its server is */
 };
 
 static const struct lock_backend lock_backends[] = {
-	{ "file", open_file, NULL, STORE_BUSY_WHY, fail_file, "open a.lock: Is a directory" },
-	{ "mem", open_mem, NULL, STORE_BUSY_WHY, NULL, "invalid session id" },
+	{ "file", open_file, NULL, STORE_BUSY_WHY, fail_file, "open a.lock: Is a directory",
+	  false },
+	{ "mem", open_mem, NULL, STORE_BUSY_WHY, NULL, "invalid session id", false },
 	{ "memory", open_mem_client, NULL, STORE_BUSY_WHY, fail_mem_client,
-	  "the memory store is gone: no warm server runs" },
+	  "the memory store is gone: no warm server runs", true },
 	{ "redis", open_redis, NULL, STORE_BUSY_WHY " (its lock on redis://127.0.0.1:",
-	  fail_redis, ": cannot connect: " },
+	  fail_redis, ": cannot connect: ", false },
 	{ "cmd", open_cmd, busy_cmd, STORE_BUSY_WHY " (its lock in store helper '",
-	  fail_cmd, "the helper broke" },
+	  fail_cmd, "the helper broke", false },
 };
 
-/* Locked, busy (at once and after a wait) and failed, each with its
- * reason, and nothing held unless locked. */
+/* Locked, busy (at once and after a wait) and failed (the memory store:
+ * gone, with its server), each with its reason, and nothing held unless
+ * locked. */
 START_TEST(test_lock_three_outcomes)
 {
 	const struct lock_backend *b = &lock_backends[_i];
@@ -2220,7 +2223,7 @@ START_TEST(test_lock_three_outcomes)
 		b->make_fail(s);
 	lk.priv = &lk;
 	ck_assert_int_eq(store_lock(s, b->make_fail ? "a" : "../a", 0, &lk, ERR),
-	                 STORE_LOCK_FAILED);
+	                 b->fails_gone ? STORE_LOCK_GONE : STORE_LOCK_FAILED);
 	ck_assert_ptr_null(lk.priv);
 	ck_assert_msg(strstr(err, b->fail_has) && !strstr(err, "busy"), "%s: %s", b->name, err);
 	store_close(s);
