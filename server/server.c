@@ -735,6 +735,8 @@ static void on_client(struct server *s, size_t i)
 	case WIRE_MEM_LIST:
 	case WIRE_MEM_LOCK:
 	case WIRE_MEM_ORIGIN:
+	case WIRE_MEM_UNIT:
+	case WIRE_MEM_UNITS_LOCK:
 		s->last_call = deadline_now();
 		if (!s->mem && !(s->mem = mem_server_new(s->dirfd))) {
 			wire_send(fd, WIRE_MEM_ERR, 0, 0, "out of memory", 13, NULL, 0);

@@ -208,6 +208,14 @@ struct store_ops {
 	int (*obj_list)(struct store *s, uint8_t **hashes, size_t *n, char *err,
 	                size_t errlen);
 	int (*obj_lock)(struct store *s, enum store_gc_lock how, char *err, size_t errlen);
+	/*
+	 * Optional (NULL: unitstore.c reads each unit with obj_read and
+	 * writes it itself): unitstore_append_pack's work done where the
+	 * units are, as its contract says, for session id (the memory store's
+	 * server writes them straight into fd, never through this process).
+	 */
+	int (*obj_pack)(struct store *s, const char *id, int fd, size_t *len, char *err,
+	                size_t errlen);
 };
 
 struct sign_key;
