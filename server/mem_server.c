@@ -70,6 +70,7 @@ struct mem_server {
 	size_t n_locks;
 	struct session_info *lost;   /* id, and in mtime when it was lost */
 	size_t n_lost;
+	uint64_t units_stored;  /* units put that were new */
 };
 
 static void when_text(time_t t, char *buf, size_t len)
@@ -602,6 +603,8 @@ static int unit_put(struct mem_server *sm, const struct wire_msg *m, const uint8
 	ret = sm->store->ops->obj_has(sm->store, hash, &had, err, errlen);
 	if (ret == 0 && !had)
 		ret = sm->store->ops->obj_put(sm->store, hash, p, len, err, errlen);
+	if (ret == 0 && !had)
+		sm->units_stored++;
 	unmap_sent(p, len);
 	return ret;
 }
@@ -792,4 +795,16 @@ unsigned mem_server_count(struct mem_server *sm)
 		return 0;
 	free(info);
 	return (unsigned)n;
+}
+
+void mem_server_units(struct mem_server *sm, unsigned *held, uint64_t *stored)
+{
+	char err[STORE_ERR_MAX];
+	uint8_t *v = NULL;
+	size_t n = 0;
+
+	*held = sm->store->ops->obj_list(sm->store, &v, &n, err, sizeof(err)) == 0 ? (unsigned)n
+	                                                                           : 0;
+	free(v);
+	*stored = sm->units_stored;
 }

@@ -681,6 +681,8 @@ static void on_info(struct server *s, int client)
 		.idle_seconds = SERVER_ZYGOTE_IDLE, .memory_kb = SERVER_ZYGOTE_MEMORY_KB,
 	};
 
+	if (s->mem)
+		mem_server_units(s->mem, &f.units, &f.units_stored);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		f.zygotes += s->z[i].key_len != 0;
 	server_diag_server(text, &n, sizeof(text), &f);
