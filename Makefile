@@ -156,7 +156,7 @@ SPLIT_SLOW := tests/slow/check_typegate tests/slow/check_contain tests/slow/chec
 TYPEGATE_TCASES := warm-pyright corpus-cold-pyright corpus-warm-mypy corpus-warm-pyright \
 	warm-checker corpus-cold-mypy gate hints fail-open runner parse
 # check_crash's stores, one job each (the longest first).
-CRASH_TCASES := redis file memory cmd cmd-client
+CRASH_TCASES := redis file memory memory-server cmd cmd-client
 # Started in this order, the longest first.
 CHECK_JOBS = $(TYPEGATE_TCASES:%=tests/slow/check_typegate@%) \
 	$(CRASH_TCASES:%=tests/slow/check_crash@%) \

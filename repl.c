@@ -28,6 +28,11 @@
 #include "stopsig.h"
 #include "warm.h"
 
+/* How many times a lock whose server ended before it answered is asked
+ * again of one started anew: a killed server's listener, as it closes,
+ * may take the first retry's connection with it too. */
+#define LOCK_GONE_RETRIES 2
+
 /* The message for id's lock not had (got), the store's reason why. */
 static void lock_refused(enum store_lock_status got, const char *id, const char *why,
                          char *err, size_t errlen)
@@ -102,6 +107,31 @@ struct store *repl_open_store(const struct settings *s, char *err, size_t errlen
 	}
 	reap_images(s, st);
 	return st;
+}
+
+/*
+ * store_lock, and for the memory store a server started anew when the one
+ * the lock asked ended before it answered.  repl_open_store saw it listen,
+ * but a killed server's listener takes connections until its last fd is
+ * closed, and the server may end at any moment since: its sessions are
+ * gone with it, and the one started anew says so at the load.
+ */
+static enum store_lock_status lock_one(const struct settings *s, struct store *st,
+                                       const char *id, long ms, struct store_lock *lk,
+                                       char *why, size_t len)
+{
+	char serr[128];   /* a strerror */
+	enum store_lock_status got = store_lock(st, id, ms, lk, why, len);
+
+	for (int i = 0; got == STORE_LOCK_GONE && i < LOCK_GONE_RETRIES; i++) {
+		if (warm_ensure_server(store_home(st), s->server_idle, serr, sizeof(serr)) < 0) {
+			snprintf(why, len, "the warm server ended, and none could be started: %s",
+			         serr);
+			return STORE_LOCK_FAILED;
+		}
+		got = store_lock(st, id, ms, lk, why, len);
+	}
+	return got == STORE_LOCK_GONE ? STORE_LOCK_FAILED : got;
 }
 
 /* The text contract's images: files in the session's output directory,
@@ -402,8 +432,8 @@ static int lock_call(const struct run_args *a, struct store *st, struct call_loc
 		ids[1] = a->session;
 	}
 	for (int i = 0; i < 2 && ids[i]; i++) {
-		enum store_lock_status got = store_lock(st, ids[i], ms, &l->lk[i], serr,
-		                                        sizeof(serr));
+		enum store_lock_status got = lock_one(a->settings, st, ids[i], ms, &l->lk[i],
+		                                      serr, sizeof(serr));
 
 		if (got != STORE_LOCKED) {
 			lock_refused(got, ids[i], serr, err, errlen);
@@ -507,9 +537,9 @@ static bool list_add(char **text, const char *id)
 
 /* Delete id and its images under its lock, unless a call holds it (*busy);
  * a store that cannot lock it is -1 with serr. */
-static int reset_free_one(struct store *st, const char *id, const char *root,
-                          unsigned *removed, unsigned *images, bool *busy,
-                          char *serr, size_t len)
+static int reset_free_one(const struct settings *s, struct store *st, const char *id,
+                          const char *root, unsigned *removed, unsigned *images,
+                          bool *busy, char *serr, size_t len)
 {
 	char lerr[STORE_ERR_MAX], derr[REPL_ERR_MAX];
 	enum store_lock_status got;
@@ -517,7 +547,7 @@ static int reset_free_one(struct store *st, const char *id, const char *root,
 	unsigned n = 0, m = 0;
 	int ret = 0;
 
-	got = store_lock(st, id, 0, &lk, lerr, sizeof(lerr));
+	got = lock_one(s, st, id, 0, &lk, lerr, sizeof(lerr));
 	*busy = got == STORE_LOCK_BUSY;
 	if (*busy)
 		return 0;
@@ -566,7 +596,7 @@ static int reset_all(const struct settings *s, struct store *st, unsigned *remov
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (reset_free_one(st, info[i].id, root, removed, images, &busy[i], serr,
+		if (reset_free_one(s, st, info[i].id, root, removed, images, &busy[i], serr,
 		                   len) < 0)
 			goto out;
 	if (store_sweep(st, serr, len) < 0 || store_list(st, &after, &n_after, serr, len) < 0)
@@ -588,7 +618,7 @@ static int reset_all(const struct settings *s, struct store *st, unsigned *remov
 	if (root && display_files_stale(root, 0, &img, &n_img, derr, sizeof(derr)) == 0) {
 		for (size_t i = 0; i < n_img; i++)
 			if (!store_holds(after, n_after, img[i]))
-				(void)reset_free_one(st, img[i], root, NULL, images, &b, derr,
+				(void)reset_free_one(s, st, img[i], root, NULL, images, &b, derr,
 				                     sizeof(derr));
 		display_files_stale_free(img, n_img);
 	}
@@ -618,7 +648,7 @@ int repl_reset(const struct settings *s, const char *target, unsigned *removed,
 		ret = reset_all(s, st, removed, images, kept, serr, sizeof(serr));
 		goto out;
 	}
-	got = store_lock(st, target, (long)(s->timeout * 1000), &lk, lerr, sizeof(lerr));
+	got = lock_one(s, st, target, (long)(s->timeout * 1000), &lk, lerr, sizeof(lerr));
 	if (got != STORE_LOCKED) {
 		lock_refused(got, target, lerr, serr, sizeof(serr));
 		goto out;

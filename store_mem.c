@@ -1,10 +1,16 @@
 /*
  * store_mem.c - MemoryStore: sessions in a table in this process.
  *
- * The table is an array sorted by id.  One mutex guards it and the list of
- * held session locks; a condition variable on CLOCK_MONOTONIC wakes lockers
- * when a lock is released.  There is no TTL: sessions live until deleted or
- * until the store is closed.
+ * The table is an array sorted by id.  One mutex guards it, the list of
+ * held session locks, the units and the units lock; a condition variable
+ * on CLOCK_MONOTONIC wakes lockers when a lock is released.  There is no
+ * TTL: sessions live until deleted or until the store is closed.
+ *
+ * Units (store_ops.h's obj_*): an array sorted by hash, each unit's bytes
+ * kept once for every session of the table; a session's bytes are then its
+ * v4 head (store.c, unitstore.c).  The units lock is this handle's: shared
+ * holds counted, one exclusive; the warm server, whose clients hold it
+ * over its socket, keeps their holds itself (mem_server.c).
  *
  * The warm server keeps DOLSOT_STORE=memory sessions in one
  * (server/mem_server.c); the store's door is in store/.
@@ -28,6 +34,12 @@ struct ment {
 	bool sandboxed;         /* last written by a sandboxed call */
 };
 
+struct munit {
+	uint8_t hash[STORE_HASH_LEN];
+	uint8_t *bytes;
+	size_t len;
+};
+
 struct mlock {
 	struct mlock *next;
 	char id[STORE_ID_MAX + 1];
@@ -40,18 +52,24 @@ struct mstore {
 	struct ment *v;         /* sorted by id */
 	size_t n, cap;
 	struct mlock *locks;    /* held locks */
+	struct munit *units;    /* sorted by hash */
+	size_t nunits, units_cap;
+	unsigned shared;        /* shared holds of the units lock */
+	bool exclusive;         /* its exclusive hold */
 };
 
-/* Index of id in the table, or where it would be inserted; *hit tells which. */
-static size_t ms_find(const struct mstore *ms, const char *id, bool *hit)
+/* Index of key among the n sorted elements (size bytes each) at base,
+ * compared by cmp, or where it would be inserted; *hit tells which. */
+static size_t find_sorted(const void *base, size_t n, size_t size, const void *key,
+                          int (*cmp)(const void *elem, const void *key), bool *hit)
 {
-	size_t lo = 0, hi = ms->n, mid;
+	size_t lo = 0, hi = n, mid;
 	int c;
 
 	*hit = false;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		c = strcmp(ms->v[mid].id, id);
+		c = cmp((const char *)base + mid * size, key);
 		if (c == 0) {
 			*hit = true;
 			return mid;
@@ -62,6 +80,27 @@ static size_t ms_find(const struct mstore *ms, const char *id, bool *hit)
 			hi = mid;
 	}
 	return lo;
+}
+
+static int by_id(const void *elem, const void *id)
+{
+	return strcmp(((const struct ment *)elem)->id, id);
+}
+
+/* Index of id in the table, or where it would be inserted; *hit tells which. */
+static size_t ms_find(const struct mstore *ms, const char *id, bool *hit)
+{
+	return find_sorted(ms->v, ms->n, sizeof(*ms->v), id, by_id, hit);
+}
+
+/* A malloc'd copy of p[0..n) (never NULL for n 0), or NULL. */
+static uint8_t *dup_bytes(const uint8_t *p, size_t n)
+{
+	uint8_t *copy = malloc(n ? n : 1);
+
+	if (copy != NULL && n)
+		memcpy(copy, p, n);
+	return copy;
 }
 
 static int nomem(char *err, size_t errlen, const char *what, const char *id)
@@ -89,10 +128,8 @@ static int ms_load(struct store *s, const char *id, uint8_t **blob,
 	if (hit) {
 		e = &ms->v[i];
 		/* malloc(1) for an empty session, so a found blob is never NULL */
-		copy = malloc(e->len ? e->len : 1);
+		copy = dup_bytes(e->blob, e->len);
 		if (copy != NULL) {
-			if (e->len)
-				memcpy(copy, e->blob, e->len);
 			*blob = copy;
 			*len = e->len;
 			*found = true;
@@ -121,23 +158,41 @@ static int ms_origin(struct store *s, const char *id, struct store_mark *mark, c
 	return 0;
 }
 
+/* The array v (*n elements of size bytes, room for *cap) with a zeroed
+ * element made at index i, grown as needed: the array, or NULL out of
+ * memory (v unchanged). */
+static void *insert_at(void *v, size_t *n, size_t *cap, size_t size, size_t i)
+{
+	if (*n == *cap) {
+		size_t grown = *cap ? *cap * 2 : 16;
+		void *nv = realloc(v, grown * size);
+
+		if (nv == NULL)
+			return NULL;
+		v = nv;
+		*cap = grown;
+	}
+	memmove((char *)v + (i + 1) * size, (char *)v + i * size, (*n - i) * size);
+	memset((char *)v + i * size, 0, size);
+	(*n)++;
+	return v;
+}
+
+/* Element i of the array v (*n elements of size bytes) removed. */
+static void remove_at(void *v, size_t *n, size_t size, size_t i)
+{
+	memmove((char *)v + i * size, (char *)v + (i + 1) * size, (*n - i - 1) * size);
+	(*n)--;
+}
+
 /* Make room for one more entry at index i. */
 static int ms_insert(struct mstore *ms, size_t i)
 {
-	struct ment *nv;
-	size_t cap;
+	struct ment *nv = insert_at(ms->v, &ms->n, &ms->cap, sizeof(*ms->v), i);
 
-	if (ms->n == ms->cap) {
-		cap = ms->cap ? ms->cap * 2 : 16;
-		nv = realloc(ms->v, cap * sizeof(*nv));
-		if (nv == NULL)
-			return -1;
-		ms->v = nv;
-		ms->cap = cap;
-	}
-	memmove(&ms->v[i + 1], &ms->v[i], (ms->n - i) * sizeof(*ms->v));
-	ms->n++;
-	memset(&ms->v[i], 0, sizeof(ms->v[i]));
+	if (nv == NULL)
+		return -1;
+	ms->v = nv;
 	return 0;
 }
 
@@ -152,11 +207,9 @@ static int ms_save(struct store *s, const char *id, const uint8_t *blob,
 	int ret = -1;
 
 	/* Copy first: on failure the old session stays untouched. */
-	copy = malloc(len ? len : 1);
+	copy = dup_bytes(blob, len);
 	if (copy == NULL)
 		return nomem(err, errlen, "save", id);
-	if (len)
-		memcpy(copy, blob, len);
 	pthread_mutex_lock(&ms->mu);
 	i = ms_find(ms, id, &hit);
 	if (!hit && ms_insert(ms, i) < 0)
@@ -200,9 +253,7 @@ static int ms_del(struct store *s, const char *id, unsigned *removed,
 		i = ms_find(ms, id, &hit);
 		if (hit) {
 			free(ms->v[i].blob);
-			memmove(&ms->v[i], &ms->v[i + 1],
-			        (ms->n - i - 1) * sizeof(*ms->v));
-			ms->n--;
+			remove_at(ms->v, &ms->n, sizeof(*ms->v), i);
 			*removed = 1;
 		}
 	}
@@ -323,6 +374,156 @@ static void ms_unlock(struct store *s, struct store_lock *lk)
 	lk->priv = NULL;
 }
 
+/* ---- units ---- */
+
+static int by_hash(const void *elem, const void *hash)
+{
+	return memcmp(((const struct munit *)elem)->hash, hash, STORE_HASH_LEN);
+}
+
+/* Index of hash among the units, or where it would go; *hit tells which. */
+static size_t mu_find(const struct mstore *ms, const uint8_t *hash, bool *hit)
+{
+	return find_sorted(ms->units, ms->nunits, sizeof(*ms->units), hash, by_hash, hit);
+}
+
+static int mu_nomem(char *err, size_t errlen, const char *what)
+{
+	snprintf(err, errlen, "cannot %s a unit: %s", what, strerror(ENOMEM));
+	errno = ENOMEM;
+	return -1;
+}
+
+static int mu_has(struct store *s, const uint8_t *hash, bool *has, char *err, size_t errlen)
+{
+	struct mstore *ms = s->priv;
+
+	(void)err;
+	(void)errlen;
+	pthread_mutex_lock(&ms->mu);
+	(void)mu_find(ms, hash, has);
+	pthread_mutex_unlock(&ms->mu);
+	return 0;
+}
+
+/* A unit already kept stays as it is: its bytes are the same by its hash. */
+static int mu_put(struct store *s, const uint8_t *hash, const uint8_t *p, size_t n,
+                  char *err, size_t errlen)
+{
+	struct mstore *ms = s->priv;
+	uint8_t *copy = dup_bytes(p, n);
+	struct munit *grown;
+	bool hit;
+	size_t i;
+	int ret = 0;
+
+	if (copy == NULL)
+		return mu_nomem(err, errlen, "keep");
+	pthread_mutex_lock(&ms->mu);
+	i = mu_find(ms, hash, &hit);
+	grown = hit ? NULL : insert_at(ms->units, &ms->nunits, &ms->units_cap,
+	                               sizeof(*ms->units), i);
+	if (grown) {
+		ms->units = grown;
+		memcpy(ms->units[i].hash, hash, STORE_HASH_LEN);
+		ms->units[i].bytes = copy;
+		ms->units[i].len = n;
+		copy = NULL;
+	} else if (!hit) {
+		ret = -1;
+	}
+	pthread_mutex_unlock(&ms->mu);
+	free(copy);
+	return ret < 0 ? mu_nomem(err, errlen, "keep") : 0;
+}
+
+static int mu_read(struct store *s, const uint8_t *hash, uint8_t **p, size_t *n,
+                   bool *found, char *err, size_t errlen)
+{
+	struct mstore *ms = s->priv;
+	size_t i;
+
+	*p = NULL;
+	*n = 0;
+	pthread_mutex_lock(&ms->mu);
+	i = mu_find(ms, hash, found);
+	if (*found) {
+		*p = dup_bytes(ms->units[i].bytes, ms->units[i].len);
+		if (*p)
+			*n = ms->units[i].len;
+	}
+	pthread_mutex_unlock(&ms->mu);
+	if (*found && *p == NULL) {
+		*found = false;
+		return mu_nomem(err, errlen, "read");
+	}
+	return 0;
+}
+
+static int mu_del(struct store *s, const uint8_t *hash, char *err, size_t errlen)
+{
+	struct mstore *ms = s->priv;
+	bool hit;
+	size_t i;
+
+	(void)err;
+	(void)errlen;
+	pthread_mutex_lock(&ms->mu);
+	i = mu_find(ms, hash, &hit);
+	if (hit) {
+		free(ms->units[i].bytes);
+		remove_at(ms->units, &ms->nunits, sizeof(*ms->units), i);
+	}
+	pthread_mutex_unlock(&ms->mu);
+	return 0;
+}
+
+static int mu_list(struct store *s, uint8_t **hashes, size_t *n, char *err, size_t errlen)
+{
+	struct mstore *ms = s->priv;
+	int ret = 0;
+
+	pthread_mutex_lock(&ms->mu);
+	*n = ms->nunits;
+	*hashes = malloc(*n ? *n * STORE_HASH_LEN : 1);
+	if (*hashes == NULL)
+		ret = -1;
+	for (size_t i = 0; *hashes && i < *n; i++)
+		memcpy(*hashes + i * STORE_HASH_LEN, ms->units[i].hash, STORE_HASH_LEN);
+	pthread_mutex_unlock(&ms->mu);
+	if (ret < 0)
+		*n = 0;
+	return ret < 0 ? mu_nomem(err, errlen, "list") : 0;
+}
+
+/* The units lock: shared holds wait for no exclusive one, an exclusive
+ * hold for none at all; a release ends the caller's (the exclusive one
+ * when it is held: no shared hold is then). */
+static int mu_lock(struct store *s, enum store_gc_lock how, char *err, size_t errlen)
+{
+	struct mstore *ms = s->priv;
+
+	(void)err;
+	(void)errlen;
+	pthread_mutex_lock(&ms->mu);
+	if (how == STORE_GC_RELEASE) {
+		if (ms->exclusive)
+			ms->exclusive = false;
+		else if (ms->shared)
+			ms->shared--;
+		pthread_cond_broadcast(&ms->cv);
+	} else {
+		while (ms->exclusive || (how == STORE_GC_EXCLUSIVE && ms->shared))
+			pthread_cond_wait(&ms->cv, &ms->mu);
+		if (how == STORE_GC_EXCLUSIVE)
+			ms->exclusive = true;
+		else
+			ms->shared++;
+	}
+	pthread_mutex_unlock(&ms->mu);
+	return 0;
+}
+
 static void ms_close(struct store *s)
 {
 	struct mstore *ms = s->priv;
@@ -332,6 +533,9 @@ static void ms_close(struct store *s)
 	for (i = 0; i < ms->n; i++)
 		free(ms->v[i].blob);
 	free(ms->v);
+	for (i = 0; i < ms->nunits; i++)
+		free(ms->units[i].bytes);
+	free(ms->units);
 	/* Locks still held are the caller's bug; free them all the same. */
 	while (ms->locks != NULL) {
 		l = ms->locks;
@@ -352,6 +556,12 @@ static const struct store_ops mstore_ops = {
 	.lock = ms_lock,
 	.unlock = ms_unlock,
 	.close = ms_close,
+	.obj_has = mu_has,
+	.obj_put = mu_put,
+	.obj_read = mu_read,
+	.obj_del = mu_del,
+	.obj_list = mu_list,
+	.obj_lock = mu_lock,
 };
 
 /*

@@ -86,7 +86,31 @@ enum wire_type {
 	 * over the one fd, a socket; it reports WIRE_READY or WIRE_FAILED
 	 * there as any zygote does */
 	WIRE_GROW,
+	/* DOLSOT_STORE=memory's units (mem_server.c), client -> server; a: the
+	 * op (enum wire_mem_unit), payload "hash=HEX" unless noted: HAS (reply
+	 * OK, a = 1 when kept), PUT (+ a memfd of its bytes; reply OK), READ
+	 * (reply BLOB, a = 1 and a memfd when kept), DEL (+ "units=INC:TOKEN",
+	 * the exclusive units lock's grant; reply OK), LIST (no payload; reply
+	 * BLOB with a memfd of every hash, 32 bytes each), PACK ("id=ID" and
+	 * the session's lock as LOAD's, + a memfd of its verified head: the
+	 * server appends a pack entry per ref; reply OK, a = the new length).
+	 * Any of them may be answered ERR with the reason as payload. */
+	WIRE_MEM_UNIT,
+	/* client -> server: the units lock, a = enum store_gc_lock's
+	 * STORE_GC_SHARED or STORE_GC_EXCLUSIVE; reply LOCKED (a = the
+	 * incarnation, b = the grant's token), held until the connection
+	 * closes */
+	WIRE_MEM_UNITS_LOCK,
 	WIRE_TYPE_MAX,
+};
+
+enum wire_mem_unit {
+	WIRE_UNIT_HAS = 1,
+	WIRE_UNIT_PUT,
+	WIRE_UNIT_READ,
+	WIRE_UNIT_DEL,
+	WIRE_UNIT_LIST,
+	WIRE_UNIT_PACK,
 };
 
 /*

@@ -646,24 +646,23 @@ error:
 int warm_ensure_server(int dirfd, double idle_seconds, char *err, size_t errlen)
 {
 	struct warm_want none = { 0 };
-	int fd = warm_proto_connect(dirfd);
 
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	if (warm_spawn_server(dirfd, idle_seconds, &none) < 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		return -1;
-	}
 	for (int i = 0; i < WARM_LISTEN_RETRIES; i++) {
-		fd = warm_proto_connect(dirfd);
+		int fd = warm_proto_connect(dirfd);
+
 		if (fd >= 0) {
 			close(fd);
 			return 0;
 		}
+		/* None listens: start one.  While its lock is held (one is
+		 * starting, or a killed one's last fds are not closed yet)
+		 * that starts none, so try again until one listens. */
+		if (warm_spawn_server(dirfd, idle_seconds, &none) < 0) {
+			snprintf(err, errlen, "%s", strerror(errno));
+			return -1;
+		}
 		usleep(WARM_CONNECT_RETRY_US);
 	}
-	snprintf(err, errlen, "%s", strerror(ETIMEDOUT));   /* started, not listening */
+	snprintf(err, errlen, "%s", strerror(ETIMEDOUT));   /* none listens in time */
 	return -1;
 }

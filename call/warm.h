@@ -53,8 +53,10 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
  */
 int warm_spawn_server(int dirfd, double idle_seconds, const struct warm_want *key);
 
-/* Make sure a server listens for dirfd, starting one if needed.  0, or -1
- * with the reason in err. */
+/* Make sure a server listens for dirfd, starting one if needed (once a
+ * killed one has let go of its lock).  0, or -1 with the reason in err.
+ * A server that listens may still be ending: a memory store's lock says
+ * so (STORE_LOCK_GONE). */
 int warm_ensure_server(int dirfd, double idle_seconds, char *err, size_t errlen);
 
 /* Text from the server about itself into buf: 1, 0 when none runs, -1

@@ -13,6 +13,15 @@
  * - The ids file only ever holds ids and times, rewritten whole (a temp
  *   file renamed over it) when the set of ids changes; failing to write it
  *   never fails a request.
+ * - Units (the MemoryStore's, each kept once for every session) are put,
+ *   read and listed as the clients ask; one is removed only on a request
+ *   that names the exclusive units lock, held now, in this incarnation.
+ *   The units lock is a slot of the same table, held by its connection:
+ *   shared holds together, an exclusive one alone, each waiter granted in
+ *   the order it came (a collector is not starved by commits, nor commits
+ *   by it).  What to remove, and when to lock, is the client's door's
+ *   (unitstore.c), as for every store with units: the server collects
+ *   nothing itself.
  */
 #include "mem_server.h"
 
@@ -33,13 +42,19 @@
 #include "mem_list.h"
 #include "store_mem.h"
 #include "store.h"
+#include "unitstore.h"
+#include "units.h"
 
 #define IDS_TEMP ".memory-sessions.new"
 #define IDS_MAX_BYTES (8u << 20)   /* an ids file longer than this is ignored */
 #define FDS_BESIDE_LOCKS 512       /* the server's other clients, zygotes, spares */
 
+/* What a slot locks: a session, or the units (shared or exclusive). */
+enum slot_kind { SLOT_SESSION, SLOT_UNITS_SHARED, SLOT_UNITS_EXCLUSIVE };
+
 struct lock_slot {
-	char id[STORE_ID_MAX + 1];
+	enum slot_kind kind;
+	char id[STORE_ID_MAX + 1];   /* a session's; "" for the units */
 	int fd;                 /* the connection holding or awaiting it */
 	bool held;
 	uint64_t token;         /* unique in this incarnation */
@@ -55,6 +70,7 @@ struct mem_server {
 	size_t n_locks;
 	struct session_info *lost;   /* id, and in mtime when it was lost */
 	size_t n_lost;
+	uint64_t units_stored;  /* units put that were new */
 };
 
 static void when_text(time_t t, char *buf, size_t len)
@@ -63,6 +79,25 @@ static void when_text(time_t t, char *buf, size_t len)
 
 	gmtime_r(&t, &tm);
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+}
+
+/* The sessions held, with the sizes of their stored bytes (a client's
+ * store.c adds their units'); store.h's store_list would read every head
+ * for that. */
+static int list_ids(struct mem_server *sm, struct session_info **v, size_t *n, char *err,
+                    size_t errlen)
+{
+	return sm->store->ops->list(sm->store, v, n, err, errlen);
+}
+
+/* Delete session id; its units are the client's to collect (its
+ * store.h's store_del, under the units lock), never the server's. */
+static int del_id(struct mem_server *sm, const char *id, unsigned *removed, char *err,
+                  size_t errlen)
+{
+	if (!store_id_valid(id, err, errlen))
+		return -1;
+	return sm->store->ops->del(sm->store, id, removed, err, errlen);
 }
 
 /* ---- the ids file ---- */
@@ -98,7 +133,7 @@ static void ids_write(struct mem_server *sm)
 	bool ok;
 	int fd;
 
-	if (sm->dirfd < 0 || store_list(sm->store, &held, &n, err, sizeof(err)) < 0)
+	if (sm->dirfd < 0 || list_ids(sm, &held, &n, err, sizeof(err)) < 0)
 		return;
 	for (size_t i = 0; i < n; i++)
 		held[i].size = 0, held[i].mtime.tv_sec = 0, held[i].mtime.tv_nsec = 0;
@@ -234,10 +269,53 @@ static int to_memfd(const uint8_t *p, size_t n)
 	return fd;
 }
 
+/* BLOB with a = 1 and a memfd of p[0..n), or ERR saying what failed. */
+static void reply_blob(int fd, const uint8_t *p, size_t n, const char *what)
+{
+	char why[128];
+	int mfd = to_memfd(p, n);
+
+	if (mfd < 0) {
+		snprintf(why, sizeof(why), "cannot pass %s: memfd_create: %s", what,
+		         strerror(errno));
+		reply_err(fd, why);
+		return;
+	}
+	wire_send(fd, WIRE_MEM_BLOB, 1, 0, NULL, 0, &mfd, 1);
+	close(mfd);
+}
+
+/* The memfd m carries, mapped into *p (len bytes; "" when empty): 0, or
+ * -1 when there is none or it cannot be read.  unmap_sent undoes it. */
+static int map_sent(const struct wire_msg *m, const uint8_t **p, size_t *len)
+{
+	struct stat st;
+	void *at;
+
+	if (m->nfds != 1 || fstat(m->fds[0], &st) < 0)
+		return -1;
+	*len = (size_t)st.st_size;
+	*p = (const uint8_t *)"";
+	if (!*len)
+		return 0;
+	at = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, m->fds[0], 0);
+	if (at == MAP_FAILED)
+		return -1;
+	*p = at;
+	return 0;
+}
+
+static void unmap_sent(const uint8_t *p, size_t len)
+{
+	if (len)
+		munmap((void *)p, len);
+}
+
 static const struct lock_slot *holder(const struct mem_server *sm, const char *id)
 {
 	for (size_t i = 0; i < sm->n_locks; i++)
-		if (sm->locks[i].held && strcmp(sm->locks[i].id, id) == 0)
+		if (sm->locks[i].held && sm->locks[i].kind == SLOT_SESSION &&
+		    strcmp(sm->locks[i].id, id) == 0)
 			return &sm->locks[i];
 	return NULL;
 }
@@ -311,7 +389,6 @@ static void on_load(struct mem_server *sm, int fd, const char *id)
 	uint8_t *blob = NULL;
 	size_t len = 0;
 	bool found = false;
-	int mfd;
 
 	if (store_load(sm->store, id, &blob, &len, &found, err, sizeof(err)) < 0) {
 		reply_err(fd, err);
@@ -324,36 +401,22 @@ static void on_load(struct mem_server *sm, int fd, const char *id)
 			wire_send(fd, WIRE_MEM_BLOB, 0, 0, NULL, 0, NULL, 0);
 		return;
 	}
-	mfd = to_memfd(blob, len);
+	reply_blob(fd, blob, len, "the session");
 	free(blob);
-	if (mfd < 0) {
-		reply_err(fd, "cannot pass the session: memfd_create failed");
-		return;
-	}
-	wire_send(fd, WIRE_MEM_BLOB, 1, 0, NULL, 0, &mfd, 1);
-	close(mfd);
 }
 
 static void on_save(struct mem_server *sm, int fd, const char *id, struct wire_msg *m)
 {
 	char err[STORE_ERR_MAX];
-	struct stat st;
-	void *p = NULL;
+	const uint8_t *p;
+	size_t len;
 	unsigned before = mem_server_count(sm);
 
-	if (m->nfds != 1 || fstat(m->fds[0], &st) < 0) {
-		reply_err(fd, "malformed save");
+	if (map_sent(m, &p, &len) < 0) {
+		reply_err(fd, "cannot read the session to save");
 		return;
 	}
-	if (st.st_size > 0) {
-		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, m->fds[0], 0);
-		if (p == MAP_FAILED) {
-			reply_err(fd, "cannot read the session to save");
-			return;
-		}
-	}
-	if (store_save(sm->store, id, p ? p : (const uint8_t *)"", (size_t)st.st_size,
-	               m->a != 0, err, sizeof(err)) < 0) {
+	if (store_save(sm->store, id, p, len, m->a != 0, err, sizeof(err)) < 0) {
 		reply_err(fd, err);
 	} else {
 		bool was_lost = lost_drop(sm, id);
@@ -363,8 +426,7 @@ static void on_save(struct mem_server *sm, int fd, const char *id, struct wire_m
 			ids_write(sm);
 		wire_send(fd, WIRE_MEM_OK, 0, 0, NULL, 0, NULL, 0);
 	}
-	if (p)
-		munmap(p, (size_t)st.st_size);
+	unmap_sent(p, len);
 }
 
 /* Delete id, or with "all" every session no call holds (and every lost
@@ -378,19 +440,19 @@ static void on_del(struct mem_server *sm, int fd, const char *id, bool sweep)
 	bool changed;
 
 	if (strcmp(id, "all") != 0) {
-		if (store_del(sm->store, id, &removed, err, sizeof(err)) < 0) {
+		if (del_id(sm, id, &removed, err, sizeof(err)) < 0) {
 			reply_err(fd, err);
 			return;
 		}
 		changed = lost_drop(sm, id) || removed;
 	} else {
-		if (!sweep && store_list(sm->store, &v, &n, err, sizeof(err)) < 0) {
+		if (!sweep && list_ids(sm, &v, &n, err, sizeof(err)) < 0) {
 			reply_err(fd, err);
 			return;
 		}
 		for (size_t i = 0; i < n; i++)
 			if (!holder(sm, v[i].id) &&
-			    store_del(sm->store, v[i].id, &one, err, sizeof(err)) == 0)
+			    del_id(sm, v[i].id, &one, err, sizeof(err)) == 0)
 				removed += one;
 		free(v);
 		changed = sm->n_lost || removed;
@@ -409,10 +471,9 @@ static void on_list(struct mem_server *sm, int fd)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f;
-	int mfd;
 	bool ok;
 
-	if (store_list(sm->store, &info, &n, err, sizeof(err)) < 0) {
+	if (list_ids(sm, &info, &n, err, sizeof(err)) < 0) {
 		reply_err(fd, err);
 		return;
 	}
@@ -426,14 +487,8 @@ static void on_list(struct mem_server *sm, int fd)
 		reply_err(fd, "cannot list sessions: out of memory");
 		return;
 	}
-	mfd = to_memfd((const uint8_t *)text, len);
+	reply_blob(fd, (const uint8_t *)text, len, "the list");
 	free(text);
-	if (mfd < 0) {
-		reply_err(fd, "cannot pass the list: memfd_create failed");
-		return;
-	}
-	wire_send(fd, WIRE_MEM_BLOB, 1, 0, NULL, 0, &mfd, 1);
-	close(mfd);
 }
 
 /* The grant: a = this incarnation, b = the lock's token. */
@@ -443,20 +498,41 @@ static void grant(const struct mem_server *sm, struct lock_slot *l)
 	wire_send(l->fd, WIRE_MEM_LOCKED, sm->incarnation, l->token, NULL, 0, NULL, 0);
 }
 
-/* Grant each waiter whose session is free, oldest first. */
+/* Whether waiter i of the units lock may have it: no hold it conflicts
+ * with (an exclusive one conflicts with any), and no waiter before it. */
+static bool units_free_for(const struct mem_server *sm, size_t i)
+{
+	const struct lock_slot *l = &sm->locks[i];
+
+	for (size_t j = 0; j < sm->n_locks; j++) {
+		const struct lock_slot *o = &sm->locks[j];
+
+		if (j == i || o->kind == SLOT_SESSION)
+			continue;
+		if (o->held ? o->kind == SLOT_UNITS_EXCLUSIVE || l->kind == SLOT_UNITS_EXCLUSIVE
+		            : j < i)
+			return false;
+	}
+	return true;
+}
+
+/* Grant each waiter whose session (or the units) is free, oldest first. */
 static void grant_waiters(struct mem_server *sm)
 {
 	for (size_t i = 0; i < sm->n_locks; i++) {
 		struct lock_slot *l = &sm->locks[i];
 
-		if (!l->held && !holder(sm, l->id))
+		if (!l->held && (l->kind == SLOT_SESSION ? !holder(sm, l->id)
+		                                         : units_free_for(sm, i)))
 			grant(sm, l);
 	}
 }
 
-/* A lock request; with try (a = 1), one that is not free at once is
- * answered busy instead of waiting.  True when fd now has a slot. */
-static bool on_lock(struct mem_server *sm, int fd, const char *id, bool try)
+/* A lock request of kind (id "" for the units); with try (a = 1), one
+ * that is not free at once is answered busy instead of waiting.  True
+ * when fd now has a slot. */
+static bool on_lock(struct mem_server *sm, int fd, enum slot_kind kind, const char *id,
+                    bool try)
 {
 	char why[STORE_ERR_MAX];
 	struct lock_slot *l;
@@ -472,12 +548,167 @@ static bool on_lock(struct mem_server *sm, int fd, const char *id, bool try)
 		return false;
 	}
 	l = &sm->locks[sm->n_locks++];
+	l->kind = kind;
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	l->fd = fd;
 	l->held = false;
 	l->token = sm->next_token++;
 	grant_waiters(sm);
 	return true;
+}
+
+/* ---- units ---- */
+
+/* The grant "INC:TOKEN" m names under key: whether it is a slot of kind
+ * held now, in this incarnation. */
+static bool grant_held(const struct mem_server *sm, const struct wire_msg *m,
+                       const char *key, enum slot_kind kind)
+{
+	size_t pos = 0;
+	const char *v = wire_next(m->payload, m->len, key, &pos);
+	unsigned long long inc, token;
+	char tail;
+
+	if (!v || sscanf(v, "%16llx:%llu%c", &inc, &token, &tail) != 2 ||
+	    inc != sm->incarnation)
+		return false;
+	for (size_t i = 0; i < sm->n_locks; i++)
+		if (sm->locks[i].held && sm->locks[i].kind == kind && sm->locks[i].token == token)
+			return true;
+	return false;
+}
+
+static bool unit_hash(const struct wire_msg *m, uint8_t hash[STORE_HASH_LEN])
+{
+	size_t pos = 0;
+	const char *hex = wire_next(m->payload, m->len, "hash", &pos);
+
+	return hex && units_unhex(hex, strlen(hex), hash) == 0;
+}
+
+/* PUT: its bytes as the client sent them, checked against the hash where
+ * they are used (the worker checks each unit it reads). */
+static int unit_put(struct mem_server *sm, const struct wire_msg *m, const uint8_t *hash,
+                    char *err, size_t errlen)
+{
+	const uint8_t *p;
+	size_t len;
+	bool had;
+	int ret;
+
+	if (map_sent(m, &p, &len) < 0) {
+		snprintf(err, errlen, "cannot read the unit to keep");
+		return -1;
+	}
+	ret = sm->store->ops->obj_has(sm->store, hash, &had, err, errlen);
+	if (ret == 0 && !had)
+		ret = sm->store->ops->obj_put(sm->store, hash, p, len, err, errlen);
+	if (ret == 0 && !had)
+		sm->units_stored++;
+	unmap_sent(p, len);
+	return ret;
+}
+
+/* Every unit's hash, 32 bytes each, as a BLOB. */
+static void unit_list(struct mem_server *sm, int fd)
+{
+	char err[STORE_ERR_MAX];
+	uint8_t *v = NULL;
+	size_t n = 0;
+
+	if (sm->store->ops->obj_list(sm->store, &v, &n, err, sizeof(err)) < 0)
+		reply_err(fd, err);
+	else
+		reply_blob(fd, v, n * STORE_HASH_LEN, "the units");
+	free(v);
+}
+
+static void unit_read(struct mem_server *sm, int fd, const uint8_t *hash)
+{
+	char err[STORE_ERR_MAX];
+	uint8_t *p = NULL;
+	size_t n = 0;
+	bool found;
+
+	if (sm->store->ops->obj_read(sm->store, hash, &p, &n, &found, err, sizeof(err)) < 0)
+		reply_err(fd, err);
+	else if (!found)
+		wire_send(fd, WIRE_MEM_BLOB, 0, 0, NULL, 0, NULL, 0);
+	else
+		reply_blob(fd, p, n, "the unit");
+	free(p);
+}
+
+/* A unit request but PACK (which names a session: on_pack). */
+static void on_unit(struct mem_server *sm, int fd, const struct wire_msg *m)
+{
+	char err[STORE_ERR_MAX] = "";
+	uint8_t hash[STORE_HASH_LEN];
+	struct store *st = sm->store;
+	bool has = false;
+	int ret = -1;
+
+	if (m->a == WIRE_UNIT_LIST) {
+		unit_list(sm, fd);
+		return;
+	}
+	if (!unit_hash(m, hash)) {
+		reply_err(fd, "malformed unit request");
+		return;
+	}
+	if (m->a == WIRE_UNIT_READ) {
+		unit_read(sm, fd, hash);
+		return;
+	}
+	if (m->a == WIRE_UNIT_HAS)
+		ret = st->ops->obj_has(st, hash, &has, err, sizeof(err));
+	else if (m->a == WIRE_UNIT_PUT)
+		ret = unit_put(sm, m, hash, err, sizeof(err));
+	else if (m->a == WIRE_UNIT_DEL && !grant_held(sm, m, "units", SLOT_UNITS_EXCLUSIVE))
+		snprintf(err, sizeof(err), "a unit is removed only under the exclusive units "
+		         "lock, and this call does not hold it");
+	else if (m->a == WIRE_UNIT_DEL)
+		ret = st->ops->obj_del(st, hash, err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "unknown unit request");
+	if (ret < 0)
+		reply_err(fd, err);
+	else
+		wire_send(fd, WIRE_MEM_OK, has, 0, NULL, 0, NULL, 0);
+}
+
+/*
+ * PACK: after the verified head in the client's memfd, a pack entry for
+ * each of its refs, written by us straight into the memfd the worker will
+ * read (unitstore.c's, as for any store with units); a = its new length.
+ */
+static void on_pack(struct mem_server *sm, int fd, const char *id, const struct wire_msg *m)
+{
+	char err[STORE_ERR_MAX];
+	struct stat st;
+	size_t len;
+
+	if (m->nfds != 1 || fstat(m->fds[0], &st) < 0) {
+		reply_err(fd, "malformed pack request");
+		return;
+	}
+	len = (size_t)st.st_size;
+	if (unitstore_append_pack(sm->store, id, m->fds[0], &len, err, sizeof(err)) < 0)
+		reply_err(fd, err);
+	else
+		wire_send(fd, WIRE_MEM_OK, len, 0, NULL, 0, NULL, 0);
+}
+
+/* The units lock (a = STORE_GC_SHARED or STORE_GC_EXCLUSIVE), as a slot
+ * of its own; true when fd now has it or waits for it. */
+static bool on_units_lock(struct mem_server *sm, int fd, uint64_t how)
+{
+	if (how != STORE_GC_SHARED && how != STORE_GC_EXCLUSIVE) {
+		reply_err(fd, "malformed units lock request");
+		return false;
+	}
+	return on_lock(sm, fd, how == STORE_GC_SHARED ? SLOT_UNITS_SHARED : SLOT_UNITS_EXCLUSIVE,
+	               "", false);
 }
 
 void mem_server_closed(struct mem_server *sm, int fd)
@@ -497,14 +728,22 @@ bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 {
 	char err[STORE_ERR_MAX];
 	size_t pos = 0;
-	const char *id = m->type == WIRE_MEM_LIST ? "" : wire_next(m->payload, m->len, "id", &pos);
+	const char *id;
 
+	if (m->type == WIRE_MEM_UNITS_LOCK)
+		return on_units_lock(sm, fd, m->a);
+	if (m->type == WIRE_MEM_UNIT && m->a != WIRE_UNIT_PACK) {
+		on_unit(sm, fd, m);
+		return false;
+	}
+	id = m->type == WIRE_MEM_LIST ? "" : wire_next(m->payload, m->len, "id", &pos);
 	if (!id) {
 		reply_err(fd, "missing session id");
 		return false;
 	}
 	if ((m->type == WIRE_MEM_LOAD || m->type == WIRE_MEM_SAVE ||
-	     m->type == WIRE_MEM_ORIGIN || m->type == WIRE_MEM_DEL) &&
+	     m->type == WIRE_MEM_ORIGIN || m->type == WIRE_MEM_DEL ||
+	     m->type == WIRE_MEM_UNIT) &&
 	    !fenced_ok(sm, m, id, err, sizeof(err))) {
 		reply_err(fd, err);
 		return false;
@@ -522,6 +761,9 @@ bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 	case WIRE_MEM_LIST:
 		on_list(sm, fd);
 		return false;
+	case WIRE_MEM_UNIT:
+		on_pack(sm, fd, id, m);
+		return false;
 	case WIRE_MEM_ORIGIN: {
 		bool sandboxed;
 
@@ -536,7 +778,7 @@ bool mem_server_handle(struct mem_server *sm, int fd, struct wire_msg *m)
 			reply_err(fd, err);
 			return false;
 		}
-		return on_lock(sm, fd, id, m->a == 1);
+		return on_lock(sm, fd, SLOT_SESSION, id, m->a == 1);
 	default:
 		reply_err(fd, "unknown request");
 		return false;
@@ -549,8 +791,20 @@ unsigned mem_server_count(struct mem_server *sm)
 	struct session_info *info = NULL;
 	size_t n = 0;
 
-	if (store_list(sm->store, &info, &n, err, sizeof(err)) < 0)
+	if (list_ids(sm, &info, &n, err, sizeof(err)) < 0)
 		return 0;
 	free(info);
 	return (unsigned)n;
+}
+
+void mem_server_units(struct mem_server *sm, unsigned *held, uint64_t *stored)
+{
+	char err[STORE_ERR_MAX];
+	uint8_t *v = NULL;
+	size_t n = 0;
+
+	*held = sm->store->ops->obj_list(sm->store, &v, &n, err, sizeof(err)) == 0 ? (unsigned)n
+	                                                                           : 0;
+	free(v);
+	*stored = sm->units_stored;
 }

@@ -20,6 +20,7 @@
 #define DOLSOT_MEM_SERVER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "wire.h"
 
@@ -54,6 +55,10 @@ void mem_server_closed(struct mem_server *sm, int fd);
 
 /* Number of sessions held. */
 unsigned mem_server_count(struct mem_server *sm);
+
+/* Number of units held (each once, for every session), and of units
+ * stored since the incarnation began. */
+void mem_server_units(struct mem_server *sm, unsigned *held, uint64_t *stored);
 
 /* Free everything (the tests; the server just exits). */
 void mem_server_free(struct mem_server *sm);

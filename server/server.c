@@ -681,6 +681,8 @@ static void on_info(struct server *s, int client)
 		.idle_seconds = SERVER_ZYGOTE_IDLE, .memory_kb = SERVER_ZYGOTE_MEMORY_KB,
 	};
 
+	if (s->mem)
+		mem_server_units(s->mem, &f.units, &f.units_stored);
 	for (int i = 0; i < SERVER_MAX_ZYGOTES; i++)
 		f.zygotes += s->z[i].key_len != 0;
 	server_diag_server(text, &n, sizeof(text), &f);
@@ -735,6 +737,8 @@ static void on_client(struct server *s, size_t i)
 	case WIRE_MEM_LIST:
 	case WIRE_MEM_LOCK:
 	case WIRE_MEM_ORIGIN:
+	case WIRE_MEM_UNIT:
+	case WIRE_MEM_UNITS_LOCK:
 		s->last_call = deadline_now();
 		if (!s->mem && !(s->mem = mem_server_new(s->dirfd))) {
 			wire_send(fd, WIRE_MEM_ERR, 0, 0, "out of memory", 13, NULL, 0);

@@ -90,11 +90,13 @@ void server_diag_server(char *text, size_t *n, size_t cap, const struct server_f
 	       "calls with the session's modules imported ahead %llu, some of them %llu\n"
 	       "memory %ld kB rss, %ld kB pss, %ld kB private\n"
 	       "sessions in memory %u\n"
+	       "units in memory %u (%llu stored since the start)\n"
 	       "zygotes %zu (at most %d, %d per environment, %ld kB private together, "
 	       "%d s idle)\n",
 	       (int)getpid(), f->uptime, (unsigned long long)f->warm,
 	       (unsigned long long)f->cold, (unsigned long long)f->preloaded,
-	       (unsigned long long)f->nearer, m.rss, m.pss, m.priv, f->sessions, f->zygotes,
+	       (unsigned long long)f->nearer, m.rss, m.pss, m.priv, f->sessions, f->units,
+	       (unsigned long long)f->units_stored, f->zygotes,
 	       f->max_zygotes, f->env_zygotes, f->memory_kb, f->idle_seconds);
 }
 

@@ -17,6 +17,8 @@ struct server_figures {
 	uint64_t preloaded, nearer;     /* warm calls on a zygote holding the
 	                                   session's modules, or some of them */
 	unsigned sessions;              /* DOLSOT_STORE=memory sessions held */
+	unsigned units;                 /* their units held, each once */
+	uint64_t units_stored;          /* units stored since the server started */
 	size_t zygotes;
 	/* the zygotes' bounds (server.h) */
 	int max_zygotes, env_zygotes, idle_seconds;

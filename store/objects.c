@@ -294,11 +294,6 @@ static bool lower_hex(const char *s, size_t n)
 	return s[n] == '\0';
 }
 
-static uint8_t hex_val(char c)
-{
-	return (uint8_t)(c <= '9' ? c - '0' : c - 'a' + 10);
-}
-
 /* The hashes listed so far. */
 struct hash_acc {
 	uint8_t *v;
@@ -322,8 +317,7 @@ static int add_hash(struct hash_acc *acc, const char *hh, const char *rest)
 	memcpy(hex, hh, HH_LEN);
 	memcpy(hex + HH_LEN, rest, REST_LEN);
 	at = acc->v + acc->n++ * UNITS_HASH_LEN;
-	for (size_t i = 0; i < UNITS_HASH_LEN; i++)
-		at[i] = (uint8_t)(hex_val(hex[2 * i]) << 4 | hex_val(hex[2 * i + 1]));
+	(void)units_unhex(hex, UNITS_HEX_LEN, at);   /* the names were checked */
 	return 0;
 }
 

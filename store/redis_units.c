@@ -406,30 +406,14 @@ void redis_units_saved(struct redis_units *u)
 	}
 }
 
-static int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 bool redis_units_hash_of(const struct redis_units *u, const char *key,
                          uint8_t hash[STORE_HASH_LEN])
 {
 	size_t pl = strlen(u->prefix);
 	const char *hex = key + pl + strlen("unit:");
 
-	if (strncmp(key, u->prefix, pl) != 0 || strncmp(key + pl, "unit:", 5) != 0 ||
-	    strlen(hex) != UNITS_HEX_LEN)
-		return false;
-	for (size_t i = 0; i < STORE_HASH_LEN; i++) {
-		int hi = hex_val(hex[2 * i]), lo = hex_val(hex[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return false;
-		hash[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return true;
+	return strncmp(key, u->prefix, pl) == 0 && strncmp(key + pl, "unit:", 5) == 0 &&
+	       units_unhex(hex, strlen(hex), hash) == 0;
 }
 
 int redis_units_put(struct redis_units *u, const uint8_t *hash, const uint8_t *p, size_t n,

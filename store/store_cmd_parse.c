@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "store_name.h"
+#include "units.h"
 
 /* Digits at s[*i..len) into *v (at most max); advances *i.  0 or -1. */
 static int digits(const char *s, size_t len, size_t *i, uint64_t max, uint64_t *v)
@@ -178,28 +179,6 @@ int store_cmd_parse_caps(const char *out, size_t len, unsigned *caps)
 	return 0;
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* s[0..len) as a hash into out; -1 unless exactly 64 lowercase hex. */
-static int parse_hash(const char *s, size_t len, uint8_t out[STORE_HASH_LEN])
-{
-	if (len != (size_t)2 * STORE_HASH_LEN)
-		return -1;
-	for (size_t i = 0; i < STORE_HASH_LEN; i++) {
-		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return -1;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
-}
-
 static int by_hash(const void *a, const void *b)
 {
 	return memcmp(a, b, STORE_HASH_LEN);
@@ -227,7 +206,7 @@ int store_cmd_parse_hashes(const char *out, size_t len, uint8_t **hashes, size_t
 		const char *nl = memchr(out + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - out) : len;
 
-		if (parse_hash(out + i, end - i, *hashes + m * STORE_HASH_LEN) < 0) {
+		if (units_unhex(out + i, end - i, *hashes + m * STORE_HASH_LEN) < 0) {
 			snprintf(err, errlen, "unit-list: line %zu: not 64 lowercase hex digits",
 			         m + 1);
 			goto bad;

@@ -65,6 +65,10 @@ enum store_lock_status {
 	STORE_LOCK_BUSY,        /* another call held it until the timeout; err says
 	                         * who, completing "session 'ID' is busy: " */
 	STORE_LOCK_FAILED,      /* the store failed; err says why */
+	STORE_LOCK_GONE,        /* the server the store lives in (the memory
+	                         * store's) ended before it answered: killed,
+	                         * stopped or idled out; nothing is held, and a
+	                         * server started anew may answer */
 };
 
 struct store;
@@ -135,7 +139,8 @@ struct store_ops {
 	/*
 	 * Take the session's exclusive lock, waiting at most timeout_ms (< 0 means
 	 * forever): STORE_LOCKED, STORE_LOCK_BUSY once the timeout passes with
-	 * another call holding it, or STORE_LOCK_FAILED; err as the enum says.
+	 * another call holding it, STORE_LOCK_GONE (only a store that lives in
+	 * a server) or STORE_LOCK_FAILED; err as the enum says.
 	 * Saves must hold the lock: the FileStore removes a
 	 * session's leftover temp files (of a killed save) when it is locked.
 	 * lk->priv is the backend's (NULL after unlock, and unless locked).
@@ -203,6 +208,14 @@ struct store_ops {
 	int (*obj_list)(struct store *s, uint8_t **hashes, size_t *n, char *err,
 	                size_t errlen);
 	int (*obj_lock)(struct store *s, enum store_gc_lock how, char *err, size_t errlen);
+	/*
+	 * Optional (NULL: unitstore.c reads each unit with obj_read and
+	 * writes it itself): unitstore_append_pack's work done where the
+	 * units are, as its contract says, for session id (the memory store's
+	 * server writes them straight into fd, never through this process).
+	 */
+	int (*obj_pack)(struct store *s, const char *id, int fd, size_t *len, char *err,
+	                size_t errlen);
 };
 
 struct sign_key;

@@ -46,6 +46,27 @@ void units_hex(const uint8_t *hash, char out[UNITS_HEX_LEN + 1])
 	out[UNITS_HEX_LEN] = '\0';
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int units_unhex(const char *s, size_t len, uint8_t out[UNITS_HASH_LEN])
+{
+	if (len != UNITS_HEX_LEN)
+		return -1;
+	for (size_t i = 0; i < UNITS_HASH_LEN; i++) {
+		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
 void units_entry_prefix(const uint8_t *hash, uint64_t size, uint8_t out[UNITS_REF_LEN])
 {
 	memcpy(out, hash, UNITS_HASH_LEN);

@@ -84,6 +84,10 @@ int units_pack_next(const struct units_head *h, size_t *off, struct units_entry 
 /* A hash as 64 lowercase hex digits and a NUL. */
 void units_hex(const uint8_t *hash, char out[UNITS_HEX_LEN + 1]);
 
+/* s[0..len) as a hash into out: 0, or -1 unless it is exactly 64
+ * lowercase hex digits. */
+int units_unhex(const char *s, size_t len, uint8_t out[UNITS_HASH_LEN]);
+
 /* A pack entry's bytes in the wire layout: its 40-byte prefix for hash
  * and size. */
 void units_entry_prefix(const uint8_t *hash, uint64_t size, uint8_t out[UNITS_REF_LEN]);

@@ -312,6 +312,8 @@ int unitstore_append_pack(struct store *s, const char *id, int fd, size_t *len,
 	if (*len < sizeof(magic) || fd_pread_exact(fd, magic, sizeof(magic), 0) < 0 ||
 	    !units_is_v4(magic, sizeof(magic)))
 		return 0;
+	if (s->ops->obj_pack)
+		return s->ops->obj_pack(s, id, fd, len, err, errlen);
 	head = malloc(*len);
 	if (!head || fd_pread_exact(fd, head, *len, 0) < 0) {
 		snprintf(why, sizeof(why), "read: %s", strerror(errno));

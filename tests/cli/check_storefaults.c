@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -176,6 +177,118 @@ END_TEST
 
 /* ---- the memory store's server restarted ---- */
 
+/* What a call is blocked in, looked at this often (us), this many times
+ * at most. */
+#define IN_POLL_US 1000
+#define IN_POLL_TRIES 60000
+/* The length of a time in a memory store's message: 2026-12-07T10:37:15+00:00 */
+#define WHEN_LEN 25
+
+/* In a child: the call, its stdout and stderr into path.out and path.err;
+ * the child exits with its code. */
+static pid_t call_in_child(const char *cwd, const char *path, const char *id,
+                           const char *code)
+{
+	char out[4500];
+	struct cli_run r;
+	pid_t kid = fork();
+
+	ck_assert_int_ge(kid, 0);
+	if (kid > 0)
+		return kid;
+	RUN_IN(&r, cwd, memory_env, "--session", id, "--timeout", "120", code);
+	snprintf(out, sizeof(out), "%s.out", path);
+	append_line(out, r.out);
+	snprintf(out, sizeof(out), "%s.err", path);
+	append_line(out, r.err);
+	_exit(r.code);
+}
+
+/* Wait until kid's dolsot (its child) blocks in poll(2): with its server
+ * stopped, a call waits there for its lock's answer, the first it waits
+ * for. */
+static void wait_in_poll(pid_t kid)
+{
+	char path[64], *text;
+	pid_t pid = 0;
+
+	for (int i = 0; i < IN_POLL_TRIES; i++) {
+		long nr = -1;
+
+		if (!pid)
+			pid = cli_first_child(kid);
+		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+		text = pid ? cli_read_file(path, NULL) : NULL;
+		if (text)
+			nr = strtol(text, NULL, 10);
+		free(text);
+		if (nr == SYS_poll || nr == SYS_ppoll)
+			return;
+		usleep(IN_POLL_US);
+	}
+	ck_abort_msg("the call never waited for its lock (pid %d)", (int)pid);
+}
+
+/* text with the time after "restarted at " replaced by T, once checked to
+ * be a time; malloc'd. */
+static char *with_time_as_t(const char *text)
+{
+	static const char word[] = "restarted at ";
+	const char *at = strstr(text, word);
+	char *out, when[WHEN_LEN + 1];
+	struct tm tm;
+	const char *end;
+
+	ck_assert_msg(at && strlen(at) > strlen(word) + WHEN_LEN, "%s", text);
+	at += strlen(word);
+	snprintf(when, sizeof(when), "%.*s", WHEN_LEN, at);
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(when, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+	ck_assert_msg(end && !*end, "not a time: %s", when);
+	ck_assert_int_ge(asprintf(&out, "%.*sT%s", (int)(at - text), text, at + WHEN_LEN), 0);
+	return out;
+}
+
+/* The call's files (call_in_child's path): exactly out and err, but for
+ * the time err's "restarted at " names, written T. */
+static void ck_call_said(const char *path, const char *out, const char *err)
+{
+	char file[4500], *text, *err_t;
+
+	snprintf(file, sizeof(file), "%s.out", path);
+	text = cli_read_file(file, NULL);
+	ck_assert_str_eq(text, out);
+	free(text);
+	snprintf(file, sizeof(file), "%s.err", path);
+	text = cli_read_file(file, NULL);
+	err_t = with_time_as_t(text);
+	ck_assert_str_eq(err_t, err);
+	free(err_t);
+	free(text);
+}
+
+/* Session a holds x = 1 in the memory store; its server's pid. */
+static pid_t server_with_a(void)
+{
+	struct cli_run r;
+	pid_t pid;
+
+	RUN_IN(&r, NULL, memory_env, "--session", "a", "x = 1");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	pid = server_pid();
+	ck_assert_int_gt(pid, 0);
+	return pid;
+}
+
+/* A directory no zygote is warm for, into cwd: a call there runs cold,
+ * and its worker outlives the server. */
+static void cold_dir(char *cwd, size_t len)
+{
+	snprintf(cwd, len, "%s/elsewhere", fx.tmp);
+	ck_assert_int_eq(mkdir(cwd, 0700), 0);
+}
+
 /* issue 21 item 3: a call in flight across a kill -9 of the server saves
  * into the next one: refused, saying why; the next call on the session is
  * told it is gone, until --reset starts it anew.  The store directory
@@ -185,28 +298,14 @@ START_TEST(memory_store_restart_fences_the_old_call)
 	char cwd[4400], mark[4400], code[4600], errfile[4400], *text;
 	struct cli_run r;
 	size_t len;
-	pid_t pid, kid;
+	pid_t pid = server_with_a(), kid;
 
-	RUN_IN(&r, NULL, memory_env, "--session", "a", "x = 1");
-	ck_code(&r, 0);
-	cli_run_release(&r);
-	pid = server_pid();
-	ck_assert_int_gt(pid, 0);
-	/* A directory no zygote is warm for: the call runs cold, and its
-	 * worker outlives the server. */
-	snprintf(cwd, sizeof(cwd), "%s/elsewhere", fx.tmp);
-	ck_assert_int_eq(mkdir(cwd, 0700), 0);
+	cold_dir(cwd, sizeof(cwd));
 	snprintf(mark, sizeof(mark), "%s/started", fx.tmp);
-	snprintf(errfile, sizeof(errfile), "%s/call.err", fx.tmp);
+	snprintf(errfile, sizeof(errfile), "%s/call", fx.tmp);
 	snprintf(code, sizeof(code),
 	         "import time\nopen(%s%s%s, 'w').close()\ntime.sleep(3)\nx = 99", "'", mark, "'");
-	kid = fork();
-	ck_assert_int_ge(kid, 0);
-	if (kid == 0) {
-		RUN_IN(&r, cwd, memory_env, "--session", "a", "--timeout", "120", code);
-		append_line(errfile, r.err);
-		_exit(r.code);
-	}
+	kid = call_in_child(cwd, errfile, "a", code);
 	wait_file(mark);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	wait_dead(pid);
@@ -214,6 +313,7 @@ START_TEST(memory_store_restart_fences_the_old_call)
 	ck_code(&r, 0);
 	cli_run_release(&r);
 	ck_assert_int_eq(wait_child(kid), 1);
+	snprintf(errfile, sizeof(errfile), "%s/call.err", fx.tmp);
 	text = cli_read_file(errfile, &len);
 	ck_assert_msg(cli_has(text, "warning: session 'a' not saved: the memory store was "
 	                      "restarted at ") &&
@@ -245,6 +345,78 @@ START_TEST(memory_store_restart_fences_the_old_call)
 	ck_code(&r, 0);
 	ck_out(&r, "5\n");
 	cli_run_release(&r);
+}
+END_TEST
+
+static const char gone_a[] = "dolsot: session 'a' is gone: the memory store was restarted "
+	"at T and its sessions lived only in the old server's memory; 'dolsot --reset a' "
+	"starts it anew\n";
+
+/*
+ * The server killed, stopped first so that the next call's lock request
+ * waits in its listening socket: a SIGKILLed server's socket takes
+ * connections until its last fd is closed, and then resets them
+ * unanswered.  The call starts a server anew, which says the session is
+ * gone (it once failed: "cannot lock session 'a': the warm server
+ * failed").  Unless timed so, the call may also find none listening.
+ */
+static void kill_under_the_next_call(pid_t server, const char *path)
+{
+	pid_t kid;
+
+	ck_assert_int_eq(kill(server, SIGSTOP), 0);
+	kid = call_in_child(NULL, path, "a", "x");
+	wait_in_poll(kid);
+	ck_assert_int_eq(kill(server, SIGKILL), 0);
+	ck_assert_int_eq(wait_child(kid), 1);
+	ck_call_said(path, "", gone_a);
+}
+
+/* SIGKILL between two calls: the next call says the session is gone,
+ * whether the server was gone before it or went under it. */
+START_TEST(memory_server_killed_between_calls_the_next_says_gone)
+{
+	char path[4400];
+	struct cli_run r;
+	pid_t pid = server_with_a();
+
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);   /* not waited for: it may be dying */
+	snprintf(path, sizeof(path), "%s/next", fx.tmp);
+	ck_assert_int_eq(wait_child(call_in_child(NULL, path, "a", "x")), 1);
+	ck_call_said(path, "", gone_a);
+	RUN_IN(&r, NULL, memory_env, "--reset", "a");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	pid = server_with_a();
+	snprintf(path, sizeof(path), "%s/under", fx.tmp);
+	kill_under_the_next_call(pid, path);
+}
+END_TEST
+
+/* SIGKILL during a call: the next call says the session is gone, and the
+ * call in flight, once its cell ends, that its result is not saved. */
+START_TEST(memory_server_killed_mid_call_the_next_says_gone)
+{
+	char cwd[4400], mark[4400], go[4400], code[9000], path[4400];
+	pid_t pid = server_with_a(), kid;
+
+	cold_dir(cwd, sizeof(cwd));
+	snprintf(mark, sizeof(mark), "%s/started", fx.tmp);
+	snprintf(go, sizeof(go), "%s/go", fx.tmp);
+	snprintf(code, sizeof(code), "import os, time\nopen('%s', 'w').close()\n"
+	         "while not os.path.exists('%s'):\n    time.sleep(0.005)\nx = 99", mark, go);
+	snprintf(path, sizeof(path), "%s/inflight", fx.tmp);
+	kid = call_in_child(cwd, path, "a", code);
+	wait_file(mark);
+	snprintf(path, sizeof(path), "%s/next", fx.tmp);
+	kill_under_the_next_call(pid, path);
+	cli_write_file(go, "");
+	ck_assert_int_eq(wait_child(kid), 1);
+	snprintf(path, sizeof(path), "%s/inflight", fx.tmp);
+	ck_call_said(path, "", "warning: session 'a' not saved: the memory store was "
+	             "restarted at T while this call held session 'a', so the cell's result "
+	             "is not saved, and the session is gone with the old server; 'dolsot "
+	             "--reset a' starts it anew\n");
 }
 END_TEST
 
@@ -715,6 +887,8 @@ static Suite *storefaults_suite(void)
 	}
 	tcase_add_test(mem, memory_store_400_concurrent_calls);
 	tcase_add_test(mem, memory_store_restart_fences_the_old_call);
+	tcase_add_test(mem, memory_server_killed_between_calls_the_next_says_gone);
+	tcase_add_test(mem, memory_server_killed_mid_call_the_next_says_gone);
 	tcase_add_test(mem, memory_store_kill9_during_a_stream);
 	tcase_add_test(reset, reset_all_during_a_stream);
 	tcase_add_test(reset, reset_id_removes_the_lock_file);

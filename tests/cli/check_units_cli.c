@@ -17,6 +17,10 @@
  * write to one element writes one part again; a damaged or missing part
  * drops only its array; a stamp gone or no longer matching costs a hash,
  * never a value; views of an array two names share keep sharing it.
+ *
+ * The memory store keeps its units in its server, counted by
+ * --server-status: shared by a fork, collected by a reset, one stored per
+ * changed value; a head changed there is refused too.
  */
 #include <check.h>
 #include <dirent.h>
@@ -32,6 +36,7 @@
 #include "cli_check.h"
 #include "cli_helpers.h"
 #include "redis_helper.h"
+#include "store.h"
 #include "typegate.h"
 
 #define PY "/usr/bin/python3.11"
@@ -283,11 +288,23 @@ START_TEST(a_deleted_unit_not_reached_is_dropped_and_the_save_works)
 END_TEST
 
 /* A flipped byte in the head: its signature refuses the whole session. */
+/* t, its head changed, is refused whole: its signature. */
+static void ck_t_refused(void)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "t", "b");
+	ck_code(&r, 1);
+	ck_out(&r, "");
+	ck_err_has(&r, "dolsot: session 't' cannot be loaded: its signature does not match");
+	ck_err_has(&r, "; run 'dolsot --reset t' to start it afresh\n");
+	cli_run_release(&r);
+}
+
 START_TEST(a_changed_byte_in_the_head_refuses_the_session)
 {
 	char ha[65], hb[65], hc[65], *pkl = cli_path(fx.store, "t.pkl"), *text;
 	size_t n;
-	struct cli_run r;
 
 	seed_three(ha, hb, hc);
 	text = cli_read_file(pkl, &n);
@@ -296,12 +313,7 @@ START_TEST(a_changed_byte_in_the_head_refuses_the_session)
 	text[n / 3] ^= 0x10;
 	write_bytes(pkl, text, n);
 	free(text);
-	CLI(&r, "--session", "t", "b");
-	ck_code(&r, 1);
-	ck_out(&r, "");
-	ck_err_has(&r, "dolsot: session 't' cannot be loaded: its signature does not match");
-	ck_err_has(&r, "; run 'dolsot --reset t' to start it afresh\n");
-	cli_run_release(&r);
+	ck_t_refused();
 }
 END_TEST
 
@@ -460,6 +472,120 @@ START_TEST(views_of_a_shared_array_keep_sharing_it)
 	ck_state("v", "x[0, 0], x[3, 3], big[10], np.shares_memory(x, y), "
 	         "np.shares_memory(big, bv), rov.flags.writeable, alone",
 	         "(100.0, -1.0, 5.0, True, True, False, array([0., 2., 4., 6., 8.]))\n");
+}
+END_TEST
+
+/* ---- the memory store: its units in the server ---- */
+
+/* The memory store for the rest of the test (its server starts with the
+ * first call). */
+static void use_memory(void)
+{
+	cli_test_add_env(&fx, "DOLSOT_STORE=memory");
+	cli_test_add_env(&fx, "DOLSOT_SERVER=auto");
+}
+
+/* The units the memory store's server holds, and has stored since it
+ * started (--server-status). */
+static void mem_units(unsigned *held, unsigned *stored)
+{
+	struct cli_run r;
+	const char *line;
+
+	CLI(&r, "--server-status");
+	ck_code(&r, 0);
+	line = strstr(r.out, "\nunits in memory ");
+	ck_assert_msg(line && sscanf(line, "\nunits in memory %u (%u stored", held, stored) == 2,
+	              "%s", r.out);
+	cli_run_release(&r);
+}
+
+static void ck_mem_units(unsigned held, unsigned stored)
+{
+	unsigned h, st;
+
+	mem_units(&h, &st);
+	ck_assert_msg(h == held && st == stored, "units in memory %u (%u stored), not %u (%u)",
+	              h, st, held, stored);
+}
+
+/* t holds a, b and c, each in a unit of its own. */
+static void seed_three_in_memory(void)
+{
+	use_memory();
+	ok_call("t", "a = [1] * 5000");
+	ok_call("t", "b = 'hello' + '.' * 5000");
+	ok_call("t", "c = {'k': 2, 'pad': '.' * 5000}");
+	ck_mem_units(3, 3);
+}
+
+START_TEST(memory_fork_shares_units_and_reset_collects_them)
+{
+	struct cli_run r;
+
+	seed_three_in_memory();
+	CLI(&r, "--session", "f", "--fork", "t");
+	ck_code(&r, 0);
+	ck_out(&r, "forked t into f\n");
+	cli_run_release(&r);
+	ck_mem_units(3, 3);
+	CLI(&r, "--reset", "t");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_mem_units(3, 3);
+	exact("f", "a[0], b[:5], c['k']", 0, "(1, 'hello', 2)\n",
+	      "session now holds: a, b, c\n");
+	CLI(&r, "--reset", "f");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_mem_units(0, 3);
+}
+END_TEST
+
+/* A cell changing one of two big values stores one unit, and the
+ * server drops the value's old one; the other is never sent again. */
+START_TEST(memory_a_cell_changing_one_of_two_big_values_stores_one_unit)
+{
+	static const char *const cells[] = { "q.append(-1)", "q.append(len(p))" };
+
+	use_memory();
+	ok_call("big", "p = list(range(200000))");
+	ok_call("big", "q = list(range(200000, 400000))");
+	ck_mem_units(2, 2);
+	for (unsigned i = 0; i < sizeof(cells) / sizeof(*cells); i++) {
+		ok_call("big", cells[i]);
+		ck_mem_units(2, 3 + i);
+	}
+	ck_state("big", "len(p), q[-2:]", "(200000, [-1, 200000])\n");
+}
+END_TEST
+
+/* A byte of t's head changed where the server keeps it, under its lock
+ * as a client of the store could: the signature refuses it. */
+START_TEST(memory_a_changed_byte_in_the_head_refuses_the_session)
+{
+	char err[512];
+	struct store *st;
+	struct store_lock lk;
+	struct store_mark mark = { false, 0 };
+	uint8_t *blob;
+	size_t n;
+	bool found;
+
+	seed_three_in_memory();
+	st = store_open(STORE_KIND_MEMORY, NULL, fx.store, 0, 5, err, sizeof(err));
+	ck_assert_msg(st != NULL, "%s", err);
+	ck_assert_int_eq(st->ops->lock(st, "t", 5000, &lk, err, sizeof(err)), STORE_LOCKED);
+	ck_assert_msg(st->ops->load(st, "t", &blob, &n, &found, err, sizeof(err)) == 0 && found,
+	              "%s", err);
+	ck_assert(n > 5 && memcmp(blob, "DLSS\004", 5) == 0);
+	ck_assert_msg(n < 4 * 5000, "the server keeps %zu bytes for t: not its head only", n);
+	blob[n / 3] ^= 0x10;
+	ck_assert_msg(st->ops->save(st, "t", blob, n, &mark, err, sizeof(err)) == 0, "%s", err);
+	st->ops->unlock(st, &lk);
+	store_close(st);
+	free(blob);
+	ck_t_refused();
 }
 END_TEST
 
@@ -758,6 +884,9 @@ static Suite *units_cli_suite(void)
 	tcase_add_test(units, a_version3_session_loads_and_is_saved_as_version4);
 	tcase_add_test(units, a_sandboxed_call_reads_its_units_from_the_blob);
 	tcase_add_test(units, the_type_gate_sees_a_held_names_type_on_a_lazy_call);
+	tcase_add_test(units, memory_fork_shares_units_and_reset_collects_them);
+	tcase_add_test(units, memory_a_cell_changing_one_of_two_big_values_stores_one_unit);
+	tcase_add_test(units, memory_a_changed_byte_in_the_head_refuses_the_session);
 	tcase_add_test(saves, a_file_size_limit_on_the_save_keeps_the_old_state);
 	tcase_add_test(saves, a_full_disk_at_the_units_write_keeps_the_old_state);
 	tcase_add_test(stores_tc, every_store_gives_the_same_answers);

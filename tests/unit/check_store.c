@@ -84,8 +84,11 @@ static void setup(void)
 	err[0] = '\0';
 }
 
+static void host_stop(void);
+
 static void teardown(void)
 {
+	host_stop();
 	rm_rf(tmp_dir);
 }
 
@@ -170,7 +173,7 @@ struct backend {
 
 static const struct backend backends[] = {
 	{ "file", open_file, true, 0 },
-	{ "mem", open_mem, false, 0 },
+	{ "mem", open_mem, true, 0 },
 	{ "cmd-units", open_cmd_units, true, 11 },
 	{ "cmd-whole", open_cmd_whole, false, 11 },
 };
@@ -2014,7 +2017,7 @@ END_TEST
 /* The warm server's memory store for mem_client.c: mem_server's table
  * behind a socket in the store's directory, served by a thread until
  * stop is written. */
-#define HOST_FDS 16
+#define HOST_FDS 512   /* lock connections stay: a hundred racers hold some */
 struct mem_host {
 	struct mem_server *sm;
 	int listen_fd, stop[2];
@@ -2086,7 +2089,7 @@ static struct store *open_mem_client(void)
 	host.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(host.listen_fd, 0);
 	ck_assert_int_eq(bind(host.listen_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
-	ck_assert_int_eq(listen(host.listen_fd, 16), 0);
+	ck_assert_int_eq(listen(host.listen_fd, 128), 0);
 	ck_assert_int_eq(pipe2(host.stop, O_CLOEXEC), 0);
 	ck_assert_int_eq(pthread_create(&host.th, NULL, host_loop, &host), 0);
 	host.running = true;
@@ -2180,21 +2183,24 @@ struct lock_backend {
 	const char *busy_has;           /* in the busy reason */
 	void (*make_fail)(struct store *s);     /* NULL: only an invalid id fails */
 	const char *fail_has;           /* in the failure's reason */
+	bool fails_gone;                /* it fails as STORE_LOCK_GONE: its server is */
 };
 
 static const struct lock_backend lock_backends[] = {
-	{ "file", open_file, NULL, STORE_BUSY_WHY, fail_file, "open a.lock: Is a directory" },
-	{ "mem", open_mem, NULL, STORE_BUSY_WHY, NULL, "invalid session id" },
+	{ "file", open_file, NULL, STORE_BUSY_WHY, fail_file, "open a.lock: Is a directory",
+	  false },
+	{ "mem", open_mem, NULL, STORE_BUSY_WHY, NULL, "invalid session id", false },
 	{ "memory", open_mem_client, NULL, STORE_BUSY_WHY, fail_mem_client,
-	  "the memory store is gone: no warm server runs" },
+	  "the memory store is gone: no warm server runs", true },
 	{ "redis", open_redis, NULL, STORE_BUSY_WHY " (its lock on redis://127.0.0.1:",
-	  fail_redis, ": cannot connect: " },
+	  fail_redis, ": cannot connect: ", false },
 	{ "cmd", open_cmd, busy_cmd, STORE_BUSY_WHY " (its lock in store helper '",
-	  fail_cmd, "the helper broke" },
+	  fail_cmd, "the helper broke", false },
 };
 
-/* Locked, busy (at once and after a wait) and failed, each with its
- * reason, and nothing held unless locked. */
+/* Locked, busy (at once and after a wait) and failed (the memory store:
+ * gone, with its server), each with its reason, and nothing held unless
+ * locked. */
 START_TEST(test_lock_three_outcomes)
 {
 	const struct lock_backend *b = &lock_backends[_i];
@@ -2221,7 +2227,7 @@ START_TEST(test_lock_three_outcomes)
 		b->make_fail(s);
 	lk.priv = &lk;
 	ck_assert_int_eq(store_lock(s, b->make_fail ? "a" : "../a", 0, &lk, ERR),
-	                 STORE_LOCK_FAILED);
+	                 b->fails_gone ? STORE_LOCK_GONE : STORE_LOCK_FAILED);
 	ck_assert_ptr_null(lk.priv);
 	ck_assert_msg(strstr(err, b->fail_has) && !strstr(err, "busy"), "%s: %s", b->name, err);
 	store_close(s);
@@ -2427,6 +2433,61 @@ static int count_redis_units(void)
 	return count_redis_keys("dolsot:unit:*");
 }
 
+/* The memory store's: the units of the test's server (open_mem_client's
+ * host), as another client of it sees them. */
+static struct store *open_mem_again(void)
+{
+	struct store *s = mem_client_open(open_file_again(), ERR);
+
+	ck_assert_msg(s != NULL, "mem_client_open: %s", err);
+	return s;
+}
+
+static int count_mem_units(void)
+{
+	struct store *s = open_mem_again();
+	uint8_t *v;
+	size_t n;
+
+	ck_assert_msg(s->ops->obj_list(s, &v, &n, ERR) == 0, "%s", err);
+	free(v);
+	store_close(s);
+	return (int)n;
+}
+
+static void mem_unit_hash(const char *text, uint8_t hash[UNITS_HASH_LEN])
+{
+	char hex[UNITS_HEX_LEN + 1];
+
+	units_blob_hex(text, hex);
+	ck_assert_int_eq(units_unhex(hex, UNITS_HEX_LEN, hash), 0);
+}
+
+static bool mem_unit_stored(const char *text)
+{
+	struct store *s = open_mem_again();
+	uint8_t hash[UNITS_HASH_LEN];
+	bool has;
+
+	mem_unit_hash(text, hash);
+	ck_assert_msg(s->ops->obj_has(s, hash, &has, ERR) == 0, "%s", err);
+	store_close(s);
+	return has;
+}
+
+/* Removed as a collector would: under the exclusive units lock. */
+static void drop_mem_unit(const char *text)
+{
+	struct store *s = open_mem_again();
+	uint8_t hash[UNITS_HASH_LEN];
+
+	mem_unit_hash(text, hash);
+	ck_assert_int_eq(s->ops->obj_lock(s, STORE_GC_EXCLUSIVE, ERR), 0);
+	ck_assert_msg(s->ops->obj_del(s, hash, ERR) == 0, "%s", err);
+	ck_assert_int_eq(s->ops->obj_lock(s, STORE_GC_RELEASE, ERR), 0);
+	store_close(s);
+}
+
 /* A store with units, as the units cases drive it. */
 struct units_backend {
 	const char *name;
@@ -2441,6 +2502,8 @@ static const struct units_backend units_backends[] = {
 	{ "file", open_file, open_file_again, count_units, unit_stored, drop_file_unit },
 	{ "redis", open_redis, open_redis_again, count_redis_units, redis_unit_stored,
 	  drop_redis_unit },
+	{ "memory", open_mem_client, open_mem_again, count_mem_units, mem_unit_stored,
+	  drop_mem_unit },
 };
 
 #define NUNITS_BACKENDS ((int)(sizeof(units_backends) / sizeof(units_backends[0])))
@@ -2587,7 +2650,8 @@ START_TEST(test_units_dir_names_the_objects)
 	ck_assert_int_eq(store_units_dir(file, buf, sizeof(buf), ERR), -1);
 	ck_assert_str_eq(err, "cannot open the store's objects directory: it is not a private "
 	                      "directory of ours");
-	ck_assert_int_eq(store_units_dir(mem, buf, sizeof(buf), ERR), 0);
+	ck_assert_int_eq(store_units_dir(mem, buf, sizeof(buf), ERR), 1);   /* none to read */
+	ck_assert_str_eq(buf, "");
 	store_close(file);
 	store_close(mem);
 }
@@ -2653,7 +2717,7 @@ START_TEST(test_units_fork_copies_no_unit)
 	struct store_lock lk;
 	char path[PATH_MAX];
 	struct stat before, after;
-	size_t len;
+	size_t len, n_listed;
 	unsigned n;
 	uint8_t *got, *whole = units_blob("the index", ABC, 3, NULL, &len);
 
@@ -2668,8 +2732,14 @@ START_TEST(test_units_fork_copies_no_unit)
 		ck_assert_int_eq(lstat(path, &after), 0);
 		ck_assert_uint_eq(before.st_ino, after.st_ino);
 		ck_assert_uint_eq(after.st_nlink, 1);
-	} else {
+	} else if (_i == 1) {
 		ck_assert_int_eq(count_redis_keys("dolsot:session:*"), 2);   /* two heads */
+	} else {
+		struct session_info *info;
+
+		ck_assert_int_eq(store_list(s, &info, &n_listed, ERR), 0);   /* two heads */
+		ck_assert_uint_eq(n_listed, 2);
+		free(info);
 	}
 	ck_assert_int_eq(store_del(s, "src", &n, ERR), 0);
 	ck_assert_int_eq(ub->count(), 3);
@@ -2730,7 +2800,7 @@ END_TEST
 /* A store of whole blobs takes a v4 blob only with every unit. */
 START_TEST(test_units_whole_store_wants_every_unit)
 {
-	struct store *s = keyed(open_mem());
+	struct store *s = keyed(open_cmd_whole());
 	char hex[UNITS_HEX_LEN + 1], want[STORE_ERR_MAX];
 
 	ck_assert_int_eq(commit_units(s, "a", ABC, 3, (bool[]){ true, false, true }, _i, 0),
