@@ -830,14 +830,15 @@ static int v4_take(struct store *s, struct store_save *sv, const struct units_he
 	/* Units the previous head names stay while it is the session's (its
 	 * lock is held): the units lock guards only the others. */
 	need_lock = unitstore_names_new(h, v->dropped, v->ndropped);
-	unitstore_drop_named(v->dropped, &v->ndropped, h);
 	if (need_lock && s->ops->obj_lock(s, STORE_GC_SHARED, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "cannot save session '%s': %s", sv->id, why);
 		return -1;
 	}
 	v->locked = need_lock;
-	if (unitstore_take_pack(s, sv->id, h, err, errlen) < 0)
+	/* For the same reason, those need no look in the store. */
+	if (unitstore_take_pack(s, sv->id, h, v->dropped, v->ndropped, err, errlen) < 0)
 		return -1;
+	unitstore_drop_named(v->dropped, &v->ndropped, h);
 	return keep_inline(sv, h, kept, err, errlen);
 }
 

@@ -108,8 +108,19 @@ static int put_pack(struct store *s, const char *id, const struct units_head *h,
 	return 0;
 }
 
+static int hash_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, UNITS_HASH_LEN);
+}
+
+/* Whether hash is among v[0..n) (sorted hashes: a head's refs in order). */
+static bool among(const uint8_t *v, size_t n, const uint8_t *hash)
+{
+	return n && bsearch(hash, v, n, UNITS_HASH_LEN, hash_cmp) != NULL;
+}
+
 int unitstore_take_pack(struct store *s, const char *id, const struct units_head *h,
-                        char *err, size_t errlen)
+                        const uint8_t *prev, size_t nprev, char *err, size_t errlen)
 {
 	char hex[UNITS_HEX_LEN + 1], why[STORE_ERR_MAX];
 	struct units_entry e;
@@ -124,8 +135,8 @@ int unitstore_take_pack(struct store *s, const char *id, const struct units_head
 		return refuse(id, ENOMEM, err, errlen, "out of memory");
 	for (uint32_t i = 0; i < h->nrefs && ret == 0; i++) {
 		units_ref(h, i, &e);
-		has = in[i] != 0;
-		if (!units_inline(e.size) &&
+		has = in[i] != 0 || among(prev, nprev, e.hash);
+		if (!has && !units_inline(e.size) &&
 		    s->ops->obj_has(s, e.hash, &has, why, sizeof(why)) < 0) {
 			ret = refuse(id, errno, err, errlen, "%s", why);
 		} else if (!has) {
@@ -242,16 +253,10 @@ void unitstore_drop_named_by(struct store *s, const char *id, uint8_t *hashes, s
 bool unitstore_names_new(const struct units_head *h, const uint8_t *prev, size_t nprev)
 {
 	struct units_entry e;
-	bool named;
 
 	for (uint32_t i = 0; i < h->nrefs; i++) {
 		units_ref(h, i, &e);
-		if (units_inline(e.size))
-			continue;
-		named = false;
-		for (size_t j = 0; j < nprev && !named; j++)
-			named = memcmp(prev + j * UNITS_HASH_LEN, e.hash, UNITS_HASH_LEN) == 0;
-		if (!named)
+		if (!units_inline(e.size) && !among(prev, nprev, e.hash))
 			return true;
 	}
 	return false;
@@ -331,10 +336,6 @@ int unitstore_append_pack(struct store *s, const char *id, int fd, size_t *len,
 	return ret;
 }
 
-static int hash_cmp(const void *a, const void *b)
-{
-	return memcmp(a, b, UNITS_HASH_LEN);
-}
 
 /* Every hash any session's head names, sorted, into *v; -1 with err
  * naming what could not be read. */

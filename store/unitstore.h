@@ -41,11 +41,13 @@ int unitstore_whole(const char *id, const struct units_head *h, char *err, size_
  * The pack of h (a v4 blob session id's save parsed) into s's units:
  * each entry's bytes checked against its hash, then stored unless small
  * enough to stay with the head (units_inline); then every ref of the head
- * must be stored, or in the pack when that small.  The caller holds the
- * units lock shared.  0, or -1 with the refusal in err.
+ * must be stored, or in the pack when that small, or among prev[0..nprev)
+ * (sorted: the previous head's refs, unitstore_refs_of), which stay while
+ * that head is the session's (its lock held).  The caller holds the units
+ * lock shared.  0, or -1 with the refusal in err.
  */
 int unitstore_take_pack(struct store *s, const char *id, const struct units_head *h,
-                        char *err, size_t errlen);
+                        const uint8_t *prev, size_t nprev, char *err, size_t errlen);
 
 /* The entries of h's pack that stay with the head (units_inline), back
  * to back as in a pack, into out (NULL: only counted); their bytes. */
