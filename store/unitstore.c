@@ -336,7 +336,6 @@ int unitstore_append_pack(struct store *s, const char *id, int fd, size_t *len,
 	return ret;
 }
 
-
 /* Every hash any session's head names, sorted, into *v; -1 with err
  * naming what could not be read. */
 static int named_units(struct store *s, uint8_t **v, size_t *n, char *err, size_t errlen)

@@ -1023,8 +1023,13 @@ class _Source:
 
 def _check(body, data):
     if len(data) != body.size or _sha256([data]) != body.hash:
-        raise Missing("its stored bytes do not match their hash "
-                      f"(damaged or replaced: unit {body.hash.hex()[:12]})")
+        raise _damaged(body.hash.hex())
+
+
+def _damaged(name):
+    """The Missing of unit name (hex) whose bytes are not what it names."""
+    return Missing("its stored bytes do not match their hash "
+                   f"(damaged or replaced: unit {name[:12]})")
 
 
 def _missing(e, name):
@@ -1063,8 +1068,7 @@ def _mapped(directory, bodies, writable):
     try:
         return _map_units(directory, [(b.hash, b.size) for b in bodies], writable)
     except ValueError as e:
-        raise Missing("its stored bytes do not match their hash "
-                      f"(damaged or replaced: unit {str(e)[:12]})") from None
+        raise _damaged(str(e)) from None
     except OSError as e:
         path = (e.filename or "").split("/")
         raise _missing(e, "".join(path[-2:])) from None
