@@ -6,6 +6,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +151,18 @@ void result_release(struct result *r)
 	free(r->said_err.p);
 	free(r->said_json.p);
 	result_init(r, r->out.cap);
+}
+
+void result_warn(struct result *r, const char *line)
+{
+	const char *w = r->warnings;
+	bool sep = w && *w && w[strlen(w) - 1] != '\n';
+	char *grown = NULL;
+
+	if (asprintf(&grown, "%s%s%s", w ? w : "", sep ? "\n" : "", line) < 0)
+		return;
+	free(r->warnings);
+	r->warnings = grown;
 }
 
 const char *const output_own_prefixes[] = {

@@ -109,6 +109,9 @@ extern const char *const result_timing_names[N_TIMINGS];
 void result_init(struct result *r, uint64_t max_output);
 void result_release(struct result *r);
 
+/* Append a line to r's warnings (kept as they are when out of memory). */
+void result_warn(struct result *r, const char *line);
+
 /*
  * How every line dolsot writes on stderr starts (NULL-terminated).  A
  * line of the cell's own stderr, or of a message it wrote, that starts

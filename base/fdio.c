@@ -122,6 +122,33 @@ DIR *fd_opendir_at(int dirfd, const char *path, int flags)
 	return d;
 }
 
+int fd_take_tail(int fd, size_t *len, size_t n, uint8_t **out, const char **what)
+{
+	int errsv;
+
+	*out = NULL;
+	if (!n)
+		return 0;
+	*what = "malloc";
+	*out = malloc(n);
+	if (!*out)
+		return -1;
+	*what = "read";
+	if (fd_pread_exact(fd, *out, n, *len - n) < 0)
+		goto fail;
+	*what = "ftruncate";
+	if (ftruncate(fd, (off_t)(*len - n)) < 0)
+		goto fail;
+	*len -= n;
+	return 0;
+fail:
+	errsv = errno ? errno : EIO;
+	free(*out);
+	*out = NULL;
+	errno = errsv;
+	return -1;
+}
+
 void fd_close(int *fd)
 {
 	int errsv = errno;

@@ -37,6 +37,14 @@ int fd_read_all(int fd, size_t hint, uint8_t **out, size_t *len);
 
 /* Close *fd unless it is -1, then set it to -1; errno is kept, so this
  * fits on an error path. */
+/*
+ * The last n of fd's first *len bytes (n <= *len) into *out (malloc'd;
+ * NULL when n is 0), then fd cut before them and *len less n: a record
+ * stored after a file's payload, taken off it.  0, or -1 with errno and
+ * *what the step that failed ("malloc", "read", "ftruncate"), *out NULL.
+ */
+int fd_take_tail(int fd, size_t *len, size_t n, uint8_t **out, const char **what);
+
 void fd_close(int *fd);
 
 /*

@@ -330,18 +330,6 @@ struct warm_want call_warm_want(const struct run_args *a)
 }
 
 /* One more line after res's warnings. */
-static void add_warning(struct result *res, const char *line)
-{
-	char *w = dup_printf("%s%s%s", res->warnings ? res->warnings : "",
-	                     res->warnings && *res->warnings &&
-	                     res->warnings[strlen(res->warnings) - 1] != '\n' ? "\n" : "", line);
-
-	if (w) {
-		free(res->warnings);
-		res->warnings = w;
-	}
-}
-
 /* The truth about processes of the cell that SIGKILL did not end (in
  * uninterruptible sleep: a hung network filesystem, a frozen cgroup), as
  * one more warning line. */
@@ -352,7 +340,7 @@ static void note_left_behind(struct result *res, size_t n)
 	                     n == 1 ? "" : "es", n == 1 ? "was" : "were");
 
 	if (w)
-		add_warning(res, w);
+		result_warn(res, w);
 	free(w);
 }
 
@@ -506,13 +494,13 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	if (o.left_behind)
 		note_left_behind(res, o.left_behind);
 	if (o.rolled_back)
-		add_warning(res, "dolsot: session rolled back to its state before this call");
+		result_warn(res, "dolsot: session rolled back to its state before this call");
 	if (o.live_ended[0]) {
 		char line[sizeof(o.live_ended) + 128];
 
 		snprintf(line, sizeof(line), "dolsot: the session's live process was ended "
 		         "before this call: %s; the call started from the store", o.live_ended);
-		add_warning(res, line);
+		result_warn(res, line);
 	}
 	take_timings(wr.timings, c->t0 * 1e3, res);
 	call_outcome_release(&o);

@@ -82,13 +82,14 @@ void units_ref(const struct units_head *h, uint32_t i, struct units_entry *e)
 	e->bytes = NULL;
 }
 
-long units_find(const struct units_head *h, const uint8_t *hash)
+long units_search(const void *base, size_t n, size_t stride, const uint8_t *hash)
 {
-	size_t lo = 0, hi = h->nrefs;
+	const uint8_t *v = base;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = memcmp(h->refs + mid * UNITS_REF_LEN, hash, UNITS_HASH_LEN);
+		int c = memcmp(v + mid * stride, hash, UNITS_HASH_LEN);
 
 		if (c == 0)
 			return (long)mid;
@@ -98,6 +99,11 @@ long units_find(const struct units_head *h, const uint8_t *hash)
 			hi = mid;
 	}
 	return -1;
+}
+
+long units_find(const struct units_head *h, const uint8_t *hash)
+{
+	return units_search(h->refs, h->nrefs, UNITS_REF_LEN, hash);
 }
 
 /* The ref table at c's position: its count, its extent, its order. */

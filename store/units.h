@@ -77,6 +77,11 @@ void units_ref(const struct units_head *h, uint32_t i, struct units_entry *e);
 /* The index of hash among h's refs, or -1. */
 long units_find(const struct units_head *h, const uint8_t *hash);
 
+/* The index of the entry beginning with hash among n entries stride
+ * bytes apart from base, sorted by their first UNITS_HASH_LEN bytes; -1
+ * when none does. */
+long units_search(const void *base, size_t n, size_t stride, const uint8_t *hash);
+
 /* The pack entry at *off (start at 0) of a pack units_parse checked, into
  * *e, *off moved past it; 1, or 0 at the end. */
 int units_pack_next(const struct units_head *h, size_t *off, struct units_entry *e);
