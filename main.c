@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdint.h>
 #include <getopt.h>
@@ -31,6 +32,8 @@
 #include "repl.h"
 #include "server.h"
 #include "stopsig.h"
+#include "timeline_cmd.h"
+#include "timeline_out.h"
 #include "store.h"
 #include "user_dir.h"
 #include "warm_proto.h"
@@ -108,6 +111,11 @@ struct cli {
 	const char *store;
 	const char *reset;
 	bool list;
+	const char *history;       /* --history ID */
+	const char *undo;          /* --undo ID */
+	const char *checkout;      /* --checkout ID@N */
+	char fork_id[STORE_ID_MAX + 1];   /* --fork SRC[@N]'s SRC */
+	uint64_t fork_state;       /* and its N, 0 when none */
 	enum { SERVER_NONE, SERVER_START, SERVER_STATUS, SERVER_STOP } server;
 	const char *code;
 	bool sandbox;
@@ -248,6 +256,15 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPTION_RESET:
 			c->reset = optarg;
+			break;
+		case OPTION_HISTORY_LIST:
+			c->history = optarg;
+			break;
+		case OPTION_UNDO:
+			c->undo = optarg;
+			break;
+		case OPTION_CHECKOUT:
+			c->checkout = optarg;
 			break;
 		case OPTION_SERVER_START:
 		case OPTION_SERVER_STATUS:
@@ -576,14 +593,80 @@ static int cmd_describe(const struct cli *c, const struct settings *s)
 	return code;
 }
 
-/* --fork SRC: a session id other than the call's own. */
-static void check_fork(const struct cli *c)
+/* --fork SRC or SRC@N (a kept state of SRC's): a session id other than
+ * the call's own, into c->fork_id and c->fork_state. */
+static void check_fork(struct cli *c)
 {
-	check_session_id(c->fork);
-	if (strcmp(c->fork, "all") == 0)
+	char err[STORE_ERR_MAX];
+
+	if (strchr(c->fork, '@')) {
+		if (timeline_parse_ref(c->fork, c->fork_id, &c->fork_state, err, sizeof(err)) < 0)
+			usage_error("--fork %s", err);
+	} else {
+		check_session_id(c->fork);
+		snprintf(c->fork_id, sizeof(c->fork_id), "%s", c->fork);
+	}
+	if (strcmp(c->fork_id, "all") == 0)
 		usage_error("--fork all: 'all' is not a session; name the session to copy");
-	if (strcmp(c->fork, c->session) == 0)
+	if (strcmp(c->fork_id, c->session) == 0 && !c->fork_state)
 		usage_error("--fork %s: a session cannot be forked into itself", c->fork);
+	if (strcmp(c->fork_id, c->session) == 0)
+		usage_error("--fork %s: a session cannot be forked into itself (to go back "
+		            "to one of its states, use --checkout %s)", c->fork, c->fork);
+}
+
+static void write_failed(void)
+{
+	if (errno != EPIPE)
+		die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
+}
+
+/* --history ID: its kept states, oldest first. */
+static int cmd_history(const struct settings *s, const char *id, bool json)
+{
+	char err[REPL_ERR_MAX];
+	struct timeline_state *v = NULL;
+	size_t n = 0;
+
+	check_session_id(id);
+	if (timeline_cmd_list(s, id, &v, &n, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if ((json ? timeline_print_json(id, v, n, stdout) : timeline_print(id, v, n, stdout)) < 0)
+		write_failed();
+	timeline_release(v, n);
+	return 0;
+}
+
+/* --undo ID, --checkout ID@N: the move, said in one line (or JSON). */
+static int cmd_move(const struct settings *s, const char *undo, const char *ref, bool json)
+{
+	char err[REPL_ERR_MAX], id[STORE_ID_MAX + 1];
+	const char *what = undo ? "undo" : "checkout";
+	struct timeline_move mv;
+	uint64_t target = 0;
+	char now[24] = "null";
+	bool ok;
+
+	if (undo) {
+		check_session_id(undo);
+		snprintf(id, sizeof(id), "%s", undo);
+	} else if (timeline_parse_ref(ref, id, &target, err, sizeof(err)) < 0) {
+		usage_error("--checkout %s", err);
+	}
+	if (timeline_cmd_move(s, id, target, &mv, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (mv.number)
+		snprintf(now, sizeof(now), "%" PRIu64, mv.number);
+	if (json)
+		ok = printf("{\"session\":\"%s\",\"action\":\"%s\",\"to\":%" PRIu64
+		            ",\"state\":%s}\n", id, what, mv.target, now) >= 0;
+	else
+		ok = printf("%s %s: back to state %" PRIu64 ", now state %s%s\n", what, id,
+		            mv.target, now, mv.number ? "" : " (DOLSOT_HISTORY=0: no history is "
+		            "kept from here)") >= 0;
+	if (!ok)
+		write_failed();
+	return 0;
 }
 
 /* What --live (or DOLSOT_LIVE=1) needs. */
@@ -608,7 +691,7 @@ static int say_recorded(const struct result *r, bool json)
 	return 0;
 }
 
-static int cmd_run(const struct cli *c, const struct settings *s)
+static int cmd_run(struct cli *c, const struct settings *s)
 {
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
 	                      .n_toolboxes = c->n_toolboxes, .settings = s };
@@ -644,7 +727,8 @@ static int cmd_run(const struct cli *c, const struct settings *s)
 	}
 	if (c->call_id && !a.code)
 		usage_error("--call-id names a call that runs code: --fork alone takes none");
-	a.fork = c->fork;
+	a.fork = c->fork ? c->fork_id : NULL;
+	a.fork_state = c->fork_state;
 	a.fork_replace = c->replace;
 	a.call_id = c->call_id;
 	build_plan(c, s, &plan);
@@ -746,6 +830,7 @@ int main(int argc, char **argv)
 	struct cli c = { 0 };
 	struct settings s;
 	char why[160];
+	bool timeline;
 	int code;
 
 	/* A fresh exec of ourselves as the warm server (see warm.c). */
@@ -768,23 +853,29 @@ int main(int argc, char **argv)
 	}
 	if (c.print_config && !c.mcp)
 		usage_error("--print-config belongs to 'dolsot mcp'");
-	if ((c.list || c.reset || c.server || c.describe) && c.code)
-		usage_error("--list-sessions, --reset, --describe and --server-* take no code");
-	if ((c.list != 0) + (c.reset != NULL) + (c.server != SERVER_NONE) + c.describe > 1)
-		usage_error("--list-sessions, --reset, --describe and --server-* cannot be "
-		            "combined");
+	timeline = c.history || c.undo || c.checkout;
+	if ((c.list || c.reset || c.server || c.describe || timeline) && c.code)
+		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --describe "
+		            "and --server-* take no code");
+	if ((c.list != 0) + (c.reset != NULL) + (c.server != SERVER_NONE) + c.describe +
+	    (c.history != NULL) + (c.undo != NULL) + (c.checkout != NULL) > 1)
+		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --describe "
+		            "and --server-* cannot be combined");
+	if (timeline && (c.mcp || c.session))
+		usage_error("--history, --undo and --checkout name their session themselves "
+		            "(no --session)");
 	if ((c.fork || c.replace) &&
-	    (c.mcp || c.list || c.reset || c.server || c.describe))
+	    (c.mcp || c.list || c.reset || c.server || c.describe || timeline))
 		usage_error("--fork and --replace belong to running code in a session");
 	if (c.replace && !c.fork)
 		usage_error("--replace goes with --fork SRC");
-	if (c.call_id && (c.mcp || c.list || c.reset || c.server || c.describe))
+	if (c.call_id && (c.mcp || c.list || c.reset || c.server || c.describe || timeline))
 		usage_error("--call-id belongs to running code in a session");
 	if (c.call_id && !callrec_id_valid(c.call_id, why, sizeof(why)))
 		usage_error("--call-id '%s': %s", c.call_id, why);
 	if (c.json && c.server)
-		usage_error("--json applies to running code, --describe, --list-sessions and "
-		            "--reset, not to --server-*");
+		usage_error("--json applies to running code, --describe, --list-sessions, "
+		            "--reset, --history, --undo and --checkout, not to --server-*");
 	s = resolve_settings(&c);
 	/* The key is ours: no worker, server or zygote gets it in its
 	 * environment (s.session_key still points at the string). */
@@ -799,6 +890,10 @@ int main(int argc, char **argv)
 		code = cmd_list(&s, c.json);
 	else if (c.reset)
 		code = cmd_reset(&s, c.reset, c.json);
+	else if (c.history)
+		code = cmd_history(&s, c.history, c.json);
+	else if (c.undo || c.checkout)
+		code = cmd_move(&s, c.undo, c.checkout, c.json);
 	else if (c.describe)
 		code = cmd_describe(&c, &s);
 	else

@@ -18,14 +18,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "deadline.h"
 #include "display_files.h"
 #include "fdio.h"
+#include "histrec.h"
+#include "output_json.h"
 #include "pidcg.h"
 #include "recall.h"
 #include "stopsig.h"
+#include "timeline.h"
 #include "warm.h"
 
 /* How many times a lock whose server ended before it answered is asked
@@ -41,6 +45,23 @@ static void lock_refused(enum store_lock_status got, const char *id, const char 
 		snprintf(err, errlen, "session '%s' is busy: %s", id, why);
 	else
 		snprintf(err, errlen, "cannot lock session '%s': %s", id, why);
+}
+
+static enum store_lock_status lock_one(const struct settings *s, struct store *st,
+                                       const char *id, long ms, struct store_lock *lk,
+                                       char *why, size_t len);
+
+int repl_lock(const struct settings *s, struct store *st, const char *id,
+              struct store_lock *lk, char *err, size_t errlen)
+{
+	char why[STORE_ERR_MAX];
+	enum store_lock_status got = lock_one(s, st, id, (long)(s->timeout * 1000), lk, why,
+	                                      sizeof(why));
+
+	if (got == STORE_LOCKED)
+		return 0;
+	lock_refused(got, id, why, err, errlen);
+	return -1;
 }
 
 static bool store_holds(const struct session_info *info, size_t n, const char *id)
@@ -106,6 +127,7 @@ struct store *repl_open_store(const struct settings *s, char *err, size_t errlen
 		return NULL;
 	}
 	reap_images(s, st);
+	store_keep_history(st, (unsigned)s->history);
 	return st;
 }
 
@@ -139,32 +161,25 @@ static enum store_lock_status lock_one(const struct settings *s, struct store *s
  * why. */
 static void write_images(const struct settings *s, struct result *res)
 {
-	char dir[PATH_MAX], err[REPL_ERR_MAX], *grown = NULL;
+	char dir[PATH_MAX], err[REPL_ERR_MAX], line[REPL_ERR_MAX + 16];
 
 	if (display_dir(s->cache_dir, res->session, dir, sizeof(dir)) < 0)
 		snprintf(err, sizeof(err), "the output directory's name is too long");
 	else if (display_files_write(res, dir, err, sizeof(err)) == 0)
 		return;
-	if (asprintf(&grown, "%s%swarning: %s", res->warnings ? res->warnings : "",
-	             res->warnings ? "\n" : "", err) < 0)
-		return;
-	free(res->warnings);
-	res->warnings = grown;
+	snprintf(line, sizeof(line), "warning: %s", err);
+	result_warn(res, line);
 }
 
 /* What the store found to say of itself (a Redis that restarted, say),
  * after the cell's warnings. */
 static void take_notice(struct store *st, struct result *res)
 {
-	char *n = store_take_notice(st), *grown = NULL;
+	char *n = store_take_notice(st);
 
 	if (!n)
 		return;
-	if (asprintf(&grown, "%s%s%s", res->warnings ? res->warnings : "",
-	             res->warnings && *res->warnings ? "\n" : "", n) >= 0) {
-		free(res->warnings);
-		res->warnings = grown;
-	}
+	result_warn(res, n);
 	free(n);
 }
 
@@ -174,6 +189,84 @@ struct loaded_rec {
 	uint8_t *p;
 	size_t len;
 };
+
+/* The result as --json says it (saved: once the state is saved), into
+ * *json (malloc'd, *len bytes); NULL when it cannot be had. */
+static void result_json(struct result *res, bool saved, char **json, size_t *len)
+{
+	bool was = res->saved;
+	FILE *f = open_memstream(json, len);
+
+	res->saved = saved;
+	if (!f || output_json_run(res, f) != 0) {
+		if (f)
+			fclose(f);
+		free(*json);
+		*json = NULL;
+	} else if (fclose(f) != 0) {
+		free(*json);
+		*json = NULL;
+	}
+	if (!*json)
+		*len = 0;
+	res->saved = was;
+}
+
+/*
+ * Commit with the cell's code and its result as the new state's history
+ * record (histrec.h); a result over what a record keeps is left out (its
+ * status stays, with the code).
+ */
+static int commit_cell(const struct run_args *a, struct store *st, struct store_save *sv,
+                       size_t len, const uint8_t *rec, size_t rec_len, double t0,
+                       struct result *res, char *serr, size_t serrlen)
+{
+	struct histrec_cell cell = { .kind = HISTREC_CELL, .exit_code = res->exit_code };
+	char *json = NULL;
+	size_t json_len = 0;
+	int rc;
+
+	cell.duration_us = (uint64_t)((deadline_now() - t0) * 1e6);
+	cell.code = (const uint8_t *)a->code;
+	cell.code_len = a->code ? a->code_len : 0;
+	if (st->history)
+		result_json(res, true, &json, &json_len);
+	cell.result = (const uint8_t *)json;
+	cell.result_len = json_len;
+	rc = store_save_commit_cell(st, sv, len, rec, rec_len, &cell, serr, serrlen);
+	free(json);
+	return rc;
+}
+
+/* A cell that ran and was rolled back is kept in the record of the state
+ * it ran on (timeline.h); when it cannot be, a warning says why (unless
+ * its own save failed: that was said). */
+static void record_attempt(const struct run_args *a, struct store *st,
+                           const uint8_t *rec, size_t rec_len, double t0,
+                           struct result *res)
+{
+	struct histrec_attempt at = { .exit_code = res->exit_code };
+	char serr[STORE_ERR_MAX], line[STORE_ERR_MAX + 96], *json = NULL;
+	struct timespec now;
+	size_t json_len = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	at.time_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	at.duration_us = (uint64_t)((deadline_now() - t0) * 1e6);
+	at.code = (const uint8_t *)a->code;
+	at.code_len = a->code_len;
+	result_json(res, false, &json, &json_len);
+	at.result = (const uint8_t *)json;
+	at.result_len = json_len;
+	/* After a failed save, what failed it has been said already. */
+	if (timeline_record_attempt(st, a->session, &at, rec, rec_len, serr, sizeof(serr)) < 0 &&
+	    !res->save_error) {
+		snprintf(line, sizeof(line), "dolsot: warning: this rolled-back cell is not in "
+		         "the session's history: %s", serr);
+		result_warn(res, line);
+	}
+	free(json);
+}
 
 /*
  * Make what the worker wrote the session, with the call-id record: the
@@ -200,9 +293,9 @@ static void save_session(const struct run_args *a, struct store *st, struct stor
 			                   serr, sizeof(serr));
 		}
 		if (rc == 0)
-			rc = store_save_commit_rec(st, sv, want->len, a->call_id ? mine : rec->p,
-			                           a->call_id ? mine_len : rec->len, serr,
-			                           sizeof(serr));
+			rc = commit_cell(a, st, sv, want->len, a->call_id ? mine : rec->p,
+			                 a->call_id ? mine_len : rec->len, t0, res, serr,
+			                 sizeof(serr));
 	}
 	free(mine);
 	if (rc == 0) {
@@ -355,6 +448,10 @@ static int run_locked(const struct run_args *a, struct store *st, struct call_lo
 		save_session(a, st, &sv, &want, &rec, t0, res);
 		res->timings_ms[TIMING_SAVE] = (deadline_now() - t) * 1e3;
 	}
+	if (ret == 0 && !*sig && res->ran && !res->saved && st->history) {
+		store_save_abort(st, &sv);
+		record_attempt(a, st, rec.p, rec.len, t0, res);
+	}
 out:
 	sandbox_plan_end(&cgroup);
 	store_save_abort(st, &sv);   /* unless committed: the old session stays */
@@ -452,6 +549,19 @@ static void unlock_call(struct store *st, struct call_locks *l)
 		store_unlock(st, &l->lk[--l->n]);
 }
 
+/* --fork SRC, or SRC@N: a kept state of SRC (timeline.h). */
+static int fork_session(const struct run_args *a, struct store *st, size_t *forked,
+                        char *err, size_t errlen)
+{
+	struct timeline_move mv;
+
+	if (!a->fork_state)
+		return store_fork(st, a->fork, a->session, a->fork_replace, forked, err, errlen);
+	*forked = 0;
+	return timeline_move(st, a->fork, a->fork_state, a->session, HISTREC_FORK,
+	                     a->fork_replace, &mv, err, errlen);
+}
+
 int repl_run(const struct run_args *a, struct result *res, int *sig,
              char *err, size_t errlen)
 {
@@ -481,8 +591,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		store_close(st);
 		return ret > 0 ? 0 : -1;
 	}
-	if (a->fork && store_fork(st, a->fork, a->session, a->fork_replace, &forked, serr,
-	                          sizeof(serr)) < 0) {
+	if (a->fork && fork_session(a, st, &forked, serr, sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		unlock_call(st, &lk);
 		store_close(st);

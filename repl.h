@@ -56,6 +56,12 @@ int repl_server_info(const struct settings *s, char *buf, size_t len, char *err,
                      size_t errlen);
 int repl_server_stop(const struct settings *s, long *pid, char *err, size_t errlen);
 
+/* Take id's lock, waiting like a run up to the timeout (the memory
+ * store's server started anew when it ended).  0, or -1 with err
+ * ("session 'ID' is busy: ..."). */
+int repl_lock(const struct settings *s, struct store *st, const char *id,
+              struct store_lock *lk, char *err, size_t errlen);
+
 /* Open the configured store.  NULL and a reason in err on refusal. */
 struct store *repl_open_store(const struct settings *s, char *err, size_t errlen);
 

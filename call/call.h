@@ -37,6 +37,8 @@ struct run_args {
 	 * fork and no code (NULL), the copy is the whole call. */
 	const char *fork;
 	bool fork_replace;
+	/* --fork SRC@N: the copy is of SRC's kept state N (0: SRC as it is). */
+	uint64_t fork_state;
 	/* --call-id: a call that repeats one the session recorded says that
 	 * call's result again and runs nothing (recall.h); NULL: none. */
 	const char *call_id;

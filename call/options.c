@@ -96,6 +96,14 @@ const struct option_row options_table[] = {
 	  .help = "forget one session, or every session",
 	  .mcp_help = "the session id, or \"all\"",
 	  .mcp_want = "an id, or \"all\"" },
+	{ .id = OPTION_HISTORY_LIST, .flag = "history", .arg = "ID", NO_FIELD,
+	  .help = "list the session's kept states: number, time, status,\n"
+	          "bytes written, names changed, the cell's first line" },
+	{ .id = OPTION_UNDO, .flag = "undo", .arg = "ID", NO_FIELD,
+	  .help = "move the session back to the state before its last\n"
+	          "commit (itself a commit: an undo can be undone)" },
+	{ .id = OPTION_CHECKOUT, .flag = "checkout", .arg = "ID@N", NO_FIELD,
+	  .help = "move the session to its kept state N (a commit too)" },
 	{ .id = OPTION_SERVER_START, .flag = "server-start", NO_FIELD,
 	  .help = "start the warm server now and wait until it is ready" },
 	{ .id = OPTION_SERVER_STATUS, .flag = "server-status", NO_FIELD,
@@ -162,6 +170,9 @@ const struct option_row options_table[] = {
 	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
 	{ .id = OPTION_TY_BIN, .env = "DOLSOT_TY_BIN", .type = OPTION_T_TEXT,
 	  .field = FIELD(ty_bin), .dflt_text = DEFAULT_TY_BIN },
+	{ .id = OPTION_HISTORY, .env = "DOLSOT_HISTORY", .type = OPTION_T_COUNT,
+	  .field = FIELD(history), .dflt = DEFAULT_HISTORY, .max = MAX_HISTORY,
+	  .want = "a whole number of earlier states, 0 (keep none) to 100000" },
 };
 
 const size_t options_count = sizeof(options_table) / sizeof(options_table[0]);

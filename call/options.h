@@ -40,6 +40,7 @@ struct settings {
 	const char *session_key; /* DOLSOT_SESSION_KEY: the key, or a key file's path
 	                          * (begins with '/'); NULL: the store's key file */
 	struct limits limits;    /* 0 = not set */
+	uint64_t history;        /* DOLSOT_HISTORY: earlier states a session keeps */
 };
 
 #define DEFAULT_TIMEOUT 20.0
@@ -48,6 +49,8 @@ struct settings {
 #define DEFAULT_SERVER_IDLE 300.0
 #define DEFAULT_TY_BIN "ty"
 #define DEFAULT_MAX_SESSION_SIZE ((uint64_t)1 << 30)
+#define DEFAULT_HISTORY 50
+#define MAX_HISTORY 100000          /* histrec.h's HISTREC_STATES_MAX */
 
 /* The rows; a flag's getopt value is its id (or its short flag). */
 enum option_id {
@@ -61,7 +64,8 @@ enum option_id {
 	OPTION_REDIS_PREFIX, OPTION_REDIS_LOCK_MS, OPTION_REDIS_RENEW_MS, OPTION_SERVER_IDLE,
 	OPTION_LIVE_MAX, OPTION_LIVE_MEMORY_MB, OPTION_LIVE_IDLE, OPTION_MAX_SESSION_SIZE,
 	OPTION_SESSION_KEY, OPTION_TRUST_SANDBOXED, OPTION_RW_CODE_MOUNTS, OPTION_TYPECHECK,
-	OPTION_CHECKER_MAX_MB, OPTION_TY_BIN,
+	OPTION_CHECKER_MAX_MB, OPTION_TY_BIN, OPTION_HISTORY_LIST, OPTION_UNDO,
+	OPTION_CHECKOUT, OPTION_HISTORY,
 };
 
 /* How a row's variable (and MCP argument) reads, into its settings field. */
@@ -94,6 +98,7 @@ struct option_row {
 	size_t field;            /* offsetof(struct settings, ...), or OPTION_NO_FIELD */
 	enum limit_kind limit;   /* OPTION_T_LIMIT: which */
 	double dflt;             /* a number's or a switch's default (a limit's: 0, unset) */
+	uint64_t max;            /* OPTION_T_COUNT: the largest value (0: no bound) */
 	const char *dflt_text;   /* a text's default, or NULL */
 	const char *want;        /* a bad variable's message: "expected WANT" */
 	const char *help;        /* --help's text; '\n' starts an indented line */

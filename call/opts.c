@@ -485,7 +485,7 @@ static int row_from_env(const struct option_row *o, struct settings *s, char *er
 		break;
 	case OPTION_T_COUNT:
 		*(uint64_t *)f = (uint64_t)o->dflt;
-		bad = v && opts_parse_count(v, f) < 0;
+		bad = v && (opts_parse_count(v, f) < 0 || (o->max && *(uint64_t *)f > o->max));
 		break;
 	case OPTION_T_SWITCH:
 	case OPTION_T_AUTO_OFF:

@@ -170,6 +170,17 @@ enum sign_verdict sign_verify(const struct sign_key *key, const char *id,
 	return SIGN_UNSIGNED;
 }
 
+size_t sign_trailer_size(const uint8_t *stored, size_t n)
+{
+	const uint8_t *end = stored + n - SIGN_MAGIC_LEN;
+
+	if (n >= SIGN_TRAILER && memcmp(end, magic_v2, SIGN_MAGIC_LEN) == 0)
+		return SIGN_TRAILER;
+	if (n >= SIGN_TRAILER_V1 && memcmp(end, magic_v1, SIGN_MAGIC_LEN) == 0)
+		return SIGN_TRAILER_V1;
+	return 0;
+}
+
 const char *sign_verdict_reason(enum sign_verdict v)
 {
 	switch (v) {

@@ -103,6 +103,11 @@ enum sign_verdict sign_verify(const struct sign_key *key, const char *id,
                               const uint8_t *stored, size_t n, struct sign_meta *meta,
                               size_t *trailer);
 
+/* The size of the trailer stored[0..n) ends with, by its magic alone (0:
+ * none), for a reader that only looks (collecting units): nothing is
+ * verified. */
+size_t sign_trailer_size(const uint8_t *stored, size_t n);
+
 /* What a verdict other than SIGN_OK means, for "session 'ID' cannot be
  * loaded: ..." */
 const char *sign_verdict_reason(enum sign_verdict v);

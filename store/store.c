@@ -31,6 +31,7 @@
 
 #include "callrec.h"
 #include "fdio.h"
+#include "history.h"
 #include "mem_client.h"
 #include "sign.h"
 #include "store_cmd.h"
@@ -521,12 +522,11 @@ static int cut_record(const char *id, int fd, size_t *len, uint8_t **rec,
 {
 	uint8_t tail[CALLREC_FOOTER];
 	const char *what = "read";
-	int errsv = EIO;
 
 	*rec = NULL;
 	*rec_len = 0;
 	if (*len >= CALLREC_FOOTER &&
-	    pread(fd, tail, sizeof(tail), (off_t)(*len - CALLREC_FOOTER)) != (ssize_t)sizeof(tail))
+	    fd_pread_exact(fd, tail, sizeof(tail), *len - CALLREC_FOOTER) < 0)
 		goto fail;
 	if (callrec_footer(*len >= CALLREC_FOOTER ? tail : NULL, *len, rec_len) < 0) {
 		snprintf(err, errlen, "session '%s' cannot be loaded: its call-id record is "
@@ -534,30 +534,17 @@ static int cut_record(const char *id, int fd, size_t *len, uint8_t **rec,
 		errno = EBADMSG;
 		return -1;
 	}
-	if (*rec_len == 0)
+	if (fd_take_tail(fd, len, *rec_len, rec, &what) == 0)
 		return 0;
-	*rec = malloc(*rec_len);
-	if (!*rec) {
-		errsv = errno;
-		what = "malloc";
-		goto fail;
-	}
-	if (pread(fd, *rec, *rec_len, (off_t)(*len - *rec_len)) != (ssize_t)*rec_len)
-		goto fail;
-	what = "ftruncate";
-	if (ftruncate(fd, (off_t)(*len - *rec_len)) < 0)
-		goto fail;
-	*len -= *rec_len;
-	return 0;
 fail:
-	if (errno)
-		errsv = errno;
-	free(*rec);
-	*rec = NULL;
 	*rec_len = 0;
-	snprintf(err, errlen, "cannot load session '%s': %s: %s", id, what, strerror(errsv));
-	errno = errsv;
+	snprintf(err, errlen, "cannot load session '%s': %s: %s", id, what, strerror(errno));
 	return -1;
+}
+
+static bool keeps_history(const struct store *s)
+{
+	return s->history && unitstore_keeps(s);
 }
 
 int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
@@ -565,6 +552,8 @@ int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
                         enum store_origin *origin, bool pack, char *err, size_t errlen)
 {
 	struct loaded l;
+	uint8_t *hrec = NULL;
+	size_t hrec_len = 0;
 
 	*rec = NULL;
 	*rec_len = 0;
@@ -572,17 +561,33 @@ int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
 	if (open_verified(s, id, fd, len, found, &l, err, errlen) < 0)
 		return -1;
 	*origin = origin_of(&l.meta, l.trailer, &l.rec);
-	if (*found && (cut_record(id, *fd, len, rec, rec_len, err, errlen) < 0 ||
-	               (pack && unitstore_keeps(s) &&
-	                unitstore_append_pack(s, id, *fd, len, err, errlen) < 0))) {
-		fd_close(fd);
-		free(*rec);
-		*rec = NULL;
-		*rec_len = 0;
-		*found = false;
-		return -1;
+	/* The history record is stored last (history.h), then the call-id
+	 * record before it: cut in that order; what is left is the blob. */
+	if (*found && (history_cut(id, *fd, len, &hrec, &hrec_len, err, errlen) < 0 ||
+	               cut_record(id, *fd, len, rec, rec_len, err, errlen) < 0))
+		goto fail;
+	/* Kept whatever the depth: --history and --undo read it too. */
+	if (unitstore_keeps(s) &&
+	    history_keep(s, id, *found ? *fd : -1, *len, *origin != STORE_ORIGIN_HOST, hrec,
+	                 hrec_len, err, errlen) < 0) {
+		hrec = NULL;
+		goto fail;
 	}
+	if (!unitstore_keeps(s))
+		free(hrec);
+	hrec = NULL;
+	if (*found && pack && unitstore_keeps(s) &&
+	    unitstore_append_pack(s, id, *fd, len, err, errlen) < 0)
+		goto fail;
 	return 0;
+fail:
+	free(hrec);
+	fd_close(fd);
+	free(*rec);
+	*rec = NULL;
+	*rec_len = 0;
+	*found = false;
+	return -1;
 }
 
 int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool *found,
@@ -757,6 +762,8 @@ struct v4_save {
 	uint8_t *dropped;       /* the hashes the previous head named and the new
 	                         * one does not: candidates for collecting */
 	size_t ndropped;
+	uint8_t *hrec;          /* the new state's history record (history.h), or NULL */
+	size_t hrec_len;
 };
 
 static void unlock_units(struct store *s, struct v4_save *v)
@@ -778,6 +785,9 @@ static void v4_done(struct store *s, struct v4_save *v, bool committed)
 	free(v->dropped);
 	v->dropped = NULL;
 	v->ndropped = 0;
+	free(v->hrec);
+	v->hrec = NULL;
+	v->hrec_len = 0;
 }
 
 /* Cut the save in sv->fd to h's head and the pack of the units small
@@ -811,11 +821,83 @@ fail:
 	return -1;
 }
 
+/* The bytes a save of h puts in the store: its head, the units that stay
+ * with it, and those of its pack that go into the store's units. */
+static uint64_t bytes_written(const struct units_head *h)
+{
+	struct units_entry e;
+	uint64_t n = h->head_len + unitstore_inline_pack(h, NULL);
+	size_t off = 0;
+
+	while (units_pack_next(h, &off, &e))
+		if (!units_inline(e.size))
+			n += e.size;
+	return n;
+}
+
+static int hash_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, UNITS_HASH_LEN);
+}
+
+/* Drop from v->dropped what the new history record names: those stay. */
+static int drop_kept(struct v4_save *v, char *err, size_t errlen)
+{
+	uint8_t *names = NULL;
+	size_t n = 0, k = 0;
+
+	if (history_named(v->hrec, v->hrec_len, &names, &n, err, errlen) < 0)
+		return -1;
+	if (n > 1)
+		qsort(names, n, UNITS_HASH_LEN, hash_cmp);
+	for (size_t i = 0; i < v->ndropped; i++) {
+		const uint8_t *d = v->dropped + i * UNITS_HASH_LEN;
+
+		if (!n || !bsearch(d, names, n, UNITS_HASH_LEN, hash_cmp))
+			memmove(v->dropped + k++ * UNITS_HASH_LEN, d, UNITS_HASH_LEN);
+	}
+	v->ndropped = k;
+	free(names);
+	return 0;
+}
+
+/* The new state's history record into v->hrec (history.h), the units
+ * lock held: the state it replaces is kept as a unit of the store. */
+static int v4_history(struct store *s, struct store_save *sv, const struct units_head *h,
+                      const struct histrec_cell *cell, struct v4_save *v, char *err,
+                      size_t errlen)
+{
+	struct histrec_cell c = cell ? *cell : (struct histrec_cell){ .kind = HISTREC_CELL };
+	char why[STORE_ERR_MAX];
+
+	c.written = bytes_written(h);
+	if (c.kind == HISTREC_AMEND) {
+		v->hrec = malloc(c.record_len ? c.record_len : 1);
+		if (v->hrec) {
+			memcpy(v->hrec, c.record, c.record_len);
+			v->hrec_len = c.record_len;
+		}
+	}
+	if ((c.kind == HISTREC_AMEND ? !v->hrec
+	     : history_next(s, history_prev_of(s, sv->id), h, sv->sandboxed, &c, &v->hrec,
+	                    &v->hrec_len, why, sizeof(why)) < 0) ||
+	    drop_kept(v, why, sizeof(why)) < 0) {
+		if (!v->hrec)
+			snprintf(why, sizeof(why), "out of memory");
+		snprintf(err, errlen, "cannot save session '%s': %s; the previous session is "
+		         "kept", sv->id, why);
+		return -1;
+	}
+	return 0;
+}
+
 /* The parsed v4 blob h of a save: its size bound, then on a store with
- * units its pack put into them under the units lock (held on return), and
- * the save cut to what the store keeps of it (*kept bytes). */
+ * units its pack put into them under the units lock (held on return), the
+ * history record made on a store that keeps one, and the save cut to what
+ * the store keeps of it (*kept bytes). */
 static int v4_take(struct store *s, struct store_save *sv, const struct units_head *h,
-                   struct v4_save *v, size_t *kept, char *err, size_t errlen)
+                   const struct histrec_cell *cell, struct v4_save *v, size_t *kept,
+                   char *err, size_t errlen)
 {
 	char why[STORE_ERR_MAX];
 	uint64_t total = h->refs_size > UINT64_MAX - h->head_len ? UINT64_MAX
@@ -828,8 +910,9 @@ static int v4_take(struct store *s, struct store_save *sv, const struct units_he
 		return unitstore_whole(sv->id, h, err, errlen);
 	unitstore_refs_of(s, sv->id, &v->dropped, &v->ndropped);
 	/* Units the previous head names stay while it is the session's (its
-	 * lock is held): the units lock guards only the others. */
-	need_lock = unitstore_names_new(h, v->dropped, v->ndropped);
+	 * lock is held): the units lock guards only the others, and the unit
+	 * that keeps the previous state. */
+	need_lock = keeps_history(s) || unitstore_names_new(h, v->dropped, v->ndropped);
 	if (need_lock && s->ops->obj_lock(s, STORE_GC_SHARED, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "cannot save session '%s': %s", sv->id, why);
 		return -1;
@@ -839,6 +922,8 @@ static int v4_take(struct store *s, struct store_save *sv, const struct units_he
 	if (unitstore_take_pack(s, sv->id, h, v->dropped, v->ndropped, err, errlen) < 0)
 		return -1;
 	unitstore_drop_named(v->dropped, &v->ndropped, h);
+	if (keeps_history(s) && v4_history(s, sv, h, cell, v, err, errlen) < 0)
+		return -1;
 	return keep_inline(sv, h, kept, err, errlen);
 }
 
@@ -849,7 +934,8 @@ static int v4_take(struct store *s, struct store_save *sv, const struct units_he
  * v4_done.  0, or -1 with err and the save aborted.
  */
 static int v4_prepare(struct store *s, struct store_save *sv, size_t *len,
-                      struct v4_save *v, char *err, size_t errlen)
+                      const struct histrec_cell *cell, struct v4_save *v, char *err,
+                      size_t errlen)
 {
 	char why[UNITS_ERR_MAX];
 	uint8_t magic[UNITS_MAGIC_LEN];
@@ -874,7 +960,7 @@ static int v4_prepare(struct store *s, struct store_save *sv, size_t *len,
 		         "%s; the previous session is kept", sv->id, why);
 		errno = EBADMSG;
 	} else {
-		ret = v4_take(s, sv, &h, v, &kept, err, errlen);
+		ret = v4_take(s, sv, &h, cell, v, &kept, err, errlen);
 	}
 	errsv = errno;
 	munmap(p, *len);
@@ -891,25 +977,85 @@ static int v4_prepare(struct store *s, struct store_save *sv, size_t *len,
 int store_save_commit_rec(struct store *s, struct store_save *sv, size_t len,
                           const uint8_t *rec, size_t rec_len, char *err, size_t errlen)
 {
+	return store_save_commit_cell(s, sv, len, rec, rec_len, NULL, err, errlen);
+}
+
+/* A commit with no load of its session before it under this store (its
+ * lock held) loads it now: its history goes on from the state it has. */
+static int ensure_prev(struct store *s, const char *id, char *err, size_t errlen)
+{
+	enum store_origin origin;
+	uint8_t *rec = NULL;
+	size_t len, rec_len;
+	bool found;
+	int fd = -1;
+
+	if (!keeps_history(s) || history_prev_of(s, id))
+		return 0;
+	if (store_open_blob_rec(s, id, &fd, &len, &found, &rec, &rec_len, &origin, false, err,
+	                        errlen) < 0)
+		return -1;
+	fd_close(&fd);
+	free(rec);
+	return 0;
+}
+
+/* rec then hrec, into one malloc'd block *tail (NULL when both are empty). */
+static int join_tail(const uint8_t *rec, size_t rec_len, const uint8_t *hrec,
+                     size_t hrec_len, uint8_t **tail)
+{
+	*tail = NULL;
+	if (!hrec_len)
+		return 0;
+	*tail = malloc(rec_len + hrec_len);
+	if (!*tail)
+		return -1;
+	if (rec_len)
+		memcpy(*tail, rec, rec_len);
+	memcpy(*tail + rec_len, hrec, hrec_len);
+	return 0;
+}
+
+int store_save_commit_cell(struct store *s, struct store_save *sv, size_t len,
+                           const uint8_t *rec, size_t rec_len,
+                           const struct histrec_cell *cell, char *err, size_t errlen)
+{
 	struct v4_save v;
+	uint8_t *tail = NULL;
+	size_t tail_len;
 	int ret;
 
-	if (need_key(s, sv->id, err, errlen) < 0 || number_save(s, sv, err, errlen) < 0) {
+	if (need_key(s, sv->id, err, errlen) < 0 || number_save(s, sv, err, errlen) < 0 ||
+	    ensure_prev(s, sv->id, err, errlen) < 0) {
 		store_save_abort(s, sv);
 		return -1;
 	}
-	if (v4_prepare(s, sv, &len, &v, err, errlen) < 0)
+	if (v4_prepare(s, sv, &len, cell, &v, err, errlen) < 0)
 		return -1;
+	if (join_tail(rec, rec_len, v.hrec, v.hrec_len, &tail) < 0) {
+		v4_done(s, &v, false);
+		return store_save_fail(s, sv, "malloc", errno, err, errlen);
+	}
+	if (tail) {
+		rec = tail;
+		rec_len += v.hrec_len;
+	}
+	tail_len = rec_len;
 	if (!sv->priv)
-		ret = commit_memfd(s, sv, len, rec, rec_len, err, errlen);
-	else if (sign_save_file(s, sv, len, rec, rec_len, err, errlen) < 0)
+		ret = commit_memfd(s, sv, len, rec, tail_len, err, errlen);
+	else if (sign_save_file(s, sv, len, rec, tail_len, err, errlen) < 0)
 		ret = -1;
 	else
-		ret = s->ops->save_commit(s, sv, len + rec_len + SIGN_TRAILER, err, errlen);
+		ret = s->ops->save_commit(s, sv, len + tail_len + SIGN_TRAILER, err, errlen);
+	free(tail);
 	v4_done(s, &v, ret == 0);
 	if (ret == 0) {
 		snprintf(s->next_id, sizeof(s->next_id), "%s", sv->id);
 		s->next_seq = sv->seq + 1;
+		/* The state just committed is the next one's previous: load it
+		 * again, verified, when it is needed. */
+		free(s->hist_prev);
+		s->hist_prev = NULL;
 	}
 	return ret;
 }
@@ -966,7 +1112,7 @@ static int fork_copy(struct store *s, const char *src, const char *dst, size_t *
 int store_fork(struct store *s, const char *src, const char *dst, bool replace,
                size_t *len, char *err, size_t errlen)
 {
-	struct v4_save v = { false, NULL, 0 };
+	struct v4_save v = { .locked = false };
 	char why[STORE_ERR_MAX];
 	int ret;
 

@@ -181,6 +181,22 @@ int store_save_commit(struct store *s, struct store_save *sv, size_t len, char *
 int store_save_commit_rec(struct store *s, struct store_save *sv, size_t len,
                           const uint8_t *rec, size_t rec_len, char *err, size_t errlen);
 
+struct histrec_cell;
+
+/* store_save_commit_rec, with what made the new state (history.h: its
+ * record of the state; NULL: a cell, nothing more known) on a store that
+ * keeps a history (store_keep_history). */
+int store_save_commit_cell(struct store *s, struct store_save *sv, size_t len,
+                           const uint8_t *rec, size_t rec_len,
+                           const struct histrec_cell *cell, char *err, size_t errlen);
+
+/* Keep depth earlier states of each session saved from now on (0: none,
+ * the default), on a store that keeps units (others keep none). */
+static inline void store_keep_history(struct store *s, unsigned depth)
+{
+	s->history = depth;
+}
+
 /* Drop the save; the old session stays. */
 void store_save_abort(struct store *s, struct store_save *sv);
 

@@ -72,6 +72,7 @@ enum store_lock_status {
 };
 
 struct store;
+struct history_prev;
 
 /*
  * A save in progress (store_save_begin): the new session is written into fd
@@ -237,6 +238,11 @@ struct store {
 	/* Set by a backend that removed expired sessions (its TTL), so that
 	 * store.c collects the units no head names any more; store.c clears it. */
 	bool reaped;
+	/* store.c's: how many earlier states a session keeps (DOLSOT_HISTORY;
+	 * 0: none), and what the last verified load kept for the next
+	 * commit's history (history.h; malloc'd, one block). */
+	unsigned history;
+	struct history_prev *hist_prev;
 };
 
 static inline void store_close(struct store *s)
@@ -246,6 +252,8 @@ static inline void store_close(struct store *s)
 		s->key = NULL;
 		free(s->notice);
 		s->notice = NULL;
+		free(s->hist_prev);
+		s->hist_prev = NULL;
 		s->ops->close(s);
 	}
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "history.h"
 #include "sha256.h"
 
 bool unitstore_keeps(const struct store *s)
@@ -230,12 +231,15 @@ static uint8_t *stored_head(struct store *s, const char *id, struct units_head *
 
 void unitstore_refs_of(struct store *s, const char *id, uint8_t **hashes, size_t *n)
 {
+	char why[STORE_ERR_MAX];
 	struct units_head h;
 	uint8_t *stored = stored_head(s, id, &h);
 
 	*hashes = NULL;
 	*n = 0;
-	if (stored && add_refs(&h, hashes, n) < 0)
+	if (stored && (add_refs(&h, hashes, n) < 0 ||
+	               history_named(stored, h.head_len + h.pack_len, hashes, n, why,
+	                             sizeof(why)) < 0))
 		*n = 0;
 	free(stored);
 }
@@ -363,6 +367,9 @@ static int named_units(struct store *s, uint8_t **v, size_t *n, char *err, size_
 			ret = -1;
 		} else if (v4 && add_refs(&h, v, n) < 0) {
 			snprintf(err, errlen, "out of memory");
+			ret = -1;
+		} else if (v4 && history_named(stored, len, v, n, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "session '%s': %s", info[i].id, why);
 			ret = -1;
 		}
 		free(stored);

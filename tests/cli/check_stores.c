@@ -557,6 +557,8 @@ START_TEST(redis_units_a_call_sends_only_what_changed)
 	long long sent;
 	int units;
 
+	/* The cells' own units are counted: no earlier state is kept. */
+	cli_test_add_env(&fx, "DOLSOT_HISTORY=0");
 	use_store(REDIS_STORE, NULL);
 	cell_ok("u", "b = bytes(20 * 2**20)\nx = 1", NULL);
 	ck_assert_int_lt(atoll(rd_query(buf, sizeof(buf), NULL, "HSTRLEN %s blob",
@@ -789,6 +791,7 @@ START_TEST(helper_with_units_and_no_units_lock)
 	size_t len;
 	char *text;
 
+	cli_test_add_env(&fx, "DOLSOT_HISTORY=0");   /* its units are the cells' */
 	snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s %s", helper, helper_dir);
 	cli_test_add_env(&fx, store_env);
 	/* Values of 4 KiB or more, each a unit of its own (units.h). */

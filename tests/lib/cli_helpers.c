@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "callrec.h"
+#include "histrec.h"
 #include "sign.h"
 
 extern char **environ;
@@ -512,7 +514,7 @@ int cli_count_fds(pid_t pid)
 const char *const cli_usual_env[] = {
 	"DOLSOT_TIMEOUT", "DOLSOT_MAX_OUTPUT", "DOLSOT_SESSION_TTL_DAYS", "PYTHONPATH",
 	"VIRTUAL_ENV", "DOLSOT_TYPECHECK=0", "DOLSOT_SESSION_KEY", "DOLSOT_LIVE",
-	"DOLSOT_LIVE_MAX", "DOLSOT_LIVE_IDLE", "DOLSOT_LIVE_MEMORY_MB", NULL,
+	"DOLSOT_LIVE_MAX", "DOLSOT_LIVE_IDLE", "DOLSOT_LIVE_MEMORY_MB", "DOLSOT_HISTORY", NULL,
 };
 
 /* The test that ends if the process exits first. */
@@ -638,14 +640,23 @@ void cli_test_run(const struct cli_test *t, struct cli_run *r, const char *cwd,
 }
 
 /* The bytes after a session file's index (magic, u64 LE length, index),
- * before its signature; NULL when it is shorter than that says. */
+ * before its records (the history's, the call ids': each call writes its
+ * own) and its signature; NULL when it is shorter than that says. */
 static const char *after_index(const char *p, size_t n, size_t *rest)
 {
+	const uint8_t *u = (const uint8_t *)p;
 	uint64_t index = 0;
+	size_t rec;
 
 	if (n < 13 + SIGN_TRAILER)
 		return NULL;
 	n -= SIGN_TRAILER;
+	if (histrec_footer(u, n, &rec) == 0)
+		n -= rec;
+	if (n >= CALLREC_FOOTER && callrec_footer(u + n - CALLREC_FOOTER, n, &rec) == 0)
+		n -= rec;
+	if (n < 13)
+		return NULL;
 	for (int i = 7; i >= 0; i--)
 		index = index << 8 | (unsigned char)p[5 + i];
 	if (index > n - 13)
