@@ -993,6 +993,15 @@ static int fs_obj_put(struct store *s, const uint8_t *hash, const uint8_t *p, si
 	return objects_put(((struct fstore *)s->priv)->dirfd, hash, p, n, err, errlen);
 }
 
+static int fs_obj_adopt(struct store *s, const char *id, const uint8_t *hash, char *err,
+                        size_t errlen)
+{
+	char name[NAME_BUF];
+
+	snprintf(name, sizeof(name), "%s.pkl", id);
+	return objects_adopt(((struct fstore *)s->priv)->dirfd, name, hash, err, errlen);
+}
+
 static int fs_obj_read(struct store *s, const uint8_t *hash, uint8_t **p, size_t *n,
                        bool *found, char *err, size_t errlen)
 {
@@ -1039,6 +1048,7 @@ static const struct store_ops fstore_ops = {
 	.obj_del = fs_obj_del,
 	.obj_list = fs_obj_list,
 	.obj_lock = fs_obj_lock,
+	.obj_adopt = fs_obj_adopt,
 };
 
 /* Explain why opening path as our directory failed with errno. */

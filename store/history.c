@@ -66,6 +66,7 @@ int history_keep(struct store *s, const char *id, int fd, size_t len, bool sandb
 		return -1;
 	}
 	snprintf(p->id, sizeof(p->id), "%s", id);
+	p->hashed = false;
 	p->absent = fd < 0;
 	p->sandboxed = sandboxed;
 	p->blob_len = len;
@@ -75,6 +76,15 @@ int history_keep(struct store *s, const char *id, int fd, size_t len, bool sandb
 	s->hist_prev = p;
 	free(rec);
 	return 0;
+}
+
+void history_stored_as(struct store *s, const uint8_t *hash, uint64_t len)
+{
+	if (!s->hist_prev)
+		return;
+	memcpy(s->hist_prev->stored_hash, hash, HISTREC_HASH_LEN);
+	s->hist_prev->stored_len = len;
+	s->hist_prev->hashed = true;
 }
 
 const struct history_prev *history_prev_of(const struct store *s, const char *id)
@@ -170,7 +180,9 @@ static int archive_bytes(const struct history_prev *prev, const struct histrec *
 	return 0;
 }
 
-/* Put the unit that keeps prev into s's units; its entry into *st. */
+/* Put the unit that keeps prev into s's units; its entry into *st.  A
+ * store that can adopt prev's stored bytes as they are (the file store
+ * links its file) writes nothing; any other gets its blob and record. */
 static int keep_prev(struct store *s, const struct history_prev *prev,
                      const struct histrec *rec, uint64_t number, struct histrec_state *st,
                      char *err, size_t errlen)
@@ -180,6 +192,14 @@ static int keep_prev(struct store *s, const struct history_prev *prev,
 	size_t len;
 	bool has = false;
 	int ret = 0;
+
+	st->number = number;
+	if (prev->hashed && s->ops->obj_adopt &&
+	    s->ops->obj_adopt(s, prev->id, prev->stored_hash, why, sizeof(why)) == 0) {
+		memcpy(st->hash, prev->stored_hash, HISTREC_HASH_LEN);
+		st->size = prev->stored_len;
+		return 0;
+	}
 
 	if (archive_bytes(prev, rec, number, &bytes, &len) < 0) {
 		snprintf(err, errlen, "cannot keep state %llu: %s", (unsigned long long)number,
@@ -373,6 +393,8 @@ int history_read_state(struct store *s, const struct histrec_state *st,
 		         "hash", (unsigned long long)st->number, hex);
 		goto bad;
 	}
+	/* An adopted state is its stored bytes: signature, record, call ids. */
+	n -= sign_trailer_size(out->bytes, n);
 	if (histrec_footer(out->bytes, n, &rl) < 0 || !rl ||
 	    histrec_parse(out->bytes + n - rl, rl, &out->rec, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "state %llu is damaged: %s", (unsigned long long)st->number,
@@ -380,6 +402,9 @@ int history_read_state(struct store *s, const struct histrec_state *st,
 		goto bad;
 	}
 	out->blob_len = n - rl;
+	if (out->blob_len >= CALLREC_FOOTER &&
+	    callrec_footer(out->bytes + out->blob_len - CALLREC_FOOTER, out->blob_len, &rl) == 0)
+		out->blob_len -= rl;
 	return 0;
 bad:
 	history_state_release(out);

@@ -26,6 +26,10 @@ struct history_prev {
 	char id[STORE_ID_MAX + 1];
 	bool absent;            /* the session did not exist */
 	bool sandboxed;         /* who wrote the state, as its load decided */
+	bool hashed;            /* the stored bytes' hash is known: the store may
+	                         * adopt them as the unit that keeps the state */
+	uint8_t stored_hash[HISTREC_HASH_LEN];
+	uint64_t stored_len;
 	size_t blob_len;        /* bytes[0..blob_len): the blob (head, small units) */
 	size_t rec_len;         /* then its record, 0 when it has none */
 	uint8_t bytes[];
@@ -44,6 +48,10 @@ int history_cut(const char *id, int fd, size_t *len, uint8_t **rec, size_t *rec_
  * history; replaces what was kept.  -1 with err when it cannot. */
 int history_keep(struct store *s, const char *id, int fd, size_t len, bool sandboxed,
                  uint8_t *rec, size_t rec_len, char *err, size_t errlen);
+
+/* The hash and size of the stored bytes (trailer and records included)
+ * of the state history_keep just kept, for a store with obj_adopt. */
+void history_stored_as(struct store *s, const uint8_t *hash, uint64_t len);
 
 /* The loaded state of id that history_keep kept, or NULL. */
 const struct history_prev *history_prev_of(const struct store *s, const char *id);
@@ -81,7 +89,9 @@ struct history_state {
 
 /*
  * State st of a session (its entry in the session's record) read from the
- * store's units and checked against its hash into *out.  0; 1 when the
+ * store's units and checked against its hash into *out: a unit that keeps
+ * a state is its blob and record, or (adopted, store_ops.obj_adopt) its
+ * whole stored bytes, the call-id record and the signature included.  0; 1 when the
  * store no longer has it (collected); -1 with err.
  */
 int history_read_state(struct store *s, const struct histrec_state *st,

@@ -195,6 +195,18 @@ static void write_stamp(int hhfd, const char *rest)
 		(void)unlinkat(hhfd, tmp, 0);
 }
 
+/* A unit of size bytes just named rest in hhfd: made durable, and
+ * stamped when large; -1 with op saying what failed. */
+static int named(int hhfd, const char *rest, uint64_t size, const char **op)
+{
+	*op = "fsync the directory of";
+	if (sync_dir(hhfd) < 0)
+		return -1;
+	if (size >= STAMP_MIN)
+		write_stamp(hhfd, rest);
+	return 0;
+}
+
 int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n, char *err,
                 size_t errlen)
 {
@@ -212,10 +224,30 @@ int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n, char
 	} else if (errno != ENOENT) {
 		op = "stat";
 	} else if (write_unit(hhfd, rest, p, n, &op) == 0) {
-		op = "fsync the directory of";
-		ret = sync_dir(hhfd);
-		if (ret == 0 && n >= STAMP_MIN)
-			write_stamp(hhfd, rest);
+		ret = named(hhfd, rest, n, &op);
+	}
+	if (ret < 0)
+		unit_fail(op, hash, err, errlen);
+	fd_close(&hhfd);
+	return ret;
+}
+
+int objects_adopt(int dirfd, const char *name, const uint8_t *hash, char *err,
+                  size_t errlen)
+{
+	char rest[REST_LEN + 1];
+	const char *op = "open the directory of";
+	struct stat st;
+	int hhfd = unit_dir(dirfd, hash, true, rest), ret = -1;
+
+	if (hhfd < 0)
+		return unit_fail(op, hash, err, errlen);
+	op = "link";
+	if (linkat(dirfd, name, hhfd, rest, 0) == 0) {
+		ret = named(hhfd, rest, fstatat(hhfd, rest, &st, AT_SYMLINK_NOFOLLOW) == 0 ?
+		                        (uint64_t)st.st_size : 0, &op);
+	} else if (errno == EEXIST) {
+		ret = 0;   /* named by its bytes: the same ones */
 	}
 	if (ret < 0)
 		unit_fail(op, hash, err, errlen);

@@ -37,6 +37,12 @@ int objects_has(int dirfd, const uint8_t *hash, bool *has, char *err, size_t err
 int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n, char *err,
                 size_t errlen);
 
+/* Make the file name in dirfd (a session's, whose bytes hash to hash)
+ * the unit hash too, by a hard link, durably; a unit already there is
+ * kept as it is. */
+int objects_adopt(int dirfd, const char *name, const uint8_t *hash, char *err,
+                  size_t errlen);
+
 /* The unit's bytes into *p (malloc'd), *n; *found false (and *p NULL)
  * when it is not stored. */
 int objects_read(int dirfd, const uint8_t *hash, uint8_t **p, size_t *n, bool *found,

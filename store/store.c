@@ -33,6 +33,7 @@
 #include "fdio.h"
 #include "history.h"
 #include "mem_client.h"
+#include "sha256.h"
 #include "sign.h"
 #include "store_cmd.h"
 #include "store_file.h"
@@ -373,6 +374,11 @@ struct loaded {
 	struct store_mark rec;  /* the store's record */
 	struct sign_meta meta;  /* the signature's */
 	size_t trailer;         /* the trailer's size */
+	/* The stored bytes' SHA-256 and size, when the store will adopt them
+	 * as the unit that keeps this state (store_ops.obj_adopt). */
+	bool hashed;
+	uint8_t hash[STORE_HASH_LEN];
+	uint64_t stored_len;
 };
 
 static enum store_origin origin_of(const struct sign_meta *meta, size_t trailer,
@@ -470,6 +476,11 @@ static int verify_memfd(struct store *s, const char *id, int fd, size_t *len,
 	}
 	ret = check_signed(s, id, p ? p : (const void *)"", *len, &l->rec, &l->meta,
 	                   &l->trailer, err, errlen);
+	if (ret == 0 && p && s->history && s->ops->obj_adopt) {
+		sha256_bytes(p, *len, l->hash);
+		l->stored_len = *len;
+		l->hashed = true;
+	}
 	if (p)
 		munmap(p, *len);
 	if (ret < 0)
@@ -573,6 +584,8 @@ int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
 		hrec = NULL;
 		goto fail;
 	}
+	if (unitstore_keeps(s) && l.hashed)
+		history_stored_as(s, l.hash, l.stored_len);
 	if (!unitstore_keeps(s))
 		free(hrec);
 	hrec = NULL;
@@ -1156,7 +1169,7 @@ static int fork_copy(struct store *s, const char *src, const char *dst, size_t *
 {
 	uint8_t *blob = NULL, *grown;
 	struct store_save sv = { .fd = -1 };
-	struct loaded l = { { false, 0 }, { 0, false }, 0 };
+	struct loaded l = { .trailer = 0 };
 	struct store_mark mark;
 	bool found;
 	int ret = -1;

@@ -217,6 +217,15 @@ struct store_ops {
 	 */
 	int (*obj_pack)(struct store *s, const char *id, int fd, size_t *len, char *err,
 	                size_t errlen);
+	/*
+	 * Optional (NULL: a kept state is put as a unit of its own, history.c):
+	 * make session id's stored bytes, as they are now, the unit hash,
+	 * durably, without copying them (the file store links the file).  The
+	 * caller holds id's lock and hashed those bytes when it loaded them;
+	 * a unit already there is kept.
+	 */
+	int (*obj_adopt)(struct store *s, const char *id, const uint8_t *hash, char *err,
+	                 size_t errlen);
 };
 
 struct sign_key;

@@ -368,6 +368,31 @@ START_TEST(a_rolled_back_cell_is_kept_with_the_state_it_ran_on)
 }
 END_TEST
 
+/* The file store keeps a state without writing it again: the unit is a
+ * hard link to the session file the state was. */
+START_TEST(the_file_store_keeps_a_state_by_linking_its_file)
+{
+	char names[8][80], path[4400];
+	struct stat before, unit;
+	bool linked = false;
+	int n;
+
+	cell_ok("l", "x = 1");
+	snprintf(path, sizeof(path), "%s/l.pkl", fx.store);
+	ck_assert_int_eq(stat(path, &before), 0);
+	cell_ok("l", "x = 2");
+	n = count_units(names, 8);
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/objects/%s", fx.store, names[i]);
+		ck_assert_int_eq(stat(path, &unit), 0);
+		linked = linked || (unit.st_ino == before.st_ino && unit.st_dev == before.st_dev);
+	}
+	ck_assert_msg(linked, "no unit is the file state 1 was (%d units)", n);
+	CMD_OK(NULL, "--undo", "l");
+	state_is("l", "print(x)", "1\n");
+}
+END_TEST
+
 /* DOLSOT_HISTORY=2: the current state and two before it are kept, and the
  * units only older states named are removed. */
 START_TEST(the_depth_bounds_what_is_kept)
@@ -589,6 +614,7 @@ static Suite *history_suite(void)
 	tcase_add_test(errors, a_store_of_whole_sessions_keeps_no_history);
 	tcase_add_test(kept, a_lost_state_is_listed_gone_and_going_back_to_it_changes_nothing);
 	tcase_add_test(kept, the_depth_bounds_what_is_kept);
+	tcase_add_test(kept, the_file_store_keeps_a_state_by_linking_its_file);
 	tcase_add_test(kept, a_rolled_back_cell_is_kept_with_the_state_it_ran_on);
 	tcase_add_test(kept, history_json_is_one_object_a_parser_reads);
 	tcase_add_loop_test(faults, kill_9_during_a_move_leaves_the_old_or_the_new_state, 0,
