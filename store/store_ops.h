@@ -101,6 +101,11 @@ enum store_gc_lock {
 	STORE_GC_RELEASE,
 };
 
+/* Where obj_fetch hands each unit it read: hash's n bytes at p, lent for
+ * the call.  0, or -1 with err to stop the fetch. */
+typedef int (*store_unit_take)(void *ctx, const uint8_t *hash, const uint8_t *p, size_t n,
+                               char *err, size_t errlen);
+
 struct store_ops {
 	/* *blob is malloc'd (caller frees); *found=false and *blob=NULL when absent. */
 	int (*load)(struct store *s, const char *id, uint8_t **blob, size_t *len,
@@ -216,6 +221,15 @@ struct store_ops {
 	 */
 	int (*obj_pack)(struct store *s, const char *id, int fd, size_t *len, char *err,
 	                size_t errlen);
+	/*
+	 * Optional (NULL: obj_read of each in turn): the units hashes[0..n)
+	 * (STORE_HASH_LEN bytes each; sizes[i] the size a head gives unit i,
+	 * which says how many to ask for at once) read in as few round trips
+	 * as the store allows, each one found handed to take, in order (one
+	 * absent is not).  take's -1 stops it and is returned, with its err.
+	 */
+	int (*obj_fetch)(struct store *s, const uint8_t *hashes, const uint64_t *sizes,
+	                 size_t n, store_unit_take take, void *ctx, char *err, size_t errlen);
 };
 
 struct sign_key;
