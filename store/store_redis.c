@@ -805,7 +805,8 @@ static int rd_list(struct store *s, struct session_info **out, size_t *n, char *
 		return -1;
 	}
 	/* Sessions only, each once (SCAN may return a key twice). */
-	qsort(keys, nk, sizeof(*keys), by_key);
+	if (nk > 1)
+		qsort(keys, nk, sizeof(*keys), by_key);
 	for (size_t i = 0; i < nk; i++) {
 		if (id_of(rs, keys[i]) && (!kept || strcmp(keys[kept - 1], keys[i]) != 0))
 			keys[kept++] = keys[i];
