@@ -382,13 +382,15 @@ static int env_error(const char *name, const char *val, const char *want,
 
 /*
  * --store (already in s->store_spec) or DOLSOT_STORE: the kind, and the
- * Redis store's knobs checked now, so a bad value is a usage error.
+ * Redis store's knobs and a remote store's unit cache size checked now,
+ * so a bad value is a usage error.
  */
 static int store_from_env(struct settings *s, char *err, size_t errlen)
 {
 	const char *what = s->store_spec ? "--store" : "DOLSOT_STORE";
 	char why[OPTS_ERR_MAX], q[300];
 	struct store_spec *sp = malloc(sizeof(*sp));
+	uint64_t cache;
 	int ret = 0;
 
 	if (!sp) {
@@ -405,7 +407,9 @@ static int store_from_env(struct settings *s, char *err, size_t errlen)
 			opts_quote(q, sizeof(q), s->store_spec ? s->store_spec : "");
 		snprintf(err, errlen, "%s='%s' is not valid: %s", what, q, why);
 		ret = -1;
-	} else if (sp->kind == STORE_KIND_REDIS && store_spec_redis_env(sp, err, errlen) < 0) {
+	} else if ((sp->kind == STORE_KIND_REDIS && store_spec_redis_env(sp, err, errlen) < 0) ||
+	           ((sp->kind == STORE_KIND_REDIS || sp->kind == STORE_KIND_CMD) &&
+	            store_spec_cache_env(&cache, err, errlen) < 0)) {
 		ret = -1;
 	} else if (sp->kind == STORE_KIND_MEMORY && !s->server) {
 		snprintf(err, errlen, "%s=memory keeps sessions in the warm "

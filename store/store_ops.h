@@ -251,6 +251,11 @@ struct store {
 	/* Set by a backend that removed expired sessions (its TTL), so that
 	 * store.c collects the units no head names any more; store.c clears it. */
 	bool reaped;
+	/* store.c's, never a backend's: this machine's copy of the units of a
+	 * store that keeps them where no worker can read them (unitcache.h),
+	 * NULL when none, and what closes it (this header is below that one). */
+	struct unitcache *cache;
+	void (*close_cache)(struct unitcache *cache);
 };
 
 static inline void store_close(struct store *s)
@@ -258,6 +263,9 @@ static inline void store_close(struct store *s)
 	if (s) {
 		free(s->key);
 		s->key = NULL;
+		if (s->cache)
+			s->close_cache(s->cache);
+		s->cache = NULL;
 		free(s->notice);
 		s->notice = NULL;
 		s->ops->close(s);

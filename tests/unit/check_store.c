@@ -2003,7 +2003,7 @@ START_TEST(test_the_signed_origin_outvotes_the_record)
 		ck_assert_int_eq(store_save(s, "a", blob, len, cases[i].record_sb, ERR), 0);
 		free(blob);
 		ck_assert_msg(store_open_blob_rec(s, "a", &fd, &len, &found, &rec, &rec_len,
-		                                  &origin, false, ERR) == 0, "%s", err);
+		                                  &origin, STORE_UNITS_UNREAD, ERR) == 0, "%s", err);
 		close(fd);
 		ck_assert_msg(origin == cases[i].want, "case %zu: %d", i, (int)origin);
 	}
@@ -2333,7 +2333,8 @@ static uint8_t *open_units(struct store *s, const char *id, bool pack, size_t *l
 	int fd;
 
 	ck_assert_msg(store_open_blob_rec(s, id, &fd, len, &found, &rec, &rec_len, &origin,
-	                                  pack, ERR) == 0, "open %s: %s", id, err);
+	                                  pack ? STORE_UNITS_PACKED : STORE_UNITS_UNREAD, ERR) == 0,
+	              "open %s: %s", id, err);
 	ck_assert(found);
 	got = (uint8_t *)read_fd(fd, *len);
 	close(fd);
