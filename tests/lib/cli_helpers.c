@@ -512,7 +512,8 @@ int cli_count_fds(pid_t pid)
 const char *const cli_usual_env[] = {
 	"DOLSOT_TIMEOUT", "DOLSOT_MAX_OUTPUT", "DOLSOT_SESSION_TTL_DAYS", "PYTHONPATH",
 	"VIRTUAL_ENV", "DOLSOT_TYPECHECK=0", "DOLSOT_SESSION_KEY", "DOLSOT_LIVE",
-	"DOLSOT_LIVE_MAX", "DOLSOT_LIVE_IDLE", "DOLSOT_LIVE_MEMORY_MB", NULL,
+	"DOLSOT_LIVE_MAX", "DOLSOT_LIVE_IDLE", "DOLSOT_LIVE_MEMORY_MB", "DOLSOT_UNIT_CACHE_SIZE",
+	NULL,
 };
 
 /* The test that ends if the process exits first. */
