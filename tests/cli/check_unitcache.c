@@ -529,7 +529,10 @@ START_TEST(redis_a_sandboxed_call_is_handed_its_units)
 	struct cli_run r;
 	long long before;
 
-	NEED_USERNS();
+	if (!cli_userns_probe(false)) {
+		printf("SKIP: %s: user namespaces are not available here\n", __func__);
+		return;
+	}
 	use_redis("DOLSOT_TRUST_SANDBOXED=1");
 	cell_ok("s", seed_code, NULL);
 	before = mgets();
