@@ -338,10 +338,10 @@ static int check_origin(const struct run_args *a, enum store_origin origin, char
  * --max-file-size that one is a memfd: the worker's own save must not trip
  * the cell's limit.  A sandboxed worker gets memfds only, never a file of
  * the store: a memfd that cannot grow past the maximum session size, so
- * the cell cannot fill the host's disk or rewrite the store.  pack: the
- * worker reads the session's units only from its copy (store.h).
+ * the cell cannot fill the host's disk or rewrite the store.  units: where
+ * the worker reads the session's units (store.h).
  */
-static int open_session(const struct run_args *a, struct store *st, bool pack,
+static int open_session(const struct run_args *a, struct store *st, enum store_units units,
                         struct worker_fds *fds, struct store_save *sv,
                         size_t *blob_len, bool *found, struct loaded_rec *rec,
                         char *err, size_t errlen)
@@ -352,7 +352,7 @@ static int open_session(const struct run_args *a, struct store *st, bool pack,
 	enum store_origin origin;
 
 	if (store_open_blob_rec(st, a->session, &fds->load, blob_len, found, &rec->p,
-	                        &rec->len, &origin, pack, serr, sizeof(serr)) < 0) {
+	                        &rec->len, &origin, units, serr, sizeof(serr)) < 0) {
 		snprintf(err, errlen, "%s", serr);
 		return -1;
 	}
@@ -419,7 +419,8 @@ static int run_locked(const struct run_args *a, struct store *st, struct call_lo
 	if (keeps < 0)
 		return -1;
 	c.units = keeps == 0 ? NULL : a->settings->sandbox || !units[0] ? "-" : units;
-	if (open_session(a, st, c.units && !strcmp(c.units, "-"), &fds, &sv, &c.blob_len,
+	if (open_session(a, st, !c.units ? STORE_UNITS_UNREAD : !strcmp(c.units, "-") ?
+	                 STORE_UNITS_PACKED : STORE_UNITS_IN_DIR, &fds, &sv, &c.blob_len,
 	                 &c.found, &rec, err, errlen) < 0)
 		return -1;
 	again = recalled(a, &rec, res, err, errlen);
@@ -476,7 +477,7 @@ static int recalled_fork(const struct run_args *a, struct store *st, struct resu
 	if (!a->call_id || !a->code)
 		return 0;
 	if (store_open_blob_rec(st, a->session, &fd, &len, &found, &rec.p, &rec.len, &origin,
-	                        false, serr, sizeof(serr)) < 0) {
+	                        STORE_UNITS_UNREAD, serr, sizeof(serr)) < 0) {
 		/* A session that does not load is the fork's to refuse or replace. */
 		return 0;
 	}

@@ -990,7 +990,8 @@ static int fs_obj_has(struct store *s, const uint8_t *hash, bool *has, char *err
 static int fs_obj_put(struct store *s, const uint8_t *hash, const uint8_t *p, size_t n,
                       char *err, size_t errlen)
 {
-	return objects_put(((struct fstore *)s->priv)->dirfd, hash, p, n, err, errlen);
+	return objects_put(((struct fstore *)s->priv)->dirfd, hash, p, n, OBJECTS_DURABLE, err,
+	                   errlen);
 }
 
 static int fs_obj_adopt(struct store *s, const char *id, const uint8_t *hash, char *err,

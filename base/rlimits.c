@@ -57,6 +57,27 @@ bool limit_is_size(enum limit_kind k)
 	return kinds[k].size;
 }
 
+int limit_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMG";
+	size_t n = strspn(s, "0123456789");
+	const char *u = s[n] ? strchr(units, s[n] & ~0x20) : NULL;
+	unsigned shift = u && *u ? 10 * (unsigned)(1 + (u - units)) : 0;
+	uint64_t v = 0;
+
+	if (n == 0 || (s[n] && (!shift || s[n + 1])))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > UINT64_MAX >> shift)
+		return -1;
+	*out = v << shift;
+	return 0;
+}
+
 void limit_format(enum limit_kind k, uint64_t v, char *buf, size_t len)
 {
 	static const char units[] = "GMK";

@@ -43,6 +43,12 @@ const char *limit_env(enum limit_kind k);
 /* True for the limits given as a SIZE (K, M, G suffixes). */
 bool limit_is_size(enum limit_kind k);
 
+/* A SIZE as a user writes it (a limit's, or any other size setting's): a
+ * whole number of bytes with an optional K, M or G suffix (powers of 1024,
+ * either case), into *out.  0, or -1 when s is not one or does not fit in
+ * 64 bits. */
+int limit_parse_size(const char *s, uint64_t *out);
+
 /* The value as a user would write it: "64M", "1536K", "20". */
 void limit_format(enum limit_kind k, uint64_t v, char *buf, size_t len);
 

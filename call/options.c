@@ -143,6 +143,8 @@ const struct option_row options_table[] = {
 	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
 	{ .id = OPTION_REDIS_RENEW_MS, .env = "DOLSOT_REDIS_RENEW_MS",
 	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
+	{ .id = OPTION_UNIT_CACHE_SIZE, .env = "DOLSOT_UNIT_CACHE_SIZE",
+	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
 	{ .id = OPTION_SERVER_IDLE, .env = "DOLSOT_SERVER_IDLE", .type = OPTION_T_SECONDS,
 	  .field = FIELD(server_idle), .dflt = DEFAULT_SERVER_IDLE,
 	  .want = "a positive number of seconds" },

@@ -344,34 +344,16 @@ static const struct {
 	[LIMIT_RECURSION] = { 1, 1000000, "a whole number of frames from 1 to 1000000" },
 };
 
-/* 1, or 1024 to the power of a K/M/G suffix; 0 for anything else. */
-static uint64_t size_unit(const char *suffix)
-{
-	static const char units[] = "KMG";
-	const char *u;
-
-	if (!*suffix)
-		return 1;
-	if (suffix[1] || !(u = strchr(units, suffix[0] & ~0x20)) || !*u)
-		return 0;
-	return (uint64_t)1 << (10 * (1 + (u - units)));
-}
-
 int opts_parse_limit(enum limit_kind k, const char *s, const char *what,
                      uint64_t *out, char *err, size_t errlen)
 {
-	char digits[32], q[300];
-	size_t n = strspn(s, "0123456789");
-	uint64_t v, unit = limit_is_size(k) ? size_unit(s + n) : (s[n] ? 0 : 1);
+	char q[300];
+	uint64_t v;
+	int ret = limit_is_size(k) ? limit_parse_size(s, &v) : opts_parse_count(s, &v);
 
-	if (n > 0 && n < sizeof(digits) && unit) {
-		memcpy(digits, s, n);
-		digits[n] = '\0';
-		if (opts_parse_count(digits, &v) == 0 && v <= limit_ranges[k].max / unit &&
-		    v * unit >= limit_ranges[k].min) {
-			*out = v * unit;
-			return 0;
-		}
+	if (ret == 0 && v >= limit_ranges[k].min && v <= limit_ranges[k].max) {
+		*out = v;
+		return 0;
 	}
 	opts_quote(q, sizeof(q), s);
 	snprintf(err, errlen, what[0] == '-' ? "%s '%s' is not valid: expected %s"
@@ -400,13 +382,15 @@ static int env_error(const char *name, const char *val, const char *want,
 
 /*
  * --store (already in s->store_spec) or DOLSOT_STORE: the kind, and the
- * Redis store's knobs checked now, so a bad value is a usage error.
+ * Redis store's knobs and a remote store's unit cache size checked now,
+ * so a bad value is a usage error.
  */
 static int store_from_env(struct settings *s, char *err, size_t errlen)
 {
 	const char *what = s->store_spec ? "--store" : "DOLSOT_STORE";
 	char why[OPTS_ERR_MAX], q[300];
 	struct store_spec *sp = malloc(sizeof(*sp));
+	uint64_t cache;
 	int ret = 0;
 
 	if (!sp) {
@@ -423,7 +407,9 @@ static int store_from_env(struct settings *s, char *err, size_t errlen)
 			opts_quote(q, sizeof(q), s->store_spec ? s->store_spec : "");
 		snprintf(err, errlen, "%s='%s' is not valid: %s", what, q, why);
 		ret = -1;
-	} else if (sp->kind == STORE_KIND_REDIS && store_spec_redis_env(sp, err, errlen) < 0) {
+	} else if ((sp->kind == STORE_KIND_REDIS && store_spec_redis_env(sp, err, errlen) < 0) ||
+	           ((sp->kind == STORE_KIND_REDIS || sp->kind == STORE_KIND_CMD) &&
+	            store_spec_cache_env(&cache, err, errlen) < 0)) {
 		ret = -1;
 	} else if (sp->kind == STORE_KIND_MEMORY && !s->server) {
 		snprintf(err, errlen, "%s=memory keeps sessions in the warm "

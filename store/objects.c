@@ -9,12 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fdio.h"
+#include "sha256.h"
 #include "stamp.h"
 #include "units.h"
 
@@ -24,13 +27,7 @@
 #define TMP_MAX_AGE 3600        /* seconds: a put older than this was killed */
 #define TMP_NAME_MAX 64
 
-/*
- * The directory name below atfd, when it is ours: a real directory
- * (never a symlink), owned by the effective uid, no group or other bits;
- * made 0700 when create and absent (*made then).  -1 with errno (EPERM:
- * not ours; ENOENT: absent).
- */
-static int open_own_dir(int atfd, const char *name, bool create, bool *made)
+int objects_own_dir(int atfd, const char *name, bool create, bool *made)
 {
 	struct stat st;
 	int fd;
@@ -67,7 +64,7 @@ static int sync_dir(int fd)
 static int open_objects(int dirfd, bool create)
 {
 	bool made;
-	int fd = open_own_dir(dirfd, OBJECTS_DIR, create, &made);
+	int fd = objects_own_dir(dirfd, OBJECTS_DIR, create, &made);
 
 	if (fd >= 0 && made && sync_dir(dirfd) < 0)
 		fd_close(&fd);
@@ -89,7 +86,7 @@ static int unit_dir(int dirfd, const uint8_t *hash, bool create, char rest[REST_
 	objfd = open_objects(dirfd, create);
 	if (objfd < 0)
 		return -1;
-	hhfd = open_own_dir(objfd, hh, create, &made);
+	hhfd = objects_own_dir(objfd, hh, create, &made);
 	if (hhfd >= 0 && made && sync_dir(objfd) < 0)
 		fd_close(&hhfd);
 	fd_close(&objfd);
@@ -195,20 +192,22 @@ static void write_stamp(int hhfd, const char *rest)
 		(void)unlinkat(hhfd, tmp, 0);
 }
 
-/* A unit of size bytes just named rest in hhfd: made durable, and
- * stamped when large; -1 with op saying what failed. */
-static int named(int hhfd, const char *rest, uint64_t size, const char **op)
+/* A unit of size bytes just named rest in hhfd, kept as keep says:
+ * made durable, and stamped; -1 with op saying what failed. */
+static int named(int hhfd, const char *rest, uint64_t size, enum objects_keep keep,
+                 const char **op)
 {
 	*op = "fsync the directory of";
-	if (sync_dir(hhfd) < 0)
+	/* A cache's unit that a crash loses is fetched again. */
+	if (keep == OBJECTS_DURABLE && sync_dir(hhfd) < 0)
 		return -1;
-	if (size >= STAMP_MIN)
+	if (keep == OBJECTS_CACHED || size >= STAMP_MIN)
 		write_stamp(hhfd, rest);
 	return 0;
 }
 
-int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n, char *err,
-                size_t errlen)
+int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n,
+                enum objects_keep keep, char *err, size_t errlen)
 {
 	char rest[REST_LEN + 1];
 	const char *op = "open the directory of";
@@ -224,7 +223,7 @@ int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n, char
 	} else if (errno != ENOENT) {
 		op = "stat";
 	} else if (write_unit(hhfd, rest, p, n, &op) == 0) {
-		ret = named(hhfd, rest, n, &op);
+		ret = named(hhfd, rest, n, keep, &op);
 	}
 	if (ret < 0)
 		unit_fail(op, hash, err, errlen);
@@ -245,13 +244,101 @@ int objects_adopt(int dirfd, const char *name, const uint8_t *hash, char *err,
 	op = "link";
 	if (linkat(dirfd, name, hhfd, rest, 0) == 0) {
 		ret = named(hhfd, rest, fstatat(hhfd, rest, &st, AT_SYMLINK_NOFOLLOW) == 0 ?
-		                        (uint64_t)st.st_size : 0, &op);
+		                        (uint64_t)st.st_size : 0, OBJECTS_DURABLE, &op);
 	} else if (errno == EEXIST) {
 		ret = 0;   /* named by its bytes: the same ones */
 	}
 	if (ret < 0)
 		unit_fail(op, hash, err, errlen);
 	fd_close(&hhfd);
+	return ret;
+}
+
+/* Whether the stamp of unit file rest in hhfd (lstat st) says its bytes
+ * were checked: then its times are set to now, when the unit was last
+ * used (objects_scan's order). */
+static bool stamp_holds(int hhfd, const char *rest, const struct stat *st)
+{
+	char name[REST_LEN + sizeof(STAMP_SUFFIX)], text[STAMP_TEXT_MAX];
+	int fd;
+	ssize_t n;
+	bool holds;
+
+	snprintf(name, sizeof(name), "%s" STAMP_SUFFIX, rest);
+	fd = openat(hhfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, text, sizeof(text));
+	holds = n > 0 && stamp_matches(text, (size_t)n, st);
+	if (holds)
+		(void)futimens(fd, NULL);   /* the order of use only: no failure matters */
+	close(fd);
+	return holds;
+}
+
+/* Whether unit file rest in hhfd holds size bytes that hash to hash:
+ * then it is synced (its stamp's promise) and stamped. */
+static bool hashes_right(int hhfd, const char *rest, const uint8_t *hash, uint64_t size)
+{
+	uint8_t sum[UNITS_HASH_LEN];
+	int fd = openat(hhfd, rest, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	bool right = false;
+	void *p;
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size &&
+	    size <= SIZE_MAX) {
+		p = size ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0) : (void *)"";
+		if (p != MAP_FAILED) {
+			sha256_bytes(p, (size_t)size, sum);
+			right = memcmp(sum, hash, UNITS_HASH_LEN) == 0;
+			if (size)
+				munmap(p, (size_t)size);
+		}
+	}
+	right = right && fsync(fd) == 0;
+	close(fd);
+	if (right)
+		write_stamp(hhfd, rest);
+	return right;
+}
+
+/* Remove unit file rest from hhfd, its stamp first: a unit left without
+ * one is hashed, never trusted.  -1 with op naming what failed. */
+static int remove_unit(int hhfd, const char *rest, const char **op)
+{
+	char stamp[REST_LEN + sizeof(STAMP_SUFFIX)];
+
+	snprintf(stamp, sizeof(stamp), "%s" STAMP_SUFFIX, rest);
+	*op = "remove the stamp of";
+	if (unlinkat(hhfd, stamp, 0) < 0 && errno != ENOENT)
+		return -1;
+	*op = "remove";
+	return unlinkat(hhfd, rest, 0) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int objects_check(int dirfd, const uint8_t *hash, uint64_t size, bool *sound, char *err,
+                  size_t errlen)
+{
+	char rest[REST_LEN + 1];
+	const char *op = "check";
+	struct stat st;
+	int hhfd = unit_dir(dirfd, hash, false, rest), ret = 0;
+
+	*sound = false;
+	if (hhfd < 0)
+		return errno == ENOENT ? 0 : unit_fail(op, hash, err, errlen);
+	if (fstatat(hhfd, rest, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = errno == ENOENT ? 0 : unit_fail(op, hash, err, errlen);
+	} else {
+		*sound = S_ISREG(st.st_mode) && (uint64_t)st.st_size == size &&
+		         (stamp_holds(hhfd, rest, &st) || hashes_right(hhfd, rest, hash, size));
+		if (!*sound && remove_unit(hhfd, rest, &op) < 0)
+			ret = unit_fail(op, hash, err, errlen);
+	}
+	close(hhfd);
 	return ret;
 }
 
@@ -303,17 +390,14 @@ int objects_read(int dirfd, const uint8_t *hash, uint8_t **p, size_t *n, bool *f
 
 int objects_del(int dirfd, const uint8_t *hash, char *err, size_t errlen)
 {
-	char rest[REST_LEN + 1], stamp[REST_LEN + sizeof(STAMP_SUFFIX)];
+	char rest[REST_LEN + 1];
+	const char *op;
 	int hhfd = unit_dir(dirfd, hash, false, rest), ret = 0;
 
 	if (hhfd < 0)
 		return errno == ENOENT ? 0 : unit_fail("remove", hash, err, errlen);
-	/* The stamp first: a unit left without one is hashed, never trusted. */
-	snprintf(stamp, sizeof(stamp), "%s" STAMP_SUFFIX, rest);
-	if (unlinkat(hhfd, stamp, 0) < 0 && errno != ENOENT)
-		ret = unit_fail("remove the stamp of", hash, err, errlen);
-	else if (unlinkat(hhfd, rest, 0) < 0 && errno != ENOENT)
-		ret = unit_fail("remove", hash, err, errlen);
+	if (remove_unit(hhfd, rest, &op) < 0)
+		ret = unit_fail(op, hash, err, errlen);
 	close(hhfd);
 	return ret;
 }
@@ -326,20 +410,39 @@ static bool lower_hex(const char *s, size_t n)
 	return s[n] == '\0';
 }
 
-/* The hashes listed so far. */
+/* The units listed so far: hashes back to back, or objects_unit
+ * entries when scan. */
 struct hash_acc {
 	uint8_t *v;
 	size_t n, cap;
+	bool scan;
 };
 
-static int add_hash(struct hash_acc *acc, const char *hh, const char *rest)
+/* e's size, and when it was last used: its stamp's time, else its own. */
+static bool describe(int hhfd, const char *rest, struct objects_unit *e)
 {
+	char stamp[REST_LEN + sizeof(STAMP_SUFFIX)];
+	struct stat st;
+
+	if (fstatat(hhfd, rest, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return false;   /* gone meanwhile, or no unit */
+	e->size = (uint64_t)st.st_size;
+	e->used = st.st_mtim;
+	snprintf(stamp, sizeof(stamp), "%.*s" STAMP_SUFFIX, REST_LEN, rest);
+	if (fstatat(hhfd, stamp, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		e->used = st.st_mtim;
+	return true;
+}
+
+static int add_hash(struct hash_acc *acc, int hhfd, const char *hh, const char *rest)
+{
+	size_t size = acc->scan ? sizeof(struct objects_unit) : UNITS_HASH_LEN;
 	char hex[UNITS_HEX_LEN + 1];
 	uint8_t *at;
 
 	if (acc->n == acc->cap) {
 		size_t cap = acc->cap ? acc->cap * 2 : 64;
-		uint8_t *v = realloc(acc->v, cap * UNITS_HASH_LEN);
+		uint8_t *v = realloc(acc->v, cap * size);
 
 		if (!v)
 			return -1;
@@ -348,8 +451,10 @@ static int add_hash(struct hash_acc *acc, const char *hh, const char *rest)
 	}
 	memcpy(hex, hh, HH_LEN);
 	memcpy(hex + HH_LEN, rest, REST_LEN);
-	at = acc->v + acc->n++ * UNITS_HASH_LEN;
+	at = acc->v + acc->n * size;
 	(void)units_unhex(hex, UNITS_HEX_LEN, at);   /* the names were checked */
+	if (!acc->scan || describe(hhfd, rest, (struct objects_unit *)(void *)at))
+		acc->n++;
 	return 0;
 }
 
@@ -369,7 +474,7 @@ static int list_hh(int objfd, const char *hh, struct hash_acc *acc, time_t now)
 {
 	struct dirent *de;
 	bool made;
-	int hhfd = open_own_dir(objfd, hh, false, &made), ret = -1, errsv;
+	int hhfd = objects_own_dir(objfd, hh, false, &made), ret = -1, errsv;
 	DIR *d = hhfd >= 0 ? fd_opendir_at(hhfd, ".", 0) : NULL;
 
 	if (!d) {
@@ -383,7 +488,7 @@ static int list_hh(int objfd, const char *hh, struct hash_acc *acc, time_t now)
 			ret = errno ? -1 : 0;
 			break;
 		}
-		if (lower_hex(de->d_name, REST_LEN) && add_hash(acc, hh, de->d_name) < 0)
+		if (lower_hex(de->d_name, REST_LEN) && add_hash(acc, hhfd, hh, de->d_name) < 0)
 			break;
 		drop_stale_tmp(hhfd, de->d_name, now);
 	}
@@ -394,22 +499,20 @@ static int list_hh(int objfd, const char *hh, struct hash_acc *acc, time_t now)
 	return ret;
 }
 
-int objects_list(int dirfd, uint8_t **hashes, size_t *n, char *err, size_t errlen)
+/* Every unit of DIR/objects into acc. */
+static int list_all(int dirfd, struct hash_acc *acc, char *err, size_t errlen)
 {
-	struct hash_acc acc = { NULL, 0, 0 };
 	struct dirent *de;
 	int objfd = open_objects(dirfd, false), errsv;
 	DIR *d = objfd >= 0 ? fd_opendir_at(objfd, ".", 0) : NULL;
 	time_t now = time(NULL);
 
-	*hashes = NULL;
-	*n = 0;
 	if (!d && objfd < 0 && errno == ENOENT)
 		return 0;
 	while (d) {
 		errno = 0;
 		de = readdir(d);
-		if (!de || (lower_hex(de->d_name, HH_LEN) && list_hh(objfd, de->d_name, &acc,
+		if (!de || (lower_hex(de->d_name, HH_LEN) && list_hh(objfd, de->d_name, acc,
 		                                                     now) < 0))
 			break;
 	}
@@ -418,14 +521,35 @@ int objects_list(int dirfd, uint8_t **hashes, size_t *n, char *err, size_t errle
 		closedir(d);
 	fd_close(&objfd);
 	if (!d || errsv) {
-		free(acc.v);
+		free(acc->v);
+		acc->v = NULL;
+		acc->n = 0;
 		snprintf(err, errlen, "cannot list the store's units: %s", strerror(errsv));
 		errno = errsv;
 		return -1;
 	}
+	return 0;
+}
+
+int objects_list(int dirfd, uint8_t **hashes, size_t *n, char *err, size_t errlen)
+{
+	struct hash_acc acc = { NULL, 0, 0, false };
+	int ret = list_all(dirfd, &acc, err, errlen);
+
 	*hashes = acc.v;
 	*n = acc.n;
-	return 0;
+	return ret;
+}
+
+int objects_scan(int dirfd, struct objects_unit **units, size_t *n, char *err,
+                 size_t errlen)
+{
+	struct hash_acc acc = { NULL, 0, 0, true };
+	int ret = list_all(dirfd, &acc, err, errlen);
+
+	*units = (struct objects_unit *)(void *)acc.v;
+	*n = acc.n;
+	return ret;
 }
 
 int objects_lock(int dirfd, int *lockfd, int how, char *err, size_t errlen)
@@ -443,9 +567,12 @@ int objects_lock(int dirfd, int *lockfd, int how, char *err, size_t errlen)
 	}
 	if (*lockfd >= 0) {
 		op = "flock";
-		while (flock(*lockfd, how) < 0)
+		while (flock(*lockfd, how) < 0) {
+			if ((how & LOCK_NB) && errno == EWOULDBLOCK)
+				return 1;
 			if (errno != EINTR)
 				goto fail;
+		}
 		return 0;
 	}
 fail:

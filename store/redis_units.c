@@ -524,62 +524,100 @@ static bool take_ahead(struct redis_units *u, const uint8_t *hash, uint8_t **p, 
 	return redis_held_take(&u->ahead, hex, (char **)p, n);
 }
 
-/* The units to read with the one at hint position at: it and those
- * after it, up to AHEAD_MAX of them and AHEAD_BYTES (it always). */
-static size_t ahead_count(const struct redis_units *u, size_t at)
+/* How many of the units with sizes[0..n) to read at once: the first
+ * always, then up to AHEAD_MAX units and AHEAD_BYTES (their sizes as a
+ * head says). */
+static size_t batch_len(const uint64_t *sizes, size_t n)
 {
-	uint64_t total = u->hint_size[at];
-	size_t n = 1;
+	uint64_t total = sizes[0];
+	size_t k = 1;
 
-	while (at + n < u->nhint && n < AHEAD_MAX && total < AHEAD_BYTES &&
-	       u->hint_size[at + n] <= AHEAD_BYTES - total) {
-		total += u->hint_size[at + n];
-		n++;
-	}
-	return n;
+	while (k < n && k < AHEAD_MAX && total < AHEAD_BYTES && sizes[k] <= AHEAD_BYTES - total)
+		total += sizes[k++];
+	return k;
 }
 
-/* MGET hash's key and those after it in the hint into u->ahead. */
-static int read_ahead(struct redis_units *u, const uint8_t *hash, char *err, size_t errlen)
+/* MGET the units hashes[0..n): an array reply of n, or NULL with err. */
+static redisReply *mget(struct redis_units *u, const uint8_t *hashes, size_t n, char *err,
+                        size_t errlen)
 {
-	long at = hint_pos(u, hash);
-	size_t n = at < 0 ? 1 : ahead_count(u, (size_t)at);
 	char (*keys)[KEY_LEN] = malloc(n * sizeof(*keys));
 	const char **argv = malloc((n + 1) * sizeof(*argv));
 	redisReply *r = NULL;
-	int ret = -1;
 
-	if (redis_held_reset(&u->ahead, n) < 0 || !keys || !argv) {
+	if (!keys || !argv) {
 		snprintf(err, errlen, "%s: read a unit: out of memory", u->name);
 		errno = ENOMEM;
 		goto out;
 	}
 	argv[0] = "MGET";
 	for (size_t i = 0; i < n; i++) {
-		const uint8_t *h = at < 0 ? hash : u->hint + ((size_t)at + i) * STORE_HASH_LEN;
-
-		unit_key(u, h, keys[i], sizeof(keys[i]));
+		unit_key(u, hashes + i * STORE_HASH_LEN, keys[i], sizeof(keys[i]));
 		argv[i + 1] = keys[i];
 	}
 	r = u->run(u->ctx, "read a unit", (int)n + 1, argv, NULL, err, errlen);
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != n) {
-		if (r)
-			snprintf(err, errlen, "%s: read a unit: an unexpected reply", u->name);
-		errno = EIO;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)   /* the key's tail is the hash's hex */
-		redis_held_add(&u->ahead, keys[i] + strlen(keys[i]) - UNITS_HEX_LEN,
-		               r->element[i]);
-	ret = 0;
-out:
-	if (r)
+	if (r && (r->type != REDIS_REPLY_ARRAY || r->elements != n)) {
+		snprintf(err, errlen, "%s: read a unit: an unexpected reply", u->name);
 		freeReplyObject(r);
-	if (ret < 0)
-		redis_held_drop(&u->ahead);
+		r = NULL;
+	}
+	if (!r)
+		errno = EIO;
+out:
 	free(keys);
 	free(argv);
-	return ret;
+	return r;
+}
+
+/* MGET hash and those after it in the hint into u->ahead. */
+static int read_ahead(struct redis_units *u, const uint8_t *hash, char *err, size_t errlen)
+{
+	long at = hint_pos(u, hash);
+	const uint8_t *from = at < 0 ? hash : u->hint + (size_t)at * STORE_HASH_LEN;
+	size_t n = at < 0 ? 1 : batch_len(u->hint_size + at, u->nhint - (size_t)at);
+	char hex[UNITS_HEX_LEN + 1];
+	redisReply *r;
+
+	if (redis_held_reset(&u->ahead, n) < 0) {
+		snprintf(err, errlen, "%s: read a unit: out of memory", u->name);
+		errno = ENOMEM;
+		return -1;
+	}
+	r = mget(u, from, n, err, errlen);
+	if (!r)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		units_hex(from + i * STORE_HASH_LEN, hex);
+		redis_held_add(&u->ahead, hex, r->element[i]);
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+int redis_units_fetch(struct redis_units *u, const uint8_t *hashes, const uint64_t *sizes,
+                      size_t n, store_unit_take take, void *ctx, char *err, size_t errlen)
+{
+	for (size_t i = 0, k; i < n; i += k) {
+		const uint8_t *from = hashes + i * STORE_HASH_LEN;
+		redisReply *r;
+
+		k = batch_len(sizes + i, n - i);
+		r = mget(u, from, k, err, errlen);
+		if (!r)
+			return -1;
+		for (size_t j = 0; j < k; j++) {
+			const redisReply *e = r->element[j];
+
+			if (e->type == REDIS_REPLY_STRING &&
+			    take(ctx, from + j * STORE_HASH_LEN, (const uint8_t *)e->str, e->len, err,
+			         errlen) < 0) {
+				freeReplyObject(r);
+				return -1;
+			}
+		}
+		freeReplyObject(r);
+	}
+	return 0;
 }
 
 /* A load reads the refs of the head it loaded in order: those after the

@@ -104,6 +104,10 @@ int redis_units_has(struct redis_units *u, const uint8_t *hash, bool *has, char 
                     size_t errlen);
 int redis_units_read(struct redis_units *u, const uint8_t *hash, uint8_t **p, size_t *n,
                      bool *found, char *err, size_t errlen);
+/* store_ops.h's obj_fetch: MGETs of a few units each (as many as one
+ * read ahead takes). */
+int redis_units_fetch(struct redis_units *u, const uint8_t *hashes, const uint64_t *sizes,
+                      size_t n, store_unit_take take, void *ctx, char *err, size_t errlen);
 int redis_units_del(struct redis_units *u, const uint8_t *hash, char *err, size_t errlen);
 int redis_units_lock(struct redis_units *u, enum store_gc_lock how, char *err,
                      size_t errlen);

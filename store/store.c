@@ -38,6 +38,7 @@
 #include "store_cmd.h"
 #include "store_file.h"
 #include "store_redis.h"
+#include "unitcache.h"
 #include "unitstore.h"
 #include "units.h"
 
@@ -142,14 +143,28 @@ int store_list(struct store *s, struct session_info **out,
 	return ret;
 }
 
+/* The store goes on without its unit cache (why). */
+static void drop_cache(struct store *s, const char *why)
+{
+	unitstore_warn(s, why, "every call of this store is handed every unit of its session");
+	s->close_cache(s->cache);
+	s->cache = NULL;
+}
+
 int store_units_dir(struct store *s, char *buf, size_t len, char *err, size_t errlen)
 {
+	char why[STORE_ERR_MAX];
+
 	if (!unitstore_keeps(s))
 		return 0;
 	if (len)
 		buf[0] = '\0';
-	if (!s->ops->obj_dir)
-		return 1;   /* units, but none a worker could read itself */
+	if (s->cache && unitcache_dir(s->cache, buf, len, why, sizeof(why)) < 0) {
+		drop_cache(s, why);
+		buf[0] = '\0';
+	}
+	if (s->cache || !s->ops->obj_dir)
+		return 1;   /* the cache's, or none a worker could read itself */
 	return s->ops->obj_dir(s, buf, len, err, errlen) < 0 ? -1 : 1;
 }
 
@@ -164,7 +179,12 @@ enum store_lock_status store_lock(struct store *s, const char *id, long timeout_
 
 void store_unlock(struct store *s, struct store_lock *lk)
 {
+	char why[STORE_ERR_MAX];
+
 	s->next_id[0] = '\0';   /* a counter learnt under the lock goes with it */
+	/* The call is over: the units it needed may leave the cache. */
+	if (s->cache && unitcache_end(s->cache, why, sizeof(why)) < 0)
+		unitstore_warn(s, why, "it was not cut to DOLSOT_UNIT_CACHE_SIZE");
 	s->ops->unlock(s, lk);
 	after_reap(s);
 }
@@ -217,6 +237,24 @@ static struct store *open_remote(struct store *dir, const char *spec, double ttl
 	return st;
 }
 
+/*
+ * A store whose units no worker can read where they are kept gets this
+ * machine's copy of them (unitcache.h), unless DOLSOT_UNIT_CACHE_SIZE is
+ * 0 (options.c refused a bad value before any store was opened).  The
+ * memory store's units are in this machine's memory already (obj_pack).
+ */
+static void attach_cache(struct store *st)
+{
+	char why[STORE_ERR_MAX];
+	uint64_t bound;
+
+	if (!unitstore_keeps(st) || st->ops->obj_dir || st->ops->obj_pack || st->home < 0 ||
+	    store_spec_cache_env(&bound, why, sizeof(why)) < 0 || !bound)
+		return;
+	st->cache = unitcache_new(st->home, bound);
+	st->close_cache = unitcache_free;
+}
+
 struct store *store_open(enum store_kind kind, const char *spec, const char *dir,
                          double ttl_days, double timeout, char *err, size_t errlen)
 {
@@ -232,7 +270,10 @@ struct store *store_open(enum store_kind kind, const char *spec, const char *dir
 		return st ? mem_client_open(st, err, errlen) : NULL;
 	case STORE_KIND_REDIS:
 	case STORE_KIND_CMD:
-		return st ? open_remote(st, spec, ttl_days, timeout, err, errlen) : NULL;
+		st = st ? open_remote(st, spec, ttl_days, timeout, err, errlen) : NULL;
+		if (st)
+			attach_cache(st);
+		return st;
 	case STORE_KIND_FILE:
 	default:
 		return st;
@@ -558,9 +599,23 @@ static bool keeps_history(const struct store *s)
 	return s->history && unitstore_keeps(s);
 }
 
+/* What units requires of the verified blob in fd (*len bytes). */
+static int load_units(struct store *s, const char *id, enum store_units units, int fd,
+                      size_t *len, char *err, size_t errlen)
+{
+	if (!unitstore_keeps(s))
+		return 0;
+	if (units == STORE_UNITS_PACKED)
+		return unitstore_append_pack(s, id, fd, len, err, errlen);
+	if (units == STORE_UNITS_IN_DIR && s->cache)
+		return unitstore_fill_cache(s, id, fd, len, err, errlen);
+	return 0;
+}
+
 int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
                         bool *found, uint8_t **rec, size_t *rec_len,
-                        enum store_origin *origin, bool pack, char *err, size_t errlen)
+                        enum store_origin *origin, enum store_units units, char *err,
+                        size_t errlen)
 {
 	struct loaded l;
 	uint8_t *hrec = NULL;
@@ -589,8 +644,7 @@ int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
 	if (!unitstore_keeps(s))
 		free(hrec);
 	hrec = NULL;
-	if (*found && pack && unitstore_keeps(s) &&
-	    unitstore_append_pack(s, id, *fd, len, err, errlen) < 0)
+	if (*found && load_units(s, id, units, *fd, len, err, errlen) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -609,8 +663,8 @@ int store_open_blob(struct store *s, const char *id, int *fd, size_t *len, bool 
 	enum store_origin origin;
 	uint8_t *rec;
 	size_t rec_len;
-	int ret = store_open_blob_rec(s, id, fd, len, found, &rec, &rec_len, &origin, false,
-	                              err, errlen);
+	int ret = store_open_blob_rec(s, id, fd, len, found, &rec, &rec_len, &origin,
+	                              STORE_UNITS_UNREAD, err, errlen);
 
 	free(rec);
 	return ret;
@@ -1005,7 +1059,7 @@ static int ensure_prev(struct store *s, const char *id, char *err, size_t errlen
 
 	if (!keeps_history(s) || history_prev_of(s, id))
 		return 0;
-	if (store_open_blob_rec(s, id, &fd, &len, &found, &rec, &rec_len, &origin, false, err,
+	if (store_open_blob_rec(s, id, &fd, &len, &found, &rec, &rec_len, &origin, STORE_UNITS_UNREAD, err,
 	                        errlen) < 0)
 		return -1;
 	fd_close(&fd);

@@ -69,11 +69,13 @@ int store_sweep(struct store *s, char *err, size_t errlen);
 
 /*
  * 1 and the absolute path of the directory a worker may read the store's
- * units from (as PATH/HH/REST, store_ops.h's obj_dir) into buf, when the
- * store keeps units (session format v4's, units.h: the request's units
- * field), "" when it keeps units but has no such directory (a worker then
- * gets them packed: store_open_blob_rec's pack); 0 when it keeps whole
- * sessions; -1 with err.
+ * units from (as PATH/HH/REST, store_ops.h's obj_dir, or the store's unit
+ * cache, unitcache.h, made now) into buf, when the store keeps units
+ * (session format v4's, units.h: the request's units field), "" when it
+ * keeps units but has no such directory (a worker then gets them packed:
+ * store_open_blob_rec's STORE_UNITS_PACKED; a unit cache that cannot be
+ * used is dropped for good, and store_take_notice says why); 0 when it
+ * keeps whole sessions; -1 with err.
  */
 int store_units_dir(struct store *s, char *buf, size_t len, char *err, size_t errlen);
 
@@ -132,21 +134,36 @@ enum store_origin {
 	                         * changed the record */
 };
 
+/* What a load does with the units of a version 4 session, on a store
+ * that keeps units (store_units_dir). */
+enum store_units {
+	STORE_UNITS_UNREAD,     /* nothing: no worker reads them */
+	STORE_UNITS_PACKED,     /* a pack entry for each of the head's refs is
+	                         * appended to the blob, read from the store's
+	                         * units (one missing is left out: the worker
+	                         * says so), for a worker that cannot read the
+	                         * units' directory (a sandboxed one) */
+	STORE_UNITS_IN_DIR,     /* the worker reads them from store_units_dir's
+	                         * directory; on a store with a unit cache, the
+	                         * cache gets every unit it lacks first, and one
+	                         * it cannot take is packed as above
+	                         * (unitstore_fill_cache) */
+};
+
 /*
  * store_open_blob, and the session's call-id record (callrec.h), which
  * the blob in *fd no longer holds, into *rec (malloc'd; NULL and 0 when
  * it has none), and who wrote it into *origin (a session that does not
  * exist: its record's say).  A session whose save counter is below the
  * one the store recorded at its last commit (an earlier save put back) is
- * refused like a bad signature.  pack, on a store that keeps units (see
- * store_units_dir) and a version 4 head: a pack entry for each of its
- * refs is appended to *fd, read from the store's units (one missing is
- * left out: the worker says so), for a worker that cannot read the
- * units' directory (a sandboxed one); *len is then the whole.
+ * refused like a bad signature.  units: what is done with its units
+ * (*len is then the blob's whole, pack included).  A unit cache filled
+ * for the call keeps its units until the call's lock goes (store_unlock).
  */
 int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
                         bool *found, uint8_t **rec, size_t *rec_len,
-                        enum store_origin *origin, bool pack, char *err, size_t errlen);
+                        enum store_origin *origin, enum store_units units, char *err,
+                        size_t errlen);
 
 /*
  * Begin a save of id: sv->fd is an empty file to write the session into.

@@ -102,6 +102,11 @@ enum store_gc_lock {
 	STORE_GC_RELEASE,
 };
 
+/* Where obj_fetch hands each unit it read: hash's n bytes at p, lent for
+ * the call.  0, or -1 with err to stop the fetch. */
+typedef int (*store_unit_take)(void *ctx, const uint8_t *hash, const uint8_t *p, size_t n,
+                               char *err, size_t errlen);
+
 struct store_ops {
 	/* *blob is malloc'd (caller frees); *found=false and *blob=NULL when absent. */
 	int (*load)(struct store *s, const char *id, uint8_t **blob, size_t *len,
@@ -226,6 +231,15 @@ struct store_ops {
 	 */
 	int (*obj_adopt)(struct store *s, const char *id, const uint8_t *hash, char *err,
 	                 size_t errlen);
+	/*
+	 * Optional (NULL: obj_read of each in turn): the units hashes[0..n)
+	 * (STORE_HASH_LEN bytes each; sizes[i] the size a head gives unit i,
+	 * which says how many to ask for at once) read in as few round trips
+	 * as the store allows, each one found handed to take, in order (one
+	 * absent is not).  take's -1 stops it and is returned, with its err.
+	 */
+	int (*obj_fetch)(struct store *s, const uint8_t *hashes, const uint64_t *sizes,
+	                 size_t n, store_unit_take take, void *ctx, char *err, size_t errlen);
 };
 
 struct sign_key;
@@ -252,6 +266,11 @@ struct store {
 	 * commit's history (history.h; malloc'd, one block). */
 	unsigned history;
 	struct history_prev *hist_prev;
+	/* store.c's, never a backend's: this machine's copy of the units of a
+	 * store that keeps them where no worker can read them (unitcache.h),
+	 * NULL when none, and what closes it (this header is below that one). */
+	struct unitcache *cache;
+	void (*close_cache)(struct unitcache *cache);
 };
 
 static inline void store_close(struct store *s)
@@ -259,6 +278,9 @@ static inline void store_close(struct store *s)
 	if (s) {
 		free(s->key);
 		s->key = NULL;
+		if (s->cache)
+			s->close_cache(s->cache);
+		s->cache = NULL;
 		free(s->notice);
 		s->notice = NULL;
 		free(s->hist_prev);

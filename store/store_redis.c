@@ -805,7 +805,8 @@ static int rd_list(struct store *s, struct session_info **out, size_t *n, char *
 		return -1;
 	}
 	/* Sessions only, each once (SCAN may return a key twice). */
-	qsort(keys, nk, sizeof(*keys), by_key);
+	if (nk > 1)
+		qsort(keys, nk, sizeof(*keys), by_key);
 	for (size_t i = 0; i < nk; i++) {
 		if (id_of(rs, keys[i]) && (!kept || strcmp(keys[kept - 1], keys[i]) != 0))
 			keys[kept++] = keys[i];
@@ -1182,6 +1183,13 @@ static int rd_obj_read(struct store *s, const uint8_t *hash, uint8_t **p, size_t
 	                        errlen);
 }
 
+static int rd_obj_fetch(struct store *s, const uint8_t *hashes, const uint64_t *sizes,
+                        size_t n, store_unit_take take, void *ctx, char *err, size_t errlen)
+{
+	return redis_units_fetch(&((struct rd_store *)s->priv)->units, hashes, sizes, n, take,
+	                         ctx, err, errlen);
+}
+
 static int rd_obj_del(struct store *s, const uint8_t *hash, char *err, size_t errlen)
 {
 	return redis_units_del(&((struct rd_store *)s->priv)->units, hash, err, errlen);
@@ -1262,6 +1270,7 @@ static const struct store_ops redis_ops = {
 	.obj_del = rd_obj_del,
 	.obj_list = rd_obj_list,
 	.obj_lock = rd_obj_lock,
+	.obj_fetch = rd_obj_fetch,
 };
 
 struct store *store_redis_open(struct store *dir, const struct store_spec *sp,

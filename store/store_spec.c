@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rlimits.h"
+
 #define REDIS_SCHEME "redis://"
 #define REDISS_SCHEME "rediss://"
 #define CMD_PREFIX "cmd:"
@@ -273,4 +275,18 @@ int store_spec_redis_env(struct store_spec *sp, char *err, size_t errlen)
 		return -1;
 	return env_ms("DOLSOT_REDIS_RENEW_MS", sp->lock_ms / 3 ? sp->lock_ms / 3 : 1,
 	              &sp->renew_ms, err, errlen);
+}
+
+int store_spec_cache_env(uint64_t *bytes, char *err, size_t errlen)
+{
+	const char *v = getenv("DOLSOT_UNIT_CACHE_SIZE");
+
+	*bytes = STORE_SPEC_UNIT_CACHE;
+	if (!v || !*v)
+		return 0;
+	if (limit_parse_size(v, bytes) == 0)
+		return 0;
+	*bytes = 0;
+	return fail(err, errlen, "DOLSOT_UNIT_CACHE_SIZE is not valid: expected a size like 2G "
+	            "(bytes, with an optional K, M or G suffix), or 0 for no cache");
 }

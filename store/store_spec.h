@@ -13,6 +13,7 @@
 #define DOLSOT_STORE_SPEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The kinds of store the factory opens. */
 enum store_kind {
@@ -66,6 +67,19 @@ int store_spec_parse(const char *v, struct store_spec *out, char *err, size_t er
  * third of the lock's time).  Returns 0, or -1 with err naming the variable.
  */
 int store_spec_redis_env(struct store_spec *sp, char *err, size_t errlen);
+
+/* The default of DOLSOT_UNIT_CACHE_SIZE. */
+#define STORE_SPEC_UNIT_CACHE ((uint64_t)2 << 30)
+
+/*
+ * DOLSOT_UNIT_CACHE_SIZE, the most bytes of units this machine keeps a
+ * copy of for the Redis and helper stores (store/unitcache.h: what a call
+ * needs is kept beyond it while it runs): a size with an optional K, M or
+ * G suffix, 0 for no copy (a call is then handed every unit its session
+ * names), STORE_SPEC_UNIT_CACHE when unset, into *bytes.  0, or -1 with
+ * err naming the variable.
+ */
+int store_spec_cache_env(uint64_t *bytes, char *err, size_t errlen);
 
 /* "redis://host:port/db" for messages: never the user or password. */
 void store_spec_redis_name(const struct store_spec *sp, char *buf, size_t len);

@@ -34,8 +34,8 @@ static int load_current(struct store *s, const char *id, const struct history_pr
 		errno = ENOTSUP;
 		return -1;
 	}
-	if (store_open_blob_rec(s, id, &fd, &len, &found, callrec, callrec_len, &origin, false,
-	                        err, errlen) < 0)
+	if (store_open_blob_rec(s, id, &fd, &len, &found, callrec, callrec_len, &origin,
+	                        STORE_UNITS_UNREAD, err, errlen) < 0)
 		return -1;
 	fd_close(&fd);
 	*prev = history_prev_of(s, id);

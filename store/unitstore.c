@@ -14,6 +14,7 @@
 #include "fdio.h"
 #include "history.h"
 #include "sha256.h"
+#include "unitcache.h"
 
 bool unitstore_keeps(const struct store *s)
 {
@@ -30,6 +31,14 @@ static void notice(struct store *s, const char *line)
 		return;
 	free(s->notice);
 	s->notice = grown;
+}
+
+void unitstore_warn(struct store *s, const char *why, const char *then)
+{
+	char line[2 * STORE_ERR_MAX];
+
+	snprintf(line, sizeof(line), "dolsot: warning: %s; %s", why, then);
+	notice(s, line);
 }
 
 __attribute__((format(printf, 5, 6)))
@@ -87,7 +96,7 @@ static uint8_t *packed(const struct units_head *h)
 }
 
 /* Each entry of h's pack checked against its hash; those too big to stay
- * with the head put into s's units. */
+ * with the head put into s's units, and into its cache when it has one. */
 static int put_pack(struct store *s, const char *id, const struct units_head *h,
                     char *err, size_t errlen)
 {
@@ -95,6 +104,7 @@ static int put_pack(struct store *s, const char *id, const struct units_head *h,
 	uint8_t sum[UNITS_HASH_LEN];
 	struct units_entry e;
 	size_t off = 0;
+	bool warned = false;
 
 	while (units_pack_next(h, &off, &e)) {
 		sha256_bytes(e.bytes, (size_t)e.size, sum);
@@ -102,9 +112,18 @@ static int put_pack(struct store *s, const char *id, const struct units_head *h,
 		if (memcmp(sum, e.hash, UNITS_HASH_LEN) != 0)
 			return refuse(id, EBADMSG, err, errlen,
 			              "unit %s: its bytes do not match its hash", hex);
-		if (!units_inline(e.size) &&
-		    s->ops->obj_put(s, e.hash, e.bytes, (size_t)e.size, why, sizeof(why)) < 0)
+		if (units_inline(e.size))
+			continue;
+		if (s->ops->obj_put(s, e.hash, e.bytes, (size_t)e.size, why, sizeof(why)) < 0)
 			return refuse(id, errno, err, errlen, "%s", why);
+		/* The next call's copy, so that it fetches nothing this one wrote. */
+		if (s->cache &&
+		    unitcache_put(s->cache, e.hash, e.bytes, (size_t)e.size, why, sizeof(why)) < 0 &&
+		    !warned) {
+			unitstore_warn(s, why, "the next call fetches from the store what this one "
+			               "could not keep");
+			warned = true;
+		}
 	}
 	return 0;
 }
@@ -277,37 +296,79 @@ void unitstore_drop_named(uint8_t *hashes, size_t *n, const struct units_head *h
 	*n = kept;
 }
 
+/* A pack entry for unit hash (its n bytes at p) appended to fd at *len. */
+static int append_entry(int fd, size_t *len, const uint8_t *hash, const uint8_t *p,
+                        size_t n, char *err, size_t errlen)
+{
+	uint8_t prefix[UNITS_REF_LEN];
+	int errsv;
+
+	units_entry_prefix(hash, n, prefix);
+	if (fd_pwrite_all(fd, prefix, sizeof(prefix), *len) < 0 ||
+	    fd_pwrite_all(fd, p, n, *len + sizeof(prefix)) < 0) {
+		errsv = errno;
+		snprintf(err, errlen, "write: %s", strerror(errsv));
+		errno = errsv;
+		return -1;
+	}
+	*len += sizeof(prefix) + n;
+	return 0;
+}
+
 /* Append a pack entry per ref of h read from s's units to fd at *len. */
 static int append_refs(struct store *s, const struct units_head *h, int fd, size_t *len,
                        char *err, size_t errlen)
 {
-	uint8_t prefix[UNITS_REF_LEN], *bytes;
 	struct units_entry e;
+	uint8_t *bytes;
 	size_t n;
 	bool found;
+	int ret = 0;
 
-	for (uint32_t i = 0; i < h->nrefs; i++) {
+	for (uint32_t i = 0; i < h->nrefs && ret == 0; i++) {
 		units_ref(h, i, &e);
 		if (units_inline(e.size))
 			continue;   /* in the pack the head came with */
 		if (s->ops->obj_read(s, e.hash, &bytes, &n, &found, err, errlen) < 0)
 			return -1;
-		if (found && n == e.size) {
-			units_entry_prefix(e.hash, n, prefix);
-			if (fd_pwrite_all(fd, prefix, sizeof(prefix), *len) < 0 ||
-			    fd_pwrite_all(fd, bytes, n, *len + sizeof(prefix)) < 0) {
-				int errsv = errno;
-
-				free(bytes);
-				snprintf(err, errlen, "write: %s", strerror(errsv));
-				errno = errsv;
-				return -1;
-			}
-			*len += sizeof(prefix) + n;
-		}
+		if (found && n == e.size)
+			ret = append_entry(fd, len, e.hash, bytes, n, err, errlen);
 		free(bytes);
 	}
-	return 0;
+	return ret;
+}
+
+/* Whether the verified blob in fd (len bytes) begins as a v4 head. */
+static bool holds_v4(int fd, size_t len)
+{
+	uint8_t magic[UNITS_MAGIC_LEN];
+
+	return len >= sizeof(magic) && fd_pread_exact(fd, magic, sizeof(magic), 0) == 0 &&
+	       units_is_v4(magic, sizeof(magic));
+}
+
+/* The v4 head in fd (len bytes) read into *head (malloc'd) and parsed
+ * into *h: 1; 0 when it does not parse (the worker says why); -1 with
+ * why. */
+static int read_head(int fd, size_t len, uint8_t **head, struct units_head *h, char *why,
+                     size_t whylen)
+{
+	*head = malloc(len);
+	if (!*head || fd_pread_exact(fd, *head, len, 0) < 0) {
+		snprintf(why, whylen, "read: %s", strerror(errno));
+		return -1;
+	}
+	return units_parse_head(*head, len, h, why, whylen) == 0;
+}
+
+/* "cannot load session 'ID': its units: WHY" into err, errno kept; -1. */
+static int load_fail(const char *id, const char *why, char *err, size_t errlen)
+{
+	int errsv = errno;
+
+	snprintf(err, errlen, "cannot load session '%s': its units: %s", id, why);
+	errno = errsv;
+	return -1;
 }
 
 int unitstore_append_pack(struct store *s, const char *id, int fd, size_t *len,
@@ -315,29 +376,144 @@ int unitstore_append_pack(struct store *s, const char *id, int fd, size_t *len,
 {
 	char why[STORE_ERR_MAX];
 	struct units_head h;
-	uint8_t magic[UNITS_MAGIC_LEN], *head = NULL;
-	int ret = 0, errsv;
+	uint8_t *head;
+	int ret;
 
-	if (*len < sizeof(magic) || fd_pread_exact(fd, magic, sizeof(magic), 0) < 0 ||
-	    !units_is_v4(magic, sizeof(magic)))
+	if (!holds_v4(fd, *len))
 		return 0;
 	if (s->ops->obj_pack)
 		return s->ops->obj_pack(s, id, fd, len, err, errlen);
-	head = malloc(*len);
-	if (!head || fd_pread_exact(fd, head, *len, 0) < 0) {
-		snprintf(why, sizeof(why), "read: %s", strerror(errno));
-		ret = -1;
-	} else if (units_parse_head(head, *len, &h, why, sizeof(why)) == 0) {
-		/* A head that does not parse goes as it is: the worker says why. */
+	ret = read_head(fd, *len, &head, &h, why, sizeof(why));
+	if (ret > 0)
 		ret = append_refs(s, &h, fd, len, why, sizeof(why));
-	}
-	errsv = errno;
 	free(head);
-	if (ret < 0) {
-		snprintf(err, errlen, "cannot load session '%s': its units: %s", id, why);
-		errno = errsv;
+	return ret < 0 ? load_fail(id, why, err, errlen) : 0;
+}
+
+/* Where a cache's filling puts what it fetched: the cache, or else the
+ * pack of the blob in fd (*len bytes). */
+struct fill {
+	struct store *s;
+	int fd;
+	size_t *len;
+	char refused[STORE_ERR_MAX];    /* why the cache refused a unit; "" */
+};
+
+static int take_fetched(void *ctx, const uint8_t *hash, const uint8_t *p, size_t n,
+                        char *err, size_t errlen)
+{
+	struct fill *f = ctx;
+	uint8_t sum[UNITS_HASH_LEN];
+	char why[STORE_ERR_MAX];
+
+	/* Bytes that do not match their name are never cached: the worker is
+	 * handed them, and says they are damaged. */
+	sha256_bytes(p, n, sum);
+	if (memcmp(sum, hash, UNITS_HASH_LEN) == 0) {
+		if (unitcache_put(f->s->cache, hash, p, n, why, sizeof(why)) == 0)
+			return 0;
+		if (!f->refused[0])
+			snprintf(f->refused, sizeof(f->refused), "%s", why);
+	}
+	return append_entry(f->fd, f->len, hash, p, n, err, errlen);
+}
+
+/* Read the units hashes[0..n) (sizes[i] each, as a head says) from s,
+ * each found handed to take. */
+static int fetch(struct store *s, const uint8_t *hashes, const uint64_t *sizes, size_t n,
+                 store_unit_take take, void *ctx, char *err, size_t errlen)
+{
+	uint8_t *bytes;
+	size_t got;
+	bool found;
+	int ret = 0;
+
+	if (s->ops->obj_fetch)
+		return s->ops->obj_fetch(s, hashes, sizes, n, take, ctx, err, errlen);
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		const uint8_t *hash = hashes + i * UNITS_HASH_LEN;
+
+		if (s->ops->obj_read(s, hash, &bytes, &got, &found, err, errlen) < 0)
+			return -1;
+		if (found)
+			ret = take(ctx, hash, bytes, got, err, errlen);
+		free(bytes);
 	}
 	return ret;
+}
+
+/* The refs of h the store keeps (not with the head): hashes and sizes
+ * (malloc'd, *n of them); -1 out of memory. */
+static int stored_refs(const struct units_head *h, uint8_t **hashes, uint64_t **sizes,
+                       size_t *n)
+{
+	struct units_entry e;
+
+	*n = 0;
+	*hashes = malloc((size_t)h->nrefs * UNITS_HASH_LEN + 1);
+	*sizes = malloc((size_t)h->nrefs * sizeof(**sizes) + 1);
+	if (!*hashes || !*sizes)
+		return -1;
+	for (uint32_t i = 0; i < h->nrefs; i++) {
+		units_ref(h, i, &e);
+		if (units_inline(e.size))
+			continue;
+		memcpy(*hashes + *n * UNITS_HASH_LEN, e.hash, UNITS_HASH_LEN);
+		(*sizes)[(*n)++] = e.size;
+	}
+	return 0;
+}
+
+/* The units at positions missing[0..nm) of hashes/sizes, fetched into
+ * the cache (or f's pack); the lists are reused for them. */
+static int fill_missing(struct fill *f, uint8_t *hashes, uint64_t *sizes,
+                        const size_t *missing, size_t nm, char *err, size_t errlen)
+{
+	for (size_t k = 0; k < nm; k++) {
+		memmove(hashes + k * UNITS_HASH_LEN, hashes + missing[k] * UNITS_HASH_LEN,
+		        UNITS_HASH_LEN);
+		sizes[k] = sizes[missing[k]];
+	}
+	return fetch(f->s, hashes, sizes, nm, take_fetched, f, err, errlen);
+}
+
+int unitstore_fill_cache(struct store *s, const char *id, int fd, size_t *len, char *err,
+                         size_t errlen)
+{
+	struct fill f = { s, fd, len, "" };
+	char why[STORE_ERR_MAX];
+	struct units_head h;
+	uint8_t *head, *hashes = NULL;
+	uint64_t *sizes = NULL;
+	size_t n = 0, *missing = NULL, nm = 0;
+	int ret;
+
+	if (!holds_v4(fd, *len))
+		return 0;
+	ret = read_head(fd, *len, &head, &h, why, sizeof(why));
+	if (ret > 0 && stored_refs(&h, &hashes, &sizes, &n) < 0) {
+		snprintf(why, sizeof(why), "out of memory");
+		ret = -1;
+	}
+	free(head);   /* h points into it: only the lists are used from here */
+	if (ret > 0 && unitcache_want(s->cache, hashes, sizes, n, &missing, &nm, why,
+	                              sizeof(why)) < 0) {
+		unitstore_warn(s, why, "this call is handed every unit of its session");
+		why[0] = '\0';   /* err is append_pack's */
+		ret = unitstore_append_pack(s, id, fd, len, err, errlen);
+	} else if (ret > 0) {
+		ret = fill_missing(&f, hashes, sizes, missing, nm, why, sizeof(why));
+		unitcache_filled(s->cache);
+	}
+	if (f.refused[0])
+		unitstore_warn(s, f.refused, "what it could not keep is handed to this call, and "
+		               "fetched again by the next");
+	free(missing);
+	free(hashes);
+	free(sizes);
+	if (ret < 0 && why[0])
+		return load_fail(id, why, err, errlen);
+	return ret < 0 ? -1 : 0;
 }
 
 /* Every hash any session's head names, sorted, into *v; -1 with err

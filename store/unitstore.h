@@ -21,6 +21,10 @@
 /* Whether s keeps units. */
 bool unitstore_keeps(const struct store *s);
 
+/* "dolsot: warning: WHY; THEN" added to what the store's caller hears
+ * (store.h's store_take_notice). */
+void unitstore_warn(struct store *s, const char *why, const char *then);
+
 /*
  * id's stored bytes into *stored (malloc'd, *len bytes) when they begin
  * as a v4 head; else *stored NULL (an older blob is not read past its
@@ -40,11 +44,12 @@ int unitstore_whole(const char *id, const struct units_head *h, char *err, size_
 /*
  * The pack of h (a v4 blob session id's save parsed) into s's units:
  * each entry's bytes checked against its hash, then stored unless small
- * enough to stay with the head (units_inline); then every ref of the head
- * must be stored, or in the pack when that small, or among prev[0..nprev)
- * (sorted: the previous head's refs, unitstore_refs_of), which stay while
- * that head is the session's (its lock held).  The caller holds the units
- * lock shared.  0, or -1 with the refusal in err.
+ * enough to stay with the head (units_inline), and put into the store's
+ * cache when it has one (one the cache refuses: s->notice says so); then
+ * every ref of the head must be stored, or in the pack when that small,
+ * or among prev[0..nprev) (sorted: the previous head's refs,
+ * unitstore_refs_of), which stay while that head is the session's (its
+ * lock held).  The caller holds the units lock shared.  0, or -1 with the refusal in err.
  */
 int unitstore_take_pack(struct store *s, const char *id, const struct units_head *h,
                         const uint8_t *prev, size_t nprev, char *err, size_t errlen);
@@ -81,6 +86,21 @@ void unitstore_drop_named_by(struct store *s, const char *id, uint8_t *hashes, s
  */
 int unitstore_append_pack(struct store *s, const char *id, int fd, size_t *len,
                           char *err, size_t errlen);
+
+/*
+ * For a store with a unit cache (store_ops.h's cache): every unit the
+ * verified head in fd (*len bytes) names, beyond those kept with it, made
+ * present in the cache for a worker that reads them there (store_units_dir):
+ * those it lacks (or has unsound) are fetched from the store (obj_fetch,
+ * else obj_read of each), checked against their hash and put.  One the
+ * cache cannot take (or that does not match its hash) is appended to fd's
+ * pack instead, as unitstore_append_pack does (*len is then the whole),
+ * and so is every one when the cache cannot be used at all; s->notice
+ * says why.  One the store lacks is left out (the worker says so).  Nothing
+ * for a blob that is not v4.  0, or -1 with err (the store failed).
+ */
+int unitstore_fill_cache(struct store *s, const char *id, int fd, size_t *len,
+                         char *err, size_t errlen);
 
 /*
  * Remove those of cands[0..n) (hashes) that no session's head names,

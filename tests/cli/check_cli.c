@@ -41,10 +41,7 @@ static void on_store(int k)
 
 	snprintf(helper_dir, sizeof(helper_dir), "%s/helper-store", fx.tmp);
 	if (k == ON_REDIS) {
-		snprintf(rd.dir, sizeof(rd.dir), "%s/redis", fx.tmp);
-		ck_assert_int_eq(mkdir(rd.dir, 0700), 0);
-		rd.port = 0;
-		redis_test_start(&rd, NULL, NULL);
+		redis_test_start_in(&rd, fx.tmp, NULL, NULL);
 		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=%s", rd.url);
 	} else if (k == ON_CMD) {
 		snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=cmd:%s/examples/"

@@ -10,7 +10,8 @@
  * call says about values its cell does not reach: a NameError's hint,
  * --describe, a value that cannot load, what loading prints.  These pass
  * with a worker that loads everything; they must still pass once it
- * loads lazily.
+ * loads lazily.  A few of each kind run again over a real redis-server,
+ * whose units a call reads lazily from the machine's unit cache.
  *
  * The names bound by `from m import *` come from keyword, which a zygote
  * has imported already: a module it must import first (shlex) makes the
@@ -26,8 +27,11 @@
 
 #include "ck_run.h"
 #include "cli_helpers.h"
+#include "redis_helper.h"
 
 static struct cli_test fx;
+static struct redis_test rd = { .pid = -1 };
+static char store_env[300];
 
 /* Plain values, a function reading a global, a class whose method reads
  * one and its instance, lambdas reading globals, names bound by `from m
@@ -77,6 +81,25 @@ static void setup(void)
 static void teardown(void)
 {
 	cli_test_end(&fx);
+}
+
+/* The same cases over a Redis store, whose units a call reads from this
+ * machine's unit cache as it reads a FileStore's (store/unitcache.h). */
+static void setup_redis(void)
+{
+	char err[4096];
+
+	cli_test_begin(&fx, cli_usual_env);
+	redis_test_start_in(&rd, fx.tmp, NULL, NULL);
+	snprintf(store_env, sizeof(store_env), "DOLSOT_STORE=%s", rd.url);
+	cli_test_add_env(&fx, store_env);
+	ck_assert_msg(cli_test_warm(&fx, err, sizeof(err)) == 0, "--server-start: %s", err);
+}
+
+static void teardown_redis(void)
+{
+	cli_test_end(&fx);   /* the server stops through the store: Redis first */
+	redis_test_stop(&rd);
 }
 
 /* One cell in the session, with exactly this exit status, stdout and stderr. */
@@ -456,13 +479,25 @@ static Suite *lazy_suite(void)
 	Suite *s = suite_create("lazy");
 	TCase *dynamic = tcase_create("dynamic"), *held = tcase_create("held"),
 	      *names = tcase_create("names");
-	TCase *all[] = { dynamic, held, names };
+	TCase *redis = tcase_create("redis");
+	TCase *all[] = { dynamic, held, names, redis };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
-		tcase_add_checked_fixture(all[i], setup, teardown);
+		if (all[i] == redis)
+			tcase_add_checked_fixture(redis, setup_redis, teardown_redis);
+		else
+			tcase_add_checked_fixture(all[i], setup, teardown);
 		tcase_set_timeout(all[i], 120);
 		suite_add_tcase(s, all[i]);
 	}
+	/* Cases of each kind again over Redis (none of them quick ones, which
+	 * would run twice in `make quick`). */
+	tcase_add_test(redis, vars_without_an_argument_reads_a_held_name);
+	tcase_add_test(redis, a_method_reads_a_global);
+	tcase_add_test(redis, a_lambda_in_a_dict_reads_globals);
+	tcase_add_test(redis, eval_held_in_a_partial_reads_the_callers_globals);
+	tcase_add_test(redis, rebinding_a_name_without_reading_it);
+	tcase_add_test(redis, a_cell_naming_nothing_held_then_one_reading_everything);
 	tcase_add_test(dynamic, globals_reads_a_held_name);
 	tcase_add_test(dynamic, vars_without_an_argument_reads_a_held_name);
 	tcase_add_test(dynamic, locals_at_the_top_level_reads_a_held_name);

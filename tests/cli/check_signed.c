@@ -90,10 +90,7 @@ static void ready(const struct store_case *sc)
 	char cwd[4096];
 
 	if (sc->kind == STORE_KIND_REDIS && rd.pid <= 0) {
-		snprintf(rd.dir, sizeof(rd.dir), "%s/redis", fx.tmp);
-		ck_assert_int_eq(mkdir(rd.dir, 0700), 0);
-		rd.port = 0;
-		redis_test_start(&rd, NULL, NULL);
+		redis_test_start_in(&rd, fx.tmp, NULL, NULL);
 		snprintf(redis_store, sizeof(redis_store), "DOLSOT_STORE=%s", rd.url);
 	}
 	if (sc->kind == STORE_KIND_CMD && sc->env == cmd_env)

@@ -118,8 +118,7 @@ static void teardown(void)
 
 static void cell(struct cli_run *r, const char *session, const char *code)
 {
-	cli_test_run(&fx, r, fx.tmp, NULL, (const char *const[]){
-		"dolsot", "--session", session, code, NULL });
+	cli_test_cell(&fx, r, session, code);
 }
 
 static void cell_ok(const char *session, const char *code, const char *want_out)
@@ -252,19 +251,6 @@ START_TEST(concurrent_increments_from_two_hosts_all_count)
 }
 END_TEST
 
-/* How many lines of the helper's log begin with verb. */
-static int logged(const char *log, const char *verb)
-{
-	size_t len, vlen = strlen(verb);
-	char *text = cli_read_file(log, &len);
-	int n = 0;
-
-	for (char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		n += strncmp(p, verb, vlen) == 0 && (p[vlen] == ' ' || p[vlen] == '\n');
-	free(text);
-	return n;
-}
-
 /* The name of the one unit of the helper's over min bytes, into hex. */
 static void big_unit(size_t min, char hex[65])
 {
@@ -322,13 +308,13 @@ START_TEST(helper_keeps_a_big_value_unit_once)
 	cell_ok("big", "big = bytes(range(256)) * 80000; n = 1", NULL);
 	big_unit(20000000, hex);
 	snprintf(saved, sizeof(saved), "unit-save %s", hex);
-	ck_assert_int_eq(logged(log, saved), 1);
+	ck_assert_int_eq(cli_count_lines(log, saved), 1);
 	cli_write_file(log, "");
 	cell_ok("big", "n += 1", NULL);
-	ck_assert_int_eq(logged(log, "save"), 1);
+	ck_assert_int_eq(cli_count_lines(log, "save"), 1);
 	/* Only n's unit is new: never the 20 MB one. */
-	ck_assert_int_eq(logged(log, saved), 0);
-	ck_assert_int_le(logged(log, "unit-save"), 1);
+	ck_assert_int_eq(cli_count_lines(log, saved), 0);
+	ck_assert_int_le(cli_count_lines(log, "unit-save"), 1);
 	{
 		size_t len;
 		char *head = cli_read_file(cli_path(helper_dir, "big"), &len);
@@ -344,22 +330,7 @@ END_TEST
 /* A call runs code in a child process so the test can act meanwhile. */
 static pid_t cell_async(const char *session, const char *code, const char *out_path)
 {
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct cli_run r;
-		FILE *f;
-
-		cell(&r, session, code);
-		f = fopen(out_path, "w");
-		if (f) {
-			fprintf(f, "%d\n%s", r.code, r.err);
-			fclose(f);
-		}
-		_exit(0);
-	}
-	return pid;
+	return cli_test_cell_async(&fx, session, code, out_path);
 }
 
 static void wait_for_key(const char *key)

@@ -59,55 +59,18 @@ static void teardown(void)
 
 /* ---- the objects directory ---- */
 
-struct unit_file {
-	char hex[65];
-	ino_t ino;
-	struct timespec mtime;
-};
-
 struct unit_files {
-	struct unit_file f[UNITS_MAX];
+	struct cli_unit_file f[UNITS_MAX];
 	int n;
 };
 
-/* Every unit file of the store's objects directory (dot files, as .gc,
- * are not units). */
+/* Every unit file of the store's objects directory. */
 static void list_units(struct unit_files *u)
 {
-	char *objects = cli_path(fx.store, "objects"), sub[4500];
-	DIR *top = opendir(objects);
-	struct dirent *e, *g;
-
-	u->n = 0;
-	if (!top)
-		return;
-	while ((e = readdir(top))) {
-		DIR *d;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(sub, sizeof(sub), "%s/%s", objects, e->d_name);
-		d = opendir(sub);
-		ck_assert_msg(d != NULL, "%s: %s", sub, strerror(errno));
-		while ((g = readdir(d))) {
-			struct unit_file *f = &u->f[u->n];
-			struct stat st;
-
-			if (g->d_name[0] == '.' || strchr(g->d_name, '.'))
-				continue;   /* a temp file, or a unit's stamp */
-			ck_assert_int_lt(u->n, UNITS_MAX);
-			ck_assert_int_eq(fstatat(dirfd(d), g->d_name, &st, AT_SYMLINK_NOFOLLOW), 0);
-			snprintf(f->hex, sizeof(f->hex), "%s%s", e->d_name, g->d_name);
-			f->ino = st.st_ino;
-			f->mtime = st.st_mtim;
-			u->n++;
-		}
-		closedir(d);
-	}
-	closedir(top);
+	u->n = cli_list_units(cli_path(fx.store, "objects"), u->f, UNITS_MAX);
 }
 
-static const struct unit_file *find_unit(const struct unit_files *u, const char *hex)
+static const struct cli_unit_file *find_unit(const struct unit_files *u, const char *hex)
 {
 	for (int i = 0; i < u->n; i++)
 		if (strcmp(u->f[i].hex, hex) == 0)
@@ -361,7 +324,7 @@ START_TEST(a_cell_changing_one_of_two_big_values_writes_one_unit)
 	static const char *const cells[] = { "q.append(-1)", "q.append(len(p))" };
 	struct unit_files before, after;
 	char hp[65], hq[65], hnew[65];
-	const struct unit_file *p0, *p1;
+	const struct cli_unit_file *p0, *p1;
 
 	cell_new_unit("big", "p = list(range(200000))", hp);
 	cell_new_unit("big", "q = list(range(200000, 400000))", hq);
@@ -391,7 +354,7 @@ END_TEST
 #define ARRAY_SEED "import numpy as np\na = np.arange(3_000_000, dtype=np.float64)"
 #define ARRAY_PARTS 5
 
-static bool same_file(const struct unit_file *x, const struct unit_file *y)
+static bool same_file(const struct cli_unit_file *x, const struct cli_unit_file *y)
 {
 	return x && y && x->ino == y->ino && x->mtime.tv_sec == y->mtime.tv_sec &&
 	       x->mtime.tv_nsec == y->mtime.tv_nsec;
@@ -831,9 +794,7 @@ START_TEST(every_store_gives_the_same_answers)
 	struct cli_run want[NCELLS];
 	char cwd[4096];
 
-	snprintf(rd.dir, sizeof(rd.dir), "%s/redis", fx.tmp);
-	ck_assert_int_eq(mkdir(rd.dir, 0700), 0);
-	redis_test_start(&rd, NULL, NULL);
+	redis_test_start_in(&rd, fx.tmp, NULL, NULL);
 	snprintf(redis_store, sizeof(redis_store), "DOLSOT_STORE=%s", rd.url);
 	snprintf(cmd_store, sizeof(cmd_store), "DOLSOT_STORE=cmd:%s/examples/dolsot-store-dir "
 	         "%s/helper-store", getcwd(cwd, sizeof(cwd)), fx.tmp);

@@ -514,7 +514,8 @@ int cli_count_fds(pid_t pid)
 const char *const cli_usual_env[] = {
 	"DOLSOT_TIMEOUT", "DOLSOT_MAX_OUTPUT", "DOLSOT_SESSION_TTL_DAYS", "PYTHONPATH",
 	"VIRTUAL_ENV", "DOLSOT_TYPECHECK=0", "DOLSOT_SESSION_KEY", "DOLSOT_LIVE",
-	"DOLSOT_LIVE_MAX", "DOLSOT_LIVE_IDLE", "DOLSOT_LIVE_MEMORY_MB", "DOLSOT_HISTORY", NULL,
+	"DOLSOT_LIVE_MAX", "DOLSOT_LIVE_IDLE", "DOLSOT_LIVE_MEMORY_MB", "DOLSOT_HISTORY",
+	"DOLSOT_UNIT_CACHE_SIZE", NULL,
 };
 
 /* The test that ends if the process exits first. */
@@ -812,4 +813,87 @@ void cli_mkdir_own(const char *path)
 {
 	ck_assert_msg(mkdir(path, 0755) == 0, "mkdir %s: %s", path, strerror(errno));
 	cli_own(path);
+}
+
+void cli_test_cell(const struct cli_test *t, struct cli_run *r, const char *session,
+                   const char *code)
+{
+	cli_test_run(t, r, t->tmp, NULL, (const char *const[]){
+		"dolsot", "--session", session, code, NULL });
+}
+
+pid_t cli_test_cell_async(const struct cli_test *t, const char *session, const char *code,
+                          const char *out_path)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct cli_run r;
+		FILE *f;
+
+		cli_test_cell(t, &r, session, code);
+		f = fopen(out_path, "w");
+		if (f) {
+			fprintf(f, "%d\n%s%s", r.code, r.out, r.err);
+			fclose(f);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+int cli_count_lines(const char *path, const char *word)
+{
+	size_t len, wlen = strlen(word);
+	char *text = cli_read_file(path, &len);
+	int n = 0;
+
+	for (char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		n += strncmp(p, word, wlen) == 0 && (p[wlen] == ' ' || p[wlen] == '\n');
+	free(text);
+	return n;
+}
+
+/* The unit files of objects/HH into f[n..max); the new n. */
+static int list_hh_units(const char *objects, const char *hh, struct cli_unit_file *f,
+                         int n, int max)
+{
+	char sub[PATH_MAX];
+	DIR *d;
+	struct dirent *g;
+
+	snprintf(sub, sizeof(sub), "%s/%s", objects, hh);
+	d = opendir(sub);
+	ck_assert_msg(d != NULL, "%s: %s", sub, strerror(errno));
+	while ((g = readdir(d))) {
+		struct stat st;
+
+		if (g->d_name[0] == '.' || strchr(g->d_name, '.'))
+			continue;   /* a temp file, or a unit's stamp */
+		ck_assert_int_lt(n, max);
+		ck_assert_int_eq(fstatat(dirfd(d), g->d_name, &st, AT_SYMLINK_NOFOLLOW), 0);
+		snprintf(f[n].hex, sizeof(f[n].hex), "%s%s", hh, g->d_name);
+		f[n].ino = st.st_ino;
+		f[n].mtime = st.st_mtim;
+		f[n].size = st.st_size;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int cli_list_units(const char *objects, struct cli_unit_file *f, int max)
+{
+	DIR *top = opendir(objects);
+	struct dirent *e;
+	int n = 0;
+
+	if (!top)
+		return 0;
+	while ((e = readdir(top)))
+		if (e->d_name[0] != '.')
+			n = list_hh_units(objects, e->d_name, f, n, max);
+	closedir(top);
+	return n;
 }

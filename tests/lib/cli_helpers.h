@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 struct cli_run {
 	char *out;
@@ -111,6 +112,33 @@ bool cli_test_tmpfs(const char *dir, const char *opts);
 /* Run argv in cwd (NULL: ours) with t's environment plus extra. */
 void cli_test_run(const struct cli_test *t, struct cli_run *r, const char *cwd,
                   const char *const *extra, const char *const *argv);
+
+/* Run `dolsot --session session code` in t's directory with its environment. */
+void cli_test_cell(const struct cli_test *t, struct cli_run *r, const char *session,
+                   const char *code);
+
+/* cli_test_cell in a child process, so the test can act meanwhile: when
+ * the call ends, its exit code and a newline, its stdout and its stderr
+ * are written to out_path.  The caller reaps the pid. */
+pid_t cli_test_cell_async(const struct cli_test *t, const char *session, const char *code,
+                          const char *out_path);
+
+/* How many lines of the file at path are word, or begin with word and a
+ * space (a store helper's log of its verbs). */
+int cli_count_lines(const char *path, const char *word);
+
+/* A unit file of an objects directory (a FileStore's, or a unit cache's). */
+struct cli_unit_file {
+	char hex[65];
+	ino_t ino;
+	struct timespec mtime;
+	off_t size;
+};
+
+/* The unit files of the objects directory objects (HH/REST; temp files
+ * and stamps are not units), at most max of them into f (more fails the
+ * test); how many.  A directory that is not there holds none. */
+int cli_list_units(const char *objects, struct cli_unit_file *f, int max);
 
 /* Convenience: run the binary with argv and the test's environment, which
  * a suite keeps in its struct cli_test named fx. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -121,6 +122,15 @@ void redis_test_start(struct redis_test *rd, const char *const *extra, const cha
 		              "redis-server did not start on port %d", rd->port);
 		usleep(POLL_US);
 	}
+}
+
+void redis_test_start_in(struct redis_test *rd, const char *parent, const char *const *extra,
+                         const char *password)
+{
+	snprintf(rd->dir, sizeof(rd->dir), "%s/redis", parent);
+	ck_assert_int_eq(mkdir(rd->dir, 0700), 0);
+	rd->port = 0;
+	redis_test_start(rd, extra, password);
 }
 
 void redis_test_stop(struct redis_test *rd)

@@ -31,6 +31,10 @@ int redis_test_free_port(void);
  */
 void redis_test_start(struct redis_test *rd, const char *const *extra, const char *password);
 
+/* redis_test_start on a free port in parent/redis, made here. */
+void redis_test_start_in(struct redis_test *rd, const char *parent, const char *const *extra,
+                         const char *password);
+
 /* Stop it (SIGTERM: an append-only file is flushed) and reap it; harmless
  * when it is not running. */
 void redis_test_stop(struct redis_test *rd);

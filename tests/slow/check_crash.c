@@ -156,10 +156,7 @@ static void ready(const struct crash_store *sc)
 
 	in_use = sc;
 	if (sc->redis) {
-		snprintf(rd.dir, sizeof(rd.dir), "%s/redis", fx.tmp);
-		ck_assert_int_eq(mkdir(rd.dir, 0700), 0);
-		rd.port = 0;
-		redis_test_start(&rd, redis_keeps, NULL);
+		redis_test_start_in(&rd, fx.tmp, redis_keeps, NULL);
 		snprintf(redis_store, sizeof(redis_store), "DOLSOT_STORE=%s", rd.url);
 	}
 	if (sc->cmd)

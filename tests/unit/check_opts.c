@@ -195,6 +195,44 @@ START_TEST(limits)
 }
 END_TEST
 
+/* limit_parse_size, the one parser of a size setting, and the unit
+ * cache's DOLSOT_UNIT_CACHE_SIZE read with it (0 allowed: no cache). */
+START_TEST(sizes_and_the_unit_cache_size)
+{
+	char err[OPTS_ERR_MAX];
+	uint64_t v = 0;
+
+	ck_assert_int_eq(limit_parse_size("0", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(limit_parse_size("3k", &v), 0);
+	ck_assert_uint_eq(v, 3072);
+	ck_assert_int_eq(limit_parse_size("16777215G", &v), 0);
+	ck_assert_uint_eq(v, (uint64_t)16777215 << 30);
+	ck_assert_int_eq(limit_parse_size("18446744073709551615", &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_lt(limit_parse_size("18446744073709551616", &v), 0);
+	ck_assert_int_lt(limit_parse_size("17179869184G", &v), 0);
+	ck_assert_int_lt(limit_parse_size("", &v), 0);
+	ck_assert_int_lt(limit_parse_size("G", &v), 0);
+	ck_assert_int_lt(limit_parse_size("1KB", &v), 0);
+	ck_assert_int_lt(limit_parse_size("1 ", &v), 0);
+	unsetenv("DOLSOT_UNIT_CACHE_SIZE");
+	ck_assert_int_eq(store_spec_cache_env(&v, err, sizeof(err)), 0);
+	ck_assert_uint_eq(v, STORE_SPEC_UNIT_CACHE);
+	setenv("DOLSOT_UNIT_CACHE_SIZE", "0", 1);
+	ck_assert_int_eq(store_spec_cache_env(&v, err, sizeof(err)), 0);
+	ck_assert_uint_eq(v, 0);
+	setenv("DOLSOT_UNIT_CACHE_SIZE", "512m", 1);
+	ck_assert_int_eq(store_spec_cache_env(&v, err, sizeof(err)), 0);
+	ck_assert_uint_eq(v, 512u << 20);
+	setenv("DOLSOT_UNIT_CACHE_SIZE", "-1", 1);
+	ck_assert_int_lt(store_spec_cache_env(&v, err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "DOLSOT_UNIT_CACHE_SIZE is not valid: expected a size like 2G "
+	                      "(bytes, with an optional K, M or G suffix), or 0 for no cache");
+	unsetenv("DOLSOT_UNIT_CACHE_SIZE");
+}
+END_TEST
+
 START_TEST(limit_names_and_formats)
 {
 	struct limits l = { { [LIMIT_MEMORY] = 64u << 20, [LIMIT_CPU_SECONDS] = 2,
@@ -556,6 +594,7 @@ int main(void)
 	tcase_add_test(tc, session_ids);
 	tcase_add_test(tc, quoting);
 	tcase_add_test(tc, limits);
+	tcase_add_test(tc, sizes_and_the_unit_cache_size);
 	tcase_add_test(tc, limit_names_and_formats);
 	tcase_add_test(tc, mount_specs);
 	tcase_add_test(tc, env_specs);

@@ -40,6 +40,7 @@
 #include "store_file.h"
 #include "fdio.h"
 #include "sha256.h"
+#include "unitcache.h"
 #include "units.h"
 #include "units_blob.h"
 #include "warm_proto.h"
@@ -2003,7 +2004,7 @@ START_TEST(test_the_signed_origin_outvotes_the_record)
 		ck_assert_int_eq(store_save(s, "a", blob, len, cases[i].record_sb, ERR), 0);
 		free(blob);
 		ck_assert_msg(store_open_blob_rec(s, "a", &fd, &len, &found, &rec, &rec_len,
-		                                  &origin, false, ERR) == 0, "%s", err);
+		                                  &origin, STORE_UNITS_UNREAD, ERR) == 0, "%s", err);
 		close(fd);
 		ck_assert_msg(origin == cases[i].want, "case %zu: %d", i, (int)origin);
 	}
@@ -2333,7 +2334,8 @@ static uint8_t *open_units(struct store *s, const char *id, bool pack, size_t *l
 	int fd;
 
 	ck_assert_msg(store_open_blob_rec(s, id, &fd, len, &found, &rec, &rec_len, &origin,
-	                                  pack, ERR) == 0, "open %s: %s", id, err);
+	                                  pack ? STORE_UNITS_PACKED : STORE_UNITS_UNREAD, ERR) == 0,
+	              "open %s: %s", id, err);
 	ck_assert(found);
 	got = (uint8_t *)read_fd(fd, *len);
 	close(fd);
@@ -3156,6 +3158,142 @@ START_TEST(test_units_redis_lost_hold_refuses)
 }
 END_TEST
 
+/* ---- the unit cache (unitcache.h), over a real directory ---- */
+
+#define CACHED_UNIT 4096
+
+/* Unit i of the cache tests: CACHED_UNIT bytes of i, its hash into hash. */
+static uint8_t *cache_unit(int i, uint8_t hash[32])
+{
+	static uint8_t bytes[CACHED_UNIT];
+
+	memset(bytes, i, sizeof(bytes));
+	sha256_bytes(bytes, sizeof(bytes), hash);
+	return bytes;
+}
+
+/* The path of hash's copy in the cache under home (suffix: "" or ".ok"). */
+static char *cache_copy(const char *home, const uint8_t hash[32], const char *suffix)
+{
+	static char path[PATH_MAX];
+	char hex[UNITS_HEX_LEN + 1];
+
+	units_hex(hash, hex);
+	snprintf(path, sizeof(path), "%s/unit-cache/objects/%.2s/%s%s", home, hex, hex + 2,
+	         suffix);
+	return path;
+}
+
+/* Unit i's last use set to t seconds after the epoch (its stamp's mtime). */
+static void used_at(const char *home, int i, time_t t)
+{
+	struct timespec ts[2] = { { t, 0 }, { t, 0 } };
+	uint8_t hash[32];
+
+	cache_unit(i, hash);
+	ck_assert_int_eq(utimensat(AT_FDCWD, cache_copy(home, hash, ".ok"), ts, 0), 0);
+}
+
+static bool cached(const char *home, int i)
+{
+	uint8_t hash[32];
+	struct stat st;
+
+	cache_unit(i, hash);
+	return stat(cache_copy(home, hash, ""), &st) == 0;
+}
+
+/* A call of its own (its cache object) that puts unit i and ends. */
+static void put_one(int home, int i, uint64_t bound)
+{
+	struct unitcache *c = unitcache_new(home, bound);
+	uint8_t hash[32], *bytes = cache_unit(i, hash);
+
+	ck_assert_msg(unitcache_put(c, hash, bytes, CACHED_UNIT, ERR) == 0, "%s", err);
+	ck_assert_msg(unitcache_end(c, ERR) == 0, "%s", err);
+	unitcache_free(c);
+}
+
+/* Least recently used first, never a unit a running call needs (its
+ * record), nor one the cutting call put; a dead call's record goes. */
+START_TEST(test_unitcache_evicts_by_last_use_around_running_calls)
+{
+	int home = open(tmp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t bound = 2 * CACHED_UNIT, sizes[1] = { CACHED_UNIT };
+	struct unitcache *running = unitcache_new(home, bound);
+	char dead[PATH_MAX];
+	uint8_t hash[32];
+	size_t *missing, nmissing;
+	int fd;
+
+	ck_assert_int_ge(home, 0);
+	put_one(home, 1, bound);
+	put_one(home, 2, bound);
+	used_at(tmp_dir, 1, 1000);
+	used_at(tmp_dir, 2, 2000);
+	put_one(home, 3, bound);        /* 1 is the least recently used */
+	ck_assert(!cached(tmp_dir, 1) && cached(tmp_dir, 2) && cached(tmp_dir, 3));
+	cache_unit(2, hash);            /* a running call needs 2, the oldest now */
+	used_at(tmp_dir, 2, 1000);
+	used_at(tmp_dir, 3, 2000);
+	ck_assert_msg(unitcache_want(running, hash, sizes, 1, &missing, &nmissing, ERR) == 0,
+	              "%s", err);
+	ck_assert_uint_eq(nmissing, 0);
+	free(missing);
+	unitcache_filled(running);
+	used_at(tmp_dir, 2, 1000);      /* want marked it used */
+	put_one(home, 4, bound);
+	ck_assert(cached(tmp_dir, 2) && !cached(tmp_dir, 3) && cached(tmp_dir, 4));
+	ck_assert_msg(unitcache_end(running, ERR) == 0, "%s", err);
+	unitcache_free(running);
+	/* A record nobody holds (its call was killed) protects nothing. */
+	fd = open(path_in(dead, tmp_dir, "unit-cache/calls/dead"),
+	          O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, hash, 32), 32);
+	close(fd);
+	used_at(tmp_dir, 2, 1000);
+	put_one(home, 5, bound);
+	ck_assert(!cached(tmp_dir, 2) && cached(tmp_dir, 4) && cached(tmp_dir, 5));
+	ck_assert(!exists(tmp_dir, "unit-cache/calls/dead"));
+	close(home);
+}
+END_TEST
+
+/* A copy is used when its stamp holds, or its bytes hash to its name
+ * (then stamped again); one changed or cut short is removed and wanted. */
+START_TEST(test_unitcache_checks_each_copy)
+{
+	int home = open(tmp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct unitcache *c = unitcache_new(home, 1 << 20);
+	uint8_t hashes[3 * 32], *bytes;
+	uint64_t sizes[3] = { CACHED_UNIT, CACHED_UNIT, CACHED_UNIT };
+	size_t *missing, nmissing;
+	int fd;
+
+	for (int i = 0; i < 3; i++) {
+		bytes = cache_unit(i + 1, hashes + 32 * i);
+		ck_assert_msg(unitcache_put(c, hashes + 32 * i, bytes, CACHED_UNIT, ERR) == 0, "%s",
+		              err);
+	}
+	ck_assert_int_eq(unlink(cache_copy(tmp_dir, hashes + 32, ".ok")), 0);
+	fd = open(cache_copy(tmp_dir, hashes + 64, ""), O_WRONLY | O_CLOEXEC);
+	ck_assert_int_eq(pwrite(fd, "x", 1, 100), 1);
+	close(fd);
+	ck_assert_msg(unitcache_want(c, hashes, sizes, 3, &missing, &nmissing, ERR) == 0, "%s",
+	              err);
+	ck_assert_uint_eq(nmissing, 1);
+	ck_assert_uint_eq(missing[0], 2);
+	free(missing);
+	unitcache_filled(c);
+	ck_assert(access(cache_copy(tmp_dir, hashes + 32, ".ok"), F_OK) == 0);
+	ck_assert(access(cache_copy(tmp_dir, hashes + 64, ""), F_OK) < 0);
+	ck_assert_msg(unitcache_end(c, ERR) == 0, "%s", err);
+	unitcache_free(c);
+	close(home);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *su = suite_create("store");
@@ -3250,6 +3388,12 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_reap_spares_an_expired_session_a_call_holds);
 	tcase_add_test(tc, test_del_all_keeps_a_locked_session_and_its_save);
 	tcase_add_test(tc, test_unlock_of_a_deleted_session_removes_its_lock_file);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("unitcache");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_unitcache_evicts_by_last_use_around_running_calls);
+	tcase_add_test(tc, test_unitcache_checks_each_copy);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("mem_server");
