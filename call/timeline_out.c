@@ -239,25 +239,59 @@ static json_t *state_json(const struct timeline_state *st, const struct view *v,
 	return o;
 }
 
-int timeline_print_json(const char *id, const struct timeline_state *v, size_t n,
-                        FILE *out)
+json_t *timeline_json(const char *id, const struct timeline_state *v, size_t n)
 {
-	json_t *o = json_object(), *arr = json_array();
+	json_t *arr = json_array();
 	struct view prev = { NULL, NULL }, cur;
-	int ret;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; arr && i < n; i++) {
 		view_of(&v[i], &cur);
 		json_array_append_new(arr, state_json(&v[i], &cur, i ? &prev : NULL));
 		json_decref(prev.result);
 		prev = cur;
 	}
 	json_decref(prev.result);
-	json_object_set_new(o, "session", json_string(id));
-	json_object_set_new(o, "current", n ? json_integer((json_int_t)v[n - 1].number)
-	                                    : json_null());
-	json_object_set_new(o, "states", arr);
-	ret = json_dumpf(o, out, JSON_COMPACT) == 0 && fputc('\n', out) != EOF ? 0 : -1;
+	return json_pack("{s:s, s:o, s:o}", "session", id,
+	                 "current", n ? json_integer((json_int_t)v[n - 1].number) : json_null(),
+	                 "states", arr);
+}
+
+/* o as one compact line onto out, then o released; 0, or -1. */
+static int put_json(json_t *o, FILE *out)
+{
+	int ret = o && json_dumpf(o, out, JSON_COMPACT) == 0 && fputc('\n', out) != EOF ? 0 : -1;
+
 	json_decref(o);
 	return ret;
+}
+
+int timeline_print_json(const char *id, const struct timeline_state *v, size_t n,
+                        FILE *out)
+{
+	return put_json(timeline_json(id, v, n), out);
+}
+
+json_t *timeline_move_json(const char *id, const char *action, const struct timeline_move *mv)
+{
+	return json_pack("{s:s, s:s, s:I, s:o}", "session", id, "action", action,
+	                 "to", (json_int_t)mv->target,
+	                 "state", mv->number ? json_integer((json_int_t)mv->number) : json_null());
+}
+
+int timeline_print_move(const char *id, const char *action, const struct timeline_move *mv,
+                        FILE *out)
+{
+	char now[24] = "null";
+
+	if (mv->number)
+		snprintf(now, sizeof(now), "%" PRIu64, mv->number);
+	return fprintf(out, "%s %s: back to state %" PRIu64 ", now state %s%s\n", action, id,
+	               mv->target, now, mv->number ? "" : " (DOLSOT_HISTORY=0: no history is "
+	               "kept from here)") < 0 ? -1 : 0;
+}
+
+int timeline_print_move_json(const char *id, const char *action,
+                             const struct timeline_move *mv, FILE *out)
+{
+	return put_json(timeline_move_json(id, action, mv), out);
 }
