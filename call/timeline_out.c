@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "output_json.h"
+
 /* What --history says of one state beside its record. */
 struct view {
 	json_t *result;         /* its call's --json object, or NULL */
@@ -194,13 +196,20 @@ static json_t *attempts_json(const struct timeline_state *st)
 		json_t *r = json_loadb((const char *)a->result, a->result_len, 0, NULL);
 
 		when_ns(a->time_ns, t, sizeof(t));
-		json_array_append_new(arr, json_pack("{s:s%, s:i, s:s, s:f, s:o}",
-		                      "code", (const char *)a->code, a->code_len,
+		json_array_append_new(arr, json_pack("{s:o, s:i, s:s, s:f, s:o}",
+		                      "code", output_json_string((const char *)a->code,
+		                                                 a->code_len),
 		                      "exit_code", a->exit_code, "time", t,
 		                      "duration_ms", (double)a->duration_us / 1e3,
 		                      "result", r ? r : json_null()));
 	}
 	return arr;
+}
+
+/* x, or null when x is NULL (a state's names not known). */
+static json_t *or_null(json_t *x)
+{
+	return x ? x : json_null();
 }
 
 static json_t *state_json(const struct timeline_state *st, const struct view *v,
@@ -222,17 +231,15 @@ static json_t *state_json(const struct timeline_state *st, const struct view *v,
 	json_object_set_new(o, "exit_code", json_integer(st->rec.exit_code));
 	json_object_set_new(o, "from", st->rec.from ? json_integer((json_int_t)st->rec.from)
 	                                            : json_null());
-	json_object_set_new(o, "code", json_stringn((const char *)st->rec.code,
-	                                            st->rec.code_len));
+	json_object_set_new(o, "code", output_json_string((const char *)st->rec.code,
+	                                                  st->rec.code_len));
 	json_object_set_new(o, "duration_ms", json_real((double)st->rec.duration_us / 1e3));
 	json_object_set_new(o, "bytes_written", json_integer((json_int_t)st->rec.written));
 	json_object_set_new(o, "sandboxed", json_boolean(st->rec.sandboxed));
-	names = json_object();
-	json_object_set_new(names, "new", before && before->held ?
-	                    names_not_in(v->held, before->held) : json_null());
-	json_object_set_new(names, "gone", before && before->held ?
-	                    names_not_in(before->held, v->held) : json_null());
-	json_object_set_new(names, "held", v->held ? json_incref(v->held) : json_null());
+	names = json_pack("{s:o, s:o, s:o}",
+	                  "new", or_null(names_not_in(v->held, before ? before->held : NULL)),
+	                  "gone", or_null(names_not_in(before ? before->held : NULL, v->held)),
+	                  "held", or_null(json_incref(v->held)));
 	json_object_set_new(o, "names", names);
 	json_object_set_new(o, "result", v->result ? json_incref(v->result) : json_null());
 	json_object_set_new(o, "rolled_back", attempts_json(st));

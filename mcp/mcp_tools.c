@@ -55,23 +55,9 @@ static int refuse(struct mcp_refusal *r, int code, const char *fmt, ...)
 
 /* ---- what a tool call's child builds ---- */
 
-/* text[0..n) as a JSON string, made valid UTF-8. */
-static json_t *clean_string(const char *text, size_t n)
-{
-	char *clean = malloc(n * 3 + 1);
-	json_t *s;
-
-	if (!clean)
-		return NULL;
-	n = output_json_utf8_clean(text, n, clean);
-	s = json_stringn(clean, n);
-	free(clean);
-	return s;
-}
-
 static json_t *text_block(const char *text, size_t n)
 {
-	return json_pack("{s:s, s:o}", "type", "text", "text", clean_string(text, n));
+	return json_pack("{s:s, s:o}", "type", "text", "text", output_json_string(text, n));
 }
 
 /* A tool result; takes the references of content and (may be NULL) obj. */
