@@ -644,8 +644,6 @@ static int cmd_move(const struct settings *s, const char *undo, const char *ref,
 	const char *what = undo ? "undo" : "checkout";
 	struct timeline_move mv;
 	uint64_t target = 0;
-	char now[24] = "null";
-	bool ok;
 
 	if (undo) {
 		check_session_id(undo);
@@ -655,16 +653,8 @@ static int cmd_move(const struct settings *s, const char *undo, const char *ref,
 	}
 	if (timeline_cmd_move(s, id, target, &mv, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
-	if (mv.number)
-		snprintf(now, sizeof(now), "%" PRIu64, mv.number);
-	if (json)
-		ok = printf("{\"session\":\"%s\",\"action\":\"%s\",\"to\":%" PRIu64
-		            ",\"state\":%s}\n", id, what, mv.target, now) >= 0;
-	else
-		ok = printf("%s %s: back to state %" PRIu64 ", now state %s%s\n", what, id,
-		            mv.target, now, mv.number ? "" : " (DOLSOT_HISTORY=0: no history is "
-		            "kept from here)") >= 0;
-	if (!ok)
+	if ((json ? timeline_print_move_json(id, what, &mv, stdout)
+	          : timeline_print_move(id, what, &mv, stdout)) < 0)
 		write_failed();
 	return 0;
 }

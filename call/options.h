@@ -66,7 +66,7 @@ enum option_id {
 	OPTION_LIVE_MAX, OPTION_LIVE_MEMORY_MB, OPTION_LIVE_IDLE, OPTION_MAX_SESSION_SIZE,
 	OPTION_SESSION_KEY, OPTION_TRUST_SANDBOXED, OPTION_RW_CODE_MOUNTS, OPTION_TYPECHECK,
 	OPTION_CHECKER_MAX_MB, OPTION_TY_BIN, OPTION_HISTORY_LIST, OPTION_UNDO,
-	OPTION_CHECKOUT, OPTION_HISTORY,
+	OPTION_CHECKOUT, OPTION_HISTORY, OPTION_STATE,
 };
 
 /* How a row's variable (and MCP argument) reads, into its settings field. */
@@ -83,6 +83,7 @@ enum option_type {
 	OPTION_T_STORE,      /* store_spec_parse, after the rest (memory needs the server) */
 	OPTION_T_KEY,        /* a session key, or a key file's absolute path */
 	OPTION_T_ELSEWHERE,  /* read by the module that uses it, when it does */
+	OPTION_T_POSITIVE,   /* a whole number from 1 (MCP: an integer, at least 1) */
 };
 
 #define OPTION_NO_FIELD ((size_t)-1)

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "output_json.h"
+
 /* What --history says of one state beside its record. */
 struct view {
 	json_t *result;         /* its call's --json object, or NULL */
@@ -194,13 +196,20 @@ static json_t *attempts_json(const struct timeline_state *st)
 		json_t *r = json_loadb((const char *)a->result, a->result_len, 0, NULL);
 
 		when_ns(a->time_ns, t, sizeof(t));
-		json_array_append_new(arr, json_pack("{s:s%, s:i, s:s, s:f, s:o}",
-		                      "code", (const char *)a->code, a->code_len,
+		json_array_append_new(arr, json_pack("{s:o, s:i, s:s, s:f, s:o}",
+		                      "code", output_json_string((const char *)a->code,
+		                                                 a->code_len),
 		                      "exit_code", a->exit_code, "time", t,
 		                      "duration_ms", (double)a->duration_us / 1e3,
 		                      "result", r ? r : json_null()));
 	}
 	return arr;
+}
+
+/* x, or null when x is NULL (a state's names not known). */
+static json_t *or_null(json_t *x)
+{
+	return x ? x : json_null();
 }
 
 static json_t *state_json(const struct timeline_state *st, const struct view *v,
@@ -222,42 +231,74 @@ static json_t *state_json(const struct timeline_state *st, const struct view *v,
 	json_object_set_new(o, "exit_code", json_integer(st->rec.exit_code));
 	json_object_set_new(o, "from", st->rec.from ? json_integer((json_int_t)st->rec.from)
 	                                            : json_null());
-	json_object_set_new(o, "code", json_stringn((const char *)st->rec.code,
-	                                            st->rec.code_len));
+	json_object_set_new(o, "code", output_json_string((const char *)st->rec.code,
+	                                                  st->rec.code_len));
 	json_object_set_new(o, "duration_ms", json_real((double)st->rec.duration_us / 1e3));
 	json_object_set_new(o, "bytes_written", json_integer((json_int_t)st->rec.written));
 	json_object_set_new(o, "sandboxed", json_boolean(st->rec.sandboxed));
-	names = json_object();
-	json_object_set_new(names, "new", before && before->held ?
-	                    names_not_in(v->held, before->held) : json_null());
-	json_object_set_new(names, "gone", before && before->held ?
-	                    names_not_in(before->held, v->held) : json_null());
-	json_object_set_new(names, "held", v->held ? json_incref(v->held) : json_null());
+	names = json_pack("{s:o, s:o, s:o}",
+	                  "new", or_null(names_not_in(v->held, before ? before->held : NULL)),
+	                  "gone", or_null(names_not_in(before ? before->held : NULL, v->held)),
+	                  "held", or_null(json_incref(v->held)));
 	json_object_set_new(o, "names", names);
 	json_object_set_new(o, "result", v->result ? json_incref(v->result) : json_null());
 	json_object_set_new(o, "rolled_back", attempts_json(st));
 	return o;
 }
 
-int timeline_print_json(const char *id, const struct timeline_state *v, size_t n,
-                        FILE *out)
+json_t *timeline_json(const char *id, const struct timeline_state *v, size_t n)
 {
-	json_t *o = json_object(), *arr = json_array();
+	json_t *arr = json_array();
 	struct view prev = { NULL, NULL }, cur;
-	int ret;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; arr && i < n; i++) {
 		view_of(&v[i], &cur);
 		json_array_append_new(arr, state_json(&v[i], &cur, i ? &prev : NULL));
 		json_decref(prev.result);
 		prev = cur;
 	}
 	json_decref(prev.result);
-	json_object_set_new(o, "session", json_string(id));
-	json_object_set_new(o, "current", n ? json_integer((json_int_t)v[n - 1].number)
-	                                    : json_null());
-	json_object_set_new(o, "states", arr);
-	ret = json_dumpf(o, out, JSON_COMPACT) == 0 && fputc('\n', out) != EOF ? 0 : -1;
+	return json_pack("{s:s, s:o, s:o}", "session", id,
+	                 "current", n ? json_integer((json_int_t)v[n - 1].number) : json_null(),
+	                 "states", arr);
+}
+
+/* o as one compact line onto out, then o released; 0, or -1. */
+static int put_json(json_t *o, FILE *out)
+{
+	int ret = o && json_dumpf(o, out, JSON_COMPACT) == 0 && fputc('\n', out) != EOF ? 0 : -1;
+
 	json_decref(o);
 	return ret;
+}
+
+int timeline_print_json(const char *id, const struct timeline_state *v, size_t n,
+                        FILE *out)
+{
+	return put_json(timeline_json(id, v, n), out);
+}
+
+json_t *timeline_move_json(const char *id, const char *action, const struct timeline_move *mv)
+{
+	return json_pack("{s:s, s:s, s:I, s:o}", "session", id, "action", action,
+	                 "to", (json_int_t)mv->target,
+	                 "state", mv->number ? json_integer((json_int_t)mv->number) : json_null());
+}
+
+int timeline_print_move(const char *id, const char *action, const struct timeline_move *mv,
+                        FILE *out)
+{
+	char now[24] = "null";
+
+	if (mv->number)
+		snprintf(now, sizeof(now), "%" PRIu64, mv->number);
+	return fprintf(out, "%s %s: back to state %" PRIu64 ", now state %s%s\n", action, id,
+	               mv->target, now, mv->number ? "" : " (DOLSOT_HISTORY=0: no history is "
+	               "kept from here)") < 0 ? -1 : 0;
+}
+
+int timeline_print_move_json(const char *id, const char *action,
+                             const struct timeline_move *mv, FILE *out)
+{
+	return put_json(timeline_move_json(id, action, mv), out);
 }

@@ -21,6 +21,8 @@
 #include "output_json.h"
 #include "repl.h"
 #include "result_schema.h"
+#include "timeline_cmd.h"
+#include "timeline_out.h"
 
 struct mcp_tool {
 	const char *name;
@@ -28,8 +30,8 @@ struct mcp_tool {
 	const char *description;    /* NULL: made by describe() */
 	const char *output;         /* its output schema: a $defs entry */
 	const enum option_id *args; /* its arguments (options.h), 0-ended */
-	enum option_id required;    /* the one argument it needs (its reader checks
-	                             * it), or 0 */
+	const enum option_id *needs; /* those it needs, 0-ended: its reader checks
+	                              * the first, check_types the others */
 	/* Read args (already checked to hold only known names) into c: the
 	 * argument it needs first, then check_types, then the rest. */
 	int (*read)(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
@@ -55,23 +57,9 @@ static int refuse(struct mcp_refusal *r, int code, const char *fmt, ...)
 
 /* ---- what a tool call's child builds ---- */
 
-/* text[0..n) as a JSON string, made valid UTF-8. */
-static json_t *clean_string(const char *text, size_t n)
-{
-	char *clean = malloc(n * 3 + 1);
-	json_t *s;
-
-	if (!clean)
-		return NULL;
-	n = output_json_utf8_clean(text, n, clean);
-	s = json_stringn(clean, n);
-	free(clean);
-	return s;
-}
-
 static json_t *text_block(const char *text, size_t n)
 {
-	return json_pack("{s:s, s:o}", "type", "text", "text", clean_string(text, n));
+	return json_pack("{s:s, s:o}", "type", "text", "text", output_json_string(text, n));
 }
 
 /* A tool result; takes the references of content and (may be NULL) obj. */
@@ -292,6 +280,82 @@ static json_t *reset_run(const struct mcp_setup *m, bool structured,
 	                   false);
 }
 
+/* A result of what print wrote (its text block) and obj (structuredContent);
+ * takes obj's reference.  NULL on a lack of memory. */
+static json_t *printed_result(bool structured, json_t *obj,
+                              int (*print)(const void *of, FILE *out), const void *of)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+	int wrote = f ? print(of, f) : -1;
+	json_t *r = NULL;
+
+	if (f && fclose(f) == 0 && wrote == 0 && obj) {
+		r = tool_result(structured, json_pack("[o]", text_block(text, n)), obj, false);
+		obj = NULL;
+	}
+	json_decref(obj);
+	free(text);
+	return r;
+}
+
+/* A session's states, for printed_result. */
+struct states_of {
+	const char *id;
+	struct timeline_state *v;
+	size_t n;
+};
+
+static int print_states(const void *of, FILE *out)
+{
+	const struct states_of *s = of;
+
+	return timeline_print(s->id, s->v, s->n, out);
+}
+
+static json_t *history_run(const struct mcp_setup *m, bool structured,
+                           const struct mcp_call *c, bool *cancelled)
+{
+	char err[REPL_ERR_MAX];
+	struct states_of s = { .id = c->session };
+	json_t *r;
+
+	(void)cancelled;
+	if (timeline_cmd_list(m->settings, c->session, &s.v, &s.n, err, sizeof(err)) < 0)
+		return mcp_tools_error(structured, "dolsot: %s", err);
+	r = printed_result(structured, timeline_json(c->session, s.v, s.n), print_states, &s);
+	timeline_release(s.v, s.n);
+	return r;
+}
+
+/* A move, for printed_result. */
+struct move_of {
+	const char *id, *action;
+	struct timeline_move mv;
+};
+
+static int print_move(const void *of, FILE *out)
+{
+	const struct move_of *mo = of;
+
+	return timeline_print_move(mo->id, mo->action, &mo->mv, out);
+}
+
+/* undo (state 0) and checkout: the tool's name is the move's. */
+static json_t *move_run(const struct mcp_setup *m, bool structured, const struct mcp_call *c,
+                        bool *cancelled)
+{
+	char err[REPL_ERR_MAX];
+	struct move_of mo = { .id = c->session, .action = c->tool->name };
+
+	(void)cancelled;
+	if (timeline_cmd_move(m->settings, c->session, c->state, &mo.mv, err, sizeof(err)) < 0)
+		return mcp_tools_error(structured, "dolsot: %s", err);
+	return printed_result(structured, timeline_move_json(mo.id, mo.action, &mo.mv),
+	                      print_move, &mo);
+}
+
 json_t *mcp_tools_run(const struct mcp_setup *m, bool structured, const struct mcp_call *c,
                       bool *cancelled)
 {
@@ -391,7 +455,8 @@ static void timeout_arg(const struct mcp_setup *m, const json_t *t, struct mcp_c
 }
 
 /* Whether v is of o's type: a boolean for a flag without a value, a
- * string for a text, a number above 0 for seconds. */
+ * string for a text, a number above 0 for seconds, a whole number from 1
+ * (2^53 at most, as JSON keeps it exact; 3.0 is one) for a positive. */
 static bool arg_typed(const struct option_row *o, const json_t *v)
 {
 	switch (o->type) {
@@ -400,21 +465,39 @@ static bool arg_typed(const struct option_row *o, const json_t *v)
 	case OPTION_T_SECONDS:
 		return json_is_number(v) && json_number_value(v) > 0 &&
 		       isfinite(json_number_value(v));
+	case OPTION_T_POSITIVE:
+		return json_is_number(v) && json_number_value(v) >= 1 &&
+		       json_number_value(v) <= 9007199254740992.0 &&
+		       floor(json_number_value(v)) == json_number_value(v);
 	case OPTION_T_TEXT:
 	default:
 		return json_is_string(v);
 	}
 }
 
-/* Every argument t takes but the one it needs, when given, of its type;
- * 0, or -1 with the first that is not. */
+static bool needs(const struct mcp_tool *t, enum option_id a)
+{
+	for (const enum option_id *n = t->needs; *n; n++)
+		if (*n == a)
+			return true;
+	return false;
+}
+
+/* Every argument t takes but the first it needs (its reader's), given
+ * when t needs it, and of its type when given; 0, or -1 with the first
+ * that is not. */
 static int check_types(const struct mcp_tool *t, const json_t *args, struct mcp_refusal *r)
 {
 	for (const enum option_id *a = t->args; *a; a++) {
 		const struct option_row *o = options_row(*a);
 		const json_t *v = json_object_get(args, o->mcp);
 
-		if (*a != t->required && v && !arg_typed(o, v))
+		if (*a == t->needs[0])
+			continue;
+		if (!v && needs(t, *a))
+			return refuse(r, JSONRPC_INVALID_PARAMS, "%s needs \"%s\": %s", t->name,
+			              o->mcp, o->mcp_want);
+		if (v && !arg_typed(o, v))
 			return refuse(r, JSONRPC_INVALID_PARAMS, "%s: \"%s\" must be %s", t->name,
 			              o->mcp, o->mcp_want);
 	}
@@ -459,20 +542,41 @@ static int list_read(const struct mcp_setup *m, const json_t *args, struct mcp_c
 	return 0;
 }
 
-static int reset_read(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
-                      struct mcp_refusal *r)
+/* A call on one named session ("all" too when all): the session first,
+ * then check_types.  0, or -1 with why not. */
+static int session_read(const struct mcp_setup *m, const json_t *args, bool all,
+                        struct mcp_call *c, struct mcp_refusal *r)
 {
 	json_t *sid = json_object_get(args, "session");
 
 	if (!json_is_string(sid))
-		return refuse(r, JSONRPC_INVALID_PARAMS, "reset_session needs \"session\": %s",
-		              options_row(OPTION_RESET)->mcp_want);
-	if (check_session(json_string_value(sid), true, r) < 0)
+		return refuse(r, JSONRPC_INVALID_PARAMS, "%s needs \"session\": %s", c->tool->name,
+		              options_row(c->tool->needs[0])->mcp_want);
+	if (check_types(c->tool, args, r) < 0 ||
+	    check_session(json_string_value(sid), all, r) < 0)
 		return -1;
 	c->session = strdup(json_string_value(sid));
 	if (!c->session)
 		return refuse(r, JSONRPC_INTERNAL_ERROR, "out of memory");
 	c->timeout = m->settings->timeout;
+	return 0;
+}
+
+static int reset_read(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
+                      struct mcp_refusal *r)
+{
+	return session_read(m, args, true, c, r);
+}
+
+/* history, undo, checkout: a session and (checkout) a state. */
+static int timeline_read(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
+                         struct mcp_refusal *r)
+{
+	const json_t *state = json_object_get(args, options_row(OPTION_STATE)->mcp);
+
+	if (session_read(m, args, false, c, r) < 0)
+		return -1;
+	c->state = state ? (uint64_t)json_number_value(state) : 0;
 	return 0;
 }
 
@@ -483,18 +587,40 @@ static int reset_read(const struct mcp_setup *m, const json_t *args, struct mcp_
 static const enum option_id python_args[] = { OPTION_CODE, OPTION_SESSION, OPTION_TIMEOUT,
                                               OPTION_FORK, OPTION_REPLACE, OPTION_CALL_ID,
                                               0 };
+static const enum option_id python_needs[] = { OPTION_CODE, 0 };
 static const enum option_id no_args[] = { 0 };
 static const enum option_id reset_args[] = { OPTION_RESET, 0 };
+static const enum option_id history_args[] = { OPTION_HISTORY_LIST, 0 };
+static const enum option_id undo_args[] = { OPTION_UNDO, 0 };
+static const enum option_id checkout_args[] = { OPTION_CHECKOUT, OPTION_STATE, 0 };
 
 static const struct mcp_tool tools[] = {
-	{ "python", "Python (dolsot)", NULL, "result", python_args, OPTION_CODE, python_read,
+	{ "python", "Python (dolsot)", NULL, "result", python_args, python_needs, python_read,
 	  python_run },
 	{ "list_sessions", "List dolsot sessions",
 	  "List the sessions in the store: id, size in bytes, and when each was last saved "
-	  "(UTC).", "sessions", no_args, 0, list_read, list_run },
+	  "(UTC).", "sessions", no_args, no_args, list_read, list_run },
 	{ "reset_session", "Reset dolsot sessions",
 	  "Forget one session (its variables, imports and functions), or every session with "
-	  "\"all\".", "reset", reset_args, OPTION_RESET, reset_read, reset_run },
+	  "\"all\".", "reset", reset_args, reset_args, reset_read, reset_run },
+	{ "history", "List a dolsot session's kept states",
+	  "List a session's kept states, oldest first, one line each: its number (* marks the "
+	  "current one), when it was committed (UTC), its status, the bytes it wrote, the "
+	  "names it added (+) or dropped (-), and its cell's first line. Every call commits a "
+	  "state, a cell that only reads included; a cell that timed out or was cancelled "
+	  "made none and is listed as N.K under the state it ran on.",
+	  "history", history_args, history_args, timeline_read, history_run },
+	{ "undo", "Undo a dolsot session's last state",
+	  "Move a session back to the state before its current one, at no cost: the way back "
+	  "from a destructive cell (df = df.drop(...), a model overwritten) without running "
+	  "anything again. The move is itself a new state, so an undo can be undone; to go "
+	  "back further, read history and use checkout.",
+	  "move", undo_args, undo_args, timeline_read, move_run },
+	{ "checkout", "Move a dolsot session to a kept state",
+	  "Move a session to one of its kept states, by the number history lists, at no cost. "
+	  "The move is itself a new state: the states after the one gone back to stay listed "
+	  "and can be checked out in turn.",
+	  "move", checkout_args, checkout_args, timeline_read, move_run },
 };
 
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
@@ -671,8 +797,21 @@ static json_t *arg_schema(const struct option_row *o, const struct settings *set
 		return json_pack("{s:s, s:f, s:f, s:s}", "type", "number", "exclusiveMinimum", 0.0,
 		                 "maximum", *(const double *)((const char *)set + o->field),
 		                 "description", o->mcp_help);
+	if (o->type == OPTION_T_POSITIVE)
+		return json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 1,
+		                 "description", o->mcp_help);
 	return json_pack("{s:s, s:s}", "type", o->type == OPTION_T_NONE ? "boolean" : "string",
 	                 "description", o->mcp_help);
+}
+
+/* The names of the arguments t needs. */
+static json_t *required_list(const struct mcp_tool *t)
+{
+	json_t *list = json_array();
+
+	for (const enum option_id *n = t->needs; list && *n; n++)
+		json_array_append_new(list, json_string(options_row(*n)->mcp));
+	return list;
 }
 
 static json_t *input_schema(const struct mcp_tool *t, const struct settings *set)
@@ -686,8 +825,8 @@ static json_t *input_schema(const struct mcp_tool *t, const struct settings *set
 			props = NULL;
 		}
 	in = json_pack("{s:s, s:o}", "type", "object", "properties", props);
-	if (in && t->required)
-		json_object_set_new(in, "required", json_pack("[s]", options_row(t->required)->mcp));
+	if (in && t->needs[0])
+		json_object_set_new(in, "required", required_list(t));
 	if (in)
 		json_object_set_new(in, "additionalProperties", json_false());
 	return in;

@@ -1,11 +1,13 @@
 /*
  * mcp_tools.h - the tools `dolsot mcp` serves (python, list_sessions,
- * reset_session): one row each in a table that tools/list and tools/call
- * both read.  A row gives the tool's name, title, description, the
- * arguments it takes (its input schema), its output schema (a $defs entry
- * of schema/result.schema.json), how its arguments are read and what runs
- * it.  Each call goes through the engine's door (repl.h), in a child that
- * mcp.c started; nothing here starts or waits for a process.
+ * reset_session, history, undo, checkout): one row each in a table that
+ * tools/list and tools/call both read.  A row gives the tool's name,
+ * title, description, the arguments it takes (its input schema), its
+ * output schema (a $defs entry of schema/result.schema.json), how its
+ * arguments are read and what runs it.  Each call goes through the
+ * engine's door (repl.h, and call/timeline_cmd.h for a session's states),
+ * in a child that mcp.c started; nothing here starts or waits for a
+ * process.
  */
 #ifndef DOLSOT_MCP_TOOLS_H
 #define DOLSOT_MCP_TOOLS_H
@@ -13,6 +15,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "opts.h"
 #include "sandbox_plan.h"
@@ -42,6 +45,7 @@ struct mcp_call {
 	char *call_id;              /* python: its call id (callrec.h), or NULL */
 	bool replace;               /* with fork: over an existing session */
 	bool minted;                /* session was made for this call */
+	uint64_t state;             /* checkout: the state to go back to (undo: 0) */
 	double timeout;             /* seconds it may run (0: list_sessions) */
 };
 

@@ -949,7 +949,9 @@ static int v4_history(struct store *s, struct store_save *sv, const struct units
 	     : history_next(s, history_prev_of(s, sv->id), h, sv->sandboxed, &c, &v->hrec,
 	                    &v->hrec_len, why, sizeof(why)) < 0) ||
 	    drop_kept(v, why, sizeof(why)) < 0) {
-		if (!v->hrec)
+		/* Only the copy above leaves why unsaid: history_next's and
+		 * drop_kept's failures (a store gone away) say their own. */
+		if (c.kind == HISTREC_AMEND && !v->hrec)
 			snprintf(why, sizeof(why), "out of memory");
 		snprintf(err, errlen, "cannot save session '%s': %s; the previous session is "
 		         "kept", sv->id, why);

@@ -12,9 +12,9 @@ process against a live namespace. Both return a Result.
 from .errors import BinaryNotFound, DolsotError, InvalidSession, InvalidToolbox
 from .inprocess import InProcessSession
 from .repl import Repl
-from .result import Result, SessionInfo
+from .result import Move, Result, SessionInfo
 
 __version__ = "0.3.0"
 
-__all__ = ["Repl", "Result", "SessionInfo", "InProcessSession", "InvalidSession",
+__all__ = ["Repl", "Result", "SessionInfo", "Move", "InProcessSession", "InvalidSession",
            "InvalidToolbox", "DolsotError", "BinaryNotFound"]

@@ -58,6 +58,16 @@ def call_id(cid):
     return cid
 
 
+def state_number(n):
+    """Return n if it can be a kept state's number (an int from 1, as
+    --checkout ID@N takes it), else raise TypeError or ValueError."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"state must be an int, not {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"state must be 1 or more (a number history lists), not {n}")
+    return n
+
+
 def code_text(code):
     """Return code if it is a non-blank str, else raise InvalidSession."""
     if not isinstance(code, str):

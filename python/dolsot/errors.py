@@ -4,7 +4,10 @@ A cell that fails is never an exception: it is a Result with ok False.
 Only a caller's own mistakes raise, and they raise before any process
 starts: InvalidSession and InvalidToolbox. DolsotError is for the host's
 set-up (no binary, a binary without --json, a DOLSOT_* variable the
-binary refuses), which no change to the call can fix.
+binary refuses), which no change to the call can fix, and for what the
+binary refuses outside a cell, with its message: history, undo and
+checkout of a session that does not exist, with no earlier state, or to
+a state no longer kept.
 """
 
 

@@ -20,7 +20,7 @@ import time
 
 from . import _binary, _checks, store as _store
 from .errors import DolsotError
-from .result import SessionInfo, failure, from_json
+from .result import Move, SessionInfo, failure, from_json
 
 # How long a cancelled call gets to end its cell and clean up after SIGTERM
 # before its process group is killed outright.
@@ -219,6 +219,31 @@ class Repl:
         were removed."""
         _checks.session_id(session, allow_all=True)
         return self._housekeeping(["--reset", session, "--json"])["removed"]
+
+    def history(self, session):
+        """The session's kept states, oldest first, the current one last:
+        each the object --history --json gives for it (a dict: "state",
+        "current", "gone", "kind", "time", "status", "code", "names",
+        "result", "rolled_back"...; see dolsot(1)). DolsotError when the
+        session does not exist."""
+        _checks.session_id(session)
+        return self._housekeeping(["--history", session, "--json"])["states"]
+
+    def undo(self, session):
+        """Move the session back to the state before its current one (a
+        commit of its own, so an undo can be undone); returns a Move.
+        DolsotError with the binary's message when there is no earlier
+        state, or its state is gone from the store."""
+        _checks.session_id(session)
+        return Move(**self._housekeeping(["--undo", session, "--json"]))
+
+    def checkout(self, session, state):
+        """Move the session to its kept state number state (an int from 1,
+        as history lists it); returns a Move. DolsotError with the binary's
+        message when that state is not kept, or gone."""
+        _checks.session_id(session)
+        _checks.state_number(state)
+        return Move(**self._housekeeping(["--checkout", f"{session}@{state}", "--json"]))
 
     def _housekeeping(self, args):
         p = subprocess.run([self.binary] + args, stdin=subprocess.DEVNULL,

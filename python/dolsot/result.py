@@ -1,4 +1,4 @@
-"""Result and SessionInfo: what a call gives back.
+"""Result, SessionInfo and Move: what a call gives back.
 
 A Result is filled from one --json object of the binary (or, for
 InProcessSession, from the cell run here). The first eight fields are the
@@ -16,6 +16,18 @@ class SessionInfo(typing.NamedTuple):
     id: str
     size_bytes: int
     last_used: datetime.datetime
+
+
+class Move(typing.NamedTuple):
+    """What Repl.undo and Repl.checkout did, as --undo/--checkout --json say:
+    the session moved, the action ("undo" or "checkout"), the state gone
+    back to and the new state the move committed (None when DOLSOT_HISTORY=0
+    keeps no history)."""
+
+    session: str
+    action: str
+    to: int
+    state: typing.Optional[int]
 
 
 @dataclasses.dataclass

@@ -542,6 +542,53 @@ START_TEST(json_list_sessions_and_reset)
 }
 END_TEST
 
+/* flag arg --json: the move to state to, now state now. */
+static void ck_move(const char *flag, const char *arg, const char *action, int to, int now)
+{
+	struct cli_run r;
+	json_t *o = JSON(&r, "--json", flag, arg);
+
+	ck_str(o, "session", "h");
+	ck_str(o, "action", action);
+	ck_int(o, "to", to);
+	ck_int(o, "state", now);
+	json_decref(o);
+	cli_run_release(&r);
+}
+
+/* --history --json, --undo --json and --checkout --json: objects the
+ * schema accepts, a rolled-back cell and code that is not UTF-8 (here
+ * latin-1, which Python reads by its coding line) among them. */
+START_TEST(json_history_and_moves)
+{
+	static const char latin1[] = "# -*- coding: latin-1 -*-\ns = '\xff'\n"
+	                             "import time\ntime.sleep(30)";
+	struct cli_run r;
+	json_t *o;
+
+	json_decref(JSON(&r, "--json", "--session", "h", "a = 1"));
+	cli_run_release(&r);
+	json_decref(JSON(&r, "--json", "--session", "h", "b = 2"));
+	cli_run_release(&r);
+	CLI(&r, "--session", "h", "--timeout", "1", latin1);
+	ck_code(&r, 124);
+	cli_run_release(&r);
+	ck_move("--undo", "h", "undo", 1, 3);
+	ck_move("--checkout", "h@2", "checkout", 2, 4);
+	o = JSON(&r, "--json", "--history", "h");
+	ck_str(o, "session", "h");
+	ck_int(o, "current", 4);
+	ck_len(o, "states", 4);
+	ck_str(o, "states.1.code", "b = 2");
+	ck_str(o, "states.1.rolled_back.0.code", "# -*- coding: latin-1 -*-\ns = '\xef\xbf\xbd'\n"
+	       "import time\ntime.sleep(30)");
+	ck_str(o, "states.1.rolled_back.0.result.status", "timeout");
+	ck_str(o, "states.3.status", "checkout:2");
+	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
 /* ---- figures and rich values ---- */
 
 START_TEST(figure_in_json_is_a_png_of_its_size)
@@ -1246,6 +1293,7 @@ static Suite *json_suite(void)
 	tcase_add_test(js, json_type_gate_rejection);
 	tcase_add_test(js, json_sandboxed_call);
 	tcase_add_test(js, json_list_sessions_and_reset);
+	tcase_add_test(js, json_history_and_moves);
 	tcase_add_test(fig, figure_in_json_is_a_png_of_its_size);
 	tcase_add_test(fig, two_figures_give_two_and_a_closed_one_none);
 	tcase_add_test(fig, figure_caps_hold);

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,9 @@ static void teardown(void)
 	"{\"name\":\"raw\",\"version\":\"1\"}}}\n" \
 	"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
 
-#define CALL(id, args) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"tools/call\"," \
-	"\"params\":{\"name\":\"python\",\"arguments\":" args "}}\n"
+#define TOOL(id, name, args) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":" \
+	"\"tools/call\",\"params\":{\"name\":\"" name "\",\"arguments\":" args "}}\n"
+#define CALL(id, args) TOOL(id, "python", args)
 
 /* Run `dolsot mcp [flags]` with input on stdin to its end. */
 static void run_mcp(struct cli_run *r, const char *input, size_t len, const char *const *flags)
@@ -205,11 +207,16 @@ START_TEST(inspector_cli_lists_and_calls_the_tools)
 	json_array_foreach(json_object_get(o, "tools"), i, tool) {
 		const char *name = json_string_value(json_object_get(tool, "name"));
 
-		seen |= strcmp(name, "python") == 0 ? 1 : strcmp(name, "list_sessions") == 0 ? 2
-		        : strcmp(name, "reset_session") == 0 ? 4 : 8;
+		static const char *const known[] = { "python", "list_sessions", "reset_session",
+		                                     "history", "undo", "checkout" };
+		size_t k = 0;
+
+		while (k < 6 && strcmp(name, known[k]) != 0)
+			k++;
+		seen |= 1 << k;
 		ck_assert_msg(json_is_object(json_object_get(tool, "outputSchema")), "%s", name);
 	}
-	ck_assert_int_eq(seen, 7);
+	ck_assert_int_eq(seen, 63);
 	json_decref(o);
 
 	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
@@ -229,6 +236,12 @@ START_TEST(inspector_cli_lists_and_calls_the_tools)
 	ck_assert_str_eq(structured_str(o, "status"), "error");
 	json_decref(o);
 
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "history",
+		"--tool-arg", "session=insp", NULL }), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(
+		json_object_get(o, "structuredContent"), "current")), 3);
+	json_decref(o);
 	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
 		bin, "mcp", "--method", "tools/call", "--tool-name", "list_sessions", NULL }), 0);
 	tool = json_array_get(json_object_get(json_object_get(o, "structuredContent"), "sessions"), 0);
@@ -622,6 +635,180 @@ START_TEST(python_tool_forks_a_session)
 	cli_ck_state(&fx, "src", "x", "[1]\n");
 }
 END_TEST
+
+/* The revisions the server speaks, the newest first; the first two have
+ * structuredContent. */
+static const char *const revisions[] = { "2025-11-25", "2025-06-18", "2025-03-26",
+                                         "2024-11-05" };
+
+static json_t *run_mcp_fmt(struct cli_run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* `dolsot mcp` on the lines fmt makes; its answers. */
+static json_t *run_mcp_fmt(struct cli_run *r, const char *fmt, ...)
+{
+	char *in = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	ck_assert(vasprintf(&in, fmt, ap) > 0);
+	va_end(ap);
+	run_mcp(r, in, 0, NULL);
+	free(in);
+	return lines(r);
+}
+
+/* The structuredContent of the answer to id: present when structured,
+ * absent otherwise. */
+static json_t *structured_of(json_t *all, json_int_t id, bool structured)
+{
+	json_t *sc = json_object_get(json_object_get(answer(all, id), "result"),
+	                             "structuredContent");
+
+	ck_assert_msg(structured ? sc != NULL : sc == NULL, "id %lld", (long long)id);
+	return sc;
+}
+
+/* The history tool's text and structuredContent are --history's and
+ * --history --json's, byte for byte and member for member. */
+static void ck_history_is_the_clis(json_t *all, json_int_t id, const char *sid,
+                                   bool structured)
+{
+	json_t *sc = structured_of(all, id, structured), *cli;
+	struct cli_run r;
+
+	CLI(&r, "--history", sid);
+	ck_code(&r, 0);
+	ck_assert_str_eq(result_text(all, id), r.out);
+	cli_run_release(&r);
+	CLI(&r, "--history", sid, "--json");
+	ck_code(&r, 0);
+	cli = json_loads(r.out, 0, NULL);
+	ck_assert_msg(!structured || json_equal(sc, cli), "structuredContent:\n%s\n--json:\n%s",
+	              json_dumps(sc, JSON_COMPACT), r.out);
+	json_decref(cli);
+	cli_run_release(&r);
+}
+
+/* A move's answer: --undo's (or --checkout's) line, and its object. */
+static void ck_move(json_t *all, json_int_t id, bool structured, const char *action,
+                    const char *sid, int to, int now)
+{
+	char line[256], obj[256];
+	json_t *sc = structured_of(all, id, structured);
+	char *got = sc ? json_dumps(sc, JSON_COMPACT) : NULL;
+
+	snprintf(line, sizeof(line), "%s %s: back to state %d, now state %d\n", action, sid, to,
+	         now);
+	snprintf(obj, sizeof(obj), "{\"session\":\"%s\",\"action\":\"%s\",\"to\":%d,"
+	         "\"state\":%d}", sid, action, to, now);
+	ck_assert(!is_tool_error(all, id));
+	ck_assert_str_eq(result_text(all, id), line);
+	if (structured)
+		ck_assert_str_eq(got, obj);
+	free(got);
+}
+
+/* Every unit file of the store removed: the kept states become gone. */
+static void lose_every_unit(void)
+{
+	char dir[4400], name[63];
+	struct cli_run r;
+
+	snprintf(dir, sizeof(dir), "%s/objects", fx.store);
+	memset(name, '?', 62);
+	name[62] = '\0';
+	cli_run(&r, &(struct cli_opts){ .prog = "/usr/bin/find" },
+	        (const char *const[]){ "find", dir, "-mindepth", "2", "-maxdepth", "2", "-type",
+	                               "f", "-name", name, "-delete", NULL });
+	ck_assert_msg(r.code == 0, "find: %s", r.err);
+	cli_run_release(&r);
+}
+
+#define H "\"session\":\"h%2$zu\""
+#define G "\"session\":\"g%2$zu\""
+#define O "\"session\":\"o%2$zu\""
+
+/* history, undo and checkout under every revision: the CLI's text and
+ * objects, the engine's refusals as tool errors (a missing session, no
+ * earlier state, a state not kept, a state gone), wrong arguments as
+ * invalid params. */
+START_TEST(history_undo_and_checkout_tools)
+{
+	for (size_t i = 0; i < sizeof(revisions) / sizeof(*revisions); i++) {
+		bool st = i < 2;
+		char sid[16], gid[16];
+		struct cli_run r;
+		json_t *all;
+
+		snprintf(sid, sizeof(sid), "h%zu", i);
+		snprintf(gid, sizeof(gid), "g%zu", i);
+		all = run_mcp_fmt(&r, INIT("%1$s")
+		                  CALL(1, "{\"code\":\"x = [1, 2, 3]\"," H "}")
+		                  CALL(2, "{\"code\":\"x = x[:1]\"," H "}")
+		                  TOOL(3, "history", "{" H "}")
+		                  CALL(4, "{\"code\":\"x = 1\"," G "}")
+		                  CALL(5, "{\"code\":\"x = 2\"," G "}")
+		                  CALL(6, "{\"code\":\"y = 1\"," O "}"), revisions[i], i);
+		ck_history_is_the_clis(all, 3, sid, st);
+		ck_assert_msg(strncmp(result_text(all, 3), "1\t", 2) == 0 &&
+		              cli_has(result_text(all, 3), "\n2*\t"), "%s", result_text(all, 3));
+		json_decref(all);
+		cli_run_release(&r);
+
+		all = run_mcp_fmt(&r, INIT("%1$s")
+		                  TOOL(1, "undo", "{" H "}")
+		                  CALL(2, "{\"code\":\"x\"," H "}")
+		                  TOOL(3, "checkout", "{" H ",\"state\":2}")
+		                  CALL(4, "{\"code\":\"x\"," H "}")
+		                  TOOL(5, "undo", "{\"session\":\"nosuch\"}")
+		                  TOOL(6, "undo", "{" O "}")
+		                  TOOL(7, "checkout", "{" H ",\"state\":99}")
+		                  TOOL(8, "checkout", "{" H "}")
+		                  TOOL(9, "checkout", "{" H ",\"state\":0}")
+		                  TOOL(10, "checkout", "{" H ",\"state\":\"2\"}")
+		                  TOOL(11, "checkout", "{" H ",\"state\":1.5}")
+		                  TOOL(12, "undo", "{" H ",\"state\":1}")
+		                  TOOL(13, "history", "{\"session\":\"all\"}"), revisions[i], i);
+		ck_move(all, 1, st, "undo", sid, 1, 3);
+		ck_assert_str_eq(result_text(all, 2), "[1, 2, 3]\nsession now holds: x\n");
+		ck_move(all, 3, st, "checkout", sid, 2, 5);
+		ck_assert_str_eq(result_text(all, 4), "[1]\nsession now holds: x\n");
+		ck_assert(is_tool_error(all, 5) && is_tool_error(all, 6) && is_tool_error(all, 7));
+		ck_assert_str_eq(result_text(all, 5), "dolsot: session 'nosuch' does not exist");
+		ck_assert_msg(cli_has(result_text(all, 6), "has no earlier state to go back to"), "%s",
+		              result_text(all, 6));
+		ck_assert_msg(cli_has(result_text(all, 7), "has no state 99: it keeps states 1 to 6"),
+		              "%s", result_text(all, 7));
+		for (json_int_t id = 8; id <= 13; id++)
+			ck_assert_msg(error_code(all, id) == -32602, "id %lld: %.3000s", (long long)id,
+			              r.out);
+		ck_assert(cli_has(r.out, "checkout needs \\\"state\\\""));
+		json_decref(all);
+		cli_run_release(&r);
+
+		lose_every_unit();
+		all = run_mcp_fmt(&r, INIT("%1$s")
+		                  TOOL(1, "undo", "{" G "}")
+		                  TOOL(2, "history", "{" G "}"), revisions[i], i);
+		ck_assert(is_tool_error(all, 1));
+		ck_assert_msg(cli_has(result_text(all, 1), "dolsot: state 1 of session 'g"),
+		              "%s", result_text(all, 1));
+		ck_assert_msg(cli_has(result_text(all, 1), "is no longer in the store"), "%s",
+		              result_text(all, 1));
+		ck_assert_msg(strncmp(result_text(all, 2), "1\t-\tgone\t", 9) == 0, "%s",
+		              result_text(all, 2));
+		ck_history_is_the_clis(all, 2, gid, st);
+		json_decref(all);
+		cli_run_release(&r);
+	}
+	cli_ck_state(&fx, "h0", "x", "[1]\n");
+}
+END_TEST
+
+#undef H
+#undef G
+#undef O
 
 #define COUNTER "n = globals().get('n', 0) + 1\\nprint('n is', n)\\nn"
 #define FIGURE "import matplotlib.pyplot as plt\\nplt.figure(figsize=(1, 1), dpi=20)\\n" \
@@ -1158,6 +1345,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, python_tool_forks_a_session);
 	tcase_add_test(raw, python_tool_call_id_replays_the_recorded_answer);
 	tcase_add_test(raw, python_tool_call_id_is_checked);
+	tcase_add_test(raw, history_undo_and_checkout_tools);
 	tcase_add_test(raw, run_flags_apply_to_every_call);
 	tcase_add_test(raw, sandbox_flags_apply_to_every_call);
 	tcase_add_test(raw, describe_in_the_description_is_bounded);

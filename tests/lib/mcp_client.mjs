@@ -50,6 +50,16 @@ async function gone(pid, seconds) {
 
 const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
 
+// The error the SDK raises for a call the server refuses, or null.
+async function refused(name, args) {
+	try {
+		await client.callTool({ name, arguments: args });
+	} catch (e) {
+		return e;
+	}
+	return null;
+}
+
 const transport = new StdioClientTransport({
 	command: bin, args: ['mcp', '--timeout', '60'], env: process.env, stderr: 'inherit',
 });
@@ -64,10 +74,12 @@ check(client.getServerCapabilities().tools, 'initialize: the tools capability');
 check(/python tool/.test(client.getInstructions() ?? ''), 'initialize: instructions');
 console.log('ok initialize');
 
-// tools/list: three tools, schemas, the describe text in python's description.
+// tools/list: six tools, schemas, the describe text in python's description.
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
-check(JSON.stringify(names) === '["python","list_sessions","reset_session"]', 'tools/list', names);
+check(JSON.stringify(names) ===
+      '["python","list_sessions","reset_session","history","undo","checkout"]', 'tools/list',
+      names);
 const py = tools[0];
 check(py.inputSchema.required[0] === 'code' && py.inputSchema.properties.session &&
       py.inputSchema.properties.timeout.maximum === 60, 'python inputSchema', py.inputSchema);
@@ -173,6 +185,34 @@ check(d0 >= c1 && c.structuredContent.execution_count + 1 ===
       d.structuredContent.execution_count, 'one session serializes', [c0, c1, d0]);
 console.log('ok concurrency');
 
+// history, undo and checkout: a destructive cell undone at no cost, then
+// redone by checking its state out (the SDK validates each
+// structuredContent against the tool's outputSchema).
+const t1 = (code) => client.callTool({ name: 'python', arguments: { code, session: 't1' } });
+await t1('df = list(range(5))');
+await t1('df = df[:2]');
+r = await client.callTool({ name: 'history', arguments: { session: 't1' } });
+check(!r.isError && r.structuredContent.current === 2 &&
+      r.structuredContent.states[1].code === 'df = df[:2]' &&
+      /^1\t\S+\tok\t\d+\t-\tdf = list\(range\(5\)\)\n2\*\t/.test(text(r)), 'history', r);
+r = await client.callTool({ name: 'undo', arguments: { session: 't1' } });
+check(!r.isError && text(r) === 'undo t1: back to state 1, now state 3\n' &&
+      JSON.stringify(r.structuredContent) ===
+      '{"session":"t1","action":"undo","to":1,"state":3}', 'undo', r);
+r = await t1('df');
+check(r.structuredContent.value === '[0, 1, 2, 3, 4]', 'the undo brought df back', r);
+r = await client.callTool({ name: 'checkout', arguments: { session: 't1', state: 2 } });
+check(!r.isError && r.structuredContent.to === 2 && r.structuredContent.state === 5, 'checkout',
+      r);
+r = await t1('df');
+check(r.structuredContent.value === '[0, 1]', 'the checkout went to state 2', r);
+r = await client.callTool({ name: 'undo', arguments: { session: 'nosuch' } });
+check(r.isError === true && /session 'nosuch' does not exist/.test(text(r)),
+      'undo of a session that does not exist', r);
+let err = await refused('checkout', { session: 't1' });
+check(err && err.code === -32602, 'checkout without state is invalid params', String(err));
+console.log('ok history, undo and checkout');
+
 // list_sessions and reset_session.
 r = await client.callTool({ name: 'list_sessions', arguments: {} });
 let ids = r.structuredContent.sessions.map((s) => s.id);
@@ -192,12 +232,7 @@ check(r.structuredContent.sessions.length === 0 && /\(no sessions\)/.test(text(r
 console.log('ok list and reset sessions');
 
 // A wrong argument is a protocol error the SDK raises.
-let err = null;
-try {
-	await client.callTool({ name: 'python', arguments: { session: 'x' } });
-} catch (e) {
-	err = e;
-}
+err = await refused('python', { session: 'x' });
 check(err && err.code === -32602, 'missing code is invalid params', String(err));
 console.log('ok invalid params');
 
