@@ -179,6 +179,17 @@ START_TEST(undo_gives_back_each_kind_of_value)
 }
 END_TEST
 
+/* An undo is a commit: undoing it gives back the state it left. */
+START_TEST(undo_of_an_undo_restores_the_later_state)
+{
+	cell_ok("u", "import numpy as np; a = np.zeros(3); label = 'before'");
+	cell_ok("u", "a += 5; label = 'after'; extra = [1, 2]");
+	CMD_OK("undo u: back to state 1, now state 3\n", "--undo", "u");
+	CMD_OK("undo u: back to state 2, now state 4\n", "--undo", "u");
+	state_is("u", "print(a.tolist(), label, extra)", "[5.0, 5.0, 5.0] after [1, 2]\n");
+}
+END_TEST
+
 /* A live session's process holds the state it saved: after a move, the
  * next call starts from the state gone back to. */
 START_TEST(a_live_session_starts_again_from_the_state_gone_back_to)
@@ -608,6 +619,7 @@ static Suite *history_suite(void)
 	tcase_add_loop_test(stores, history_lists_and_undo_goes_back_on_every_store, 0, NKINDS);
 	tcase_add_test(values, undo_gives_back_each_kind_of_value);
 	tcase_add_test(values, the_sandboxed_mark_goes_with_its_state);
+	tcase_add_test(values, undo_of_an_undo_restores_the_later_state);
 	tcase_add_test(values, a_live_session_starts_again_from_the_state_gone_back_to);
 	tcase_add_test(errors, undo_of_nothing_and_bad_state_numbers_are_clear);
 	tcase_add_test(errors, usage_errors);
