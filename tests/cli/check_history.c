@@ -521,9 +521,9 @@ START_TEST(a_store_of_whole_sessions_keeps_no_history)
 }
 END_TEST
 
-/* The session's state is x's value: kill -9 of an --undo or --checkout at
- * any point leaves it at the old state or the new one, and every state its
- * history names is still there. */
+/* The session's state is x's value: kill -9 of an --undo or a --checkout
+ * (in turn) at any point leaves it at the old state or the new one, and
+ * every state its history names is still there. */
 START_TEST(kill_9_during_a_move_leaves_the_old_or_the_new_state)
 {
 	int rounds = getenv("DOLSOT_TEST_KILLS") ? atoi(getenv("DOLSOT_TEST_KILLS")) : 100;
@@ -542,7 +542,9 @@ START_TEST(kill_9_during_a_move_leaves_the_old_or_the_new_state)
 	srand(seed);
 	for (int i = 0; i < rounds; i++) {
 		pid_t pid = cli_spawn(&(struct cli_opts){ .env = fx.env },
-		                      (const char *const[]){ "dolsot", "--undo", "m", NULL });
+		                      i % 2 ? (const char *const[]){ "dolsot", "--undo", "m", NULL }
+		                            : (const char *const[]){ "dolsot", "--checkout", "m@1",
+		                                                     NULL });
 		struct timespec t = { 0, (long)(rand() % 40000) * 1000 };
 		int st;
 
