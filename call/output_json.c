@@ -92,6 +92,11 @@ static json_t *jstr(const char *s, size_t n)
 	return j;
 }
 
+json_t *output_json_string(const char *s, size_t n)
+{
+	return jstr(s, n);
+}
+
 static json_t *jstr0(const char *s)
 {
 	return s ? jstr(s, strlen(s)) : json_null();

@@ -6,6 +6,7 @@
 #ifndef DOLSOT_OUTPUT_JSON_H
 #define DOLSOT_OUTPUT_JSON_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -37,6 +38,10 @@ void output_describe_limits(const struct limits *l, double timeout, FILE *out);
  * U+FFFD.  out must hold 3 * n bytes; returns the bytes written.
  */
 size_t output_json_utf8_clean(const char *in, size_t n, char *out);
+
+/* s[0..n) (any bytes; NULL: "") as a new JSON string, cleaned as above;
+ * NULL only when memory ran out. */
+json_t *output_json_string(const char *s, size_t n);
 
 /* One display of a result's displays items (frame.h): its MIME forms. */
 #define DISPLAY_MAX_MIMES 8

@@ -6,6 +6,7 @@
 #define DOLSOT_TIMELINE_OUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "timeline.h"
@@ -15,5 +16,8 @@
 int timeline_print(const char *id, const struct timeline_state *v, size_t n, FILE *out);
 int timeline_print_json(const char *id, const struct timeline_state *v, size_t n,
                         FILE *out);
+
+/* A time in ns since the epoch as --history writes it (ISO 8601, UTC). */
+void timeline_out_time(int64_t ns, char *buf, size_t len);
 
 #endif
