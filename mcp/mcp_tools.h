@@ -1,6 +1,6 @@
 /*
  * mcp_tools.h - the tools `dolsot mcp` serves (python, list_sessions,
- * reset_session): one row each in a table that tools/list and tools/call
+ * reset_session, export_notebook): one row each in a table that tools/list and tools/call
  * both read.  A row gives the tool's name, title, description, the
  * arguments it takes (its input schema), its output schema (a $defs entry
  * of schema/result.schema.json), how its arguments are read and what runs
@@ -42,6 +42,7 @@ struct mcp_call {
 	char *call_id;              /* python: its call id (callrec.h), or NULL */
 	bool replace;               /* with fork: over an existing session */
 	bool minted;                /* session was made for this call */
+	int format;                 /* export_notebook: its enum export_format */
 	double timeout;             /* seconds it may run (0: list_sessions) */
 };
 
