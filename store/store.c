@@ -882,7 +882,9 @@ static int v4_history(struct store *s, struct store_save *sv, const struct units
 	     : history_next(s, history_prev_of(s, sv->id), h, sv->sandboxed, &c, &v->hrec,
 	                    &v->hrec_len, why, sizeof(why)) < 0) ||
 	    drop_kept(v, why, sizeof(why)) < 0) {
-		if (!v->hrec)
+		/* Only the amend's copy leaves why unsaid: history_next and
+		 * drop_kept say theirs (a store gone mid-save, say). */
+		if (c.kind == HISTREC_AMEND && !v->hrec)
 			snprintf(why, sizeof(why), "out of memory");
 		snprintf(err, errlen, "cannot save session '%s': %s; the previous session is "
 		         "kept", sv->id, why);
