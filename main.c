@@ -24,6 +24,7 @@
 #include "callrec.h"
 #include "checkd.h"
 #include "display_files.h"
+#include "export.h"
 #include "mcp.h"
 #include "mcp_config.h"
 #include "opts.h"
@@ -51,6 +52,9 @@ static const char usage_text[] =
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--json] --describe\n"
 	"       dolsot --list-sessions [--store STORE] [--json]\n"
 	"       dolsot --reset ID|all [--store STORE] [--json]\n"
+	"       dolsot --history ID [--store STORE] [--json]\n"
+	"       dolsot --undo ID | --checkout ID@N [--store STORE] [--json]\n"
+	"       dolsot --export ID [--format ipynb|py|md] [--store STORE]\n"
 	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--live] [--sandbox]\n"
@@ -114,6 +118,8 @@ struct cli {
 	const char *history;       /* --history ID */
 	const char *undo;          /* --undo ID */
 	const char *checkout;      /* --checkout ID@N */
+	const char *export_id;     /* --export ID */
+	const char *format;        /* --format FORMAT */
 	char fork_id[STORE_ID_MAX + 1];   /* --fork SRC[@N]'s SRC */
 	uint64_t fork_state;       /* and its N, 0 when none */
 	enum { SERVER_NONE, SERVER_START, SERVER_STATUS, SERVER_STOP } server;
@@ -265,6 +271,12 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPTION_CHECKOUT:
 			c->checkout = optarg;
+			break;
+		case OPTION_EXPORT:
+			c->export_id = optarg;
+			break;
+		case OPTION_FORMAT:
+			c->format = optarg;
 			break;
 		case OPTION_SERVER_START:
 		case OPTION_SERVER_STATUS:
@@ -659,6 +671,27 @@ static int cmd_move(const struct settings *s, const char *undo, const char *ref,
 	return 0;
 }
 
+/* --export ID [--format FORMAT]: its kept states, rendered, on stdout. */
+static int cmd_export(const struct settings *s, const char *id, const char *format)
+{
+	struct notebook_about about = { .session = id, .version = DOLSOT_VERSION,
+	                                .depth = s->history };
+	char err[REPL_ERR_MAX];
+	struct timeline_state *v = NULL;
+	enum export_format f = EXPORT_IPYNB;
+	size_t n = 0;
+
+	check_session_id(id);
+	if (format && export_format_parse(format, &f) < 0)
+		usage_error("--format '%s': expected " EXPORT_FORMATS, format);
+	if (timeline_cmd_list(s, id, &v, &n, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (export_write(&about, v, n, f, stdout) < 0)
+		write_failed();
+	timeline_release(v, n);
+	return 0;
+}
+
 /* What --live (or DOLSOT_LIVE=1) needs. */
 static void check_live(const struct settings *s)
 {
@@ -843,17 +876,22 @@ int main(int argc, char **argv)
 	}
 	if (c.print_config && !c.mcp)
 		usage_error("--print-config belongs to 'dolsot mcp'");
-	timeline = c.history || c.undo || c.checkout;
+	timeline = c.history || c.undo || c.checkout || c.export_id;
 	if ((c.list || c.reset || c.server || c.describe || timeline) && c.code)
-		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --describe "
-		            "and --server-* take no code");
+		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --export, "
+		            "--describe and --server-* take no code");
 	if ((c.list != 0) + (c.reset != NULL) + (c.server != SERVER_NONE) + c.describe +
-	    (c.history != NULL) + (c.undo != NULL) + (c.checkout != NULL) > 1)
-		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --describe "
-		            "and --server-* cannot be combined");
+	    (c.history != NULL) + (c.undo != NULL) + (c.checkout != NULL) +
+	    (c.export_id != NULL) > 1)
+		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --export, "
+		            "--describe and --server-* cannot be combined");
 	if (timeline && (c.mcp || c.session))
-		usage_error("--history, --undo and --checkout name their session themselves "
-		            "(no --session)");
+		usage_error("--history, --undo, --checkout and --export name their session "
+		            "themselves (no --session)");
+	if (c.format && !c.export_id)
+		usage_error("--format goes with --export ID");
+	if (c.export_id && c.json)
+		usage_error("--json does not apply to --export: choose its output with --format");
 	if ((c.fork || c.replace) &&
 	    (c.mcp || c.list || c.reset || c.server || c.describe || timeline))
 		usage_error("--fork and --replace belong to running code in a session");
@@ -884,6 +922,8 @@ int main(int argc, char **argv)
 		code = cmd_history(&s, c.history, c.json);
 	else if (c.undo || c.checkout)
 		code = cmd_move(&s, c.undo, c.checkout, c.json);
+	else if (c.export_id)
+		code = cmd_export(&s, c.export_id, c.format);
 	else if (c.describe)
 		code = cmd_describe(&c, &s);
 	else

@@ -113,6 +113,19 @@ const struct option_row options_table[] = {
 	  .help = "move the session to its kept state N (a commit too)",
 	  .mcp_help = "the session to move to one of its kept states",
 	  .mcp_want = "a session id" },
+	{ .id = OPTION_EXPORT, .flag = "export", .arg = "ID", .mcp = "session",
+	  .type = OPTION_T_TEXT, NO_FIELD,
+	  .help = "write the session's kept states to stdout as a notebook:\n"
+	          "each cell, its outputs, the cells rolled back, the moves",
+	  .mcp_help = "the session whose history to export",
+	  .mcp_want = "a session id" },
+	{ .id = OPTION_FORMAT, .flag = "format", .arg = "FORMAT", .mcp = "format",
+	  .type = OPTION_T_TEXT, NO_FIELD,
+	  .help = "with --export: ipynb (default, nbformat 4.5), py (a script\n"
+	          "of # %% cells) or md (a report)",
+	  .mcp_help = "ipynb (a Jupyter notebook, the default), py (a script of # %% cells) "
+	              "or md (a markdown report)",
+	  .mcp_want = "\"ipynb\", \"py\" or \"md\"" },
 	{ .id = OPTION_SERVER_START, .flag = "server-start", NO_FIELD,
 	  .help = "start the warm server now and wait until it is ready" },
 	{ .id = OPTION_SERVER_STATUS, .flag = "server-status", NO_FIELD,

@@ -61,14 +61,12 @@ static json_t *names_not_in(const json_t *a, const json_t *b)
 	return out;
 }
 
-static void when_ns(int64_t ns, char *buf, size_t len);
-
 static void when(const struct timeline_state *st, char *buf, size_t len)
 {
 	if (!st->rec.time_ns)
 		snprintf(buf, len, "-");
 	else
-		when_ns(st->rec.time_ns, buf, len);
+		timeline_out_time(st->rec.time_ns, buf, len);
 }
 
 /* The state's status word: its call's for a cell, else what made it. */
@@ -127,7 +125,7 @@ static void put_first_line(FILE *out, const struct timeline_state *st)
 	        line > 72 || line < n ? "..." : "");
 }
 
-static void when_ns(int64_t ns, char *buf, size_t len)
+void timeline_out_time(int64_t ns, char *buf, size_t len)
 {
 	time_t t = (time_t)(ns / 1000000000);
 	struct tm tm;
@@ -147,7 +145,7 @@ static void put_attempts(FILE *out, const struct timeline_state *st)
 		                                       .code = a->code, .code_len = a->code_len } };
 		char t[64];
 
-		when_ns(a->time_ns, t, sizeof(t));
+		timeline_out_time(a->time_ns, t, sizeof(t));
 		fprintf(out, "%" PRIu64 ".%zu\t%s\t%s\t0\t-\t", st->number, k + 1, t,
 		        word ? word : "rolled_back");
 		put_first_line(out, &one);
@@ -195,7 +193,7 @@ static json_t *attempts_json(const struct timeline_state *st)
 		const struct histrec_attempt *a = &st->rec.attempts[k];
 		json_t *r = json_loadb((const char *)a->result, a->result_len, 0, NULL);
 
-		when_ns(a->time_ns, t, sizeof(t));
+		timeline_out_time(a->time_ns, t, sizeof(t));
 		json_array_append_new(arr, json_pack("{s:o, s:i, s:s, s:f, s:o}",
 		                      "code", output_json_string((const char *)a->code,
 		                                                 a->code_len),

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "timeline.h"
@@ -35,5 +36,8 @@ int timeline_print_move(const char *id, const char *action, const struct timelin
 int timeline_print_move_json(const char *id, const char *action,
                              const struct timeline_move *mv, FILE *out);
 json_t *timeline_move_json(const char *id, const char *action, const struct timeline_move *mv);
+
+/* A time in ns since the epoch as --history writes it (ISO 8601, UTC). */
+void timeline_out_time(int64_t ns, char *buf, size_t len);
 
 #endif

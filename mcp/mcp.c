@@ -578,7 +578,8 @@ static void initialize(struct server *s, const struct jsonrpc_msg *m)
 	              "instructions", "Use the python tool to run Python code in a persistent "
 	              "session: keep passing the same session id to build on earlier "
 	              "cells. list_sessions and reset_session manage sessions; history, undo "
-	              "and checkout take a session back to an earlier state at no cost.");
+	              "and checkout take a session back to an earlier state at no cost; "
+	              "export_notebook gives its history as a notebook.");
 	if (r && !structured(s))
 		json_object_del(json_object_get(r, "serverInfo"), "title");
 	send_result(s, m->id, r);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "callrec.h"
+#include "export.h"
 #include "jsonrpc.h"
 #include "options.h"
 #include "output_json.h"
@@ -356,6 +357,71 @@ static json_t *move_run(const struct mcp_setup *m, bool structured, const struct
 	                      print_move, &mo);
 }
 
+/* The session's history as c->format, in a memory stream: 0 with *text
+ * (malloc'd, *len bytes) and *obj, the structured result; -1 with err
+ * (NULL *obj: memory ran out). */
+static int export_of(const struct mcp_setup *m, const struct mcp_call *c, char **text,
+                       size_t *len, json_t **obj, char *err, size_t errlen)
+{
+	struct notebook_about about = { .session = c->session, .version = m->version,
+	                                .depth = m->settings->history };
+	enum export_format f = (enum export_format)c->format;
+	struct timeline_state *v = NULL;
+	char uri[STORE_ID_MAX + 64];
+	size_t n = 0;
+	FILE *mem;
+	bool ok;
+
+	*obj = NULL;
+	*text = NULL;
+	if (timeline_cmd_list(m->settings, c->session, &v, &n, err, errlen) < 0)
+		return -1;
+	mem = open_memstream(text, len);
+	ok = mem && export_write(&about, v, n, f, mem) == 0;
+	if (mem && fclose(mem) != 0)
+		ok = false;
+	snprintf(uri, sizeof(uri), "dolsot://sessions/%s/history.%s", c->session,
+	         export_format_name(f));
+	if (ok)
+		*obj = json_pack("{s:s, s:s, s:s, s:s, s:I, s:o}", "session", c->session, "format",
+		                 export_format_name(f), "uri", uri, "mimeType",
+		                 export_format_mime(f), "states", (json_int_t)n, "current",
+		                 n ? json_integer((json_int_t)v[n - 1].number) : json_null());
+	timeline_release(v, n);
+	if (*obj)
+		return 0;
+	free(*text);
+	*text = NULL;
+	return -1;
+}
+
+static json_t *export_run(const struct mcp_setup *m, bool structured,
+                          const struct mcp_call *c, bool *cancelled)
+{
+	char err[REPL_ERR_MAX] = "", line[STORE_ID_MAX + 160], *text;
+	size_t len = 0;
+	json_t *obj, *content;
+
+	(void)cancelled;
+	if (export_of(m, c, &text, &len, &obj, err, sizeof(err)) < 0)
+		return err[0] ? mcp_tools_error(structured, "dolsot: %s", err) : NULL;
+	snprintf(line, sizeof(line), "exported session '%s': %" JSON_INTEGER_FORMAT " state(s) "
+	         "as %s, %zu bytes, in the resource %s\n", c->session,
+	         json_integer_value(json_object_get(obj, "states")),
+	         json_string_value(json_object_get(obj, "format")), len,
+	         json_string_value(json_object_get(obj, "uri")));
+	content = json_pack("[o, {s:s, s:{s:O, s:O, s:o}}]", text_block(line, strlen(line)),
+	                    "type", "resource", "resource", "uri", json_object_get(obj, "uri"),
+	                    "mimeType", json_object_get(obj, "mimeType"),
+	                    "text", output_json_string(text, len));
+	free(text);
+	if (!content) {
+		json_decref(obj);
+		return NULL;
+	}
+	return tool_result(structured, content, obj, false);
+}
+
 json_t *mcp_tools_run(const struct mcp_setup *m, bool structured, const struct mcp_call *c,
                       bool *cancelled)
 {
@@ -580,6 +646,22 @@ static int timeline_read(const struct mcp_setup *m, const json_t *args, struct m
 	return 0;
 }
 
+/* export_notebook: a session and (optionally) a format. */
+static int export_read(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
+                       struct mcp_refusal *r)
+{
+	const json_t *fmt = json_object_get(args, options_row(OPTION_FORMAT)->mcp);
+	enum export_format f = EXPORT_IPYNB;
+
+	if (session_read(m, args, false, c, r) < 0)
+		return -1;
+	if (fmt && export_format_parse(json_string_value(fmt), &f) < 0)
+		return refuse(r, JSONRPC_INVALID_PARAMS, "export_notebook: \"format\" must be %s",
+		              options_row(OPTION_FORMAT)->mcp_want);
+	c->format = (int)f;
+	return 0;
+}
+
 /* ---- the table ---- */
 
 /* Each tool's arguments, in its input schema's order: their names, types,
@@ -593,6 +675,8 @@ static const enum option_id reset_args[] = { OPTION_RESET, 0 };
 static const enum option_id history_args[] = { OPTION_HISTORY_LIST, 0 };
 static const enum option_id undo_args[] = { OPTION_UNDO, 0 };
 static const enum option_id checkout_args[] = { OPTION_CHECKOUT, OPTION_STATE, 0 };
+static const enum option_id export_args[] = { OPTION_EXPORT, OPTION_FORMAT, 0 };
+static const enum option_id export_needs[] = { OPTION_EXPORT, 0 };
 
 static const struct mcp_tool tools[] = {
 	{ "python", "Python (dolsot)", NULL, "result", python_args, python_needs, python_read,
@@ -621,6 +705,12 @@ static const struct mcp_tool tools[] = {
 	  "The move is itself a new state: the states after the one gone back to stay listed "
 	  "and can be checked out in turn.",
 	  "move", checkout_args, checkout_args, timeline_read, move_run },
+	{ "export_notebook", "Export a dolsot session's history",
+	  "Export a session's history as a Jupyter notebook (nbformat 4.5; or `format` py, a "
+	  "script of # %% cells, or md, a report): every kept state's cell with its outputs "
+	  "(streams, value, error, figures), the cells rolled back (timeouts, kills) marked, "
+	  "and the undos and checkouts. Returned as an embedded resource.", "export",
+	  export_args, export_needs, export_read, export_run },
 };
 
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))

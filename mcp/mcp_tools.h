@@ -1,6 +1,7 @@
 /*
  * mcp_tools.h - the tools `dolsot mcp` serves (python, list_sessions,
- * reset_session, history, undo, checkout): one row each in a table that
+ * reset_session, history, undo, checkout,
+ * export_notebook): one row each in a table that
  * tools/list and tools/call both read.  A row gives the tool's name,
  * title, description, the arguments it takes (its input schema), its
  * output schema (a $defs entry of schema/result.schema.json), how its
@@ -46,6 +47,7 @@ struct mcp_call {
 	bool replace;               /* with fork: over an existing session */
 	bool minted;                /* session was made for this call */
 	uint64_t state;             /* checkout: the state to go back to (undo: 0) */
+	int format;                 /* export_notebook: its enum export_format */
 	double timeout;             /* seconds it may run (0: list_sessions) */
 };
 

@@ -22,6 +22,9 @@ from . import _binary, _checks, store as _store
 from .errors import DolsotError
 from .result import Move, SessionInfo, failure, from_json
 
+# Repl.export's formats (the binary's --format).
+EXPORT_FORMATS = ("ipynb", "py", "md")
+
 # How long a cancelled call gets to end its cell and clean up after SIGTERM
 # before its process group is killed outright.
 TERM_GRACE = 5.0
@@ -253,6 +256,26 @@ class Repl:
                               f"dolsot {args[0]} exited {p.returncode}")
         return json.loads(p.stdout)
 
+    def export(self, session, path, format="ipynb"):
+        """Write session's history to path as a Jupyter notebook ("ipynb",
+        nbformat 4.5), a script of # %% cells ("py") or a markdown report
+        ("md"): each kept state's cell with its outputs, the cells rolled
+        back, the moves back (the binary's --export). The file is replaced
+        whole (written beside it, then renamed). Returns path. A session
+        that does not exist is a DolsotError."""
+        _checks.session_id(session)
+        if format not in EXPORT_FORMATS:
+            raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, "
+                             f"not {format!r}")
+        p = subprocess.run([self.binary, "--export", session, "--format", format],
+                           stdin=subprocess.DEVNULL, capture_output=True, env=self._env(),
+                           check=False)
+        if p.returncode != 0:
+            raise DolsotError(p.stderr.decode("utf-8", "replace").strip() or
+                              f"dolsot --export exited {p.returncode}")
+        _replace_file(os.fspath(path), p.stdout)
+        return path
+
     def __repr__(self):
         return (f"Repl(inject={self.inject!r}, timeout={self.timeout!r}, "
                 f"max_output={self.max_output!r}, store={self.store!r}, "
@@ -290,3 +313,23 @@ async def _astop_group(proc):
             await asyncio.shield(proc.wait())
         except asyncio.CancelledError:
             pass
+
+
+def _replace_file(path, data):
+    """path holding data, or as it was: a new file beside it (the umask's
+    mode), written and synced, renamed over it."""
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)),
+                       f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

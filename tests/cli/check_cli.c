@@ -1299,7 +1299,8 @@ START_TEST(help_matches_man_synopsis)
 	                       "SECONDS", "CODE", "ID", "--sandbox", "--mount",
 	                       "HOST:VIRTUAL[:MODE]", "--env", "NAME[=VALUE]", "--memory",
 	                       "--max-procs", "--max-file-size", "--cpu-seconds",
-	                       "--recursion-limit", "SIZE", NULL };
+	                       "--recursion-limit", "SIZE", "--history", "--undo",
+	                       "--checkout", "--export", "--format", NULL };
 
 	p = popen("mandoc -Tascii man/dolsot.1 | col -b", "r");
 	ck_assert_ptr_nonnull(p);

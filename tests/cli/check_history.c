@@ -6,7 +6,6 @@
  * redis-server on 127.0.0.1 and the example cmd: helper.
  */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -267,34 +266,9 @@ START_TEST(usage_errors)
 END_TEST
 
 /* The unit files under the store's objects directory (not stamps). */
-static int count_units(char names[][80], int max)
+static int count_units(char names[][CLI_UNIT_NAME], int max)
 {
-	char dir[4300], sub[4400];
-	struct dirent *d, *e;
-	DIR *top, *inner;
-	int n = 0;
-
-	snprintf(dir, sizeof(dir), "%s/objects", fx.store);
-	top = opendir(dir);
-	if (!top)
-		return 0;
-	while ((d = readdir(top))) {
-		if (strlen(d->d_name) != 2)
-			continue;
-		snprintf(sub, sizeof(sub), "%s/%s", dir, d->d_name);
-		inner = opendir(sub);
-		while (inner && (e = readdir(inner))) {
-			if (strlen(e->d_name) != 62)
-				continue;
-			if (names && n < max)
-				snprintf(names[n], 80, "%s/%s", d->d_name, e->d_name);
-			n++;
-		}
-		if (inner)
-			closedir(inner);
-	}
-	closedir(top);
-	return n;
+	return cli_store_units(fx.store, names, max);
 }
 
 /* The one name in after[0..na) that before[0..nb) lacks. */

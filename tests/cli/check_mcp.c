@@ -208,15 +208,16 @@ START_TEST(inspector_cli_lists_and_calls_the_tools)
 		const char *name = json_string_value(json_object_get(tool, "name"));
 
 		static const char *const known[] = { "python", "list_sessions", "reset_session",
-		                                     "history", "undo", "checkout" };
+		                                     "history", "undo", "checkout",
+		                                     "export_notebook" };
 		size_t k = 0;
 
-		while (k < 6 && strcmp(name, known[k]) != 0)
+		while (k < 7 && strcmp(name, known[k]) != 0)
 			k++;
 		seen |= 1 << k;
 		ck_assert_msg(json_is_object(json_object_get(tool, "outputSchema")), "%s", name);
 	}
-	ck_assert_int_eq(seen, 63);
+	ck_assert_int_eq(seen, 127);
 	json_decref(o);
 
 	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
@@ -241,6 +242,11 @@ START_TEST(inspector_cli_lists_and_calls_the_tools)
 		"--tool-arg", "session=insp", NULL }), 0);
 	ck_assert_int_eq(json_integer_value(json_object_get(
 		json_object_get(o, "structuredContent"), "current")), 3);
+	json_decref(o);
+	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
+		bin, "mcp", "--method", "tools/call", "--tool-name", "export_notebook",
+		"--tool-arg", "session=insp", NULL }), 0);
+	ck_assert_str_eq(structured_str(o, "mimeType"), "application/x-ipynb+json");
 	json_decref(o);
 	ck_assert_int_eq(inspector(&o, scratch, (const char *const[]){
 		bin, "mcp", "--method", "tools/call", "--tool-name", "list_sessions", NULL }), 0);
@@ -558,6 +564,51 @@ static bool is_tool_error(json_t *all, json_int_t id)
 	return json_is_true(json_object_get(json_object_get(answer(all, id), "result"),
 	                                    "isError"));
 }
+
+#define EXPORT(id, args) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"tools/call\"," \
+	"\"params\":{\"name\":\"export_notebook\",\"arguments\":" args "}}\n"
+
+/* export_notebook: --export's text as an embedded resource, what it holds
+ * as structured content; a missing session is a tool error, a bad
+ * argument a protocol error. */
+START_TEST(export_notebook_tool_answers_and_refuses)
+{
+	struct cli_run r;
+	json_t *all, *res, *resource;
+	const char *text;
+
+	CLI(&r, "--session", "nb", "x = 6 * 7\nx");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	run_mcp(&r, INIT("2025-11-25")
+	        EXPORT(1, "{\"session\":\"nb\",\"format\":\"md\"}")
+	        EXPORT(2, "{\"session\":\"missing\"}")
+	        EXPORT(3, "{\"format\":\"md\"}")
+	        EXPORT(4, "{\"session\":\"nb\",\"format\":\"pdf\"}")
+	        EXPORT(5, "{\"session\":\"all\"}")
+	        EXPORT(6, "{\"session\":\"nb\",\"code\":\"1\"}"), 0, NULL);
+	all = lines(&r);
+	res = json_object_get(answer(all, 1), "result");
+	resource = json_object_get(json_array_get(json_object_get(res, "content"), 1), "resource");
+	ck_assert_str_eq(json_string_value(json_object_get(resource, "mimeType")), "text/markdown");
+	ck_assert_str_eq(json_string_value(json_object_get(resource, "uri")),
+	                 "dolsot://sessions/nb/history.md");
+	text = json_string_value(json_object_get(resource, "text"));
+	ck_assert_msg(cli_has(text, "```python\nx = 6 * 7\nx\n```\n\n*Out [1]:*\n\n```text\n"
+	                            "42\n```\n"), "%s", text);
+	res = json_object_get(res, "structuredContent");
+	ck_assert_int_eq(json_integer_value(json_object_get(res, "states")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(res, "current")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(res, "format")), "md");
+	ck_assert(is_tool_error(all, 2));
+	ck_assert_msg(cli_has(result_text(all, 2), "session 'missing' does not exist"), "%s",
+	              r.out);
+	for (json_int_t id = 3; id <= 6; id++)
+		ck_assert_msg(error_code(all, id) == -32602, "%lld: %.3000s", (long long)id, r.out);
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
 
 /* The python tool's fork and replace: --fork SRC and --replace.  Each step
  * is a server of its own, so no two calls of a step depend on each other's
@@ -1352,6 +1403,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, client_gone_mid_call_ends_everything);
 	tcase_add_test(raw, sigterm_mid_call_ends_everything);
 	tcase_add_test(raw, stdin_eof_answers_calls_in_flight_then_exits);
+	tcase_add_test(raw, export_notebook_tool_answers_and_refuses);
 	tcase_add_test(cfg, print_config_for_each_host);
 	tcase_add_test(cfg, print_config_env_is_the_settings);
 	tcase_add_test(cfg, mcp_usage_errors);

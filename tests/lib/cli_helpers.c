@@ -330,6 +330,36 @@ char *cli_path(const char *dir, const char *rel)
 	return p;
 }
 
+int cli_store_units(const char *store, char names[][CLI_UNIT_NAME], int max)
+{
+	char dir[4300], sub[4400];
+	struct dirent *d, *e;
+	DIR *top, *inner;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/objects", store);
+	top = opendir(dir);
+	if (!top)
+		return 0;
+	while ((d = readdir(top))) {
+		if (strlen(d->d_name) != 2)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, d->d_name);
+		inner = opendir(sub);
+		while (inner && (e = readdir(inner))) {
+			if (strlen(e->d_name) != 62)
+				continue;
+			if (names && n < max)
+				snprintf(names[n], CLI_UNIT_NAME, "%s/%s", d->d_name, e->d_name);
+			n++;
+		}
+		if (inner)
+			closedir(inner);
+	}
+	closedir(top);
+	return n;
+}
+
 bool cli_exists(const char *path)
 {
 	struct stat st;

@@ -163,6 +163,13 @@ char *cli_path(const char *dir, const char *rel);
 /* True when path exists (lstat). */
 bool cli_exists(const char *path);
 
+/* The unit files of a FileStore at store (objects/HH/REST, REST the
+ * other 62 hex digits of a hash; not stamps): the first max of their
+ * names below objects ("HH/REST") into names (NULL: none); returns how
+ * many there are, 0 without an objects directory. */
+#define CLI_UNIT_NAME 80
+int cli_store_units(const char *store, char names[][CLI_UNIT_NAME], int max);
+
 /* True when pid names a live (not zombie) process. */
 bool cli_pid_alive(pid_t pid);
 

@@ -74,12 +74,12 @@ check(client.getServerCapabilities().tools, 'initialize: the tools capability');
 check(/python tool/.test(client.getInstructions() ?? ''), 'initialize: instructions');
 console.log('ok initialize');
 
-// tools/list: six tools, schemas, the describe text in python's description.
+// tools/list: seven tools, schemas, the describe text in python's description.
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 check(JSON.stringify(names) ===
-      '["python","list_sessions","reset_session","history","undo","checkout"]', 'tools/list',
-      names);
+      '["python","list_sessions","reset_session","history","undo","checkout",' +
+      '"export_notebook"]', 'tools/list', names);
 const py = tools[0];
 check(py.inputSchema.required[0] === 'code' && py.inputSchema.properties.session &&
       py.inputSchema.properties.timeout.maximum === 60, 'python inputSchema', py.inputSchema);
@@ -212,6 +212,20 @@ check(r.isError === true && /session 'nosuch' does not exist/.test(text(r)),
 let err = await refused('checkout', { session: 't1' });
 check(err && err.code === -32602, 'checkout without state is invalid params', String(err));
 console.log('ok history, undo and checkout');
+// export_notebook: the history as an embedded resource, the figure in it.
+r = await client.callTool({ name: 'export_notebook', arguments: { session: 'fig' } });
+const res = r.content.find((c) => c.type === 'resource');
+check(!r.isError && res && res.resource.mimeType === 'application/x-ipynb+json' &&
+      res.resource.uri === r.structuredContent.uri && r.structuredContent.states === 1,
+      'export_notebook', r);
+const nb = JSON.parse(res.resource.text);
+const cell = nb.cells.find((c) => c.cell_type === 'code');
+check(nb.nbformat === 4 && nb.nbformat_minor === 5 && cell.outputs.some((o) =>
+      o.output_type === 'display_data' && o.data['image/png']), 'the notebook', nb);
+r = await client.callTool({ name: 'export_notebook', arguments: { session: 'fig', format: 'py' } });
+check(r.structuredContent.mimeType === 'text/x-python' &&
+      /# %% state 1\nimport matplotlib/.test(r.content[1].resource.text), 'export as py', r);
+console.log('ok export_notebook');
 
 // list_sessions and reset_session.
 r = await client.callTool({ name: 'list_sessions', arguments: {} });
