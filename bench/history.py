@@ -5,7 +5,7 @@ interleaved run:
                 without (0): the paired ratio is what keeping costs a call
   undo S7       `--undo` of a session holding a 1 GiB float64 array and a
                 counter (each undo goes back over the one before it)
-  checkout S7   `--checkout` of that session's first state
+  checkout S7   `--checkout` of that session's state before its last
   kept S3       the bytes a state of S3's `n += 1` (50 MB of bytes, 200k
                 ints and a counter) keeps in the store: the new unit files
                 and the head's growth, per call
@@ -92,10 +92,12 @@ def main():
         call(binary, on, ["--session", "s7", "n += 1"])
         times = {k: [] for k in ("S1 on", "S1 off", "undo S7", "checkout S7")}
         for i in range(rounds + 2):
+            # s7's states: 1 and 2, then each round's undo (3 + 2i) and its
+            # checkout of the state before that undo (2 + 2i), within the depth
             t = {"S1 on": call(binary, on, ["--session", "on", "x + 1"]),
                  "S1 off": call(binary, off, ["--session", "off", "x + 1"]),
                  "undo S7": call(binary, on, ["--undo", "s7"]),
-                 "checkout S7": call(binary, on, ["--checkout", "s7@1"])}
+                 "checkout S7": call(binary, on, ["--checkout", f"s7@{2 + 2 * i}"])}
             if i >= 2:   # two warm-up rounds
                 for k, v in t.items():
                     times[k].append(v)

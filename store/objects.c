@@ -60,13 +60,29 @@ static int sync_dir(int fd)
 	return fsync(fd) < 0 && errno != EINVAL ? -1 : 0;
 }
 
+/* The 256 directories HH of a new DIR/objects, made at once so that a
+ * unit put later makes none (a directory made is one more sync of its
+ * parent on the commit's path); one that cannot be is made by the put
+ * that needs it. */
+static void make_fanout(int objfd)
+{
+	char hh[HH_LEN + 1];
+
+	for (int i = 0; i < 256; i++) {
+		snprintf(hh, sizeof(hh), "%02x", i);
+		(void)mkdirat(objfd, hh, 0700);
+	}
+}
+
 /* DIR/objects, made (and its making synced) when create. */
 static int open_objects(int dirfd, bool create)
 {
 	bool made;
 	int fd = objects_own_dir(dirfd, OBJECTS_DIR, create, &made);
 
-	if (fd >= 0 && made && sync_dir(dirfd) < 0)
+	if (fd >= 0 && made)
+		make_fanout(fd);
+	if (fd >= 0 && made && (sync_dir(fd) < 0 || sync_dir(dirfd) < 0))
 		fd_close(&fd);
 	return fd;
 }
