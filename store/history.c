@@ -190,7 +190,6 @@ static int keep_prev(struct store *s, const struct history_prev *prev,
 	char why[STORE_ERR_MAX];
 	uint8_t *bytes;
 	size_t len;
-	bool has = false;
 	int ret = 0;
 
 	st->number = number;
@@ -209,8 +208,9 @@ static int keep_prev(struct store *s, const struct history_prev *prev,
 	sha256_bytes(bytes, len, st->hash);
 	st->number = number;
 	st->size = len;
-	if (s->ops->obj_has(s, st->hash, &has, why, sizeof(why)) < 0 ||
-	    (!has && s->ops->obj_put(s, st->hash, bytes, len, why, sizeof(why)) < 0)) {
+	/* A put keeps a unit already there: no look first (a helper's look
+	 * lists every unit). */
+	if (s->ops->obj_put(s, st->hash, bytes, len, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "cannot keep state %llu: %s", (unsigned long long)number,
 		         why);
 		ret = -1;
