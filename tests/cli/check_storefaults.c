@@ -806,8 +806,15 @@ START_TEST(readonly_remount_with_a_server_running)
 	ck_code(&r, 0);
 	cli_run_release(&r);
 	/* --server-stop waits for the server a bounded time (5 s): on a
-	 * loaded machine it may still be exiting, holding the mount. */
+	 * loaded machine it, or a zygote of its, may still be exiting,
+	 * holding the mount. */
 	wait_dead(pid);
+	{
+		char desc[4096];
+
+		ck_assert_msg(cli_wait_no_strays(fx.store_env, 30, desc, sizeof(desc)) == 0,
+		              "still running: %s", desc);
+	}
 	ck_assert_msg(umount2(fx.store, 0) == 0, "umount: %s", strerror(errno));
 	printf("ro remount: remounted read-only with the server running\n");
 }
