@@ -12,41 +12,8 @@
 
 #include "callrec.h"
 #include "fdio.h"
-#include "le.h"
 #include "sha256.h"
 #include "sign.h"
-
-int history_cut(const char *id, int fd, size_t *len, uint8_t **rec, size_t *rec_len,
-                char *err, size_t errlen)
-{
-	uint8_t tail[HISTREC_FOOTER];
-	const char *what = "read";
-
-	*rec = NULL;
-	*rec_len = 0;
-	if (*len < HISTREC_FOOTER)
-		return 0;
-	if (fd_pread_exact(fd, tail, sizeof(tail), *len - HISTREC_FOOTER) < 0)
-		goto fail;
-	/* The footer's length is checked against the whole: tail alone is
-	 * enough to read it. */
-	if (memcmp(tail + 4, HISTREC_MAGIC, HISTREC_FOOTER - 4) != 0)
-		return 0;
-	*rec_len = (size_t)le_get_u32(tail) + HISTREC_FOOTER;
-	if (*rec_len > *len) {
-		snprintf(err, errlen, "session '%s' cannot be loaded: its history record is "
-		         "damaged; run 'dolsot --reset %s' to start it afresh", id, id);
-		*rec_len = 0;
-		errno = EBADMSG;
-		return -1;
-	}
-	if (fd_take_tail(fd, len, *rec_len, rec, &what) == 0)
-		return 0;
-fail:
-	*rec_len = 0;
-	snprintf(err, errlen, "cannot load session '%s': %s: %s", id, what, strerror(errno));
-	return -1;
-}
 
 int history_keep(struct store *s, const char *id, int fd, size_t len, bool sandboxed,
                  uint8_t *rec, size_t rec_len, char *err, size_t errlen)

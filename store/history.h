@@ -35,14 +35,6 @@ struct history_prev {
 	uint8_t bytes[];
 };
 
-/*
- * Cut the record off a verified copy (fd, *len bytes: blob, call-id
- * record, history record; the trailer already cut) into *rec (malloc'd;
- * NULL and 0 when none).  0, or -1 with err.
- */
-int history_cut(const char *id, int fd, size_t *len, uint8_t **rec, size_t *rec_len,
-                char *err, size_t errlen);
-
 /* Remember fd's blob (its first len bytes; fd -1: the session does not
  * exist) and rec (taken: freed here) as id's loaded state, when s keeps a
  * history; replaces what was kept.  -1 with err when it cannot. */

@@ -19,21 +19,26 @@
 #define EXTRA_LEN (HISTREC_HASH_LEN + 8 + 8)
 #define ATTEMPT_FIXED (4 + 8 + 8)
 
-int histrec_footer(const uint8_t *p, size_t n, size_t *len)
+int histrec_footer_tail(const uint8_t *tail, size_t total, size_t *len)
 {
 	uint32_t body;
 
 	*len = 0;
-	if (n < HISTREC_FOOTER ||
-	    memcmp(p + n - HISTREC_FOOTER + 4, HISTREC_MAGIC, HISTREC_FOOTER - 4) != 0)
+	if (!tail || total < HISTREC_FOOTER ||
+	    memcmp(tail + 4, HISTREC_MAGIC, HISTREC_FOOTER - 4) != 0)
 		return 0;
-	body = le_get_u32(p + n - HISTREC_FOOTER);
-	if ((uint64_t)body > (uint64_t)(n - HISTREC_FOOTER)) {
+	body = le_get_u32(tail);
+	if ((uint64_t)body > (uint64_t)(total - HISTREC_FOOTER)) {
 		errno = EBADMSG;
 		return -1;
 	}
 	*len = (size_t)body + HISTREC_FOOTER;
 	return 0;
+}
+
+int histrec_footer(const uint8_t *p, size_t n, size_t *len)
+{
+	return histrec_footer_tail(n >= HISTREC_FOOTER ? p + n - HISTREC_FOOTER : NULL, n, len);
 }
 
 void histrec_release(struct histrec *h)

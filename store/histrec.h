@@ -137,6 +137,11 @@ struct histrec_cell {
  */
 int histrec_footer(const uint8_t *p, size_t n, size_t *len);
 
+/* The same from the last HISTREC_FOOTER bytes alone (tail; NULL when
+ * total is shorter) of a payload of total bytes: callrec_footer's form,
+ * for a reader that has not read the rest. */
+int histrec_footer_tail(const uint8_t *tail, size_t total, size_t *len);
+
 /* Parse a whole record (body and footer, len bytes) into *h, whose code
  * and result then point into buf.  0, or -1 with the damage in err (*h
  * then empty). */

@@ -567,22 +567,28 @@ static int open_verified(struct store *s, const char *id, int *fd, size_t *len,
 	return 0;
 }
 
-/* Cut the call-id record (callrec.h) off the verified copy fd, whose len
- * bytes are blob and record, into *rec (malloc'd, NULL when none). */
-static int cut_record(const char *id, int fd, size_t *len, uint8_t **rec,
+_Static_assert(CALLREC_FOOTER == HISTREC_FOOTER, "one buffer holds either footer");
+
+/* How a record stored after a blob says its length, from its footer. */
+typedef int (*footer_fn)(const uint8_t *tail, size_t total, size_t *len);
+
+/* Cut the record whose footer (footer_len bytes, read by footer) ends the
+ * verified copy fd (*len bytes) into *rec (malloc'd, NULL when none);
+ * what names it in the refusal of a damaged one. */
+static int cut_record(const char *id, int fd, size_t *len, size_t footer_len,
+                      footer_fn footer, const char *what_rec, uint8_t **rec,
                       size_t *rec_len, char *err, size_t errlen)
 {
-	uint8_t tail[CALLREC_FOOTER];
+	uint8_t tail[CALLREC_FOOTER];   /* HISTREC_FOOTER's size too (asserted below) */
 	const char *what = "read";
 
 	*rec = NULL;
 	*rec_len = 0;
-	if (*len >= CALLREC_FOOTER &&
-	    fd_pread_exact(fd, tail, sizeof(tail), *len - CALLREC_FOOTER) < 0)
+	if (*len >= footer_len && fd_pread_exact(fd, tail, footer_len, *len - footer_len) < 0)
 		goto fail;
-	if (callrec_footer(*len >= CALLREC_FOOTER ? tail : NULL, *len, rec_len) < 0) {
-		snprintf(err, errlen, "session '%s' cannot be loaded: its call-id record is "
-		         "damaged; run 'dolsot --reset %s' to start it afresh", id, id);
+	if (footer(*len >= footer_len ? tail : NULL, *len, rec_len) < 0) {
+		snprintf(err, errlen, "session '%s' cannot be loaded: its %s record is "
+		         "damaged; run 'dolsot --reset %s' to start it afresh", id, what_rec, id);
 		errno = EBADMSG;
 		return -1;
 	}
@@ -629,8 +635,10 @@ int store_open_blob_rec(struct store *s, const char *id, int *fd, size_t *len,
 	*origin = origin_of(&l.meta, l.trailer, &l.rec);
 	/* The history record is stored last (history.h), then the call-id
 	 * record before it: cut in that order; what is left is the blob. */
-	if (*found && (history_cut(id, *fd, len, &hrec, &hrec_len, err, errlen) < 0 ||
-	               cut_record(id, *fd, len, rec, rec_len, err, errlen) < 0))
+	if (*found && (cut_record(id, *fd, len, HISTREC_FOOTER, histrec_footer_tail, "history",
+	                          &hrec, &hrec_len, err, errlen) < 0 ||
+	               cut_record(id, *fd, len, CALLREC_FOOTER, callrec_footer, "call-id", rec,
+	                          rec_len, err, errlen) < 0))
 		goto fail;
 	/* Kept whatever the depth: --history and --undo read it too. */
 	if (unitstore_keeps(s) &&
