@@ -17,14 +17,12 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "pagemap.h"
 #include "sha256.h"
 #include "stamp.h"
 #include "units.h"
 
 #define PM_ENTRIES 4096                 /* pagemap entries read at a time */
-#define PM_PRESENT ((uint64_t)1 << 63)
-#define PM_SWAPPED ((uint64_t)1 << 62)
-#define PM_FILE ((uint64_t)1 << 61)     /* a file page (or shared anon) */
 
 struct region {
 	PyObject_HEAD
