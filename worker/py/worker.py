@@ -548,6 +548,11 @@ def _preload(preload):
     if preload:
         _state.note_preload(filters)
     _state.look_at_modules()
+    # What the zygote holds now lives as long as it does: out of the
+    # collector's sight, a worker's collections never write into (and so
+    # copy) the pages of those objects.
+    import gc
+    gc.freeze()
     return ("\n".join(_module_files()), "\n".join(_session.recordable_modules()),
             -1, None)
 
