@@ -29,6 +29,7 @@
 #include "fdio.h"
 #include "frame.h"
 #include "isolate.h"
+#include "prefault.h"
 #include "proc.h"
 #include "rlimits.h"
 
@@ -615,6 +616,7 @@ static __attribute__((noreturn)) void serve(PyObject *mod, const struct request 
 	bool limit;
 
 	(void)answer_request(mod, r, fds, &limit);
+	prefault_learn();
 	/* Nothing the cell started outlives it, on either path. */
 	proc_kill_descendants();
 	/* Skip interpreter shutdown: atexit handlers, threads and finalizers
@@ -721,6 +723,7 @@ static int take_ready(PyObject *answer, const char *const *preload, size_t n_pre
 		snprintf(err, errlen, "cannot list the zygote's modules: %s", strerror(errno));
 		return -1;
 	}
+	prefault_open();   /* the zygote is ready: a book for its spares */
 	return 0;
 }
 
@@ -791,6 +794,7 @@ int worker_zygote_spare(void)
 		return -1;
 	}
 	python_forked = true;
+	prefault_apply();
 	return 0;
 }
 
@@ -822,6 +826,8 @@ void worker_zygote_child(const struct worker_fds *given)
 	read_request(fds.request, fds.result, &r);
 	map_session(&fds, &r);
 	enter_call_dir(&r, result_fd);
+	if (r.flags & REQ_SANDBOX)
+		prefault_forget();   /* a sandboxed cell sees nothing of other calls */
 	isolate(&r, &fds, NULL);
 	if ((!python_forked || (r.flags & REQ_SANDBOX)) && python_after_fork() < 0)
 		answer_python_error(result_fd, "worker failed after fork");
@@ -878,9 +884,10 @@ pid_t worker_live_fork(void)
 
 	PyOS_BeforeFork();
 	pid = fork();
-	if (pid == 0)
+	if (pid == 0) {
 		PyOS_AfterFork_Child();
-	else
+		prefault_forget();   /* a live process is no spare */
+	} else
 		PyOS_AfterFork_Parent();
 	return pid;
 }
