@@ -26,6 +26,13 @@
  * - Every fd MUST be O_CLOEXEC, so a worker never inherits one.
  * - Reaping MUST never fail an operation and MUST only touch our own names;
  *   ENOENT from a racing process is expected.
+ * - The whole directory is swept (each entry stat'ed for its age) at most
+ *   once per SWEEP_EVERY, or per TTL / 100 when that is shorter, across
+ *   every process: the mtime of .swept says when it last was.  A call
+ *   still reaps, at once, the session it locks (when expired) and that
+ *   session's temp files, and listing or deleting every session sweeps
+ *   first whatever the stamp says: a store of thousands of sessions does
+ *   not cost each call thousands of stats.
  * - A save of a session MUST hold the session's lock, so that a temp file
  *   of that session seen by the lock's holder belongs to a dead process and
  *   is removed at once, not an hour later.  Others MUST NOT remove a locked
@@ -72,6 +79,8 @@
 #include "user_dir.h"
 
 #define TEMP_MAX_AGE 3600.0     /* seconds; a killed save leaves its temp file */
+#define SWEEP_EVERY 60.0        /* seconds between two sweeps of the directory */
+#define SWEEP_STAMP ".swept"
 #define TEMP_TRIES 100
 #define LOCK_SLEEP_MIN 1000000L         /* ns */
 #define LOCK_SLEEP_MAX 20000000L        /* ns */
@@ -84,6 +93,7 @@ struct fstore {
 	int dirfd;
 	int gcfd;               /* objects/.gc once obj_lock opened it, else -1 */
 	double ttl;             /* seconds; 0 disables reaping by age */
+	double swept_at;        /* when this handle last swept (deadline_now), or 0 */
 };
 
 /* A save in progress (store_save.priv): its temp file's name. */
@@ -359,23 +369,88 @@ static int reap_one(struct fstore *fs, const char *name, enum store_name_kind ki
 	return 0;
 }
 
+/* Seconds between two sweeps of the directory. */
+static double sweep_every(const struct fstore *fs)
+{
+	return fs->ttl > 0 && fs->ttl / 100 < SWEEP_EVERY ? fs->ttl / 100 : SWEEP_EVERY;
+}
+
+/*
+ * Whether the directory is due for a sweep: neither this handle nor any
+ * process (the stamp's mtime) swept it within sweep_every.  A due sweep
+ * is claimed by touching the stamp; two processes claiming it at once
+ * both sweep, as every call did before the stamp.
+ */
+static bool sweep_due(struct fstore *fs)
+{
+	struct timespec now;
+	struct stat st;
+	double every = sweep_every(fs), mono = deadline_now();
+	int fd;
+
+	if (fs->swept_at > 0 && mono - fs->swept_at < every)
+		return false;
+	if (clock_gettime(CLOCK_REALTIME, &now) < 0)
+		return true;
+	if (fstatat(fs->dirfd, SWEEP_STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    age_of(&st, &now) >= 0 && age_of(&st, &now) < every)
+		return false;
+	fd = openat(fs->dirfd, SWEEP_STAMP,
+	            O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		(void)futimens(fd, NULL);
+		close(fd);
+	}
+	fs->swept_at = mono;
+	return true;
+}
+
+/* Remove every temp file of session id, whose lock we hold: their saves
+ * were killed (saves happen only under this lock).  Names only: no stat. */
+static int drop_temp_of(struct fstore *fs, const char *name, enum store_name_kind kind,
+                        const char *id, void *arg)
+{
+	if (kind == STORE_NAME_TEMP && strcmp(id, arg) == 0)
+		(void)unlinkat(fs->dirfd, name, 0);
+	return 0;
+}
+
 /*
  * Remove expired sessions, stale temp files and unused old lock files; with
  * locked (an id whose lock we hold), every temp file of that session too.
+ * Between sweeps, only what concerns locked: itself if expired, its temps.
  */
-static void reap_locked(struct fstore *fs, const char *locked)
+static void reap_locked(struct fstore *fs, const char *locked, bool sweep)
 {
 	struct reap_ctx ctx = { .locked = locked };
+	char name[NAME_BUF];
 	int errsv = errno;
 
-	if (clock_gettime(CLOCK_REALTIME, &ctx.now) == 0)
+	if (clock_gettime(CLOCK_REALTIME, &ctx.now) < 0)
+		goto out;
+	if (sweep || sweep_due(fs)) {
 		(void)scan_dir(fs, reap_one, &ctx);
+		goto out;
+	}
+	if (!locked)
+		goto out;
+	if (fs->ttl > 0)
+		reap_expired(fs, locked, true, &ctx.now);
+	snprintf(name, sizeof(name), "%s", locked);
+	(void)scan_dir(fs, drop_temp_of, name);
+out:
 	errno = errsv;
 }
 
 static void reap(struct fstore *fs)
 {
-	reap_locked(fs, NULL);
+	reap_locked(fs, NULL, false);
+}
+
+/* Before listing or deleting every session: a sweep, whatever the stamp. */
+static void reap_all(struct fstore *fs)
+{
+	reap_locked(fs, NULL, true);
 }
 
 static int fs_open_blob(struct store *s, const char *id, int *fdp, size_t *len,
@@ -753,9 +828,11 @@ static int fs_del(struct store *s, const char *id, unsigned *removed,
 	char name[NAME_BUF];
 
 	*removed = 0;
-	reap(fs);
-	if (strcmp(id, "all") == 0)
+	if (strcmp(id, "all") == 0) {
+		reap_all(fs);
 		return fs_del_all(fs, true, removed, err, errlen);
+	}
+	reap(fs);
 	snprintf(name, sizeof(name), "%s.pkl", id);
 	if (unlinkat(fs->dirfd, name, 0) == 0)
 		*removed = 1;
@@ -774,7 +851,7 @@ static int fs_sweep(struct store *s, char *err, size_t errlen)
 {
 	unsigned none;
 
-	reap(s->priv);
+	reap_all(s->priv);
 	return fs_del_all(s->priv, false, &none, err, errlen);
 }
 
@@ -830,7 +907,7 @@ static int fs_list(struct store *s, struct session_info **out, size_t *n,
 
 	*out = NULL;
 	*n = 0;
-	reap(fs);
+	reap_all(fs);
 	if (scan_dir(fs, list_one, &acc) < 0) {
 		errsv = errno;
 		free(acc.v);
@@ -943,7 +1020,7 @@ static enum store_lock_status fs_lock(struct store *s, const char *id, long time
 	held->fd = fd;
 	snprintf(held->id, sizeof(held->id), "%s", id);
 	lk->priv = held;
-	reap_locked(fs, id);
+	reap_locked(fs, id, false);
 	return STORE_LOCKED;
 bad:
 	errsv = errno;

@@ -1137,6 +1137,51 @@ START_TEST(session_ttl_on_each_store)
 }
 END_TEST
 
+/* Set the mtime of NAME in the store to `ago` seconds before now. */
+static void age_store_file(const char *name, long ago)
+{
+	struct timespec when[2] = { { 0, UTIME_OMIT }, { time(NULL) - ago, 0 } };
+	char path[4500];
+
+	snprintf(path, sizeof(path), "%s/%s", fx.store, name);
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, when, 0), 0);
+}
+
+static bool store_has(const char *name)
+{
+	char path[4500];
+
+	snprintf(path, sizeof(path), "%s/%s", fx.store, name);
+	return access(path, F_OK) == 0;
+}
+
+/* The file store sweeps its directory for expired sessions at most once a
+ * minute (.swept's mtime says when); the session a call opens is reaped at
+ * once, and listing sweeps whatever the stamp says. */
+START_TEST(file_store_sweeps_at_most_once_a_minute)
+{
+	struct cli_run r;
+
+	ok_call("a", "x = 1");
+	ok_call("b", "x = 1");
+	ck_assert(store_has(".swept"));
+	age_store_file("a.pkl", 8 * 86400);
+	age_store_file("b.pkl", 8 * 86400);
+	ck_state("b", "'x' in dir()", "False\n");   /* b expired: reaped when opened */
+	ck_assert(store_has("a.pkl"));               /* a waits for the next sweep */
+	age_store_file(".swept", 61);
+	ok_call("b", "x = 2");                       /* that call sweeps */
+	ck_assert(!store_has("a.pkl"));
+	ok_call("c", "x = 1");
+	age_store_file("c.pkl", 8 * 86400);
+	CLI(&r, "--list-sessions");
+	ck_code(&r, 0);
+	ck_assert_msg(!cli_has(r.out, "c\t") && cli_has(r.out, "b\t"), "%s", r.out);
+	cli_run_release(&r);
+	ck_assert(!store_has("c.pkl"));
+}
+END_TEST
+
 /* ---- usage errors: exit 2, one line, no Python, no store ---- */
 
 static void expect_usage(const char *const *extra_env, const char *const *argv,
@@ -1396,6 +1441,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(st, corrupt_session_names_reset);
 	tcase_add_test(st, ttl_zero_never_reaps);
 	tcase_add_loop_test(st, session_ttl_on_each_store, 0, N_STORES);
+	tcase_add_test(st, file_store_sweeps_at_most_once_a_minute);
 	tcase_add_loop_test(use, missing_session_explains_why, 0, N_STORES);
 	tcase_add_test(use, malformed_toolbox_specs);
 	tcase_add_test(use, bad_session_ids);
