@@ -74,6 +74,7 @@
 #include "deadline.h"
 #include "fdio.h"
 #include "objects.h"
+#include "pending.h"
 #include "store_file.h"
 #include "store_name.h"
 #include "user_dir.h"
@@ -1105,6 +1106,22 @@ static int fs_obj_lock(struct store *s, enum store_gc_lock how, char *err, size_
 	return objects_lock(fs->dirfd, &fs->gcfd, op, err, errlen);
 }
 
+static int fs_obj_defer(struct store *s, const uint8_t *cands, size_t n)
+{
+	return pending_defer(((struct fstore *)s->priv)->dirfd, cands, n);
+}
+
+static int fs_obj_pending(struct store *s, uint8_t **hashes, size_t *n, char *err,
+                          size_t errlen)
+{
+	return pending_take(((struct fstore *)s->priv)->dirfd, hashes, n, err, errlen);
+}
+
+static void fs_obj_collected(struct store *s, size_t heads, double seconds)
+{
+	pending_done(((struct fstore *)s->priv)->dirfd, heads, seconds);
+}
+
 static const struct store_ops fstore_ops = {
 	.load = fs_load,
 	.save = fs_save,
@@ -1127,6 +1144,9 @@ static const struct store_ops fstore_ops = {
 	.obj_list = fs_obj_list,
 	.obj_lock = fs_obj_lock,
 	.obj_adopt = fs_obj_adopt,
+	.obj_defer = fs_obj_defer,
+	.obj_pending = fs_obj_pending,
+	.obj_collected = fs_obj_collected,
 };
 
 /* Explain why opening path as our directory failed with errno. */

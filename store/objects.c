@@ -358,24 +358,43 @@ int objects_check(int dirfd, const uint8_t *hash, uint64_t size, bool *sound, ch
 	return ret;
 }
 
-int objects_has(int dirfd, const uint8_t *hash, bool *has, char *err, size_t errlen)
+/* *st of unit hash; 0 (st_mode 0 when absent), or -1 with errno. */
+static int unit_stat(int dirfd, const uint8_t *hash, struct stat *st)
 {
 	char rest[REST_LEN + 1];
-	struct stat st;
-	int hhfd = unit_dir(dirfd, hash, false, rest);
+	int hhfd = unit_dir(dirfd, hash, false, rest), errsv;
 
-	*has = false;
+	memset(st, 0, sizeof(*st));
 	if (hhfd < 0)
-		return errno == ENOENT ? 0 : unit_fail("look for", hash, err, errlen);
-	if (fstatat(hhfd, rest, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		*has = S_ISREG(st.st_mode);
-	else if (errno != ENOENT) {
-		unit_fail("look for", hash, err, errlen);
-		fd_close(&hhfd);
+		return errno == ENOENT ? 0 : -1;
+	if (fstatat(hhfd, rest, st, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT) {
+		errsv = errno;
+		close(hhfd);
+		errno = errsv;
 		return -1;
 	}
 	close(hhfd);
 	return 0;
+}
+
+int objects_has(int dirfd, const uint8_t *hash, bool *has, char *err, size_t errlen)
+{
+	struct stat st;
+
+	*has = false;
+	if (unit_stat(dirfd, hash, &st) < 0)
+		return unit_fail("look for", hash, err, errlen);
+	*has = S_ISREG(st.st_mode);
+	return 0;
+}
+
+uint64_t objects_size(int dirfd, const uint8_t *hash)
+{
+	struct stat st;
+
+	if (unit_stat(dirfd, hash, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return (uint64_t)st.st_size;
 }
 
 int objects_read(int dirfd, const uint8_t *hash, uint8_t **p, size_t *n, bool *found,

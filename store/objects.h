@@ -58,6 +58,9 @@ int objects_dir(int dirfd, char *buf, size_t len, char *err, size_t errlen);
 /* *has: whether the unit hash is stored (a regular file). */
 int objects_has(int dirfd, const uint8_t *hash, bool *has, char *err, size_t errlen);
 
+/* The size of unit hash, or 0 when it is not stored (or cannot be looked at). */
+uint64_t objects_size(int dirfd, const uint8_t *hash);
+
 /* Store p[0..n) as hash (the caller checked they hash to it), as keep
  * says; a unit already there is kept as it is. */
 int objects_put(int dirfd, const uint8_t *hash, const uint8_t *p, size_t n,

@@ -854,8 +854,13 @@ static void unlock_units(struct store *s, struct v4_save *v)
  * commit the units only the previous head named. */
 static void v4_done(struct store *s, struct v4_save *v, bool committed)
 {
+	/* Put off only under the shared lock, which keeps a collector from
+	 * emptying the list around the append. */
+	bool later = committed && v->ndropped && v->locked && s->ops->obj_defer &&
+	             s->ops->obj_defer(s, v->dropped, v->ndropped) == 1;
+
 	unlock_units(s, v);
-	if (committed)
+	if (committed && !later)
 		unitstore_collect(s, v->dropped, v->ndropped);
 	free(v->dropped);
 	v->dropped = NULL;

@@ -240,6 +240,20 @@ struct store_ops {
 	 */
 	int (*obj_fetch)(struct store *s, const uint8_t *hashes, const uint64_t *sizes,
 	                 size_t n, store_unit_take take, void *ctx, char *err, size_t errlen);
+	/*
+	 * Optional, all or none (NULL: a commit's dropped units are collected
+	 * at once): obj_defer, with the units lock held shared, 1 when the
+	 * units cands[0..n) a commit dropped were put off for a later
+	 * collection, 0 when they are to be collected now; obj_pending, with
+	 * it exclusive, the units put off (*hashes malloc'd); obj_collected,
+	 * with it exclusive, after a collection that took them, read heads
+	 * heads and lasted seconds.  A large store's commits then cost no read
+	 * of every head each (the file store's store/pending.h).
+	 */
+	int (*obj_defer)(struct store *s, const uint8_t *cands, size_t n);
+	int (*obj_pending)(struct store *s, uint8_t **hashes, size_t *n, char *err,
+	                   size_t errlen);
+	void (*obj_collected)(struct store *s, size_t heads, double seconds);
 };
 
 struct sign_key;

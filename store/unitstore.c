@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "fdio.h"
 #include "history.h"
 #include "sha256.h"
@@ -516,9 +517,10 @@ int unitstore_fill_cache(struct store *s, const char *id, int fd, size_t *len, c
 	return ret < 0 ? -1 : 0;
 }
 
-/* Every hash any session's head names, sorted, into *v; -1 with err
- * naming what could not be read. */
-static int named_units(struct store *s, uint8_t **v, size_t *n, char *err, size_t errlen)
+/* Every hash any session's head names, sorted, into *v, and into *heads
+ * how many sessions were read; -1 with err naming what could not be read. */
+static int named_units(struct store *s, uint8_t **v, size_t *n, size_t *heads, char *err,
+                       size_t errlen)
 {
 	struct session_info *info = NULL;
 	struct units_head h;
@@ -531,6 +533,7 @@ static int named_units(struct store *s, uint8_t **v, size_t *n, char *err, size_
 	*n = 0;
 	if (s->ops->list(s, &info, &count, err, errlen) < 0)
 		return -1;
+	*heads = count;
 	for (size_t i = 0; i < count && ret == 0; i++) {
 		char why[UNITS_ERR_MAX];
 		bool v4;
@@ -570,12 +573,43 @@ static int remove_unnamed(struct store *s, const uint8_t *cands, size_t n,
 	return 0;
 }
 
-/* Collect among cands[0..n), or every unit when all. */
+/* cands[0..n) and the units a store put off (obj_pending), into *all
+ * (malloc'd; cands itself when none waits, *all then NULL). */
+static int with_pending(struct store *s, const uint8_t **cands, size_t *n, uint8_t **all,
+                        char *err, size_t errlen)
+{
+	uint8_t *waiting = NULL, *both;
+	size_t nw = 0;
+
+	*all = NULL;
+	if (!s->ops->obj_pending || s->ops->obj_pending(s, &waiting, &nw, err, errlen) < 0)
+		return s->ops->obj_pending ? -1 : 0;
+	if (!nw) {
+		free(waiting);
+		return 0;
+	}
+	both = realloc(waiting, (nw + *n) * UNITS_HASH_LEN);
+	if (!both) {
+		free(waiting);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (*n)
+		memcpy(both + nw * UNITS_HASH_LEN, *cands, *n * UNITS_HASH_LEN);
+	*all = both;
+	*cands = both;
+	*n += nw;
+	return 0;
+}
+
+/* Collect among cands[0..n) and the units put off, or every unit when
+ * every. */
 static void collect(struct store *s, const uint8_t *cands, size_t n, bool every)
 {
 	char err[STORE_ERR_MAX], line[STORE_ERR_MAX + 64];
 	uint8_t *named = NULL, *all = NULL;
-	size_t nn = 0, nall = 0;
+	size_t nn = 0, nall = 0, heads = 0;
+	double started = deadline_now();
 	int ret;
 
 	if (!unitstore_keeps(s) || (!every && !n))
@@ -591,7 +625,9 @@ static void collect(struct store *s, const uint8_t *cands, size_t n, bool every)
 		notice(s, line);
 		return;
 	}
-	ret = named_units(s, &named, &nn, err, sizeof(err));
+	ret = every ? 0 : with_pending(s, &cands, &n, &all, err, sizeof(err));
+	if (ret == 0)
+		ret = named_units(s, &named, &nn, &heads, err, sizeof(err));
 	if (ret == 0 && every) {
 		ret = s->ops->obj_list(s, &all, &nall, err, sizeof(err));
 		cands = all;
@@ -599,6 +635,8 @@ static void collect(struct store *s, const uint8_t *cands, size_t n, bool every)
 	}
 	if (ret == 0)
 		ret = remove_unnamed(s, cands, n, named, nn, err, sizeof(err));
+	if (ret == 0 && s->ops->obj_collected)
+		s->ops->obj_collected(s, heads, deadline_now() - started);
 	(void)s->ops->obj_lock(s, STORE_GC_RELEASE, line, sizeof(line));
 	if (ret < 0) {
 		snprintf(line, sizeof(line), "dolsot: warning: unused units not removed: %s", err);

@@ -317,6 +317,52 @@ START_TEST(fork_shares_units_and_reset_collects_them)
 }
 END_TEST
 
+/* The size of DIR/objects/NAME, -1 when absent. */
+static off_t objects_file_size(const char *name)
+{
+	char path[4600];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/objects/%s", fx.store, name);
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* In a store of PENDING_HEADS_MIN sessions or more, a commit's dropped
+ * unit waits in objects/.pending while the last collection is recent; the
+ * next collection due takes it with its own. */
+START_TEST(a_large_store_collects_dropped_units_in_batches)
+{
+	char ha[65], hb[65], hc[65], hd[65], path[4600], stamp[4600];
+	struct timespec old[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+	size_t len;
+	char *head;
+
+	cell_new_unit("s", "b = b'a' * 100_000", ha);
+	head = cli_read_file(cli_path(fx.store, "s.pkl"), &len);
+	for (int i = 0; i < 300; i++) {   /* copies of the head: they name unit a */
+		snprintf(path, sizeof(path), "%s/copy%d.pkl", fx.store, i);
+		write_bytes(path, head, len);
+	}
+	free(head);
+	cell_new_unit("s", "b = b'b' * 100_000", hb);   /* collects now: the first */
+	ck_assert(cli_exists(unit_path(ha)));
+	snprintf(stamp, sizeof(stamp), "%s/objects/.collected", fx.store);
+	write_bytes(stamp, "301 10000000\n", 13);      /* read 301 heads in 10 s */
+	cell_new_unit("s", "b = b'c' * 100_000", hc);   /* b waits */
+	ck_assert(cli_exists(unit_path(hb)));
+	ck_assert_int_eq(objects_file_size(".pending"), 40);
+	old[1].tv_sec = time(NULL) - 61;
+	ck_assert_int_eq(utimensat(AT_FDCWD, stamp, old, 0), 0);
+	cell_new_unit("s", "b = b'd' * 100_000", hd);   /* due: b and c go */
+	ck_assert(!cli_exists(unit_path(hb)));
+	ck_assert(!cli_exists(unit_path(hc)));
+	ck_assert(cli_exists(unit_path(ha)));
+	ck_assert(cli_exists(unit_path(hd)));
+	ck_assert_int_eq(objects_file_size(".pending"), 0);
+	exact("s", "b[:2], len(b)", 0, "(b'dd', 100000)\n", "session now holds: b\n");
+}
+END_TEST
+
 /* A cell changing one of two big values writes one unit; the other's file
  * is never rewritten, whether the cell reaches it or not. */
 START_TEST(a_cell_changing_one_of_two_big_values_writes_one_unit)
@@ -844,6 +890,7 @@ static Suite *units_cli_suite(void)
 	tcase_add_test(units, a_deleted_unit_not_reached_is_dropped_and_the_save_works);
 	tcase_add_test(units, a_changed_byte_in_the_head_refuses_the_session);
 	tcase_add_test(units, fork_shares_units_and_reset_collects_them);
+	tcase_add_test(units, a_large_store_collects_dropped_units_in_batches);
 	tcase_add_test(units, a_cell_changing_one_of_two_big_values_writes_one_unit);
 	tcase_add_test(units, a_version3_session_loads_and_is_saved_as_version4);
 	tcase_add_test(units, a_sandboxed_call_reads_its_units_from_the_blob);
