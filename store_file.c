@@ -94,7 +94,6 @@ struct fstore {
 	int dirfd;
 	int gcfd;               /* objects/.gc once obj_lock opened it, else -1 */
 	double ttl;             /* seconds; 0 disables reaping by age */
-	double swept_at;        /* when this handle last swept (deadline_now), or 0 */
 };
 
 /* A save in progress (store_save.priv): its temp file's name. */
@@ -377,20 +376,18 @@ static double sweep_every(const struct fstore *fs)
 }
 
 /*
- * Whether the directory is due for a sweep: neither this handle nor any
- * process (the stamp's mtime) swept it within sweep_every.  A due sweep
- * is claimed by touching the stamp; two processes claiming it at once
- * both sweep, as every call did before the stamp.
+ * Whether the directory is due for a sweep: no process swept it within
+ * sweep_every (the stamp's mtime says when one last did).  A due sweep is
+ * claimed by touching the stamp; two processes claiming it at once both
+ * sweep, as every call did before the stamp.
  */
 static bool sweep_due(struct fstore *fs)
 {
 	struct timespec now;
 	struct stat st;
-	double every = sweep_every(fs), mono = deadline_now();
+	double every = sweep_every(fs);
 	int fd;
 
-	if (fs->swept_at > 0 && mono - fs->swept_at < every)
-		return false;
 	if (clock_gettime(CLOCK_REALTIME, &now) < 0)
 		return true;
 	if (fstatat(fs->dirfd, SWEEP_STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
@@ -402,7 +399,6 @@ static bool sweep_due(struct fstore *fs)
 		(void)futimens(fd, NULL);
 		close(fd);
 	}
-	fs->swept_at = mono;
 	return true;
 }
 

@@ -283,6 +283,16 @@ static void age_file(const char *dir, const char *name, double secs)
 	                           AT_SYMLINK_NOFOLLOW), 0);
 }
 
+/* The minute between two sweeps of the file store's directory has
+ * passed: its stamp goes. */
+static void sweep_due_again(void)
+{
+	char path[PATH_MAX];
+
+	ck_assert(unlink(path_in(path, sess_dir, ".swept")) == 0 || errno == ENOENT);
+}
+
+/* The entries of dir but the file store's sweep stamp. */
 static int count_entries(const char *dir)
 {
 	int n = 0;
@@ -291,7 +301,8 @@ static int count_entries(const char *dir)
 
 	ck_assert_ptr_nonnull(d);
 	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    strcmp(de->d_name, ".swept") != 0)
 			n++;
 	closedir(d);
 	return n;
@@ -893,7 +904,7 @@ static void run_op(struct store *s, enum op op)
 	}
 }
 
-START_TEST(test_ttl_reaps_on_every_operation)
+START_TEST(test_ttl_reaps_on_every_operation_once_a_sweep_is_due)
 {
 	struct store *s = open_file_ttl(1);
 	int op;
@@ -903,6 +914,7 @@ START_TEST(test_ttl_reaps_on_every_operation)
 		age_file(sess_dir, "old.pkl", 2 * DAY);
 		put_file(sess_dir, ".x.aaaaaa.tmp", "");
 		age_file(sess_dir, ".x.aaaaaa.tmp", 2 * HOUR);
+		sweep_due_again();
 		run_op(s, (enum op)op);
 		ck_assert_msg(!exists(sess_dir, "old.pkl"), "op %d kept it", op);
 		ck_assert_msg(!exists(sess_dir, ".x.aaaaaa.tmp"), "op %d", op);
@@ -940,6 +952,7 @@ START_TEST(test_ttl_zero_never_reaps_sessions)
 	/* a killed save's temp file goes after an hour whatever the TTL */
 	put_file(sess_dir, ".old.AbC123.tmp", "");
 	age_file(sess_dir, ".old.AbC123.tmp", 2 * HOUR);
+	sweep_due_again();
 	assert_session(s, "old", "1");
 	ck_assert(exists(sess_dir, "idle.lock"));
 	ck_assert(!exists(sess_dir, ".old.AbC123.tmp"));
@@ -2900,6 +2913,7 @@ START_TEST(test_units_reaped_with_their_session)
 	ck_assert_msg(commit_units(s, "old", ABC, 2, NULL, false, 0) == 0, "%s", err);
 	ck_assert_msg(commit_units(s, "new", ABC + 1, 2, NULL, false, 0) == 0, "%s", err);
 	age_file(sess_dir, "old.pkl", 2 * DAY);
+	sweep_due_again();
 	ck_assert_int_eq(store_lock(s, "new", 1000, &lk, ERR), STORE_LOCKED);
 	store_unlock(s, &lk);
 	assert_session(s, "old", NULL);
@@ -3376,7 +3390,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_load_refuses_non_regular);
 	tcase_add_test(tc, test_ttl_reaps_old_keeps_fresh);
 	tcase_add_test(tc, test_lock_removes_killed_saves);
-	tcase_add_test(tc, test_ttl_reaps_on_every_operation);
+	tcase_add_test(tc, test_ttl_reaps_on_every_operation_once_a_sweep_is_due);
 	tcase_add_test(tc, test_ttl_fractional_days);
 	tcase_add_test(tc, test_ttl_zero_never_reaps_sessions);
 	tcase_add_test(tc, test_del_all_leaves_foreign_files);
