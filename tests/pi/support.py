@@ -138,3 +138,62 @@ class PiCase(unittest.TestCase):
     def last_tool_text(self):
         """What the model got back last, as the scripted model recorded it."""
         return self.model.tool_results(self.model.requests[-1])[-1][1]
+
+
+class Rpc:
+    """pi --mode rpc: commands on stdin, responses and events read from
+    stdout by a thread (split on LF only, as rpc.md asks)."""
+
+    def __init__(self, case, *extra):
+        import threading
+        self.proc = subprocess.Popen(case.argv("rpc", *extra), cwd=case.project, env=case.env(),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.events = []
+        self.cond = threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        case.addCleanup(self.close)
+
+    def _read(self):
+        buf = b""
+        while True:
+            chunk = self.proc.stdout.read1(65536)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            with self.cond:
+                for line in lines:
+                    if line.strip():
+                        self.events.append(json.loads(line))
+                self.cond.notify_all()
+
+    def send(self, command):
+        self.proc.stdin.write(json.dumps(command).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def wait(self, pred, seconds=PI_SECONDS, start=0):
+        """The first event from index start on that pred takes; fail after seconds."""
+        end = time.monotonic() + seconds
+        with self.cond:
+            while True:
+                for e in self.events[start:]:
+                    if pred(e):
+                        return e
+                left = end - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None and not self.reader.is_alive():
+                    raise AssertionError(f"no such event; got {json.dumps(self.events)[-3000:]}")
+                self.cond.wait(left)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
