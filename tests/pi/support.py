@@ -97,9 +97,12 @@ class PiCase(unittest.TestCase):
                    DOLSOT_SERVER=os.environ.get("DOLSOT_SERVER", "auto"))
         return env
 
+    # What pi loads: integrations/pi, or a test's other way in.
+    package = PACKAGE
+
     def argv(self, mode, *extra):
         return [NODE, PI, "--mode", mode, "--provider", "scripted", "--model", "scripted",
-                "--no-extensions", "-e", PACKAGE, "--no-context-files",
+                "--no-extensions", "-e", self.package, "--no-context-files",
                 "--session-dir", self.path("sessions"), *extra]
 
     def pi(self, prompt, *extra):

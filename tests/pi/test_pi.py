@@ -6,8 +6,7 @@ import os
 import re
 import subprocess
 
-import support
-from support import BIN, PiCase, Rpc, wait_for
+from support import BIN, ROOT, PiCase, Rpc, wait_for
 
 
 def session_of(end):
@@ -185,3 +184,20 @@ class Settings(PiCase):
         (end,) = self.python("1")
         self.assertTrue(end["isError"])
         self.assertIn("dolsot.toolboxes must be a list of strings", self.text(end))
+
+
+class Package(PiCase):
+    def check_loaded(self):
+        (end,) = self.python("6 * 7")
+        self.assertIn("Out[1]: 42", self.text(end))
+        system = self.model.requests[0]["messages"][0]["content"]
+        self.assertIn("<name>dolsot</name>", system)
+        self.assertIn("- python: Run Python in a persistent session", system)
+
+    def test_integrations_pi_brings_the_tool_and_the_skill(self):
+        self.check_loaded()
+
+    def test_a_clone_of_the_repository_is_the_same_package(self):
+        # pi install git:... takes the clone's root: its package.json names both.
+        self.package = ROOT
+        self.check_loaded()
