@@ -11,7 +11,12 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "sha256.h"
 #include "warm_proto.h"
+
+/* Hex digits of the environment's fingerprint shown: enough to tell the
+ * environments of one server's zygotes apart at a glance. */
+#define FINGERPRINT_HEX 12
 
 struct mem { long rss, pss, priv; };   /* kB; -1 when unknown */
 
@@ -82,6 +87,22 @@ static void append(char *text, size_t *n, size_t cap, const char *fmt, ...)
 		*n += (size_t)w;
 }
 
+/* The fingerprint of the NAME=VALUE variables a zygote was warmed with
+ * (sorted, without dolsot's own and a shell's per-command ones: see
+ * warm.c's key_environment), as FINGERPRINT_HEX hex digits into hex. */
+static void env_fingerprint(const struct warm_key *env, char hex[FINGERPRINT_HEX + 1])
+{
+	static struct iovec parts[WARM_KEY_ENV];
+	uint8_t sum[SHA256_LEN];
+
+	/* Each entry with its NUL, so that no two lists hash alike. */
+	for (size_t i = 0; i < env->n_env; i++)
+		parts[i] = (struct iovec){ (void *)env->env[i], strlen(env->env[i]) + 1 };
+	sha256_parts(parts, env->n_env, sum);
+	for (size_t i = 0; i < FINGERPRINT_HEX / 2; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sum[i]);
+}
+
 void server_diag_server(char *text, size_t *n, size_t cap, const struct server_figures *f)
 {
 	struct mem m = memory_of(getpid());
@@ -117,6 +138,7 @@ void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
 {
 	static struct warm_key env;
 	struct mem m = memory_of(pid);
+	char hex[FINGERPRINT_HEX + 1];
 	pid_t spare;
 
 	warm_key_decode(key, key_len, &env);
@@ -130,6 +152,8 @@ void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
 	for (size_t j = 0; j < env.n_preload && *n < cap - 300; j++)
 		append(text, n, cap, " %s", env.preload[j]);
 	append(text, n, cap, "%s\n", env.n_preload ? "" : " -");
+	env_fingerprint(&env, hex);
+	append(text, n, cap, "  environment %zu variables, fingerprint %s\n", env.n_env, hex);
 	if (grown_from > 0)
 		append(text, n, cap, "  grown from zygote %d\n", (int)grown_from);
 	if (note && *note)
