@@ -1,7 +1,8 @@
 /**
  * settings.ts - the "dolsot" key of pi's settings (the project's
  * .pi/settings.json over the global ~/.pi/agent/settings.json, key by key),
- * and the dolsot command line and environment it makes.
+ * read when pi loads the extension, and the dolsot command line and
+ * environment it makes.
  */
 import { getAgentDir, SettingsManager } from "@mariozechner/pi-coding-agent";
 
@@ -27,6 +28,9 @@ export interface DolsotSettings {
 	/** Characters dolsot keeps of stdout, stderr, the value and the error
 	 *  (DOLSOT_MAX_OUTPUT) before the tool bounds what the model sees. */
 	maxOutput: number;
+	/** Further dolsot flags for every call and --describe, as they are
+	 *  (a flag the keys above do not cover, a namespace's once dolsot has one). */
+	args: string[];
 }
 
 export const LIMIT_KEYS = ["memory", "max-procs", "max-file-size", "cpu-seconds", "recursion-limit"];
@@ -40,6 +44,7 @@ const DEFAULTS: DolsotSettings = {
 	limits: {},
 	sessionPrefix: "pi",
 	maxOutput: 20_000_000,
+	args: [],
 };
 
 function strings(v: unknown, key: string): string[] {
@@ -63,6 +68,7 @@ export function readSettings(cwd: string): DolsotSettings {
 	out.toolboxes = strings(raw.toolboxes, "toolboxes");
 	out.mounts = strings(raw.mounts, "mounts");
 	out.env = strings(raw.env, "env");
+	out.args = strings(raw.args, "args");
 	if (raw.sandbox !== undefined) {
 		if (typeof raw.sandbox !== "boolean") throw new Error("settings: dolsot.sandbox must be true or false");
 		out.sandbox = raw.sandbox;
@@ -99,6 +105,7 @@ export function environmentArgs(s: DolsotSettings): string[] {
 	for (const m of s.mounts) args.push("--mount", m);
 	for (const e of s.env) args.push("--env", e);
 	for (const [k, v] of Object.entries(s.limits)) args.push(`--${k}`, String(v));
+	args.push(...s.args);
 	return args;
 }
 

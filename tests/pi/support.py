@@ -149,9 +149,11 @@ class Rpc:
 
     def __init__(self, case, *extra):
         import threading
+        # pi's stderr goes to a file: a pipe nobody reads could fill and stop it.
+        self.stderr = open(case.path(f"rpc-stderr-{len(os.listdir(case.dir))}"), "wb")
         self.proc = subprocess.Popen(case.argv("rpc", *extra), cwd=case.project, env=case.env(),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+                                     stderr=self.stderr)
         self.events = []
         self.cond = threading.Condition()
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -190,8 +192,9 @@ class Rpc:
                 self.cond.wait(left)
 
     def close(self):
-        if self.proc.poll() is None:
+        if not self.proc.stdin.closed:
             self.proc.stdin.close()
+        if self.proc.poll() is None:
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -199,4 +202,4 @@ class Rpc:
                 self.proc.wait()
         self.reader.join()
         self.proc.stdout.close()
-        self.proc.stderr.close()
+        self.stderr.close()

@@ -201,3 +201,22 @@ class Package(PiCase):
         # pi install git:... takes the clone's root: its package.json names both.
         self.package = ROOT
         self.check_loaded()
+
+
+class MoreSettings(PiCase):
+    def test_a_refused_store_is_an_error_result_in_dolsots_words(self):
+        open_dir = self.path("open")
+        os.makedirs(open_dir)
+        os.chmod(open_dir, 0o777)
+        self.settings({"binary": BIN, "cacheDir": open_dir})
+        (end,) = self.python("1")
+        self.assertTrue(end["isError"])
+        self.assertIn("dolsot exited with 1 without a result", self.text(end))
+        self.assertIn("refusing session directory", self.text(end))
+
+    def test_args_from_settings_reach_every_call(self):
+        self.settings({"binary": BIN, "args": ["--env", "ARGS_SEEN=yes", "--memory", "1G"]})
+        (end,) = self.python("import os\nos.environ.get('ARGS_SEEN')")
+        self.assertIn("Out[1]: 'yes'", self.text(end))
+        tools = {t["function"]["name"]: t["function"] for t in self.model.requests[0]["tools"]}
+        self.assertIn(f"memory {1 << 30}", tools["python"]["description"])
