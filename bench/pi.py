@@ -29,11 +29,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "pi"))
+from pi_rpc import PiRpc  # noqa: E402
 from scripted_model import ScriptedModel  # noqa: E402
 
 PI = os.path.join(ROOT, "tools", "node", "node_modules", "@mariozechner", "pi-coding-agent",
@@ -43,49 +43,6 @@ BIN = os.path.abspath(os.environ.get("DOLSOT_BIN", os.path.join(ROOT, "dolsot"))
 CELL = os.environ.get("BENCH_CELL", "x = x + 1 if 'x' in dir() else 0\nx")
 WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
 EVENT_SECONDS = 120
-
-
-class Pi:
-    """pi --mode rpc; events read by a thread, split on LF only."""
-
-    def __init__(self, argv, cwd, env):
-        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.events = []
-        self.cond = threading.Condition()
-        self.reader = threading.Thread(target=self.read, daemon=True)
-        self.reader.start()
-
-    def read(self):
-        buf = b""
-        while chunk := self.proc.stdout.read1(65536):
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            with self.cond:
-                for line in lines:
-                    if line.strip():
-                        self.events.append((time.perf_counter(), json.loads(line)))
-                self.cond.notify_all()
-
-    def send(self, command):
-        self.proc.stdin.write(json.dumps(command).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def wait(self, kind, start):
-        end = time.monotonic() + EVENT_SECONDS
-        with self.cond:
-            while True:
-                for at, e in self.events[start:]:
-                    if e.get("type") == kind:
-                        return at, e
-                if time.monotonic() > end:
-                    sys.exit(f"bench/pi.py: no {kind} from pi")
-                self.cond.wait(1)
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
-        self.reader.join()
 
 
 def bare(env):
@@ -99,16 +56,19 @@ def bare(env):
 
 
 def through_pi(pi, model):
+    """The seconds of the tool's execution and of the whole round."""
     model.replay({"tool": "python", "arguments": {"code": CELL, "session": "through-pi"}})
     start = len(pi.events)
     sent = time.perf_counter()
     pi.send({"type": "prompt", "message": "go"})
-    began, _ = pi.wait("tool_execution_start", start)
-    ended, e = pi.wait("tool_execution_end", start)
-    if e["isError"]:
-        sys.exit(f"bench/pi.py: the python call failed: {json.dumps(e)[:500]}")
-    done, _ = pi.wait("agent_end", start)
-    return ended - began, done - sent
+
+    def at(kind):
+        return pi.wait(lambda e: e.get("type") == kind, EVENT_SECONDS, start)
+
+    began, ended, done = at("tool_execution_start"), at("tool_execution_end"), at("agent_end")
+    if pi.events[ended]["isError"]:
+        sys.exit(f"bench/pi.py: the python call failed: {json.dumps(pi.events[ended])[:500]}")
+    return pi.times[ended] - pi.times[began], pi.times[done] - sent
 
 
 def show(name, seconds):
@@ -138,9 +98,9 @@ def main():
                 "models": [{"id": "scripted", "reasoning": False, "input": ["text"]}]}}}, f)
         with open(os.path.join(agent, "settings.json"), "w") as f:
             json.dump({"dolsot": {"binary": BIN}}, f)
-        pi = Pi([NODE, PI, "--mode", "rpc", "--provider", "scripted", "--model", "scripted",
-                 "--no-extensions", "-e", os.path.join(ROOT, "integrations", "pi"),
-                 "--no-session", "--no-context-files"], project, env)
+        pi = PiRpc([NODE, PI, "--mode", "rpc", "--provider", "scripted", "--model", "scripted",
+                    "--no-extensions", "-e", os.path.join(ROOT, "integrations", "pi"),
+                    "--no-session", "--no-context-files"], project, env, subprocess.DEVNULL)
         try:
             bares, tools, whole = [], [], []
             for i in range(WARMUP + rounds):

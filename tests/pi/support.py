@@ -12,6 +12,7 @@ import tempfile
 import time
 import unittest
 
+from pi_rpc import PiRpc
 from scripted_model import ScriptedModel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -143,63 +144,19 @@ class PiCase(unittest.TestCase):
         return self.model.tool_results(self.model.requests[-1])[-1][1]
 
 
-class Rpc:
-    """pi --mode rpc: commands on stdin, responses and events read from
-    stdout by a thread (split on LF only, as rpc.md asks)."""
+class Rpc(PiRpc):
+    """pi --mode rpc in a test's world, ended when the test ends."""
 
     def __init__(self, case, *extra):
-        import threading
-        # pi's stderr goes to a file: a pipe nobody reads could fill and stop it.
+        # One stderr file per pi the test starts.
         self.stderr = open(case.path(f"rpc-stderr-{len(os.listdir(case.dir))}"), "wb")
-        self.proc = subprocess.Popen(case.argv("rpc", *extra), cwd=case.project, env=case.env(),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr)
-        self.events = []
-        self.cond = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        super().__init__(case.argv("rpc", *extra), case.project, case.env(), self.stderr)
         case.addCleanup(self.close)
 
-    def _read(self):
-        buf = b""
-        while True:
-            chunk = self.proc.stdout.read1(65536)
-            if not chunk:
-                break
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            with self.cond:
-                for line in lines:
-                    if line.strip():
-                        self.events.append(json.loads(line))
-                self.cond.notify_all()
-
-    def send(self, command):
-        self.proc.stdin.write(json.dumps(command).encode() + b"\n")
-        self.proc.stdin.flush()
-
     def wait(self, pred, seconds=PI_SECONDS, start=0):
-        """The first event from index start on that pred takes; fail after seconds."""
-        end = time.monotonic() + seconds
-        with self.cond:
-            while True:
-                for e in self.events[start:]:
-                    if pred(e):
-                        return e
-                left = end - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None and not self.reader.is_alive():
-                    raise AssertionError(f"no such event; got {json.dumps(self.events)[-3000:]}")
-                self.cond.wait(left)
+        """The first event from index start on that pred takes."""
+        return self.events[super().wait(pred, seconds, start)]
 
-    def close(self):
-        if not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        if self.proc.poll() is None:
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.reader.join()
-        self.proc.stdout.close()
+    def close(self, seconds=30):
+        super().close(seconds)
         self.stderr.close()
