@@ -121,41 +121,41 @@ export default async function dolsot(pi: ExtensionAPI) {
 		if (event.toolName === TOOL && (event.details as any)?.failed) return { isError: true };
 	});
 
+	/** A --json command of dolsot's (not a cell): its object, or throws its words. */
+	async function dolsotJson(args: string[], cwd: string): Promise<any> {
+		const r = await runDolsot({ binary: settings.binary, args: ["--json", ...args], stdin: "", env: processEnv(settings), cwd });
+		try {
+			if (r.code === 0) return JSON.parse(r.stdout);
+		} catch {
+			// said below
+		}
+		throw new Error(`dolsot ${args.join(" ")} failed: ${lastLines(r.stderr) || `exit ${r.code}`}`);
+	}
+
 	pi.registerCommand("python", {
 		description: "List this conversation's dolsot sessions, or reset one: /python reset [SESSION]",
 		handler: async (args, ctx) => {
-			if (settingsError) {
-				ctx.ui.notify(settingsError, "error");
-				return;
-			}
 			const words = args.trim().split(/\s+/).filter((w) => w);
-			const mine = sessionsUsed(ctx, settings);
-			const env = processEnv(settings);
-			if (words[0] === "reset") {
-				const id = words[1] ?? defaultSession(ctx, settings);
-				const r = await runDolsot({ binary: settings.binary, args: ["--json", "--reset", id], stdin: "", env, cwd: ctx.cwd });
-				ctx.ui.notify(
-					r.code === 0 ? `reset ${id}: ${JSON.parse(r.stdout).removed} removed` : `reset ${id} failed: ${lastLines(r.stderr)}`,
-					r.code === 0 ? "info" : "error",
-				);
-				return;
+			try {
+				if (settingsError) throw new Error(settingsError);
+				if (words[0] === "reset" && words.length <= 2) {
+					const id = words[1] ?? defaultSession(ctx, settings);
+					const done = await dolsotJson(["--reset", id], ctx.cwd);
+					ctx.ui.notify(`reset ${id}: ${done.removed} removed`, "info");
+				} else if (words.length === 0) {
+					const stored = new Map<string, any>();
+					for (const s of (await dolsotJson(["--list-sessions"], ctx.cwd)).sessions) stored.set(s.id, s);
+					const lines = sessionsUsed(ctx, settings).map((id) => {
+						const s = stored.get(id);
+						return s ? `${id}: ${s.size} bytes, last used ${s.last_used}` : `${id}: not stored`;
+					});
+					ctx.ui.notify(`dolsot sessions of this conversation:\n${lines.join("\n")}`, "info");
+				} else {
+					ctx.ui.notify("usage: /python, or /python reset [SESSION]", "error");
+				}
+			} catch (e) {
+				ctx.ui.notify((e as Error).message, "error");
 			}
-			if (words.length) {
-				ctx.ui.notify("usage: /python, or /python reset [SESSION]", "error");
-				return;
-			}
-			const r = await runDolsot({ binary: settings.binary, args: ["--json", "--list-sessions"], stdin: "", env, cwd: ctx.cwd });
-			if (r.code !== 0) {
-				ctx.ui.notify(`dolsot --list-sessions failed: ${lastLines(r.stderr)}`, "error");
-				return;
-			}
-			const stored = new Map<string, any>();
-			for (const s of JSON.parse(r.stdout).sessions) stored.set(s.id, s);
-			const lines = mine.map((id) => {
-				const s = stored.get(id);
-				return s ? `${id}: ${s.size} bytes, last used ${s.last_used}` : `${id}: not stored`;
-			});
-			ctx.ui.notify(`dolsot sessions of this conversation:\n${lines.join("\n")}`, "info");
 		},
 	});
 }
