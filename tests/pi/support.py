@@ -27,10 +27,21 @@ PI_SECONDS = 120
 POLL = 0.02
 
 
+# pi's package.json: "engines": {"node": ">=20.6.0"} (Debian 12's nodejs is 18).
+NODE_MIN = (20, 6)
+
+
+def node_version():
+    r = subprocess.run([NODE, "--version"], capture_output=True, text=True)
+    return tuple(int(p) for p in r.stdout.strip().lstrip("v").split(".")[:2])
+
+
 def missing():
     """Why these tests cannot run here, or None."""
     if not os.access(NODE, os.X_OK):
         return "node is missing"
+    if node_version() < NODE_MIN:
+        return f"pi needs node {NODE_MIN[0]}.{NODE_MIN[1]} or later, {NODE} is older"
     if not os.path.exists(PI):
         return "tools/node has no pi (tools/npm-deps.sh installs it)"
     if not os.access(BIN, os.X_OK):
