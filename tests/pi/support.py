@@ -113,9 +113,10 @@ class PiCase(unittest.TestCase):
     package = PACKAGE
 
     def argv(self, mode, *extra):
+        """pi's command line; with no package, only what pi's settings name."""
+        load = ["--no-extensions", "-e", self.package] if self.package else []
         return [NODE, PI, "--mode", mode, "--provider", "scripted", "--model", "scripted",
-                "--no-extensions", "-e", self.package, "--no-context-files",
-                "--session-dir", self.path("sessions"), *extra]
+                *load, "--no-context-files", "--session-dir", self.path("sessions"), *extra]
 
     def pi(self, prompt, *extra):
         """Run pi --mode json on prompt; its events."""

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 
+import support
 from support import BIN, ROOT, PiCase, Rpc, wait_for
 
 
@@ -195,6 +196,17 @@ class Package(PiCase):
         self.assertIn("- python: Run Python in a persistent session", system)
 
     def test_integrations_pi_brings_the_tool_and_the_skill(self):
+        self.check_loaded()
+
+    def test_pi_install_from_a_checkout(self):
+        r = subprocess.run([support.NODE, support.PI, "install", support.PACKAGE],
+                           cwd=self.project, env=self.env(), capture_output=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace")[-2000:])
+        with open(os.path.join(self.agent, "settings.json"), encoding="utf-8") as f:
+            settings = json.load(f)
+        self.assertEqual(len(settings["packages"]), 1)
+        self.assertEqual(settings["dolsot"], {"binary": BIN})
+        self.package = None
         self.check_loaded()
 
     def test_a_clone_of_the_repository_is_the_same_package(self):
