@@ -52,37 +52,49 @@ export function headAndTail(text: string, maxLines: number, maxBytes: number, wh
 	const bytes = Buffer.byteLength(text, "utf8");
 	const lines = text.split("\n");
 	if (lines.length <= maxLines && bytes <= maxBytes) return { text, lines: 0, bytes: 0 };
-	const budget = Math.max(0, maxBytes - NOTE_ROOM);
-	const half = Math.floor(budget / 2);
+	const half = Math.floor(Math.max(0, maxBytes - NOTE_ROOM) / 2);
 	const keep = Math.max(2, maxLines - 1);
-	const head: string[] = [];
-	const tail: string[] = [];
-	let used = 0;
-	for (let i = 0; i < lines.length && head.length < Math.ceil(keep / 2); i++) {
-		const n = Buffer.byteLength(lines[i], "utf8") + 1;
-		if (used + n > half) break;
-		head.push(lines[i]);
-		used += n;
+	const head = takeLines(lines, 0, 1, Math.ceil(keep / 2), half);
+	const tail = takeLines(lines, lines.length - 1, -1, Math.floor(keep / 2), half, head.length);
+	let partial = false;
+	// A line longer than half the room: its start (and, alone, its end).
+	if (head.length === 0) {
+		head.push(cutBytes(lines[0], half, false));
+		partial = true;
 	}
-	used = 0;
-	for (let i = lines.length - 1; i >= head.length && tail.length < Math.floor(keep / 2); i--) {
-		const n = Buffer.byteLength(lines[i], "utf8") + 1;
-		if (used + n > half) break;
-		tail.unshift(lines[i]);
-		used += n;
+	if (tail.length === 0) {
+		tail.push(cutBytes(lines[lines.length - 1], half, true));
+		partial = true;
 	}
-	// One line longer than half the room: keep its ends, cut in the middle.
-	if (head.length === 0) head.push(cutBytes(lines[0], half, false));
-	if (tail.length === 0 && lines.length > 1) tail.push(cutBytes(lines[lines.length - 1], half, true));
-	const cutLines = lines.length - head.length - tail.length;
-	const keptBytes = Buffer.byteLength(head.join("\n") + tail.join("\n"), "utf8") + 2;
-	const cutBytesN = Math.max(0, bytes - keptBytes);
-	const path = whole();
+	const cutLines = Math.max(0, lines.length - head.length - tail.length);
+	const kept = Buffer.byteLength(`${head.join("\n")}\n${tail.join("\n")}`, "utf8");
+	const cutBytesN = Math.max(0, bytes - kept);
+	const wholeLines = cutLines ? `${cutLines} of ${lines.length} lines` : "";
+	const what =
+		lines.length === 1
+			? "the middle of its one line"
+			: [wholeLines, partial ? "part of a long line" : ""].filter((w) => w).join(" and ");
+	const shown = lines.length === 1 ? "its start and its end" : `lines 1-${head.length} and ${lines.length - tail.length + 1}-${lines.length}`;
 	const note =
-		`[... ${cutLines} of ${lines.length} lines (${size(cutBytesN)} of ${size(bytes)}) cut here: ` +
-		`shown are lines 1-${head.length} and ${lines.length - tail.length + 1}-${lines.length}. ` +
-		`The whole output is in ${path} ...]`;
+		`[... ${what} (${size(cutBytesN)} of ${size(bytes)}) cut here: shown are ${shown}. ` +
+		`The whole output is in ${whole()} ...]`;
 	return { text: `${head.join("\n")}\n${note}\n${tail.join("\n")}`, lines: cutLines, bytes: cutBytesN };
+}
+
+/** Whole lines from index from on, stepping by step (1 or -1), at most
+ *  max of them and room bytes, never reaching below index floor; in the
+ *  text's order. */
+function takeLines(lines: string[], from: number, step: 1 | -1, max: number, room: number, floor = 0): string[] {
+	const out: string[] = [];
+	let used = 0;
+	for (let i = from; i >= floor && i < lines.length && out.length < max; i += step) {
+		const n = Buffer.byteLength(lines[i], "utf8") + 1;
+		if (used + n > room) break;
+		used += n;
+		if (step === 1) out.push(lines[i]);
+		else out.unshift(lines[i]);
+	}
+	return out;
 }
 
 function cutBytes(line: string, max: number, fromEnd: boolean): string {
