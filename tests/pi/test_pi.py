@@ -135,6 +135,15 @@ class Output(PiCase):
         self.assertIn("line 299999", whole)
         self.assertEqual(sum(1 for w in whole if w.startswith("line ")), 300000)
 
+    def test_one_long_line_keeps_its_start_and_its_end(self):
+        (end,) = self.python("print('<' + 'x' * 300000 + '>')")
+        told = self.last_tool_text()
+        self.assertLessEqual(len(told.encode()), 50 * 1024)
+        self.assertTrue(told.startswith("<xxx"))
+        self.assertIn("xxx>\n", told)
+        self.assertIn("the middle of its one line", told)
+        self.assertIn(end["result"]["details"]["fullOutputPath"], told)
+
     def test_a_figure_reaches_the_model_as_an_image_on_success_and_on_error(self):
         plot = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\n"
         ok, failed = self.python(plot, plot + "raise ValueError('after the plot')")
