@@ -164,7 +164,8 @@ CHECK_JOBS = $(TYPEGATE_TCASES:%=tests/slow/check_typegate@%) \
 	$(ROOT_TCASES:%=tests/slow/check_sandbox@%!sandbox-root) \
 	tests/slow/check_trust!user $(USER_TCASES:%=tests/slow/check_contain@%!user) \
 	$(ROOT_TCASES:%=tests/slow/check_contain@%) \
-	cold:tests/python warm:tests/python $(CLI_TESTS:%=warm:%) $(CLI_TESTS:%=cold:%) \
+	cold:tests/python warm:tests/python warm:tests/pi \
+	$(CLI_TESTS:%=warm:%) $(CLI_TESTS:%=cold:%) \
 	$(SERVER_TESTS) $(filter-out $(SPLIT_SLOW),$(SLOW_TESTS)) \
 	$(filter-out tests/unit/check_sandbox_enter,$(UNIT_TESTS)) \
 	tests/unit/check_sandbox_enter!user $(REGRESS_TESTS)

@@ -13,8 +13,9 @@
  *
  * Invariants:
  * - The directory MUST be a real directory (never a symlink), owned by
- *   geteuid(), with no group or other permission bits.  Otherwise open
- *   refuses it and writes nothing into it.
+ *   geteuid(), that no group or other can write (0755 is accepted: a
+ *   host's `mkdir -p` makes it so; what is inside stays 0600 and 0700).
+ *   Otherwise open refuses it and writes nothing into it.
  * - The directory MUST be opened once with O_DIRECTORY|O_NOFOLLOW and
  *   checked with fstat on that fd; every later access MUST be an *at() call
  *   relative to the same fd, so what was checked is what is used.
@@ -1167,7 +1168,8 @@ static int open_dir_fail(int atfd, const char *path, const char *shown,
 	            strerror(errsv));
 }
 
-/* Open path (relative to atfd) and check it is private to us; -1 and err. */
+/* Open path (relative to atfd) and check it is ours and that nobody else
+ * can write in it; -1 and err. */
 static int open_private_dir(int atfd, const char *path, const char *shown,
                             char *err, size_t errlen)
 {
@@ -1189,9 +1191,9 @@ static int open_private_dir(int atfd, const char *path, const char *shown,
 	} else if (st.st_uid != geteuid()) {
 		fail(err, errlen, "refusing session directory '%s': owned by uid %u, not %u",
 		     shown, (unsigned)st.st_uid, (unsigned)geteuid());
-	} else if (st.st_mode & 077) {
-		fail(err, errlen, "refusing session directory '%s': mode %04o gives group "
-		     "or others access, need 0700", shown,
+	} else if (st.st_mode & 022) {
+		fail(err, errlen, "refusing session directory '%s': mode %04o lets group "
+		     "or others write in it, need 0700 or 0755", shown,
 		     (unsigned)(st.st_mode & 07777));
 	} else {
 		return fd;

@@ -695,6 +695,15 @@ static void on_info(struct server *s, int client)
 			server_diag_zygote(text, &n, sizeof(text), z->pid, state_names[z->state],
 			                   deadline_now() - z->last_used, z->key, z->key_len,
 			                   z->grown_from, z->why);
+		/* What tells it from the first zygote listed before it that it
+		 * would otherwise look the same as. */
+		for (int j = 0; z->key_len && j < i; j++)
+			if (s->z[j].key_len &&
+			    server_diag_env_diff(text, &n, sizeof(text), z->key, z->key_len,
+			                         s->z[j].pid, s->z[j].key, s->z[j].key_len))
+				break;
+		if (z->key_len)
+			server_diag_spare(text, &n, sizeof(text), z->pid);
 		if (z->key_len && z->live)
 			live_status(text, &n, sizeof(text), z->live, z->live_len);
 	}

@@ -11,7 +11,14 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "sha256.h"
 #include "warm_proto.h"
+
+/* Hex digits of the environment's fingerprint shown: enough to tell the
+ * environments of one server's zygotes apart at a glance. */
+#define FINGERPRINT_HEX 12
+/* At most this many differing variables are named, then a count. */
+#define DIFF_NAMES_MAX 16
 
 struct mem { long rss, pss, priv; };   /* kB; -1 when unknown */
 
@@ -82,6 +89,89 @@ static void append(char *text, size_t *n, size_t cap, const char *fmt, ...)
 		*n += (size_t)w;
 }
 
+/* The fingerprint of the NAME=VALUE variables a zygote was warmed with
+ * (sorted, without dolsot's own and a shell's per-command ones: see
+ * warm.c's key_environment), as FINGERPRINT_HEX hex digits into hex. */
+static void env_fingerprint(const struct warm_key *env, char hex[FINGERPRINT_HEX + 1])
+{
+	static struct iovec parts[WARM_KEY_ENV];
+	uint8_t sum[SHA256_LEN];
+
+	/* Each entry with its NUL, so that no two lists hash alike. */
+	for (size_t i = 0; i < env->n_env; i++)
+		parts[i] = (struct iovec){ (void *)env->env[i], strlen(env->env[i]) + 1 };
+	sha256_parts(parts, env->n_env, sum);
+	for (size_t i = 0; i < FINGERPRINT_HEX / 2; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sum[i]);
+}
+
+/* The length of entry's NAME (before its '='). */
+static size_t name_len(const char *entry)
+{
+	return strcspn(entry, "=");
+}
+
+/* Whether a and b name the same directory, paths, venv and toolboxes. */
+static bool same_outside_env(const struct warm_key *a, const struct warm_key *b)
+{
+	if (strcmp(a->cwd, b->cwd) != 0 || strcmp(a->pythonpath, b->pythonpath) != 0 ||
+	    strcmp(a->venv, b->venv) != 0 || a->n_modules != b->n_modules)
+		return false;
+	for (size_t i = 0; i < a->n_modules; i++)
+		if (strcmp(a->modules[i], b->modules[i]) != 0)
+			return false;
+	return true;
+}
+
+bool server_diag_env_diff(char *text, size_t *n, size_t cap, const uint8_t *key,
+                          size_t key_len, pid_t other, const uint8_t *other_key,
+                          size_t other_len)
+{
+	static struct warm_key a, b;
+	size_t i = 0, j = 0, named = 0, more = 0;
+
+	warm_key_decode(key, key_len, &a);
+	warm_key_decode(other_key, other_len, &b);
+	if (!same_outside_env(&a, &b))
+		return false;
+	/* Both lists are sorted by entry, so by name: walk them together. */
+	while (i < a.n_env || j < b.n_env) {
+		const char *name;
+		size_t len;
+		int order;
+
+		if (i == a.n_env || j == b.n_env)
+			order = i == a.n_env ? 1 : -1;
+		else
+			order = strcmp(a.env[i], b.env[j]);
+		if (order == 0) {
+			i++, j++;
+			continue;
+		}
+		name = order < 0 ? a.env[i] : b.env[j];
+		len = name_len(name);
+		/* A variable set in both with other values counts once. */
+		if (i < a.n_env && j < b.n_env && name_len(a.env[i]) == name_len(b.env[j]) &&
+		    strncmp(a.env[i], b.env[j], name_len(a.env[i]) + 1) == 0)
+			i++, j++;
+		else if (order < 0)
+			i++;
+		else
+			j++;
+		if (named == 0)
+			append(text, n, cap, "  environment differs from zygote %d's in", (int)other);
+		if (named < DIFF_NAMES_MAX && *n < cap - 300)
+			append(text, n, cap, " %.*s", (int)len, name), named++;
+		else
+			more++;
+	}
+	if (more)
+		append(text, n, cap, " and %zu more", more);
+	if (named)
+		append(text, n, cap, "\n");
+	return named > 0;
+}
+
 void server_diag_server(char *text, size_t *n, size_t cap, const struct server_figures *f)
 {
 	struct mem m = memory_of(getpid());
@@ -117,7 +207,7 @@ void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
 {
 	static struct warm_key env;
 	struct mem m = memory_of(pid);
-	pid_t spare;
+	char hex[FINGERPRINT_HEX + 1];
 
 	warm_key_decode(key, key_len, &env);
 	append(text, n, cap, "zygote %d %s idle %.0f s: %ld kB rss, %ld kB pss, "
@@ -130,11 +220,19 @@ void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
 	for (size_t j = 0; j < env.n_preload && *n < cap - 300; j++)
 		append(text, n, cap, " %s", env.preload[j]);
 	append(text, n, cap, "%s\n", env.n_preload ? "" : " -");
+	env_fingerprint(&env, hex);
+	append(text, n, cap, "  environment %zu variables, fingerprint %s\n", env.n_env, hex);
 	if (grown_from > 0)
 		append(text, n, cap, "  grown from zygote %d\n", (int)grown_from);
 	if (note && *note)
 		append(text, n, cap, "  note %s\n", note);
-	spare = spare_of(pid);
+}
+
+void server_diag_spare(char *text, size_t *n, size_t cap, pid_t zygote)
+{
+	pid_t spare = spare_of(zygote);
+	struct mem m;
+
 	if (spare > 0) {
 		m = memory_of(spare);
 		append(text, n, cap, "  spare %d: %ld kB rss, %ld kB pss, %ld kB private\n",

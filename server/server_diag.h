@@ -6,6 +6,7 @@
 #ifndef DOLSOT_SERVER_DIAG_H
 #define DOLSOT_SERVER_DIAG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -38,13 +39,28 @@ void server_diag_skipped(char *text, size_t *n, size_t cap, const char *module,
 
 /*
  * Append one zygote's lines: pid, state, idle seconds, memory, the key it
- * was started with (a WIRE_CALL payload: its toolboxes and the modules it
- * imported ahead of calls), the zygote it was forked from (0: none), note (why it failed or why the
- * one before it was replaced) unless empty, and its spare worker if any.
+ * was started with (a WIRE_CALL payload: its toolboxes, the modules it
+ * imported ahead of calls and its environment's fingerprint), the zygote
+ * it was forked from (0: none), and note (why it failed or why the one
+ * before it was replaced) unless empty.
  */
 void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
                         const char *state, double idle, const uint8_t *key,
                         size_t key_len, pid_t grown_from, const char *note);
+
+/*
+ * When the zygote of key and the zygote other (of other_key) share their
+ * directory, PYTHONPATH, venv and toolboxes, append a line naming the
+ * variables whose NAME=VALUE entries differ between their environments
+ * (names only: values may be secrets) and return true; else append
+ * nothing and return false.
+ */
+bool server_diag_env_diff(char *text, size_t *n, size_t cap, const uint8_t *key,
+                          size_t key_len, pid_t other, const uint8_t *other_key,
+                          size_t other_len);
+
+/* Append the line of zygote's spare worker, if it has one. */
+void server_diag_spare(char *text, size_t *n, size_t cap, pid_t zygote);
 
 /* The private memory of process pid in kB (from smaps_rollup), -1 when
  * unknown. */

@@ -4,8 +4,9 @@ usage: tests/run.py [-j N] [--quick | --whole] JOB...
 
 A JOB is a suite, tests/TIER/check_NAME (the program make built,
 build/tests/TIER/check_NAME, or the path as given: from the root, or
-absolute), or tests/python (the
-Python package's unittest suite), optionally led by the way it runs:
+absolute), tests/python (the
+Python package's unittest suite) or tests/pi (pi with integrations/pi,
+unittest too), optionally led by the way it runs:
 
   cold:JOB   with DOLSOT_SERVER=off
   warm:JOB   with DOLSOT_SERVER=auto, and for a Check suite DOLSOT_TEST_WARM=1
@@ -46,6 +47,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3.11")
 QUICK_LIST = os.path.join(ROOT, "tests", "quick.txt")
+# The suites that are Python unittest directories, not Check programs.
+UNITTEST_DIRS = ("tests/python", "tests/pi")
 MODES = {
     "": {},
     "cold": {"DOLSOT_SERVER": "off"},
@@ -82,10 +85,10 @@ class Job:
         self.env = dict(os.environ, **MODES[mode])
         if tcase:
             self.env["CK_RUN_CASE"] = tcase
-        if name.rstrip("/") == "tests/python":
+        if name.rstrip("/") in UNITTEST_DIRS:
             self.env.pop("DOLSOT_TEST_WARM", None)
-            self.argv = [PYTHON, "-m", "unittest", "discover", "-s", "tests/python",
-                         "-t", "tests/python"]
+            self.argv = [PYTHON, "-m", "unittest", "discover", "-s", name.rstrip("/"),
+                         "-t", name.rstrip("/")]
         else:
             built = os.path.join("build", name)
             path = built if os.access(os.path.join(ROOT, built), os.X_OK) else name

@@ -5,8 +5,9 @@
  * - The daemon MUST hold NAME.lock (flock'ed by its spawner before the
  *   fork) for as long as it lives, so a second one never starts; the
  *   socket is bound only under that lock, so a stale one may be unlinked.
- * - It lives in the store directory (0700, ours), so whoever connects is
- *   us; the worker reads its answers as a checker's output, as hostile.
+ * - It lives in the store directory (ours, 0700 or 0755) with mode 0600,
+ *   so whoever connects is us; the worker reads its answers as a
+ *   checker's output, as hostile.
  * - It never outlives the warm server: once WARM_LOCK is free, it exits.
  * - One cell at a time: a second caller waits in the listen queue, under
  *   its own deadline.
@@ -387,6 +388,9 @@ static void setup(void)
 	long v;
 
 	prctl(PR_SET_NAME, "dolsot-checkd");
+	/* The store directory may be 0755: the socket bound in it must still
+	 * take no connection from another user. */
+	umask(077);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

@@ -1011,8 +1011,8 @@ START_TEST(store_refuses_open_permissions)
 {
 	struct cli_run r;
 
-	ck_assert_int_eq(mkdir(fx.store, 0755), 0);
-	ck_assert_int_eq(chmod(fx.store, 0755), 0);
+	ck_assert_int_eq(mkdir(fx.store, 0775), 0);
+	ck_assert_int_eq(chmod(fx.store, 0775), 0);
 	CLI(&r, "--session", "t", "x = 1");
 	ck_code(&r, 1);
 	ck_assert(cli_has(r.err, "dolsot: "));

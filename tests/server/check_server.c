@@ -3,6 +3,7 @@
  * Each case runs the real binary against a private store.
  */
 #include <check.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -254,6 +255,64 @@ START_TEST(import_time_environment_is_the_callers)
 		ck_out(&r, "('second', 'JST')\n");
 		cli_run_release(&r);
 	}
+}
+END_TEST
+
+/* The fingerprints of --server-status's "environment" lines, in order,
+ * into fp (at most max, 13 bytes each); their count. */
+static size_t env_fingerprints(char (*fp)[13], size_t max)
+{
+	struct cli_run r;
+	size_t n = 0, vars;
+	const char *p;
+
+	CLI(&r, "--server-status");
+	ck_code(&r, 0);
+	for (p = r.out; n < max && (p = strstr(p, "\n  environment ")) != NULL; p++) {
+		if (!isdigit((unsigned char)p[strlen("\n  environment ")]))
+			continue;   /* the line that says how it differs */
+		ck_assert_msg(sscanf(p, "\n  environment %zu variables, fingerprint %12[0-9a-f]",
+		                     &vars, fp[n]) == 2 && strlen(fp[n]) == 12 && vars > 0,
+		              "%s", r.out);
+		n++;
+	}
+	cli_run_release(&r);
+	return n;
+}
+
+/* Two zygotes whose directory, PYTHONPATH, venv and toolboxes agree tell
+ * their environments apart by the fingerprint (issue 42); the same
+ * environment again is the same zygote, with the same fingerprint. */
+START_TEST(status_tells_environments_apart)
+{
+	const char *one[] = { "FOO=one", NULL }, *two[] = { "FOO=two", NULL };
+	char fp[3][13], again[4][13];
+	const char *diff;
+	struct cli_run r;
+
+	RUN_IN(&r, fx.tmp, one, "--server-start");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_assert_uint_eq(env_fingerprints(fp, 1), 1);
+	RUN_IN(&r, fx.tmp, two, "--server-start");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_assert_uint_eq(env_fingerprints(fp + 1, 2), 2);
+	ck_assert_msg(strcmp(fp[1], fp[2]) != 0, "one fingerprint for two environments: %s", fp[1]);
+	ck_assert_msg(strcmp(fp[0], fp[1]) == 0 || strcmp(fp[0], fp[2]) == 0,
+	              "FOO=one's fingerprint %s changed: %s %s", fp[0], fp[1], fp[2]);
+	/* and the later one names the variable they differ in, not its value */
+	CLI(&r, "--server-status");
+	diff = strstr(r.out, "  environment differs from zygote ");
+	ck_assert_msg(diff && strncmp(strchr(diff, '\''), "'s in FOO\n", 10) == 0 &&
+	              !strstr(strchr(diff, '\n'), "environment differs"), "%s", r.out);
+	cli_run_release(&r);
+	RUN_IN(&r, fx.tmp, one, "--server-start");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_assert_uint_eq(env_fingerprints(again, 4), 2);
+	ck_assert_str_eq(again[0], fp[1]);
+	ck_assert_str_eq(again[1], fp[2]);
 }
 END_TEST
 
@@ -847,6 +906,7 @@ int main(void)
 	tcase_add_test(tc, edited_toolbox_is_reimported);
 	tcase_add_test(tc, zygote_with_toolboxes_preloads_the_gate);
 	tcase_add_test(tc, import_time_environment_is_the_callers);
+	tcase_add_test(tc, status_tells_environments_apart);
 	tcase_add_test(tc, broken_toolbox_stays_cold_and_says_why);
 	tcase_add_test(tc, idle_exit_lets_running_cells_finish);
 	tcase_add_test(tc, toolbox_threads_do_not_delay_calls);

@@ -641,7 +641,7 @@ START_TEST(test_default_dir_under_tmpdir)
 	ck_assert(exists(sub, "a.pkl"));
 	store_close(s);
 	/* the top level is checked too */
-	ck_assert_int_eq(chmod(top, 0755), 0);
+	ck_assert_int_eq(chmod(top, 0775), 0);
 	ck_assert_ptr_null(store_file_open(NULL, 0, ERR));
 	ck_assert_msg(strstr(err, "group or others") != NULL, "%s", err);
 	if (saved != NULL)
@@ -671,18 +671,35 @@ START_TEST(test_refuses_symlinked_dir)
 }
 END_TEST
 
-START_TEST(test_refuses_group_other_bits)
+START_TEST(test_refuses_group_other_write)
 {
-	static const mode_t modes[] = { 0750, 0701, 0770, 0707 };
+	static const mode_t modes[] = { 0770, 0707, 0720, 0702, 0775, 0777 };
 	size_t k;
 
 	ck_assert_int_eq(mkdir(sess_dir, 0700), 0);
 	for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
 		ck_assert_int_eq(chmod(sess_dir, modes[k]), 0);
 		ck_assert_ptr_null(store_file_open(sess_dir, 0, ERR));
-		ck_assert_msg(strstr(err, "gives group or others access") != NULL,
+		ck_assert_msg(strstr(err, "lets group or others write") != NULL,
 		              "%s", err);
 		ck_assert_int_eq(count_entries(sess_dir), 0);
+	}
+}
+END_TEST
+
+/* A host's `mkdir -p` makes 0755: read and enter only, so it is used, and
+ * what is made in it stays closed. */
+START_TEST(test_accepts_group_other_read)
+{
+	static const mode_t modes[] = { 0755, 0750, 0701 };
+	struct store *st;
+
+	ck_assert_int_eq(mkdir(sess_dir, 0700), 0);
+	for (size_t k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
+		ck_assert_int_eq(chmod(sess_dir, modes[k]), 0);
+		st = store_file_open(sess_dir, 0, ERR);
+		ck_assert_msg(st != NULL, "mode %04o: %s", (unsigned)modes[k], err);
+		store_close(st);
 	}
 }
 END_TEST
@@ -3381,7 +3398,8 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_dir_created_0700_with_parents);
 	tcase_add_test(tc, test_default_dir_under_tmpdir);
 	tcase_add_test(tc, test_refuses_symlinked_dir);
-	tcase_add_test(tc, test_refuses_group_other_bits);
+	tcase_add_test(tc, test_refuses_group_other_write);
+	tcase_add_test(tc, test_accepts_group_other_read);
 	tcase_add_test(tc, test_refuses_dir_of_other_uid);
 	tcase_add_test(tc, test_refuses_regular_file);
 	tcase_add_test(tc, test_refuses_negative_ttl);

@@ -1,0 +1,243 @@
+"""The python tool of integrations/pi, through the real pi (tools/node's,
+pinned) driven by the scripted model (issue 42, "What must hold")."""
+import base64
+import json
+import os
+import re
+import subprocess
+
+import support
+from support import BIN, ROOT, PiCase, Rpc, wait_for
+
+
+def session_of(end):
+    return end["result"]["details"]["session"]
+
+
+class State(PiCase):
+    def test_state_carries_across_calls(self):
+        first, second = self.python("x = 41", "print('hi'); x + 1")
+        self.assertFalse(first["isError"])
+        self.assertEqual(self.text(second).splitlines()[:2], ["hi", "Out[2]: 42"])
+        self.assertIn("now holds: x", self.last_tool_text())
+        # and across pi runs of other conversations, by name
+        (end,) = self.python("x * 2", session=session_of(second))
+        self.assertIn("Out[3]: 82", self.text(end))
+
+    def test_default_session_is_one_per_pi_session_and_again_on_resume(self):
+        self.model.replay({"tool": "python", "arguments": {"code": "n = 7"}})
+        events = self.pi("first")
+        pi_session = next(e for e in events if e.get("type") == "session")["id"]
+        (end,) = self.tool_ends(events)
+        self.assertEqual(session_of(end), f"pi-{pi_session}")
+        # A new pi session: a new dolsot session, without n.
+        (other,) = self.python("n")
+        self.assertNotEqual(session_of(other), session_of(end))
+        self.assertTrue(other["isError"])
+        self.assertIn("NameError", self.text(other))
+        # The first one resumed: its dolsot session again, with n.
+        (again,) = self.python("n + 1", extra=("--session", pi_session))
+        self.assertEqual(session_of(again), session_of(end))
+        self.assertIn("Out[2]: 8", self.text(again))
+
+
+class Errors(PiCase):
+    def test_error_has_its_traceback_and_the_session_stays(self):
+        _, failed, after = self.python("y = 5", "def f():\n    return 1 / 0\nf()", "y")
+        self.assertTrue(failed["isError"])
+        told = self.model.tool_results(self.model.requests[2])[-1][1]
+        for part in ("Traceback (most recent call last)", "line 2, in f", "ZeroDivisionError"):
+            self.assertIn(part, told)
+        self.assertIn("now holds: f, y", told)
+        self.assertFalse(after["isError"])
+        self.assertIn("Out[3]: 5", self.text(after))
+
+    def test_timeout_kills_and_rolls_back(self):
+        _, timed_out, after = self.python("z = 1", "z = 2\nimport time\ntime.sleep(60)", "z",
+                                          timeout=1)
+        self.assertTrue(timed_out["isError"])
+        self.assertEqual(timed_out["result"]["details"]["status"], "timeout")
+        text = self.text(timed_out)
+        self.assertIn("TimeoutError", text)
+        self.assertIn("rolled back", text)
+        self.assertIn("Out[2]: 1", self.text(after))
+
+
+class Abort(PiCase):
+    def test_abort_stops_the_cell_and_the_session_is_unchanged(self):
+        mark = self.path("started")
+        session = "abort-me"
+        self.python("w = 1", session=session)
+        rpc = Rpc(self)
+        self.model.replay({"tool": "python", "arguments": {
+            "session": session,
+            "code": f"w = 2\nopen({mark!r}, 'w').close()\nimport time\ntime.sleep(120)"}})
+        rpc.send({"type": "prompt", "message": "go"})
+        rpc.wait(lambda e: e.get("type") == "tool_execution_start")
+        wait_for(lambda: os.path.exists(mark))
+        rpc.send({"type": "abort"})
+        end = rpc.wait(lambda e: e.get("type") == "tool_execution_end")
+        self.assertTrue(end["isError"])
+        text = self.text(end)
+        self.assertIn("Aborted", text)
+        self.assertIn("rolled back", text)
+        self.assertIn("session unchanged", text)
+        rpc.wait(lambda e: e.get("type") == "agent_end")
+        rpc.close()
+        (after,) = self.python("w", session=session)
+        self.assertIn("Out[2]: 1", self.text(after))
+
+    def test_updates_say_the_elapsed_time(self):
+        self.model.replay({"tool": "python", "arguments": {"code": "import time; time.sleep(1.5)"}})
+        events = self.pi("go")
+        updates = [e for e in events if e.get("type") == "tool_execution_update"]
+        self.assertTrue(updates, "no update while the cell ran")
+        text = updates[0]["partialResult"]["content"][0]["text"]
+        self.assertRegex(text, r"^running in session pi-[0-9a-f-]+: \d+\.\d s$")
+        self.assertFalse(self.tool_ends(events)[0]["isError"])
+
+    def test_python_command_lists_and_resets(self):
+        (end,) = self.python("v = 1")
+        session = session_of(end)
+        pi_session = session[len("pi-"):]
+        rpc = Rpc(self, "--session", pi_session)
+        rpc.send({"type": "prompt", "message": "/python"})
+        listed = rpc.wait(lambda e: e.get("method") == "notify")
+        self.assertIn(f"{session}: ", listed["message"])
+        self.assertIn("bytes, last used", listed["message"])
+        n = len(rpc.events)
+        rpc.send({"type": "prompt", "message": "/python reset"})
+        reset = rpc.wait(lambda e: e.get("method") == "notify", start=n)
+        self.assertEqual(reset["message"], f"reset {session}: 1 removed")
+        rpc.close()
+        r = subprocess.run([BIN, "--list-sessions"], env=self.env(), capture_output=True)
+        self.assertNotIn(session, r.stdout.decode())
+
+
+class Output(PiCase):
+    def test_a_long_output_keeps_head_and_tail_within_pi_limits(self):
+        (end,) = self.python("for i in range(300000):\n    print(f'line {i}')")
+        told = self.last_tool_text()
+        self.assertLessEqual(len(told.encode()), 50 * 1024)
+        self.assertLessEqual(len(told.splitlines()), 2000)
+        lines = told.splitlines()
+        self.assertEqual(lines[0], "line 0")
+        self.assertIn("line 299999", lines)
+        cut = re.search(r"\[\.\.\. (\d+) of 300000 lines \(.*\) cut here", told)
+        self.assertTrue(cut, "no line says what was cut")
+        self.assertGreater(int(cut.group(1)), 290000)
+        path = end["result"]["details"]["fullOutputPath"]
+        self.assertIn(path, told)
+        self.assertTrue(path.startswith(self.tmp))
+        with open(path, encoding="utf-8") as f:
+            whole = f.read().splitlines()
+        self.assertEqual(whole[:2], ["line 0", "line 1"])
+        self.assertIn("line 299999", whole)
+        self.assertEqual(sum(1 for w in whole if w.startswith("line ")), 300000)
+
+    def test_one_long_line_keeps_its_start_and_its_end(self):
+        (end,) = self.python("print('<' + 'x' * 300000 + '>')")
+        told = self.last_tool_text()
+        self.assertLessEqual(len(told.encode()), 50 * 1024)
+        self.assertTrue(told.startswith("<xxx"))
+        self.assertIn("xxx>\n", told)
+        self.assertIn("the middle of its one line", told)
+        self.assertIn(end["result"]["details"]["fullOutputPath"], told)
+
+    def test_a_figure_reaches_the_model_as_an_image_on_success_and_on_error(self):
+        plot = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\n"
+        ok, failed = self.python(plot, plot + "raise ValueError('after the plot')")
+        self.assertFalse(ok["isError"])
+        self.assertTrue(failed["isError"])
+        # Request n (after the n-th result) carries the images of every result so far.
+        for n, end in ((1, ok), (2, failed)):
+            images = [c for c in end["result"]["content"] if c["type"] == "image"]
+            self.assertEqual(len(images), 1)
+            self.assertEqual(base64.b64decode(images[0]["data"])[:8], b"\x89PNG\r\n\x1a\n")
+            urls = self.model.images(self.model.requests[n])
+            self.assertEqual(len(urls), n)
+            self.assertEqual(urls[-1], "data:image/png;base64," + images[0]["data"])
+        self.assertIn("ValueError: after the plot", self.text(failed))
+
+
+class Settings(PiCase):
+    def test_toolbox_from_the_project_settings(self):
+        with open(os.path.join(self.project, "tbx.py"), "w", encoding="utf-8") as f:
+            f.write('"""A toolbox of the project."""\n\n'
+                    'def double(n: int) -> int:\n    """Return n twice."""\n    return 2 * n\n')
+        self.settings({"binary": BIN, "toolboxes": ["nothere:nh"]},
+                      project={"toolboxes": ["tbx:tb"]})
+        (end,) = self.python("tb.double(21)")
+        self.assertIn("Out[1]: 42", self.text(end))
+        tools = {t["function"]["name"]: t["function"] for t in self.model.requests[0]["tools"]}
+        self.assertIn("tb.double(n: int) -> int: Return n twice.", tools["python"]["description"])
+
+    def test_sandbox_from_settings(self):
+        probe = subprocess.run([BIN, "--sandbox", "--session", "probe", "1"], env=self.env(),
+                               capture_output=True)
+        if probe.returncode != 0:
+            self.skipTest(f"no sandbox here: {probe.stderr.decode()[-300:]}")
+        secret = self.path("secret.txt")
+        with open(secret, "w", encoding="utf-8") as f:
+            f.write("host file")
+        cell = f"import os\nos.path.exists({secret!r})"
+        (plain,) = self.python(cell)
+        self.assertIn("Out[1]: True", self.text(plain))
+        self.settings({"binary": BIN, "sandbox": True})
+        (boxed,) = self.python(cell)
+        self.assertIn("Out[1]: False", self.text(boxed))
+        tools = {t["function"]["name"]: t["function"] for t in self.model.requests[-1]["tools"]}
+        self.assertIn("Cells run sandboxed", tools["python"]["description"])
+
+    def test_a_bad_setting_is_an_error_result(self):
+        self.settings({"binary": BIN, "toolboxes": "tbx:tb"})
+        (end,) = self.python("1")
+        self.assertTrue(end["isError"])
+        self.assertIn("dolsot.toolboxes must be a list of strings", self.text(end))
+
+
+class Package(PiCase):
+    def check_loaded(self):
+        (end,) = self.python("6 * 7")
+        self.assertIn("Out[1]: 42", self.text(end))
+        system = self.model.requests[0]["messages"][0]["content"]
+        self.assertIn("<name>dolsot</name>", system)
+        self.assertIn("- python: Run Python in a persistent session", system)
+
+    def test_integrations_pi_brings_the_tool_and_the_skill(self):
+        self.check_loaded()
+
+    def test_pi_install_from_a_checkout(self):
+        r = subprocess.run([support.NODE, support.PI, "install", support.PACKAGE],
+                           cwd=self.project, env=self.env(), capture_output=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace")[-2000:])
+        with open(os.path.join(self.agent, "settings.json"), encoding="utf-8") as f:
+            settings = json.load(f)
+        self.assertEqual(len(settings["packages"]), 1)
+        self.assertEqual(settings["dolsot"], {"binary": BIN})
+        self.package = None
+        self.check_loaded()
+
+    def test_a_clone_of_the_repository_is_the_same_package(self):
+        # pi install git:... takes the clone's root: its package.json names both.
+        self.package = ROOT
+        self.check_loaded()
+
+
+class MoreSettings(PiCase):
+    def test_a_refused_store_is_an_error_result_in_dolsots_words(self):
+        open_dir = self.path("open")
+        os.makedirs(open_dir)
+        os.chmod(open_dir, 0o777)
+        self.settings({"binary": BIN, "cacheDir": open_dir})
+        (end,) = self.python("1")
+        self.assertTrue(end["isError"])
+        self.assertIn("dolsot exited with 1 without a result", self.text(end))
+        self.assertIn("refusing session directory", self.text(end))
+
+    def test_args_from_settings_reach_every_call(self):
+        self.settings({"binary": BIN, "args": ["--env", "ARGS_SEEN=yes", "--memory", "1G"]})
+        (end,) = self.python("import os\nos.environ.get('ARGS_SEEN')")
+        self.assertIn("Out[1]: 'yes'", self.text(end))
+        tools = {t["function"]["name"]: t["function"] for t in self.model.requests[0]["tools"]}
+        self.assertIn(f"memory {1 << 30}", tools["python"]["description"])
