@@ -31,6 +31,7 @@
 
 #include "deadline.h"
 #include "fdio.h"
+#include "hosttools.h"
 #include "proc.h"
 #include "proc_child.h"
 #include "warm_proto.h"
@@ -177,6 +178,8 @@ struct call {
 	bool started, done, killed;
 	struct call_outcome *o;
 	const struct cell_watch *watch;
+	struct host_tools *tools;
+	int chan[2];                /* the host-call channel: ours, the worker's */
 };
 
 static int send_call(struct call *c, const uint8_t *request, size_t len,
@@ -234,8 +237,9 @@ static bool on_started(struct call *c, uint64_t pid)
 	}
 	/* Before the go: a watcher that hears nothing more knows no cell ran. */
 	cell_watch_tell(c->watch, c->pidfd);
-	if (wire_send(c->sock, WIRE_GO, 0, 0, NULL, 0, NULL, 0) < 0)
+	if (wire_send(c->sock, WIRE_GO, 0, 0, NULL, 0, &c->chan[1], c->chan[1] >= 0) < 0)
 		return false;   /* it is gone, and ran nothing */
+	fd_close(&c->chan[1]);
 	c->started = true;
 	return true;
 }
@@ -299,7 +303,8 @@ static enum call_status supervise(struct call *c, const struct timespec *deadlin
 	struct proc_pipe *pipes = &c->out;   /* out, err */
 
 	while (!c->done && !c->o->signal) {
-		struct pollfd p[2] = { { c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 } };
+		struct pollfd p[3] = { { c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 },
+		                       { c->chan[0], POLLIN, 0 } };
 		double left = deadline_left(deadline) + GRACE;
 
 		if (!c->started && deadline_left(start_by) < left)
@@ -313,8 +318,11 @@ static enum call_status supervise(struct call *c, const struct timespec *deadlin
 			c->o->timed_out = true;
 			return CALL_DONE;
 		}
-		if (proc_poll(pipes, 2, p, 2, deadline_poll_ms(left)) < 0)
+		if (proc_poll(pipes, 2, p, c->chan[0] >= 0 ? 3 : 2, deadline_poll_ms(left)) < 0)
 			return CALL_BROKEN;
+		if (c->chan[0] >= 0 && p[2].revents &&
+		    host_tools_serve(c->tools, c->chan[0], deadline) == 0)
+			fd_close(&c->chan[0]);
 		if (p[1].revents)
 			on_signals(c);
 		if (p[0].revents && !on_message(c))
@@ -327,12 +335,14 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
                           const struct warm_want *key, const struct cell_watch *watch,
-                          struct capture *out, struct capture *errc,
+                          struct host_tools *tools, struct capture *out,
+                          struct capture *errc,
                           struct call_outcome *o, char *err, size_t errlen)
 {
 	struct call c = { .sock = -1, .res = -1, .sig = -1, .pidfd = -1, .o = o, .watch = watch,
 	                  .out = { -1, proc_feed_capture, out },
-	                  .err = { -1, proc_feed_capture, errc } };
+	                  .err = { -1, proc_feed_capture, errc }, .tools = tools,
+	                  .chan = { -1, -1 } };
 	enum call_status st = CALL_FALLBACK;
 	struct timespec start_by;
 	sigset_t mask, oldmask;
@@ -350,6 +360,8 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 	c.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sig < 0 || send_call(&c, request, request_len, session, deadline, key) < 0)
 		goto out;
+	if (tools && host_tools_channel(tools, c.chan, err, errlen) < 0)
+		goto out;   /* nothing ran: the cold path tries */
 	/* Counted from the send: our own slowness (valgrind, say) is not the
 	 * server's. */
 	deadline_in(&start_by, budget * WARM_START_SHARE < WARM_START_MAX
@@ -377,6 +389,8 @@ out:
 	fd_close(&c.res);
 	fd_close(&c.sig);
 	fd_close(&c.pidfd);
+	fd_close(&c.chan[0]);
+	fd_close(&c.chan[1]);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return st;
 }
