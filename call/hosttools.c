@@ -93,7 +93,7 @@ static struct host_tool *add(struct host_tools *ht, const char *name, size_t len
 	t = &ht->tools[ht->n];
 	memset(t, 0, sizeof(*t));
 	memcpy(t->name, name, len);
-	t->decl = json_pack("{s:s#}", "name", name, len);
+	t->decl = json_pack("{s:s}", "name", t->name);
 	if (!t->decl) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -384,8 +384,9 @@ int host_tools_open_fd(struct host_tools *ht, int fd, double seconds, char *err,
 		if (!t || take_decl(t, e, "--tools-fd's tools/list", err, errlen) < 0)
 			break;
 	}
-	json_decref(result);
-	return i == json_array_size(list) ? 0 : -1;
+	got = i == json_array_size(list) ? 0 : -1;
+	json_decref(result);   /* list was result's */
+	return got;
 }
 
 char *host_tools_declarations(const struct host_tools *ht)
