@@ -219,6 +219,7 @@ static void add_tool(struct cli *c, const char *spec, bool schema)
 static struct host_tools *open_tools(struct cli *c, const struct settings *s)
 {
 	const char *bound = getenv("DOLSOT_TOOL_TIMEOUT");
+	const char *calls = getenv("DOLSOT_TOOL_MAX_CALLS");
 	char err[512];
 	uint64_t n = 0;
 	int fd = -1;
@@ -238,6 +239,10 @@ static struct host_tools *open_tools(struct cli *c, const struct settings *s)
 	if (bound && opts_parse_seconds(bound, &c->tools->call_seconds) < 0)
 		usage_error("DOLSOT_TOOL_TIMEOUT='%s': expected a positive number of seconds",
 		            bound);
+	if (calls && (opts_parse_count(calls, &n) < 0 || n == 0))
+		usage_error("DOLSOT_TOOL_MAX_CALLS='%s': expected a whole number from 1", calls);
+	if (calls)
+		c->tools->lim.calls_max = (size_t)n;
 	return c->tools;
 }
 

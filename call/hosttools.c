@@ -36,8 +36,10 @@ void host_tools_init(struct host_tools *ht)
 	ht->fd = -1;
 	ht->next_id = 1;
 	ht->call_seconds = HOST_CALL_SECONDS;
+	ht->lim = (struct toolchan_limits){ TOOLCHAN_MSG_MAX, TOOLCHAN_CALLS_MAX,
+	                                    TOOLCHAN_BYTES_MAX };
 	jsonrpc_reader_init(&ht->from_host, TOOLCHAN_MSG_MAX);
-	toolchan_init(&ht->chan, NULL);
+	toolchan_init(&ht->chan, &ht->lim);
 }
 
 void host_tools_release(struct host_tools *ht)
@@ -404,7 +406,7 @@ char *host_tools_declarations(const struct host_tools *ht)
 void host_tools_begin(struct host_tools *ht)
 {
 	toolchan_release(&ht->chan);
-	toolchan_init(&ht->chan, NULL);
+	toolchan_init(&ht->chan, &ht->lim);
 }
 
 int host_tools_channel(struct host_tools *ht, int chan[2], char *err, size_t errlen)
@@ -578,6 +580,19 @@ static char *answer_call(struct host_tools *ht, const struct toolchan_call *call
 	return line;
 }
 
+/* An answer to the worker, which waits for it: one it does not take in
+ * HOST_ANSWER_SECONDS is a cell writing without reading. */
+static int write_answer(int chan, const char *answer, size_t len,
+                        const struct timespec *deadline)
+{
+	struct timespec until;
+
+	deadline_in(&until, HOST_ANSWER_SECONDS);
+	if (deadline_left(deadline) < deadline_left(&until))
+		until = *deadline;
+	return write_within(chan, answer, len, &until);
+}
+
 static bool declared(const char *name, void *ctx)
 {
 	return find(ctx, name) != NULL;
@@ -604,7 +619,7 @@ static int drain(struct host_tools *ht, int chan, const struct timespec *deadlin
 				ev = TOOLCHAN_CLOSED;
 			}
 		}
-		if (answer && write_within(chan, answer, len, deadline) < 0)
+		if (answer && write_answer(chan, answer, len, deadline) < 0)
 			ok = 0;
 		free(answer);
 		if (ev == TOOLCHAN_CLOSED || !ok)
@@ -622,13 +637,15 @@ int host_tools_serve(struct host_tools *ht, int chan, const struct timespec *dea
 		return errno == EAGAIN || errno == EINTR ? 1 : 0;
 	if (n == 0)
 		return 0;
-	while (off < (size_t)n) {
+	/* Once closed, what the cell sends is read and dropped: its writes
+	 * neither block nor fail (no SIGPIPE), and it is told why once. */
+	while (off < (size_t)n && !ht->chan.told) {
 		long took = toolchan_feed(&ht->chan, buf + off, (size_t)n - off);
 
-		if (took < 0 || ht->chan.closed)
-			return drain(ht, chan, deadline) && 0;
+		if (took < 0)
+			return 0;
 		off += (size_t)took;
-		if (!drain(ht, chan, deadline))
+		if (!drain(ht, chan, deadline) && !ht->chan.told)
 			return 0;
 	}
 	return 1;

@@ -25,6 +25,9 @@
 /* One host call may take this long (seconds) before the cell is told
  * TimeoutError; never past the cell's own deadline. */
 #define HOST_CALL_SECONDS 30.0
+/* An answer the worker does not take within this long (seconds) closes
+ * the channel: the cell writes without reading. */
+#define HOST_ANSWER_SECONDS 2.0
 
 struct host_tool {
 	char name[TOOLCHAN_NAME_MAX + 1];
@@ -40,7 +43,8 @@ struct host_tools {
 	char held[65536];        /* read from the fd host, not fed yet */
 	size_t held_len, held_off;
 	long long next_id;       /* of the requests sent to the fd host */
-	double call_seconds;     /* HOST_CALL_SECONDS unless a test says less */
+	double call_seconds;     /* HOST_CALL_SECONDS, or DOLSOT_TOOL_TIMEOUT */
+	struct toolchan_limits lim;   /* each cell's bounds */
 	struct toolchan chan;    /* this cell's intake */
 };
 
@@ -76,8 +80,9 @@ int host_tools_channel(struct host_tools *ht, int chan[2], char *err, size_t err
  * Read what the worker sent on chan (non-blocking) and answer every call
  * in it, each within HOST_CALL_SECONDS and never past deadline.  Returns
  * 1 while the channel stays open, 0 when it is done (the worker closed
- * it, or the cell broke a bound: the caller closes chan, the cell's next
- * call fails).
+ * it, or an answer could not be written in time): the caller closes chan.
+ * A cell that broke a bound is told why once; from then on what it sends
+ * is read and dropped, and its next call fails with that reason.
  */
 int host_tools_serve(struct host_tools *ht, int chan, const struct timespec *deadline);
 

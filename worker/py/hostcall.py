@@ -19,6 +19,7 @@ import inspect
 import json
 import keyword
 import os
+import socket
 import threading
 import typing
 
@@ -45,6 +46,9 @@ class _Channel:
 
     def __init__(self, fd):
         self.fd = fd
+        # A socket object only to send without SIGPIPE: a dup, so that
+        # closing it leaves the call's fd as it is.
+        self.sock = socket.socket(fileno=os.dup(fd))
         self.buf = b""
         self.next_id = 1
         self.closed = None
@@ -69,13 +73,10 @@ class _Channel:
         return line
 
     def _send(self, data):
-        view = memoryview(data)
-        while view:
-            try:
-                n = os.write(self.fd, view)
-            except OSError as e:
-                self._close(f"the host-call channel is closed ({e.strerror})")
-            view = view[n:]
+        try:
+            self.sock.sendall(data, socket.MSG_NOSIGNAL)
+        except OSError as e:
+            self._close(f"the host-call channel is closed ({e.strerror})")
 
     def call(self, name, arguments):
         with self.lock:
