@@ -551,7 +551,8 @@ static int ask_host(struct host_tools *ht, const struct toolchan_call *call,
 	return got < 0 ? 0 : got;
 }
 
-/* The answer line to one call, run within its bound. */
+/* The answer line to one call, run within its bound; NULL when the call's
+ * deadline came first (or memory ran out). */
 static char *answer_call(struct host_tools *ht, const struct toolchan_call *call,
                          const struct timespec *deadline, size_t *len)
 {
@@ -566,6 +567,11 @@ static char *answer_call(struct host_tools *ht, const struct toolchan_call *call
 		until = *deadline;
 	got = t->command ? run_helper(t, call->arguments, &until, &result, msg, sizeof(msg))
 	                 : ask_host(ht, call, &until, &result, msg, sizeof(msg));
+	/* At the call's own deadline the cell gets no answer: it is being
+	 * ended as any cell that runs out of time (on the warm path by the
+	 * zygote, which an answer now would race). */
+	if (got < 0 && deadline_left(deadline) <= 0)
+		return NULL;
 	if (got != 1)
 		return jsonrpc_error(call->id, got < 0 ? TOOLCHAN_TIMEOUT : TOOLCHAN_TOOL_ERROR,
 		                     msg, len);
