@@ -44,7 +44,9 @@
 #define MAX_CODE_BYTES ((size_t)256 << 20)
 
 static const char usage_text[] =
-	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--fork SRC [--replace]]\n"
+	"usage: dolsot [--toolbox MODULE:ALIAS]... [--tool NAME=COMMAND]...\n"
+	"              [--tool-schema NAME=FILE]... [--tools-fd N]\n"
+	"              --session ID [--fork SRC [--replace]]\n"
 	"              [--call-id ID] [--timeout SECONDS] [--sandbox] [--mount HOST:VIRTUAL[:MODE]]...\n"
 	"              [--env NAME[=VALUE]]... [--memory SIZE] [--max-procs N]\n"
 	"              [--max-file-size SIZE] [--cpu-seconds N] [--recursion-limit N]\n"
