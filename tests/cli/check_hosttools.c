@@ -312,7 +312,7 @@ END_TEST
 
 START_TEST(describe_lists_the_tools)
 {
-	struct cli_run r;
+	struct cli_run r, v;
 
 	ADD(&r, "--describe");
 	ck_code(&r, 0);
@@ -321,6 +321,11 @@ START_TEST(describe_lists_the_tools)
 	ADD(&r, "--describe", "--json");
 	ck_code(&r, 0);
 	ck_out_has(&r, "\"tools\":[{\"name\":\"add\",\"signature\":\"(a: int, b: int = 1) -> int\"");
+	cli_run(&v, &(struct cli_opts){ .stdin_data = r.out, .prog = "/usr/bin/python3" },
+	        (const char *const[]){ "python3", "tests/lib/validate_json.py",
+	                               "schema/result.schema.json", NULL });
+	ck_code(&v, 0);
+	cli_run_release(&v);
 	cli_run_release(&r);
 }
 END_TEST
