@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ck_run.h"
 #include "cli_check.h"
@@ -330,6 +331,27 @@ START_TEST(describe_lists_the_tools)
 }
 END_TEST
 
+START_TEST(the_type_gate_checks_calls_against_the_schema)
+{
+	struct cli_run r;
+
+	if (access("/usr/bin/mypy", X_OK) != 0)
+		return;   /* the gate's checkers are check_typegate's to require */
+	cli_test_add_env(&fx, "DOLSOT_TYPECHECK=1");
+	cli_test_add_env(&fx, "DOLSOT_TY_BIN=/usr/bin/mypy");
+	ADD(&r, "--session", "g", "print('ran')\nadd('x')");
+	ck_code(&r, 1);
+	ck_out(&r, "");
+	ck_err_has(&r, "line 2: Argument 1 to \"add\" has incompatible type \"str\"; "
+	           "expected \"int\"  [arg-type]\n  hint: add(a: int, b: int = 1) -> int\n");
+	cli_run_release(&r);
+	ADD(&r, "--session", "g", "print(add(2))");
+	ck_code(&r, 0);
+	ck_out(&r, "3\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(a_tool_hides_a_held_name_for_its_call_only)
 {
 	struct cli_run r;
@@ -432,6 +454,7 @@ static Suite *hosttools_suite(void)
 	tcase_add_test(hostile, a_cell_that_writes_without_reading_is_cut_off);
 	tcase_add_test(paths, describe_lists_the_tools);
 	tcase_add_test(paths, a_tool_hides_a_held_name_for_its_call_only);
+	tcase_add_test(paths, the_type_gate_checks_calls_against_the_schema);
 	tcase_add_test(live, live_calls_get_their_own_channel_each);
 	tcase_add_test(paths, a_sandboxed_cell_calls_out_through_the_channel_only);
 	return s;
