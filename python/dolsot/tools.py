@@ -135,6 +135,15 @@ class Host:
         args, kwargs = _bind(fn, params.get("arguments") or {})
         return fn, args, kwargs
 
+    def _todo(self, line):
+        """(message, what _prepare says of it); (None, None) for a line
+        that is not JSON."""
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return None, None
+        return msg, self._prepare(msg)
+
     def _done(self, msg, run):
         try:
             return self._answer(msg, run())
@@ -145,11 +154,7 @@ class Host:
         """Answer until the binary closes its end (a thread's loop)."""
         with self.sock.makefile("rwb") as f:
             for line in f:
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                todo = self._prepare(msg)
+                msg, todo = self._todo(line)
                 if todo is None:
                     continue
                 if not isinstance(todo, bytes):
@@ -170,11 +175,7 @@ class Host:
         reader, writer = await asyncio.open_connection(sock=self.sock, limit=1 << 21)
         try:
             while line := await reader.readline():
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                todo = self._prepare(msg)
+                msg, todo = self._todo(line)
                 if todo is None:
                     continue
                 if not isinstance(todo, bytes):
