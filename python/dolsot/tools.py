@@ -11,6 +11,7 @@ One JSON-RPC 2.0 message per line, both ways.
 """
 
 import asyncio
+import functools
 import inspect
 import json
 import socket
@@ -199,3 +200,27 @@ class Host:
         self.sock.close()
         if self.child.fileno() >= 0:
             self.child.close()
+
+
+def in_process(name, fn, loop_of):
+    """fn as InProcessSession's cells call it: its signature, its exception
+    raised as HostToolError with its text; a coroutine function awaited on
+    the loop loop_of() gives (arun's), else run to its end on the cell's
+    thread."""
+    from .errors import HostToolError
+    declare(name, fn)
+
+    @functools.wraps(fn)
+    def tool(*args, **kwargs):
+        try:
+            if not inspect.iscoroutinefunction(fn):
+                return fn(*args, **kwargs)
+            loop = loop_of()
+            if loop is None:
+                return asyncio.run(fn(*args, **kwargs))
+            return asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), loop).result()
+        except Exception as e:
+            raise HostToolError(str(e) or type(e).__name__) from None
+
+    tool.__name__ = tool.__qualname__ = name
+    return tool

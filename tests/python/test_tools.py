@@ -9,7 +9,7 @@ import unittest
 
 import support
 
-from dolsot import Repl
+from dolsot import InProcessSession, Repl
 
 
 def search(query: str, limit: int = 3) -> list[str]:
@@ -75,6 +75,39 @@ class Tools(support.StoreCase):
             Repl(tools={"_hidden": search})
         with self.assertRaises(TypeError):
             Repl(tools={"x": 3})
+
+
+class InProcessTools(unittest.TestCase):
+    """InProcessSession(tools=...): the same functions, in this process."""
+
+    def test_a_tool_keeps_its_signature_and_its_error_is_host_tool_error(self):
+        s = InProcessSession(tools={"search": search, "fails": fails})
+        r = s.run("import inspect\nprint(search('q', 1), inspect.signature(search))\n"
+                  "try:\n    fails('nope')\nexcept RuntimeError as e:\n"
+                  "    print(type(e).__name__, e)")
+        self.assertTrue(r.ok, r.error)
+        self.assertEqual(r.stdout, "['q #0'] (query: str, limit: int = 3) -> list[str]\n"
+                         "HostToolError nope\n")
+        self.assertEqual(s.held, ["inspect"])
+        s.reset()
+        self.assertEqual(s.run("search('z', 1)").value, "['z #0']")
+
+    def test_arun_awaits_a_coroutine_function_on_its_loop(self):
+        loops = []
+
+        async def double(x: int) -> int:
+            loops.append(asyncio.get_running_loop())
+            return 2 * x
+
+        async def main():
+            s = InProcessSession(tools={"double": double})
+            return await s.arun("double(21)"), asyncio.get_running_loop()
+
+        r, loop = asyncio.run(main())
+        self.assertEqual(r.value, "42")
+        self.assertEqual(loops, [loop])
+        self.assertEqual(InProcessSession(tools={"double": double}).run("double(2)").value,
+                         "4")
 
 
 if __name__ == "__main__":
