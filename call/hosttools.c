@@ -67,11 +67,22 @@ static struct host_tool *find(const struct host_tools *ht, const char *name)
 	return NULL;
 }
 
-/* A name a cell can call: a Python identifier that is not private. */
+/* A name a cell can call: a Python identifier that is not private nor a
+ * keyword. */
 static bool good_name(const char *name, size_t len)
 {
+	static const char *const keywords[] = {
+		"False", "None", "True", "and", "as", "assert", "async", "await", "break",
+		"class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
+		"from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or",
+		"pass", "raise", "return", "try", "while", "with", "yield",
+	};
+
 	if (len == 0 || len > TOOLCHAN_NAME_MAX || name[0] == '_' || isdigit((unsigned char)name[0]))
 		return false;
+	for (size_t i = 0; i < sizeof(keywords) / sizeof(*keywords); i++)
+		if (strlen(keywords[i]) == len && memcmp(keywords[i], name, len) == 0)
+			return false;
 	for (size_t i = 0; i < len; i++)
 		if (!isalnum((unsigned char)name[i]) && name[i] != '_')
 			return false;
@@ -85,7 +96,8 @@ static struct host_tool *add(struct host_tools *ht, const char *name, size_t len
 
 	if (!good_name(name, len)) {
 		snprintf(err, errlen, "tool name '%.*s': want a Python identifier of at most %d "
-		         "characters, not starting with '_'", (int)len, name, TOOLCHAN_NAME_MAX);
+		         "characters, not a keyword nor starting with '_'", (int)len, name,
+		         TOOLCHAN_NAME_MAX);
 		return NULL;
 	}
 	if (ht->n == HOST_TOOLS_MAX) {

@@ -408,6 +408,10 @@ START_TEST(the_callers_mistakes_are_usage_errors)
 	ck_code(&r, 2);
 	ck_err_has(&r, "tool name '_private': want a Python identifier");
 	cli_run_release(&r);
+	CLI(&r, "--session", "s", "--tool", "class=true", "1");
+	ck_code(&r, 2);
+	ck_err_has(&r, "tool name 'class': want a Python identifier");
+	cli_run_release(&r);
 	CLI(&r, "--session", "s", "--tool-schema", schema_arg, "1");
 	ck_code(&r, 2);
 	ck_err_has(&r, "--tool-schema add: no --tool add=COMMAND declares it");

@@ -100,7 +100,7 @@ def _prelude(kind, held, toolboxes, bound, assigned, wrapped, tools=None):
         lines.append(f"import {module.__name__} as {alias}")
     if tools:
         # The host's tools (hostcall.py), declared by their signatures.
-        lines += ["import typing", "from typing import Any, Literal, Optional, Union"]
+        lines.append("import typing")
         hostcall = _dolsot.embedded("hostcall")
         lines += [hostcall.stub(fn.__dolsot_tool__) for fn in tools.values()]
     if "display" not in held:
