@@ -243,6 +243,7 @@ START_TEST(malformed_frames_and_undeclared_tools_are_errors_and_the_host_goes_on
 	                              "\"tools/call\",\"params\":{\"name\":\"rm_rf\"}}\\n'))\n"
 	                              "try:\n    ch.call('rm_rf', {})\nexcept RuntimeError as e:\n"
 	                              "    print('RuntimeError:', e)\n"
+	                              "raw.sendall(b'junk\\n{}\\n', socket.MSG_NOSIGNAL)\n"
 	                              "print(echo(5))");
 
 	ck_code(&r, 0);

@@ -101,8 +101,10 @@ class _Channel:
                     continue
                 if msg.get("id") == rid:
                     break
-                if msg.get("id") is None and isinstance(msg.get("error"), dict):
-                    self._close(str(msg["error"].get("message", "channel closed")))
+                err = msg.get("error")
+                if (msg.get("id") is None and isinstance(err, dict)
+                        and err.get("code") == BOUND):
+                    self._close(str(err.get("message", "channel closed")))
         err = msg.get("error")
         if err is None:
             return msg.get("result")
