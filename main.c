@@ -222,6 +222,7 @@ static struct host_tools *open_tools(struct cli *c, const struct settings *s)
 {
 	const char *bound = getenv("DOLSOT_TOOL_TIMEOUT");
 	const char *calls = getenv("DOLSOT_TOOL_MAX_CALLS");
+	const char *wait = getenv("DOLSOT_TOOL_WAIT");
 	char err[512];
 	uint64_t n = 0;
 	int fd = -1;
@@ -245,6 +246,8 @@ static struct host_tools *open_tools(struct cli *c, const struct settings *s)
 		usage_error("DOLSOT_TOOL_MAX_CALLS='%s': expected a whole number from 1", calls);
 	if (calls)
 		c->tools->lim.calls_max = (size_t)n;
+	if (wait && opts_parse_nonneg(wait, &c->tools->wait_max) < 0)
+		usage_error("DOLSOT_TOOL_WAIT='%s': expected a number of seconds from 0", wait);
 	return c->tools;
 }
 

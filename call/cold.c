@@ -100,7 +100,11 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 	while (!s->reaped) {
 		struct pollfd extra[2] = { { .fd = s->sig, .events = POLLIN },
 		                           { .fd = s->chan, .events = POLLIN } };
-		double left = deadline_left(deadline);
+		struct timespec cell;   /* the deadline, past the host's waits */
+		double left;
+
+		host_tools_deadline(s->tools, deadline, &cell);
+		left = deadline_left(&cell);
 		int ms;
 
 		if (left <= 0 && !s->o->timed_out) {

@@ -36,6 +36,7 @@ void host_tools_init(struct host_tools *ht)
 	ht->fd = -1;
 	ht->next_id = 1;
 	ht->call_seconds = HOST_CALL_SECONDS;
+	ht->wait_max = HOST_WAIT_SECONDS;
 	ht->lim = (struct toolchan_limits){ TOOLCHAN_MSG_MAX, TOOLCHAN_CALLS_MAX,
 	                                    TOOLCHAN_BYTES_MAX };
 	jsonrpc_reader_init(&ht->from_host, TOOLCHAN_MSG_MAX);
@@ -417,8 +418,20 @@ char *host_tools_declarations(const struct host_tools *ht)
 
 void host_tools_begin(struct host_tools *ht)
 {
+	ht->waited = 0;
 	toolchan_release(&ht->chan);
 	toolchan_init(&ht->chan, &ht->lim);
+}
+
+void host_tools_deadline(const struct host_tools *ht, const struct timespec *deadline,
+                         struct timespec *out)
+{
+	if (!ht || ht->waited <= 0) {
+		*out = *deadline;
+		return;
+	}
+	deadline_in(out, deadline_left(deadline) +
+	                 (ht->waited < ht->wait_max ? ht->waited : ht->wait_max));
 }
 
 int host_tools_channel(struct host_tools *ht, int chan[2], char *err, size_t errlen)
@@ -569,20 +582,27 @@ static char *answer_call(struct host_tools *ht, const struct toolchan_call *call
                          const struct timespec *deadline, size_t *len)
 {
 	const struct host_tool *t = find(ht, call->name);
-	struct timespec until;
+	struct timespec until, cell;
 	json_t *result = NULL;
 	char msg[HELPER_ERR_MAX + 64], *line;
+	double free_wait = ht->wait_max > ht->waited ? ht->wait_max - ht->waited : 0, t0;
 	int got;
 
+	/* The wait is the cell's own time only past what is left of
+	 * wait_max. */
+	host_tools_deadline(ht, deadline, &cell);
 	deadline_in(&until, ht->call_seconds);
-	if (deadline_left(deadline) < deadline_left(&until))
-		until = *deadline;
+	if (deadline_left(&cell) + free_wait < ht->call_seconds)
+		deadline_in(&until, deadline_left(&cell) + free_wait);
+	t0 = deadline_now();
 	got = t->command ? run_helper(t, call->arguments, &until, &result, msg, sizeof(msg))
 	                 : ask_host(ht, call, &until, &result, msg, sizeof(msg));
-	/* At the call's own deadline the cell gets no answer: it is being
-	 * ended as any cell that runs out of time (on the warm path by the
-	 * zygote, which an answer now would race). */
-	if (got < 0 && deadline_left(deadline) <= 0)
+	t0 = deadline_now() - t0;
+	ht->waited += t0 < free_wait ? t0 : free_wait;
+	/* At the cell's own deadline it gets no answer: it is being ended as
+	 * any cell that runs out of time (an answer now would race that). */
+	host_tools_deadline(ht, deadline, &cell);
+	if (got < 0 && deadline_left(&cell) <= 0)
 		return NULL;
 	if (got != 1)
 		return jsonrpc_error(call->id, got < 0 ? TOOLCHAN_TIMEOUT : TOOLCHAN_TOOL_ERROR,
@@ -600,14 +620,15 @@ static char *answer_call(struct host_tools *ht, const struct toolchan_call *call
 
 /* An answer to the worker, which waits for it: one it does not take in
  * HOST_ANSWER_SECONDS is a cell writing without reading. */
-static int write_answer(int chan, const char *answer, size_t len,
-                        const struct timespec *deadline)
+static int write_answer(const struct host_tools *ht, int chan, const char *answer,
+                        size_t len, const struct timespec *deadline)
 {
-	struct timespec until;
+	struct timespec until, cell;
 
+	host_tools_deadline(ht, deadline, &cell);
 	deadline_in(&until, HOST_ANSWER_SECONDS);
-	if (deadline_left(deadline) < deadline_left(&until))
-		until = *deadline;
+	if (deadline_left(&cell) < deadline_left(&until))
+		until = cell;
 	return write_within(chan, answer, len, &until);
 }
 
@@ -637,7 +658,7 @@ static int drain(struct host_tools *ht, int chan, const struct timespec *deadlin
 				ev = TOOLCHAN_CLOSED;
 			}
 		}
-		if (answer && write_answer(chan, answer, len, deadline) < 0)
+		if (answer && write_answer(ht, chan, answer, len, deadline) < 0)
 			ok = 0;
 		free(answer);
 		if (ev == TOOLCHAN_CLOSED || !ok)

@@ -25,6 +25,9 @@
 /* One host call may take this long (seconds) before the cell is told
  * TimeoutError; never past the cell's own deadline. */
 #define HOST_CALL_SECONDS 30.0
+/* Time a cell waits on its host, not counted against its --timeout
+ * (seconds per cell, DOLSOT_TOOL_WAIT); past it, waiting counts. */
+#define HOST_WAIT_SECONDS 300.0
 /* An answer the worker does not take within this long (seconds) closes
  * the channel: the cell writes without reading. */
 #define HOST_ANSWER_SECONDS 2.0
@@ -45,6 +48,8 @@ struct host_tools {
 	long long next_id;       /* of the requests sent to the fd host */
 	double call_seconds;     /* HOST_CALL_SECONDS, or DOLSOT_TOOL_TIMEOUT */
 	struct toolchan_limits lim;   /* each cell's bounds */
+	double wait_max;         /* HOST_WAIT_SECONDS, or DOLSOT_TOOL_WAIT */
+	double waited;           /* this cell's host waiting, counted up to wait_max */
 	struct toolchan chan;    /* this cell's intake */
 };
 
@@ -72,13 +77,22 @@ char *host_tools_declarations(const struct host_tools *ht);
 /* Before a cell: a fresh channel intake (its bounds count per cell). */
 void host_tools_begin(struct host_tools *ht);
 
+/*
+ * The call's deadline as the cell's clock has it: deadline moved on by the
+ * time the cell waited on its host, up to wait_max (ht NULL: deadline).
+ * A call path enforces this one while a channel is served.
+ */
+void host_tools_deadline(const struct host_tools *ht, const struct timespec *deadline,
+                         struct timespec *out);
+
 /* A new channel for a cell: chan[0] ours (non-blocking), chan[1] the
  * worker's, both CLOEXEC; the intake begins afresh.  0, or -1 with err. */
 int host_tools_channel(struct host_tools *ht, int chan[2], char *err, size_t errlen);
 
 /*
  * Read what the worker sent on chan (non-blocking) and answer every call
- * in it, each within HOST_CALL_SECONDS and never past deadline.  Returns
+ * in it, each within HOST_CALL_SECONDS and never past the cell's deadline
+ * (host_tools_deadline of the call's deadline).  Returns
  * 1 while the channel stays open, 0 when it is done (the worker closed
  * it, or an answer could not be written in time): the caller closes chan.
  * A cell that broke a bound is told why once; from then on what it sends

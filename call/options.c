@@ -31,6 +31,8 @@ const struct option_row options_table[] = {
 	  NO_FIELD },
 	{ .id = OPTION_TOOL_MAX_CALLS, .env = "DOLSOT_TOOL_MAX_CALLS",
 	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
+	{ .id = OPTION_TOOL_WAIT, .env = "DOLSOT_TOOL_WAIT", .type = OPTION_T_ELSEWHERE,
+	  NO_FIELD },
 	{ .id = OPTION_SESSION, .flag = "session", .arg = "ID", .mcp = "session",
 	  .type = OPTION_T_TEXT, NO_FIELD,
 	  .help = "the session to run in (required to run code)",

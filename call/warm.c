@@ -206,9 +206,12 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
 	fds[4] = session->save;
 	fds[5] = session->load;
 	/* The budget is what is left of ours, so the zygote's deadline and
-	 * ours are the same moment.  The socket does not block: a server
-	 * whose queue is full is a stuck one. */
-	if (wire_send(c->sock, WIRE_CALL, (uint64_t)deadline_ns_left(deadline),
+	 * ours are the same moment; with host tools, ours moves on while the
+	 * cell waits on the host (hosttools.h), which the zygote never sees:
+	 * we enforce it, and its deadline is only a backstop.  The socket
+	 * does not block: a server whose queue is full is a stuck one. */
+	if (wire_send(c->sock, WIRE_CALL, (uint64_t)deadline_ns_left(deadline) +
+	              (c->tools ? (uint64_t)(c->tools->wait_max * 1e9) : 0),
 	              warm_proto_exe_id(), payload, plen, fds, session->load >= 0 ? 6 : 5) < 0)
 		goto out;
 	c->out.fd = outp[0];
@@ -305,14 +308,19 @@ static enum call_status supervise(struct call *c, const struct timespec *deadlin
 	while (!c->done && !c->o->signal) {
 		struct pollfd p[3] = { { c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 },
 		                       { c->chan[0], POLLIN, 0 } };
-		double left = deadline_left(deadline) + GRACE;
+		struct timespec cell;   /* the deadline, past the host's waits */
+		double left;
 
+		host_tools_deadline(c->tools, deadline, &cell);
+		/* With host tools the deadline is ours to enforce (send_call). */
+		left = deadline_left(&cell) + (c->tools ? 0 : GRACE);
 		if (!c->started && deadline_left(start_by) < left)
 			left = deadline_left(start_by);
 		if (left <= 0 && !c->started)
 			return CALL_FALLBACK;   /* closing the socket stops the worker */
 		if (left <= 0) {
-			/* The server did not enforce the deadline: give up on it. */
+			/* The server did not enforce the deadline (or, with host
+			 * tools, it was ours): end the cell here. */
 			kill_worker(c);
 			c->killed = true;
 			c->o->timed_out = true;

@@ -5,6 +5,7 @@
  * example run as written; hostile cells (malformed, oversized and
  * undeclared calls, a flood past the calls bound, a frame forged on
  * stdout, a host that does not answer, a timeout during a host call):
+ * the host's waits not counted against --timeout up to DOLSOT_TOOL_WAIT;
  * each a clear error in the cell, the host unaffected, the session
  * intact; live and sandboxed calls; --describe; the caller's mistakes.
  */
@@ -138,10 +139,24 @@ START_TEST(a_host_that_does_not_answer_in_time_raises_timeout_error)
 }
 END_TEST
 
+START_TEST(waiting_on_the_host_does_not_count_against_the_timeout)
+{
+	struct cli_run r;
+
+	CLI(&r, "--session", "s", "--timeout", "1", "--tool", "slow=sleep 0.6; echo 2",
+	    "print(slow() + slow() + slow())");
+	ck_code(&r, 0);
+	ck_out(&r, "6\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(a_timeout_during_a_host_call_rolls_the_cell_back)
 {
 	struct cli_run r;
 
+	/* Past DOLSOT_TOOL_WAIT the waiting is the cell's own time. */
+	cli_test_add_env(&fx, "DOLSOT_TOOL_WAIT=0.5");
 	ok_call("s", "x = 1");
 	CLI(&r, "--session", "s", "--timeout", "1", "--tool", "slow=sleep 60", "x = 2\nslow()");
 	ck_code(&r, 124);
@@ -449,6 +464,7 @@ static Suite *hosttools_suite(void)
 	tcase_add_test(helper, a_failing_helper_raises_its_stderr_and_the_session_is_intact);
 	tcase_add_test(helper, a_helper_answering_no_json_is_an_error_in_the_cell);
 	tcase_add_test(helper, a_host_that_does_not_answer_in_time_raises_timeout_error);
+	tcase_add_test(helper, waiting_on_the_host_does_not_count_against_the_timeout);
 	tcase_add_test(helper, a_timeout_during_a_host_call_rolls_the_cell_back);
 	tcase_add_test(helper, the_callers_mistakes_are_usage_errors);
 	tcase_add_test(fd, the_readme_tools_fd_example_runs);
