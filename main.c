@@ -880,7 +880,7 @@ static const char **run_flags(int argc, char **argv, size_t *n)
 	return out;
 }
 
-static int cmd_mcp(const struct cli *c, const struct settings *s, int argc, char **argv)
+static int cmd_mcp(struct cli *c, const struct settings *s, int argc, char **argv)
 {
 	char err[REPL_ERR_MAX], *mounts;
 	struct sandbox_plan plan;
@@ -912,6 +912,7 @@ static int cmd_mcp(const struct cli *c, const struct settings *s, int argc, char
 	m.describe_mounts = mounts;
 	build_plan(c, s, &plan);
 	m.plan = &plan;
+	m.tools = open_tools(c, s);
 	/* A long-lived server: each log line goes out when it is written. */
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (mcp_serve(&m, err, sizeof(err)) < 0)
@@ -961,9 +962,12 @@ int main(int argc, char **argv)
 	if (timeline && (c.mcp || c.session))
 		usage_error("--history, --undo, --checkout and --export name their session "
 		            "themselves (no --session)");
-	if ((c.tools || c.tools_fd) && (c.mcp || c.list || c.reset || c.server || timeline))
+	if ((c.tools || c.tools_fd) && (c.list || c.reset || c.server || timeline))
 		usage_error("--tool, --tool-schema and --tools-fd belong to running code "
-		            "(and --describe)");
+		            "(and --describe, and dolsot mcp)");
+	/* The server's calls run side by side, and one host speaks to one. */
+	if (c.tools_fd && c.mcp)
+		usage_error("--tools-fd does not go with dolsot mcp (--tool does)");
 	if (c.format && !c.export_id)
 		usage_error("--format goes with --export ID");
 	if (c.export_id && c.json)

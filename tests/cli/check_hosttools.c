@@ -7,7 +7,8 @@
  * stdout, a host that does not answer, a timeout during a host call):
  * the host's waits not counted against --timeout up to DOLSOT_TOOL_WAIT;
  * each a clear error in the cell, the host unaffected, the session
- * intact; live and sandboxed calls; --describe; the caller's mistakes.
+ * intact; live and sandboxed calls; --describe and dolsot mcp's tool
+ * description; the caller's mistakes.
  */
 #include <check.h>
 #include <libgen.h>
@@ -368,6 +369,35 @@ START_TEST(the_type_gate_checks_calls_against_the_schema)
 }
 END_TEST
 
+/* dolsot mcp --tool: the python tool's description lists the tool, and
+ * its calls may call it. */
+START_TEST(the_mcp_server_lists_and_serves_the_tools)
+{
+	struct cli_run r;
+	static const char input[] =
+		"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+		"{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":"
+		"{\"name\":\"raw\",\"version\":\"1\"}}}\n"
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+		"{\"name\":\"python\",\"arguments\":{\"code\":\"add(20, b=22)\","
+		"\"session\":\"m\"}}}\n";
+
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .stdin_data = input },
+	        (const char *const[]){ "dolsot", "mcp", "--tool", add_arg, "--tool-schema",
+	                               schema_arg, NULL });
+	ck_code(&r, 0);
+	ck_out_has(&r, "add(a: int, b: int = 1) -> int  # Add two numbers.");
+	ck_out_has(&r, "\"value\":\"42\"");
+	cli_run_release(&r);
+	CLI(&r, "mcp", "--tools-fd", "1");
+	ck_code(&r, 2);
+	ck_err_has(&r, "--tools-fd does not go with dolsot mcp");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(a_tool_hides_a_held_name_for_its_call_only)
 {
 	struct cli_run r;
@@ -476,6 +506,7 @@ static Suite *hosttools_suite(void)
 	tcase_add_test(paths, describe_lists_the_tools);
 	tcase_add_test(paths, a_tool_hides_a_held_name_for_its_call_only);
 	tcase_add_test(paths, the_type_gate_checks_calls_against_the_schema);
+	tcase_add_test(paths, the_mcp_server_lists_and_serves_the_tools);
 	tcase_add_test(live, live_calls_get_their_own_channel_each);
 	tcase_add_test(paths, a_sandboxed_cell_calls_out_through_the_channel_only);
 	return s;
