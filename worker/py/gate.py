@@ -470,9 +470,10 @@ _host_tools = {}
 
 
 def _tool_hint(name):
+    """'hint: search(query: str, limit: int = 3) -> list[str]' for a host tool."""
     fn = _host_tools.get(name)
-    return _dolsot.embedded("hostcall").stub(fn.__dolsot_tool__).replace(
-        "def ", "hint: ", 1).removesuffix(": ...") if fn is not None else None
+    sig = _dolsot.embedded("hints").signature_of(fn) if fn is not None else None
+    return f"hint: {name}{sig}" if sig is not None else None
 
 
 def _run(code, held, toolboxes):

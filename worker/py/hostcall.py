@@ -141,11 +141,13 @@ def _type_of(schema):
 
 
 def _text_of(annotation):
+    """An annotation as source the gate's prelude can read (it imports
+    typing): typing's forms spelt out in full, at any depth."""
     if annotation is type(None):
         return "None"
     if isinstance(annotation, type) and not typing.get_args(annotation):
         return annotation.__name__
-    return inspect.formatannotation(annotation)
+    return repr(annotation)
 
 
 def _usable(name):
