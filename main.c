@@ -24,6 +24,7 @@
 #include "callrec.h"
 #include "checkd.h"
 #include "display_files.h"
+#include "hosttools.h"
 #include "export.h"
 #include "mcp.h"
 #include "mcp_config.h"
@@ -43,7 +44,9 @@
 #define MAX_CODE_BYTES ((size_t)256 << 20)
 
 static const char usage_text[] =
-	"usage: dolsot [--toolbox MODULE:ALIAS]... --session ID [--fork SRC [--replace]]\n"
+	"usage: dolsot [--toolbox MODULE:ALIAS]... [--tool NAME=COMMAND]...\n"
+	"              [--tool-schema NAME=FILE]... [--tools-fd N]\n"
+	"              --session ID [--fork SRC [--replace]]\n"
 	"              [--call-id ID] [--timeout SECONDS] [--sandbox] [--mount HOST:VIRTUAL[:MODE]]...\n"
 	"              [--env NAME[=VALUE]]... [--memory SIZE] [--max-procs N]\n"
 	"              [--max-file-size SIZE] [--cpu-seconds N] [--recursion-limit N]\n"
@@ -135,6 +138,8 @@ struct cli {
 	bool describe;
 	bool mcp;                  /* dolsot mcp */
 	const char *print_config;
+	struct host_tools *tools;  /* --tool, --tool-schema; NULL: none */
+	const char *tools_fd;      /* --tools-fd N */
 };
 
 static void add_toolbox(struct cli *c, const char *spec)
@@ -187,6 +192,65 @@ static void add_env(struct cli *c, const char *spec)
 	c->env[c->n_env++] = spec;
 }
 
+static struct host_tools *cli_tools(struct cli *c)
+{
+	if (!c->tools) {
+		c->tools = malloc(sizeof(*c->tools));
+		if (!c->tools)
+			die(DOLSOT_EXIT_FAIL, "out of memory");
+		host_tools_init(c->tools);
+	}
+	return c->tools;
+}
+
+static void add_tool(struct cli *c, const char *spec, bool schema)
+{
+	char err[512];
+	int rc = schema ? host_tools_add_schema(cli_tools(c), spec, err, sizeof(err))
+	                : host_tools_add_command(cli_tools(c), spec, err, sizeof(err));
+
+	if (rc < 0)
+		usage_error("%s", err);
+}
+
+/*
+ * The host tools of a call that runs code: --tools-fd's host asked for
+ * its tools, DOLSOT_TOOL_TIMEOUT read, every --tool-schema matched.
+ * NULL when none is declared.
+ */
+static struct host_tools *open_tools(struct cli *c, const struct settings *s)
+{
+	const char *bound = getenv("DOLSOT_TOOL_TIMEOUT");
+	const char *calls = getenv("DOLSOT_TOOL_MAX_CALLS");
+	const char *wait = getenv("DOLSOT_TOOL_WAIT");
+	char err[512];
+	uint64_t n = 0;
+	int fd = -1;
+
+	if (!c->tools && !c->tools_fd)
+		return NULL;
+	if (c->tools_fd && opts_parse_count(c->tools_fd, &n) == 0 && n >= 3 && n <= INT_MAX)
+		fd = (int)n;
+	if (c->tools_fd && (fd < 0 || fcntl(fd, F_GETFD) < 0))
+		usage_error("--tools-fd '%s': expected an open file descriptor number from 3",
+		            c->tools_fd);
+	if (c->tools_fd &&
+	    host_tools_open_fd(cli_tools(c), fd, s->timeout, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (host_tools_check(c->tools, err, sizeof(err)) < 0)
+		usage_error("%s", err);
+	if (bound && opts_parse_seconds(bound, &c->tools->call_seconds) < 0)
+		usage_error("DOLSOT_TOOL_TIMEOUT='%s': expected a positive number of seconds",
+		            bound);
+	if (calls && (opts_parse_count(calls, &n) < 0 || n == 0))
+		usage_error("DOLSOT_TOOL_MAX_CALLS='%s': expected a whole number from 1", calls);
+	if (calls)
+		c->tools->lim.calls_max = (size_t)n;
+	if (wait && opts_parse_nonneg(wait, &c->tools->wait_max) < 0)
+		usage_error("DOLSOT_TOOL_WAIT='%s': expected a number of seconds from 0", wait);
+	return c->tools;
+}
+
 static void set_limit(struct cli *c, enum limit_kind k, const char *value)
 {
 	char err[OPTS_ERR_MAX], flag[32];
@@ -208,6 +272,13 @@ static void parse_args(int argc, char **argv, struct cli *c)
 		switch (ch) {
 		case OPTION_TOOLBOX:
 			add_toolbox(c, optarg);
+			break;
+		case OPTION_TOOL:
+		case OPTION_TOOL_SCHEMA:
+			add_tool(c, optarg, ch == OPTION_TOOL_SCHEMA);
+			break;
+		case OPTION_TOOLS_FD:
+			c->tools_fd = optarg;
 			break;
 		case OPTION_SESSION:
 			c->session = optarg;
@@ -557,7 +628,7 @@ static char *describe_mounts(const struct cli *c, size_t *len)
 	return buf;
 }
 
-static int cmd_describe(const struct cli *c, const struct settings *s)
+static int cmd_describe(struct cli *c, const struct settings *s)
 {
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
 	                      .n_toolboxes = c->n_toolboxes, .settings = s, .code = "",
@@ -575,6 +646,7 @@ static int cmd_describe(const struct cli *c, const struct settings *s)
 	}
 	mounts = describe_mounts(c, &a.describe_mounts_len);
 	a.describe_mounts = mounts;
+	a.tools = open_tools(c, s);
 	build_plan(c, s, &plan);
 	a.plan = &plan;
 	result_init(&res, s->max_output);
@@ -757,6 +829,7 @@ static int cmd_run(struct cli *c, const struct settings *s)
 	build_plan(c, s, &plan);
 	a.plan = &plan;
 	a.json = c->json;
+	a.tools = open_tools(c, s);
 	result_init(&res, s->max_output);
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
@@ -807,7 +880,7 @@ static const char **run_flags(int argc, char **argv, size_t *n)
 	return out;
 }
 
-static int cmd_mcp(const struct cli *c, const struct settings *s, int argc, char **argv)
+static int cmd_mcp(struct cli *c, const struct settings *s, int argc, char **argv)
 {
 	char err[REPL_ERR_MAX], *mounts;
 	struct sandbox_plan plan;
@@ -839,6 +912,7 @@ static int cmd_mcp(const struct cli *c, const struct settings *s, int argc, char
 	m.describe_mounts = mounts;
 	build_plan(c, s, &plan);
 	m.plan = &plan;
+	m.tools = open_tools(c, s);
 	/* A long-lived server: each log line goes out when it is written. */
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (mcp_serve(&m, err, sizeof(err)) < 0)
@@ -888,6 +962,12 @@ int main(int argc, char **argv)
 	if (timeline && (c.mcp || c.session))
 		usage_error("--history, --undo, --checkout and --export name their session "
 		            "themselves (no --session)");
+	if ((c.tools || c.tools_fd) && (c.list || c.reset || c.server || timeline))
+		usage_error("--tool, --tool-schema and --tools-fd belong to running code "
+		            "(and --describe, and dolsot mcp)");
+	/* The server's calls run side by side, and one host speaks to one. */
+	if (c.tools_fd && c.mcp)
+		usage_error("--tools-fd does not go with dolsot mcp (--tool does)");
 	if (c.format && !c.export_id)
 		usage_error("--format goes with --export ID");
 	if (c.export_id && c.json)
@@ -935,5 +1015,8 @@ int main(int argc, char **argv)
 		mount_arg_release(&c.mounts[i]);
 	free(c.mounts);
 	free(c.env);
+	if (c.tools)
+		host_tools_release(c.tools);
+	free(c.tools);
 	return code;
 }

@@ -401,7 +401,7 @@ static int run_locked(const struct run_args *a, struct store *st, struct call_lo
                       double t0, struct result *res, int *sig, bool *no_server,
                       char *err, size_t errlen)
 {
-	struct worker_fds fds = { -1, -1, -1, -1 };
+	struct worker_fds fds = { -1, -1, -1, -1, -1 };
 	struct store_save sv = { .fd = -1, .priv = NULL };
 	struct cell_watch watch = { watch_cell, lk };
 	struct call_args c = { .run = a, .fds = &fds, .dirfd = store_home(st), .t0 = t0,
@@ -491,7 +491,7 @@ static int recalled_fork(const struct run_args *a, struct store *st, struct resu
 static int describe_alone(const struct run_args *a, double t0, struct result *res, int *sig,
                           char *err, size_t errlen)
 {
-	struct worker_fds fds = { -1, -1, -1, -1 };
+	struct worker_fds fds = { -1, -1, -1, -1, -1 };
 	struct run_args one = *a;
 	struct call_args c = { .run = &one, .fds = &fds, .dirfd = -1, .t0 = t0 };
 	struct call_save want;

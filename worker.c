@@ -349,17 +349,21 @@ static PyObject *describe_list(const struct request *r)
 	return list;
 }
 
-static PyObject *py_run(PyObject *mod, const struct request *r)
+static PyObject *py_run(PyObject *mod, const struct request *r, int tools_fd)
 {
 	PyObject *units = r->units.len ? PyUnicode_DecodeFSDefaultAndSize(
 	                          (const char *)r->units.p, (Py_ssize_t)r->units.len) :
 	                  Py_NewRef(Py_None);
 
-	return PyObject_CallMethod(mod, "run", "(NNNNKKNNNN)", span_bytes(r->code),
+	PyObject *tools = r->tools.present
+	                  ? Py_BuildValue("(iN)", tools_fd, span_unicode(r->tools))
+	                  : Py_NewRef(Py_None);
+
+	return PyObject_CallMethod(mod, "run", "(NNNNKKNNNNN)", span_bytes(r->code),
 	                           span_unicode(r->session), blob_view(),
 	                           toolbox_list(r), (unsigned long long)r->max_output,
 	                           (unsigned long long)r->flags, env_dict(r),
-	                           limit_dict(r), describe_list(r), units);
+	                           limit_dict(r), describe_list(r), units, tools);
 }
 
 /* A str field of the answer as a span; None gives an absent span.  Text
@@ -575,7 +579,7 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 	PyObject *answer, *parts, *keep;
 	int result_fd = fds->result, rc;
 
-	answer = py_run(mod, r);
+	answer = py_run(mod, r, fds->tools);
 	leave_unless_worker();
 	if (!answer)
 		answer_python_error(result_fd, "worker failed");

@@ -44,7 +44,8 @@ enum frame_tag {
 	FT_REQ_CWD = 0x0121,
 	FT_REQ_BLOB_LEN = 0x0122,
 	FT_REQ_DESCRIBE = 0x0130,
-	FT_REQ_UNITS = 0x0131,		/* where the session's units are (session.py) */
+	FT_REQ_UNITS = 0x0131,
+	FT_REQ_TOOLS = 0x0132,		/* the host tools' declarations (JSON) */		/* where the session's units are (session.py) */
 
 	FT_RES_EXIT_CODE = 0x0201,	/* u64, two's complement of int64 */
 	FT_RES_FLAGS = 0x0202,
@@ -127,6 +128,8 @@ static const struct field_desc request_fields[] = {
 	  offsetof(struct request, checkd), "checkd" },
 	{ FT_REQ_UNITS, FIELD_BYTES, false,
 	  offsetof(struct request, units), "units" },
+	{ FT_REQ_TOOLS, FIELD_BYTES, false,
+	  offsetof(struct request, tools), "tools" },
 };
 
 static const struct field_desc result_fields[] = {

@@ -98,6 +98,11 @@ struct request {
 	 * them only from the load's pack; else the store's objects
 	 * directory, which the worker reads them from. */
 	struct span units;
+	/* The host tools the cell may call (issue 37): a JSON array of
+	 * declarations, {"name", "description", "inputSchema",
+	 * "outputSchema"}; absent: none.  Their calls go over the worker's
+	 * tools fd (call_path.h), never over the cell's output. */
+	struct span tools;
 };
 
 #define REQ_TYPECHECK  (1u << 0)

@@ -23,6 +23,7 @@
 #include "cold.h"
 #include "deadline.h"
 #include "frame.h"
+#include "hosttools.h"
 #include "modrec.h"
 #include "pidcg.h"
 #include "typegate.h"
@@ -415,6 +416,13 @@ static void prepare_next(const struct call_args *c, const struct request *r,
 	}
 }
 
+/* The host tools a call serves, when it declares any (a --describe runs
+ * no cell). */
+static struct host_tools *host_tools_of(const struct run_args *a)
+{
+	return host_tools_any(a->tools) && !a->describe ? a->tools : NULL;
+}
+
 /* Try the warm path; CALL_NO_SERVER or CALL_FALLBACK when the cold one
  * must run. */
 static enum call_status run_warm(const struct call_args *c, const struct request *r,
@@ -434,8 +442,8 @@ static enum call_status run_warm(const struct call_args *c, const struct request
 		return CALL_FAILED;
 	}
 	st = warm_run(c->dirfd, req->data, req->len, c->fds, c->deadline,
-	              a->settings->timeout, &want, c->watch, &res->out, &res->err, o, err,
-	              errlen);
+	              a->settings->timeout, &want, c->watch, host_tools_of(a), &res->out,
+	              &res->err, o, err, errlen);
 	if (st == CALL_BROKEN) {
 		res->exit_code = DOLSOT_EXIT_FAIL;
 		res->error = strdup(err);
@@ -454,12 +462,16 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	struct modrec rec;   /* the session's as loaded (18 KB; the stack has room) */
 	enum call_status st;
 	bool oom;
+	char *decl = NULL;   /* the host tools' declarations, for the request */
 
 	memset(sv, 0, sizeof(*sv));
-	if (request_build(c, &r) < 0) {
+	if (request_build(c, &r) < 0 || (host_tools_any(c->run->tools) &&
+	                                 !(decl = host_tools_declarations(c->run->tools)))) {
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		return -1;
 	}
+	if (decl)
+		r.tools = span_str(decl);
 	rec.n = 0;
 	st = run_warm(c, &r, &rec, &req, res, &o, err, errlen);
 	if ((st == CALL_NO_SERVER || st == CALL_FALLBACK) && (r.flags & REQ_LIVE) &&
@@ -473,9 +485,10 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 			snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		else
 			st = cold_run(req.data, req.len, c->fds, c->deadline, c->watch,
-			              worker_child, NULL, &res->out, &res->err, &o, err, errlen);
+			              host_tools_of(c->run), worker_child, NULL, &res->out, &res->err, &o, err, errlen);
 	}
 	frame_buf_release(&req);
+	free(decl);
 	if (st != CALL_DONE)
 		return -1;
 	if (res->error)

@@ -42,6 +42,8 @@ struct run_args {
 	/* --call-id: a call that repeats one the session recorded says that
 	 * call's result again and runs nothing (recall.h); NULL: none. */
 	const char *call_id;
+	/* The host tools the cell may call (hosttools.h); NULL: none. */
+	struct host_tools *tools;
 };
 
 /* One call: the cell, and the session's state as repl.c opened it. */

@@ -18,7 +18,12 @@ struct worker_fds {
 	int result;              /* the answer frame, empty */
 	int load;                /* the session to load; -1: a new session */
 	int save;                /* an empty file for the new session */
+	int tools;               /* the worker's end of the host-call channel
+	                          * (hosttools.h); -1: no host tools */
 };
+
+/* The declared host tools and their serving (hosttools.h). */
+struct host_tools;
 
 struct call_outcome {
 	int status;              /* wait status of the worker */

@@ -19,6 +19,7 @@
 
 #include "deadline.h"
 #include "fdio.h"
+#include "hosttools.h"
 #include "proc.h"
 #include "proc_child.h"
 #include "stopsig.h"
@@ -36,6 +37,8 @@ struct supervisor {
 	int sig;
 	bool reaped;
 	struct call_outcome *o;
+	struct host_tools *tools;
+	int chan;                /* our end of the host-call channel; -1: none */
 };
 
 struct start {
@@ -59,9 +62,10 @@ static int fail(char *err, size_t errlen, const char *what)
 static void child_start(void *arg, int out, int err)
 {
 	const struct start *st = arg;
-	int keep[4] = { st->fds->request, st->fds->result, st->fds->save, st->fds->load };
+	int keep[5] = { st->fds->request, st->fds->result, st->fds->save, st->fds->load,
+	                st->fds->tools };
 
-	if (proc_child_prepare(st->parent, out, err, keep, 4, st->mask) < 0)
+	if (proc_child_prepare(st->parent, out, err, keep, 5, st->mask) < 0)
 		_exit(127);
 	st->fn(st->fds, st->arg);
 	_exit(127);
@@ -94,8 +98,13 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 	struct proc_pipe *pipes = &s->c.out;   /* out, err */
 
 	while (!s->reaped) {
-		struct pollfd sig = { .fd = s->sig, .events = POLLIN };
-		double left = deadline_left(deadline);
+		struct pollfd extra[2] = { { .fd = s->sig, .events = POLLIN },
+		                           { .fd = s->chan, .events = POLLIN } };
+		struct timespec cell;   /* the deadline, past the host's waits */
+		double left;
+
+		host_tools_deadline(s->tools, deadline, &cell);
+		left = deadline_left(&cell);
 		int ms;
 
 		if (left <= 0 && !s->o->timed_out) {
@@ -107,8 +116,11 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 		if (s->o->timed_out && left < -COLD_KILL_GRACE)
 			break;
 		ms = s->o->timed_out || s->o->signal ? COLD_REAP_POLL_MS : deadline_poll_ms(left);
-		if (proc_poll(pipes, 2, &sig, 1, ms) < 0)
+		if (proc_poll(pipes, 2, extra, s->chan >= 0 ? 2 : 1, ms) < 0)
 			break;
+		if (s->chan >= 0 && extra[1].revents &&
+		    host_tools_serve(s->tools, s->chan, deadline) == 0)
+			fd_close(&s->chan);
 		on_signals(s);
 	}
 }
@@ -116,14 +128,16 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 enum call_status cold_run(const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline,
-                          const struct cell_watch *watch, cold_child_fn child,
+                          const struct cell_watch *watch, struct host_tools *tools,
+                          cold_child_fn child,
                           void *arg, struct capture *out, struct capture *errc,
                           struct call_outcome *o, char *err, size_t errlen)
 {
 	int req = -1, res = -1, pidfd = -1;
 	enum call_status ret = CALL_FAILED;
 	sigset_t mask, oldmask, caller;
-	struct supervisor s = { .sig = -1, .o = o };
+	struct supervisor s = { .sig = -1, .o = o, .tools = tools, .chan = -1 };
+	int chan[2] = { -1, -1 };
 	struct worker_fds fds;
 	struct start st = { getpid(), &fds, &caller, child, arg };
 	const char *what = "";
@@ -165,12 +179,17 @@ enum call_status cold_run(const uint8_t *request, size_t request_len,
 		fail(err, errlen, "cannot write the request");
 		goto out;
 	}
-	fds = (struct worker_fds){ req, res, session->load, session->save };
+	if (tools && host_tools_channel(tools, chan, err, errlen) < 0)
+		goto out;
+	fds = (struct worker_fds){ req, res, session->load, session->save, chan[1] };
 	t0 = deadline_now();
 	if (proc_start(&s.c, child_start, &st, &what) < 0) {
 		fail(err, errlen, what);
 		goto out;
 	}
+	fd_close(&chan[1]);
+	s.chan = chan[0];
+	chan[0] = -1;
 	/* Not reaped yet, so the pid is the worker's. */
 	pidfd = (int)syscall(SYS_pidfd_open, s.c.pid, 0);
 	if (pidfd >= 0)
@@ -192,6 +211,9 @@ out:
 	fd_close(&s.c.out.fd);
 	fd_close(&s.c.err.fd);
 	fd_close(&s.sig);
+	fd_close(&s.chan);
+	fd_close(&chan[0]);
+	fd_close(&chan[1]);
 	fd_close(&req);
 	fd_close(&res);
 	fd_close(&pidfd);

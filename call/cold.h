@@ -34,7 +34,8 @@ typedef void (*cold_child_fn)(const struct worker_fds *fds, void *arg);
 enum call_status cold_run(const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline,
-                          const struct cell_watch *watch, cold_child_fn child,
+                          const struct cell_watch *watch, struct host_tools *tools,
+                          cold_child_fn child,
                           void *arg, struct capture *out, struct capture *errc,
                           struct call_outcome *o, char *err, size_t errlen);
 

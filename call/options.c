@@ -17,6 +17,22 @@
 const struct option_row options_table[] = {
 	{ .id = OPTION_TOOLBOX, .flag = "toolbox", .arg = "MODULE:ALIAS", NO_FIELD,
 	  .help = "import MODULE in the worker as ALIAS (repeatable)" },
+	{ .id = OPTION_TOOL, .flag = "tool", .arg = "NAME=COMMAND", NO_FIELD,
+	  .help = "a host tool the cell calls as NAME(...): COMMAND runs per\n"
+	          "call, JSON arguments on stdin, JSON result on stdout\n"
+	          "(repeatable; see Host tools in dolsot(1))" },
+	{ .id = OPTION_TOOL_SCHEMA, .flag = "tool-schema", .arg = "NAME=FILE", NO_FIELD,
+	  .help = "the JSON Schema of tool NAME's arguments, or its whole\n"
+	          "declaration (description, inputSchema, outputSchema)" },
+	{ .id = OPTION_TOOLS_FD, .flag = "tools-fd", .arg = "N", NO_FIELD,
+	  .help = "host tools from the process that started dolsot,\n"
+	          "JSON-RPC 2.0 lines on inherited fd N" },
+	{ .id = OPTION_TOOL_TIMEOUT, .env = "DOLSOT_TOOL_TIMEOUT", .type = OPTION_T_ELSEWHERE,
+	  NO_FIELD },
+	{ .id = OPTION_TOOL_MAX_CALLS, .env = "DOLSOT_TOOL_MAX_CALLS",
+	  .type = OPTION_T_ELSEWHERE, NO_FIELD },
+	{ .id = OPTION_TOOL_WAIT, .env = "DOLSOT_TOOL_WAIT", .type = OPTION_T_ELSEWHERE,
+	  NO_FIELD },
 	{ .id = OPTION_SESSION, .flag = "session", .arg = "ID", .mcp = "session",
 	  .type = OPTION_T_TEXT, NO_FIELD,
 	  .help = "the session to run in (required to run code)",

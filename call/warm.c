@@ -31,6 +31,7 @@
 
 #include "deadline.h"
 #include "fdio.h"
+#include "hosttools.h"
 #include "proc.h"
 #include "proc_child.h"
 #include "warm_proto.h"
@@ -177,6 +178,8 @@ struct call {
 	bool started, done, killed;
 	struct call_outcome *o;
 	const struct cell_watch *watch;
+	struct host_tools *tools;
+	int chan[2];                /* the host-call channel: ours, the worker's */
 };
 
 static int send_call(struct call *c, const uint8_t *request, size_t len,
@@ -203,9 +206,12 @@ static int send_call(struct call *c, const uint8_t *request, size_t len,
 	fds[4] = session->save;
 	fds[5] = session->load;
 	/* The budget is what is left of ours, so the zygote's deadline and
-	 * ours are the same moment.  The socket does not block: a server
-	 * whose queue is full is a stuck one. */
-	if (wire_send(c->sock, WIRE_CALL, (uint64_t)deadline_ns_left(deadline),
+	 * ours are the same moment; with host tools, ours moves on while the
+	 * cell waits on the host (hosttools.h), which the zygote never sees:
+	 * we enforce it, and its deadline is only a backstop.  The socket
+	 * does not block: a server whose queue is full is a stuck one. */
+	if (wire_send(c->sock, WIRE_CALL, (uint64_t)deadline_ns_left(deadline) +
+	              (c->tools ? (uint64_t)(c->tools->wait_max * 1e9) : 0),
 	              warm_proto_exe_id(), payload, plen, fds, session->load >= 0 ? 6 : 5) < 0)
 		goto out;
 	c->out.fd = outp[0];
@@ -234,8 +240,9 @@ static bool on_started(struct call *c, uint64_t pid)
 	}
 	/* Before the go: a watcher that hears nothing more knows no cell ran. */
 	cell_watch_tell(c->watch, c->pidfd);
-	if (wire_send(c->sock, WIRE_GO, 0, 0, NULL, 0, NULL, 0) < 0)
+	if (wire_send(c->sock, WIRE_GO, 0, 0, NULL, 0, &c->chan[1], c->chan[1] >= 0) < 0)
 		return false;   /* it is gone, and ran nothing */
+	fd_close(&c->chan[1]);
 	c->started = true;
 	return true;
 }
@@ -299,22 +306,31 @@ static enum call_status supervise(struct call *c, const struct timespec *deadlin
 	struct proc_pipe *pipes = &c->out;   /* out, err */
 
 	while (!c->done && !c->o->signal) {
-		struct pollfd p[2] = { { c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 } };
-		double left = deadline_left(deadline) + GRACE;
+		struct pollfd p[3] = { { c->sock, POLLIN, 0 }, { c->sig, POLLIN, 0 },
+		                       { c->chan[0], POLLIN, 0 } };
+		struct timespec cell;   /* the deadline, past the host's waits */
+		double left;
 
+		host_tools_deadline(c->tools, deadline, &cell);
+		/* With host tools the deadline is ours to enforce (send_call). */
+		left = deadline_left(&cell) + (c->tools ? 0 : GRACE);
 		if (!c->started && deadline_left(start_by) < left)
 			left = deadline_left(start_by);
 		if (left <= 0 && !c->started)
 			return CALL_FALLBACK;   /* closing the socket stops the worker */
 		if (left <= 0) {
-			/* The server did not enforce the deadline: give up on it. */
+			/* The server did not enforce the deadline (or, with host
+			 * tools, it was ours): end the cell here. */
 			kill_worker(c);
 			c->killed = true;
 			c->o->timed_out = true;
 			return CALL_DONE;
 		}
-		if (proc_poll(pipes, 2, p, 2, deadline_poll_ms(left)) < 0)
+		if (proc_poll(pipes, 2, p, c->chan[0] >= 0 ? 3 : 2, deadline_poll_ms(left)) < 0)
 			return CALL_BROKEN;
+		if (c->chan[0] >= 0 && p[2].revents &&
+		    host_tools_serve(c->tools, c->chan[0], deadline) == 0)
+			fd_close(&c->chan[0]);
 		if (p[1].revents)
 			on_signals(c);
 		if (p[0].revents && !on_message(c))
@@ -327,12 +343,14 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
                           const struct warm_want *key, const struct cell_watch *watch,
-                          struct capture *out, struct capture *errc,
+                          struct host_tools *tools, struct capture *out,
+                          struct capture *errc,
                           struct call_outcome *o, char *err, size_t errlen)
 {
 	struct call c = { .sock = -1, .res = -1, .sig = -1, .pidfd = -1, .o = o, .watch = watch,
 	                  .out = { -1, proc_feed_capture, out },
-	                  .err = { -1, proc_feed_capture, errc } };
+	                  .err = { -1, proc_feed_capture, errc }, .tools = tools,
+	                  .chan = { -1, -1 } };
 	enum call_status st = CALL_FALLBACK;
 	struct timespec start_by;
 	sigset_t mask, oldmask;
@@ -350,6 +368,8 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 	c.sig = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sig < 0 || send_call(&c, request, request_len, session, deadline, key) < 0)
 		goto out;
+	if (tools && host_tools_channel(tools, c.chan, err, errlen) < 0)
+		goto out;   /* nothing ran: the cold path tries */
 	/* Counted from the send: our own slowness (valgrind, say) is not the
 	 * server's. */
 	deadline_in(&start_by, budget * WARM_START_SHARE < WARM_START_MAX
@@ -377,6 +397,8 @@ out:
 	fd_close(&c.res);
 	fd_close(&c.sig);
 	fd_close(&c.pidfd);
+	fd_close(&c.chan[0]);
+	fd_close(&c.chan[1]);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return st;
 }

@@ -36,7 +36,10 @@ struct warm_want {
  * The warm call path: run the request (an encoded FRAME_REQUEST) through
  * the server of the store directory dirfd, under deadline.  The worker
  * gets session's load and save fds (which stay open here); watch (may be
- * NULL) hears the worker's pidfd before it is told to go.  Returns
+ * NULL) hears the worker's pidfd before it is told to go.  With tools
+ * (NULL: none), the worker's end of a new host-call channel goes to the
+ * worker itself with WIRE_GO (the server never sees it), and this
+ * process serves the other end.  Returns
  * CALL_DONE (*o filled, as cold_run would), CALL_NO_SERVER, CALL_FALLBACK
  * (nothing ran), or CALL_BROKEN with err saying what happened.
  */
@@ -44,7 +47,8 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
                           const struct worker_fds *session,
                           const struct timespec *deadline, double budget,
                           const struct warm_want *key, const struct cell_watch *watch,
-                          struct capture *out, struct capture *errc,
+                          struct host_tools *tools, struct capture *out,
+                          struct capture *errc,
                           struct call_outcome *o, char *err, size_t errlen);
 
 /*

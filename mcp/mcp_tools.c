@@ -165,7 +165,7 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 	struct settings set = *m->settings;
 	struct run_args a = { .session = c->session, .code = c->code,
 	                      .code_len = strlen(c->code), .toolboxes = m->toolboxes,
-	                      .n_toolboxes = m->n_toolboxes, .settings = &set,
+	                      .n_toolboxes = m->n_toolboxes, .settings = &set, .tools = m->tools,
 	                      .plan = m->plan, .json = true, .fork = c->fork,
 	                      .fork_replace = c->replace, .call_id = c->call_id };
 	struct result res;
@@ -811,6 +811,7 @@ char *mcp_tools_describe(const struct mcp_setup *m)
 {
 	struct run_args a = { .toolboxes = m->toolboxes, .n_toolboxes = m->n_toolboxes,
 	                      .settings = m->settings, .code = "", .describe = true,
+	                      .tools = m->tools,
 	                      .plan = m->plan, .describe_mounts = m->describe_mounts,
 	                      .describe_mounts_len = m->describe_mounts_len };
 	struct result res;

@@ -33,9 +33,12 @@ struct mcp_setup {
 	const char *describe_mounts;         /* as run_args has them */
 	size_t describe_mounts_len;
 	const char *version;                 /* dolsot's, for serverInfo */
+	struct host_tools *tools;            /* --tool's host tools (each call
+	                                      * a process of its own); NULL: none */
 };
 
 struct mcp_tool;
+struct host_tools;
 
 /* One tool call's arguments, read and checked; strings malloc'd. */
 struct mcp_call {

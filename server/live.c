@@ -950,7 +950,7 @@ void live_status(char *text, size_t *n, size_t cap, const uint8_t *report, size_
 
 /* The client's word: WIRE_STARTED, then its WIRE_GO.  False when it is
  * gone or said otherwise: the cell must not run. */
-static bool client_go(int client, pid_t self)
+static bool client_go(int client, pid_t self, int *tools)
 {
 	struct wire_msg go;
 	int got;
@@ -964,6 +964,10 @@ static bool client_go(int client, pid_t self)
 	} while (got < 0 && (errno == EINTR || errno == EAGAIN));
 	if (got != 1)
 		return false;
+	if (go.type == WIRE_GO && go.nfds == 1) {
+		*tools = go.fds[0];   /* the host-call channel (hosttools.h) */
+		go.fds[0] = -1;
+	}
 	wire_msg_release(&go);
 	return go.type == WIRE_GO;
 }
@@ -976,16 +980,18 @@ static bool run_call(int *fds, size_t nfds, bool held_state, pid_t self,
                      const struct isolate_hold *hold)
 {
 	struct worker_fds w = { fds[LIVE_FD_REQUEST], fds[LIVE_FD_RESULT],
-	                        nfds > LIVE_FD_LOAD ? fds[LIVE_FD_LOAD] : -1, fds[LIVE_FD_SAVE] };
+	                        nfds > LIVE_FD_LOAD ? fds[LIVE_FD_LOAD] : -1, fds[LIVE_FD_SAVE],
+	                        -1 };
 	bool ok = true;
 
 	if (proc_child_stdio(fds[LIVE_FD_OUT], fds[LIVE_FD_ERR]) < 0)
 		_exit(127);
 	close(fds[LIVE_FD_OUT]);
 	close(fds[LIVE_FD_ERR]);
-	if (client_go(fds[LIVE_FD_CLIENT], self)) {
+	if (client_go(fds[LIVE_FD_CLIENT], self, &w.tools)) {
 		close(fds[LIVE_FD_CLIENT]);
 		ok = worker_live_call(&w, held_state, hold);
+		fd_close(&w.tools);
 	} else {
 		close(fds[LIVE_FD_CLIENT]);
 		fd_close(&w.load);

@@ -143,7 +143,7 @@ static void prepare(int ctl, const struct warm_key *env)
 static void worker_run(const int *fds, size_t nfds)
 {
 	struct worker_fds w = { fds[FD_REQUEST], fds[FD_RESULT],
-	                        nfds > FD_LOAD ? fds[FD_LOAD] : -1, fds[FD_SAVE] };
+	                        nfds > FD_LOAD ? fds[FD_LOAD] : -1, fds[FD_SAVE], -1 };
 	int keep[] = { fds[FD_CLIENT], w.request, w.result, w.save, w.load };
 	struct wire_msg go;
 	int got;
@@ -165,6 +165,10 @@ static void worker_run(const int *fds, size_t nfds)
 	} while (got < 0 && (errno == EINTR || errno == EAGAIN));
 	if (got != 1 || go.type != WIRE_GO)
 		_exit(127);
+	if (go.nfds == 1) {
+		w.tools = go.fds[0];   /* the host-call channel (hosttools.h) */
+		go.fds[0] = -1;
+	}
 	wire_msg_release(&go);
 	close(fds[FD_CLIENT]);
 	worker_zygote_child(&w);

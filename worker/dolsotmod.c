@@ -34,6 +34,7 @@ EMBEDDED(state);
 EMBEDDED(rich);
 EMBEDDED(describe);
 EMBEDDED(reach);
+EMBEDDED(hostcall);
 
 struct embedded {
 	const char *name;
@@ -367,7 +368,7 @@ static PyObject *m_embedded(PyObject *self, PyObject *arg)
 {
 	static const struct embedded modules[] = {
 		EMBED(files), EMBED(gate), EMBED(hints), EMBED(session), EMBED(state),
-		EMBED(rich), EMBED(describe), EMBED(reach),
+		EMBED(rich), EMBED(describe), EMBED(reach), EMBED(hostcall),
 	};
 	const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
 	struct embedded e = { NULL, NULL, NULL, NULL, NULL };

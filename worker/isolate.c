@@ -106,13 +106,13 @@ static struct sandbox_bind *bind_list(struct span binds, size_t *n)
 }
 
 /* The request, result and save files, and what a live process keeps. */
-#define ISOLATE_KEEP_MAX 8
+#define ISOLATE_KEEP_MAX 10
 
 static int enter_sandbox(const struct request *r, const struct worker_fds *fds,
                          const struct isolate_hold *hold, char *err, size_t errlen)
 {
-	int keep[ISOLATE_KEEP_MAX] = { fds->request, fds->result, fds->save };
-	struct sandbox_cfg cfg = { .keep_fds = keep, .n_keep_fds = 3,
+	int keep[ISOLATE_KEEP_MAX] = { fds->request, fds->result, fds->save, fds->tools };
+	struct sandbox_cfg cfg = { .keep_fds = keep, .n_keep_fds = 4,
 	                           .tmpfs_size = r->limits.v[LIMIT_MEMORY] };
 	char why[SANDBOX_ERR_MAX], cwd[PATH_MAX];
 	int ret = -1;

@@ -9,7 +9,8 @@ process against a live namespace. Both return a Result.
     repl.run("task-42", "mt.add(1, 2)").value   # '3'
 """
 
-from .errors import BinaryNotFound, DolsotError, InvalidSession, InvalidToolbox
+from .errors import (BinaryNotFound, DolsotError, HostToolError, InvalidSession,
+                     InvalidToolbox)
 from .inprocess import InProcessSession
 from .repl import Repl
 from .result import Move, Result, SessionInfo
@@ -17,4 +18,4 @@ from .result import Move, Result, SessionInfo
 __version__ = "0.3.0"
 
 __all__ = ["Repl", "Result", "SessionInfo", "Move", "InProcessSession", "InvalidSession",
-           "InvalidToolbox", "DolsotError", "BinaryNotFound"]
+           "InvalidToolbox", "DolsotError", "BinaryNotFound", "HostToolError"]

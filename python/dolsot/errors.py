@@ -19,6 +19,11 @@ class InvalidToolbox(ValueError):
     """An inject entry that is neither a module nor an importable name."""
 
 
+class HostToolError(RuntimeError):
+    """In an InProcessSession's cell: a host tool raised; the message is its
+    exception's text (in a Repl's cell the worker raises its own, alike)."""
+
+
 class DolsotError(RuntimeError):
     """The dolsot binary is missing, too old, or refused its settings."""
 

@@ -29,7 +29,7 @@ import sys
 import threading
 import traceback
 
-from . import _checks
+from . import _checks, tools as _tools
 from .errors import InvalidToolbox
 from .result import Result, error_line
 
@@ -156,10 +156,14 @@ class InProcessSession:
     imported here); timeout and max_output fall back to DOLSOT_TIMEOUT and
     DOLSOT_MAX_OUTPUT, then to 20 s and 100000 characters (0 = no cap).
     ast_gate is called with each cell's ast.Module before it runs and
-    refuses the cell by raising.
+    refuses the cell by raising. tools maps a name to a callable the cells
+    call under that name with its own signature; what it raises reaches
+    the cell as HostToolError with its text; a coroutine function is
+    awaited on arun's loop (run to its end by run).
     """
 
-    def __init__(self, inject=None, timeout=None, max_output=None, ast_gate=None):
+    def __init__(self, inject=None, timeout=None, max_output=None, ast_gate=None,
+                 tools=None):
         if timeout is None:
             timeout = _env_number("DOLSOT_TIMEOUT", DEFAULT_TIMEOUT, float)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
@@ -188,6 +192,9 @@ class InProcessSession:
                     raise InvalidToolbox(f"inject[{alias!r}]: cannot import "
                                          f"{v!r}: {e}") from e
             self.inject[alias] = v
+        self._loop = None   # arun's, while it runs a cell
+        for name, fn in (tools or {}).items():
+            self.inject[name] = _tools.in_process(name, fn, lambda: self._loop)
         self.namespace = {}
         self.reset()
 
@@ -314,6 +321,7 @@ class InProcessSession:
             return refused
         loop = asyncio.get_running_loop()
         done = loop.create_future()
+        self._loop = loop
 
         def wake():
             try:
@@ -330,6 +338,8 @@ class InProcessSession:
         except asyncio.CancelledError:
             cell.abandon(asyncio.CancelledError, wait=False)
             raise
+        finally:
+            self._loop = None
         return self._finish(cell)
 
     @property

@@ -18,7 +18,7 @@ import subprocess
 import sysconfig
 import time
 
-from . import _binary, _checks, store as _store
+from . import _binary, _checks, store as _store, tools as _tools
 from .errors import DolsotError
 from .result import Move, SessionInfo, failure, from_json
 
@@ -73,11 +73,18 @@ class Repl:
     ("file", "memory", "redis://...", "cmd:...") or a directory (default:
     DOLSOT_STORE and DOLSOT_CACHE_DIR). binary is the dolsot
     executable (default: DOLSOT_BIN, the source tree's, then PATH).
+    tools maps a name to a callable of this process that cells call as a
+    plain function of that name (README, "Host tools"): its signature
+    (from inspect.signature) is the cell's; arun awaits a coroutine
+    function on the running loop and runs a plain one in a thread.
     """
 
     def __init__(self, inject=None, timeout=None, max_output=None, store=None,
-                 typecheck=None, ty_bin=None, *, binary=None):
+                 typecheck=None, ty_bin=None, *, binary=None, tools=None):
         self.inject = inject
+        self.tools = dict(tools or {})
+        for name, fn in self.tools.items():
+            _tools.declare(name, fn)   # a bad name or signature fails here
         self.timeout = _number("timeout", timeout, 0)
         if self.timeout == 0:
             raise ValueError("timeout must be > 0")
@@ -184,15 +191,25 @@ class Repl:
         that saved returns that call's Result again without running code,
         so a retry after a lost answer applies the cell once."""
         argv, env, data = self._prepare(session, code, fork, replace, call_id)
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env,
-                                start_new_session=True)
+        host = _tools.Host(self.tools) if self.tools else None
         try:
-            out, err = proc.communicate(data)
-        except BaseException:
-            _stop_group(proc.pid, proc.poll)
-            proc.wait()
-            raise
+            proc = subprocess.Popen(argv + (host.argv() if host else []),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env,
+                                    start_new_session=True,
+                                    pass_fds=host.fds() if host else ())
+            serving = host and (host.started() or host.thread())
+            try:
+                out, err = proc.communicate(data)
+            except BaseException:
+                _stop_group(proc.pid, proc.poll)
+                proc.wait()
+                raise
+            if serving:
+                serving.join()
+        finally:
+            if host:
+                host.close()
         return self._answer(proc.returncode, out, err)
 
     async def arun(self, session, code, *, fork=None, replace=False, call_id=None):
@@ -200,14 +217,28 @@ class Repl:
         ends the call (its worker and every process it started); the session
         stays as it was before the cell."""
         argv, env, data = self._prepare(session, code, fork, replace, call_id)
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
+        host = _tools.Host(self.tools) if self.tools else None
+        serving = None
         try:
-            out, err = await proc.communicate(data)
-        except BaseException:
-            await _astop_group(proc)
-            raise
+            proc = await asyncio.create_subprocess_exec(
+                *argv, *(host.argv() if host else []), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+                start_new_session=True, pass_fds=host.fds() if host else ())
+            if host:
+                host.started()
+                serving = asyncio.ensure_future(host.aserve())
+            try:
+                out, err = await proc.communicate(data)
+            except BaseException:
+                await _astop_group(proc)
+                raise
+            if serving:
+                await serving
+        finally:
+            if serving and not serving.done():
+                serving.cancel()
+            if host:
+                host.close()
         return self._answer(proc.returncode, out, err)
 
     def sessions(self):

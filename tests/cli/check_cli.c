@@ -1345,7 +1345,9 @@ START_TEST(help_matches_man_synopsis)
 	                       "HOST:VIRTUAL[:MODE]", "--env", "NAME[=VALUE]", "--memory",
 	                       "--max-procs", "--max-file-size", "--cpu-seconds",
 	                       "--recursion-limit", "SIZE", "--history", "--undo",
-	                       "--checkout", "--export", "--format", NULL };
+	                       "--checkout", "--export", "--format", "--tool",
+	                       "NAME=COMMAND", "--tool-schema", "NAME=FILE", "--tools-fd",
+	                       NULL };
 
 	p = popen("mandoc -Tascii man/dolsot.1 | col -b", "r");
 	ck_assert_ptr_nonnull(p);

@@ -200,10 +200,29 @@ def _text_mount(m):
     return out
 
 
-def describe(toolboxes, session, ns, sandbox, mounts):
+def _host_tools(tools):
+    """The host's tools (hostcall.py), {name: function}, as data."""
+    return [{"name": name, "signature": _signature(fn), "doc": _first_doc_line(fn)}
+            for name, fn in list(tools.items())[:MAX_MEMBERS]]
+
+
+def _text_tools(tools):
+    if not tools:
+        return []
+    lines = ["host tools (plain functions; a failure raises RuntimeError, no answer "
+             "in time TimeoutError):"]
+    for t in tools:
+        doc = f"  # {t['doc']}" if t["doc"] else ""
+        lines.append(_cut(f"  {t['name']}{t['signature']}{doc}", MAX_LINE))
+    return lines
+
+
+def describe(toolboxes, session, ns, sandbox, mounts, tools=None):
     """toolboxes {alias: module}; session the id or None; ns the held names;
-    mounts [(virtual path, mode)].  Returns (text, data)."""
+    mounts [(virtual path, mode)]; tools the host's tools {name: function}.
+    Returns (text, data)."""
     data = {"toolboxes": [_toolbox(a, m) for a, m in toolboxes.items()]}
+    data["tools"] = _host_tools(tools or {})
     if session is not None:
         held, omitted = _held(ns)
         data["session"] = {"id": session, "held": held, "omitted": omitted}
@@ -216,6 +235,7 @@ def describe(toolboxes, session, ns, sandbox, mounts):
         lines += _text_toolbox(t)
     if not data["toolboxes"]:
         lines.append("no toolboxes")
+    lines += _text_tools(data["tools"])
     if data["session"] is not None:
         lines += _text_held(session, data["session"]["held"], data["session"]["omitted"])
     for m in data["mounts"]:

@@ -92,12 +92,17 @@ def _declaration(name, value, rebound):
     return f"{name}: _dolsot_Any = _dolsot_v()"
 
 
-def _prelude(kind, held, toolboxes, bound, assigned, wrapped):
+def _prelude(kind, held, toolboxes, bound, assigned, wrapped, tools=None):
     lines = ["import builtins as _dolsot_b",
              "from typing import Any as _dolsot_Any",
              "def _dolsot_v() -> _dolsot_Any: return None"]
     for alias, module in toolboxes.items():
         lines.append(f"import {module.__name__} as {alias}")
+    if tools:
+        # The host's tools (hostcall.py), declared by their signatures.
+        lines.append("import typing")
+        hostcall = _dolsot.embedded("hostcall")
+        lines += [hostcall.stub(fn.__dolsot_tool__) for fn in tools.values()]
     if "display" not in held:
         # The built-in display() of a call (rich.py).
         lines.append("def display(*objs: _dolsot_Any) -> None: ...")
@@ -118,7 +123,7 @@ def _prelude(kind, held, toolboxes, bound, assigned, wrapped):
     return lines
 
 
-def build_source(kind, text, held, toolboxes):
+def build_source(kind, text, held, toolboxes, tools=None):
     """(file text, line offset, column offset) for a cell; raises _Skip."""
     try:
         wrapped = _awaits_at_top(text)
@@ -126,7 +131,7 @@ def build_source(kind, text, held, toolboxes):
     except (SyntaxError, ValueError):
         raise _Skip(None) from None     # the run reports it, with the line
     bound, assigned = _dolsot.embedded("hints").bound_names(tree)
-    lines = _prelude(kind, held, toolboxes, bound, assigned, wrapped)
+    lines = _prelude(kind, held, toolboxes, bound, assigned, wrapped, tools)
     cell_lines = text.split("\n")
     col = 0
     if wrapped:
@@ -327,7 +332,11 @@ def _size(node):
 
 
 def _toolbox_attr(node, toolboxes):
-    """The name of alias.NAME when node reads a toolbox attribute, else None."""
+    """The name of alias.NAME when node reads a toolbox attribute, else None;
+    ("", NAME) when it names a host tool."""
+    if (isinstance(node, ast.Name) and node.id in _host_tools
+            and isinstance(node.ctx, ast.Load)):
+        return "", node.id
     if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
             and node.value.id in toolboxes and isinstance(node.ctx, ast.Load)):
         return node.value.id, node.attr
@@ -377,7 +386,8 @@ def format_block(name, errors, toolboxes):
         first, *rest = message.splitlines() or [""]
         out.append(f"line {line}: {first}" + (f"  [{code}]" if code else ""))
         out.extend("  " + r.strip() for r in rest[:4] if r.strip())
-        hint = hints.toolbox_hint(ref[0], toolboxes[ref[0]], ref[1])
+        hint = (hints.toolbox_hint(ref[0], toolboxes[ref[0]], ref[1]) if ref[0]
+                else _tool_hint(ref[1]))
         if hint:
             out.append("  " + hint)
     if n > MAX_SHOWN:
@@ -455,6 +465,17 @@ def _private_dir():
     raise OSError("cannot make a private temporary directory")
 
 
+# The host tools of the cell being checked (hostcall.py), {name: function}.
+_host_tools = {}
+
+
+def _tool_hint(name):
+    """'hint: search(query: str, limit: int = 3) -> list[str]' for a host tool."""
+    fn = _host_tools.get(name)
+    sig = _dolsot.embedded("hints").signature_of(fn) if fn is not None else None
+    return f"hint: {name}{sig}" if sig is not None else None
+
+
 def _run(code, held, toolboxes):
     binary = _dolsot.ty_bin()
     path = _dolsot.which(binary)
@@ -466,7 +487,7 @@ def _run(code, held, toolboxes):
         text = code.decode("utf-8")
     except UnicodeDecodeError:
         raise _Skip(None) from None
-    source, offset, col_shift = build_source(kind, text, held, toolboxes)
+    source, offset, col_shift = build_source(kind, text, held, toolboxes, _host_tools)
     seconds = _dolsot.seconds_left() / 2
     if seconds < MIN_SECONDS:
         raise _Skip(f"warning: type gate skipped: no time left to run {name}")
@@ -504,9 +525,12 @@ def _run(code, held, toolboxes):
     return format_block(name, blocking, toolboxes)
 
 
-def check(code, held, toolboxes):
+def check(code, held, toolboxes, tools=None):
     """Type-check a cell.  Returns (error, warning): error is the text of a
-    blocked cell (None: run it), warning one line for stderr or None."""
+    blocked cell (None: run it), warning one line for stderr or None.
+    tools: the host's tools, {name: function} (hostcall.py)."""
+    global _host_tools
+    _host_tools = tools or {}
     try:
         return _run(code, held, toolboxes), None
     except _Skip as e:

@@ -17,6 +17,7 @@ import errno
 import importlib
 import sys
 import time
+import types
 
 import _dolsot
 
@@ -415,10 +416,30 @@ def stringify(value, cap):
     return _cap(_repr(value), cap, "value")
 
 
-def _session_names(ns, toolboxes):
+def _session_names(ns, toolboxes, tools=None):
     return {k: v for k, v in ns.items()
             if not (k.startswith("__") and k.endswith("__"))
-            and not (k in toolboxes and v is toolboxes[k])}
+            and not (k in toolboxes and v is toolboxes[k])
+            and not (tools and k in tools and v is tools[k])}
+
+
+def _attach_tools(c, tools):
+    """The host's tools (hostcall.py) into the namespace, as the
+    toolboxes are: not saved, and a held value they hide kept.  A live
+    process forgets the tools of its earlier calls."""
+    ns = c.ns
+    c.tools = _dolsot.embedded("hostcall").attach(tools) if tools is not None else {}
+    for k, v in list(ns.items()):
+        if (type(v) is types.FunctionType and v.__module__ == "dolsot.tools"
+                and k not in c.tools):
+            del ns[k]
+    for name, fn in c.tools.items():
+        held = ns.get(name)
+        if name in ns and not (type(held) is types.FunctionType
+                               and held.__module__ == "dolsot.tools"):
+            c.hidden[name] = held
+            c.notes.append(_hidden_note(name, "host tool"))
+        ns[name] = fn
 
 
 class _KeptUnloaded:
@@ -426,7 +447,7 @@ class _KeptUnloaded:
     type, so the name is declared and typed Any."""
 
 
-def _gate(code, ns, toolboxes, kept=()):
+def _gate(code, ns, toolboxes, kept=(), tools=None):
     """The type gate (gate.py): (error text of a blocked cell, warning)."""
     try:
         import _dolsot
@@ -435,9 +456,9 @@ def _gate(code, ns, toolboxes, kept=()):
         if _dolsot.which(_dolsot.ty_bin()) is None:
             return None, None
         gate = _dolsot.embedded("gate")
-        held = _session_names(ns, toolboxes)
+        held = _session_names(ns, toolboxes, tools)
         held.update((n, _KeptUnloaded()) for n in kept if n not in held)
-        blocked, warning = gate.check(code, held, toolboxes)
+        blocked, warning = gate.check(code, held, toolboxes, tools)
         if blocked is not None:
             _detail["diagnostics"] = _items(str(x if x is not None else "")
                                            for d in gate.last_blocking
@@ -712,12 +733,12 @@ def _shown():
     return notes
 
 
-def _describe(session, ns, loaded, mounts, flags, notes):
+def _describe(session, ns, loaded, mounts, flags, notes, tools=None):
     """The --describe answer: the description, no cell, nothing saved."""
     d = _dolsot.embedded("describe")
-    held = _session_names(ns, loaded)
+    held = _session_names(ns, loaded, tools)
     text, data = d.describe(loaded, session, held, bool(flags & REQ_SANDBOX),
-                            mounts or [])
+                            mounts or [], tools or {})
     _detail["describe"] = text
     _detail["describe_json"] = d.dump(data)
     return answer(0, RES_OK, warnings=notes)
@@ -740,8 +761,8 @@ def _kept_note(unloaded):
             + ", ".join(f"{n} ({why})" for names, _, _, why in unloaded for n in names))
 
 
-def _hidden_note(alias):
-    return (f"warning: toolbox alias '{alias}' hides the session's '{alias}' "
+def _hidden_note(alias, what="toolbox alias"):
+    return (f"warning: {what} '{alias}' hides the session's '{alias}' "
             "in this call; the session keeps it and it is back in a call "
             "without that alias")
 
@@ -797,12 +818,13 @@ class _Call:
         self.ns = _main.__dict__
         self.default_recursion = default_recursion
         self.notes = []
+        self.tools = {}                 # the host's tools by name (hostcall.py)
         self.gate_warning = None
         self.exit_code, self.res_flags = 0, RES_OK | RES_RAN
         self.value = self.error = None
 
 
-def _load_step(c, blob, toolboxes):
+def _load_step(c, blob, toolboxes, tools=None):
     """Import the toolboxes and bring the session back into the namespace:
     None, or the answer when the call ends here."""
     live, ns = c.live, c.ns
@@ -845,6 +867,7 @@ def _load_step(c, blob, toolboxes):
     c.notes.extend(_hidden_note(alias) for alias, v in c.hidden.items()
                    if v is not loaded[alias])
     ns.update(loaded)
+    _attach_tools(c, tools)
     c.kept_names = {n: why for names, _, _, why in c.unloaded for n in names}
     c.ended = set()
     c.count = (live["count"] if live is not None else
@@ -856,7 +879,7 @@ def _load_step(c, blob, toolboxes):
 
 def _gate_step(c):
     """The type gate, when asked for: None, or the answer of a blocked cell."""
-    blocked, c.gate_warning = (_gate(c.code, c.ns, c.loaded, c.kept_names)
+    blocked, c.gate_warning = (_gate(c.code, c.ns, c.loaded, c.kept_names, c.tools)
                                if c.flags & REQ_TYPECHECK else (None, None))
     _tick("gate")
     if blocked is not None:
@@ -930,7 +953,7 @@ def _save_step(c):
     live, carry, stored = c.live, c.carry, c.stored
     warnings = [c.gate_warning]
     try:
-        state = _session_names(c.ns, c.loaded)
+        state = _session_names(c.ns, c.loaded, c.tools)
         for alias, held_value in c.hidden.items():
             if alias not in state:      # not rebound by the cell
                 state[alias] = held_value
@@ -976,7 +999,7 @@ def _save_step(c):
 
 
 def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None,
-        describe_mounts=None, units=None):
+        describe_mounts=None, units=None, tools=None):
     """Run one cell: load, gate, execute and save, each step able to end
     the call with its answer.  Returns its answer(): held is names one per
     line, dropped and kept "name<TAB>reason" lines, limit the name of the
@@ -984,7 +1007,9 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
     for unset).  blob, the session read, is a memoryview of the session's
     file mapped read-only, or None.  With REQ_DESCRIBE, describe_mounts
     lists the --mount paths as (path, mode), and no cell runs.  (A limited
-    recursion depth counts from the cell's frame: see _execute_step.)"""
+    recursion depth counts from the cell's frame: see _execute_step.)
+    tools, the host's tools (hostcall.py): (fd, declarations' JSON) or
+    None."""
     global _limits, _flags
     t0 = time.monotonic_ns()
     _detail.clear()
@@ -1001,10 +1026,10 @@ def run(code, session, blob, toolboxes, max_output, flags, env=None, limits=None
         _apply_env(env)
     c = _Call(code, session, max_output, flags, live, default_recursion)
     c.units = units
-    ended = _load_step(c, blob, toolboxes)
+    ended = _load_step(c, blob, toolboxes, tools)
     if ended is None and flags & REQ_DESCRIBE:
         return _describe(session or None, c.ns, c.loaded,
-                         describe_mounts, flags, _lines(c.notes, c.carry.warnings))
+                         describe_mounts, flags, _lines(c.notes, c.carry.warnings), c.tools)
     return ended or _gate_step(c) or _execute_step(c) or _save_step(c)
 
 
