@@ -583,17 +583,28 @@ static void serve(int ctl, const sigset_t *old)
 
 extern char **environ;
 
+/* Large blocks of glibc's malloc asked for as transparent huge pages
+ * (MADV_HUGEPAGE, where the system leaves that to each process): a 50 MB
+ * value a call unpickles then costs 25 page faults instead of 12,800,
+ * 5-7 ms instead of 20-35 on our machines.  A GLIBC_TUNABLES in the
+ * server's own environment is passed instead.  The zygote's environment
+ * is the call's from its start on (prepare), so no cell sees either. */
+#define ZYGOTE_TUNABLES "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
+
 void zygote_exec(int ctl, const uint8_t *key, size_t len)
 {
-	char *argv[] = { ZYGOTE_ARGV0, NULL }, *envp[ZYGOTE_ENV_MAX + 1], why[256];
+	char *argv[] = { ZYGOTE_ARGV0, NULL }, *envp[ZYGOTE_ENV_MAX + 2], why[256];
+	char *tunables = getenv("GLIBC_TUNABLES") ? NULL : ZYGOTE_TUNABLES;
 	int mfd = memfd_create("dolsot-zygote-key", MFD_CLOEXEC), c, k;
 	size_t n = 0;
 
 	/* dolsot's own settings only, none of the caller's variables (the
 	 * zygote sets the key's environment itself, before Python starts). */
 	for (char **e = environ; *e && n < ZYGOTE_ENV_MAX; e++)
-		if (strncmp(*e, "DOLSOT_", 7) == 0)
+		if (strncmp(*e, "DOLSOT_", 7) == 0 || strncmp(*e, "GLIBC_TUNABLES=", 15) == 0)
 			envp[n++] = *e;
+	if (tunables)
+		envp[n++] = tunables;
 	envp[n] = NULL;
 
 	if (mfd < 0 || fd_write_all(mfd, key, len) < 0) {

@@ -39,6 +39,11 @@
 #define PREFAULT_RUNS 2048
 #define PREFAULT_MAX_PAGES 4096          /* 16 MiB of 4 KiB pages */
 #define PM_CHUNK 512                     /* pagemap entries read at a time */
+/* What a learner reads of pagemap: a mapping larger than this is a
+ * reservation (a sanitizer's shadow, a cell's sparse map) or a buffer of
+ * the call's own, never worth a look; nor more than this in all. */
+#define PREFAULT_SCAN_MAP ((uint64_t)1 << 30)
+#define PREFAULT_SCAN_ALL ((uint64_t)4 << 30)
 
 struct run {
 	uint64_t start;                  /* an address, page-aligned */
@@ -129,6 +134,7 @@ static bool own_runs(int fd, uint64_t start, uint64_t end, size_t page,
 void prefault_learn(void)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), pages_left = PREFAULT_MAX_PAGES;
+	uint64_t scan_left = PREFAULT_SCAN_ALL;
 	unsigned n = 0;
 	char line[PATH_MAX + 128];
 	FILE *maps;
@@ -145,8 +151,11 @@ void prefault_learn(void)
 		char perms[5];
 
 		if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) != 3 ||
-		    strcmp(perms, "rw-p") != 0)
+		    strcmp(perms, "rw-p") != 0 || end - start > PREFAULT_SCAN_MAP)
 			continue;
+		if (end - start > scan_left)
+			break;
+		scan_left -= end - start;
 		if (!own_runs(fd, start, end, page, book->runs, &n, &pages_left))
 			break;
 	}

@@ -1182,6 +1182,25 @@ START_TEST(file_store_sweeps_at_most_once_a_minute)
 }
 END_TEST
 
+/* A warm zygote runs with glibc's huge-page tunable; a cell sees the
+ * caller's GLIBC_TUNABLES, or none, as on the cold path. */
+START_TEST(a_cell_sees_only_the_callers_glibc_tunables)
+{
+	const char *mine[] = { "GLIBC_TUNABLES=glibc.malloc.check=0", NULL };
+	const char *code = "import os; print(repr(os.environ.get('GLIBC_TUNABLES')))";
+	struct cli_run r;
+
+	RUN_ENV(&r, NULL, "--session", "t", code);
+	ck_code(&r, 0);
+	ck_out(&r, "None\n");
+	cli_run_release(&r);
+	RUN_ENV(&r, mine, "--session", "t", code);
+	ck_code(&r, 0);
+	ck_out(&r, "'glibc.malloc.check=0'\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 /* ---- usage errors: exit 2, one line, no Python, no store ---- */
 
 static void expect_usage(const char *const *extra_env, const char *const *argv,
@@ -1444,6 +1463,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(st, ttl_zero_never_reaps);
 	tcase_add_loop_test(st, session_ttl_on_each_store, 0, N_STORES);
 	tcase_add_test(st, file_store_sweeps_at_most_once_a_minute);
+	tcase_add_test(st, a_cell_sees_only_the_callers_glibc_tunables);
 	tcase_add_loop_test(use, missing_session_explains_why, 0, N_STORES);
 	tcase_add_test(use, malformed_toolbox_specs);
 	tcase_add_test(use, bad_session_ids);
