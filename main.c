@@ -113,6 +113,7 @@ struct cli {
 	const char *call_id;       /* --call-id ID */
 	const char *timeout;
 	const char *store;
+	const char *ns;            /* --namespace NAME */
 	const char *reset;
 	bool list;
 	const char *history;       /* --history ID */
@@ -293,6 +294,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 		case OPTION_STORE:
 			c->store = optarg;
 			break;
+		case OPTION_NAMESPACE:
+			c->ns = optarg;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_intro, stdout);
@@ -386,6 +390,14 @@ static struct settings resolve_settings(const struct cli *c)
 	s.store_spec = c->store;
 	if (opts_settings_from_env(&s, err, sizeof(err)) < 0)
 		usage_error("%s", err);
+	if (c->ns)
+		s.ns = c->ns;
+	if (s.ns && !*s.ns)
+		s.ns = NULL;   /* DOLSOT_NAMESPACE= is no namespace asked for */
+	if (!s.ns && c->mcp)
+		s.ns = MCP_DEFAULT_NAMESPACE;
+	if (s.ns && !store_part_valid(s.ns, "namespace", STORE_NS_MAX, err, sizeof(err)))
+		usage_error("%s%s", c->ns ? "--namespace: " : "DOLSOT_NAMESPACE: ", err);
 	return s;
 }
 
@@ -393,21 +405,18 @@ static void check_session_id(const char *id)
 {
 	char err[STORE_ERR_MAX];
 
-	if (!store_id_valid(id, err, sizeof(err)))
+	if (!store_part_valid(id, "session id", STORE_ID_MAX, err, sizeof(err)))
 		usage_error("%s", err);
 }
 
 static int cmd_list(const struct settings *s, bool json)
 {
-	char err[REPL_ERR_MAX], serr[STORE_ERR_MAX], when[64];
-	struct store *st = repl_open_store(s, err, sizeof(err));
+	char err[REPL_ERR_MAX], when[64];
 	struct session_info *info = NULL;
 	size_t n = 0;
 
-	if (!st)
+	if (repl_list(s, &info, &n, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
-	if (store_list(st, &info, &n, serr, sizeof(serr)) < 0)
-		die(DOLSOT_EXIT_FAIL, "%s", serr);
 	if (json) {
 		if (output_json_sessions(info, n, stdout) < 0 && errno != EPIPE)
 			die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
@@ -424,7 +433,6 @@ static int cmd_list(const struct settings *s, bool json)
 	if (n == 0)
 		fputs("(no sessions)\n", stderr);
 	free(info);
-	store_close(st);
 	return 0;
 }
 

@@ -212,8 +212,7 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 static json_t *list_run(const struct mcp_setup *m, bool structured,
                         const struct mcp_call *c, bool *cancelled)
 {
-	char err[REPL_ERR_MAX], serr[STORE_ERR_MAX], *text = NULL;
-	struct store *st = repl_open_store(m->settings, err, sizeof(err));
+	char err[REPL_ERR_MAX], *text = NULL;
 	struct session_info *info = NULL;
 	size_t n = 0, tn = 0;
 	json_t *obj = NULL;
@@ -221,12 +220,8 @@ static json_t *list_run(const struct mcp_setup *m, bool structured,
 
 	(void)c;
 	(void)cancelled;
-	if (!st)
+	if (repl_list(m->settings, &info, &n, err, sizeof(err)) < 0)
 		return mcp_tools_error(structured, "dolsot: %s", err);
-	if (store_list(st, &info, &n, serr, sizeof(serr)) < 0) {
-		store_close(st);
-		return mcp_tools_error(structured, "dolsot: %s", serr);
-	}
 	f = open_memstream(&text, &tn);
 	if (f && output_json_sessions(info, n, f) == 0 && fflush(f) == 0)
 		obj = json_loadb(text, tn, 0, NULL);
@@ -247,7 +242,6 @@ static json_t *list_run(const struct mcp_setup *m, bool structured,
 	if (f && n == 0)
 		fputs("(no sessions)\n", f);
 	free(info);
-	store_close(st);
 	if (!f || fclose(f) != 0 || !obj) {
 		free(text);
 		json_decref(obj);
@@ -452,7 +446,7 @@ static int check_session(const char *sid, bool all, struct mcp_refusal *r)
 	if (strcmp(sid, "all") == 0)
 		return refuse(r, JSONRPC_INVALID_PARAMS, "session id 'all' is reserved (it means "
 		              "every session to reset_session); choose another id");
-	if (!store_id_valid(sid, err, sizeof(err)))
+	if (!store_part_valid(sid, "session id", STORE_ID_MAX, err, sizeof(err)))
 		return refuse(r, JSONRPC_INVALID_PARAMS, "%s", err);
 	return 0;
 }
