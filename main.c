@@ -833,7 +833,9 @@ static int cmd_mcp(const struct cli *c, const struct settings *s, int argc, char
 	if (c->print_config) {
 		size_t n;
 		const char **flags = run_flags(argc, argv, &n);
-		int rc = mcp_print_config(c->print_config, flags, n, stdout, err, sizeof(err));
+		struct mcp_config_in in = { .host = c->print_config, .args = flags, .n = n,
+		                            .ns = s->ns, .toolboxes = c->n_toolboxes > 0 };
+		int rc = mcp_print_config(&in, stdout, err, sizeof(err));
 
 		free(flags);
 		if (rc == 1)

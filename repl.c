@@ -663,7 +663,10 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		return -1;
 	b.session = stored;
 	b.fork = a->fork ? stored_fork : NULL;
-	return run_stored(&b, res, sig, t0, err, errlen);
+	if (run_stored(&b, res, sig, t0, err, errlen) == 0)
+		return 0;
+	store_ns_unname(err, a->settings->ns);
+	return -1;
 }
 
 /* Append id to the comma-separated list *text (malloc'd); false when out
@@ -827,8 +830,10 @@ int repl_reset(const struct settings *s, const char *target, unsigned *removed,
 		ret = -1;
 	store_unlock(st, &lk);
 out:
-	if (ret < 0)
+	if (ret < 0) {
 		snprintf(err, errlen, "%s", serr);
+		store_ns_unname(err, s->ns);
+	}
 	store_close(st);
 	return ret;
 }

@@ -27,6 +27,7 @@ static int open_locked(const struct settings *s, const char *id, char *stored,
 	if (!*st)
 		return -1;
 	if (repl_lock(s, *st, stored, lk, err, errlen) < 0) {
+		store_ns_unname(err, s->ns);
 		store_close(*st);
 		*st = NULL;
 		return -1;
@@ -60,6 +61,8 @@ int timeline_cmd_list(const struct settings *s, const char *id, struct timeline_
 		return -1;
 	ret = timeline_list(st, stored, v, n, &found, err, errlen);
 	close_locked(st, &lk);
+	if (ret < 0)
+		store_ns_unname(err, s->ns);
 	if (ret == 0 && !found) {
 		snprintf(err, errlen, "session '%s' does not exist", id);
 		return -1;
@@ -80,6 +83,8 @@ int timeline_cmd_move(const struct settings *s, const char *id, uint64_t target,
 	ret = timeline_move(st, stored, target, stored, target ? HISTREC_CHECKOUT : HISTREC_UNDO,
 	                    false, mv, err, errlen);
 	close_locked(st, &lk);
+	if (ret < 0)
+		store_ns_unname(err, s->ns);
 	return ret;
 }
 

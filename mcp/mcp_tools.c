@@ -676,11 +676,13 @@ static const struct mcp_tool tools[] = {
 	{ "python", "Python (dolsot)", NULL, "result", python_args, python_needs, python_read,
 	  python_run },
 	{ "list_sessions", "List dolsot sessions",
-	  "List the sessions in the store: id, size in bytes, and when each was last saved "
-	  "(UTC).", "sessions", no_args, no_args, list_read, list_run },
+	  "List this server's sessions (those of its namespace: no other host's or the "
+	  "command line's): id, size in bytes, and when each was last saved (UTC).",
+	  "sessions", no_args, no_args, list_read, list_run },
 	{ "reset_session", "Reset dolsot sessions",
-	  "Forget one session (its variables, imports and functions), or every session with "
-	  "\"all\".", "reset", reset_args, reset_args, reset_read, reset_run },
+	  "Forget one session (its variables, imports and functions), or with \"all\" every "
+	  "session of this server's namespace (never another host's or the command line's).",
+	  "reset", reset_args, reset_args, reset_read, reset_run },
 	{ "history", "List a dolsot session's kept states",
 	  "List a session's kept states, oldest first, one line each: its number (* marks the "
 	  "current one), when it was committed (UTC), its status, the bytes it wrote, the "

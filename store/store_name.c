@@ -198,6 +198,19 @@ const char *store_ns_id(const char *stored)
 	return sep ? sep + 1 : stored;
 }
 
+void store_ns_unname(char *text, const char *ns)
+{
+	char mark[STORE_NS_MAX + 3];
+	char *at;
+	size_t n;
+
+	if (ns_is_default(ns) || strlen(ns) > STORE_NS_MAX)
+		return;
+	n = (size_t)snprintf(mark, sizeof(mark), "'%s%c", ns, STORE_NS_SEP);
+	while ((at = strstr(text, mark)) != NULL)
+		memmove(at + 1, at + n, strlen(at + n) + 1);
+}
+
 uint64_t store_name_seq(const char *text, size_t len)
 {
 	uint64_t v = 0;

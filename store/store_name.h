@@ -74,6 +74,10 @@ bool store_ns_holds(const char *ns, const char *stored);
 /* The session id part of a stored name (what follows NS+, or all of it). */
 const char *store_ns_id(const char *stored);
 
+/* A message naming stored names ('NS+ID') rewritten in place to name the
+ * ids ('ID') as namespace ns's callers know them. */
+void store_ns_unname(char *text, const char *ns);
+
 /*
  * A save counter recorded as text beside a session (store_ops.h's
  * store_mark.seq: FileStore's ID.lock, Redis's seq field): text[0..len),

@@ -5,7 +5,8 @@
  * (version negotiation, malformed and oversized messages, wrong params,
  * stdout holding nothing but protocol lines, a client that goes away or
  * closes stdin mid-call, SIGTERM), --print-config, the run flags applying
- * to every call, and the examples of docs/SKILL.md run for real.
+ * to every call, namespaces (two servers and the CLI on one store of each
+ * kind), and the examples of docs/SKILL.md run for real.
  */
 #include <check.h>
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "ck_run.h"
 #include "cli_check.h"
 #include "cli_helpers.h"
+#include "redis_helper.h"
 
 static struct cli_test fx;
 
@@ -134,6 +136,52 @@ START_TEST(sdk_client_drives_the_server)
 	              "exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
 	cli_run_release(&r);
 	cli_rmtree(scratch);
+}
+END_TEST
+
+/* tests/lib/mcp_namespaces.mjs on the store store_entry names
+ * ("DOLSOT_STORE=..."), with more (an entry, or NULL): two servers and the
+ * CLI keep to their own. */
+static void namespaces_on(const char *store_entry, const char *more)
+{
+	const char *env[CLI_TEST_ENV_MAX + 3];
+	struct cli_run r;
+	size_t n = 0;
+
+	while (fx.env[n] && n < CLI_TEST_ENV_MAX) {
+		env[n] = fx.env[n];
+		n++;
+	}
+	env[n++] = store_entry;
+	env[n++] = more;
+	env[n] = NULL;
+	cli_run(&r, &(struct cli_opts){ .env = env, .prog = "/usr/bin/node", .timeout = 400 },
+	        (const char *const[]){ "node", "tests/lib/mcp_namespaces.mjs", cli_bin(), NULL });
+	ck_assert_msg(r.code == 0 && cli_has(r.out, "ok close\n"),
+	              "%s: exit %d\nstdout: %s\nstderr: %s", store_entry, r.code, r.out, r.err);
+	cli_run_release(&r);
+}
+
+START_TEST(namespaces_keep_each_host_to_its_own)
+{
+	struct redis_test rd = { .pid = -1 };
+	char entry[5000], cwd[512];
+
+	if (!sdk_present()) {
+		printf("SKIP %s: node or tools/node's @modelcontextprotocol/sdk is missing "
+		       "(tools/npm-deps.sh installs it)\n", __func__);
+		return;
+	}
+	namespaces_on("DOLSOT_STORE=file", NULL);
+	namespaces_on("DOLSOT_STORE=memory", "DOLSOT_SERVER=auto");
+	ck_assert(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(entry, sizeof(entry), "DOLSOT_STORE=cmd:%s/examples/dolsot-store-dir %s/cmd",
+	         cwd, fx.tmp);
+	namespaces_on(entry, NULL);
+	redis_test_start_in(&rd, fx.tmp, NULL, NULL);
+	snprintf(entry, sizeof(entry), "DOLSOT_STORE=%s", rd.url);
+	namespaces_on(entry, NULL);
+	redis_test_stop(&rd);
 }
 END_TEST
 
@@ -576,6 +624,8 @@ START_TEST(export_notebook_tool_answers_and_refuses)
 	struct cli_run r;
 	json_t *all, *res, *resource;
 	const char *text;
+	/* The CLI's calls here are in the servers' namespace. */
+	cli_test_add_env(&fx, "DOLSOT_NAMESPACE=mcp");
 
 	CLI(&r, "--session", "nb", "x = 6 * 7\nx");
 	ck_code(&r, 0);
@@ -618,6 +668,8 @@ START_TEST(python_tool_forks_a_session)
 	struct cli_run r;
 	json_t *all, *res;
 	const char *text;
+	/* The CLI's calls here are in the servers' namespace. */
+	cli_test_add_env(&fx, "DOLSOT_NAMESPACE=mcp");
 
 	run_mcp(&r, INIT("2025-11-25") CALL(1, "{\"code\":\"x = [1]\",\"session\":\"src\"}"),
 	        0, NULL);
@@ -791,6 +843,8 @@ START_TEST(history_undo_and_checkout_tools)
 		char sid[16], gid[16];
 		struct cli_run r;
 		json_t *all;
+	/* The CLI's calls here are in the servers' namespace. */
+	cli_test_add_env(&fx, "DOLSOT_NAMESPACE=mcp");
 
 		snprintf(sid, sizeof(sid), "h%zu", i);
 		snprintf(gid, sizeof(gid), "g%zu", i);
@@ -892,6 +946,8 @@ START_TEST(python_tool_call_id_replays_the_recorded_answer)
 	struct cli_run first, again;
 	json_t *a1, *a2, *img;
 	char *t1, *t2;
+	/* The CLI's calls here are in the servers' namespace. */
+	cli_test_add_env(&fx, "DOLSOT_NAMESPACE=mcp");
 
 	run_mcp(&first, calls, 0, NULL);
 	run_mcp(&again, calls, 0, NULL);
@@ -1387,6 +1443,7 @@ static Suite *mcp_suite(void)
 	}
 	tcase_add_test(sdk, sdk_client_drives_the_server);
 	tcase_add_test(sdk, inspector_cli_lists_and_calls_the_tools);
+	tcase_add_test(sdk, namespaces_keep_each_host_to_its_own);
 	tcase_add_test(raw, version_negotiation);
 	tcase_add_test(raw, batches_under_2025_03_26);
 	tcase_add_test(raw, malformed_messages_get_errors_and_the_server_goes_on);
