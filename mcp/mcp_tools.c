@@ -842,6 +842,36 @@ char *mcp_tools_describe(const struct mcp_setup *m)
 	return text;
 }
 
+char *mcp_tools_check_toolboxes(const struct mcp_setup *m)
+{
+	char err[REPL_ERR_MAX], *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < m->n_toolboxes; i++) {
+		struct run_args a = { .toolboxes = &m->toolboxes[i], .n_toolboxes = 1,
+		                      .settings = m->settings, .code = "", .describe = true,
+		                      .plan = m->plan };
+		struct result res;
+		int sig = 0;
+
+		result_init(&res, m->settings->max_output);
+		if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
+			fprintf(f, "toolbox '%s' (alias %s) could not be checked: %s\n",
+			        m->toolboxes[i].module, m->toolboxes[i].alias, err);
+		else if (res.error)
+			fprintf(f, "%s\n", res.error + (strncmp(res.error, "dolsot: ", 8) ? 0 : 8));
+		result_release(&res);
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
 /* The python tool's description: the store's lifetimes, the timeout and
  * what a cell gets (described); malloc'd, or NULL. */
 static char *python_description(const struct settings *set, const char *described)

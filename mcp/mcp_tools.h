@@ -87,6 +87,14 @@ json_t *mcp_tools_error(bool structured, const char *fmt, ...)
 char *mcp_tools_describe(const struct mcp_setup *m);
 
 /*
+ * Each toolbox imported alone, as a call would: one line for each that
+ * does not, saying which and why ("toolbox 'M' (alias A) cannot be
+ * imported: ..."); "" when every one does.  malloc'd, or NULL.  It runs
+ * the engine: call it in a child.
+ */
+char *mcp_tools_check_toolboxes(const struct mcp_setup *m);
+
+/*
  * The tools/list result for every row, with described (mcp_tools_describe's
  * text, or NULL when that failed) in the python tool's description; a new
  * reference, or NULL.

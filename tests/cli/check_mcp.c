@@ -1100,6 +1100,38 @@ START_TEST(describe_in_the_description_is_bounded)
 }
 END_TEST
 
+/* A toolbox that does not import is named at start, on stderr and in the
+ * python tool's description, with why; one that imports is not. */
+START_TEST(toolboxes_that_do_not_import_are_named_at_start)
+{
+	struct cli_run r;
+	json_t *all, *tool;
+	const char *desc;
+
+	run_mcp(&r, INIT("2025-06-18") "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n",
+	        0, (const char *const[]){ "--toolbox", "json:js", "--toolbox",
+	                                  "no_such_toolbox_mod:nt", NULL });
+	ck_assert_msg(cli_has(r.err, "dolsot mcp: toolbox 'no_such_toolbox_mod' (alias nt) cannot "
+	                      "be imported: ModuleNotFoundError: No module named "
+	                      "'no_such_toolbox_mod'; every python call fails until it imports"),
+	              "%s", r.err);
+	ck_assert_msg(!cli_has(r.err, "'json'"), "%s", r.err);
+	all = lines(&r);
+	tool = json_array_get(json_object_get(json_object_get(answer(all, 1), "result"), "tools"), 0);
+	desc = json_string_value(json_object_get(tool, "description"));
+	ck_assert_msg(cli_has(desc, "Toolboxes that do not import here, so every call fails until "
+	                      "they do"), "%s", desc);
+	ck_assert_msg(cli_has(desc, "toolbox 'no_such_toolbox_mod' (alias nt) cannot be imported: "
+	                      "ModuleNotFoundError"), "%s", desc);
+	json_decref(all);
+	cli_run_release(&r);
+	/* All import: nothing said. */
+	run_mcp(&r, INIT("2025-06-18"), 0, (const char *const[]){ "--toolbox", "json:js", NULL });
+	ck_assert_msg(!cli_has(r.err, "cannot be imported"), "%s", r.err);
+	cli_run_release(&r);
+}
+END_TEST
+
 /* A server with pipes on stdin and stdout, in the test's environment. */
 struct live {
 	pid_t pid;
@@ -1286,6 +1318,40 @@ START_TEST(print_config_env_is_the_settings)
 }
 END_TEST
 
+/* What the toolboxes need travels with the snippet: PYTHONPATH made
+ * absolute (this directory first with --toolbox), VIRTUAL_ENV, and the
+ * server's namespace. */
+START_TEST(print_config_carries_the_toolboxes_environment)
+{
+	static const char *const extra[] = { "PYTHONPATH=lib:/abs/tools", "VIRTUAL_ENV=/venv",
+	                                     NULL };
+	static const char *const bare[] = { "PYTHONPATH", "VIRTUAL_ENV", NULL };
+	char want[4500];
+	struct cli_run r;
+	json_t *o, *env;
+
+	RUN_IN(&r, fx.tmp, extra, "mcp", "--toolbox", "json:js", "--print-config", "generic");
+	ck_assert_msg(r.code == 0, "%s", r.err);
+	o = json_loads(r.out, 0, NULL);
+	env = json_object_get(o, "env");
+	snprintf(want, sizeof(want), "%s:%s/lib:/abs/tools", fx.tmp, fx.tmp);
+	ck_assert_str_eq(json_string_value(json_object_get(env, "PYTHONPATH")), want);
+	ck_assert_str_eq(json_string_value(json_object_get(env, "VIRTUAL_ENV")), "/venv");
+	ck_assert_str_eq(json_string_value(json_object_get(env, "DOLSOT_NAMESPACE")), "mcp");
+	json_decref(o);
+	cli_run_release(&r);
+	RUN_IN(&r, fx.tmp, bare, "mcp", "--namespace", "team", "--print-config", "generic");
+	ck_assert_msg(r.code == 0, "%s", r.err);
+	o = json_loads(r.out, 0, NULL);
+	env = json_object_get(o, "env");
+	ck_assert_ptr_null(json_object_get(env, "PYTHONPATH"));
+	ck_assert_ptr_null(json_object_get(env, "VIRTUAL_ENV"));
+	ck_assert_str_eq(json_string_value(json_object_get(env, "DOLSOT_NAMESPACE")), "team");
+	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(print_config_for_each_host)
 {
 	struct cli_run r;
@@ -1457,12 +1523,14 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, run_flags_apply_to_every_call);
 	tcase_add_test(raw, sandbox_flags_apply_to_every_call);
 	tcase_add_test(raw, describe_in_the_description_is_bounded);
+	tcase_add_test(raw, toolboxes_that_do_not_import_are_named_at_start);
 	tcase_add_test(raw, client_gone_mid_call_ends_everything);
 	tcase_add_test(raw, sigterm_mid_call_ends_everything);
 	tcase_add_test(raw, stdin_eof_answers_calls_in_flight_then_exits);
 	tcase_add_test(raw, export_notebook_tool_answers_and_refuses);
 	tcase_add_test(cfg, print_config_for_each_host);
 	tcase_add_test(cfg, print_config_env_is_the_settings);
+	tcase_add_test(cfg, print_config_carries_the_toolboxes_environment);
 	tcase_add_test(cfg, mcp_usage_errors);
 	tcase_add_test(cfg, skill_examples_run);
 	return s;
