@@ -599,6 +599,7 @@ static int cmd_describe(const struct cli *c, const struct settings *s)
 			fwrite(res.describe.p, 1, res.describe.len, stdout);
 			fputc('\n', stdout);
 			output_describe_limits(&s->limits, s->timeout, stdout);
+			output_describe_gate(&res.gate, stdout);
 		}
 		res.saved = false;
 		res.out.len = 0;

@@ -125,7 +125,8 @@ static int pack_environ(struct span *out, char **buf)
 
 /* The request both paths run, built once: everything but what only a
  * warm worker needs (see request_encode). */
-static int request_build(const struct call_args *c, struct request *r)
+static int request_build(const struct call_args *c, const struct gate_state *gate,
+                         struct request *r)
 {
 	const struct run_args *a = c->run;
 
@@ -149,8 +150,8 @@ static int request_build(const struct call_args *c, struct request *r)
 	r->budget_ns = (uint64_t)(a->settings->timeout * 1e9);
 	if (a->settings->carry)
 		r->flags |= REQ_CARRY;
-	if (a->settings->typecheck)
-		r->flags |= REQ_TYPECHECK;
+	if (gate->checker[0])
+		r->flags |= REQ_TYPECHECK;   /* else the gate is off (gate->note says why) */
 	if (a->json)
 		r->flags |= REQ_JSON;
 	if (a->settings->live && !a->describe)
@@ -160,7 +161,7 @@ static int request_build(const struct call_args *c, struct request *r)
 		r->describe = (struct span){ (const uint8_t *)a->describe_mounts,
 		                             a->describe_mounts_len, true };
 	}
-	r->ty_bin = span_str(a->settings->ty_bin);
+	r->ty_bin = span_str(gate->checker[0] ? gate->checker : a->settings->ty_bin);
 	if (c->units && *c->units)
 		r->units = span_str(c->units);
 	sandbox_plan_fill(a->plan, a->settings, c->cgroup, r);
@@ -176,7 +177,8 @@ static int request_build(const struct call_args *c, struct request *r)
 static bool warm_checker(const struct call_args *c, const struct request *r,
                          const char *cwd, char *path, size_t len)
 {
-	const char *parts[4 + 2 * FRAME_MAX_TOOLBOXES] = { c->run->settings->ty_bin, cwd,
+	const char *checker = (const char *)r->ty_bin.p;   /* typegate_choose's */
+	const char *parts[4 + 2 * FRAME_MAX_TOOLBOXES] = { checker, cwd,
 	                                                   getenv("PYTHONPATH"),
 	                                                   getenv("VIRTUAL_ENV") };
 	char proc[64], dir[PATH_MAX], name[CHECKD_NAME_MAX];
@@ -184,7 +186,7 @@ static bool warm_checker(const struct call_args *c, const struct request *r,
 	ssize_t got;
 	int w;
 
-	enum typegate_checker k = typegate_checker_of(c->run->settings->ty_bin);
+	enum typegate_checker k = typegate_checker_of(checker);
 
 	if (!(r->flags & REQ_TYPECHECK) || (r->flags & REQ_SANDBOX) || c->dirfd < 0 ||
 	    (k != TYPEGATE_PYRIGHT && k != TYPEGATE_MYPY))
@@ -456,7 +458,8 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	bool oom;
 
 	memset(sv, 0, sizeof(*sv));
-	if (request_build(c, &r) < 0) {
+	typegate_choose(c->run->settings->typecheck, c->run->settings->ty_bin, &res->gate);
+	if (request_build(c, &res->gate, &r) < 0) {
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		return -1;
 	}

@@ -334,6 +334,22 @@ static json_t *named_reasons(const char *text, bool *bad)
 	return arr;
 }
 
+/* The type gate: whether it checks the cells, with what, and why not or
+ * why another checker than the configured one. */
+static json_t *gate_object(const struct gate_state *g, bool *bad)
+{
+	json_t *o = json_object();
+
+	if (!o) {
+		*bad = true;
+		return NULL;
+	}
+	put(o, "on", json_boolean(g->checker[0] != '\0'), bad);
+	put(o, "checker", g->checker[0] ? jstr0(g->checker) : json_null(), bad);
+	put(o, "note", g->note[0] ? jstr0(g->note) : json_null(), bad);
+	return o;
+}
+
 static json_t *session_object(const struct result *r, bool *bad)
 {
 	json_t *s = json_object();
@@ -577,6 +593,7 @@ int output_json_run(const struct result *r, FILE *out)
 	put(o, "displays", displays_array(r, &bad), &bad);
 	put(o, "timings_ms", timings_object(r, &bad), &bad);
 	put(o, "warnings", warnings_array(r, &bad), &bad);
+	put(o, "type_gate", gate_object(&r->gate, &bad), &bad);
 	return emit(o, bad, out);
 }
 
@@ -620,6 +637,7 @@ int output_json_describe(const struct result *r, const struct limits *l, double 
 	if (!bad) {
 		put(o, "limits", limits_object(l, timeout, &bad), &bad);
 		put(o, "warnings", warnings_array(r, &bad), &bad);
+		put(o, "type_gate", gate_object(&r->gate, &bad), &bad);
 	}
 	return emit(o, bad, out);
 }

@@ -825,6 +825,7 @@ char *mcp_tools_describe(const struct mcp_setup *m)
 	else if (res.error)
 		fprintf(f, "(the description failed: %s)\n", res.error);
 	output_describe_limits(&m->settings->limits, m->settings->timeout, f);
+	output_describe_gate(&res.gate, f);
 	result_release(&res);
 	if (fclose(f) != 0) {
 		free(text);

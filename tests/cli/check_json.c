@@ -467,6 +467,78 @@ START_TEST(json_type_gate_rejection)
 }
 END_TEST
 
+/* The configured checker missing: the next installed one checks (mypy,
+ * the only one on PATH here), and --describe and --json name it; none
+ * installed: the gate is off, they say why, and the cell runs. */
+START_TEST(json_type_gate_falls_back_and_says_when_off)
+{
+	struct cli_run r;
+	char pp[4300], mod[4300], bin[4300], link[4400], path[4400], empty[4400];
+	const char *code = "tx.add('one', 2)";
+	json_t *o;
+
+	if (access("/usr/bin/mypy", X_OK) != 0) {
+		fputs("json_type_gate_falls_back_and_says_when_off: skipped, no /usr/bin/mypy\n",
+		      stderr);
+		return;
+	}
+	snprintf(mod, sizeof(mod), "%s/typed_x.py", fx.tmp);
+	cli_write_file(mod, "def add(a: int, b: int) -> int:\n    return a + b\n");
+	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", fx.tmp);
+	snprintf(bin, sizeof(bin), "%s/bin", fx.tmp);
+	ck_assert_int_eq(mkdir(bin, 0700), 0);
+	snprintf(link, sizeof(link), "%s/mypy", bin);
+	ck_assert_int_eq(symlink("/usr/bin/mypy", link), 0);
+	snprintf(path, sizeof(path), "PATH=%s", bin);
+	o = run_json(&r, (const char *const[]){ pp, path, "DOLSOT_TYPECHECK=1",
+	                                        "DOLSOT_TY_BIN=no-such-checker", NULL },
+	             (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
+	                                    "--session", "fb", "--timeout", "60", code, NULL });
+	ck_str(o, "status", "rejected");
+	ck_assert(json_is_true(at(o, "type_gate.on")));
+	ck_str(o, "type_gate.checker", "mypy");
+	ck_str(o, "type_gate.note", "no-such-checker is not installed");
+	json_decref(o);
+	cli_run_release(&r);
+	cli_test_run(&fx, &r, NULL, (const char *const[]){ pp, path, "DOLSOT_TYPECHECK=1", NULL },
+	             (const char *const[]){ "dolsot", "--toolbox", "typed_x:tx", "--describe",
+	                                    NULL });
+	ck_out_has(&r, "\ntype gate: mypy (ty is not installed)\n");
+	cli_run_release(&r);
+	/* None installed. */
+	snprintf(empty, sizeof(empty), "PATH=%s/none", fx.tmp);
+	o = run_json(&r, (const char *const[]){ pp, empty, "DOLSOT_TYPECHECK=1", NULL },
+	             (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
+	                                    "--session", "off", code, NULL });
+	ck_str(o, "status", "error");
+	ck_str(o, "error.ename", "TypeError");
+	ck_assert(json_is_false(at(o, "type_gate.on")));
+	ck_null(o, "type_gate.checker");
+	ck_str(o, "type_gate.note", "no type checker is installed (ty, pyright, mypy were "
+	       "looked for on PATH); cells run unchecked");
+	json_decref(o);
+	cli_run_release(&r);
+	o = run_json(&r, (const char *const[]){ pp, empty, "DOLSOT_TYPECHECK=1", NULL },
+	             (const char *const[]){ "dolsot", "--json", "--describe", NULL });
+	ck_assert(json_is_false(at(o, "type_gate.on")));
+	json_decref(o);
+	cli_run_release(&r);
+	cli_test_run(&fx, &r, NULL, (const char *const[]){ pp, empty, "DOLSOT_TYPECHECK=1", NULL },
+	             (const char *const[]){ "dolsot", "--describe", NULL });
+	ck_out_has(&r, "\ntype gate: off: no type checker is installed");
+	cli_run_release(&r);
+	/* Turned off: --describe says nothing of it, --json says why. */
+	o = JSON(&r, "--json", "--describe");
+	ck_assert(json_is_false(at(o, "type_gate.on")));
+	ck_str(o, "type_gate.note", "DOLSOT_TYPECHECK=0");
+	json_decref(o);
+	cli_run_release(&r);
+	CLI(&r, "--describe");
+	ck_assert_msg(!cli_has(r.out, "type gate:"), "%s", r.out);
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(json_sandboxed_call)
 {
 	struct cli_run r;
@@ -1291,6 +1363,7 @@ static Suite *json_suite(void)
 	tcase_add_test(js, json_truncation_counts_kept_and_cut);
 	tcase_add_test(js, json_invalid_utf8_becomes_replacement_chars);
 	tcase_add_test(js, json_type_gate_rejection);
+	tcase_add_test(js, json_type_gate_falls_back_and_says_when_off);
 	tcase_add_test(js, json_sandboxed_call);
 	tcase_add_test(js, json_list_sessions_and_reset);
 	tcase_add_test(js, json_history_and_moves);

@@ -430,9 +430,10 @@ def _gate(code, ns, toolboxes, kept=()):
     """The type gate (gate.py): (error text of a blocked cell, warning)."""
     try:
         import _dolsot
-        # A missing checker is the common case and must cost nothing: look
-        # it up before compiling the gate.
-        if _dolsot.which(_dolsot.ty_bin()) is None:
+        # Only a call through a toolbox can be blocked: without one the
+        # checker would run for nothing.  A missing checker must cost
+        # nothing too: look it up before compiling the gate.
+        if not toolboxes or _dolsot.which(_dolsot.ty_bin()) is None:
             return None, None
         gate = _dolsot.embedded("gate")
         held = _session_names(ns, toolboxes)
