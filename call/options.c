@@ -46,7 +46,8 @@ const struct option_row options_table[] = {
 	  .mcp = "timeout", .type = OPTION_T_SECONDS, .field = FIELD(timeout),
 	  .dflt = DEFAULT_TIMEOUT, .want = "a positive number of seconds",
 	  .help = "wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)",
-	  .mcp_help = "seconds the call may run (capped by the server's --timeout)",
+	  .mcp_help = "seconds the call may run (capped by the server's --timeout; the "
+	              "result's warnings say when it was)",
 	  .mcp_want = "a positive number of seconds" },
 	{ .id = OPTION_STORE, .flag = "store", .arg = "STORE", .env = "DOLSOT_STORE",
 	  .type = OPTION_T_STORE, .field = FIELD(store_spec),

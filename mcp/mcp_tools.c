@@ -186,6 +186,14 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 		result_release(&res);
 		return NULL;
 	}
+	if (c->timeout_asked > 0 && !res.said) {
+		char line[256];
+
+		snprintf(line, sizeof(line), "warning: timeout %g s was capped at %g s, the "
+		         "server's --timeout (start the server with a larger one to run longer)",
+		         c->timeout_asked, c->timeout);
+		result_warn(&res, line);
+	}
 	content = json_array();
 	f = open_memstream(&text, &n);
 	if (!content || !f || result_parts(&res, f, &obj) < 0) {
@@ -512,6 +520,8 @@ static void timeout_arg(const struct mcp_setup *m, const json_t *t, struct mcp_c
 	c->timeout = m->settings->timeout;
 	if (t && json_number_value(t) < c->timeout)
 		c->timeout = json_number_value(t);
+	else if (t && json_number_value(t) > c->timeout)
+		c->timeout_asked = json_number_value(t);
 }
 
 /* Whether v is of o's type: a boolean for a flag without a value, a

@@ -49,6 +49,8 @@ struct mcp_call {
 	uint64_t state;             /* checkout: the state to go back to (undo: 0) */
 	int format;                 /* export_notebook: its enum export_format */
 	double timeout;             /* seconds it may run (0: list_sessions) */
+	double timeout_asked;       /* python: a timeout argument above the server's
+	                             * --timeout, which capped it; 0: none */
 };
 
 /* Why a call is refused before it runs: a JSON-RPC error. */

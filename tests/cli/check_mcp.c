@@ -1100,6 +1100,34 @@ START_TEST(describe_in_the_description_is_bounded)
 }
 END_TEST
 
+/* A timeout argument above the server's --timeout is capped, and the
+ * result says so (text and warnings); one below it is not. */
+START_TEST(capped_timeout_is_said)
+{
+	struct cli_run r;
+	json_t *all, *res, *warnings;
+	const char *text;
+
+	run_mcp(&r, INIT("2025-11-25")
+	        CALL(1, "{\"code\":\"1\",\"session\":\"cap\",\"timeout\":1000}")
+	        CALL(2, "{\"code\":\"2\",\"session\":\"cap2\",\"timeout\":4}"), 0,
+	        (const char *const[]){ "--timeout", "30", NULL });
+	all = lines(&r);
+	res = json_object_get(answer(all, 1), "result");
+	ck_assert_msg(!is_tool_error(all, 1), "%.3000s", r.out);
+	warnings = json_object_get(json_object_get(res, "structuredContent"), "warnings");
+	ck_assert_msg(json_array_size(warnings) == 1 &&
+	              cli_has(json_string_value(json_array_get(warnings, 0)),
+	                      "warning: timeout 1000 s was capped at 30 s, the server's --timeout"),
+	              "%.3000s", r.out);
+	text = result_text(all, 1);
+	ck_assert_msg(cli_has(text, "was capped at 30 s"), "%s", text);
+	ck_assert_msg(!cli_has(result_text(all, 2), "capped"), "%s", result_text(all, 2));
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
 /* A toolbox that does not import is named at start, on stderr and in the
  * python tool's description, with why; one that imports is not. */
 START_TEST(toolboxes_that_do_not_import_are_named_at_start)
@@ -1524,6 +1552,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, sandbox_flags_apply_to_every_call);
 	tcase_add_test(raw, describe_in_the_description_is_bounded);
 	tcase_add_test(raw, toolboxes_that_do_not_import_are_named_at_start);
+	tcase_add_test(raw, capped_timeout_is_said);
 	tcase_add_test(raw, client_gone_mid_call_ends_everything);
 	tcase_add_test(raw, sigterm_mid_call_ends_everything);
 	tcase_add_test(raw, stdin_eof_answers_calls_in_flight_then_exits);
