@@ -265,6 +265,10 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
 	char ferr[256];
 	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
 
+	bool decoded = o->result && frame_decode_result(o->result, o->result_len, wr, ferr,
+	                                                sizeof(ferr)) == 0;
+	bool provisional = decoded && (wr->flags & RES_PROVISIONAL);
+
 	if (o->timed_out) {
 		res->status = STATUS_TIMEOUT;
 		res->ran = true;
@@ -272,18 +276,22 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
 		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
 		                        "timeout; session unchanged\n" TIMEOUT_HINT,
 		                        s->timeout, s->timeout);
+		if (provisional)   /* rolled back: what it held when the cell began */
+			res->held = dup_span(wr->held);
 		return false;
 	}
-	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
-	                                      sizeof(ferr)) < 0) {
+	if (!decoded || provisional) {
 		res->exit_code = DOLSOT_EXIT_FAIL;
 		res->status = STATUS_KILLED;
 		res->ran = true;
-		/* A worker that died may have left a partial (or pre-sized) answer. */
-		res->error = o->result && exited_ok
+		/* A worker that died may have left a partial (or pre-sized) answer,
+		 * or only what the session held when the cell began. */
+		res->error = o->result && exited_ok && !provisional
 		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
 		                          "session unchanged", ferr)
 		             : death_message(o->status, &s->limits, oom);
+		if (provisional)
+			res->held = dup_span(wr->held);
 		return false;
 	}
 	res->exit_code = wr->exit_code >= 0 && wr->exit_code <= 255 ? (int)wr->exit_code : 1;

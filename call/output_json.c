@@ -360,7 +360,12 @@ static json_t *session_object(const struct result *r, bool *bad)
 	}
 	put(s, "id", jstr0(r->session), bad);
 	put(s, "state", json_string(state_name(r)), bad);
-	put(s, "held", r->saved ? lines_array(r->held, bad) : json_null(), bad);
+	/* After every call: the new state's names, or, rolled back (rejected,
+	 * timed out, killed), what the worker said the session held when the
+	 * cell began; a session that did not exist holds nothing; null only
+	 * when the call ended before the worker could say. */
+	put(s, "held", r->saved || r->held ? lines_array(r->held, bad) :
+	               r->ran && !r->found ? json_array() : json_null(), bad);
 	put(s, "dropped", named_reasons(r->dropped, bad), bad);
 	put(s, "kept_unloaded", named_reasons(r->kept, bad), bad);
 	return s;

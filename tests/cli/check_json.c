@@ -300,7 +300,9 @@ START_TEST(json_timeout_rolls_back)
 	ck_str(o, "status", "timeout");
 	ck_int(o, "exit_code", 124);
 	ck_str(o, "session.state", "rolled_back");
-	ck_null(o, "session.held");
+	/* What the session holds, rolled back: what it held before. */
+	ck_len(o, "session.held", 1);
+	ck_str(o, "session.held.0", "a");
 	ck_null(o, "execution_count");
 	ck_str(o, "error.ename", "TimeoutError");
 	/* The hint goes to hints, as a cell's hints do, not into evalue. */
@@ -317,6 +319,57 @@ START_TEST(json_timeout_rolls_back)
 	o = JSON(&r, "--json", "--session", "t", "a");
 	ck_str(o, "value", "1");
 	ck_int(o, "execution_count", 2);
+	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* The toolbox typed_x (add(a: int, b: int) -> int) in the test's directory,
+ * and the PYTHONPATH entry that finds it, into pp. */
+static void typed_toolbox(char *pp, size_t len)
+{
+	char mod[4300];
+
+	snprintf(mod, sizeof(mod), "%s/typed_x.py", fx.tmp);
+	cli_write_file(mod, "def add(a: int, b: int) -> int:\n    return a + b\n");
+	snprintf(pp, len, "PYTHONPATH=%s", fx.tmp);
+}
+
+/* code in session with typed_x as tx and the gate on, with mypy: --json. */
+static json_t *gated(struct cli_run *r, const char *pp, const char *session, const char *code)
+{
+	return run_json(r, (const char *const[]){ pp, "DOLSOT_TYPECHECK=1", "DOLSOT_TY_BIN=mypy",
+	                                          NULL },
+	                (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
+	                                       "--session", session, "--timeout", "60", code,
+	                                       NULL });
+}
+
+/* session.held is what the session holds after every call: a cell that
+ * ended the interpreter, and one the gate rejected, leave it as it was. */
+START_TEST(json_held_after_calls_that_roll_back)
+{
+	struct cli_run r;
+	char pp[4300];
+	json_t *o;
+
+	o = JSON(&r, "--json", "--session", "h", "a = 1\nb = [2]");
+	json_decref(o);
+	cli_run_release(&r);
+	o = JSON(&r, "--json", "--session", "h", "c = 3\nraise SystemExit(2)");
+	ck_str(o, "session.state", "rolled_back");
+	ck_len(o, "session.held", 2);
+	ck_str(o, "session.held.0", "a");
+	ck_str(o, "session.held.1", "b");
+	json_decref(o);
+	cli_run_release(&r);
+	if (access("/usr/bin/mypy", X_OK) != 0)
+		return;
+	typed_toolbox(pp, sizeof(pp));
+	o = gated(&r, pp, "h", "tx.add('one', 2)");
+	ck_str(o, "status", "rejected");
+	ck_len(o, "session.held", 2);
+	ck_str(o, "session.held.1", "b");
 	json_decref(o);
 	cli_run_release(&r);
 }
@@ -427,24 +480,19 @@ END_TEST
 START_TEST(json_type_gate_rejection)
 {
 	struct cli_run r;
-	char pp[4300], mod[4300];
+	char pp[4300];
 	json_t *o;
 
 	if (access("/usr/bin/mypy", X_OK) != 0) {
 		fputs("json_type_gate_rejection: skipped, no /usr/bin/mypy\n", stderr);
 		return;
 	}
-	snprintf(mod, sizeof(mod), "%s/typed_x.py", fx.tmp);
-	cli_write_file(mod, "def add(a: int, b: int) -> int:\n    return a + b\n");
-	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", fx.tmp);
-	o = run_json(&r, (const char *const[]){ pp, "DOLSOT_TYPECHECK=1", "DOLSOT_TY_BIN=mypy",
-	                                        NULL },
-	             (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
-	                                    "--session", "t", "--timeout", "60",
-	                                    "n = 1\ntx.add('one', 2)", NULL });
+	typed_toolbox(pp, sizeof(pp));
+	o = gated(&r, pp, "t", "n = 1\ntx.add('one', 2)");
 	ck_code(&r, 1);
 	ck_str(o, "status", "rejected");
 	ck_str(o, "session.state", "unchanged");
+	ck_len(o, "session.held", 0);   /* a new session: nothing */
 	ck_str(o, "error.ename", "TypeCheckError");
 	ck_len(o, "diagnostics", 1);
 	ck_int(o, "diagnostics.0.line", 2);
@@ -454,11 +502,7 @@ START_TEST(json_type_gate_rejection)
 	json_decref(o);
 	cli_run_release(&r);
 	/* The built-in display() is known to the gate. */
-	o = run_json(&r, (const char *const[]){ pp, "DOLSOT_TYPECHECK=1", "DOLSOT_TY_BIN=mypy",
-	                                        NULL },
-	             (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
-	                                    "--session", "t", "--timeout", "60",
-	                                    "display(tx.add(1, 2))", NULL });
+	o = gated(&r, pp, "t", "display(tx.add(1, 2))");
 	ck_str(o, "status", "ok");
 	ck_len(o, "displays", 1);
 	ck_str(o, "displays.0.data.text/plain", "3");
@@ -473,7 +517,7 @@ END_TEST
 START_TEST(json_type_gate_falls_back_and_says_when_off)
 {
 	struct cli_run r;
-	char pp[4300], mod[4300], bin[4300], link[4400], path[4400], empty[4400];
+	char pp[4300], bin[4300], link[4400], path[4400], empty[4400];
 	const char *code = "tx.add('one', 2)";
 	json_t *o;
 
@@ -482,9 +526,7 @@ START_TEST(json_type_gate_falls_back_and_says_when_off)
 		      stderr);
 		return;
 	}
-	snprintf(mod, sizeof(mod), "%s/typed_x.py", fx.tmp);
-	cli_write_file(mod, "def add(a: int, b: int) -> int:\n    return a + b\n");
-	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", fx.tmp);
+	typed_toolbox(pp, sizeof(pp));
 	snprintf(bin, sizeof(bin), "%s/bin", fx.tmp);
 	ck_assert_int_eq(mkdir(bin, 0700), 0);
 	snprintf(link, sizeof(link), "%s/mypy", bin);
@@ -1364,6 +1406,7 @@ static Suite *json_suite(void)
 	tcase_add_test(js, json_invalid_utf8_becomes_replacement_chars);
 	tcase_add_test(js, json_type_gate_rejection);
 	tcase_add_test(js, json_type_gate_falls_back_and_says_when_off);
+	tcase_add_test(js, json_held_after_calls_that_roll_back);
 	tcase_add_test(js, json_sandboxed_call);
 	tcase_add_test(js, json_list_sessions_and_reset);
 	tcase_add_test(js, json_history_and_moves);

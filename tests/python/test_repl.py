@@ -155,6 +155,7 @@ class Results(support.StoreCase):
         self.assertTrue(r.error.startswith("TimeoutError: cell killed after exceeding "
                                            "its 1s timeout"), r.error)
         self.assertEqual(r.session_state, "rolled_back")
+        self.assertEqual(r.held, ["kept"])   # what the session holds, rolled back
         self.assertEqual(repl.run("slow", "kept").value, "'yes'")
 
     def test_dropped_names(self):
