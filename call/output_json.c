@@ -152,9 +152,21 @@ static json_t *lines_array(const char *text, bool *bad)
 
 #define HINT_PREFIX "hint: "
 
+/* How many blanks come before a hint line's "hint: " (the type gate
+ * indents its hints under their diagnostic); n + 1 when it is no hint. */
+static size_t hint_indent(const char *line, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && line[i] == ' ')
+		i++;
+	return n - i >= strlen(HINT_PREFIX) && strncmp(line + i, HINT_PREFIX,
+	                                              strlen(HINT_PREFIX)) == 0 ? i : n + 1;
+}
+
 static bool is_hint(const char *line, size_t n)
 {
-	return n >= strlen(HINT_PREFIX) && strncmp(line, HINT_PREFIX, strlen(HINT_PREFIX)) == 0;
+	return hint_indent(line, n) <= n;
 }
 
 /* An error text of dolsot's own (a timeout, a crash) without its hint
@@ -187,7 +199,7 @@ static void push_hints(json_t *arr, const char *text, bool *bad)
 
 	while (arr && next_line(&text, &line, &n))
 		if (is_hint(line, n))
-			push(arr, jstr(line, n), bad);
+			push(arr, jstr(line + hint_indent(line, n), n - hint_indent(line, n)), bad);
 }
 
 static json_t *items_array(const struct owned *o, bool *bad)

@@ -499,6 +499,10 @@ START_TEST(json_type_gate_rejection)
 	ck_assert_int_ge(int_at(o, "diagnostics.0.column"), 1);
 	ck_str(o, "diagnostics.0.code", "arg-type");
 	ck_assert_msg(strstr(str_at(o, "diagnostics.0.message"), "\"str\""), "%s", r.out);
+	/* The gate's hint, shown under its diagnostic, is in hints too. */
+	ck_len(o, "error.hints", 1);
+	ck_str(o, "error.hints.0", "hint: tx.add(a: int, b: int) -> int");
+	ck_assert_msg(!strstr(str_at(o, "error.evalue"), "hint"), "%s", r.out);
 	json_decref(o);
 	cli_run_release(&r);
 	/* The built-in display() is known to the gate. */
