@@ -5,7 +5,8 @@ is on.  check() writes one file to a private temporary directory:
 
     prelude   imports of each toolbox under its alias, then one declaration
               per name the session holds (its exact type when that is a
-              plain builtin the cell does not rebind, else Any)
+              plain builtin or a toolbox's own class the cell does not
+              rebind, else Any)
     cell      the cell's lines unchanged, or indented into an async function
               when the cell awaits at top level
 
@@ -80,7 +81,18 @@ def _awaits_at_top(code):
     return bool(compile(code, "<cell>", "exec", flags).co_flags & 0x80)
 
 
-def _declaration(name, value, rebound):
+def _toolbox_class(value, toolboxes):
+    """'alias.Name' when value's class is a toolbox's own, at its top level
+    (a dataclass a toolbox function returned, say), so the checker knows
+    its fields; else None."""
+    t = type(value)
+    for alias, module in toolboxes.items():
+        if getattr(module, t.__name__, None) is t and t.__module__ == module.__name__:
+            return f"{alias}.{t.__name__}"
+    return None
+
+
+def _declaration(name, value, rebound, toolboxes):
     if isinstance(value, type) and not rebound:
         # A class from an earlier cell may be used in annotations.
         return f"class {name}(_dolsot_Any): pass"
@@ -89,6 +101,9 @@ def _declaration(name, value, rebound):
         return f"{name}: _dolsot_b.{t.__name__} = _dolsot_v()"
     if not rebound and value is None:
         return f"{name}: None = None"
+    own = None if rebound else _toolbox_class(value, toolboxes)
+    if own is not None:
+        return f"{name}: {own} = _dolsot_v()"
     return f"{name}: _dolsot_Any = _dolsot_v()"
 
 
@@ -106,7 +121,7 @@ def _prelude(kind, held, toolboxes, bound, assigned, wrapped):
         if name in toolboxes or not name.isidentifier() or keyword.iskeyword(name):
             continue
         declared.add(name)
-        lines.append(_declaration(name, held[name], name in bound))
+        lines.append(_declaration(name, held[name], name in bound, toolboxes))
     # mypy fixes a variable's type at its first assignment, and would reject
     # a valid rebinding to another type: assigned names are Any.  A wrapped
     # cell's names are declared global, so they must exist at module level.
