@@ -117,9 +117,7 @@ static PyObject *m_note_held(PyObject *self, PyObject *arg)
 	if (rc == 0)
 		rc = fd_replace_mapped(result_fd, buf.data, buf.len);
 	frame_buf_release(&buf);
-	if (rc < 0)
-		return PyErr_SetFromErrno(PyExc_OSError);
-	Py_RETURN_NONE;
+	return rc < 0 ? PyErr_SetFromErrno(PyExc_OSError) : Py_NewRef(Py_None);
 }
 
 static PyObject *m_which(PyObject *self, PyObject *arg)
