@@ -50,8 +50,8 @@ static const char usage_text[] =
 	"              [--live] [--json] [CODE]\n"
 	"       dolsot [--toolbox MODULE:ALIAS]... [--session ID] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--json] --describe\n"
-	"       dolsot --list-sessions [--store STORE] [--json]\n"
-	"       dolsot --reset ID|all [--store STORE] [--json]\n"
+	"       dolsot --list-sessions [--store STORE] [--namespace NAME] [--json]\n"
+	"       dolsot --reset ID|all [--store STORE] [--namespace NAME] [--json]\n"
 	"       dolsot --history ID [--store STORE] [--json]\n"
 	"       dolsot --undo ID | --checkout ID@N [--store STORE] [--json]\n"
 	"       dolsot --export ID [--format ipynb|py|md] [--store STORE]\n"
@@ -59,6 +59,7 @@ static const char usage_text[] =
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--live] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]... [limits]\n"
+	"              [--namespace NAME]\n"
 	"       dolsot mcp [the same flags] --print-config claude|codex|generic\n"
 	"       dolsot --help | --version\n";
 
@@ -828,8 +829,8 @@ static int cmd_mcp(const struct cli *c, const struct settings *s, int argc, char
 		            c->code);
 	if (c->session || c->json || c->describe || c->list || c->reset || c->server)
 		usage_error("dolsot mcp takes the run flags (--toolbox, --timeout, --sandbox, --live, "
-		            "--mount, --env, the limits) and --print-config; each tool call "
-		            "names its own session");
+		            "--mount, --env, the limits), --namespace and --print-config; each "
+		            "tool call names its own session");
 	check_live(s);
 	if (c->print_config) {
 		size_t n;
