@@ -345,6 +345,72 @@ static json_t *gated(struct cli_run *r, const char *pp, const char *session, con
 	                                       NULL });
 }
 
+/* The hint lines of run's text output (stderr), without their indent, in
+ * order, '\n'-separated, into out. */
+static void text_hints(const struct cli_run *r, char *out, size_t len)
+{
+	const char *p = r->err;
+
+	out[0] = '\0';
+	while (*p) {
+		size_t n = strcspn(p, "\n"), lead = strspn(p, " ");
+
+		if (lead < n && strncmp(p + lead, "hint: ", 6) == 0)
+			snprintf(out + strlen(out), len - strlen(out), "%.*s\n", (int)(n - lead),
+			         p + lead);
+		p += n + (p[n] == '\n');
+	}
+}
+
+/* Every hint line the text output shows is in --json's error.hints: a
+ * cell's own, a timeout's, the type gate's (issue 42). */
+START_TEST(json_hints_are_every_hint_the_text_shows)
+{
+	static const struct { const char *code, *timeout; bool gate; } cells[] = {
+		{ "tx.ad(1, 2)", NULL, false },
+		{ "count = 3\ncount()", NULL, false },
+		{ "import time\ntime.sleep(30)", "1", false },
+		{ "tx.add('one', 2)", NULL, true },
+	};
+	char pp[4300], text[2048], json[2048], session[32];
+	struct cli_run r;
+	json_t *o, *h;
+	size_t i, k;
+
+	typed_toolbox(pp, sizeof(pp));
+	for (i = 0; i < sizeof(cells) / sizeof(*cells); i++) {
+		const char *env[] = { pp, cells[i].gate ? "DOLSOT_TYPECHECK=1" : "DOLSOT_TYPECHECK=0",
+		                      "DOLSOT_TY_BIN=mypy", NULL };
+		const char *argv[] = { "dolsot", "--json", "--toolbox", "typed_x:tx", "--session",
+		                       session, "--timeout",
+		                       cells[i].timeout ? cells[i].timeout : "60", cells[i].code,
+		                       NULL };
+		const char *text_argv[] = { "dolsot", argv[2], argv[3], argv[4], argv[5], argv[6],
+		                            argv[7], argv[8], NULL };
+
+		if (cells[i].gate && access("/usr/bin/mypy", X_OK) != 0)
+			continue;
+		/* The same cell in a fresh session each way: text, then --json. */
+		snprintf(session, sizeof(session), "text%zu", i);
+		cli_test_run(&fx, &r, NULL, env, text_argv);
+		text_hints(&r, text, sizeof(text));
+		ck_assert_msg(text[0], "%s: no hint shown: %s", cells[i].code, r.err);
+		cli_run_release(&r);
+		snprintf(session, sizeof(session), "json%zu", i);
+		o = run_json(&r, env, argv);
+		json[0] = '\0';
+		h = at(o, "error.hints");
+		for (k = 0; k < json_array_size(h); k++)
+			snprintf(json + strlen(json), sizeof(json) - strlen(json), "%s\n",
+			         json_string_value(json_array_get(h, k)));
+		ck_assert_msg(strcmp(text, json) == 0, "%s:\ntext: %s\njson: %s", cells[i].code,
+		              text, json);
+		json_decref(o);
+		cli_run_release(&r);
+	}
+}
+END_TEST
+
 /* session.held is what the session holds after every call: a cell that
  * ended the interpreter, and one the gate rejected, leave it as it was. */
 START_TEST(json_held_after_calls_that_roll_back)
@@ -1411,6 +1477,7 @@ static Suite *json_suite(void)
 	tcase_add_test(js, json_type_gate_rejection);
 	tcase_add_test(js, json_type_gate_falls_back_and_says_when_off);
 	tcase_add_test(js, json_held_after_calls_that_roll_back);
+	tcase_add_test(js, json_hints_are_every_hint_the_text_shows);
 	tcase_add_test(js, json_sandboxed_call);
 	tcase_add_test(js, json_list_sessions_and_reset);
 	tcase_add_test(js, json_history_and_moves);
