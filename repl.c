@@ -665,7 +665,7 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	b.fork = a->fork ? stored_fork : NULL;
 	if (run_stored(&b, res, sig, t0, err, errlen) == 0)
 		return 0;
-	store_ns_unname(err, a->settings->ns);
+	store_ns_unname(err, errlen, a->settings->ns);
 	return -1;
 }
 
@@ -832,7 +832,7 @@ int repl_reset(const struct settings *s, const char *target, unsigned *removed,
 out:
 	if (ret < 0) {
 		snprintf(err, errlen, "%s", serr);
-		store_ns_unname(err, s->ns);
+		store_ns_unname(err, errlen, s->ns);
 	}
 	store_close(st);
 	return ret;

@@ -27,7 +27,7 @@ static int open_locked(const struct settings *s, const char *id, char *stored,
 	if (!*st)
 		return -1;
 	if (repl_lock(s, *st, stored, lk, err, errlen) < 0) {
-		store_ns_unname(err, s->ns);
+		store_ns_unname(err, errlen, s->ns);
 		store_close(*st);
 		*st = NULL;
 		return -1;
@@ -62,7 +62,7 @@ int timeline_cmd_list(const struct settings *s, const char *id, struct timeline_
 	ret = timeline_list(st, stored, v, n, &found, err, errlen);
 	close_locked(st, &lk);
 	if (ret < 0)
-		store_ns_unname(err, s->ns);
+		store_ns_unname(err, errlen, s->ns);
 	if (ret == 0 && !found) {
 		snprintf(err, errlen, "session '%s' does not exist", id);
 		return -1;
@@ -84,7 +84,7 @@ int timeline_cmd_move(const struct settings *s, const char *id, uint64_t target,
 	                    false, mv, err, errlen);
 	close_locked(st, &lk);
 	if (ret < 0)
-		store_ns_unname(err, s->ns);
+		store_ns_unname(err, errlen, s->ns);
 	return ret;
 }
 

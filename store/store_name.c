@@ -198,17 +198,33 @@ const char *store_ns_id(const char *stored)
 	return sep ? sep + 1 : stored;
 }
 
-void store_ns_unname(char *text, const char *ns)
+/* Replace text's n bytes at at with with (len: text's buffer); false when
+ * it does not fit. */
+static bool splice(char *text, size_t len, char *at, size_t n, const char *with)
 {
-	char mark[STORE_NS_MAX + 3];
+	size_t w = strlen(with), tail = strlen(at + n) + 1;
+
+	if (strlen(text) - n + w + 1 > len)
+		return false;
+	memmove(at + w, at + n, tail);
+	memcpy(at, with, w);
+	return true;
+}
+
+void store_ns_unname(char *text, size_t len, const char *ns)
+{
+	char quoted[STORE_NS_MAX + 3], reset[STORE_NS_MAX + 12], again[STORE_NS_MAX + 26];
 	char *at;
-	size_t n;
 
 	if (ns_is_default(ns) || strlen(ns) > STORE_NS_MAX)
 		return;
-	n = (size_t)snprintf(mark, sizeof(mark), "'%s%c", ns, STORE_NS_SEP);
-	while ((at = strstr(text, mark)) != NULL)
-		memmove(at + 1, at + n, strlen(at + n) + 1);
+	snprintf(quoted, sizeof(quoted), "'%s%c", ns, STORE_NS_SEP);
+	snprintf(reset, sizeof(reset), "--reset %s%c", ns, STORE_NS_SEP);
+	snprintf(again, sizeof(again), "--namespace %s --reset ", ns);
+	while ((at = strstr(text, reset)) != NULL && splice(text, len, at, strlen(reset), again))
+		;
+	while ((at = strstr(text, quoted)) != NULL)
+		splice(text, len, at, strlen(quoted), "'");
 }
 
 uint64_t store_name_seq(const char *text, size_t len)

@@ -74,9 +74,10 @@ bool store_ns_holds(const char *ns, const char *stored);
 /* The session id part of a stored name (what follows NS+, or all of it). */
 const char *store_ns_id(const char *stored);
 
-/* A message naming stored names ('NS+ID') rewritten in place to name the
- * ids ('ID') as namespace ns's callers know them. */
-void store_ns_unname(char *text, const char *ns);
+/* A message naming stored names rewritten in place (text: a buffer of len
+ * bytes) as namespace ns's callers know them: 'NS+ID' as 'ID', and a
+ * command "--reset NS+ID" as "--namespace NS --reset ID" (when it fits). */
+void store_ns_unname(char *text, size_t len, const char *ns);
 
 /*
  * A save counter recorded as text beside a session (store_ops.h's

@@ -523,8 +523,14 @@ START_TEST(namespaced_names)
 	id[33] = '\0';
 	ck_assert_int_eq(store_ns_name(id, "x", out, err, sizeof(err)), -1);
 	snprintf(msg, sizeof(msg), "session 'mcp+work' is busy; 'mcp+x' too; 'other+y'");
-	store_ns_unname(msg, "mcp");
+	store_ns_unname(msg, sizeof(msg), "mcp");
 	ck_assert_str_eq(msg, "session 'work' is busy; 'x' too; 'other+y'");
+	snprintf(msg, sizeof(msg), "run 'dolsot --reset mcp+w' to start it afresh");
+	store_ns_unname(msg, sizeof(msg), "mcp");
+	ck_assert_str_eq(msg, "run 'dolsot --namespace mcp --reset w' to start it afresh");
+	snprintf(msg, 40, "run 'dolsot --reset mcp+w' to start");
+	store_ns_unname(msg, 40, "mcp");   /* no room: the command stays */
+	ck_assert_str_eq(msg, "run 'dolsot --reset mcp+w' to start");
 }
 END_TEST
 
