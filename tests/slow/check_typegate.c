@@ -613,6 +613,11 @@ START_TEST(held_toolbox_record_passed_for_a_field_is_blocked)
 	ck_code(&r, 1);
 	ck_err_has(&r, "\"Row\"");
 	ck_err_has(&r, "hint: mt.add(a: int, b: int) -> int");
+	ck_err_has(&r, "\n  hint: pass its field instead: rec.n (int)\n");
+	cli_run_release(&r);
+	run(&r, checkers[_i].bin, "1", "s", "mt.add(1, b=rec)", NULL);
+	ck_code(&r, 1);
+	ck_err_has(&r, "\n  hint: pass its field instead: rec.n (int)\n");
 	cli_run_release(&r);
 	run(&r, checkers[_i].bin, "1", "s", "mt.add(rec.n, 1)", NULL);
 	ck_code(&r, 0);

@@ -362,6 +362,32 @@ def _call_subject(tree, pos, argument):
     return min(calls, key=_size) if calls else None
 
 
+def field_hint(tree, held, toolboxes, line, col, code):
+    """'hint: pass its field instead: p.sku (str)' when an argument's type
+    diagnostic (line, 1-based col) is about a held record with a field
+    that fits the toolbox parameter; else None."""
+    if code not in _ARG_CODES or not col:
+        return None
+    pos = (line, col - 1)
+    call = _call_subject(tree, pos, True)
+    ref = _toolbox_attr(call.func, toolboxes) if call is not None else None
+    if ref is None:
+        return None
+    hints = _dolsot.embedded("hints")
+    params, notes = hints.parameters(getattr(toolboxes[ref[0]], ref[1], None))
+    arg = pname = None
+    for i, a in enumerate(call.args):
+        if _start(a) == pos and i < len(params) and not isinstance(a, ast.Starred):
+            arg, pname = a, params[i]
+    for k in call.keywords:
+        if k.arg and (_start(k) == pos or _start(k.value) == pos):
+            arg, pname = k.value, k.arg
+    if not isinstance(arg, ast.Name) or arg.id not in held or pname not in notes:
+        return None
+    fix = hints.field_fix(held[arg.id], notes[pname], pname, arg.id)
+    return f"hint: {fix}" if fix else None
+
+
 def blocking_ref(tree, toolboxes, line, col, code, message):
     """(alias, name) of the toolbox use a diagnostic at line:col (1-based
     column, 0 when not given) blames, when it is one that blocks; else None."""
@@ -383,18 +409,18 @@ def blocking_ref(tree, toolboxes, line, col, code, message):
 
 def format_block(name, errors, toolboxes):
     """The error text of a blocked cell: one 'line N: message  [code]' per
-    error, each (line, message, code, (alias, name)), and its hint."""
+    error, each (line, message, code, (alias, name), field hint or None),
+    and its hints."""
     hints = _dolsot.embedded("hints")
     n = len(errors)
     out = [f"TypeCheckError: {name} found {n} error{'s' if n != 1 else ''} in the cell, "
            "so it did not run; session unchanged"]
-    for line, message, code, ref in errors[:MAX_SHOWN]:
+    for line, message, code, ref, field in errors[:MAX_SHOWN]:
         first, *rest = message.splitlines() or [""]
         out.append(f"line {line}: {first}" + (f"  [{code}]" if code else ""))
         out.extend("  " + r.strip() for r in rest[:4] if r.strip())
         hint = hints.toolbox_hint(ref[0], toolboxes[ref[0]], ref[1])
-        if hint:
-            out.append("  " + hint)
+        out.extend("  " + h for h in (hint, field) if h)
     if n > MAX_SHOWN:
         out.append(f"... and {n - MAX_SHOWN} more")
     return "\n".join(out)
@@ -510,7 +536,8 @@ def _run(code, held, toolboxes):
     for line, col, message, code in errors:
         ref = blocking_ref(tree, toolboxes, line, col, code, message)
         if ref is not None:
-            blocking.append((line, message, code, ref))
+            blocking.append((line, message, code, ref,
+                             field_hint(tree, held, toolboxes, line, col, code)))
     if not blocking:
         return None
     global last_blocking

@@ -407,6 +407,21 @@ def _argument_text(code, line, alias, name, params, pname):
     return None
 
 
+def field_fix(value, target, pname, expr):
+    """'pass its field instead: EXPR.FIELD (TYPE)' when value, the argument
+    expr of parameter pname, is a record with a field that fits the
+    annotation target; else None.  The runtime hint and the type gate's."""
+    field = _fitting_field(value, target, pname)
+    if field is None:
+        return None
+    return f"pass its field instead: {expr}.{field} ({_annotation_text(target)})"
+
+
+def parameters(obj):
+    """(names of obj's parameters, {name: annotation}): see _parameters."""
+    return _parameters(obj)
+
+
 def _fitting_field(value, target, pname):
     """The field of value (a dataclass's, or an object's own public
     attribute) that fits the annotation target: the one named pname when it
@@ -442,10 +457,9 @@ def _inside_toolbox_hint(exc, code, ns, toolboxes):
             value = inner.f_locals[pname]
             if _fits(value, hints[pname]) is False:
                 see = f'; see {alias}.help("{name}")' if _see_help(alias, module, name) else ""
-                field = _fitting_field(value, hints[pname], pname)
                 arg = _argument_text(code, cell.tb_lineno, alias, name, params, pname)
-                fix = (f"; pass its field instead: {arg or 'the argument'}.{field} "
-                       f"({_annotation_text(hints[pname])})" if field else "")
+                fix = field_fix(value, hints[pname], pname, arg or "the argument")
+                fix = f"; {fix}" if fix else ""
                 return _line(f"hint: {alias}.{name}() parameter {pname} is annotated "
                              f"{_annotation_text(hints[pname])}, but the call passed "
                              f"{type(value).__name__} {_short(value)}{fix}{see}")
