@@ -647,6 +647,17 @@ static int run_stored(const struct run_args *a, struct result *res, int *sig, do
 	return ret;
 }
 
+/* The lines of a result that name the session by its stored name (the
+ * worker's "session 'NS+ID' not saved", the store's) as the caller knows it. */
+static void unname_result(struct result *res, const char *ns)
+{
+	char *texts[] = { res->error, res->warnings, res->save_error };
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++)
+		if (texts[i])
+			store_ns_unname(texts[i], strlen(texts[i]) + 1, ns);
+}
+
 int repl_run(const struct run_args *a, struct result *res, int *sig,
              char *err, size_t errlen)
 {
@@ -663,8 +674,10 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 		return -1;
 	b.session = stored;
 	b.fork = a->fork ? stored_fork : NULL;
-	if (run_stored(&b, res, sig, t0, err, errlen) == 0)
+	if (run_stored(&b, res, sig, t0, err, errlen) == 0) {
+		unname_result(res, a->settings->ns);
 		return 0;
+	}
 	store_ns_unname(err, errlen, a->settings->ns);
 	return -1;
 }
