@@ -53,8 +53,8 @@ static const char usage_text[] =
 	"              [--live] [--json] [CODE]\n"
 	"       dolsot [--toolbox MODULE:ALIAS]... [--session ID] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--json] --describe\n"
-	"       dolsot --list-sessions [--store STORE] [--json]\n"
-	"       dolsot --reset ID|all [--store STORE] [--json]\n"
+	"       dolsot --list-sessions [--store STORE] [--namespace NAME] [--json]\n"
+	"       dolsot --reset ID|all [--store STORE] [--namespace NAME] [--json]\n"
 	"       dolsot --history ID [--store STORE] [--json]\n"
 	"       dolsot --undo ID | --checkout ID@N [--store STORE] [--json]\n"
 	"       dolsot --export ID [--format ipynb|py|md] [--store STORE]\n"
@@ -62,6 +62,7 @@ static const char usage_text[] =
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--live] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]... [limits]\n"
+	"              [--namespace NAME]\n"
 	"       dolsot mcp [the same flags] --print-config claude|codex|generic\n"
 	"       dolsot --help | --version\n";
 
@@ -116,6 +117,7 @@ struct cli {
 	const char *call_id;       /* --call-id ID */
 	const char *timeout;
 	const char *store;
+	const char *ns;            /* --namespace NAME */
 	const char *reset;
 	bool list;
 	const char *history;       /* --history ID */
@@ -364,6 +366,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 		case OPTION_STORE:
 			c->store = optarg;
 			break;
+		case OPTION_NAMESPACE:
+			c->ns = optarg;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(help_intro, stdout);
@@ -457,6 +462,14 @@ static struct settings resolve_settings(const struct cli *c)
 	s.store_spec = c->store;
 	if (opts_settings_from_env(&s, err, sizeof(err)) < 0)
 		usage_error("%s", err);
+	if (c->ns)
+		s.ns = c->ns;
+	if (s.ns && !*s.ns)
+		s.ns = NULL;   /* DOLSOT_NAMESPACE= is no namespace asked for */
+	if (!s.ns && c->mcp)
+		s.ns = MCP_DEFAULT_NAMESPACE;
+	if (s.ns && !store_part_valid(s.ns, "namespace", STORE_NS_MAX, err, sizeof(err)))
+		usage_error("%s%s", c->ns ? "--namespace: " : "DOLSOT_NAMESPACE: ", err);
 	return s;
 }
 
@@ -464,21 +477,18 @@ static void check_session_id(const char *id)
 {
 	char err[STORE_ERR_MAX];
 
-	if (!store_id_valid(id, err, sizeof(err)))
+	if (!store_part_valid(id, "session id", STORE_ID_MAX, err, sizeof(err)))
 		usage_error("%s", err);
 }
 
 static int cmd_list(const struct settings *s, bool json)
 {
-	char err[REPL_ERR_MAX], serr[STORE_ERR_MAX], when[64];
-	struct store *st = repl_open_store(s, err, sizeof(err));
+	char err[REPL_ERR_MAX], when[64];
 	struct session_info *info = NULL;
 	size_t n = 0;
 
-	if (!st)
+	if (repl_list(s, &info, &n, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
-	if (store_list(st, &info, &n, serr, sizeof(serr)) < 0)
-		die(DOLSOT_EXIT_FAIL, "%s", serr);
 	if (json) {
 		if (output_json_sessions(info, n, stdout) < 0 && errno != EPIPE)
 			die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
@@ -495,7 +505,6 @@ static int cmd_list(const struct settings *s, bool json)
 	if (n == 0)
 		fputs("(no sessions)\n", stderr);
 	free(info);
-	store_close(st);
 	return 0;
 }
 
@@ -663,6 +672,7 @@ static int cmd_describe(struct cli *c, const struct settings *s)
 			fwrite(res.describe.p, 1, res.describe.len, stdout);
 			fputc('\n', stdout);
 			output_describe_limits(&s->limits, s->timeout, stdout);
+			output_describe_gate(&res.gate, stdout);
 		}
 		res.saved = false;
 		res.out.len = 0;
@@ -892,13 +902,15 @@ static int cmd_mcp(struct cli *c, const struct settings *s, int argc, char **arg
 		            c->code);
 	if (c->session || c->json || c->describe || c->list || c->reset || c->server)
 		usage_error("dolsot mcp takes the run flags (--toolbox, --timeout, --sandbox, --live, "
-		            "--mount, --env, the limits) and --print-config; each tool call "
-		            "names its own session");
+		            "--mount, --env, the limits), --namespace and --print-config; each "
+		            "tool call names its own session");
 	check_live(s);
 	if (c->print_config) {
 		size_t n;
 		const char **flags = run_flags(argc, argv, &n);
-		int rc = mcp_print_config(c->print_config, flags, n, stdout, err, sizeof(err));
+		struct mcp_config_in in = { .host = c->print_config, .args = flags, .n = n,
+		                            .ns = s->ns, .toolboxes = c->n_toolboxes > 0 };
+		int rc = mcp_print_config(&in, stdout, err, sizeof(err));
 
 		free(flags);
 		if (rc == 1)

@@ -116,6 +116,18 @@ const char *const result_timing_names[N_TIMINGS] = {
 	"startup", "load", "gate", "cell", "dump", "save", "total",
 };
 
+void output_describe_gate(const struct gate_state *g, FILE *out)
+{
+	if (!g->asked)
+		return;
+	if (!g->checker[0])
+		fprintf(out, "type gate: off: %s\n", g->note);
+	else if (g->note[0])
+		fprintf(out, "type gate: %s (%s)\n", g->checker, g->note);
+	else
+		fprintf(out, "type gate: %s\n", g->checker);
+}
+
 void result_init(struct result *r, uint64_t max_output)
 {
 	memset(r, 0, sizeof(*r));

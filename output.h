@@ -64,6 +64,15 @@ struct shown_file {
 	unsigned width, height;
 };
 
+/* The type gate as a call found it (typegate.h's typegate_choose). */
+#define GATE_NOTE_MAX 256
+struct gate_state {
+	bool asked;              /* DOLSOT_TYPECHECK=1 */
+	char checker[128];       /* what checks the cell; "": nothing (the gate is off) */
+	char note[GATE_NOTE_MAX]; /* why it is off, or why another checker than the
+	                          * configured one runs; "" when neither */
+};
+
 /* What one call produced; see repl.h for how it is filled. */
 struct result {
 	int exit_code;
@@ -101,10 +110,14 @@ struct result {
 	struct owned said_out, said_err, said_json;
 	bool said;
 	bool replayed;           /* said repeats an earlier call: no cell ran */
+	struct gate_state gate;  /* the type gate's checker, or why there is none */
 };
 
 /* The name of each timing in --json ("startup", "load", ...). */
 extern const char *const result_timing_names[N_TIMINGS];
+
+/* --describe's line for the type gate (nothing when it was not asked for). */
+void output_describe_gate(const struct gate_state *g, FILE *out);
 
 void result_init(struct result *r, uint64_t max_output);
 void result_release(struct result *r);

@@ -72,6 +72,24 @@ static bool store_holds(const struct session_info *info, size_t n, const char *i
 	return false;
 }
 
+/* Keep, in place, the sessions of info[0..n) in namespace ns, each
+ * named by its id within it when local; how many are left. */
+static size_t keep_namespace(const char *ns, struct session_info *info, size_t n, bool local)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!store_ns_holds(ns, info[i].id))
+			continue;
+		info[kept] = info[i];
+		if (local)
+			memmove(info[kept].id, store_ns_id(info[kept].id),
+			        strlen(store_ns_id(info[kept].id)) + 1);
+		kept++;
+	}
+	return kept;
+}
+
 /*
  * The file store reaps expired sessions on every operation; the images of
  * a session it no longer holds go as well, once their directory has not
@@ -96,7 +114,7 @@ static void reap_images(const struct settings *s, struct store *st)
 			struct store_lock lk;
 			unsigned removed;
 
-			if (store_holds(info, held, ids[i]) ||
+			if (!store_ns_holds(s->ns, ids[i]) || store_holds(info, held, ids[i]) ||
 			    store_lock(st, ids[i], 0, &lk, serr, sizeof(serr)) != STORE_LOCKED)
 				continue;
 			(void)display_files_remove(root, ids[i], ttl, &removed, err, sizeof(err));
@@ -126,6 +144,7 @@ struct store *repl_open_store(const struct settings *s, char *err, size_t errlen
 		store_close(st);
 		return NULL;
 	}
+	store_set_namespace(st, s->ns);
 	reap_images(s, st);
 	store_keep_history(st, (unsigned)s->history);
 	return st;
@@ -159,11 +178,11 @@ static enum store_lock_status lock_one(const struct settings *s, struct store *s
 /* The text contract's images: files in the session's output directory,
  * written under the session's lock; when they cannot be, a warning says
  * why. */
-static void write_images(const struct settings *s, struct result *res)
+static void write_images(const struct settings *s, const char *stored, struct result *res)
 {
 	char dir[PATH_MAX], err[REPL_ERR_MAX], line[REPL_ERR_MAX + 16];
 
-	if (display_dir(s->cache_dir, res->session, dir, sizeof(dir)) < 0)
+	if (display_dir(s->cache_dir, stored, dir, sizeof(dir)) < 0)
 		snprintf(err, sizeof(err), "the output directory's name is too long");
 	else if (display_files_write(res, dir, err, sizeof(err)) == 0)
 		return;
@@ -442,7 +461,7 @@ static int run_locked(const struct run_args *a, struct store *st, struct call_lo
 		*sig = stopsig_take();
 	/* The images first: a --call-id's record holds the lines naming them. */
 	if (ret == 0 && !*sig && !a->json && res->displays.p)
-		write_images(a->settings, res);
+		write_images(a->settings, a->session, res);
 	if (ret == 0 && want.wanted && !*sig) {
 		double t = deadline_now();
 
@@ -563,22 +582,18 @@ static int fork_session(const struct run_args *a, struct store *st, size_t *fork
 	                     a->fork_replace, &mv, err, errlen);
 }
 
-int repl_run(const struct run_args *a, struct result *res, int *sig,
-             char *err, size_t errlen)
+/* repl_run of a call whose ids are the store's names (store_ns_name). */
+static int run_stored(const struct run_args *a, struct result *res, int *sig, double t0,
+                      char *err, size_t errlen)
 {
 	char serr[STORE_ERR_MAX];
 	struct store *st;
 	struct call_locks lk;
 	bool no_server = false;
-	double t0 = deadline_now();
 	sigset_t held;
 	size_t forked;
 	int ret;
 
-	*sig = 0;
-	res->session = a->session;
-	if (!a->session)
-		return describe_alone(a, t0, res, sig, err, errlen);
 	st = repl_open_store(a->settings, err, errlen);
 	if (!st)
 		return -1;
@@ -630,6 +645,41 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
 	}
 	store_close(st);
 	return ret;
+}
+
+/* The lines of a result that name the session by its stored name (the
+ * worker's "session 'NS+ID' not saved", the store's) as the caller knows it. */
+static void unname_result(struct result *res, const char *ns)
+{
+	char *texts[] = { res->error, res->warnings, res->save_error };
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++)
+		if (texts[i])
+			store_ns_unname(texts[i], strlen(texts[i]) + 1, ns);
+}
+
+int repl_run(const struct run_args *a, struct result *res, int *sig,
+             char *err, size_t errlen)
+{
+	char stored[STORE_ID_MAX + 1], stored_fork[STORE_ID_MAX + 1];
+	struct run_args b = *a;
+	double t0 = deadline_now();
+
+	*sig = 0;
+	res->session = a->session;   /* the caller's id, as the caller said it */
+	if (!a->session)
+		return describe_alone(a, t0, res, sig, err, errlen);
+	if (store_ns_name(a->settings->ns, a->session, stored, err, errlen) < 0 ||
+	    (a->fork && store_ns_name(a->settings->ns, a->fork, stored_fork, err, errlen) < 0))
+		return -1;
+	b.session = stored;
+	b.fork = a->fork ? stored_fork : NULL;
+	if (run_stored(&b, res, sig, t0, err, errlen) == 0) {
+		unname_result(res, a->settings->ns);
+		return 0;
+	}
+	store_ns_unname(err, errlen, a->settings->ns);
+	return -1;
 }
 
 /* Append id to the comma-separated list *text (malloc'd); false when out
@@ -700,6 +750,7 @@ static int reset_all(const struct settings *s, struct store *st, unsigned *remov
 	*removed = *images = 0;
 	if (store_list(st, &info, &n, serr, len) < 0)
 		return -1;
+	n = keep_namespace(s->ns, info, n, false);
 	busy = calloc(n ? n : 1, sizeof(*busy));
 	if (!busy) {
 		snprintf(serr, len, "cannot reset all sessions: %s", strerror(errno));
@@ -713,7 +764,7 @@ static int reset_all(const struct settings *s, struct store *st, unsigned *remov
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		if (busy[i] && store_holds(after, n_after, info[i].id) &&
-		    kept && !list_add(kept, info[i].id)) {
+		    kept && !list_add(kept, store_ns_id(info[i].id))) {
 			snprintf(serr, len, "cannot reset all sessions: %s", strerror(ENOMEM));
 			goto out;
 		}
@@ -727,7 +778,7 @@ static int reset_all(const struct settings *s, struct store *st, unsigned *remov
 	}
 	if (root && display_files_stale(root, 0, &img, &n_img, derr, sizeof(derr)) == 0) {
 		for (size_t i = 0; i < n_img; i++)
-			if (!store_holds(after, n_after, img[i]))
+			if (store_ns_holds(s->ns, img[i]) && !store_holds(after, n_after, img[i]))
 				(void)reset_free_one(s, st, img[i], root, NULL, images, &b, derr,
 				                     sizeof(derr));
 		display_files_stale_free(img, n_img);
@@ -740,10 +791,31 @@ out:
 	return ret;
 }
 
+int repl_list(const struct settings *s, struct session_info **out, size_t *n, char *err,
+              size_t errlen)
+{
+	char serr[STORE_ERR_MAX];
+	struct store *st = repl_open_store(s, err, errlen);
+	int ret;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return -1;
+	ret = store_list(st, out, n, serr, sizeof(serr));
+	if (ret < 0)
+		snprintf(err, errlen, "%s", serr);
+	else
+		*n = keep_namespace(s->ns, *out, *n, true);
+	store_close(st);
+	return ret;
+}
+
 int repl_reset(const struct settings *s, const char *target, unsigned *removed,
                unsigned *images, char **kept, char *err, size_t errlen)
 {
 	char serr[REPL_ERR_MAX], lerr[STORE_ERR_MAX], root[PATH_MAX];
+	char stored[STORE_ID_MAX + 1];
 	struct store *st = repl_open_store(s, err, errlen);
 	enum store_lock_status got;
 	struct store_lock lk;
@@ -758,19 +830,23 @@ int repl_reset(const struct settings *s, const char *target, unsigned *removed,
 		ret = reset_all(s, st, removed, images, kept, serr, sizeof(serr));
 		goto out;
 	}
-	got = lock_one(s, st, target, (long)(s->timeout * 1000), &lk, lerr, sizeof(lerr));
+	if (store_ns_name(s->ns, target, stored, serr, sizeof(serr)) < 0)
+		goto out;
+	got = lock_one(s, st, stored, (long)(s->timeout * 1000), &lk, lerr, sizeof(lerr));
 	if (got != STORE_LOCKED) {
 		lock_refused(got, target, lerr, serr, sizeof(serr));
 		goto out;
 	}
-	ret = store_del(st, target, removed, serr, sizeof(serr));
+	ret = store_del(st, stored, removed, serr, sizeof(serr));
 	if (ret == 0 && display_root(s->cache_dir, root, sizeof(root)) == 0 &&
-	    display_files_remove(root, target, 0, images, serr, sizeof(serr)) < 0)
+	    display_files_remove(root, stored, 0, images, serr, sizeof(serr)) < 0)
 		ret = -1;
 	store_unlock(st, &lk);
 out:
-	if (ret < 0)
+	if (ret < 0) {
 		snprintf(err, errlen, "%s", serr);
+		store_ns_unname(err, errlen, s->ns);
+	}
 	store_close(st);
 	return ret;
 }

@@ -34,12 +34,21 @@ int repl_run(const struct run_args *a, struct result *res, int *sig,
  * a call in flight cannot save over the reset) or, with "all", every one
  * no call holds (without waiting: a session locked by a call in flight is
  * kept, with its save), and the images of the text contract with them
- * (display_files.h).  Returns 0 with *removed (sessions) and *images
+ * (display_files.h); "all" is every session of the settings' namespace
+ * (settings.ns), never another's.  Returns 0 with *removed (sessions) and *images
  * (files) set, and, unless kept is NULL, *kept the ids kept as in use,
  * comma-separated (malloc'd; NULL when none); or -1 with a reason in err.
  */
 int repl_reset(const struct settings *s, const char *target, unsigned *removed,
                unsigned *images, char **kept, char *err, size_t errlen);
+
+/*
+ * The sessions of the configured store in the settings' namespace, each
+ * by its id there, into *out (malloc'd, the caller frees it).  0, or -1
+ * with err.
+ */
+int repl_list(const struct settings *s, struct session_info **out, size_t *n, char *err,
+              size_t errlen);
 
 /*
  * The warm server of the configured store.  repl_server_start() starts it

@@ -348,7 +348,7 @@ static int reap_one(struct fstore *fs, const char *name, enum store_name_kind ki
 	age = age_of(&st, &ctx->now);
 	switch (kind) {
 	case STORE_NAME_SESSION:
-		if (fs->ttl > 0 && age > fs->ttl)
+		if (fs->ttl > 0 && age > fs->ttl && store_ns_holds(fs->s.ns, id))
 			reap_expired(fs, id, ctx->locked && strcmp(id, ctx->locked) == 0, &ctx->now);
 		break;
 	case STORE_NAME_TEMP:
@@ -357,7 +357,7 @@ static int reap_one(struct fstore *fs, const char *name, enum store_name_kind ki
 			(void)unlinkat(fs->dirfd, name, 0);
 		break;
 	case STORE_NAME_LOCK:
-		if (fs->ttl > 0 && age > fs->ttl)
+		if (fs->ttl > 0 && age > fs->ttl && store_ns_holds(fs->s.ns, id))
 			remove_lock_if_free(fs, name);
 		break;
 	case STORE_NAME_MARK:

@@ -26,8 +26,11 @@
 
 #include "deadline.h"
 #include "fdio.h"
+#include "output.h"
 #include "proc.h"
 #include "typegate.h"
+
+#include "output.h"
 
 extern char **environ;
 
@@ -79,6 +82,40 @@ char *typegate_which(const char *name)
 		path += n + (colon != NULL);
 	}
 	return NULL;
+}
+
+void typegate_choose(bool asked, const char *configured, struct gate_state *g)
+{
+	static const char *const fallbacks[] = { "ty", "pyright", "mypy" };
+	char *found;
+
+	memset(g, 0, sizeof(*g));
+	g->asked = asked;
+	if (!asked) {
+		snprintf(g->note, sizeof(g->note), "DOLSOT_TYPECHECK=0");
+		return;
+	}
+	found = typegate_which(configured);
+	if (found) {
+		free(found);
+		snprintf(g->checker, sizeof(g->checker), "%s", configured);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(fallbacks) / sizeof(*fallbacks); i++) {
+		bool there;
+
+		found = typegate_which(fallbacks[i]);
+		there = found != NULL;
+		free(found);
+		if (there) {
+			snprintf(g->checker, sizeof(g->checker), "%s", fallbacks[i]);
+			snprintf(g->note, sizeof(g->note), "%s is not installed", configured);
+			return;
+		}
+	}
+	snprintf(g->note, sizeof(g->note), "no type checker is installed (%s%s"
+	         TYPEGATE_FALLBACKS " were looked for on PATH); cells run unchecked",
+	         strcmp(configured, "ty") ? configured : "", strcmp(configured, "ty") ? ", " : "");
 }
 
 struct exec_args {

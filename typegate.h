@@ -98,6 +98,20 @@ int typegate_run(const char *const *argv, const char *const *envp, const char *c
            char *err, size_t errlen);
 void typegate_run_release(struct typegate_run *r);
 
+struct gate_state;
+
+/* The checkers tried, in this order, when the configured one is missing. */
+#define TYPEGATE_FALLBACKS "ty, pyright, mypy"
+
+/*
+ * The gate's checker for a call (asked: DOLSOT_TYPECHECK=1; configured:
+ * DOLSOT_TY_BIN) into *g: the configured one when it is installed, else
+ * the first installed of TYPEGATE_FALLBACKS (g->note saying so), else
+ * none: the gate is off, and g->note says why.  A missing checker never
+ * blocks a cell.
+ */
+void typegate_choose(bool asked, const char *configured, struct gate_state *g);
+
 /* The absolute path of an executable name looked up in PATH; a name with a
  * '/' is taken as a path (made absolute against the current directory) if
  * it exists.  malloc'd, or NULL when there is none. */

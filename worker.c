@@ -40,25 +40,6 @@ extern const long worker_magic;
 
 #define PY_VERSION_DIR "python3.11"
 
-/*
- * Replace the result file's content with p[0..n).  Through a mapping, not
- * write(): under --max-file-size the file was sized beforehand, because
- * RLIMIT_FSIZE stops writes past the limit but neither stores into a
- * mapping nor shrinking.
- */
-static int write_at(int fd, const uint8_t *p, size_t n)
-{
-	void *map;
-
-	if (ftruncate(fd, (off_t)n) < 0)
-		return -1;
-	map = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		return -1;
-	memcpy(map, p, n);
-	return munmap(map, n);
-}
-
 /* The process that answers for this call: the worker itself. */
 static pid_t worker_pid;
 
@@ -83,7 +64,7 @@ static __attribute__((noreturn)) void answer_error(int fd, const char *msg)
 	memset(&r, 0, sizeof(r));
 	r.exit_code = 1;
 	r.error = span_str(msg);
-	if (frame_encode_result(&buf, &r) == 0 && write_at(fd, buf.data, buf.len) < 0)
+	if (frame_encode_result(&buf, &r) == 0 && fd_replace_mapped(fd, buf.data, buf.len) < 0)
 		_exit(126);
 	_exit(0);
 }
@@ -427,7 +408,7 @@ static int fill_result(PyObject *t, struct worker_result *r, PyObject **parts,
 }
 
 /* Copy the parts back to back into fd through a mapping: under
- * --max-file-size, as write_at does.  0 or -1 (errno). */
+ * --max-file-size, as fd_replace_mapped does.  0 or -1 (errno). */
 static int map_parts(int fd, const Py_buffer *b, size_t n, size_t total)
 {
 	uint8_t *map;
@@ -515,7 +496,7 @@ static struct span read_request(int request_fd, int result_fd, struct request *r
 		answer_error(result_fd, "dolsot: worker: cannot map the request");
 	if (frame_decode_request(req, (size_t)st.st_size, r, err, sizeof(err)) < 0)
 		answer_error(result_fd, err);
-	dolsotmod_begin(r);
+	dolsotmod_begin(r, result_fd);
 	return (struct span){ req, (size_t)st.st_size, true };
 }
 
@@ -601,7 +582,7 @@ static uint64_t answer_request(PyObject *mod, const struct request *r,
 		         strerror(errno));
 		answer_error(result_fd, err);
 	}
-	if (write_at(result_fd, buf.data, buf.len) < 0)
+	if (fd_replace_mapped(result_fd, buf.data, buf.len) < 0)
 		_exit(126);
 	frame_buf_release(&buf);
 	/* The answer holds the new session's parts: a live process goes on

@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* Write p[0..n) to fd: at its offset (at false), or at off (pwrite). */
@@ -164,4 +166,17 @@ bool fd_grow_sealed(int fd)
 	int seals = fcntl(fd, F_GET_SEALS);
 
 	return seals >= 0 && (seals & F_SEAL_GROW);
+}
+
+int fd_replace_mapped(int fd, const void *p, size_t n)
+{
+	void *map;
+
+	if (ftruncate(fd, (off_t)n) < 0)
+		return -1;
+	map = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -1;
+	memcpy(map, p, n);
+	return munmap(map, n);
 }

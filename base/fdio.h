@@ -48,6 +48,14 @@ int fd_take_tail(int fd, size_t *len, size_t n, uint8_t **out, const char **what
 void fd_close(int *fd);
 
 /*
+ * Make fd's content p[0..n) (n > 0): cut to n bytes, then stored through a
+ * shared mapping, not write(): under RLIMIT_FSIZE a file sized beforehand
+ * takes stores into a mapping and shrinking, but no write past the limit
+ * (the worker's result file).  Returns 0, or -1 with errno set.
+ */
+int fd_replace_mapped(int fd, const void *p, size_t n);
+
+/*
  * The directory path names below dirfd ("." for dirfd itself), open for
  * readdir on a file description of its own, so its offset is private;
  * flags add to O_RDONLY | O_DIRECTORY | O_CLOEXEC (O_NOFOLLOW, say).

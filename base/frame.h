@@ -149,6 +149,10 @@ struct worker_result {
 #define RES_SAVE (1u << 1)           /* the save fd holds the new session state */
 #define RES_RAN  (1u << 2)           /* the cell began to run */
 #define RES_REJECTED (1u << 3)       /* the type gate blocked the cell */
+#define RES_PROVISIONAL (1u << 4)    /* no answer: only held, what the session
+                                      * held when the cell began, left for a
+                                      * call that ends without one (a timeout,
+                                      * a killed worker) */
 
 /* A growable output buffer; frame_buf_release() frees it. */
 struct frame_buf {

@@ -126,7 +126,8 @@ static int pack_environ(struct span *out, char **buf)
 
 /* The request both paths run, built once: everything but what only a
  * warm worker needs (see request_encode). */
-static int request_build(const struct call_args *c, struct request *r)
+static int request_build(const struct call_args *c, const struct gate_state *gate,
+                         struct request *r)
 {
 	const struct run_args *a = c->run;
 
@@ -150,8 +151,8 @@ static int request_build(const struct call_args *c, struct request *r)
 	r->budget_ns = (uint64_t)(a->settings->timeout * 1e9);
 	if (a->settings->carry)
 		r->flags |= REQ_CARRY;
-	if (a->settings->typecheck)
-		r->flags |= REQ_TYPECHECK;
+	if (gate->checker[0])
+		r->flags |= REQ_TYPECHECK;   /* else the gate is off (gate->note says why) */
 	if (a->json)
 		r->flags |= REQ_JSON;
 	if (a->settings->live && !a->describe)
@@ -161,7 +162,7 @@ static int request_build(const struct call_args *c, struct request *r)
 		r->describe = (struct span){ (const uint8_t *)a->describe_mounts,
 		                             a->describe_mounts_len, true };
 	}
-	r->ty_bin = span_str(a->settings->ty_bin);
+	r->ty_bin = span_str(gate->checker[0] ? gate->checker : a->settings->ty_bin);
 	if (c->units && *c->units)
 		r->units = span_str(c->units);
 	sandbox_plan_fill(a->plan, a->settings, c->cgroup, r);
@@ -177,7 +178,8 @@ static int request_build(const struct call_args *c, struct request *r)
 static bool warm_checker(const struct call_args *c, const struct request *r,
                          const char *cwd, char *path, size_t len)
 {
-	const char *parts[4 + 2 * FRAME_MAX_TOOLBOXES] = { c->run->settings->ty_bin, cwd,
+	const char *checker = (const char *)r->ty_bin.p;   /* typegate_choose's */
+	const char *parts[4 + 2 * FRAME_MAX_TOOLBOXES] = { checker, cwd,
 	                                                   getenv("PYTHONPATH"),
 	                                                   getenv("VIRTUAL_ENV") };
 	char proc[64], dir[PATH_MAX], name[CHECKD_NAME_MAX];
@@ -185,7 +187,7 @@ static bool warm_checker(const struct call_args *c, const struct request *r,
 	ssize_t got;
 	int w;
 
-	enum typegate_checker k = typegate_checker_of(c->run->settings->ty_bin);
+	enum typegate_checker k = typegate_checker_of(checker);
 
 	if (!(r->flags & REQ_TYPECHECK) || (r->flags & REQ_SANDBOX) || c->dirfd < 0 ||
 	    (k != TYPEGATE_PYRIGHT && k != TYPEGATE_MYPY))
@@ -264,6 +266,10 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
 	char ferr[256];
 	bool exited_ok = WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
 
+	bool decoded = o->result && frame_decode_result(o->result, o->result_len, wr, ferr,
+	                                                sizeof(ferr)) == 0;
+	bool provisional = decoded && (wr->flags & RES_PROVISIONAL);
+
 	if (o->timed_out) {
 		res->status = STATUS_TIMEOUT;
 		res->ran = true;
@@ -271,18 +277,22 @@ static bool take_outcome(const struct call_outcome *o, const struct settings *s,
 		res->error = dup_printf("TimeoutError: cell killed after exceeding its %gs "
 		                        "timeout; session unchanged\n" TIMEOUT_HINT,
 		                        s->timeout, s->timeout);
+		if (provisional)   /* rolled back: what it held when the cell began */
+			res->held = dup_span(wr->held);
 		return false;
 	}
-	if (!o->result || frame_decode_result(o->result, o->result_len, wr, ferr,
-	                                      sizeof(ferr)) < 0) {
+	if (!decoded || provisional) {
 		res->exit_code = DOLSOT_EXIT_FAIL;
 		res->status = STATUS_KILLED;
 		res->ran = true;
-		/* A worker that died may have left a partial (or pre-sized) answer. */
-		res->error = o->result && exited_ok
+		/* A worker that died may have left a partial (or pre-sized) answer,
+		 * or only what the session held when the cell began. */
+		res->error = o->result && exited_ok && !provisional
 		             ? dup_printf("dolsot: the worker's answer is malformed (%s); "
 		                          "session unchanged", ferr)
 		             : death_message(o->status, &s->limits, oom);
+		if (provisional)
+			res->held = dup_span(wr->held);
 		return false;
 	}
 	res->exit_code = wr->exit_code >= 0 && wr->exit_code <= 255 ? (int)wr->exit_code : 1;
@@ -465,7 +475,8 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	char *decl = NULL;   /* the host tools' declarations, for the request */
 
 	memset(sv, 0, sizeof(*sv));
-	if (request_build(c, &r) < 0 || (host_tools_any(c->run->tools) &&
+	typegate_choose(c->run->settings->typecheck, c->run->settings->ty_bin, &res->gate);
+	if (request_build(c, &res->gate, &r) < 0 || (host_tools_any(c->run->tools) &&
 	                                 !(decl = host_tools_declarations(c->run->tools)))) {
 		snprintf(err, errlen, "cannot build the request: %s", strerror(errno));
 		return -1;

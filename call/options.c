@@ -62,13 +62,19 @@ const struct option_row options_table[] = {
 	  .mcp = "timeout", .type = OPTION_T_SECONDS, .field = FIELD(timeout),
 	  .dflt = DEFAULT_TIMEOUT, .want = "a positive number of seconds",
 	  .help = "wall-clock limit for the call (default $DOLSOT_TIMEOUT or 20)",
-	  .mcp_help = "seconds the call may run (capped by the server's --timeout)",
+	  .mcp_help = "seconds the call may run (capped by the server's --timeout; the "
+	              "result's warnings say when it was)",
 	  .mcp_want = "a positive number of seconds" },
 	{ .id = OPTION_STORE, .flag = "store", .arg = "STORE", .env = "DOLSOT_STORE",
 	  .type = OPTION_T_STORE, .field = FIELD(store_spec),
 	  .help = "where sessions live, with any form: file (default), memory,\n"
 	          "redis://[user:password@]host[:port][/db] or\n"
 	          "cmd:PROGRAM [ARGS] ($DOLSOT_STORE)" },
+	{ .id = OPTION_NAMESPACE, .flag = "namespace", .arg = "NAME", .env = "DOLSOT_NAMESPACE",
+	  .type = OPTION_T_TEXT, .field = FIELD(ns),
+	  .help = "the sessions' namespace: ids, --list-sessions, --reset all\n"
+	          "and the TTL stay within it (default: default; for\n"
+	          "dolsot mcp: mcp; $DOLSOT_NAMESPACE)" },
 	{ .id = OPTION_SANDBOX, .flag = "sandbox", .env = "DOLSOT_SANDBOX",
 	  .type = OPTION_T_SWITCH, .field = FIELD(sandbox), .want = "1 (on) or 0 (off)",
 	  .help = "run the cell isolated: no host files, network or\n"

@@ -41,6 +41,8 @@ struct settings {
 	                          * (begins with '/'); NULL: the store's key file */
 	struct limits limits;    /* 0 = not set */
 	uint64_t history;        /* DOLSOT_HISTORY: earlier states a session keeps */
+	const char *ns;          /* --namespace, DOLSOT_NAMESPACE: the sessions' namespace
+	                          * (NULL: store_name.h's default) */
 };
 
 #define DEFAULT_TIMEOUT 20.0
@@ -48,6 +50,8 @@ struct settings {
 #define DEFAULT_TTL_DAYS 7.0
 #define DEFAULT_SERVER_IDLE 300.0
 #define DEFAULT_TY_BIN "ty"
+/* dolsot mcp's namespace when none is asked for. */
+#define MCP_DEFAULT_NAMESPACE "mcp"
 #define DEFAULT_MAX_SESSION_SIZE ((uint64_t)1 << 30)
 #define DEFAULT_HISTORY 50
 #define MAX_HISTORY 100000          /* histrec.h's HISTREC_STATES_MAX */
@@ -68,7 +72,7 @@ enum option_id {
 	OPTION_CHECKER_MAX_MB, OPTION_TY_BIN, OPTION_HISTORY_LIST, OPTION_UNDO,
 	OPTION_CHECKOUT, OPTION_HISTORY, OPTION_STATE, OPTION_EXPORT, OPTION_FORMAT,
 	OPTION_TOOL, OPTION_TOOL_SCHEMA, OPTION_TOOLS_FD, OPTION_TOOL_TIMEOUT,
-	OPTION_TOOL_MAX_CALLS, OPTION_TOOL_WAIT,
+	OPTION_TOOL_MAX_CALLS, OPTION_TOOL_WAIT, OPTION_NAMESPACE,
 };
 
 /* How a row's variable (and MCP argument) reads, into its settings field. */

@@ -152,9 +152,21 @@ static json_t *lines_array(const char *text, bool *bad)
 
 #define HINT_PREFIX "hint: "
 
+/* How many blanks come before a hint line's "hint: " (the type gate
+ * indents its hints under their diagnostic); n + 1 when it is no hint. */
+static size_t hint_indent(const char *line, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && line[i] == ' ')
+		i++;
+	return n - i >= strlen(HINT_PREFIX) && strncmp(line + i, HINT_PREFIX,
+	                                              strlen(HINT_PREFIX)) == 0 ? i : n + 1;
+}
+
 static bool is_hint(const char *line, size_t n)
 {
-	return n >= strlen(HINT_PREFIX) && strncmp(line, HINT_PREFIX, strlen(HINT_PREFIX)) == 0;
+	return hint_indent(line, n) <= n;
 }
 
 /* An error text of dolsot's own (a timeout, a crash) without its hint
@@ -187,7 +199,7 @@ static void push_hints(json_t *arr, const char *text, bool *bad)
 
 	while (arr && next_line(&text, &line, &n))
 		if (is_hint(line, n))
-			push(arr, jstr(line, n), bad);
+			push(arr, jstr(line + hint_indent(line, n), n - hint_indent(line, n)), bad);
 }
 
 static json_t *items_array(const struct owned *o, bool *bad)
@@ -334,6 +346,22 @@ static json_t *named_reasons(const char *text, bool *bad)
 	return arr;
 }
 
+/* The type gate: whether it checks the cells, with what, and why not or
+ * why another checker than the configured one. */
+static json_t *gate_object(const struct gate_state *g, bool *bad)
+{
+	json_t *o = json_object();
+
+	if (!o) {
+		*bad = true;
+		return NULL;
+	}
+	put(o, "on", json_boolean(g->checker[0] != '\0'), bad);
+	put(o, "checker", g->checker[0] ? jstr0(g->checker) : json_null(), bad);
+	put(o, "note", g->note[0] ? jstr0(g->note) : json_null(), bad);
+	return o;
+}
+
 static json_t *session_object(const struct result *r, bool *bad)
 {
 	json_t *s = json_object();
@@ -344,7 +372,12 @@ static json_t *session_object(const struct result *r, bool *bad)
 	}
 	put(s, "id", jstr0(r->session), bad);
 	put(s, "state", json_string(state_name(r)), bad);
-	put(s, "held", r->saved ? lines_array(r->held, bad) : json_null(), bad);
+	/* After every call: the new state's names, or, rolled back (rejected,
+	 * timed out, killed), what the worker said the session held when the
+	 * cell began; a session that did not exist holds nothing; null only
+	 * when the call ended before the worker could say. */
+	put(s, "held", r->saved || r->held ? lines_array(r->held, bad) :
+	               r->ran && !r->found ? json_array() : json_null(), bad);
 	put(s, "dropped", named_reasons(r->dropped, bad), bad);
 	put(s, "kept_unloaded", named_reasons(r->kept, bad), bad);
 	return s;
@@ -577,6 +610,7 @@ int output_json_run(const struct result *r, FILE *out)
 	put(o, "displays", displays_array(r, &bad), &bad);
 	put(o, "timings_ms", timings_object(r, &bad), &bad);
 	put(o, "warnings", warnings_array(r, &bad), &bad);
+	put(o, "type_gate", gate_object(&r->gate, &bad), &bad);
 	return emit(o, bad, out);
 }
 
@@ -620,6 +654,7 @@ int output_json_describe(const struct result *r, const struct limits *l, double 
 	if (!bad) {
 		put(o, "limits", limits_object(l, timeout, &bad), &bad);
 		put(o, "warnings", warnings_array(r, &bad), &bad);
+		put(o, "type_gate", gate_object(&r->gate, &bad), &bad);
 	}
 	return emit(o, bad, out);
 }

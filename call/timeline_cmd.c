@@ -13,16 +13,21 @@
 
 #include "repl.h"
 
-/* The store opened and id locked; *st NULL on failure (err said). */
-static int open_locked(const struct settings *s, const char *id, struct store **st,
-                       struct store_lock *lk, char *err, size_t errlen)
+/* The store opened and id locked, by its name there (stored, STORE_ID_MAX
+ * + 1 bytes: store_ns_name); *st NULL on failure (err said). */
+static int open_locked(const struct settings *s, const char *id, char *stored,
+                       struct store **st, struct store_lock *lk, char *err, size_t errlen)
 {
 	int self;
 
+	*st = NULL;
+	if (store_ns_name(s->ns, id, stored, err, errlen) < 0)
+		return -1;
 	*st = repl_open_store(s, err, errlen);
 	if (!*st)
 		return -1;
-	if (repl_lock(s, *st, id, lk, err, errlen) < 0) {
+	if (repl_lock(s, *st, stored, lk, err, errlen) < 0) {
+		store_ns_unname(err, errlen, s->ns);
 		store_close(*st);
 		*st = NULL;
 		return -1;
@@ -46,15 +51,18 @@ static void close_locked(struct store *st, struct store_lock *lk)
 int timeline_cmd_list(const struct settings *s, const char *id, struct timeline_state **v,
                       size_t *n, char *err, size_t errlen)
 {
+	char stored[STORE_ID_MAX + 1];
 	struct store *st;
 	struct store_lock lk;
 	bool found;
 	int ret;
 
-	if (open_locked(s, id, &st, &lk, err, errlen) < 0)
+	if (open_locked(s, id, stored, &st, &lk, err, errlen) < 0)
 		return -1;
-	ret = timeline_list(st, id, v, n, &found, err, errlen);
+	ret = timeline_list(st, stored, v, n, &found, err, errlen);
 	close_locked(st, &lk);
+	if (ret < 0)
+		store_ns_unname(err, errlen, s->ns);
 	if (ret == 0 && !found) {
 		snprintf(err, errlen, "session '%s' does not exist", id);
 		return -1;
@@ -65,15 +73,18 @@ int timeline_cmd_list(const struct settings *s, const char *id, struct timeline_
 int timeline_cmd_move(const struct settings *s, const char *id, uint64_t target,
                       struct timeline_move *mv, char *err, size_t errlen)
 {
+	char stored[STORE_ID_MAX + 1];
 	struct store *st;
 	struct store_lock lk;
 	int ret;
 
-	if (open_locked(s, id, &st, &lk, err, errlen) < 0)
+	if (open_locked(s, id, stored, &st, &lk, err, errlen) < 0)
 		return -1;
-	ret = timeline_move(st, id, target, id, target ? HISTREC_CHECKOUT : HISTREC_UNDO,
+	ret = timeline_move(st, stored, target, stored, target ? HISTREC_CHECKOUT : HISTREC_UNDO,
 	                    false, mv, err, errlen);
 	close_locked(st, &lk);
+	if (ret < 0)
+		store_ns_unname(err, errlen, s->ns);
 	return ret;
 }
 
@@ -98,5 +109,5 @@ int timeline_parse_ref(const char *ref, char *id, uint64_t *n, char *err, size_t
 		return -1;
 	}
 	*n = v;
-	return store_id_valid(id, err, errlen) ? 0 : -1;
+	return store_part_valid(id, "session id", STORE_ID_MAX, err, errlen) ? 0 : -1;
 }

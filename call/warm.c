@@ -385,7 +385,8 @@ enum call_status warm_run(int dirfd, const uint8_t *request, size_t request_len,
 	/* After the verdict every writer is gone: read the pipes to the end. */
 	proc_drain(&c.out, c.killed || o->left_behind ? WARM_DRAIN_SHORT_MS : WARM_DRAIN_MS);
 	proc_drain(&c.err, c.killed || o->left_behind ? WARM_DRAIN_SHORT_MS : WARM_DRAIN_MS);
-	if (!o->timed_out && !o->signal && proc_map(c.res, &o->result, &o->result_len) < 0) {
+	/* A timed-out cell's file holds what the session held (RES_PROVISIONAL). */
+	if (!o->signal && proc_map(c.res, &o->result, &o->result_len) < 0) {
 		snprintf(err, errlen, "dolsot: cannot read the worker's result: %s",
 		         strerror(errno));
 		st = CALL_BROKEN;

@@ -76,6 +76,7 @@ struct server {
 	sigset_t oldmask;
 	pid_t self;
 	json_t *tools;              /* the tools/list result, made once */
+	char *toolbox_problems;     /* a line per toolbox that does not import, or NULL */
 	struct job *waiting;        /* in arrival order */
 	struct job *running;
 	unsigned n_running, n_waiting;
@@ -443,9 +444,10 @@ static void cancel(struct server *s, const json_t *id)
 
 /* ---- tools/list ---- */
 
-/* The describe text from a child, so the engine's signal handling and
- * state never touch this process. */
-static char *describe_in_child(struct server *s)
+/* The text make writes (the describe text, the toolboxes' check) from a
+ * child, so the engine's signal handling and state never touch this
+ * process. */
+static char *text_in_child(struct server *s, char *(*make)(const struct mcp_setup *m))
 {
 	int p[2], status;
 	pid_t pid;
@@ -467,7 +469,7 @@ static char *describe_in_child(struct server *s)
 		close(p[0]);
 		if (child_setup(s, p[1]) < 0)
 			_exit(1);
-		text = mcp_tools_describe(s->m);
+		text = make(s->m);
 		_exit(text && fd_write_all(p[1], text, strlen(text)) == 0 ? 0 : 1);
 	}
 	close(p[1]);
@@ -489,13 +491,34 @@ static char *describe_in_child(struct server *s)
 	return NULL;
 }
 
+/* At start: each toolbox that does not import, said on stderr (and, from
+ * tools/list on, in the python tool's description). */
+static void check_toolboxes(struct server *s)
+{
+	const char *line;
+
+	if (s->m->n_toolboxes == 0)
+		return;
+	s->toolbox_problems = text_in_child(s, mcp_tools_check_toolboxes);
+	for (line = s->toolbox_problems; line && *line; line += strcspn(line, "\n") + 1)
+		fprintf(stderr, "dolsot mcp: %.*s; every python call fails until it imports (the "
+		        "worker looks in this directory, PYTHONPATH and VIRTUAL_ENV)\n",
+		        (int)strcspn(line, "\n"), line);
+}
+
 /* The tools, made once (the python tool's description runs --describe). */
 static json_t *tools_for_version(struct server *s)
 {
 	if (!s->tools) {
-		char *described = describe_in_child(s);
+		char *described = text_in_child(s, mcp_tools_describe), *full = NULL;
 
-		s->tools = mcp_tools_make(s->m, described);
+		if (s->toolbox_problems && *s->toolbox_problems &&
+		    asprintf(&full, "Toolboxes that do not import here, so every call fails until "
+		             "they do (fix the server's PYTHONPATH, VIRTUAL_ENV or directory):\n%s\n%s",
+		             s->toolbox_problems, described ? described : "") < 0)
+			full = NULL;
+		s->tools = mcp_tools_make(s->m, full ? full : described);
+		free(full);
 		free(described);
 	}
 	return s->tools ? mcp_tools_list(s->tools, structured(s)) : NULL;
@@ -855,10 +878,12 @@ int mcp_serve(const struct mcp_setup *m, char *err, size_t errlen)
 		return -1;
 	}
 	jsonrpc_reader_init(&s.rd, MCP_MAX_MESSAGE);
+	check_toolboxes(&s);
 	rc = serve(&s, err, errlen);
 	stop_all(&s);
 	jsonrpc_reader_release(&s.rd);
 	json_decref(s.tools);
+	free(s.toolbox_problems);
 	fd_close(&s.sigfd);
 	sigprocmask(SIG_SETMASK, &s.oldmask, NULL);
 	return rc;

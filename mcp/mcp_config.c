@@ -6,6 +6,7 @@
 #include "mcp_config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -39,14 +40,66 @@ static json_t *env_object(void)
 	return env;
 }
 
-static json_t *server_object(const char *cmd, const char *const *args, size_t n)
+/* path made absolute against cwd, appended to the PYTHONPATH being built
+ * in *pp (malloc'd); false when out of memory. */
+static bool path_add(char **pp, const char *cwd, const char *path, size_t len)
 {
-	json_t *a = json_array(), *o;
+	char *grown = NULL;
+	int n;
+
+	if (len == 0)
+		return true;   /* an empty entry: none */
+	n = asprintf(&grown, "%s%s%s%s%.*s", *pp ? *pp : "", *pp ? ":" : "",
+	             path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/", (int)len, path);
+	if (n < 0)
+		return false;
+	free(*pp);
+	*pp = grown;
+	return true;
+}
+
+/* PYTHONPATH for the host's server: this directory when toolboxes are
+ * given (the worker imports from its current directory, which the host
+ * chooses), then this environment's entries, each made absolute.  NULL:
+ * none (or out of memory: the snippet then goes without). */
+static char *python_path(bool toolboxes)
+{
+	const char *pp = getenv("PYTHONPATH");
+	char cwd[PATH_MAX], *out = NULL;
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	if (toolboxes && !path_add(&out, cwd, cwd, strlen(cwd)))
+		return NULL;
+	for (const char *p = pp; p && *p;) {
+		size_t len = strcspn(p, ":");
+
+		if (!path_add(&out, cwd, p, len)) {
+			free(out);
+			return NULL;
+		}
+		p += len + (p[len] == ':');
+	}
+	return out;
+}
+
+static json_t *server_object(const char *cmd, const struct mcp_config_in *in)
+{
+	json_t *a = json_array(), *env = env_object(), *o;
+	const char *venv = getenv("VIRTUAL_ENV");
+	char *pp = python_path(in->toolboxes);
 
 	json_array_append_new(a, json_string("mcp"));
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_string(args[i]));
-	o = json_pack("{s:s, s:o, s:o}", "command", cmd, "args", a, "env", env_object());
+	for (size_t i = 0; i < in->n; i++)
+		json_array_append_new(a, json_string(in->args[i]));
+	if (env && in->ns)
+		json_object_set_new(env, "DOLSOT_NAMESPACE", json_string(in->ns));
+	if (env && pp)
+		json_object_set_new(env, "PYTHONPATH", json_string(pp));
+	if (env && venv && *venv)
+		json_object_set_new(env, "VIRTUAL_ENV", json_string(venv));
+	free(pp);
+	o = json_pack("{s:s, s:o, s:o}", "command", cmd, "args", a, "env", env);
 	return o;
 }
 
@@ -91,9 +144,9 @@ static void print_toml(const json_t *server, FILE *out)
 	}
 }
 
-int mcp_print_config(const char *host, const char *const *args, size_t n, FILE *out,
-                     char *err, size_t errlen)
+int mcp_print_config(const struct mcp_config_in *in, FILE *out, char *err, size_t errlen)
 {
+	const char *host = in->host;
 	char self[PATH_MAX];
 	ssize_t len;
 	json_t *server, *doc = NULL;
@@ -109,7 +162,7 @@ int mcp_print_config(const char *host, const char *const *args, size_t n, FILE *
 		return -1;
 	}
 	self[len] = '\0';
-	server = server_object(self, args, n);
+	server = server_object(self, in);
 	if (!server) {
 		snprintf(err, errlen, "out of memory, or an argument that is not UTF-8");
 		return -1;

@@ -186,6 +186,14 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 		result_release(&res);
 		return NULL;
 	}
+	if (c->timeout_asked > 0 && !res.said) {
+		char line[256];
+
+		snprintf(line, sizeof(line), "warning: timeout %g s was capped at %g s, the "
+		         "server's --timeout (start the server with a larger one to run longer)",
+		         c->timeout_asked, c->timeout);
+		result_warn(&res, line);
+	}
 	content = json_array();
 	f = open_memstream(&text, &n);
 	if (!content || !f || result_parts(&res, f, &obj) < 0) {
@@ -212,8 +220,7 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 static json_t *list_run(const struct mcp_setup *m, bool structured,
                         const struct mcp_call *c, bool *cancelled)
 {
-	char err[REPL_ERR_MAX], serr[STORE_ERR_MAX], *text = NULL;
-	struct store *st = repl_open_store(m->settings, err, sizeof(err));
+	char err[REPL_ERR_MAX], *text = NULL;
 	struct session_info *info = NULL;
 	size_t n = 0, tn = 0;
 	json_t *obj = NULL;
@@ -221,12 +228,8 @@ static json_t *list_run(const struct mcp_setup *m, bool structured,
 
 	(void)c;
 	(void)cancelled;
-	if (!st)
+	if (repl_list(m->settings, &info, &n, err, sizeof(err)) < 0)
 		return mcp_tools_error(structured, "dolsot: %s", err);
-	if (store_list(st, &info, &n, serr, sizeof(serr)) < 0) {
-		store_close(st);
-		return mcp_tools_error(structured, "dolsot: %s", serr);
-	}
 	f = open_memstream(&text, &tn);
 	if (f && output_json_sessions(info, n, f) == 0 && fflush(f) == 0)
 		obj = json_loadb(text, tn, 0, NULL);
@@ -247,7 +250,6 @@ static json_t *list_run(const struct mcp_setup *m, bool structured,
 	if (f && n == 0)
 		fputs("(no sessions)\n", f);
 	free(info);
-	store_close(st);
 	if (!f || fclose(f) != 0 || !obj) {
 		free(text);
 		json_decref(obj);
@@ -452,7 +454,7 @@ static int check_session(const char *sid, bool all, struct mcp_refusal *r)
 	if (strcmp(sid, "all") == 0)
 		return refuse(r, JSONRPC_INVALID_PARAMS, "session id 'all' is reserved (it means "
 		              "every session to reset_session); choose another id");
-	if (!store_id_valid(sid, err, sizeof(err)))
+	if (!store_part_valid(sid, "session id", STORE_ID_MAX, err, sizeof(err)))
 		return refuse(r, JSONRPC_INVALID_PARAMS, "%s", err);
 	return 0;
 }
@@ -518,6 +520,8 @@ static void timeout_arg(const struct mcp_setup *m, const json_t *t, struct mcp_c
 	c->timeout = m->settings->timeout;
 	if (t && json_number_value(t) < c->timeout)
 		c->timeout = json_number_value(t);
+	else if (t && json_number_value(t) > c->timeout)
+		c->timeout_asked = json_number_value(t);
 }
 
 /* Whether v is of o's type: a boolean for a flag without a value, a
@@ -682,11 +686,13 @@ static const struct mcp_tool tools[] = {
 	{ "python", "Python (dolsot)", NULL, "result", python_args, python_needs, python_read,
 	  python_run },
 	{ "list_sessions", "List dolsot sessions",
-	  "List the sessions in the store: id, size in bytes, and when each was last saved "
-	  "(UTC).", "sessions", no_args, no_args, list_read, list_run },
+	  "List this server's sessions (those of its namespace: no other host's or the "
+	  "command line's): id, size in bytes, and when each was last saved (UTC).",
+	  "sessions", no_args, no_args, list_read, list_run },
 	{ "reset_session", "Reset dolsot sessions",
-	  "Forget one session (its variables, imports and functions), or every session with "
-	  "\"all\".", "reset", reset_args, reset_args, reset_read, reset_run },
+	  "Forget one session (its variables, imports and functions), or with \"all\" every "
+	  "session of this server's namespace (never another host's or the command line's).",
+	  "reset", reset_args, reset_args, reset_read, reset_run },
 	{ "history", "List a dolsot session's kept states",
 	  "List a session's kept states, oldest first, one line each: its number (* marks the "
 	  "current one), when it was committed (UTC), its status, the bytes it wrote, the "
@@ -830,6 +836,7 @@ char *mcp_tools_describe(const struct mcp_setup *m)
 	else if (res.error)
 		fprintf(f, "(the description failed: %s)\n", res.error);
 	output_describe_limits(&m->settings->limits, m->settings->timeout, f);
+	output_describe_gate(&res.gate, f);
 	result_release(&res);
 	if (fclose(f) != 0) {
 		free(text);
@@ -843,6 +850,36 @@ char *mcp_tools_describe(const struct mcp_setup *m)
 		while (cut && text[cut - 1] != '\n')
 			cut--;
 		memcpy(text + cut, more, sizeof(more));
+	}
+	return text;
+}
+
+char *mcp_tools_check_toolboxes(const struct mcp_setup *m)
+{
+	char err[REPL_ERR_MAX], *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < m->n_toolboxes; i++) {
+		struct run_args a = { .toolboxes = &m->toolboxes[i], .n_toolboxes = 1,
+		                      .settings = m->settings, .code = "", .describe = true,
+		                      .plan = m->plan };
+		struct result res;
+		int sig = 0;
+
+		result_init(&res, m->settings->max_output);
+		if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
+			fprintf(f, "toolbox '%s' (alias %s) could not be checked: %s\n",
+			        m->toolboxes[i].module, m->toolboxes[i].alias, err);
+		else if (res.error)
+			fprintf(f, "%s\n", res.error + (strncmp(res.error, "dolsot: ", 8) ? 0 : 8));
+		result_release(&res);
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
 	}
 	return text;
 }

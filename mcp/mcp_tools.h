@@ -52,6 +52,8 @@ struct mcp_call {
 	uint64_t state;             /* checkout: the state to go back to (undo: 0) */
 	int format;                 /* export_notebook: its enum export_format */
 	double timeout;             /* seconds it may run (0: list_sessions) */
+	double timeout_asked;       /* python: a timeout argument above the server's
+	                             * --timeout, which capped it; 0: none */
 };
 
 /* Why a call is refused before it runs: a JSON-RPC error. */
@@ -88,6 +90,14 @@ json_t *mcp_tools_error(bool structured, const char *fmt, ...)
  * child.
  */
 char *mcp_tools_describe(const struct mcp_setup *m);
+
+/*
+ * Each toolbox imported alone, as a call would: one line for each that
+ * does not, saying which and why ("toolbox 'M' (alias A) cannot be
+ * imported: ..."); "" when every one does.  malloc'd, or NULL.  It runs
+ * the engine: call it in a child.
+ */
+char *mcp_tools_check_toolboxes(const struct mcp_setup *m);
 
 /*
  * The tools/list result for every row, with described (mcp_tools_describe's

@@ -207,6 +207,13 @@ int store_save_commit_cell(struct store *s, struct store_save *sv, size_t len,
                            const uint8_t *rec, size_t rec_len,
                            const struct histrec_cell *cell, char *err, size_t errlen);
 
+/* Reap by the TTL only the sessions of namespace ns (store_name.h; NULL:
+ * the default one); ns is the caller's and must outlive the store. */
+static inline void store_set_namespace(struct store *s, const char *ns)
+{
+	s->ns = ns;
+}
+
 /* Keep depth earlier states of each session saved from now on (0: none,
  * the default), on a store that keeps units (others keep none). */
 static inline void store_keep_history(struct store *s, unsigned depth)

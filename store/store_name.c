@@ -103,29 +103,128 @@ static void id_quote(const char *id, char *out, size_t outlen)
 	out[o] = '\0';
 }
 
-/* See store.h.  err may be NULL or errlen 0 when the caller wants no reason. */
-bool store_id_valid(const char *id, char *err, size_t errlen)
+/* How many of part's bytes, up to max + 1, are id characters. */
+static size_t part_len(const char *part, size_t max)
+{
+	size_t n;
+
+	for (n = 0; n <= max && part[n] != '\0'; n++)
+		if (!id_char_ok((unsigned char)part[n]))
+			break;
+	return n;
+}
+
+bool store_part_valid(const char *part, const char *what, size_t max, char *err,
+                      size_t errlen)
 {
 	char shown[ID_SHOW_MAX * 4 + 4];
 	size_t n;
 
-	if (id == NULL) {
+	if (part == NULL) {
 		if (err != NULL && errlen > 0)
-			snprintf(err, errlen, "missing session id");
+			snprintf(err, errlen, "missing %s", what);
 		return false;
 	}
-	for (n = 0; n <= STORE_ID_MAX && id[n] != '\0'; n++)
-		if (!id_char_ok((unsigned char)id[n]))
-			break;
-	if (n >= 1 && n <= STORE_ID_MAX && id[n] == '\0' && id[0] != '.')
+	n = part_len(part, max);
+	if (n >= 1 && n <= max && part[n] == '\0' && part[0] != '.')
 		return true;
 	if (err != NULL && errlen > 0) {
-		id_quote(id, shown, sizeof(shown));
-		snprintf(err, errlen, "invalid session id '%s': use 1-%d "
-		         "characters from [A-Za-z0-9._-], not starting with '.'",
-		         shown, STORE_ID_MAX);
+		id_quote(part, shown, sizeof(shown));
+		snprintf(err, errlen, "invalid %s '%s': use 1-%zu characters from "
+		         "[A-Za-z0-9._-], not starting with '.'", what, shown, max);
 	}
 	return false;
+}
+
+/* See store.h.  err may be NULL or errlen 0 when the caller wants no reason. */
+bool store_id_valid(const char *id, char *err, size_t errlen)
+{
+	size_t n;
+
+	if (id == NULL)
+		return store_part_valid(id, "session id", STORE_ID_MAX, err, errlen);
+	n = part_len(id, STORE_NS_MAX);
+	if (n >= 1 && id[n] == STORE_NS_SEP && id[0] != '.' && strlen(id) <= STORE_ID_MAX)
+		return store_part_valid(id + n + 1, "session id", STORE_ID_MAX - n - 1, err,
+		                        errlen);
+	return store_part_valid(id, "session id", STORE_ID_MAX, err, errlen);
+}
+
+static bool ns_is_default(const char *ns)
+{
+	return ns == NULL || ns[0] == '\0' || strcmp(ns, STORE_NS_DEFAULT) == 0;
+}
+
+int store_ns_name(const char *ns, const char *id, char *out, char *err, size_t errlen)
+{
+	size_t room;
+
+	if (ns_is_default(ns)) {
+		if (!store_part_valid(id, "session id", STORE_ID_MAX, err, errlen))
+			return -1;
+		snprintf(out, STORE_ID_MAX + 1, "%s", id);
+		return 0;
+	}
+	if (!store_part_valid(ns, "namespace", STORE_NS_MAX, err, errlen))
+		return -1;
+	room = STORE_ID_MAX - strlen(ns) - 1;
+	if (!store_part_valid(id, "session id", STORE_ID_MAX, err, errlen))
+		return -1;
+	if (strlen(id) > room) {
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "session id too long for namespace '%s': at most %zu "
+			         "characters there", ns, room);
+		return -1;
+	}
+	snprintf(out, STORE_ID_MAX + 1, "%s%c%s", ns, STORE_NS_SEP, id);
+	return 0;
+}
+
+bool store_ns_holds(const char *ns, const char *stored)
+{
+	const char *sep = strchr(stored, STORE_NS_SEP);
+	size_t n;
+
+	if (ns_is_default(ns))
+		return sep == NULL;
+	n = strlen(ns);
+	return sep != NULL && (size_t)(sep - stored) == n && memcmp(stored, ns, n) == 0;
+}
+
+const char *store_ns_id(const char *stored)
+{
+	const char *sep = strchr(stored, STORE_NS_SEP);
+
+	return sep ? sep + 1 : stored;
+}
+
+/* Replace text's n bytes at at with with (len: text's buffer); false when
+ * it does not fit. */
+static bool splice(char *text, size_t len, char *at, size_t n, const char *with)
+{
+	size_t w = strlen(with), tail = strlen(at + n) + 1;
+
+	if (strlen(text) - n + w + 1 > len)
+		return false;
+	memmove(at + w, at + n, tail);
+	memcpy(at, with, w);
+	return true;
+}
+
+void store_ns_unname(char *text, size_t len, const char *ns)
+{
+	char quoted[STORE_NS_MAX + 3], reset[STORE_NS_MAX + 12], again[STORE_NS_MAX + 26];
+	char *at;
+
+	if (ns_is_default(ns) || strlen(ns) > STORE_NS_MAX)
+		return;
+	snprintf(quoted, sizeof(quoted), "'%s%c", ns, STORE_NS_SEP);
+	snprintf(reset, sizeof(reset), "--reset %s%c", ns, STORE_NS_SEP);
+	snprintf(again, sizeof(again), "--namespace %s --reset ", ns);
+	while ((at = strstr(text, reset)) != NULL && splice(text, len, at, strlen(reset), again))
+		;
+	while ((at = strstr(text, quoted)) != NULL)
+		splice(text, len, at, strlen(quoted), "'");
 }
 
 uint64_t store_name_seq(const char *text, size_t len)

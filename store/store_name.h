@@ -38,12 +38,46 @@ enum store_name_kind {
 enum store_name_kind store_name_kind(const char *name, char *id);
 
 /*
- * Session ids: 1..128 bytes of [A-Za-z0-9._-], not starting with '.'
- * (an id becomes a file name, ID.pkl, so it is restricted to a portable,
- * shell-safe set that cannot name a path, a dot file or "..").  Returns
- * true when id is valid; else false and a reason in err.
+ * A stored session's name: ID (the default namespace's, every session made
+ * before namespaces) or NS+ID (ID of namespace NS), at most STORE_ID_MAX
+ * bytes.  ID and NS are each 1.. bytes of [A-Za-z0-9._-], not starting
+ * with '.' (a name becomes a file name, ID.pkl, so it is restricted to a
+ * portable, shell-safe set that cannot name a path, a dot file or "..").
+ * Returns true when id is valid; else false and a reason in err.
  */
 bool store_id_valid(const char *id, char *err, size_t errlen);
+
+/* The namespace that has no prefix: today's, the CLI's default. */
+#define STORE_NS_DEFAULT "default"
+/* A namespace's name is at most this long. */
+#define STORE_NS_MAX 32
+/* What joins a namespace and an id in a stored name: no id holds it. */
+#define STORE_NS_SEP '+'
+
+/*
+ * A session id or a namespace as a caller gives it (what says which in
+ * err): 1..max bytes of [A-Za-z0-9._-], not starting with '.'.
+ */
+bool store_part_valid(const char *part, const char *what, size_t max, char *err,
+                      size_t errlen);
+
+/*
+ * The stored name of session id in namespace ns (NULL or "default": id
+ * itself) into out (STORE_ID_MAX + 1 bytes).  0, or -1 with err when id
+ * is no valid id or the two are too long together.
+ */
+int store_ns_name(const char *ns, const char *id, char *out, char *err, size_t errlen);
+
+/* Whether the stored name is one of namespace ns's (NULL: the default). */
+bool store_ns_holds(const char *ns, const char *stored);
+
+/* The session id part of a stored name (what follows NS+, or all of it). */
+const char *store_ns_id(const char *stored);
+
+/* A message naming stored names rewritten in place (text: a buffer of len
+ * bytes) as namespace ns's callers know them: 'NS+ID' as 'ID', and a
+ * command "--reset NS+ID" as "--namespace NS --reset ID" (when it fits). */
+void store_ns_unname(char *text, size_t len, const char *ns);
 
 /*
  * A save counter recorded as text beside a session (store_ops.h's

@@ -275,6 +275,9 @@ struct store {
 	/* Set by a backend that removed expired sessions (its TTL), so that
 	 * store.c collects the units no head names any more; store.c clears it. */
 	bool reaped;
+	/* The namespace (store_name.h) whose sessions a backend's TTL reaps,
+	 * set by store.h's store_set_namespace; NULL: the default one. */
+	const char *ns;
 	/* store.c's: how many earlier states a session keeps (DOLSOT_HISTORY;
 	 * 0: none), and what the last verified load kept for the next
 	 * commit's history (history.h; malloc'd, one block). */

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "deadline.h"
+#include "fdio.h"
 #include "output.h"
 #include "rlimits.h"
 #include "sha256.h"
@@ -51,8 +52,11 @@ static bool have_deadline;
 static char *ty_bin;
 static char *checker_path;   /* the warm checker's DIR/NAME, or NULL */
 
-void dolsotmod_begin(const struct request *r)
+static int result_fd = -1;
+
+void dolsotmod_begin(const struct request *r, int result)
 {
+	result_fd = result;
 	deadline_in_ns(&deadline, r->budget_ns);
 	have_deadline = r->budget_ns > 0;
 	free(ty_bin);
@@ -84,6 +88,37 @@ static PyObject *m_ty_bin(PyObject *self, PyObject *noargs)
 	(void)self;
 	(void)noargs;
 	return PyUnicode_DecodeFSDefault(ty_bin ? ty_bin : "ty");
+}
+
+/*
+ * note_held(names): what the session holds as the cell begins (names,
+ * '\n'-separated), as a RES_PROVISIONAL answer in the result file, which
+ * the real answer replaces; a call that ends without one (a timeout, a
+ * killed worker) still says what the session holds, since it rolls back.
+ */
+static PyObject *m_note_held(PyObject *self, PyObject *arg)
+{
+	struct worker_result r;
+	struct frame_buf buf = { 0 };
+	const char *names;
+	Py_ssize_t len;
+	int rc;
+
+	(void)self;
+	names = PyUnicode_AsUTF8AndSize(arg, &len);
+	if (!names)
+		return NULL;
+	if (result_fd < 0)
+		Py_RETURN_NONE;
+	memset(&r, 0, sizeof(r));
+	r.exit_code = 1;
+	r.flags = RES_PROVISIONAL;
+	r.held = (struct span){ (const uint8_t *)names, (size_t)len, true };
+	rc = frame_encode_result(&buf, &r);
+	if (rc == 0)
+		rc = fd_replace_mapped(result_fd, buf.data, buf.len);
+	frame_buf_release(&buf);
+	return rc < 0 ? PyErr_SetFromErrno(PyExc_OSError) : Py_NewRef(Py_None);
 }
 
 static PyObject *m_which(PyObject *self, PyObject *arg)
@@ -444,6 +479,9 @@ static PyMethodDef methods[] = {
 	{ "seconds_left", m_seconds_left, METH_NOARGS,
 	  "Seconds left before the call's deadline." },
 	{ "ty_bin", m_ty_bin, METH_NOARGS, "The type checker the call names." },
+	{ "note_held", m_note_held, METH_O,
+	  "Leave what the session holds in the result file, for a call that ends "
+	  "without an answer." },
 	{ "which", m_which, METH_O, "Look an executable up in PATH." },
 	{ "checker_kind", m_checker_kind, METH_O,
 	  "The output format of a checker binary: ty, mypy, pyright or generic." },

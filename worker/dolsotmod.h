@@ -14,9 +14,10 @@
 /*
  * Remember what the module hands out from the request: the deadline (now +
  * budget_ns, so call it as soon as the request is decoded) and the checker
- * name.  Copies what it keeps; call before dolsotmod_init runs.
+ * name, and the call's result file (note_held writes a RES_PROVISIONAL
+ * answer there).  Copies what it keeps; call before dolsotmod_init runs.
  */
-void dolsotmod_begin(const struct request *r);
+void dolsotmod_begin(const struct request *r, int result_fd);
 
 /* The module's init function, for PyImport_AppendInittab("_dolsot", ...). */
 PyObject *dolsotmod_init(void);

@@ -28,6 +28,21 @@ def session_id(sid, *, allow_all=False):
     return sid
 
 
+def namespace(ns):
+    """Return ns (None: the environment's, else the default) if the engine
+    accepts it as a namespace (1-32 characters from [A-Za-z0-9._-], not
+    starting with '.'), else raise InvalidSession."""
+    if ns is None:
+        return None
+    if not isinstance(ns, str):
+        raise InvalidSession(f"namespace must be a str, not {type(ns).__name__}")
+    if not _SESSION_ID.fullmatch(ns) or len(ns) > 32 or ns.startswith("."):
+        raise InvalidSession(
+            f"invalid namespace {ns!r}: use 1-32 characters from "
+            "[A-Za-z0-9._-], not starting with '.'")
+    return ns
+
+
 def fork(session, src, replace):
     """Check run(fork=src, replace=...) as the binary checks --fork and
     --replace; raise InvalidSession (replace that is not a bool: TypeError)."""

@@ -71,8 +71,11 @@ class Repl:
     and DOLSOT_TY_BIN, then to the binary's defaults. store is a
     dolsot.store.FileStore, MemoryStore or Store, any DOLSOT_STORE value
     ("file", "memory", "redis://...", "cmd:...") or a directory (default:
-    DOLSOT_STORE and DOLSOT_CACHE_DIR). binary is the dolsot
-    executable (default: DOLSOT_BIN, the source tree's, then PATH).
+    DOLSOT_STORE and DOLSOT_CACHE_DIR). namespace names the sessions'
+    namespace (default: DOLSOT_NAMESPACE, then "default", the command
+    line's): sessions(), reset("all") and the session ids stay within it.
+    binary is the dolsot executable (default: DOLSOT_BIN, the source
+    tree's, then PATH).
     tools maps a name to a callable of this process that cells call as a
     plain function of that name (README, "Host tools"): its signature
     (from inspect.signature) is the cell's; arun awaits a coroutine
@@ -80,7 +83,7 @@ class Repl:
     """
 
     def __init__(self, inject=None, timeout=None, max_output=None, store=None,
-                 typecheck=None, ty_bin=None, *, binary=None, tools=None):
+                 typecheck=None, ty_bin=None, *, binary=None, tools=None, namespace=None):
         self.inject = inject
         self.tools = dict(tools or {})
         for name, fn in self.tools.items():
@@ -98,6 +101,7 @@ class Repl:
             if not ty_bin:
                 raise ValueError("ty_bin must not be empty")
         self.ty_bin = ty_bin
+        self.namespace = _checks.namespace(namespace)
         self.store = _store.resolve(store)
         self.binary = _binary.locate(binary)
         if isinstance(self.store, _store.MemoryStore):
@@ -123,6 +127,8 @@ class Repl:
             env["DOLSOT_TY_BIN"] = self.ty_bin
         if self.store is not None:
             env.update(self.store.env())
+        if self.namespace is not None:
+            env["DOLSOT_NAMESPACE"] = self.namespace
         # A module object is re-imported by name in the worker: make the
         # directory it came from findable there.
         roots = []
@@ -242,15 +248,16 @@ class Repl:
         return self._answer(proc.returncode, out, err)
 
     def sessions(self):
-        """The sessions of the configured store, sorted by id."""
+        """The sessions of the configured store in this Repl's namespace,
+        sorted by id."""
         obj = self._housekeeping(["--list-sessions", "--json"])
         return [SessionInfo(s["id"], s["size"],
                             datetime.datetime.fromisoformat(s["last_used"]))
                 for s in obj["sessions"]]
 
     def reset(self, session):
-        """Forget one session, or every session with "all"; returns how many
-        were removed."""
+        """Forget one session, or every session of this Repl's namespace
+        with "all"; returns how many were removed."""
         _checks.session_id(session, allow_all=True)
         return self._housekeeping(["--reset", session, "--json"])["removed"]
 
@@ -311,7 +318,7 @@ class Repl:
         return (f"Repl(inject={self.inject!r}, timeout={self.timeout!r}, "
                 f"max_output={self.max_output!r}, store={self.store!r}, "
                 f"typecheck={self.typecheck!r}, ty_bin={self.ty_bin!r}, "
-                f"binary={self.binary!r})")
+                f"binary={self.binary!r}, namespace={self.namespace!r})")
 
 
 def _killpg(pid, sig):

@@ -39,6 +39,8 @@ class Result:
     stdout: str = ""
     error: typing.Optional[str] = None
     exit_code: int = 0
+    # What the session holds after the call, whatever its outcome (a call
+    # rejected, timed out or killed rolls back: what it held before).
     held: typing.List[str] = dataclasses.field(default_factory=list)
     dropped: typing.List[str] = dataclasses.field(default_factory=list)
     text: str = ""

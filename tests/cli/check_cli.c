@@ -1087,6 +1087,36 @@ START_TEST(ttl_zero_never_reaps)
 }
 END_TEST
 
+/* The file store's TTL reaps only the calling namespace's sessions: an
+ * expired session of another namespace waits for a call of its own. */
+START_TEST(ttl_reaps_within_the_namespace)
+{
+	const char *mine[] = { "DOLSOT_NAMESPACE=mine", NULL };
+	struct timespec old[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+	char path[4300], other[4300];
+	struct cli_run r;
+
+	ok_call("old", "x = 1");
+	RUN_ENV(&r, mine, "--session", "old", "x = 2");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	snprintf(path, sizeof(path), "%s/old.pkl", fx.store);
+	snprintf(other, sizeof(other), "%s/mine+old.pkl", fx.store);
+	old[1].tv_sec = time(NULL) - 8 * 86400;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	ck_assert_int_eq(utimensat(AT_FDCWD, other, old, 0), 0);
+	CLI(&r, "--list-sessions");
+	ck_assert_msg(!cli_has(r.out, "old\t"), "%s", r.out);
+	cli_run_release(&r);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(access(other, F_OK), 0);
+	RUN_ENV(&r, mine, "--list-sessions");
+	ck_assert_msg(!cli_has(r.out, "old\t"), "%s", r.out);
+	cli_run_release(&r);
+	ck_assert_int_eq(access(other, F_OK), -1);
+}
+END_TEST
+
 /* DOLSOT_SESSION_TTL_DAYS on each store: the file store reaps a session
  * unsaved for that long (7 days by default), Redis expires its
  * key that long after the save (0: never), and a helper's sessions are the
@@ -1461,6 +1491,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(refuse, store_refuses_symlink);
 	tcase_add_test(st, corrupt_session_names_reset);
 	tcase_add_test(st, ttl_zero_never_reaps);
+	tcase_add_test(st, ttl_reaps_within_the_namespace);
 	tcase_add_loop_test(st, session_ttl_on_each_store, 0, N_STORES);
 	tcase_add_test(st, file_store_sweeps_at_most_once_a_minute);
 	tcase_add_test(st, a_cell_sees_only_the_callers_glibc_tunables);

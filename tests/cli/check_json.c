@@ -300,7 +300,9 @@ START_TEST(json_timeout_rolls_back)
 	ck_str(o, "status", "timeout");
 	ck_int(o, "exit_code", 124);
 	ck_str(o, "session.state", "rolled_back");
-	ck_null(o, "session.held");
+	/* What the session holds, rolled back: what it held before. */
+	ck_len(o, "session.held", 1);
+	ck_str(o, "session.held.0", "a");
 	ck_null(o, "execution_count");
 	ck_str(o, "error.ename", "TimeoutError");
 	/* The hint goes to hints, as a cell's hints do, not into evalue. */
@@ -317,6 +319,123 @@ START_TEST(json_timeout_rolls_back)
 	o = JSON(&r, "--json", "--session", "t", "a");
 	ck_str(o, "value", "1");
 	ck_int(o, "execution_count", 2);
+	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* The toolbox typed_x (add(a: int, b: int) -> int) in the test's directory,
+ * and the PYTHONPATH entry that finds it, into pp. */
+static void typed_toolbox(char *pp, size_t len)
+{
+	char mod[4300];
+
+	snprintf(mod, sizeof(mod), "%s/typed_x.py", fx.tmp);
+	cli_write_file(mod, "def add(a: int, b: int) -> int:\n    return a + b\n");
+	snprintf(pp, len, "PYTHONPATH=%s", fx.tmp);
+}
+
+/* code in session with typed_x as tx and the gate on, with mypy: --json. */
+static json_t *gated(struct cli_run *r, const char *pp, const char *session, const char *code)
+{
+	return run_json(r, (const char *const[]){ pp, "DOLSOT_TYPECHECK=1", "DOLSOT_TY_BIN=mypy",
+	                                          NULL },
+	                (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
+	                                       "--session", session, "--timeout", "60", code,
+	                                       NULL });
+}
+
+/* The hint lines of run's text output (stderr), without their indent, in
+ * order, '\n'-separated, into out. */
+static void text_hints(const struct cli_run *r, char *out, size_t len)
+{
+	const char *p = r->err;
+
+	out[0] = '\0';
+	while (*p) {
+		size_t n = strcspn(p, "\n"), lead = strspn(p, " ");
+
+		if (lead < n && strncmp(p + lead, "hint: ", 6) == 0)
+			snprintf(out + strlen(out), len - strlen(out), "%.*s\n", (int)(n - lead),
+			         p + lead);
+		p += n + (p[n] == '\n');
+	}
+}
+
+/* Every hint line the text output shows is in --json's error.hints: a
+ * cell's own, a timeout's, the type gate's (issue 42). */
+START_TEST(json_hints_are_every_hint_the_text_shows)
+{
+	static const struct { const char *code, *timeout; bool gate; } cells[] = {
+		{ "tx.ad(1, 2)", NULL, false },
+		{ "count = 3\ncount()", NULL, false },
+		{ "import time\ntime.sleep(30)", "1", false },
+		{ "tx.add('one', 2)", NULL, true },
+	};
+	char pp[4300], text[2048], json[2048], session[32];
+	struct cli_run r;
+	json_t *o, *h;
+	size_t i, k;
+
+	typed_toolbox(pp, sizeof(pp));
+	for (i = 0; i < sizeof(cells) / sizeof(*cells); i++) {
+		const char *env[] = { pp, cells[i].gate ? "DOLSOT_TYPECHECK=1" : "DOLSOT_TYPECHECK=0",
+		                      "DOLSOT_TY_BIN=mypy", NULL };
+		const char *argv[] = { "dolsot", "--json", "--toolbox", "typed_x:tx", "--session",
+		                       session, "--timeout",
+		                       cells[i].timeout ? cells[i].timeout : "60", cells[i].code,
+		                       NULL };
+		const char *text_argv[] = { "dolsot", argv[2], argv[3], argv[4], argv[5], argv[6],
+		                            argv[7], argv[8], NULL };
+
+		if (cells[i].gate && access("/usr/bin/mypy", X_OK) != 0)
+			continue;
+		/* The same cell in a fresh session each way: text, then --json. */
+		snprintf(session, sizeof(session), "text%zu", i);
+		cli_test_run(&fx, &r, NULL, env, text_argv);
+		text_hints(&r, text, sizeof(text));
+		ck_assert_msg(text[0], "%s: no hint shown: %s", cells[i].code, r.err);
+		cli_run_release(&r);
+		snprintf(session, sizeof(session), "json%zu", i);
+		o = run_json(&r, env, argv);
+		json[0] = '\0';
+		h = at(o, "error.hints");
+		for (k = 0; k < json_array_size(h); k++)
+			snprintf(json + strlen(json), sizeof(json) - strlen(json), "%s\n",
+			         json_string_value(json_array_get(h, k)));
+		ck_assert_msg(strcmp(text, json) == 0, "%s:\ntext: %s\njson: %s", cells[i].code,
+		              text, json);
+		json_decref(o);
+		cli_run_release(&r);
+	}
+}
+END_TEST
+
+/* session.held is what the session holds after every call: a cell that
+ * ended the interpreter, and one the gate rejected, leave it as it was. */
+START_TEST(json_held_after_calls_that_roll_back)
+{
+	struct cli_run r;
+	char pp[4300];
+	json_t *o;
+
+	o = JSON(&r, "--json", "--session", "h", "a = 1\nb = [2]");
+	json_decref(o);
+	cli_run_release(&r);
+	o = JSON(&r, "--json", "--session", "h", "c = 3\nraise SystemExit(2)");
+	ck_str(o, "session.state", "rolled_back");
+	ck_len(o, "session.held", 2);
+	ck_str(o, "session.held.0", "a");
+	ck_str(o, "session.held.1", "b");
+	json_decref(o);
+	cli_run_release(&r);
+	if (access("/usr/bin/mypy", X_OK) != 0)
+		return;
+	typed_toolbox(pp, sizeof(pp));
+	o = gated(&r, pp, "h", "tx.add('one', 2)");
+	ck_str(o, "status", "rejected");
+	ck_len(o, "session.held", 2);
+	ck_str(o, "session.held.1", "b");
 	json_decref(o);
 	cli_run_release(&r);
 }
@@ -427,42 +546,107 @@ END_TEST
 START_TEST(json_type_gate_rejection)
 {
 	struct cli_run r;
-	char pp[4300], mod[4300];
+	char pp[4300];
 	json_t *o;
 
 	if (access("/usr/bin/mypy", X_OK) != 0) {
 		fputs("json_type_gate_rejection: skipped, no /usr/bin/mypy\n", stderr);
 		return;
 	}
-	snprintf(mod, sizeof(mod), "%s/typed_x.py", fx.tmp);
-	cli_write_file(mod, "def add(a: int, b: int) -> int:\n    return a + b\n");
-	snprintf(pp, sizeof(pp), "PYTHONPATH=%s", fx.tmp);
-	o = run_json(&r, (const char *const[]){ pp, "DOLSOT_TYPECHECK=1", "DOLSOT_TY_BIN=mypy",
-	                                        NULL },
-	             (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
-	                                    "--session", "t", "--timeout", "60",
-	                                    "n = 1\ntx.add('one', 2)", NULL });
+	typed_toolbox(pp, sizeof(pp));
+	o = gated(&r, pp, "t", "n = 1\ntx.add('one', 2)");
 	ck_code(&r, 1);
 	ck_str(o, "status", "rejected");
 	ck_str(o, "session.state", "unchanged");
+	ck_len(o, "session.held", 0);   /* a new session: nothing */
 	ck_str(o, "error.ename", "TypeCheckError");
 	ck_len(o, "diagnostics", 1);
 	ck_int(o, "diagnostics.0.line", 2);
 	ck_assert_int_ge(int_at(o, "diagnostics.0.column"), 1);
 	ck_str(o, "diagnostics.0.code", "arg-type");
 	ck_assert_msg(strstr(str_at(o, "diagnostics.0.message"), "\"str\""), "%s", r.out);
+	/* The gate's hint, shown under its diagnostic, is in hints too. */
+	ck_len(o, "error.hints", 1);
+	ck_str(o, "error.hints.0", "hint: tx.add(a: int, b: int) -> int");
+	ck_assert_msg(!strstr(str_at(o, "error.evalue"), "hint"), "%s", r.out);
 	json_decref(o);
 	cli_run_release(&r);
 	/* The built-in display() is known to the gate. */
-	o = run_json(&r, (const char *const[]){ pp, "DOLSOT_TYPECHECK=1", "DOLSOT_TY_BIN=mypy",
-	                                        NULL },
-	             (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
-	                                    "--session", "t", "--timeout", "60",
-	                                    "display(tx.add(1, 2))", NULL });
+	o = gated(&r, pp, "t", "display(tx.add(1, 2))");
 	ck_str(o, "status", "ok");
 	ck_len(o, "displays", 1);
 	ck_str(o, "displays.0.data.text/plain", "3");
 	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* The configured checker missing: the next installed one checks (mypy,
+ * the only one on PATH here), and --describe and --json name it; none
+ * installed: the gate is off, they say why, and the cell runs. */
+START_TEST(json_type_gate_falls_back_and_says_when_off)
+{
+	struct cli_run r;
+	char pp[4300], bin[4300], link[4400], path[4400], empty[4400];
+	const char *code = "tx.add('one', 2)";
+	json_t *o;
+
+	if (access("/usr/bin/mypy", X_OK) != 0) {
+		fputs("json_type_gate_falls_back_and_says_when_off: skipped, no /usr/bin/mypy\n",
+		      stderr);
+		return;
+	}
+	typed_toolbox(pp, sizeof(pp));
+	snprintf(bin, sizeof(bin), "%s/bin", fx.tmp);
+	ck_assert_int_eq(mkdir(bin, 0700), 0);
+	snprintf(link, sizeof(link), "%s/mypy", bin);
+	ck_assert_int_eq(symlink("/usr/bin/mypy", link), 0);
+	snprintf(path, sizeof(path), "PATH=%s", bin);
+	o = run_json(&r, (const char *const[]){ pp, path, "DOLSOT_TYPECHECK=1",
+	                                        "DOLSOT_TY_BIN=no-such-checker", NULL },
+	             (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
+	                                    "--session", "fb", "--timeout", "60", code, NULL });
+	ck_str(o, "status", "rejected");
+	ck_assert(json_is_true(at(o, "type_gate.on")));
+	ck_str(o, "type_gate.checker", "mypy");
+	ck_str(o, "type_gate.note", "no-such-checker is not installed");
+	json_decref(o);
+	cli_run_release(&r);
+	cli_test_run(&fx, &r, NULL, (const char *const[]){ pp, path, "DOLSOT_TYPECHECK=1", NULL },
+	             (const char *const[]){ "dolsot", "--toolbox", "typed_x:tx", "--describe",
+	                                    NULL });
+	ck_out_has(&r, "\ntype gate: mypy (ty is not installed)\n");
+	cli_run_release(&r);
+	/* None installed. */
+	snprintf(empty, sizeof(empty), "PATH=%s/none", fx.tmp);
+	o = run_json(&r, (const char *const[]){ pp, empty, "DOLSOT_TYPECHECK=1", NULL },
+	             (const char *const[]){ "dolsot", "--json", "--toolbox", "typed_x:tx",
+	                                    "--session", "off", code, NULL });
+	ck_str(o, "status", "error");
+	ck_str(o, "error.ename", "TypeError");
+	ck_assert(json_is_false(at(o, "type_gate.on")));
+	ck_null(o, "type_gate.checker");
+	ck_str(o, "type_gate.note", "no type checker is installed (ty, pyright, mypy were "
+	       "looked for on PATH); cells run unchecked");
+	json_decref(o);
+	cli_run_release(&r);
+	o = run_json(&r, (const char *const[]){ pp, empty, "DOLSOT_TYPECHECK=1", NULL },
+	             (const char *const[]){ "dolsot", "--json", "--describe", NULL });
+	ck_assert(json_is_false(at(o, "type_gate.on")));
+	json_decref(o);
+	cli_run_release(&r);
+	cli_test_run(&fx, &r, NULL, (const char *const[]){ pp, empty, "DOLSOT_TYPECHECK=1", NULL },
+	             (const char *const[]){ "dolsot", "--describe", NULL });
+	ck_out_has(&r, "\ntype gate: off: no type checker is installed");
+	cli_run_release(&r);
+	/* Turned off: --describe says nothing of it, --json says why. */
+	o = JSON(&r, "--json", "--describe");
+	ck_assert(json_is_false(at(o, "type_gate.on")));
+	ck_str(o, "type_gate.note", "DOLSOT_TYPECHECK=0");
+	json_decref(o);
+	cli_run_release(&r);
+	CLI(&r, "--describe");
+	ck_assert_msg(!cli_has(r.out, "type gate:"), "%s", r.out);
 	cli_run_release(&r);
 }
 END_TEST
@@ -1291,6 +1475,9 @@ static Suite *json_suite(void)
 	tcase_add_test(js, json_truncation_counts_kept_and_cut);
 	tcase_add_test(js, json_invalid_utf8_becomes_replacement_chars);
 	tcase_add_test(js, json_type_gate_rejection);
+	tcase_add_test(js, json_type_gate_falls_back_and_says_when_off);
+	tcase_add_test(js, json_held_after_calls_that_roll_back);
+	tcase_add_test(js, json_hints_are_every_hint_the_text_shows);
 	tcase_add_test(js, json_sandboxed_call);
 	tcase_add_test(js, json_list_sessions_and_reset);
 	tcase_add_test(js, json_history_and_moves);

@@ -5,7 +5,8 @@
  * (version negotiation, malformed and oversized messages, wrong params,
  * stdout holding nothing but protocol lines, a client that goes away or
  * closes stdin mid-call, SIGTERM), --print-config, the run flags applying
- * to every call, and the examples of docs/SKILL.md run for real.
+ * to every call, namespaces (two servers and the CLI on one store of each
+ * kind), and the examples of docs/SKILL.md run for real.
  */
 #include <check.h>
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "ck_run.h"
 #include "cli_check.h"
 #include "cli_helpers.h"
+#include "redis_helper.h"
 
 static struct cli_test fx;
 
@@ -134,6 +136,52 @@ START_TEST(sdk_client_drives_the_server)
 	              "exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
 	cli_run_release(&r);
 	cli_rmtree(scratch);
+}
+END_TEST
+
+/* tests/lib/mcp_namespaces.mjs on the store store_entry names
+ * ("DOLSOT_STORE=..."), with more (an entry, or NULL): two servers and the
+ * CLI keep to their own. */
+static void namespaces_on(const char *store_entry, const char *more)
+{
+	const char *env[CLI_TEST_ENV_MAX + 3];
+	struct cli_run r;
+	size_t n = 0;
+
+	while (fx.env[n] && n < CLI_TEST_ENV_MAX) {
+		env[n] = fx.env[n];
+		n++;
+	}
+	env[n++] = store_entry;
+	env[n++] = more;
+	env[n] = NULL;
+	cli_run(&r, &(struct cli_opts){ .env = env, .prog = "/usr/bin/node", .timeout = 400 },
+	        (const char *const[]){ "node", "tests/lib/mcp_namespaces.mjs", cli_bin(), NULL });
+	ck_assert_msg(r.code == 0 && cli_has(r.out, "ok close\n"),
+	              "%s: exit %d\nstdout: %s\nstderr: %s", store_entry, r.code, r.out, r.err);
+	cli_run_release(&r);
+}
+
+START_TEST(namespaces_keep_each_host_to_its_own)
+{
+	struct redis_test rd = { .pid = -1 };
+	char entry[5000], cwd[512];
+
+	if (!sdk_present()) {
+		printf("SKIP %s: node or tools/node's @modelcontextprotocol/sdk is missing "
+		       "(tools/npm-deps.sh installs it)\n", __func__);
+		return;
+	}
+	namespaces_on("DOLSOT_STORE=file", NULL);
+	namespaces_on("DOLSOT_STORE=memory", "DOLSOT_SERVER=auto");
+	ck_assert(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(entry, sizeof(entry), "DOLSOT_STORE=cmd:%s/examples/dolsot-store-dir %s/cmd",
+	         cwd, fx.tmp);
+	namespaces_on(entry, NULL);
+	redis_test_start_in(&rd, fx.tmp, NULL, NULL);
+	snprintf(entry, sizeof(entry), "DOLSOT_STORE=%s", rd.url);
+	namespaces_on(entry, NULL);
+	redis_test_stop(&rd);
 }
 END_TEST
 
@@ -576,6 +624,8 @@ START_TEST(export_notebook_tool_answers_and_refuses)
 	struct cli_run r;
 	json_t *all, *res, *resource;
 	const char *text;
+	/* The CLI's calls here are in the servers' namespace. */
+	cli_test_add_env(&fx, "DOLSOT_NAMESPACE=mcp");
 
 	CLI(&r, "--session", "nb", "x = 6 * 7\nx");
 	ck_code(&r, 0);
@@ -618,6 +668,8 @@ START_TEST(python_tool_forks_a_session)
 	struct cli_run r;
 	json_t *all, *res;
 	const char *text;
+	/* The CLI's calls here are in the servers' namespace. */
+	cli_test_add_env(&fx, "DOLSOT_NAMESPACE=mcp");
 
 	run_mcp(&r, INIT("2025-11-25") CALL(1, "{\"code\":\"x = [1]\",\"session\":\"src\"}"),
 	        0, NULL);
@@ -791,6 +843,8 @@ START_TEST(history_undo_and_checkout_tools)
 		char sid[16], gid[16];
 		struct cli_run r;
 		json_t *all;
+	/* The CLI's calls here are in the servers' namespace. */
+	cli_test_add_env(&fx, "DOLSOT_NAMESPACE=mcp");
 
 		snprintf(sid, sizeof(sid), "h%zu", i);
 		snprintf(gid, sizeof(gid), "g%zu", i);
@@ -892,6 +946,8 @@ START_TEST(python_tool_call_id_replays_the_recorded_answer)
 	struct cli_run first, again;
 	json_t *a1, *a2, *img;
 	char *t1, *t2;
+	/* The CLI's calls here are in the servers' namespace. */
+	cli_test_add_env(&fx, "DOLSOT_NAMESPACE=mcp");
 
 	run_mcp(&first, calls, 0, NULL);
 	run_mcp(&again, calls, 0, NULL);
@@ -1040,6 +1096,66 @@ START_TEST(describe_in_the_description_is_bounded)
 	ck_assert_msg(cli_has(gets, "\n... (cut here: `dolsot --describe` with the same flags shows "
 	                      "the rest)\n"), "%.300s", gets + strlen(gets) - 200);
 	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A timeout argument above the server's --timeout is capped, and the
+ * result says so (text and warnings); one below it is not. */
+START_TEST(capped_timeout_is_said)
+{
+	struct cli_run r;
+	json_t *all, *res, *warnings;
+	const char *text;
+
+	run_mcp(&r, INIT("2025-11-25")
+	        CALL(1, "{\"code\":\"1\",\"session\":\"cap\",\"timeout\":1000}")
+	        CALL(2, "{\"code\":\"2\",\"session\":\"cap2\",\"timeout\":4}"), 0,
+	        (const char *const[]){ "--timeout", "30", NULL });
+	all = lines(&r);
+	res = json_object_get(answer(all, 1), "result");
+	ck_assert_msg(!is_tool_error(all, 1), "%.3000s", r.out);
+	warnings = json_object_get(json_object_get(res, "structuredContent"), "warnings");
+	ck_assert_msg(json_array_size(warnings) == 1 &&
+	              cli_has(json_string_value(json_array_get(warnings, 0)),
+	                      "warning: timeout 1000 s was capped at 30 s, the server's --timeout"),
+	              "%.3000s", r.out);
+	text = result_text(all, 1);
+	ck_assert_msg(cli_has(text, "was capped at 30 s"), "%s", text);
+	ck_assert_msg(!cli_has(result_text(all, 2), "capped"), "%s", result_text(all, 2));
+	json_decref(all);
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A toolbox that does not import is named at start, on stderr and in the
+ * python tool's description, with why; one that imports is not. */
+START_TEST(toolboxes_that_do_not_import_are_named_at_start)
+{
+	struct cli_run r;
+	json_t *all, *tool;
+	const char *desc;
+
+	run_mcp(&r, INIT("2025-06-18") "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n",
+	        0, (const char *const[]){ "--toolbox", "json:js", "--toolbox",
+	                                  "no_such_toolbox_mod:nt", NULL });
+	ck_assert_msg(cli_has(r.err, "dolsot mcp: toolbox 'no_such_toolbox_mod' (alias nt) cannot "
+	                      "be imported: ModuleNotFoundError: No module named "
+	                      "'no_such_toolbox_mod'; every python call fails until it imports"),
+	              "%s", r.err);
+	ck_assert_msg(!cli_has(r.err, "'json'"), "%s", r.err);
+	all = lines(&r);
+	tool = json_array_get(json_object_get(json_object_get(answer(all, 1), "result"), "tools"), 0);
+	desc = json_string_value(json_object_get(tool, "description"));
+	ck_assert_msg(cli_has(desc, "Toolboxes that do not import here, so every call fails until "
+	                      "they do"), "%s", desc);
+	ck_assert_msg(cli_has(desc, "toolbox 'no_such_toolbox_mod' (alias nt) cannot be imported: "
+	                      "ModuleNotFoundError"), "%s", desc);
+	json_decref(all);
+	cli_run_release(&r);
+	/* All import: nothing said. */
+	run_mcp(&r, INIT("2025-06-18"), 0, (const char *const[]){ "--toolbox", "json:js", NULL });
+	ck_assert_msg(!cli_has(r.err, "cannot be imported"), "%s", r.err);
 	cli_run_release(&r);
 }
 END_TEST
@@ -1230,6 +1346,40 @@ START_TEST(print_config_env_is_the_settings)
 }
 END_TEST
 
+/* What the toolboxes need travels with the snippet: PYTHONPATH made
+ * absolute (this directory first with --toolbox), VIRTUAL_ENV, and the
+ * server's namespace. */
+START_TEST(print_config_carries_the_toolboxes_environment)
+{
+	static const char *const extra[] = { "PYTHONPATH=lib:/abs/tools", "VIRTUAL_ENV=/venv",
+	                                     NULL };
+	static const char *const bare[] = { "PYTHONPATH", "VIRTUAL_ENV", NULL };
+	char want[4500];
+	struct cli_run r;
+	json_t *o, *env;
+
+	RUN_IN(&r, fx.tmp, extra, "mcp", "--toolbox", "json:js", "--print-config", "generic");
+	ck_assert_msg(r.code == 0, "%s", r.err);
+	o = json_loads(r.out, 0, NULL);
+	env = json_object_get(o, "env");
+	snprintf(want, sizeof(want), "%s:%s/lib:/abs/tools", fx.tmp, fx.tmp);
+	ck_assert_str_eq(json_string_value(json_object_get(env, "PYTHONPATH")), want);
+	ck_assert_str_eq(json_string_value(json_object_get(env, "VIRTUAL_ENV")), "/venv");
+	ck_assert_str_eq(json_string_value(json_object_get(env, "DOLSOT_NAMESPACE")), "mcp");
+	json_decref(o);
+	cli_run_release(&r);
+	RUN_IN(&r, fx.tmp, bare, "mcp", "--namespace", "team", "--print-config", "generic");
+	ck_assert_msg(r.code == 0, "%s", r.err);
+	o = json_loads(r.out, 0, NULL);
+	env = json_object_get(o, "env");
+	ck_assert_ptr_null(json_object_get(env, "PYTHONPATH"));
+	ck_assert_ptr_null(json_object_get(env, "VIRTUAL_ENV"));
+	ck_assert_str_eq(json_string_value(json_object_get(env, "DOLSOT_NAMESPACE")), "team");
+	json_decref(o);
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(print_config_for_each_host)
 {
 	struct cli_run r;
@@ -1387,6 +1537,7 @@ static Suite *mcp_suite(void)
 	}
 	tcase_add_test(sdk, sdk_client_drives_the_server);
 	tcase_add_test(sdk, inspector_cli_lists_and_calls_the_tools);
+	tcase_add_test(sdk, namespaces_keep_each_host_to_its_own);
 	tcase_add_test(raw, version_negotiation);
 	tcase_add_test(raw, batches_under_2025_03_26);
 	tcase_add_test(raw, malformed_messages_get_errors_and_the_server_goes_on);
@@ -1400,12 +1551,15 @@ static Suite *mcp_suite(void)
 	tcase_add_test(raw, run_flags_apply_to_every_call);
 	tcase_add_test(raw, sandbox_flags_apply_to_every_call);
 	tcase_add_test(raw, describe_in_the_description_is_bounded);
+	tcase_add_test(raw, toolboxes_that_do_not_import_are_named_at_start);
+	tcase_add_test(raw, capped_timeout_is_said);
 	tcase_add_test(raw, client_gone_mid_call_ends_everything);
 	tcase_add_test(raw, sigterm_mid_call_ends_everything);
 	tcase_add_test(raw, stdin_eof_answers_calls_in_flight_then_exits);
 	tcase_add_test(raw, export_notebook_tool_answers_and_refuses);
 	tcase_add_test(cfg, print_config_for_each_host);
 	tcase_add_test(cfg, print_config_env_is_the_settings);
+	tcase_add_test(cfg, print_config_carries_the_toolboxes_environment);
 	tcase_add_test(cfg, mcp_usage_errors);
 	tcase_add_test(cfg, skill_examples_run);
 	return s;

@@ -155,6 +155,7 @@ class Results(support.StoreCase):
         self.assertTrue(r.error.startswith("TimeoutError: cell killed after exceeding "
                                            "its 1s timeout"), r.error)
         self.assertEqual(r.session_state, "rolled_back")
+        self.assertEqual(r.held, ["kept"])   # what the session holds, rolled back
         self.assertEqual(repl.run("slow", "kept").value, "'yes'")
 
     def test_dropped_names(self):
@@ -353,7 +354,12 @@ class Precedence(support.StoreCase):
         with env(DOLSOT_TYPECHECK="0", DOLSOT_TY_BIN="/nonexistent/checker"):
             r = Repl(inject=inject, typecheck=True, ty_bin="mypy").run("tc-arg2", code)
             self.assertEqual(r.status, "rejected")
+            # The configured checker missing: the next installed one (mypy).
             r = Repl(inject=inject, typecheck=True).run("tc-env2", code)
+            self.assertEqual(r.status, "rejected")
+        empty = os.path.join(self.tmp, "no-checkers")
+        with env(DOLSOT_TYPECHECK="1", PATH=empty):
+            r = Repl(inject=inject).run("tc-none", code)
             self.assertEqual(r.status, "error")   # no checker: the gate fails open
 
     def test_store_argument_beats_cache_dir(self):

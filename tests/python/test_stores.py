@@ -52,6 +52,21 @@ class SharedStores(support.StoreCase):
                 self.assertEqual(repl.reset("all"), 1)
                 self.assertEqual(repl.sessions(), [])
 
+    def test_namespaces_on_every_store(self):
+        values = dict(self.values(), file="file")
+        for name, value in values.items():
+            with self.subTest(store=name):
+                mine, other = Repl(store=value, namespace="mine"), Repl(store=value)
+                self.assertEqual(mine.run("s", "who = 'mine'").exit_code, 0)
+                self.assertEqual(other.run("s", "who = 'default'").exit_code, 0)
+                self.assertEqual([s.id for s in mine.sessions()], ["s"])
+                self.assertEqual(mine.reset("all"), 1)
+                self.assertEqual(mine.sessions(), [])
+                self.assertEqual(other.run("s", "who").value, "'default'")
+                self.assertEqual(other.reset("all"), 1)
+        with self.assertRaises(InvalidSession):
+            Repl(namespace="a+b")
+
     def test_store_objects_with_a_directory_of_their_own(self):
         for name, value in self.values().items():
             with self.subTest(store=name):

@@ -420,7 +420,13 @@ static const char mytools_py[] =
 	"def help(topic: str | None = None) -> str:\n"
 	"    return 'mytools: add, load'\n"
 	"def _internal_addr() -> None:\n"
-	"    pass\n";
+	"    pass\n"
+	"from dataclasses import dataclass as _dataclass\n"
+	"@_dataclass\n"
+	"class Row:\n"
+	"    n: int\n"
+	"def row(n: int) -> Row:\n"
+	"    return Row(n)\n";
 
 /* No __all__ and no help(): every public attribute counts. */
 static const char plain_py[] =
@@ -591,6 +597,32 @@ START_TEST(wrong_argument_type_is_blocked)
 	ck_err_has(&r, "hint: mt.add(a: int, b: int) -> int; see mt.help(\"add\")");
 	cli_run_release(&r);
 	ck_untouched("s", "1\n");
+}
+END_TEST
+
+/* A held instance of a toolbox's own class is declared as that class: a
+ * record passed where the toolbox wants one of its fields is blocked. */
+START_TEST(held_toolbox_record_passed_for_a_field_is_blocked)
+{
+	struct cli_run r;
+
+	if (!have(_i))
+		return;
+	prepare("s", "x = 1\nrec = mt.row(2)");
+	run(&r, checkers[_i].bin, "1", "s", "mt.add(rec, 1)", NULL);
+	ck_code(&r, 1);
+	ck_err_has(&r, "\"Row\"");
+	ck_err_has(&r, "hint: mt.add(a: int, b: int) -> int");
+	ck_err_has(&r, "\n  hint: pass its field instead: rec.n (int)\n");
+	cli_run_release(&r);
+	run(&r, checkers[_i].bin, "1", "s", "mt.add(1, b=rec)", NULL);
+	ck_code(&r, 1);
+	ck_err_has(&r, "\n  hint: pass its field instead: rec.n (int)\n");
+	cli_run_release(&r);
+	run(&r, checkers[_i].bin, "1", "s", "mt.add(rec.n, 1)", NULL);
+	ck_code(&r, 0);
+	ck_assert_str_eq(r.out, "3\n");
+	cli_run_release(&r);
 }
 END_TEST
 
@@ -1561,6 +1593,11 @@ START_TEST(calling_a_value_names_what_it_shadows)
 	         "value under another name\n");
 	crm_ok("del list\ncount = 3");
 	crm_hint("count()", 1, "hint: count is an int (3), not a function\n");
+	/* A toolbox's constant, called. */
+	crm_hint("crm.CATALOG_VERSION()", 1,
+	         "TypeError: 'str' object is not callable (line 1)\n"
+	         "hint: crm.CATALOG_VERSION is a str ('2024.1'), not a function, so it cannot be "
+	         "called: use crm.CATALOG_VERSION without ()\n");
 	/* The cell's own callable that raises is not a non-callable. */
 	crm_no_hint("class K:\n    def __call__(self):\n        raise TypeError('nope')\nK()()");
 }
@@ -1625,7 +1662,8 @@ START_TEST(positional_frame_access_points_at_iloc)
 	crm_hint("df = crm.tickets_frame()\nfirst = df[0]", 1,
 	         "KeyError: 0 (line 2)\n"
 	         "hint: df[0] looks up a column named 0; for the row at position 0 use "
-	         "df.iloc[0], for a column by position df.iloc[:, 0]\n");
+	         "df.iloc[0], for a column by position df.iloc[:, 0] (df has columns: 'id', "
+	         "'customer_id', 'title', 'priority', 'status')\n");
 }
 END_TEST
 
@@ -1635,6 +1673,11 @@ START_TEST(type_error_inside_toolbox_names_the_parameter)
 	         "TypeError: '<=' not supported between instances of 'int' and 'str' (line 2)\n"
 	         "hint: crm.open_ticket() parameter priority is annotated int, but the call "
 	         "passed str 'high'; see crm.help(\"open_ticket\")\n");
+	/* A record passed where the toolbox wants one of its fields. */
+	crm_hint("c = crm.fetch_user(2)\ncrm.tickets_of(c)", 1,
+	         "hint: crm.tickets_of() parameter email is annotated str, but the call passed "
+	         "Customer Customer(id=2, name='Grace Hopper', e...; pass its field instead: "
+	         "c.email (str); see crm.help(\"tickets_of\")\n");
 	crm_hint("crm.open_ticket({'id': 1}, 'refund')", 1,
 	         "hint: crm.open_ticket() parameter customer is annotated Customer, but the "
 	         "call passed dict {'id': 1}; see crm.help(\"open_ticket\")\n");
@@ -1707,6 +1750,7 @@ static Suite *typegate_suite(void)
 	tcase_add_loop_test(gate, diagnostics_not_about_a_toolbox_do_not_block, 0, 2);
 	tcase_add_loop_test(gate, gate_blocks_on_the_cold_path_too, 0, 2);
 	tcase_add_loop_test(gate, wrong_argument_type_is_blocked, 0, 2);
+	tcase_add_loop_test(gate, held_toolbox_record_passed_for_a_field_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, unknown_toolbox_attribute_is_blocked, 0, 2);
 	tcase_add_loop_test(gate, toolbox_without_help_gets_the_signature_only, 0, 2);
 	tcase_add_loop_test(corpus_warm_mypy, valid_cells_pass_the_gate, 0, 1);

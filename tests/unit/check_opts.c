@@ -480,6 +480,60 @@ START_TEST(session_ids)
 }
 END_TEST
 
+/* Namespaces: a stored name is ID or NS+ID; an id or a namespace a caller
+ * gives never holds the '+'; each namespace sees only its own names. */
+START_TEST(namespaced_names)
+{
+	char err[STORE_ERR_MAX], out[STORE_ID_MAX + 1], id[200], msg[128];
+
+	ck_assert_int_eq(store_ns_name(NULL, "work", out, err, sizeof(err)), 0);
+	ck_assert_str_eq(out, "work");
+	ck_assert_int_eq(store_ns_name("default", "work", out, err, sizeof(err)), 0);
+	ck_assert_str_eq(out, "work");
+	ck_assert_int_eq(store_ns_name("mcp", "work", out, err, sizeof(err)), 0);
+	ck_assert_str_eq(out, "mcp+work");
+	ck_assert(store_id_valid(out, err, sizeof(err)));
+	ck_assert(store_ns_holds("mcp", "mcp+work"));
+	ck_assert(!store_ns_holds("mc", "mcp+work"));
+	ck_assert(!store_ns_holds(NULL, "mcp+work"));
+	ck_assert(store_ns_holds(NULL, "work"));
+	ck_assert(store_ns_holds("default", "work"));
+	ck_assert(!store_ns_holds("mcp", "work"));
+	ck_assert_str_eq(store_ns_id("mcp+work"), "work");
+	ck_assert_str_eq(store_ns_id("work"), "work");
+	ck_assert_int_eq(store_ns_name("mcp", "a+b", out, err, sizeof(err)), -1);
+	ck_assert(strstr(err, "invalid session id 'a+b'"));
+	ck_assert_int_eq(store_ns_name("a+b", "x", out, err, sizeof(err)), -1);
+	ck_assert(strstr(err, "invalid namespace 'a+b'"));
+	ck_assert(!store_part_valid("a+b", "session id", STORE_ID_MAX, err, sizeof(err)));
+	ck_assert(!store_id_valid("a+b+c", err, sizeof(err)));
+	ck_assert(!store_id_valid("+b", err, sizeof(err)));
+	ck_assert(!store_id_valid("a+", err, sizeof(err)));
+	ck_assert(!store_id_valid(".a+b", err, sizeof(err)));
+	ck_assert(!store_id_valid("a+.b", err, sizeof(err)));
+	/* Together at most STORE_ID_MAX: the id's room shrinks by the prefix. */
+	memset(id, 'x', 124);
+	id[124] = '\0';
+	ck_assert_int_eq(store_ns_name("mcp", id, out, err, sizeof(err)), 0);
+	id[124] = 'x';
+	id[125] = '\0';
+	ck_assert_int_eq(store_ns_name("mcp", id, out, err, sizeof(err)), -1);
+	ck_assert(strstr(err, "at most 124 characters there"));
+	memset(id, 'n', 33);
+	id[33] = '\0';
+	ck_assert_int_eq(store_ns_name(id, "x", out, err, sizeof(err)), -1);
+	snprintf(msg, sizeof(msg), "session 'mcp+work' is busy; 'mcp+x' too; 'other+y'");
+	store_ns_unname(msg, sizeof(msg), "mcp");
+	ck_assert_str_eq(msg, "session 'work' is busy; 'x' too; 'other+y'");
+	snprintf(msg, sizeof(msg), "run 'dolsot --reset mcp+w' to start it afresh");
+	store_ns_unname(msg, sizeof(msg), "mcp");
+	ck_assert_str_eq(msg, "run 'dolsot --namespace mcp --reset w' to start it afresh");
+	snprintf(msg, 40, "run 'dolsot --reset mcp+w' to start");
+	store_ns_unname(msg, 40, "mcp");   /* no room: the command stays */
+	ck_assert_str_eq(msg, "run 'dolsot --reset mcp+w' to start");
+}
+END_TEST
+
 START_TEST(quoting)
 {
 	char q[64];
@@ -592,6 +646,7 @@ int main(void)
 	tcase_add_test(tc, carry_switch);
 	tcase_add_test(tc, trust_settings);
 	tcase_add_test(tc, session_ids);
+	tcase_add_test(tc, namespaced_names);
 	tcase_add_test(tc, quoting);
 	tcase_add_test(tc, limits);
 	tcase_add_test(tc, sizes_and_the_unit_cache_size);

@@ -5,7 +5,8 @@ is on.  check() writes one file to a private temporary directory:
 
     prelude   imports of each toolbox under its alias, then one declaration
               per name the session holds (its exact type when that is a
-              plain builtin the cell does not rebind, else Any)
+              plain builtin or a toolbox's own class the cell does not
+              rebind, else Any)
     cell      the cell's lines unchanged, or indented into an async function
               when the cell awaits at top level
 
@@ -80,7 +81,18 @@ def _awaits_at_top(code):
     return bool(compile(code, "<cell>", "exec", flags).co_flags & 0x80)
 
 
-def _declaration(name, value, rebound):
+def _toolbox_class(value, toolboxes):
+    """'alias.Name' when value's class is a toolbox's own, at its top level
+    (a dataclass a toolbox function returned, say), so the checker knows
+    its fields; else None."""
+    t = type(value)
+    for alias, module in toolboxes.items():
+        if getattr(module, t.__name__, None) is t and t.__module__ == module.__name__:
+            return f"{alias}.{t.__name__}"
+    return None
+
+
+def _declaration(name, value, rebound, toolboxes):
     if isinstance(value, type) and not rebound:
         # A class from an earlier cell may be used in annotations.
         return f"class {name}(_dolsot_Any): pass"
@@ -89,6 +101,9 @@ def _declaration(name, value, rebound):
         return f"{name}: _dolsot_b.{t.__name__} = _dolsot_v()"
     if not rebound and value is None:
         return f"{name}: None = None"
+    own = None if rebound else _toolbox_class(value, toolboxes)
+    if own is not None:
+        return f"{name}: {own} = _dolsot_v()"
     return f"{name}: _dolsot_Any = _dolsot_v()"
 
 
@@ -111,7 +126,7 @@ def _prelude(kind, held, toolboxes, bound, assigned, wrapped, tools=None):
         if name in toolboxes or not name.isidentifier() or keyword.iskeyword(name):
             continue
         declared.add(name)
-        lines.append(_declaration(name, held[name], name in bound))
+        lines.append(_declaration(name, held[name], name in bound, toolboxes))
     # mypy fixes a variable's type at its first assignment, and would reject
     # a valid rebinding to another type: assigned names are Any.  A wrapped
     # cell's names are declared global, so they must exist at module level.
@@ -356,6 +371,32 @@ def _call_subject(tree, pos, argument):
     return min(calls, key=_size) if calls else None
 
 
+def field_hint(tree, held, toolboxes, line, col, code):
+    """'hint: pass its field instead: p.sku (str)' when an argument's type
+    diagnostic (line, 1-based col) is about a held record with a field
+    that fits the toolbox parameter; else None."""
+    if code not in _ARG_CODES or not col:
+        return None
+    pos = (line, col - 1)
+    call = _call_subject(tree, pos, True)
+    ref = _toolbox_attr(call.func, toolboxes) if call is not None else None
+    if ref is None:
+        return None
+    hints = _dolsot.embedded("hints")
+    params, notes = hints.parameters(getattr(toolboxes[ref[0]], ref[1], None))
+    arg = pname = None
+    for i, a in enumerate(call.args):
+        if _start(a) == pos and i < len(params) and not isinstance(a, ast.Starred):
+            arg, pname = a, params[i]
+    for k in call.keywords:
+        if k.arg and (_start(k) == pos or _start(k.value) == pos):
+            arg, pname = k.value, k.arg
+    if not isinstance(arg, ast.Name) or arg.id not in held or pname not in notes:
+        return None
+    fix = hints.field_fix(held[arg.id], notes[pname], pname, arg.id)
+    return f"hint: {fix}" if fix else None
+
+
 def blocking_ref(tree, toolboxes, line, col, code, message):
     """(alias, name) of the toolbox use a diagnostic at line:col (1-based
     column, 0 when not given) blames, when it is one that blocks; else None."""
@@ -377,19 +418,19 @@ def blocking_ref(tree, toolboxes, line, col, code, message):
 
 def format_block(name, errors, toolboxes):
     """The error text of a blocked cell: one 'line N: message  [code]' per
-    error, each (line, message, code, (alias, name)), and its hint."""
+    error, each (line, message, code, (alias, name), field hint or None),
+    and its hints."""
     hints = _dolsot.embedded("hints")
     n = len(errors)
     out = [f"TypeCheckError: {name} found {n} error{'s' if n != 1 else ''} in the cell, "
            "so it did not run; session unchanged"]
-    for line, message, code, ref in errors[:MAX_SHOWN]:
+    for line, message, code, ref, field in errors[:MAX_SHOWN]:
         first, *rest = message.splitlines() or [""]
         out.append(f"line {line}: {first}" + (f"  [{code}]" if code else ""))
         out.extend("  " + r.strip() for r in rest[:4] if r.strip())
         hint = (hints.toolbox_hint(ref[0], toolboxes[ref[0]], ref[1]) if ref[0]
                 else _tool_hint(ref[1]))
-        if hint:
-            out.append("  " + hint)
+        out.extend("  " + h for h in (hint, field) if h)
     if n > MAX_SHOWN:
         out.append(f"... and {n - MAX_SHOWN} more")
     return "\n".join(out)
@@ -516,7 +557,8 @@ def _run(code, held, toolboxes):
     for line, col, message, code in errors:
         ref = blocking_ref(tree, toolboxes, line, col, code, message)
         if ref is not None:
-            blocking.append((line, message, code, ref))
+            blocking.append((line, message, code, ref,
+                             field_hint(tree, held, toolboxes, line, col, code)))
     if not blocking:
         return None
     global last_blocking

@@ -389,6 +389,57 @@ def _parameters(obj):
     return names, {k: v for k, v in notes.items() if not isinstance(v, str)}
 
 
+def _argument_text(code, line, alias, name, params, pname):
+    """The cell's expression for parameter pname in its call of alias.name
+    on line ("p", "items[0]"), or None."""
+    for call in _calls_at(code, line):
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == name and
+                isinstance(func.value, ast.Name) and func.value.id == alias):
+            continue
+        arg = next((k.value for k in call.keywords if k.arg == pname), None)
+        i = params.index(pname)
+        if arg is None and i < len(call.args) and not any(
+                isinstance(a, ast.Starred) for a in call.args[:i + 1]):
+            arg = call.args[i]
+        text = ast.unparse(arg) if arg is not None else None
+        return text if text and len(text) <= MAX_REPR else None
+    return None
+
+
+def field_fix(value, target, pname, expr):
+    """'pass its field instead: EXPR.FIELD (TYPE)' when value, the argument
+    expr of parameter pname, is a record with a field that fits the
+    annotation target; else None.  The runtime hint and the type gate's."""
+    field = _fitting_field(value, target, pname)
+    if field is None:
+        return None
+    return f"pass its field instead: {expr}.{field} ({_annotation_text(target)})"
+
+
+def parameters(obj):
+    """(names of obj's parameters, {name: annotation}): see _parameters."""
+    return _parameters(obj)
+
+
+def _fitting_field(value, target, pname):
+    """The field of value (a dataclass's, or an object's own public
+    attribute) that fits the annotation target: the one named pname when it
+    fits, else the only one that does; None when there is none or no one."""
+    import dataclasses
+    try:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            names = [f.name for f in dataclasses.fields(value)]
+        else:
+            names = [n for n in vars(value) if not n.startswith("_")]
+    except BaseException:
+        return None
+    fits = [n for n in names if _fits(getattr(value, n, None), target) is True]
+    if pname in fits:
+        return pname
+    return fits[0] if len(fits) == 1 else None
+
+
 def _inside_toolbox_hint(exc, code, ns, toolboxes):
     """A TypeError raised inside a toolbox function: the parameter whose
     value does not fit its annotation."""
@@ -406,9 +457,12 @@ def _inside_toolbox_hint(exc, code, ns, toolboxes):
             value = inner.f_locals[pname]
             if _fits(value, hints[pname]) is False:
                 see = f'; see {alias}.help("{name}")' if _see_help(alias, module, name) else ""
+                arg = _argument_text(code, cell.tb_lineno, alias, name, params, pname)
+                fix = field_fix(value, hints[pname], pname, arg or "the argument")
+                fix = f"; {fix}" if fix else ""
                 return _line(f"hint: {alias}.{name}() parameter {pname} is annotated "
                              f"{_annotation_text(hints[pname])}, but the call passed "
-                             f"{type(value).__name__} {_short(value)}{see}")
+                             f"{type(value).__name__} {_short(value)}{fix}{see}")
         return None
     return None
 
@@ -443,6 +497,38 @@ def _shadowed(name, toolboxes):
     return None
 
 
+def _constant_attribute_hint(func, scope):
+    """'hint: mt.VERSION is a str ('1.2'), not a function: ...' for a call
+    of an attribute (of a name the cell sees) that holds a value."""
+    if not isinstance(func.value, ast.Name) or func.value.id not in scope:
+        return None
+    owner = scope[func.value.id]
+    if func.attr.startswith("_") or not hasattr(type(owner), "__getattribute__"):
+        return None
+    try:
+        value = inspect_static_attr(owner, func.attr)
+    except BaseException:
+        return None
+    if value is _MISSING or callable(value):
+        return None
+    what = f"{func.value.id}.{func.attr}"
+    return _line(f"hint: {what} is {_a(type(value).__name__)} ({_short(value)}), not a "
+                 f"function, so it cannot be called: use {what} without ()")
+
+
+_MISSING = object()
+
+
+def inspect_static_attr(owner, name):
+    """owner's attribute name without running a property or __getattr__
+    (a module's or an instance's own value); _MISSING when there is none."""
+    import inspect
+    try:
+        return inspect.getattr_static(owner, name)
+    except AttributeError:
+        return _MISSING
+
+
 def _not_callable_hint(exc, code, ns, toolboxes):
     i, cell, _ = _last_cell_frame(exc)
     if cell is None:
@@ -450,6 +536,11 @@ def _not_callable_hint(exc, code, ns, toolboxes):
     scope = dict(cell.tb_frame.f_globals)
     scope.update(cell.tb_frame.f_locals)
     for call in _calls_at(code, cell.tb_lineno):
+        if isinstance(call.func, ast.Attribute):
+            hint = _constant_attribute_hint(call.func, scope)
+            if hint is not None:
+                return hint
+            continue
         if not isinstance(call.func, ast.Name):
             continue
         name = call.func.id
@@ -612,7 +703,8 @@ def _key_error_hint(exc, code):
         if kind == "DataFrame" and isinstance(key, int) and not isinstance(key, bool):
             return _line(f"hint: {what}[{key}] looks up a column named {key}; for the row at "
                          f"position {key} use {what}.iloc[{key}], for a column by position "
-                         f"{what}.iloc[:, {key}]")
+                         f"{what}.iloc[:, {key}] ({what} has columns: "
+                         f"{_listed(keys, quote=True)})")
         noun = {"DataFrame": "columns", "Series": "index labels"}.get(kind, "keys")
         strings = [k for k in keys if isinstance(k, str)]
         match = closest(key, strings) if isinstance(key, str) else None

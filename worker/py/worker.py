@@ -182,9 +182,9 @@ def answer(exit_code, flags=0, *, value=None, error=None, held=None, dropped=Non
             "limit": limit, "kept": kept, **_detail_fields()}
 
 
-def _limit_answer(name, exc, max_output):
+def _limit_answer(name, exc, max_output, held=None):
     """Drop the cell's state (it may hold the memory that ran out), then say
-    which limit was hit."""
+    which limit was hit (held: what the session, unchanged, holds)."""
     import gc
     error = _cap(describe(exc), max_output, "error")
     exc.__traceback__ = None
@@ -193,7 +193,7 @@ def _limit_answer(name, exc, max_output):
     gc.collect()
     error += (f"\ndolsot: the cell hit the {_LIMIT_WORDS[name]} "
               f"(--{name} {_format_limit(name, _limits[name])}); session unchanged")
-    return answer(1, error=error, limit=name)
+    return answer(1, error=error, limit=name, held=held)
 
 
 def import_toolboxes(toolboxes):
@@ -451,9 +451,10 @@ def _gate(code, ns, toolboxes, kept=(), tools=None):
     """The type gate (gate.py): (error text of a blocked cell, warning)."""
     try:
         import _dolsot
-        # A missing checker is the common case and must cost nothing: look
-        # it up before compiling the gate.
-        if _dolsot.which(_dolsot.ty_bin()) is None:
+        # Only a call through a toolbox or a host tool can be blocked:
+        # without either the checker would run for nothing.  A missing checker must cost
+        # nothing too: look it up before compiling the gate.
+        if not (toolboxes or tools) or _dolsot.which(_dolsot.ty_bin()) is None:
             return None, None
         gate = _dolsot.embedded("gate")
         held = _session_names(ns, toolboxes, tools)
@@ -824,6 +825,20 @@ class _Call:
         self.value = self.error = None
 
 
+def _held_now(c):
+    """What the session holds as loaded, '\n'-separated: the names in the
+    namespace (not the host's tools), those a toolbox alias hides, and
+    those not loaded (kept unloaded, or not reached by the cell).  The
+    answer of a call that ends before its save (the session rolls back)
+    says these."""
+    names = (set(_session_names(c.ns, c.loaded, c.tools)) | set(c.hidden)
+             | set(c.kept_names))
+    if c.stored is not None:
+        for unit in c.stored.skipped:
+            names.update(unit[0])
+    return "\n".join(sorted(names))
+
+
 def _load_step(c, blob, toolboxes, tools=None):
     """Import the toolboxes and bring the session back into the namespace:
     None, or the answer when the call ends here."""
@@ -873,6 +888,11 @@ def _load_step(c, blob, toolboxes, tools=None):
     c.count = (live["count"] if live is not None else
                stored.count if stored is not None else 0) + 1
     _detail["count"] = c.count
+    c.held_before = _held_now(c)
+    try:
+        _dolsot.note_held(c.held_before)
+    except OSError:
+        pass                            # then a timeout says nothing held
     _tick("load")
     return None
 
@@ -883,7 +903,7 @@ def _gate_step(c):
                                if c.flags & REQ_TYPECHECK else (None, None))
     _tick("gate")
     if blocked is not None:
-        return answer(1, RES_REJECTED, error=blocked,
+        return answer(1, RES_REJECTED, error=blocked, held=c.held_before,
                       warnings=_lines(c.notes, c.carry.warnings, [c.gate_warning]))
     return None
 
@@ -915,7 +935,7 @@ def _execute_step(c):
             text = _repr(e.code)
             _detail["error_info"] = _items(["SystemExit", text[:max_output] if max_output
                                             else text, ""])
-        return answer(1, RES_RAN,
+        return answer(1, RES_RAN, held=c.held_before,
                       error=_cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                       ": the cell ended the interpreter, so it did not complete; "
                       "session unchanged",
@@ -927,7 +947,7 @@ def _execute_step(c):
         if limit:
             flush()
             _error_info(e, code, max_output)
-            return _limit_answer(limit, e, max_output)
+            return _limit_answer(limit, e, max_output, c.held_before)
         c.exit_code, c.res_flags = exit_code_of(e), RES_RAN
         error = _cap(describe(e), max_output, "error")
         unloaded_use = _kept_use(e, c.kept_names)
@@ -977,14 +997,15 @@ def _save_step(c):
             sys.setrecursionlimit(limit)
         carry.lost(lost)
     except _Fatal as e:
-        return answer(1, c.res_flags & RES_RAN, value=c.value,
+        return answer(1, c.res_flags & RES_RAN, value=c.value, held=c.held_before,
                       error="\n".join(filter(None, [c.error, str(e)])),
                       warnings=_lines(c.notes, carry.warnings, warnings, c.shown))
     except BaseException as e:
         if isinstance(e, MemoryError) and "memory" in _limits:
-            return _limit_answer("memory", e, c.max_output)
+            return _limit_answer("memory", e, c.max_output, c.held_before)
         warning = f"warning: session '{c.session}' not saved: {_reason(e)}"
         return answer(max(c.exit_code, 1), c.res_flags, value=c.value, error=c.error,
+                      held=c.held_before,
                       warnings=_lines(c.notes, carry.warnings, warnings + [warning], c.shown))
     _tick("dump")
     if live_index is not None:

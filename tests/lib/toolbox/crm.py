@@ -8,8 +8,11 @@ only by tickets_frame(), so that a call that does not use it does not pay.
 
 from dataclasses import dataclass, field
 
-__all__ = ["CrmError", "Customer", "Ticket", "fetch_user", "lookup", "find_customers",
-           "open_ticket", "list_tickets", "tickets_frame", "help"]
+__all__ = ["CrmError", "Customer", "Ticket", "CATALOG_VERSION", "fetch_user", "lookup",
+           "find_customers", "open_ticket", "list_tickets", "tickets_of", "tickets_frame",
+           "help"]
+
+CATALOG_VERSION = "2024.1"
 
 
 class CrmError(Exception):
@@ -82,6 +85,13 @@ def open_ticket(customer: Customer, title: str, priority: int = 2) -> Ticket:
 def list_tickets(status: str = "open") -> list[Ticket]:
     """The tickets with this status: 'open' or 'closed'."""
     return [t for t in _TICKETS if t.status == status]
+
+
+def tickets_of(email: str) -> list[Ticket]:
+    """The tickets of the customer with this email address."""
+    wanted = email.lower()
+    ids = {c.id for c in _CUSTOMERS.values() if c.email == wanted}
+    return [t for t in _TICKETS if t.customer_id in ids]
 
 
 def tickets_frame():
