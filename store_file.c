@@ -29,7 +29,8 @@
  *   ENOENT from a racing process is expected.
  * - The whole directory is swept (each entry stat'ed for its age) at most
  *   once per SWEEP_EVERY, or per TTL / 100 when that is shorter, across
- *   every process: the mtime of .swept says when it last was.  A call
+ *   every process: the mtime of .swept (.swept.NS in namespace NS, whose
+ *   sweep reaps only NS's sessions) says when it last was.  A call
  *   still reaps, at once, the session it locks (when expired) and that
  *   session's temp files, and listing or deleting every session sweeps
  *   first whatever the stamp says: a store of thousands of sessions does
@@ -387,14 +388,20 @@ static bool sweep_due(struct fstore *fs)
 	struct timespec now;
 	struct stat st;
 	double every = sweep_every(fs);
+	char stamp[NAME_BUF];
 	int fd;
 
+	/* A namespace's sweep reaps only its sessions: each has its stamp. */
+	if (store_ns_is_default(fs->s.ns))
+		snprintf(stamp, sizeof(stamp), "%s", SWEEP_STAMP);
+	else
+		snprintf(stamp, sizeof(stamp), "%s.%s", SWEEP_STAMP, fs->s.ns);
 	if (clock_gettime(CLOCK_REALTIME, &now) < 0)
 		return true;
-	if (fstatat(fs->dirfd, SWEEP_STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	if (fstatat(fs->dirfd, stamp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	    age_of(&st, &now) >= 0 && age_of(&st, &now) < every)
 		return false;
-	fd = openat(fs->dirfd, SWEEP_STAMP,
+	fd = openat(fs->dirfd, stamp,
 	            O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		(void)futimens(fd, NULL);

@@ -150,7 +150,7 @@ bool store_id_valid(const char *id, char *err, size_t errlen)
 	return store_part_valid(id, "session id", STORE_ID_MAX, err, errlen);
 }
 
-static bool ns_is_default(const char *ns)
+bool store_ns_is_default(const char *ns)
 {
 	return ns == NULL || ns[0] == '\0' || strcmp(ns, STORE_NS_DEFAULT) == 0;
 }
@@ -159,7 +159,7 @@ int store_ns_name(const char *ns, const char *id, char *out, char *err, size_t e
 {
 	size_t room;
 
-	if (ns_is_default(ns)) {
+	if (store_ns_is_default(ns)) {
 		if (!store_part_valid(id, "session id", STORE_ID_MAX, err, errlen))
 			return -1;
 		snprintf(out, STORE_ID_MAX + 1, "%s", id);
@@ -185,7 +185,7 @@ bool store_ns_holds(const char *ns, const char *stored)
 	const char *sep = strchr(stored, STORE_NS_SEP);
 	size_t n;
 
-	if (ns_is_default(ns))
+	if (store_ns_is_default(ns))
 		return sep == NULL;
 	n = strlen(ns);
 	return sep != NULL && (size_t)(sep - stored) == n && memcmp(stored, ns, n) == 0;
@@ -216,7 +216,7 @@ void store_ns_unname(char *text, size_t len, const char *ns)
 	char quoted[STORE_NS_MAX + 3], reset[STORE_NS_MAX + 12], again[STORE_NS_MAX + 26];
 	char *at;
 
-	if (ns_is_default(ns) || strlen(ns) > STORE_NS_MAX)
+	if (store_ns_is_default(ns) || strlen(ns) > STORE_NS_MAX)
 		return;
 	snprintf(quoted, sizeof(quoted), "'%s%c", ns, STORE_NS_SEP);
 	snprintf(reset, sizeof(reset), "--reset %s%c", ns, STORE_NS_SEP);

@@ -68,6 +68,9 @@ bool store_part_valid(const char *part, const char *what, size_t max, char *err,
  */
 int store_ns_name(const char *ns, const char *id, char *out, char *err, size_t errlen);
 
+/* Whether ns is the default namespace (NULL, "" or STORE_NS_DEFAULT). */
+bool store_ns_is_default(const char *ns);
+
 /* Whether the stored name is one of namespace ns's (NULL: the default). */
 bool store_ns_holds(const char *ns, const char *stored);
 
