@@ -380,7 +380,7 @@ def field_hint(tree, held, toolboxes, line, col, code):
     pos = (line, col - 1)
     call = _call_subject(tree, pos, True)
     ref = _toolbox_attr(call.func, toolboxes) if call is not None else None
-    if ref is None:
+    if ref is None or not ref[0]:   # no toolbox: a host tool's call
         return None
     hints = _dolsot.embedded("hints")
     params, notes = hints.parameters(getattr(toolboxes[ref[0]], ref[1], None))
