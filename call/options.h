@@ -44,7 +44,7 @@ struct settings {
 };
 
 #define DEFAULT_TIMEOUT 20.0
-#define DEFAULT_MAX_OUTPUT 100000
+#define DEFAULT_MAX_OUTPUT 20000
 #define DEFAULT_TTL_DAYS 7.0
 #define DEFAULT_SERVER_IDLE 300.0
 #define DEFAULT_TY_BIN "ty"

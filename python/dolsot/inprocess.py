@@ -34,7 +34,7 @@ from .errors import InvalidToolbox
 from .result import Result, error_line
 
 DEFAULT_TIMEOUT = 20.0
-DEFAULT_MAX_OUTPUT = 100000
+DEFAULT_MAX_OUTPUT = 20000
 # How long a timed-out cell's thread is given to honour the stop request
 # before the Result says it is still running.
 STOP_GRACE = 0.2
@@ -90,10 +90,23 @@ def _router(name):
 
 
 def _cut(s, cap, what):
+    """s within cap chars as the binary cuts a text: its head and tail (the
+    cap's halves, each at a line break when one is in its outer half) and a
+    line between them saying what was kept and cut."""
     if s is None or not cap or len(s) <= cap:
         return s, None
-    return (s[:cap] + f"\n[{what} truncated: kept {cap} of {len(s)} chars]",
-            {"kept": cap, "cut": len(s) - cap})
+    head, tail = s[:cap // 2], s[len(s) - (cap - cap // 2):]
+    at = head.rfind("\n") + 1
+    head = head[:at] if at > len(head) // 2 else head
+    at = tail.find("\n") + 1
+    tail = tail[at:] if 0 < at <= len(tail) // 2 else tail
+    cut = s[len(head):len(s) - len(tail)]
+    cut_bytes = len(cut.encode("utf-8", "surrogatepass"))
+    mark = (f"[{what} truncated: kept the first {len(head)} and the last {len(tail)} "
+            f"chars; cut {cut_bytes} bytes ({len(cut)} chars) here]\n")
+    return (head + ("\n" if head and not head.endswith("\n") else "") + mark + tail,
+            {"kept": len(head) + len(tail), "cut": len(cut), "head": len(head),
+             "tail": len(tail), "cut_bytes": cut_bytes})
 
 
 def _async_raise(thread_id, exc):
@@ -154,7 +167,7 @@ class InProcessSession:
 
     inject maps alias to any object (a module name, given as a str, is
     imported here); timeout and max_output fall back to DOLSOT_TIMEOUT and
-    DOLSOT_MAX_OUTPUT, then to 20 s and 100000 characters (0 = no cap).
+    DOLSOT_MAX_OUTPUT, then to 20 s and 20000 characters (0 = no cap).
     ast_gate is called with each cell's ast.Module before it runs and
     refuses the cell by raising.
     """

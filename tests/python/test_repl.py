@@ -336,8 +336,11 @@ class Precedence(support.StoreCase):
             self.assertEqual(r.truncated["stdout"]["kept"], 50)
             self.assertEqual(r.truncated["value"]["kept"], 50)
             r = Repl(max_output=20).run("mo-arg", code)
-            self.assertEqual(r.truncated["stdout"]["kept"], 20)
-            self.assertEqual(r.stdout, "y" * 20)
+            self.assertEqual(r.truncated["stdout"], {"kept": 20, "cut": 281, "head": 10,
+                                                     "tail": 10, "cut_bytes": 281})
+            self.assertEqual(r.stdout, "y" * 10 + "\n[output truncated: kept the first 10 "
+                             "and the last 10 chars; cut 281 bytes (281 chars) here]\n" +
+                             "y" * 9 + "\n")
             r = Repl(max_output=0).run("mo-zero", code)
             self.assertEqual(r.truncated, {})
 

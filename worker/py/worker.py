@@ -357,10 +357,26 @@ def _depth():
 
 
 def _cap(text, cap, what):
-    if cap and len(text) > cap:
-        _detail.setdefault("truncated", []).append(f"{what}\t{cap}\t{len(text) - cap}")
-        text = text[:cap] + f"\n[{what} truncated: kept {cap} of {len(text)} chars]"
-    return text
+    """text within cap chars: its head and its tail (the cap's halves, as
+    output.c keeps a stream's), each ending or starting at a line break
+    when one is in its outer half, and a line between them saying what was
+    kept and cut."""
+    if not cap or len(text) <= cap:
+        return text
+    head, tail = text[:cap // 2], text[len(text) - (cap - cap // 2):]
+    nl = head.rfind("\n")
+    if nl >= 0 and nl + 1 > len(head) // 2:
+        head = head[:nl + 1]
+    nl = tail.find("\n")
+    if 0 <= nl and nl + 1 <= len(tail) // 2:
+        tail = tail[nl + 1:]
+    cut = text[len(head):len(text) - len(tail)]
+    cut_bytes = len(cut.encode("utf-8", "surrogatepass"))
+    _detail.setdefault("truncated", []).append(
+        f"{what}\t{len(head) + len(tail)}\t{len(cut)}\t{len(head)}\t{len(tail)}\t{cut_bytes}")
+    return (head + ("" if head.endswith("\n") or not head else "\n") +
+            f"[{what} truncated: kept the first {len(head)} and the last {len(tail)} "
+            f"chars; cut {cut_bytes} bytes ({len(cut)} chars) here]\n" + tail)
 
 
 def _items(values):
