@@ -246,6 +246,17 @@ int capture_finish(struct capture *c)
 	return ret;
 }
 
+int capture_tap_wait(const struct capture *c, int ms)
+{
+	return c->tap ? c->tap->wait_ms(c->tap, ms) : ms;
+}
+
+void capture_tap_tick(const struct capture *c)
+{
+	if (c->tap)
+		c->tap->tick(c->tap);
+}
+
 void capture_release(struct capture *c)
 {
 	struct capture_tap *tap = c->tap;

@@ -26,6 +26,9 @@ struct capture;
 struct capture_tap {
 	void (*feed)(struct capture_tap *tap, const struct capture *c, const char *buf,
 	             size_t n);
+	/* At most ms (-1: no limit), or the ms until tick has work. */
+	int (*wait_ms)(struct capture_tap *tap, int ms);
+	void (*tick)(struct capture_tap *tap);
 };
 
 /*
@@ -67,6 +70,11 @@ int capture_feed(struct capture *c, const void *buf, size_t n);
  * ENOMEM (data is then the head alone). */
 int capture_finish(struct capture *c);
 void capture_release(struct capture *c);
+
+/* For the poll loop that reads a capture's pipe: how long it may wait
+ * (ms, or less when c's tap has work due), and the tap's work. */
+int capture_tap_wait(const struct capture *c, int ms);
+void capture_tap_tick(const struct capture *c);
 
 /* Bytes the result owns (malloc'd), with their length. */
 struct owned {

@@ -107,8 +107,9 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 		if (s->o->timed_out && left < -COLD_KILL_GRACE)
 			break;
 		ms = s->o->timed_out || s->o->signal ? COLD_REAP_POLL_MS : deadline_poll_ms(left);
-		if (proc_poll(pipes, 2, &sig, 1, ms) < 0)
+		if (proc_poll(pipes, 2, &sig, 1, capture_tap_wait(pipes[0].ctx, ms)) < 0)
 			break;
+		capture_tap_tick(pipes[0].ctx);
 		on_signals(s);
 	}
 }

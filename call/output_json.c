@@ -574,6 +574,20 @@ static int emit(json_t *obj, bool bad, FILE *out)
 	return rc;
 }
 
+int output_json_chunk(const struct stream_chunk *c, FILE *out)
+{
+	json_t *o = json_object();
+	bool bad = !o;
+
+	if (!bad) {
+		put(o, "stream", json_string(c->name), &bad);
+		put(o, "seq", json_integer((json_int_t)c->seq), &bad);
+		put(o, "text", jstr(c->text, c->len), &bad);
+		put(o, "dropped", json_integer((json_int_t)c->dropped), &bad);
+	}
+	return emit(o, bad, out);
+}
+
 int output_json_run(const struct result *r, FILE *out)
 {
 	json_t *o = json_object();

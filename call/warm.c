@@ -313,8 +313,10 @@ static enum call_status supervise(struct call *c, const struct timespec *deadlin
 			c->o->timed_out = true;
 			return CALL_DONE;
 		}
-		if (proc_poll(pipes, 2, p, 2, deadline_poll_ms(left)) < 0)
+		if (proc_poll(pipes, 2, p, 2, capture_tap_wait(pipes[0].ctx,
+		                                               deadline_poll_ms(left))) < 0)
 			return CALL_BROKEN;
+		capture_tap_tick(pipes[0].ctx);
 		if (p[1].revents)
 			on_signals(c);
 		if (p[0].revents && !on_message(c))

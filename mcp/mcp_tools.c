@@ -159,6 +159,38 @@ static int result_parts(const struct result *res, FILE *text, json_t **obj)
 	return 0;
 }
 
+/*
+ * A stream of the result object longer than this many bytes is shown once,
+ * in the text content: structuredContent has "" in its place and names it
+ * in "in_text" (a host's limit counts both copies).
+ */
+#define MCP_INLINE_STREAM_MAX 1024
+/* Seconds between the rounds of output chunks a call's progress carries. */
+#define MCP_STREAM_EVERY 0.5
+
+static void slim_streams(json_t *obj)
+{
+	static const char *const streams[] = { "stdout", "stderr" };
+	json_t *moved = json_array();
+
+	for (size_t i = 0; moved && i < 2; i++) {
+		const json_t *v = json_object_get(obj, streams[i]);
+
+		if (json_is_string(v) && json_string_length(v) > MCP_INLINE_STREAM_MAX &&
+		    json_array_append_new(moved, json_string(streams[i])) == 0)
+			json_object_set_new(obj, streams[i], json_string(""));
+	}
+	if (moved && json_array_size(moved))
+		json_object_set(obj, "in_text", moved);
+	json_decref(moved);
+}
+
+/* A chunk of the cell's output, for mcp.c's progress notifications. */
+static void send_chunk(void *f, const struct stream_chunk *chunk)
+{
+	output_json_chunk(chunk, f);
+}
+
 static json_t *python_run(const struct mcp_setup *m, bool structured,
                           const struct mcp_call *c, bool *cancelled)
 {
@@ -175,11 +207,20 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 	json_t *obj = NULL, *content;
 	FILE *f;
 
+	struct stream chunks;
+	FILE *progress = c->chunk_fd >= 0 ? fdopen(c->chunk_fd, "w") : NULL;
+
 	set.timeout = c->timeout;
 	result_init(&res, set.max_output);
+	if (progress)
+		stream_attach(&chunks, &res.out, &res.err, MCP_STREAM_EVERY, send_chunk, progress);
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0) {
 		result_release(&res);
 		return mcp_tools_error(structured, "dolsot: %s", err);
+	}
+	if (progress) {
+		stream_flush(&chunks);
+		fclose(progress);
 	}
 	if (sig) {
 		*cancelled = true;  /* no answer: the session rolled back */
@@ -198,6 +239,7 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 		return NULL;
 	}
 	add_images(obj, content, f);
+	slim_streams(obj);
 	if (c->minted)
 		fprintf(f, "dolsot: this call made session '%s'; pass \"session\": \"%s\" to "
 		        "go on with its state\n", c->session, c->session);
@@ -773,6 +815,7 @@ int mcp_tools_read(const struct mcp_setup *m, const char *name, const json_t *ar
 	char names[256];
 
 	memset(c, 0, sizeof(*c));
+	c->chunk_fd = -1;
 	while (t < tools + N_TOOLS && strcmp(t->name, name) != 0)
 		t++;
 	if (t == tools + N_TOOLS) {

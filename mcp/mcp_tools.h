@@ -49,6 +49,8 @@ struct mcp_call {
 	uint64_t state;             /* checkout: the state to go back to (undo: 0) */
 	int format;                 /* export_notebook: its enum export_format */
 	double timeout;             /* seconds it may run (0: list_sessions) */
+	int chunk_fd;               /* python: where its output goes while it
+	                             * runs, a --json-stream line a chunk; -1 */
 };
 
 /* Why a call is refused before it runs: a JSON-RPC error. */
