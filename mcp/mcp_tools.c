@@ -893,7 +893,7 @@ char *mcp_tools_describe(const struct mcp_setup *m)
  * what a cell gets (described); malloc'd, or NULL. */
 static char *python_description(const struct settings *set, const char *described)
 {
-	char *full = NULL, life[320];
+	char *full = NULL, life[320], cut[200];
 
 	if (set->store == STORE_KIND_MEMORY)
 		snprintf(life, sizeof(life), "Sessions live in the warm server's memory "
@@ -904,6 +904,14 @@ static char *python_description(const struct settings *set, const char *describe
 		         "or until unused for %g days", set->ttl_days);
 	else
 		snprintf(life, sizeof(life), "Sessions are kept on disk until reset_session");
+	if (set->max_output)
+		snprintf(cut, sizeof(cut), "A stream, the value and the error over %llu "
+		         "characters keep their first %llu and last %llu, with a line between "
+		         "saying what was cut", (unsigned long long)set->max_output,
+		         (unsigned long long)(set->max_output / 2),
+		         (unsigned long long)(set->max_output - set->max_output / 2));
+	else
+		snprintf(cut, sizeof(cut), "Output is not cut (DOLSOT_MAX_OUTPUT=0)");
 	if (asprintf(&full,
 	             "Run Python 3.11 code in a persistent session (dolsot). Variables, "
 	             "imports and functions persist per `session` across calls; the value of "
@@ -915,8 +923,13 @@ static char *python_description(const struct settings *set, const char *describe
 	             "%s. Each call runs at most `timeout` seconds (default "
 	             "and maximum %g); a cell that raises or times out returns isError, and a "
 	             "timeout or a cancel leaves the session as it was before the call. "
-	             "matplotlib figures come back as images.\n\nWhat a cell gets:\n%s",
-	             life, set->timeout,
+	             "matplotlib figures come back as images. %s; a stream over %d "
+	             "characters is in the text content only "
+	             "(structuredContent names it in `in_text`). With a progress token, "
+	             "progress notifications carry the cell's output as it comes (`message`: "
+	             "the new text; `_meta[\"dolsot/output\"]`: its stream, seq and dropped "
+	             "bytes).\n\nWhat a cell gets:\n%s",
+	             life, set->timeout, cut, MCP_INLINE_STREAM_MAX,
 	             described ? described : "(unknown: the description failed)\n") < 0)
 		return NULL;
 	return full;

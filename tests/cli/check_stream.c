@@ -143,13 +143,13 @@ static int run_streamed(const char *session, const char *code, bool check, struc
 	return read_rest(f, pid, s, check);
 }
 
-/* The cell: prints and flushes, waits for the test's go on the FIFO, then
+/* The cell: prints (its stdout is unbuffered: no flush), waits for the test's go on the FIFO, then
  * prints more (and the tail: more code after). */
 static char *waiting_cell(const char *fifo, const char *after)
 {
 	char *code;
 
-	ck_assert_int_ne(asprintf(&code, "import sys\nprint('first', flush=True)\n"
+	ck_assert_int_ne(asprintf(&code, "import sys\nprint('first')\n"
 	                          "open(%s).read()\nprint('second')\n"
 	                          "sys.stderr.write('e\\n')\n%s", fifo, after), -1);
 	return code;

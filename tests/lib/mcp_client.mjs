@@ -89,6 +89,10 @@ check(/What a cell gets:\n[\s\S]*limits: --timeout 60s/.test(py.description),
       'python description carries --describe', py.description);
 check(/until unused for \d+ days|until reset_session/.test(py.description),
       'python description states a session\'s lifetime');
+check(/keep their first 10000 and last 10000/.test(py.description) &&
+      /`in_text`/.test(py.description) &&
+      /progress notifications carry the cell's output/.test(py.description),
+      'python description says how output is cut, carried once and streamed');
 console.log('ok tools/list');
 
 // State across calls (the SDK validates structuredContent against outputSchema).
