@@ -34,6 +34,7 @@
 #include "repl.h"
 #include "server.h"
 #include "stopsig.h"
+#include "stream.h"
 #include "timeline_cmd.h"
 #include "timeline_out.h"
 #include "store.h"
@@ -42,6 +43,8 @@
 #include "zygote.h"
 
 #define MAX_CODE_BYTES ((size_t)256 << 20)
+/* Seconds between --json-stream's rounds of chunks (the first goes at once). */
+#define STREAM_EVERY 0.1
 
 static const char usage_text[] =
 	"usage: dolsot [--toolbox MODULE:ALIAS]... [--tool NAME=COMMAND]...\n"
@@ -50,7 +53,7 @@ static const char usage_text[] =
 	"              [--call-id ID] [--timeout SECONDS] [--sandbox] [--mount HOST:VIRTUAL[:MODE]]...\n"
 	"              [--env NAME[=VALUE]]... [--memory SIZE] [--max-procs N]\n"
 	"              [--max-file-size SIZE] [--cpu-seconds N] [--recursion-limit N]\n"
-	"              [--live] [--json] [CODE]\n"
+	"              [--live] [--json | --json-stream] [CODE]\n"
 	"       dolsot [--toolbox MODULE:ALIAS]... [--session ID] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--json] --describe\n"
 	"       dolsot --list-sessions [--store STORE] [--namespace NAME] [--json]\n"
@@ -137,6 +140,7 @@ struct cli {
 	size_t n_env;
 	struct limits limits;
 	bool json;
+	bool json_stream;          /* --json-stream: json too */
 	bool describe;
 	bool mcp;                  /* dolsot mcp */
 	const char *print_config;
@@ -327,6 +331,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 		case OPTION_JSON:
 			c->json = true;
 			break;
+		case OPTION_JSON_STREAM:
+			c->json = c->json_stream = true;
+			break;
 		case OPTION_DESCRIBE:
 			c->describe = true;
 			break;
@@ -468,6 +475,8 @@ static struct settings resolve_settings(const struct cli *c)
 		s.ns = NULL;   /* DOLSOT_NAMESPACE= is no namespace asked for */
 	if (!s.ns && c->mcp)
 		s.ns = MCP_DEFAULT_NAMESPACE;
+	if (c->mcp && !getenv("DOLSOT_MAX_OUTPUT"))
+		s.max_output = MCP_DEFAULT_MAX_OUTPUT;
 	if (s.ns && !store_part_valid(s.ns, "namespace", STORE_NS_MAX, err, sizeof(err)))
 		usage_error("%s%s", c->ns ? "--namespace: " : "DOLSOT_NAMESPACE: ", err);
 	return s;
@@ -796,8 +805,15 @@ static int say_recorded(const struct result *r, bool json)
 	return 0;
 }
 
+/* --json-stream's sink: a line per chunk, as it comes. */
+static void print_chunk(void *out, const struct stream_chunk *chunk)
+{
+	output_json_chunk(chunk, out);
+}
+
 static int cmd_run(struct cli *c, const struct settings *s)
 {
+	struct stream chunks;
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
 	                      .n_toolboxes = c->n_toolboxes, .settings = s };
 	struct sandbox_plan plan;
@@ -841,8 +857,12 @@ static int cmd_run(struct cli *c, const struct settings *s)
 	a.json = c->json;
 	a.tools = open_tools(c, s);
 	result_init(&res, s->max_output);
+	if (c->json_stream)
+		stream_attach(&chunks, &res.out, &res.err, STREAM_EVERY, print_chunk, stdout);
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (c->json_stream)
+		stream_flush(&chunks);
 	if (sig) {
 		stopsig_say_unsaved(sig);
 		signal(sig, SIG_DFL);
@@ -993,6 +1013,8 @@ int main(int argc, char **argv)
 		usage_error("--call-id belongs to running code in a session");
 	if (c.call_id && !callrec_id_valid(c.call_id, why, sizeof(why)))
 		usage_error("--call-id '%s': %s", c.call_id, why);
+	if (c.json_stream && (c.mcp || c.list || c.reset || c.server || c.describe || timeline))
+		usage_error("--json-stream belongs to running code in a session");
 	if (c.json && c.server)
 		usage_error("--json applies to running code, --describe, --list-sessions, "
 		            "--reset, --history, --undo and --checkout, not to --server-*");

@@ -16,26 +16,38 @@ void capture_init(struct capture *c, uint64_t cap)
 	c->cap = cap;
 }
 
-static int capture_reserve(struct capture *c, size_t more)
+/* The chars the head keeps, and the tail: the cap's first and second half. */
+static uint64_t head_cap(const struct capture *c)
+{
+	return c->cap / 2;
+}
+
+static uint64_t tail_cap(const struct capture *c)
+{
+	return c->cap - c->cap / 2;
+}
+
+/* Room for more bytes after len in *p (alloc bytes), doubling from 4096. */
+static int reserve(char **p, size_t *alloc, size_t len, size_t more)
 {
 	size_t want;
-	char *p;
+	char *grown;
 
-	if (c->alloc - c->len >= more)
+	if (*alloc - len >= more)
 		return 0;
-	want = c->alloc ? c->alloc : 4096;
-	while (want - c->len < more) {
+	want = *alloc ? *alloc : 4096;
+	while (want - len < more) {
 		if (want > SIZE_MAX / 2) {
 			errno = ENOMEM;
 			return -1;
 		}
 		want *= 2;
 	}
-	p = realloc(c->data, want);
-	if (!p)
+	grown = realloc(*p, want);
+	if (!grown)
 		return -1;
-	c->data = p;
-	c->alloc = want;
+	*p = grown;
+	*alloc = want;
 	return 0;
 }
 
@@ -45,17 +57,27 @@ static int capture_reserve(struct capture *c, size_t more)
  * more; any other byte, valid or not, is a char of its own, so invalid
  * UTF-8 is counted and capped too.
  */
-static bool starts_char(struct capture *c, unsigned char b)
+static bool starts_char(unsigned *need, unsigned char b)
 {
-	if ((b & 0xc0) == 0x80 && c->need > 0) {
-		c->need--;
+	if ((b & 0xc0) == 0x80 && *need > 0) {
+		(*need)--;
 		return false;
 	}
-	c->need = (b & 0xe0) == 0xc0 ? 1 : (b & 0xf0) == 0xe0 ? 2 : (b & 0xf8) == 0xf0 ? 3 : 0;
+	*need = (b & 0xe0) == 0xc0 ? 1 : (b & 0xf0) == 0xe0 ? 2 : (b & 0xf8) == 0xf0 ? 3 : 0;
 	return true;
 }
 
-/* Bytes of buf that fit within the cap, counted in chars. */
+static uint64_t count_chars(const char *p, size_t n)
+{
+	unsigned need = 0;
+	uint64_t chars = 0;
+
+	for (size_t i = 0; i < n; i++)
+		chars += starts_char(&need, (unsigned char)p[i]);
+	return chars;
+}
+
+/* Bytes of buf that fit within the head, counted in chars. */
 static size_t capture_fit(struct capture *c, const unsigned char *buf, size_t n)
 {
 	size_t i;
@@ -63,8 +85,8 @@ static size_t capture_fit(struct capture *c, const unsigned char *buf, size_t n)
 	for (i = 0; i < n; i++) {
 		unsigned need = c->need;
 
-		if (starts_char(c, buf[i])) {
-			if (c->cap && c->chars == c->cap) {
+		if (starts_char(&c->need, buf[i])) {
+			if (c->cap && c->chars == head_cap(c)) {
 				c->need = need;
 				break;
 			}
@@ -74,42 +96,175 @@ static size_t capture_fit(struct capture *c, const unsigned char *buf, size_t n)
 	return i;
 }
 
-/* Past the cap, chars are only counted (for --json's "truncated"). */
-static void count_cut(struct capture *c, const unsigned char *buf, size_t n)
+/* The tail's window: the last 4 * tail_cap + 4 bytes after the head,
+ * which hold at least tail_cap whole chars. */
+static size_t window(const struct capture *c)
 {
+	uint64_t w = 4 * tail_cap(c) + 4;
+
+	return w > SIZE_MAX / 4 ? SIZE_MAX / 4 : (size_t)w;
+}
+
+static int feed_rest(struct capture *c, const char *buf, size_t n)
+{
+	size_t w = window(c);
+
 	for (size_t i = 0; i < n; i++)
-		if (starts_char(c, buf[i]))
-			c->cut_chars++;
+		c->rest_chars += starts_char(&c->need, (unsigned char)buf[i]);
+	c->rest_bytes += n;
+	c->truncated = c->rest_chars > tail_cap(c);
+	if (n >= w) {
+		buf += n - w;
+		n = w;
+		c->rest_len = 0;
+	} else if (c->rest_len + n > 2 * w) {
+		size_t keep = w - n;
+
+		memmove(c->rest, c->rest + c->rest_len - keep, keep);
+		c->rest_len = keep;
+	}
+	if (reserve(&c->rest, &c->rest_alloc, c->rest_len, n) < 0)
+		return -1;
+	memcpy(c->rest + c->rest_len, buf, n);
+	c->rest_len += n;
+	return 0;
 }
 
 int capture_feed(struct capture *c, const void *buf, size_t n)
 {
-	size_t keep;
+	size_t keep = 0;
 
+	if (c->tap && n)
+		c->tap->feed(c->tap, c, buf, n);
 	c->total += n;
-	if (c->truncated) {
-		count_cut(c, buf, n);
-		return 0;
+	if (!c->head_full) {
+		keep = capture_fit(c, buf, n);
+		c->head_full = keep < n;
+		if (keep && (reserve(&c->data, &c->alloc, c->len, keep + 1) < 0))
+			return -1;
+		if (keep) {
+			memcpy(c->data + c->len, buf, keep);
+			c->len += keep;
+			c->data[c->len] = '\0';
+		}
 	}
-	keep = capture_fit(c, buf, n);
-	if (keep < n) {
-		c->truncated = true;
-		count_cut(c, (const unsigned char *)buf + keep, n - keep);
-	}
-	if (keep == 0)
+	if (keep == n || c->finished)
 		return 0;
-	if (capture_reserve(c, keep + 1) < 0)
+	return feed_rest(c, (const char *)buf + keep, n - keep);
+}
+
+/* Past the end of a char at p (n bytes left), as starts_char counts. */
+static size_t char_len(const char *p, size_t n)
+{
+	unsigned need = 0;
+	size_t i = 1;
+
+	starts_char(&need, (unsigned char)p[0]);
+	while (i < n && need && !starts_char(&need, (unsigned char)p[i]))
+		i++;
+	return i;
+}
+
+/* The head's length: up to its last line break when that is in its second
+ * half. */
+static size_t head_end(const struct capture *c)
+{
+	for (size_t i = c->len; i > c->len / 2; i--)
+		if (c->data[i - 1] == '\n')
+			return i;
+	return c->len;
+}
+
+/* Where the tail starts in rest: at a char, at most tail_cap chars from
+ * the end, after a line break when one is in its first half. */
+static size_t tail_start(const struct capture *c)
+{
+	size_t at = 0, n = c->rest_len;
+	uint64_t chars;
+
+	/* The window's first bytes may continue a char it does not hold. */
+	while (c->rest_bytes > c->rest_len && at < 3 && at < n &&
+	       ((unsigned char)c->rest[at] & 0xc0) == 0x80)
+		at++;
+	for (chars = count_chars(c->rest + at, n - at); chars > tail_cap(c); chars--)
+		at += char_len(c->rest + at, n - at);
+	for (size_t i = at; i < n && i - at < (n - at) / 2; i++)
+		if (c->rest[i] == '\n')
+			return i + 1;
+	return at;
+}
+
+static int finish_cut(struct capture *c)
+{
+	size_t head = head_end(c), from = tail_start(c), tail = c->rest_len - from;
+	uint64_t seen = c->chars + c->rest_chars;
+	char mark[200];
+	int m;
+
+	c->head_chars = count_chars(c->data, head);
+	c->tail_chars = count_chars(c->rest + from, tail);
+	c->cut_bytes = c->total - head - tail;
+	c->cut_chars = seen - c->head_chars - c->tail_chars;
+	m = snprintf(mark, sizeof(mark), "%s[output truncated: kept the first %llu and the "
+	             "last %llu chars; cut %llu bytes (%llu chars) here]\n",
+	             head && c->data[head - 1] != '\n' ? "\n" : "",
+	             (unsigned long long)c->head_chars, (unsigned long long)c->tail_chars,
+	             (unsigned long long)c->cut_bytes, (unsigned long long)c->cut_chars);
+	if (reserve(&c->data, &c->alloc, head, (size_t)m + tail + 1) < 0)
 		return -1;
-	memcpy(c->data + c->len, buf, keep);
-	c->len += keep;
+	memcpy(c->data + head, mark, (size_t)m);
+	memcpy(c->data + head + (size_t)m, c->rest + from, tail);
+	c->len = head + (size_t)m + tail;
 	c->data[c->len] = '\0';
+	c->head_len = head;
+	c->mark_len = (size_t)m;
+	c->chars = c->head_chars + c->tail_chars;
 	return 0;
+}
+
+int capture_finish(struct capture *c)
+{
+	int ret = 0;
+
+	if (c->finished)
+		return 0;
+	c->finished = true;
+	if (c->truncated) {
+		ret = finish_cut(c);
+	} else if (c->rest_len) {
+		ret = reserve(&c->data, &c->alloc, c->len, c->rest_len + 1);
+		if (ret == 0) {
+			memcpy(c->data + c->len, c->rest, c->rest_len);
+			c->len += c->rest_len;
+			c->data[c->len] = '\0';
+			c->chars += c->rest_chars;
+		}
+	}
+	free(c->rest);
+	c->rest = NULL;
+	c->rest_len = c->rest_alloc = 0;
+	return ret;
+}
+
+int capture_tap_wait(const struct capture *c, int ms)
+{
+	return c->tap ? c->tap->wait_ms(c->tap, ms) : ms;
+}
+
+void capture_tap_tick(const struct capture *c)
+{
+	if (c->tap)
+		c->tap->tick(c->tap);
 }
 
 void capture_release(struct capture *c)
 {
+	struct capture_tap *tap = c->tap;
+
 	free(c->data);
+	free(c->rest);
 	capture_init(c, c->cap);
+	c->tap = tap;
 }
 
 const char *const result_timing_names[N_TIMINGS] = {
@@ -210,25 +365,25 @@ static void write_marked(const char *p, size_t n, FILE *f)
 	}
 }
 
-/* A captured stream (marked: its lines that look like dolsot's), then the
- * truncation marker when it was cut. */
+/* A captured stream (marked: its lines that look like dolsot's), with the
+ * truncation marker between its head and tail when it was cut. */
 static void render_capture(const struct capture *c, bool marked, FILE *f)
 {
-	if (marked)
-		write_marked(c->data ? c->data : "", c->len, f);
-	else
-		fwrite(c->data ? c->data : "", 1, c->len, f);
-	if (!c->truncated)
+	const char *p = c->data ? c->data : "";
+	size_t head = c->mark_len ? c->head_len : c->len;
+
+	if (!marked) {
+		fwrite(p, 1, c->len, f);
 		return;
-	if (c->data && c->len && c->data[c->len - 1] != '\n')
-		fputc('\n', f);
-	fprintf(f, "[output truncated: kept %llu chars of %llu bytes]\n",
-	        (unsigned long long)c->chars, (unsigned long long)c->total);
+	}
+	write_marked(p, head, f);
+	fwrite(p + head, 1, c->mark_len, f);
+	write_marked(p + head + c->mark_len, c->len - head - c->mark_len, f);
 }
 
 static bool ends_open(const struct capture *c)
 {
-	return c->data && c->len && !c->truncated && c->data[c->len - 1] != '\n';
+	return c->data && c->len && c->data[c->len - 1] != '\n';
 }
 
 /* "name\treason" lines' names, ", "-separated. */

@@ -19,26 +19,62 @@ enum dolsot_exit {
 };
 
 /*
- * Keeps the first cap characters (UTF-8 code points; a byte that is not part
- * of one counts as one) of a stream and counts the rest.  cap 0 keeps
- * everything.  Memory never exceeds about 4 * cap bytes.
+ * What sees a stream's bytes as they are read, before any cap (the
+ * streaming of call/stream.h), or NULL.
+ */
+struct capture;
+struct capture_tap {
+	void (*feed)(struct capture_tap *tap, const struct capture *c, const char *buf,
+	             size_t n);
+	/* At most ms (-1: no limit), or the ms until tick has work. */
+	int (*wait_ms)(struct capture_tap *tap, int ms);
+	void (*tick)(struct capture_tap *tap);
+};
+
+/*
+ * Keeps the head and the tail of a stream within a cap of characters
+ * (UTF-8 code points; a byte that is not part of one counts as one): the
+ * first cap/2 and the last cap - cap/2, and counts what is cut between
+ * them.  cap 0 keeps everything.  Memory stays within about 12 * cap
+ * bytes.  capture_finish, after the last feed, makes data the text to
+ * show: the whole stream, or, when it was cut, the head (ending at a line
+ * break where one is in its second half), a marker line saying what was
+ * kept and cut, and the tail (starting after a line break where one is in
+ * its first half), never cutting a character in two.
  */
 struct capture {
-	char *data;
+	char *data;              /* the head; after capture_finish, the text */
 	size_t len;
 	size_t alloc;
 	uint64_t cap;            /* chars kept at most, 0 = all */
-	uint64_t chars;          /* chars kept */
+	uint64_t chars;          /* chars kept (the head's until finished) */
 	unsigned need;           /* continuation bytes the last lead byte wants */
 	uint64_t total;          /* bytes seen */
-	uint64_t cut_chars;      /* chars seen past the cap */
-	bool truncated;
+	uint64_t cut_chars;      /* chars cut between head and tail (finished) */
+	bool truncated;          /* more than cap chars came */
+	bool head_full;          /* the rest goes to the tail's window */
+	bool finished;
+	char *rest;              /* the last bytes after the head (a window) */
+	size_t rest_len, rest_alloc;
+	uint64_t rest_bytes, rest_chars;  /* seen after the head */
+	/* After capture_finish of a cut stream: what data holds. */
+	uint64_t head_chars, tail_chars, cut_bytes;
+	size_t head_len, mark_len; /* data: head_len bytes, the marker's, the tail */
+	struct capture_tap *tap;
 };
 
 void capture_init(struct capture *c, uint64_t cap);
 /* Returns 0, or -1 with errno ENOMEM. */
 int capture_feed(struct capture *c, const void *buf, size_t n);
+/* After the last feed (again: nothing); returns 0, or -1 with errno
+ * ENOMEM (data is then the head alone). */
+int capture_finish(struct capture *c);
 void capture_release(struct capture *c);
+
+/* For the poll loop that reads a capture's pipe: how long it may wait
+ * (ms, or less when c's tap has work due), and the tap's work. */
+int capture_tap_wait(const struct capture *c, int ms);
+void capture_tap_tick(const struct capture *c);
 
 /* Bytes the result owns (malloc'd), with their length. */
 struct owned {

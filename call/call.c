@@ -500,6 +500,9 @@ int call_run(const struct call_args *c, struct result *res, struct call_save *sv
 	}
 	frame_buf_release(&req);
 	free(decl);
+	if (capture_finish(&res->out) < 0 || capture_finish(&res->err) < 0)
+		result_warn(res, "dolsot: out of memory while cutting the output; only its "
+		            "head is shown");
 	if (st != CALL_DONE)
 		return -1;
 	if (res->error)

@@ -116,8 +116,10 @@ static void supervise(struct supervisor *s, const struct timespec *deadline)
 		if (s->o->timed_out && left < -COLD_KILL_GRACE)
 			break;
 		ms = s->o->timed_out || s->o->signal ? COLD_REAP_POLL_MS : deadline_poll_ms(left);
-		if (proc_poll(pipes, 2, extra, s->chan >= 0 ? 2 : 1, ms) < 0)
+		if (proc_poll(pipes, 2, extra, s->chan >= 0 ? 2 : 1,
+		              capture_tap_wait(pipes[0].ctx, ms)) < 0)
 			break;
+		capture_tap_tick(pipes[0].ctx);
 		if (s->chan >= 0 && extra[1].revents &&
 		    host_tools_serve(s->tools, s->chan, deadline) == 0)
 			fd_close(&s->chan);

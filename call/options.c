@@ -108,6 +108,9 @@ const struct option_row options_table[] = {
 	          "objects that cannot be saved survive ($DOLSOT_LIVE=1)" },
 	{ .id = OPTION_JSON, .flag = "json", NO_FIELD,
 	  .help = "print one JSON object instead of the text contract" },
+	{ .id = OPTION_JSON_STREAM, .flag = "json-stream", NO_FIELD,
+	  .help = "as --json, after one JSON line per chunk of output\n"
+	          "while the cell runs: stream, seq, text, dropped" },
 	{ .id = OPTION_DESCRIBE, .flag = "describe", NO_FIELD,
 	  .help = "describe the toolboxes, held names, mounts and limits\n"
 	          "a cell gets; runs no cell, changes nothing" },

@@ -383,7 +383,13 @@ static json_t *session_object(const struct result *r, bool *bad)
 	return s;
 }
 
-static json_t *cut_object(uint64_t kept, uint64_t cut, bool *bad)
+/* What was kept of a cut text: chars in all, of its head and of its tail,
+ * and the chars and bytes cut between them. */
+struct cut_counts {
+	unsigned long long kept, cut, head, tail, cut_bytes;
+};
+
+static json_t *cut_object(const struct cut_counts *k, bool *bad)
 {
 	json_t *o = json_object();
 
@@ -391,9 +397,20 @@ static json_t *cut_object(uint64_t kept, uint64_t cut, bool *bad)
 		*bad = true;
 		return NULL;
 	}
-	put(o, "kept", json_integer((json_int_t)kept), bad);
-	put(o, "cut", json_integer((json_int_t)cut), bad);
+	put(o, "kept", json_integer((json_int_t)k->kept), bad);
+	put(o, "cut", json_integer((json_int_t)k->cut), bad);
+	put(o, "head", json_integer((json_int_t)k->head), bad);
+	put(o, "tail", json_integer((json_int_t)k->tail), bad);
+	put(o, "cut_bytes", json_integer((json_int_t)k->cut_bytes), bad);
 	return o;
+}
+
+static json_t *capture_cut(const struct capture *c, bool *bad)
+{
+	struct cut_counts k = { c->chars, c->cut_chars, c->head_chars, c->tail_chars,
+	                        c->cut_bytes };
+
+	return cut_object(&k, bad);
 }
 
 static json_t *truncated_object(const struct result *r, bool *bad)
@@ -406,17 +423,19 @@ static json_t *truncated_object(const struct result *r, bool *bad)
 		return NULL;
 	}
 	if (r->out.truncated)
-		put(t, "stdout", cut_object(r->out.chars, r->out.cut_chars, bad), bad);
+		put(t, "stdout", capture_cut(&r->out, bad), bad);
 	if (r->err.truncated)
-		put(t, "stderr", cut_object(r->err.chars, r->err.cut_chars, bad), bad);
-	/* The worker's "what\tkept\tcut" lines: the value, the error. */
+		put(t, "stderr", capture_cut(&r->err, bad), bad);
+	/* The worker's "what\tkept\tcut\thead\ttail\tcut_bytes" lines: the
+	 * value, the error. */
 	for (const char *p = r->truncated.p, *line; next_line(&p, &line, &n);) {
 		char what[16];
-		unsigned long long kept, cut;
+		struct cut_counts k;
 
-		if (sscanf(line, "%15[a-z]\t%llu\t%llu", what, &kept, &cut) == 3 &&
+		if (sscanf(line, "%15[a-z]\t%llu\t%llu\t%llu\t%llu\t%llu", what, &k.kept, &k.cut,
+		           &k.head, &k.tail, &k.cut_bytes) == 6 &&
 		    (strcmp(what, "value") == 0 || strcmp(what, "error") == 0))
-			put(t, what, cut_object(kept, cut, bad), bad);
+			put(t, what, cut_object(&k, bad), bad);
 	}
 	return t;
 }
@@ -586,6 +605,20 @@ static int emit(json_t *obj, bool bad, FILE *out)
 	}
 	json_decref(obj);
 	return rc;
+}
+
+int output_json_chunk(const struct stream_chunk *c, FILE *out)
+{
+	json_t *o = json_object();
+	bool bad = !o;
+
+	if (!bad) {
+		put(o, "stream", json_string(c->name), &bad);
+		put(o, "seq", json_integer((json_int_t)c->seq), &bad);
+		put(o, "text", jstr(c->text, c->len), &bad);
+		put(o, "dropped", json_integer((json_int_t)c->dropped), &bad);
+	}
+	return emit(o, bad, out);
 }
 
 int output_json_run(const struct result *r, FILE *out)

@@ -14,12 +14,16 @@
 #include "output.h"
 #include "rlimits.h"
 #include "store.h"
+#include "stream.h"
 
 /*
  * Each renders one object and a newline to out and flushes.  Returns 0, or
  * -1 with errno set (ENOMEM, or the write's).
  */
 int output_json_run(const struct result *r, FILE *out);
+/* --json-stream's line for one chunk of output (stream.h):
+ * {"stream":"stdout","seq":1,"text":"...","dropped":0}. */
+int output_json_chunk(const struct stream_chunk *c, FILE *out);
 /* The worker's description (r->describe_json) with the limits in force. */
 int output_json_describe(const struct result *r, const struct limits *l, double timeout,
                          FILE *out);

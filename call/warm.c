@@ -326,8 +326,10 @@ static enum call_status supervise(struct call *c, const struct timespec *deadlin
 			c->o->timed_out = true;
 			return CALL_DONE;
 		}
-		if (proc_poll(pipes, 2, p, c->chan[0] >= 0 ? 3 : 2, deadline_poll_ms(left)) < 0)
+		if (proc_poll(pipes, 2, p, c->chan[0] >= 0 ? 3 : 2,
+		              capture_tap_wait(pipes[0].ctx, deadline_poll_ms(left))) < 0)
 			return CALL_BROKEN;
+		capture_tap_tick(pipes[0].ctx);
 		if (c->chan[0] >= 0 && p[2].revents &&
 		    host_tools_serve(c->tools, c->chan[0], deadline) == 0)
 			fd_close(&c->chan[0]);

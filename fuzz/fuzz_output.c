@@ -48,16 +48,28 @@ static void fuzz_capture(uint64_t cap, size_t chunk, const uint8_t *s, size_t n,
 		CHECK(c->len <= c->total);
 		CHECK(c->len == 0 || memcmp(c->data, s, c->len) == 0);
 		CHECK(c->data == NULL || c->data[c->len] == '\0');
-		CHECK(c->chars == count_chars(s, c->len));
+		if (!c->head_full)
+			CHECK(c->chars == count_chars(s, c->len));
 		if (cap) {
-			CHECK(c->chars <= cap);
+			CHECK(c->chars <= cap / 2);
 			CHECK(c->len <= 4 * cap);
 			CHECK(c->alloc <= 4096 || c->alloc <= 2 * (4 * cap + 1));
+			CHECK(c->rest_alloc <= 4096 || c->rest_alloc <= 4 * (4 * cap + 4));
 		}
-		CHECK(c->truncated == (c->len < c->total));
-		if (c->truncated && cap)
-			CHECK(c->chars == cap);
+		CHECK(!c->truncated || c->head_full);
 	}
+	CHECK(capture_finish(c) == 0);
+	CHECK(c->len >= c->head_len + c->mark_len);
+	if (!c->truncated)
+		CHECK(c->len == n && (n == 0 || memcmp(c->data, s, n) == 0));
+	else
+		CHECK(c->chars <= cap && c->cut_bytes + c->len - c->mark_len == n &&
+		      c->chars == c->head_chars + c->tail_chars &&
+		      count_chars(s, n) == c->chars + c->cut_chars &&
+		      memcmp(c->data, s, c->head_len) == 0 &&
+		      memcmp(c->data + c->head_len + c->mark_len,
+		             s + n - (c->len - c->head_len - c->mark_len),
+		             c->len - c->head_len - c->mark_len) == 0);
 	if (!cap)
 		CHECK(c->len == n && !c->truncated);
 }
@@ -86,6 +98,7 @@ static void fuzz_render(const uint8_t *s, size_t n, uint8_t flags)
 	result_init(&r, flags & 1 ? 7 : 0);
 	CHECK(capture_feed(&r.out, s, cut) == 0);
 	CHECK(capture_feed(&r.err, s + cut, cut) == 0);
+	CHECK(capture_finish(&r.out) == 0 && capture_finish(&r.err) == 0);
 	r.value = field(s + 2 * cut, cut / 2, flags & 2);
 	r.value_len = r.value ? cut / 2 : 0;
 	r.error = field(s + 2 * cut + cut / 2, cut / 2, flags & 4);

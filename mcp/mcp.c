@@ -42,6 +42,8 @@ static const char structured_since[] = "2025-06-18";
 
 #define PROGRESS_EVERY 1.0      /* seconds between progress notifications */
 #define READ_CHUNK ((size_t)65536)
+/* A call's chunk lines waiting for their newline, at most (bytes). */
+#define CHUNK_LINE_MAX ((size_t)1 << 20)
 
 /* A batch (revision 2025-03-26): its answers, gathered into one array that
  * is written when the last of them is in; held by the line being read and
@@ -60,9 +62,14 @@ struct job {
 	json_t *progress;           /* its progress token, or NULL */
 	pid_t pid;
 	int pidfd, out;             /* the child's exit, and its answer */
+	int chunks;                 /* its output while it runs (with a
+	                             * progress token), or -1 */
 	char *buf;
 	size_t len, cap;
+	char *cbuf;                 /* chunk lines read, not yet sent */
+	size_t clen, ccap;
 	double started, progressed;
+	double progress_sent;       /* the last progress value sent */
 	bool cancelled;
 	struct batch *batch;        /* the batch it came in, or NULL */
 };
@@ -211,7 +218,7 @@ static void send_result(struct server *s, const json_t *id, json_t *result)
  * writes protocol lines), every fd closed but keep, and SIGTERM when we
  * end, however we end: the engine turns it into a kill and a rollback.
  */
-static int child_setup(const struct server *s, int keep)
+static int child_setup(const struct server *s, int *keep, size_t n_keep)
 {
 	proc_child_reset_signals(&s->oldmask);
 	signal(SIGPIPE, SIG_IGN);
@@ -219,19 +226,22 @@ static int child_setup(const struct server *s, int keep)
 		return -1;
 	if (proc_child_stdio(2, 2) < 0)
 		return -1;
-	proc_child_close_fds(&keep, 1);
+	proc_child_close_fds(keep, n_keep);
 	return 0;
 }
 
 /* The child: answer one call into fd, then end. */
-static void __attribute__((noreturn)) job_child(struct server *s, struct job *j, int fd)
+static void __attribute__((noreturn)) job_child(struct server *s, struct job *j, int fd,
+                                                int chunks)
 {
+	int keep[2] = { fd, chunks };
 	bool cancelled = false;
 	json_t *r;
 	char *text;
 
-	if (child_setup(s, fd) < 0)
+	if (child_setup(s, keep, chunks >= 0 ? 2 : 1) < 0)
 		_exit(1);
+	j->call.chunk_fd = chunks;
 	r = mcp_tools_run(s->m, structured(s), &j->call, &cancelled);
 	if (cancelled)
 		_exit(0);           /* no answer: the session rolled back */
@@ -251,8 +261,10 @@ static void job_free(struct job *j)
 	json_decref(j->progress);
 	mcp_call_release(&j->call);
 	free(j->buf);
+	free(j->cbuf);
 	fd_close(&j->pidfd);
 	fd_close(&j->out);
+	fd_close(&j->chunks);
 	batch_put(j->batch);
 	free(j);
 }
@@ -268,14 +280,14 @@ static bool conflicts(const struct job *a, const struct job *b)
 
 static int job_start(struct server *s, struct job *j)
 {
-	int p[2];
+	int p[2], c[2] = { -1, -1 };
 	long pidfd;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
-	fflush(stderr);
-	j->pid = fork();
-	if (j->pid < 0) {
+	/* Only a call with a progress token has its output sent as it comes. */
+	if (j->progress && j->call.code &&   /* python's, the one tool with code */
+	    pipe2(c, O_CLOEXEC) < 0) {
 		int e = errno;
 
 		close(p[0]);
@@ -283,14 +295,30 @@ static int job_start(struct server *s, struct job *j)
 		errno = e;
 		return -1;
 	}
+	fflush(stderr);
+	j->pid = fork();
+	if (j->pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		fd_close(&c[0]);
+		fd_close(&c[1]);
+		errno = e;
+		return -1;
+	}
 	if (j->pid == 0) {
 		close(p[0]);
-		job_child(s, j, p[1]);
+		fd_close(&c[0]);
+		job_child(s, j, p[1], c[1]);
 	}
 	close(p[1]);
+	fd_close(&c[1]);
 	j->out = p[0];
+	j->chunks = c[0];
 	pidfd = syscall(SYS_pidfd_open, j->pid, 0);
-	if (pidfd < 0 || fcntl(j->out, F_SETFL, O_NONBLOCK) < 0) {
+	if (pidfd < 0 || fcntl(j->out, F_SETFL, O_NONBLOCK) < 0 ||
+	    (j->chunks >= 0 && fcntl(j->chunks, F_SETFL, O_NONBLOCK) < 0)) {
 		int e = errno;
 
 		kill(j->pid, SIGKILL);
@@ -362,10 +390,12 @@ static void drain_output(struct job *j)
 }
 
 static void job_answer(struct server *s, struct job *j);
+static void read_chunks(struct server *s, struct job *j);
 
 /* The child of j ended: answer the call, in its batch if it came in one. */
 static void job_finish(struct server *s, struct job *j)
 {
+	read_chunks(s, j);   /* its output's notifications before its answer */
 	s->collect = j->batch;
 	job_answer(s, j);
 	s->collect = NULL;
@@ -396,24 +426,93 @@ static void job_answer(struct server *s, struct job *j)
 	                                                       : WEXITSTATUS(status)));
 }
 
-static void send_progress(struct server *s, struct job *j, double t)
+/* A progress notification for j: message, and meta (taken; NULL: none)
+ * as its _meta.  Each one's progress is more than the one before. */
+static void send_progress_note(struct server *s, struct job *j, double t, const char *message,
+                               json_t *meta)
 {
-	json_t *p;
-	char msg[96];
+	double p = floor((t - j->started) * 1000) / 1000;
 	size_t len = 0;
-	char *line;
-	double elapsed = t - j->started;
+	json_t *params;
 
-	snprintf(msg, sizeof(msg), "running for %.0f s of at most %g s", elapsed,
-	         j->call.timeout);
-	p = json_pack("{s:O, s:f, s:f, s:s}", "progressToken", j->progress, "progress",
-	              floor(elapsed * 10) / 10, "total", j->call.timeout, "message", msg);
-	if (p) {
-		line = jsonrpc_notification("notifications/progress", p, &len);
+	if (p <= j->progress_sent)
+		p = j->progress_sent + 0.001;
+	j->progress_sent = p;
+	params = json_pack("{s:O, s:f, s:f, s:s}", "progressToken", j->progress, "progress", p,
+	                   "total", j->call.timeout, "message", message);
+	if (params && meta)
+		json_object_set(params, "_meta", meta);
+	if (params) {
+		char *line = jsonrpc_notification("notifications/progress", params, &len);
+
 		send_line(s, line, len);
 	}
-	json_decref(p);
+	json_decref(params);
+	json_decref(meta);
+}
+
+static void send_progress(struct server *s, struct job *j, double t)
+{
+	char msg[96];
+
+	snprintf(msg, sizeof(msg), "running for %.0f s of at most %g s", t - j->started,
+	         j->call.timeout);
+	send_progress_note(s, j, t, msg, NULL);
 	j->progressed = t;
+}
+
+/* One --json-stream line of the call's output: a progress notification
+ * whose message is the new output, its stream, seq and dropped bytes in
+ * _meta's "dolsot/output". */
+static void send_chunk(struct server *s, struct job *j, const char *line, size_t n)
+{
+	json_t *c = json_loadb(line, n, 0, NULL);
+	const char *text = json_string_value(json_object_get(c, "text"));
+
+	if (text && !j->cancelled)
+		send_progress_note(s, j, now(), text,
+		                   json_pack("{s:{s:O, s:O, s:O}}", "dolsot/output",
+		                             "stream", json_object_get(c, "stream"),
+		                             "seq", json_object_get(c, "seq"),
+		                             "dropped", json_object_get(c, "dropped")));
+	json_decref(c);
+}
+
+/* Read what the call's child wrote of its output; send each whole line. */
+static void read_chunks(struct server *s, struct job *j)
+{
+	char *nl;
+	size_t at;
+
+	while (j->chunks >= 0) {
+		ssize_t r;
+
+		if (j->ccap - j->clen < READ_CHUNK) {
+			char *grown = j->clen + READ_CHUNK > CHUNK_LINE_MAX ? NULL
+			              : realloc(j->cbuf, j->clen + READ_CHUNK);
+
+			if (!grown) {
+				j->clen = 0;   /* a line past any chunk's size: not ours */
+				continue;
+			}
+			j->cbuf = grown;
+			j->ccap = j->clen + READ_CHUNK;
+		}
+		r = read(j->chunks, j->cbuf + j->clen, j->ccap - j->clen);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		if (r == 0)
+			fd_close(&j->chunks);
+		j->clen += (size_t)(r > 0 ? r : 0);
+	}
+	for (at = 0; (nl = memchr(j->cbuf + at, '\n', j->clen - at)); at = (size_t)(nl - j->cbuf) + 1)
+		send_chunk(s, j, j->cbuf + at, (size_t)(nl - j->cbuf) - at);
+	if (at) {
+		memmove(j->cbuf, j->cbuf + at, j->clen - at);
+		j->clen -= at;
+	}
 }
 
 static bool same_id(const json_t *a, const json_t *b)
@@ -467,7 +566,7 @@ static char *text_in_child(struct server *s, char *(*make)(const struct mcp_setu
 		char *text;
 
 		close(p[0]);
-		if (child_setup(s, p[1]) < 0)
+		if (child_setup(s, &p[1], 1) < 0)
 			_exit(1);
 		text = make(s->m);
 		_exit(text && fd_write_all(p[1], text, strlen(text)) == 0 ? 0 : 1);
@@ -558,7 +657,7 @@ static void tools_call(struct server *s, const struct jsonrpc_msg *m)
 		send_error(s, m->id, JSONRPC_INTERNAL_ERROR, "out of memory");
 		return;
 	}
-	j->pidfd = j->out = -1;
+	j->pidfd = j->out = j->chunks = -1;
 	j->id = json_incref(m->id);
 	j->progress = token ? json_incref(token) : NULL;
 	if (mcp_tools_read(s->m, json_string_value(name), args, &j->call, &no) < 0) {
@@ -767,6 +866,8 @@ static void reap_ended(struct server *s, const struct pollfd *pf, size_t base)
 
 		if (pf[i].revents & POLLIN)
 			drain_output(j);
+		if (pf[i + 2].revents & (POLLIN | POLLHUP | POLLERR))
+			read_chunks(s, j);
 		if (pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			*pp = j->next;
 			s->n_running--;
@@ -775,7 +876,7 @@ static void reap_ended(struct server *s, const struct pollfd *pf, size_t base)
 		} else {
 			pp = &j->next;
 		}
-		i += 2;
+		i += 3;
 	}
 }
 
@@ -816,8 +917,8 @@ static void stop_all(struct server *s)
 
 static int serve(struct server *s, char *err, size_t errlen)
 {
-	/* stdin, stdout, the signals, and two per call running */
-	struct pollfd pf[3 + 2 * MCP_MAX_RUNNING];
+	/* stdin, stdout, the signals, and three per call running */
+	struct pollfd pf[3 + 3 * MCP_MAX_RUNNING];
 
 	while (!s->stop && !s->gone && (!s->eof || s->running || s->waiting)) {
 		nfds_t n = 0;
@@ -830,6 +931,7 @@ static int serve(struct server *s, char *err, size_t errlen)
 		for (struct job *j = s->running; j; j = j->next) {
 			pf[n++] = (struct pollfd){ .fd = j->out, .events = POLLIN };
 			pf[n++] = (struct pollfd){ .fd = j->pidfd, .events = POLLIN };
+			pf[n++] = (struct pollfd){ .fd = j->chunks, .events = POLLIN };
 		}
 		rc = poll(pf, n, poll_ms(s, now()));
 		if (rc < 0 && errno != EINTR) {

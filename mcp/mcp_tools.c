@@ -159,6 +159,38 @@ static int result_parts(const struct result *res, FILE *text, json_t **obj)
 	return 0;
 }
 
+/*
+ * A stream of the result object longer than this many bytes is shown once,
+ * in the text content: structuredContent has "" in its place and names it
+ * in "in_text" (a host's limit counts both copies).
+ */
+#define MCP_INLINE_STREAM_MAX 1024
+/* Seconds between the rounds of output chunks a call's progress carries. */
+#define MCP_STREAM_EVERY 0.5
+
+static void slim_streams(json_t *obj)
+{
+	static const char *const streams[] = { "stdout", "stderr" };
+	json_t *moved = json_array();
+
+	for (size_t i = 0; moved && i < 2; i++) {
+		const json_t *v = json_object_get(obj, streams[i]);
+
+		if (json_is_string(v) && json_string_length(v) > MCP_INLINE_STREAM_MAX &&
+		    json_array_append_new(moved, json_string(streams[i])) == 0)
+			json_object_set_new(obj, streams[i], json_string(""));
+	}
+	if (moved && json_array_size(moved))
+		json_object_set(obj, "in_text", moved);
+	json_decref(moved);
+}
+
+/* A chunk of the cell's output, for mcp.c's progress notifications. */
+static void send_chunk(void *f, const struct stream_chunk *chunk)
+{
+	output_json_chunk(chunk, f);
+}
+
 static json_t *python_run(const struct mcp_setup *m, bool structured,
                           const struct mcp_call *c, bool *cancelled)
 {
@@ -175,11 +207,20 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 	json_t *obj = NULL, *content;
 	FILE *f;
 
+	struct stream chunks;
+	FILE *progress = c->chunk_fd >= 0 ? fdopen(c->chunk_fd, "w") : NULL;
+
 	set.timeout = c->timeout;
 	result_init(&res, set.max_output);
+	if (progress)
+		stream_attach(&chunks, &res.out, &res.err, MCP_STREAM_EVERY, send_chunk, progress);
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0) {
 		result_release(&res);
 		return mcp_tools_error(structured, "dolsot: %s", err);
+	}
+	if (progress) {
+		stream_flush(&chunks);
+		fclose(progress);
 	}
 	if (sig) {
 		*cancelled = true;  /* no answer: the session rolled back */
@@ -206,6 +247,7 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 		return NULL;
 	}
 	add_images(obj, content, f);
+	slim_streams(obj);
 	if (c->minted)
 		fprintf(f, "dolsot: this call made session '%s'; pass \"session\": \"%s\" to "
 		        "go on with its state\n", c->session, c->session);
@@ -779,6 +821,7 @@ int mcp_tools_read(const struct mcp_setup *m, const char *name, const json_t *ar
 	char names[256];
 
 	memset(c, 0, sizeof(*c));
+	c->chunk_fd = -1;
 	while (t < tools + N_TOOLS && strcmp(t->name, name) != 0)
 		t++;
 	if (t == tools + N_TOOLS) {
@@ -888,7 +931,7 @@ char *mcp_tools_check_toolboxes(const struct mcp_setup *m)
  * what a cell gets (described); malloc'd, or NULL. */
 static char *python_description(const struct settings *set, const char *described)
 {
-	char *full = NULL, life[320];
+	char *full = NULL, life[320], cut[200];
 
 	if (set->store == STORE_KIND_MEMORY)
 		snprintf(life, sizeof(life), "Sessions live in the warm server's memory "
@@ -899,6 +942,14 @@ static char *python_description(const struct settings *set, const char *describe
 		         "or until unused for %g days", set->ttl_days);
 	else
 		snprintf(life, sizeof(life), "Sessions are kept on disk until reset_session");
+	if (set->max_output)
+		snprintf(cut, sizeof(cut), "A stream, the value and the error over %llu "
+		         "characters keep their first %llu and last %llu, with a line between "
+		         "saying what was cut", (unsigned long long)set->max_output,
+		         (unsigned long long)(set->max_output / 2),
+		         (unsigned long long)(set->max_output - set->max_output / 2));
+	else
+		snprintf(cut, sizeof(cut), "Output is not cut (DOLSOT_MAX_OUTPUT=0)");
 	if (asprintf(&full,
 	             "Run Python 3.11 code in a persistent session (dolsot). Variables, "
 	             "imports and functions persist per `session` across calls; the value of "
@@ -910,8 +961,13 @@ static char *python_description(const struct settings *set, const char *describe
 	             "%s. Each call runs at most `timeout` seconds (default "
 	             "and maximum %g); a cell that raises or times out returns isError, and a "
 	             "timeout or a cancel leaves the session as it was before the call. "
-	             "matplotlib figures come back as images.\n\nWhat a cell gets:\n%s",
-	             life, set->timeout,
+	             "matplotlib figures come back as images. %s; a stream over %d "
+	             "characters is in the text content only "
+	             "(structuredContent names it in `in_text`). With a progress token, "
+	             "progress notifications carry the cell's output as it comes (`message`: "
+	             "the new text; `_meta[\"dolsot/output\"]`: its stream, seq and dropped "
+	             "bytes).\n\nWhat a cell gets:\n%s",
+	             life, set->timeout, cut, MCP_INLINE_STREAM_MAX,
 	             described ? described : "(unknown: the description failed)\n") < 0)
 		return NULL;
 	return full;

@@ -54,6 +54,8 @@ struct mcp_call {
 	double timeout;             /* seconds it may run (0: list_sessions) */
 	double timeout_asked;       /* python: a timeout argument above the server's
 	                             * --timeout, which capped it; 0: none */
+	int chunk_fd;               /* python: where its output goes while it
+	                             * runs, a --json-stream line a chunk; -1 */
 };
 
 /* Why a call is refused before it runs: a JSON-RPC error. */

@@ -90,10 +90,23 @@ def _router(name):
 
 
 def _cut(s, cap, what):
+    """s within cap chars as the binary cuts a text: its head and tail (the
+    cap's halves, each at a line break when one is in its outer half) and a
+    line between them saying what was kept and cut."""
     if s is None or not cap or len(s) <= cap:
         return s, None
-    return (s[:cap] + f"\n[{what} truncated: kept {cap} of {len(s)} chars]",
-            {"kept": cap, "cut": len(s) - cap})
+    head, tail = s[:cap // 2], s[len(s) - (cap - cap // 2):]
+    at = head.rfind("\n") + 1
+    head = head[:at] if at > len(head) // 2 else head
+    at = tail.find("\n") + 1
+    tail = tail[at:] if 0 < at <= len(tail) // 2 else tail
+    cut = s[len(head):len(s) - len(tail)]
+    cut_bytes = len(cut.encode("utf-8", "surrogatepass"))
+    mark = (f"[{what} truncated: kept the first {len(head)} and the last {len(tail)} "
+            f"chars; cut {cut_bytes} bytes ({len(cut)} chars) here]\n")
+    return (head + ("\n" if head and not head.endswith("\n") else "") + mark + tail,
+            {"kept": len(head) + len(tail), "cut": len(cut), "head": len(head),
+             "tail": len(tail), "cut_bytes": cut_bytes})
 
 
 def _async_raise(thread_id, exc):

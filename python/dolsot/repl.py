@@ -144,9 +144,9 @@ class Repl:
                 env["PYTHONPATH"] = os.pathsep.join(add + have)
         return env
 
-    def _run_argv(self, session, fork=None, replace=False, call_id=None):
+    def _run_argv(self, session, fork=None, replace=False, call_id=None, stream=False):
         toolboxes = self._resolved_inject()
-        argv = [self.binary, "--json", "--session", session]
+        argv = [self.binary, "--json-stream" if stream else "--json", "--session", session]
         if call_id is not None:
             argv += ["--call-id", call_id]
         if fork is not None:
@@ -157,12 +157,12 @@ class Repl:
             argv += ["--timeout", repr(float(self.timeout))]
         return argv, self._env(toolboxes)
 
-    def _prepare(self, session, code, fork, replace, call_id):
+    def _prepare(self, session, code, fork, replace, call_id, stream=False):
         _checks.session_id(session)
         _checks.code_text(code)
         _checks.fork(session, fork, replace)
         _checks.call_id(call_id)
-        argv, env = self._run_argv(session, fork, replace, call_id)
+        argv, env = self._run_argv(session, fork, replace, call_id, stream)
         return argv, env, code.encode("utf-8", "surrogatepass")
 
     # -- results ----------------------------------------------------------
@@ -186,7 +186,8 @@ class Repl:
 
     # -- the API ------------------------------------------------------------
 
-    def run(self, session, code, *, fork=None, replace=False, call_id=None):
+    def run(self, session, code, *, fork=None, replace=False, call_id=None,
+            on_stdout=None, on_stderr=None):
         """Run code in session and return its Result.
 
         fork: start session as a copy of that session's stored state first
@@ -195,8 +196,14 @@ class Repl:
         or an existing session without replace, is a failed Result.
         call_id: the binary's --call-id; a call repeating the id of a call
         that saved returns that call's Result again without running code,
-        so a retry after a lost answer applies the cell once."""
-        argv, env, data = self._prepare(session, code, fork, replace, call_id)
+        so a retry after a lost answer applies the cell once.
+        on_stdout, on_stderr: called with each chunk of the cell's output
+        (a str) while it runs (the binary's --json-stream: coalesced, at
+        most 8192 bytes a chunk, a flood thinned); the Result is the same
+        as without them. An exception a callback raises ends the call (its
+        session unchanged) and is raised here."""
+        stream = on_stdout is not None or on_stderr is not None
+        argv, env, data = self._prepare(session, code, fork, replace, call_id, stream)
         host = _tools.Host(self.tools) if self.tools else None
         try:
             proc = subprocess.Popen(argv + (host.argv() if host else []),
@@ -206,7 +213,11 @@ class Repl:
                                     pass_fds=host.fds() if host else ())
             serving = host and (host.started() or host.thread())
             try:
-                out, err = proc.communicate(data)
+                if stream:
+                    out, err = _streamed(proc, data,
+                                         {"stdout": on_stdout, "stderr": on_stderr})
+                else:
+                    out, err = proc.communicate(data)
             except BaseException:
                 _stop_group(proc.pid, proc.poll)
                 proc.wait()
@@ -218,23 +229,31 @@ class Repl:
                 host.close()
         return self._answer(proc.returncode, out, err)
 
-    async def arun(self, session, code, *, fork=None, replace=False, call_id=None):
+    async def arun(self, session, code, *, fork=None, replace=False, call_id=None,
+                   on_stdout=None, on_stderr=None):
         """run() for event loops: an asyncio subprocess. Cancelling the task
         ends the call (its worker and every process it started); the session
-        stays as it was before the cell."""
-        argv, env, data = self._prepare(session, code, fork, replace, call_id)
+        stays as it was before the cell. on_stdout and on_stderr as run()'s
+        (plain functions, called from the event loop)."""
+        stream = on_stdout is not None or on_stderr is not None
+        argv, env, data = self._prepare(session, code, fork, replace, call_id, stream)
         host = _tools.Host(self.tools) if self.tools else None
         serving = None
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, *(host.argv() if host else []), stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
-                start_new_session=True, pass_fds=host.fds() if host else ())
+                start_new_session=True, pass_fds=host.fds() if host else (),
+                limit=_LINE_MAX)
             if host:
                 host.started()
                 serving = asyncio.ensure_future(host.aserve())
             try:
-                out, err = await proc.communicate(data)
+                if stream:
+                    out, err = await _astreamed(proc, data,
+                                                {"stdout": on_stdout, "stderr": on_stderr})
+                else:
+                    out, err = await proc.communicate(data)
             except BaseException:
                 await _astop_group(proc)
                 raise
@@ -326,6 +345,74 @@ def _killpg(pid, sig):
         os.killpg(pid, sig)
     except ProcessLookupError:
         pass
+
+
+# The longest line --json-stream prints: a result object (each text in it
+# capped, at most 6 bytes of JSON a byte) is well within it.
+_LINE_MAX = 64 << 20
+
+
+def _chunk(line, callbacks):
+    """Hand a --json-stream chunk line to its callback; False for any other
+    line (the result object, the last line)."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return False
+    if not isinstance(obj, dict) or "status" in obj or obj.get("stream") not in callbacks:
+        return False
+    if callbacks[obj["stream"]] is not None:
+        callbacks[obj["stream"]](obj["text"])
+    return True
+
+
+def _streamed(proc, data, callbacks):
+    """communicate() for --json-stream: chunk lines to their callbacks as
+    they come; (the rest of stdout, stderr)."""
+    import threading
+    err = []
+
+    def feed():
+        try:
+            proc.stdin.write(data)
+            proc.stdin.close()
+        except OSError:
+            pass
+        err.append(proc.stderr.read())
+
+    side = threading.Thread(target=feed, daemon=True)
+    side.start()
+    rest = []
+    for line in proc.stdout:
+        if rest or not _chunk(line, callbacks):
+            rest.append(line)
+    proc.wait()
+    side.join()
+    return b"".join(rest), err[0] if err else b""
+
+
+async def _astreamed(proc, data, callbacks):
+    async def feed():
+        try:
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+            proc.stdin.close()
+        except OSError:
+            pass
+        return await proc.stderr.read()
+
+    side = asyncio.ensure_future(feed())
+    rest = []
+    try:
+        while line := await proc.stdout.readline():
+            if rest or not _chunk(line, callbacks):
+                rest.append(line)
+    except BaseException:
+        side.cancel()
+        raise
+    err = await side
+    await proc.wait()
+    return b"".join(rest), err
 
 
 def _stop_group(pid, poll):

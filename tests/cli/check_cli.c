@@ -773,8 +773,10 @@ START_TEST(output_is_truncated_with_marker)
 	RUN_ENV(&r, ((const char *[]){ "DOLSOT_MAX_OUTPUT=10", NULL }), "--session", "t",
 	        "print('x' * 1000)\n'y' * 50");
 	ck_code(&r, 0);
-	ck_out(&r, "xxxxxxxxxx\n[output truncated: kept 10 chars of 1001 bytes]\n"
-	           "'yyyyyyyyy\n[value truncated: kept 10 of 52 chars]\n");
+	ck_out(&r, "xxxxx\n[output truncated: kept the first 5 and the last 5 chars; "
+	           "cut 991 bytes (991 chars) here]\nxxxx\n"
+	           "'yyyy\n[value truncated: kept the first 5 and the last 5 chars; "
+	           "cut 42 bytes (42 chars) here]\nyyyy'\n");
 	cli_run_release(&r);
 }
 END_TEST
@@ -788,7 +790,8 @@ START_TEST(huge_output_keeps_memory_bounded)
 	    "import os\nchunk = b'z' * (1 << 20)\nfor _ in range(200): os.write(1, chunk)");
 	ck_code(&r, 0);
 	ck_assert_uint_lt(r.out_len, 100200);
-	ck_assert(cli_has(r.out, "[output truncated: kept 100000 chars of 209715200 bytes]"));
+	ck_assert(cli_has(r.out, "[output truncated: kept the first 50000 and the last 50000 "
+	                  "chars; cut 209615200 bytes (209615200 chars) here]"));
 	cli_run_release(&r);
 }
 END_TEST

@@ -509,11 +509,18 @@ START_TEST(json_truncation_counts_kept_and_cut)
 	                                            "print('x' * 99)\n'é' * 50", NULL });
 
 	ck_code(&r, 0);
-	ck_str(o, "stdout", "xxxxxxxxxx");
+	ck_str(o, "stdout", "xxxxx\n[output truncated: kept the first 5 and the last 5 chars; "
+	       "cut 90 bytes (90 chars) here]\nxxxx\n");
 	ck_int(o, "truncated.stdout.kept", 10);
 	ck_int(o, "truncated.stdout.cut", 90);
+	ck_int(o, "truncated.stdout.head", 5);
+	ck_int(o, "truncated.stdout.tail", 5);
+	ck_int(o, "truncated.stdout.cut_bytes", 90);
 	ck_int(o, "truncated.value.kept", 10);
 	ck_int(o, "truncated.value.cut", 42);
+	ck_int(o, "truncated.value.head", 5);
+	ck_int(o, "truncated.value.tail", 5);
+	ck_int(o, "truncated.value.cut_bytes", 84);
 	ck_assert(at(o, "truncated.stderr") == NULL);
 	json_decref(o);
 	cli_run_release(&r);

@@ -149,6 +149,35 @@ pid_t cli_spawn(const struct cli_opts *o, const char *const *argv)
 	return -1;
 }
 
+pid_t cli_spawn_reading(const struct cli_opts *o, const char *const *argv, int *out)
+{
+	sigset_t none;
+	int p[2], null;
+	pid_t pid;
+
+	cli_bin();
+	fflush(NULL);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		fatal("pipe2");
+	pid = fork();
+	if (pid < 0)
+		fatal("fork");
+	if (pid > 0) {
+		close(p[1]);
+		*out = p[0];
+		return pid;
+	}
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	null = open("/dev/null", O_RDWR);
+	if (null < 0)
+		_exit(125);
+	child(o, argv, null, p[1], null);
+	return -1;
+}
+
 /* The bytes *buf holds room for when used are in use: a power of two, so
  * a growing buffer is copied O(log n) times (a realloc per chunk made a
  * 20 MB read quadratic under AddressSanitizer, past the test timeout). */

@@ -57,6 +57,10 @@ void cli_run(struct cli_run *r, const struct cli_opts *o, const char *const *arg
 /* Start argv as cli_run would, with every stream on /dev/null, and return
  * at once: the caller signals and reaps the pid. */
 pid_t cli_spawn(const struct cli_opts *o, const char *const *argv);
+/* cli_spawn with its stdout on a pipe whose read end goes into *out (the
+ * caller reads and closes it, and reaps the pid); stdin and stderr on
+ * /dev/null. */
+pid_t cli_spawn_reading(const struct cli_opts *o, const char *const *argv, int *out);
 void cli_run_release(struct cli_run *r);
 
 /*

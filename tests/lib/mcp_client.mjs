@@ -5,7 +5,8 @@
 //
 // usage: node tests/lib/mcp_client.mjs DOLSOT_BINARY SCRATCH_DIR
 // Prints "ok NAME" per step; exits 1 at the first failed step, with why.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -88,6 +89,10 @@ check(/What a cell gets:\n[\s\S]*limits: --timeout 60s/.test(py.description),
       'python description carries --describe', py.description);
 check(/until unused for \d+ days|until reset_session/.test(py.description),
       'python description states a session\'s lifetime');
+check(/keep their first 10000 and last 10000/.test(py.description) &&
+      /`in_text`/.test(py.description) &&
+      /progress notifications carry the cell's output/.test(py.description),
+      'python description says how output is cut, carried once and streamed');
 console.log('ok tools/list');
 
 // State across calls (the SDK validates structuredContent against outputSchema).
@@ -148,6 +153,43 @@ check(r.structuredContent.value === "'slept'", 'progress cell', r);
 check(seen.length >= 1 && seen[0].total === 60 && seen.every((p, i) => i === 0 ||
       p.progress > seen[i - 1].progress), 'progress notifications', seen);
 console.log('ok progress');
+
+// The output while the cell runs: a progress notification carries the new
+// output; the cell waits on a FIFO that is opened only once it has come.
+const fifo = path.join(scratch, 'release.fifo');
+execFileSync('mkfifo', [fifo]);
+const streamed = [];
+let released = false;
+r = await client.callTool({ name: 'python', arguments: { session: 'stream', code:
+	`import sys\nprint('first chunk', flush=True)\nopen(${JSON.stringify(fifo)}).read()\n` +
+	"print('after')\n'done'" } }, undefined, { onprogress: (p) => {
+	streamed.push(p);
+	if (!released && /first chunk/.test(p.message ?? '')) {
+		released = true;
+		writeFileSync(fifo, 'go');
+	}
+} });
+check(released && r.structuredContent.value === "'done'" &&
+      r.structuredContent.stdout === 'first chunk\nafter\n', 'streamed cell', [r, streamed]);
+const first = streamed.find((p) => /first chunk/.test(p.message ?? ''));
+check(first._meta?.['dolsot/output']?.stream === 'stdout', 'the chunk\'s stream',
+      first);
+check(streamed.every((p, i) => i === 0 || p.progress > streamed[i - 1].progress),
+      'progress increases with output', streamed);
+console.log('ok streamed output');
+
+// A long stream is carried once: in the text, not in structuredContent.
+r = await client.callTool({ name: 'python', arguments: { session: 'long', code:
+	"print('q' * 5000)\n'v'" } });
+check(r.structuredContent.stdout === '' &&
+      JSON.stringify(r.structuredContent.in_text) === '["stdout"]' &&
+      text(r).includes('q'.repeat(5000)) && JSON.stringify(r).length < 7000,
+      'a long stdout once', r);
+r = await client.callTool({ name: 'python', arguments: { session: 'long', code:
+	"print('q' * 50000)" } });
+check(/\[output truncated: kept the first 10000 and the last 10000 chars; cut 30001 bytes/
+      .test(text(r)) && JSON.stringify(r).length < 25000, 'a runaway print is cut', text(r));
+console.log('ok outputs carried once');
 
 // Cancel a running cell: its process is gone, its session rolled back.
 const pidfile = path.join(scratch, 'cell.pid');

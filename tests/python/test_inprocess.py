@@ -86,7 +86,9 @@ class LiveNamespace(unittest.TestCase):
     def test_max_output(self):
         with env(DOLSOT_MAX_OUTPUT="10"):
             r = InProcessSession().run("print('x' * 50)")
-            self.assertEqual(r.truncated["stdout"], {"kept": 10, "cut": 41})
+            self.assertEqual(r.truncated["stdout"], {"kept": 10, "cut": 41, "head": 5,
+                                                     "tail": 5, "cut_bytes": 41})
+            self.assertTrue(r.stdout.startswith("xxxxx\n[output truncated: kept the first 5 "))
             r = InProcessSession(max_output=0).run("print('x' * 50)")
             self.assertEqual(r.truncated, {})
 

@@ -80,6 +80,51 @@ class ReadmeExamples(support.StoreCase):
             return await repl.arun("task-42", "mt.add(1, 2)")
         self.assertEqual(asyncio.run(main()).value, "3")
 
+    def _waiting_cell(self):
+        """A FIFO, and a cell that prints, flushes and then waits for a
+        line on it; a callback that writes it once the first chunk came
+        (so the chunk arrived while the cell ran)."""
+        fifo = os.path.join(tempfile.mkdtemp(dir=self.tmp), "go.fifo")
+        os.mkfifo(fifo)
+        code = (f"import sys\nprint('first', flush=True)\nopen({fifo!r}).read()\n"
+                "print('second')\nsys.stderr.write('e\\n')\n7")
+        got = []
+
+        def on(stream):
+            def take(text):
+                got.append((stream, text))
+                if stream == "out" and text.startswith("first") and \
+                        sum(1 for s, _ in got if s == "out") == 1:
+                    with open(fifo, "w") as f:
+                        f.write("go")
+            return take
+        return code, got, on
+
+    def test_run_streams_output_to_callbacks(self):
+        code, got, on = self._waiting_cell()
+        r = Repl().run("streamed", code, on_stdout=on("out"), on_stderr=on("err"))
+        self.assertEqual((r.value, r.stdout, r.stderr), ("7", "first\nsecond\n", "e\n"))
+        self.assertEqual("".join(t for s, t in got if s == "out"), r.stdout)
+        self.assertEqual("".join(t for s, t in got if s == "err"), r.stderr)
+
+    def test_arun_streams_output_to_callbacks(self):
+        code, got, on = self._waiting_cell()
+
+        async def main():
+            return await Repl().arun("astreamed", code, on_stdout=on("out"))
+        r = asyncio.run(main())
+        self.assertEqual((r.value, r.stdout), ("7", "first\nsecond\n"))
+        self.assertEqual("".join(t for s, t in got if s == "out"), r.stdout)
+
+    def test_a_raising_callback_ends_the_call(self):
+        def boom(text):
+            raise RuntimeError("host says stop")
+        repl = Repl()
+        with self.assertRaises(RuntimeError):
+            repl.run("cb", "x = 1\nprint('a', flush=True)\nimport time\ntime.sleep(60)",
+                     on_stdout=boom)
+        self.assertEqual(repl.run("cb", "'x' in dir()").value, "False")
+
     def test_housekeeping(self):
         repl = Repl(store=os.path.join(self.tmp, "house"))
         repl.run("house-a", "a = 1")
@@ -337,8 +382,11 @@ class Precedence(support.StoreCase):
             self.assertEqual(r.truncated["stdout"]["kept"], 50)
             self.assertEqual(r.truncated["value"]["kept"], 50)
             r = Repl(max_output=20).run("mo-arg", code)
-            self.assertEqual(r.truncated["stdout"]["kept"], 20)
-            self.assertEqual(r.stdout, "y" * 20)
+            self.assertEqual(r.truncated["stdout"], {"kept": 20, "cut": 281, "head": 10,
+                                                     "tail": 10, "cut_bytes": 281})
+            self.assertEqual(r.stdout, "y" * 10 + "\n[output truncated: kept the first 10 "
+                             "and the last 10 chars; cut 281 bytes (281 chars) here]\n" +
+                             "y" * 9 + "\n")
             r = Repl(max_output=0).run("mo-zero", code)
             self.assertEqual(r.truncated, {})
 

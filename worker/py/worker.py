@@ -357,10 +357,34 @@ def _depth():
     return n
 
 
+def _head_tail(text, cap, what):
+    """text within cap chars: its head and its tail (the cap's halves, as
+    output.c keeps a stream's), each ending or starting at a line break
+    when one is in its outer half, and a line between them saying what was
+    kept and cut; with the "what\tkept\tcut\thead\ttail\tcut_bytes" line
+    of --json's truncated, or None when text fits."""
+    if not cap or len(text) <= cap:
+        return text, None
+    head, tail = text[:cap // 2], text[len(text) - (cap - cap // 2):]
+    nl = head.rfind("\n")
+    if nl >= 0 and nl + 1 > len(head) // 2:
+        head = head[:nl + 1]
+    nl = tail.find("\n")
+    if 0 <= nl and nl + 1 <= len(tail) // 2:
+        tail = tail[nl + 1:]
+    cut = text[len(head):len(text) - len(tail)]
+    cut_bytes = len(cut.encode("utf-8", "surrogatepass"))
+    return (head + ("" if head.endswith("\n") or not head else "\n") +
+            f"[{what} truncated: kept the first {len(head)} and the last {len(tail)} "
+            f"chars; cut {cut_bytes} bytes ({len(cut)} chars) here]\n" + tail,
+            f"{what}\t{len(head) + len(tail)}\t{len(cut)}\t{len(head)}\t{len(tail)}\t"
+            f"{cut_bytes}")
+
+
 def _cap(text, cap, what):
-    if cap and len(text) > cap:
-        _detail.setdefault("truncated", []).append(f"{what}\t{cap}\t{len(text) - cap}")
-        text = text[:cap] + f"\n[{what} truncated: kept {cap} of {len(text)} chars]"
+    text, cut = _head_tail(text, cap, what)
+    if cut:
+        _detail.setdefault("truncated", []).append(cut)
     return text
 
 
@@ -400,13 +424,13 @@ def _traceback(exc, code):
 
 
 def _error_info(exc, code, cap, hints=()):
-    """--json's error: ename, evalue (cut at the output cap), cell line (""
+    """--json's error: ename, evalue (cut to its head and tail at the output cap), cell line (""
     when none), then the traceback lines, as items; the hints apart."""
     if not _flags & REQ_JSON:
         return
     msg = (exc.msg or "") if isinstance(exc, SyntaxError) else _text(exc)
     line = _cell_line(exc)
-    _detail["error_info"] = _items([type(exc).__name__, msg[:cap] if cap else msg,
+    _detail["error_info"] = _items([type(exc).__name__, _head_tail(msg, cap, "error")[0],
                                    "" if line is None else line] + _traceback(exc, code))
     if hints:
         _detail["hints"] = _items(hints)
@@ -933,8 +957,8 @@ def _execute_step(c):
         _tick("cell")
         if c.flags & REQ_JSON:
             text = _repr(e.code)
-            _detail["error_info"] = _items(["SystemExit", text[:max_output] if max_output
-                                            else text, ""])
+            _detail["error_info"] = _items(["SystemExit",
+                                            _head_tail(text, max_output, "error")[0], ""])
         return answer(1, RES_RAN, held=c.held_before,
                       error=_cap(f"SystemExit: {_repr(e.code)}", max_output, "error") +
                       ": the cell ended the interpreter, so it did not complete; "
