@@ -102,16 +102,16 @@ static const struct hostile cells[] = {
 	{ "writes a gigabyte to stdout",
 	  "import os\nx = 2\nb = b'o' * (1 << 20)\nfor _ in range(1024): os.write(1, b)\n"
 	  "del b, _", NULL, 0,
-	  "session now holds: os, x, y\n", NULL, NEW, 100100, 0, 200000 },
+	  "session now holds: os, x, y\n", NULL, NEW, 100200, 0, 200000 },
 	{ "writes a gigabyte to stderr",
 	  "import os\nx = 2\nb = b'e' * (1 << 20)\nfor _ in range(1024): os.write(2, b)\n"
 	  "del b, _", NULL, 0,
-	  "[output truncated: kept 100000 chars of 1073741824 bytes]\n"
-	  "session now holds: os, x, y\n", "", NEW, 0, 0, 200000 },
+	  "[output truncated: kept the first 50000 and the last 50000 chars; "
+	  "cut 1073641824 bytes (1073641824 chars) here]\neeee", "", NEW, 0, 0, 200000 },
 	{ "writes a gigabyte of bytes that continue no UTF-8 character",
 	  "import os\nx = 2\nb = b'\\x80' * (1 << 20)\nfor _ in range(1024): os.write(1, b)\n"
 	  "del b, _", NULL, 0,
-	  "session now holds: os, x, y\n", NULL, NEW, 100100, 0, 200000 },
+	  "session now holds: os, x, y\n", NULL, NEW, 100200, 0, 200000 },
 	{ "calls os._exit(0)",
 	  "import os\nx = 2\nos._exit(0)", NULL, 1,
 	  "dolsot: the worker exited with status 0 before it finished (the cell ended "
@@ -218,12 +218,12 @@ static const struct hostile cells[] = {
 	  "so it did not complete; session unchanged\n", "", OLD, 0, 0, 0 },
 	{ "raises an exception with a 300 MB message",
 	  "x = 2\nraise ValueError('m' * (300 << 20))", NULL, 1,
-	  "\n[error truncated: kept 100000 of 314572821 chars]\nsession now holds: x, y\n",
-	  "", NEW, 0, 100200, 0 },
+	  "\n[error truncated: kept the first 50000 and the last 50000 chars; cut 314472821 "
+	  "bytes (314472821 chars) here]\nmmmm", "", NEW, 0, 100300, 0 },
 	{ "raises SystemExit with a 300 MB message",
 	  "x = 2\nraise SystemExit('m' * (300 << 20))", NULL, 1,
-	  "\n[error truncated: kept 100000 of 314572814 chars]: the cell ended the interpreter, "
-	  "so it did not complete; session unchanged\n", "", OLD, 0, 100200, 0 },
+	  "\n[error truncated: kept the first 50000 and the last 50000 chars; cut 314472814 "
+	  "bytes (314472814 chars) here]\nmmmm", "", OLD, 0, 100300, 0 },
 	{ "forks a child that runs on to the end of the cell, then exits",
 	  "import os, time\nx = 2\nif os.fork() == 0:\n    x = 3\nelse:\n"
 	  "    time.sleep(1)\n    os._exit(5)", NULL, 1,
@@ -389,7 +389,7 @@ START_TEST(help_is_there)
 }
 END_TEST
 
-/* Output of a gigabyte cell: the first chars, then the marker. */
+/* Output of a gigabyte cell: the first half of the cap, the marker, the last half. */
 START_TEST(gigabyte_output_is_cut_with_marker)
 {
 	struct cli_run r;
@@ -398,14 +398,16 @@ START_TEST(gigabyte_output_is_cut_with_marker)
 	CLI(&r, "--session", "t",
 	    "import os\nb = b'o' * (1 << 20)\nfor _ in range(1024): os.write(1, b)");
 	ck_code(&r, 0);
-	marker = strstr(r.out, "\n[output truncated: kept 100000 chars of 1073741824 bytes]\n");
+	marker = strstr(r.out, "\n[output truncated: kept the first 50000 and the last 50000 "
+	                "chars; cut 1073641824 bytes (1073641824 chars) here]\n");
 	ck_assert_ptr_nonnull(marker);
-	ck_assert_int_eq(marker - r.out, 100000);
+	ck_assert_int_eq(marker - r.out, 50000);
 	cli_run_release(&r);
 	CLI(&r, "--session", "t",
 	    "import os\nb = b'\\x80' * (1 << 20)\nfor _ in range(1024): os.write(1, b)");
 	ck_code(&r, 0);
-	ck_assert(cli_has(r.out, "\n[output truncated: kept 100000 chars of 1073741824 bytes]\n"));
+	ck_assert(cli_has(r.out, "\n[output truncated: kept the first 50000 and the last 50000 "
+	                  "chars; cut 1073641824 bytes (1073641824 chars) here]\n"));
 	cli_run_release(&r);
 }
 END_TEST

@@ -321,11 +321,11 @@ START_TEST(a_flood_is_bounded_and_the_result_unchanged)
 	ck_assert_msg(s.len[0] >= 4 && memcmp(s.text[0] + s.len[0] - 4, "END\n", 4) == 0,
 	              "the last chunk ends the stream");
 	cut = json_object_get(json_object_get(s.result, "truncated"), "stdout");
-	ck_assert_int_eq(json_integer_value(json_object_get(cut, "head")), 10000);
-	ck_assert_int_eq(json_integer_value(json_object_get(cut, "tail")), 10000);
-	ck_assert_int_eq(json_integer_value(json_object_get(cut, "cut_bytes")), 1000004 - 20000);
+	ck_assert_int_eq(json_integer_value(json_object_get(cut, "head")), 50000);
+	ck_assert_int_eq(json_integer_value(json_object_get(cut, "tail")), 50000);
+	ck_assert_int_eq(json_integer_value(json_object_get(cut, "cut_bytes")), 1000004 - 100000);
 	ck_assert(strstr(result_str(&s, "stdout"), "zzz\n[output truncated: kept the first "
-	                 "10000 and the last 10000 chars; cut 980004 bytes (980004 chars) "
+	                 "50000 and the last 50000 chars; cut 900004 bytes (900004 chars) "
 	                 "here]\nzzz"));
 	ck_assert(strstr(result_str(&s, "stdout"), "zzzEND\n"));
 	streamed_release(&s);

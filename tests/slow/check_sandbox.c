@@ -227,9 +227,9 @@ static void expect_out(bool sandbox, const char *const *more, const char *code,
 	cli_run_release(&r);
 }
 
-/* The long-lived processes of the warm path, which carry the mark of the
- * call that started them and are not the call's (a spare is a worker forked
- * ahead of the next call). */
+/* The long-lived processes of the warm path and the type gate's checker
+ * daemon, which carry the mark of the call that started them and are not
+ * the call's (a spare is a worker forked ahead of the next call). */
 static bool is_server(const char *pid)
 {
 	char path[300], comm[64] = "";
@@ -243,7 +243,7 @@ static bool is_server(const char *pid)
 		comm[0] = '\0';
 	fclose(f);
 	return strcmp(comm, "dolsot-server\n") == 0 || strcmp(comm, "dolsot-zygote\n") == 0 ||
-	       strcmp(comm, "dolsot-spare\n") == 0;
+	       strcmp(comm, "dolsot-spare\n") == 0 || strcmp(comm, "dolsot-checkd\n") == 0;
 }
 
 /* Live processes of the calls (not the server) whose environment holds our
