@@ -9,7 +9,7 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import { Type } from "typebox";
 import { describeText } from "./describe.ts";
 import { MAX_BYTES, MAX_LINES, toolResult } from "./result.ts";
-import { runDolsot } from "./run.ts";
+import { type Progress, runDolsot } from "./run.ts";
 import { type DolsotSettings, environmentArgs, processEnv, readSettings } from "./settings.ts";
 
 const TOOL = "python";
@@ -49,6 +49,12 @@ function lastLines(stderr: string): string {
 	return stderr.trim().split("\n").slice(-5).join("\n");
 }
 
+/** What pi shows while a cell runs: its output so far, then the time. */
+function progressText(session: string, p: Progress): string {
+	const status = `running in session ${session}: ${seconds(p.elapsedMs)}`;
+	return p.output ? `${p.output}\n${status}` : status;
+}
+
 export default async function dolsot(pi: ExtensionAPI) {
 	const cwd = process.cwd();
 	let settingsError: string | undefined;
@@ -82,7 +88,7 @@ export default async function dolsot(pi: ExtensionAPI) {
 		async execute(_id, params, signal, onUpdate, ctx) {
 			if (settingsError) throw new Error(settingsError);
 			const session = params.session ?? defaultSession(ctx, settings);
-			const args = ["--json", "--session", session, ...environmentArgs(settings)];
+			const args = ["--json-stream", "--session", session, ...environmentArgs(settings)];
 			const timeout = params.timeout ?? settings.timeout;
 			if (timeout !== undefined) args.push("--timeout", String(timeout));
 			const run = await runDolsot({
@@ -92,16 +98,18 @@ export default async function dolsot(pi: ExtensionAPI) {
 				env: processEnv(settings),
 				cwd: ctx.cwd,
 				signal,
+				stream: true,
 				onProgress: (p) =>
 					onUpdate?.({
-						content: [{ type: "text", text: p.stdout || `running in session ${session}: ${seconds(p.elapsedMs)}` }],
+						content: [{ type: "text", text: progressText(session, p) }],
 						details: { session, elapsedMs: p.elapsedMs },
 					}),
 			});
+			const before = run.output ? `${run.output}\n` : "";
 			if (run.aborted) {
 				const said = lastLines(run.stderr);
 				throw new Error(
-					`Aborted: the cell was stopped after ${seconds(run.elapsedMs)} and session ${session} was rolled back ` +
+					`${before}Aborted: the cell was stopped after ${seconds(run.elapsedMs)} and session ${session} was rolled back ` +
 						`to before it (nothing this cell did was kept).${said ? `\n${said}` : ""}`,
 				);
 			}
@@ -110,7 +118,7 @@ export default async function dolsot(pi: ExtensionAPI) {
 				parsed = JSON.parse(run.stdout);
 			} catch {
 				const why = run.signal ? `was killed by ${run.signal}` : `exited with ${run.code}`;
-				throw new Error(`dolsot ${why} without a result:\n${lastLines(run.stderr) || "(nothing on stderr)"}`);
+				throw new Error(`${before}dolsot ${why} without a result:\n${lastLines(run.stderr) || "(nothing on stderr)"}`);
 			}
 			return toolResult(parsed, session);
 		},

@@ -11,7 +11,7 @@ import { join } from "node:path";
 export const MAX_LINES = 2000;
 export const MAX_BYTES = 50 * 1024;
 /** Room kept for the line that says what was cut. */
-const NOTE_ROOM = 400;
+export const NOTE_ROOM = 400;
 
 export interface TextPart {
 	type: "text";
@@ -97,13 +97,13 @@ function takeLines(lines: string[], from: number, step: 1 | -1, max: number, roo
 	return out;
 }
 
-function cutBytes(line: string, max: number, fromEnd: boolean): string {
+export function cutBytes(line: string, max: number, fromEnd: boolean): string {
 	const b = Buffer.from(line, "utf8");
 	const part = fromEnd ? b.subarray(b.length - max) : b.subarray(0, max);
 	return part.toString("utf8").replace(/^\uFFFD|\uFFFD$/g, "");
 }
 
-function size(n: number): string {
+export function size(n: number): string {
 	return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 

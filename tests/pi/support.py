@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 from pi_rpc import PiRpc
@@ -23,8 +22,6 @@ BIN = os.path.abspath(os.environ.get("DOLSOT_BIN", os.path.join(ROOT, "dolsot"))
 PACKAGE = os.path.join(ROOT, "integrations", "pi")
 # A pi run is a node start, two model round trips and a dolsot call.
 PI_SECONDS = 120
-# How often a wait looks again for what it waits for.
-POLL = 0.02
 
 
 # pi's package.json: "engines": {"node": ">=20.6.0"} (Debian 12's nodejs is 18).
@@ -47,16 +44,6 @@ def missing():
     if not os.access(BIN, os.X_OK):
         return f"no dolsot binary at {BIN}"
     return None
-
-
-def wait_for(what, seconds=60):
-    """Poll what() until it is true; fail after seconds."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if what():
-            return
-        time.sleep(POLL)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class PiCase(unittest.TestCase):
