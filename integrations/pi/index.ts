@@ -10,7 +10,7 @@ import { Type } from "typebox";
 import { describeText } from "./describe.ts";
 import { MAX_BYTES, MAX_LINES, toolResult } from "./result.ts";
 import { type Progress, runDolsot } from "./run.ts";
-import { type DolsotSettings, environmentArgs, processEnv, readSettings } from "./settings.ts";
+import { type DolsotSettings, environmentArgs, namespaceArgs, processEnv, readSettings } from "./settings.ts";
 
 const TOOL = "python";
 
@@ -102,7 +102,7 @@ export default async function dolsot(pi: ExtensionAPI) {
 				onProgress: (p) =>
 					onUpdate?.({
 						content: [{ type: "text", text: progressText(session, p) }],
-						details: { session, elapsedMs: p.elapsedMs },
+						details: { session, namespace: settings.namespace, elapsedMs: p.elapsedMs },
 					}),
 			});
 			const before = run.output ? `${run.output}\n` : "";
@@ -120,7 +120,7 @@ export default async function dolsot(pi: ExtensionAPI) {
 				const why = run.signal ? `was killed by ${run.signal}` : `exited with ${run.code}`;
 				throw new Error(`${before}dolsot ${why} without a result:\n${lastLines(run.stderr) || "(nothing on stderr)"}`);
 			}
-			return toolResult(parsed, session);
+			return toolResult(parsed, session, settings.namespace);
 		},
 	});
 
@@ -131,7 +131,13 @@ export default async function dolsot(pi: ExtensionAPI) {
 
 	/** A --json command of dolsot's (not a cell): its object, or throws its words. */
 	async function dolsotJson(args: string[], cwd: string): Promise<any> {
-		const r = await runDolsot({ binary: settings.binary, args: ["--json", ...args], stdin: "", env: processEnv(settings), cwd });
+		const r = await runDolsot({
+			binary: settings.binary,
+			args: ["--json", ...namespaceArgs(settings), ...args],
+			stdin: "",
+			env: processEnv(settings),
+			cwd,
+		});
 		try {
 			if (r.code === 0) return JSON.parse(r.stdout);
 		} catch {
@@ -141,7 +147,8 @@ export default async function dolsot(pi: ExtensionAPI) {
 	}
 
 	pi.registerCommand("python", {
-		description: "List this conversation's dolsot sessions, or reset one: /python reset [SESSION]",
+		description:
+			"List this conversation's dolsot sessions, or reset one: /python reset [SESSION], or all of pi's namespace: /python reset all",
 		handler: async (args, ctx) => {
 			const words = args.trim().split(/\s+/).filter((w) => w);
 			try {
@@ -149,7 +156,8 @@ export default async function dolsot(pi: ExtensionAPI) {
 				if (words[0] === "reset" && words.length <= 2) {
 					const id = words[1] ?? defaultSession(ctx, settings);
 					const done = await dolsotJson(["--reset", id], ctx.cwd);
-					ctx.ui.notify(`reset ${id}: ${done.removed} removed`, "info");
+					const where = id === "all" ? ` of namespace ${settings.namespace}` : "";
+					ctx.ui.notify(`reset ${id}${where}: ${done.removed} removed`, "info");
 				} else if (words.length === 0) {
 					const stored = new Map<string, any>();
 					for (const s of (await dolsotJson(["--list-sessions"], ctx.cwd)).sessions) stored.set(s.id, s);
@@ -157,9 +165,12 @@ export default async function dolsot(pi: ExtensionAPI) {
 						const s = stored.get(id);
 						return s ? `${id}: ${s.size} bytes, last used ${s.last_used}` : `${id}: not stored`;
 					});
-					ctx.ui.notify(`dolsot sessions of this conversation:\n${lines.join("\n")}`, "info");
+					ctx.ui.notify(
+						`dolsot sessions of this conversation (namespace ${settings.namespace}):\n${lines.join("\n")}`,
+						"info",
+					);
 				} else {
-					ctx.ui.notify("usage: /python, or /python reset [SESSION]", "error");
+					ctx.ui.notify("usage: /python, or /python reset [SESSION|all]", "error");
 				}
 			} catch (e) {
 				ctx.ui.notify((e as Error).message, "error");

@@ -26,6 +26,8 @@ export interface ImagePart {
 /** pi's details of a python call, for its UI and for /python. */
 export interface CallDetails {
 	session: string;
+	/** The dolsot namespace the session is in. */
+	namespace: string;
 	status: string;
 	exitCode: number;
 	executionCount: number | null;
@@ -152,7 +154,7 @@ function afterStdout(r: Json, figures: number): string[] {
 }
 
 /** The tool result of a --json object: content for the model, details for pi. */
-export function toolResult(r: Json, session: string): { content: (TextPart | ImagePart)[]; details: CallDetails } {
+export function toolResult(r: Json, session: string, namespace: string): { content: (TextPart | ImagePart)[]; details: CallDetails } {
 	const images: ImagePart[] = [];
 	for (const d of r.displays ?? [])
 		if (d.data?.["image/png"]) images.push({ type: "image", data: d.data["image/png"], mimeType: "image/png" });
@@ -174,6 +176,7 @@ export function toolResult(r: Json, session: string): { content: (TextPart | Ima
 	text = final.text || "(no output)";
 	const details: CallDetails = {
 		session,
+		namespace,
 		status: r.status,
 		exitCode: r.exit_code,
 		executionCount: r.execution_count ?? null,

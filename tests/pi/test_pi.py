@@ -105,6 +105,7 @@ class Abort(PiCase):
         rpc = Rpc(self, "--session", pi_session)
         rpc.send({"type": "prompt", "message": "/python"})
         listed = rpc.wait(lambda e: e.get("method") == "notify")
+        self.assertIn("(namespace pi)", listed["message"])
         self.assertIn(f"{session}: ", listed["message"])
         self.assertIn("bytes, last used", listed["message"])
         n = len(rpc.events)
@@ -112,8 +113,7 @@ class Abort(PiCase):
         reset = rpc.wait(lambda e: e.get("method") == "notify", start=n)
         self.assertEqual(reset["message"], f"reset {session}: 1 removed")
         rpc.close()
-        r = subprocess.run([BIN, "--list-sessions"], env=self.env(), capture_output=True)
-        self.assertNotIn(session, r.stdout.decode())
+        self.assertNotIn(session, self.listed("pi"))
 
 
 class Live(PiCase):
@@ -156,6 +156,7 @@ class Live(PiCase):
         self.release(quiet)
         update = rpc.wait(lambda e: is_update(e, "first line"))
         self.assertRegex(update_text(update), f"^first line\n{STATUS}$")
+        self.assertEqual(update["partialResult"]["details"]["namespace"], "pi")
         self.release(printed)
         end = rpc.wait(lambda e: e.get("type") == "tool_execution_end")
         self.assertFalse(end["isError"])
@@ -182,6 +183,55 @@ class Live(PiCase):
         self.assertFalse(end["isError"])
         self.assertEqual(self.text(end).splitlines()[0], "line 0")
         rpc.wait(lambda e: e.get("type") == "agent_end")
+
+
+class Namespaces(PiCase):
+    """pi's sessions are in a namespace of their own, `pi` unless the
+    settings (or DOLSOT_NAMESPACE) name another."""
+
+    def two_cells(self, *calls):
+        """One pi run calling python with each of calls' arguments; its ends."""
+        for args in calls:
+            self.model.replay({"tool": "python", "arguments": args})
+        ends = self.tool_ends(self.pi("go"))
+        self.assertEqual(len(ends), len(calls))
+        return ends
+
+    def test_pi_and_the_command_line_do_not_see_each_others_sessions(self):
+        self.dolsot("--session", "shared", code="x = 1")
+        mine, shared = self.two_cells({"code": "y = 2"}, {"code": "x", "session": "shared"})
+        self.assertEqual(mine["result"]["details"]["namespace"], "pi")
+        # The command line's `shared` is not the one pi's model named.
+        self.assertTrue(shared["isError"])
+        self.assertIn("NameError", self.text(shared))
+        self.assertEqual(self.listed("pi"), {session_of(mine), "shared"})
+        self.assertEqual(self.listed("default"), {"shared"})
+        # /python reset all empties pi's namespace and nothing else.
+        rpc = Rpc(self, "--session", session_of(mine)[len("pi-"):])
+        rpc.send({"type": "prompt", "message": "/python reset all"})
+        reset = rpc.wait(lambda e: e.get("method") == "notify")
+        self.assertEqual(reset["message"], "reset all of namespace pi: 2 removed")
+        rpc.close()
+        self.assertEqual(self.listed("pi"), set())
+        self.assertEqual(self.dolsot("--session", "shared", code="x"), "1\n")
+
+    def test_the_namespace_from_settings_or_the_environment(self):
+        self.settings({"binary": BIN, "namespace": "team"})
+        (end,) = self.python("t = 1")
+        self.assertEqual(end["result"]["details"]["namespace"], "team")
+        self.assertEqual(self.listed("team"), {session_of(end)})
+        self.assertEqual(self.listed("pi"), set())
+        # `default` shares the command line's sessions.
+        self.dolsot("--session", "shared", code="x = 5")
+        self.settings({"binary": BIN, "namespace": "default"})
+        (end,) = self.python("x", session="shared")
+        self.assertIn("Out[2]: 5", self.text(end))
+        # No setting: DOLSOT_NAMESPACE in pi's environment, as dolsot reads it.
+        self.settings({"binary": BIN})
+        self.extra_env = {"DOLSOT_NAMESPACE": "fromenv"}
+        (end,) = self.python("u = 1")
+        self.assertEqual(self.listed("fromenv"), {session_of(end)})
+        self.assertEqual(self.listed("pi"), set())
 
 
 class Output(PiCase):
