@@ -355,6 +355,13 @@ class MoreSettings(PiCase):
         self.assertIn("dolsot exited with 1 without a result", self.text(end))
         self.assertIn("refusing session directory", self.text(end))
 
+    def test_a_namespace_dolsot_refuses_is_an_error_result_in_its_words(self):
+        self.settings({"binary": BIN, "namespace": "a+b"})
+        (end,) = self.python("1")
+        self.assertTrue(end["isError"])
+        self.assertIn("dolsot exited with 2 without a result", self.text(end))
+        self.assertIn("invalid namespace 'a+b'", self.text(end))
+
     def test_args_from_settings_reach_every_call(self):
         self.settings({"binary": BIN, "args": ["--env", "ARGS_SEEN=yes", "--memory", "1G"]})
         (end,) = self.python("import os\nos.environ.get('ARGS_SEEN')")
