@@ -9,8 +9,8 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import { Type } from "typebox";
 import { describeText } from "./describe.ts";
 import { MAX_BYTES, MAX_LINES, toolResult } from "./result.ts";
-import { runDolsot } from "./run.ts";
-import { type DolsotSettings, environmentArgs, processEnv, readSettings } from "./settings.ts";
+import { type Progress, runDolsot } from "./run.ts";
+import { type DolsotSettings, environmentArgs, namespaceArgs, processEnv, readSettings } from "./settings.ts";
 
 const TOOL = "python";
 
@@ -49,6 +49,12 @@ function lastLines(stderr: string): string {
 	return stderr.trim().split("\n").slice(-5).join("\n");
 }
 
+/** What pi shows while a cell runs: its output so far, then the time. */
+function progressText(session: string, p: Progress): string {
+	const status = `running in session ${session}: ${seconds(p.elapsedMs)}`;
+	return p.output ? `${p.output}\n${status}` : status;
+}
+
 export default async function dolsot(pi: ExtensionAPI) {
 	const cwd = process.cwd();
 	let settingsError: string | undefined;
@@ -82,7 +88,7 @@ export default async function dolsot(pi: ExtensionAPI) {
 		async execute(_id, params, signal, onUpdate, ctx) {
 			if (settingsError) throw new Error(settingsError);
 			const session = params.session ?? defaultSession(ctx, settings);
-			const args = ["--json", "--session", session, ...environmentArgs(settings)];
+			const args = ["--json-stream", "--session", session, ...environmentArgs(settings)];
 			const timeout = params.timeout ?? settings.timeout;
 			if (timeout !== undefined) args.push("--timeout", String(timeout));
 			const run = await runDolsot({
@@ -92,16 +98,18 @@ export default async function dolsot(pi: ExtensionAPI) {
 				env: processEnv(settings),
 				cwd: ctx.cwd,
 				signal,
+				stream: true,
 				onProgress: (p) =>
 					onUpdate?.({
-						content: [{ type: "text", text: p.stdout || `running in session ${session}: ${seconds(p.elapsedMs)}` }],
-						details: { session, elapsedMs: p.elapsedMs },
+						content: [{ type: "text", text: progressText(session, p) }],
+						details: { session, namespace: settings.namespace, elapsedMs: p.elapsedMs },
 					}),
 			});
+			const before = run.output ? `${run.output}\n` : "";
 			if (run.aborted) {
 				const said = lastLines(run.stderr);
 				throw new Error(
-					`Aborted: the cell was stopped after ${seconds(run.elapsedMs)} and session ${session} was rolled back ` +
+					`${before}Aborted: the cell was stopped after ${seconds(run.elapsedMs)} and session ${session} was rolled back ` +
 						`to before it (nothing this cell did was kept).${said ? `\n${said}` : ""}`,
 				);
 			}
@@ -110,9 +118,9 @@ export default async function dolsot(pi: ExtensionAPI) {
 				parsed = JSON.parse(run.stdout);
 			} catch {
 				const why = run.signal ? `was killed by ${run.signal}` : `exited with ${run.code}`;
-				throw new Error(`dolsot ${why} without a result:\n${lastLines(run.stderr) || "(nothing on stderr)"}`);
+				throw new Error(`${before}dolsot ${why} without a result:\n${lastLines(run.stderr) || "(nothing on stderr)"}`);
 			}
-			return toolResult(parsed, session);
+			return toolResult(parsed, session, settings.namespace);
 		},
 	});
 
@@ -123,7 +131,13 @@ export default async function dolsot(pi: ExtensionAPI) {
 
 	/** A --json command of dolsot's (not a cell): its object, or throws its words. */
 	async function dolsotJson(args: string[], cwd: string): Promise<any> {
-		const r = await runDolsot({ binary: settings.binary, args: ["--json", ...args], stdin: "", env: processEnv(settings), cwd });
+		const r = await runDolsot({
+			binary: settings.binary,
+			args: ["--json", ...namespaceArgs(settings), ...args],
+			stdin: "",
+			env: processEnv(settings),
+			cwd,
+		});
 		try {
 			if (r.code === 0) return JSON.parse(r.stdout);
 		} catch {
@@ -133,7 +147,8 @@ export default async function dolsot(pi: ExtensionAPI) {
 	}
 
 	pi.registerCommand("python", {
-		description: "List this conversation's dolsot sessions, or reset one: /python reset [SESSION]",
+		description:
+			"List this conversation's dolsot sessions, or reset one: /python reset [SESSION], or all of pi's namespace: /python reset all",
 		handler: async (args, ctx) => {
 			const words = args.trim().split(/\s+/).filter((w) => w);
 			try {
@@ -141,7 +156,8 @@ export default async function dolsot(pi: ExtensionAPI) {
 				if (words[0] === "reset" && words.length <= 2) {
 					const id = words[1] ?? defaultSession(ctx, settings);
 					const done = await dolsotJson(["--reset", id], ctx.cwd);
-					ctx.ui.notify(`reset ${id}: ${done.removed} removed`, "info");
+					const where = id === "all" ? ` of namespace ${settings.namespace}` : "";
+					ctx.ui.notify(`reset ${id}${where}: ${done.removed} removed`, "info");
 				} else if (words.length === 0) {
 					const stored = new Map<string, any>();
 					for (const s of (await dolsotJson(["--list-sessions"], ctx.cwd)).sessions) stored.set(s.id, s);
@@ -149,9 +165,12 @@ export default async function dolsot(pi: ExtensionAPI) {
 						const s = stored.get(id);
 						return s ? `${id}: ${s.size} bytes, last used ${s.last_used}` : `${id}: not stored`;
 					});
-					ctx.ui.notify(`dolsot sessions of this conversation:\n${lines.join("\n")}`, "info");
+					ctx.ui.notify(
+						`dolsot sessions of this conversation (namespace ${settings.namespace}):\n${lines.join("\n")}`,
+						"info",
+					);
 				} else {
-					ctx.ui.notify("usage: /python, or /python reset [SESSION]", "error");
+					ctx.ui.notify("usage: /python, or /python reset [SESSION|all]", "error");
 				}
 			} catch (e) {
 				ctx.ui.notify((e as Error).message, "error");

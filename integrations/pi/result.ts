@@ -11,7 +11,7 @@ import { join } from "node:path";
 export const MAX_LINES = 2000;
 export const MAX_BYTES = 50 * 1024;
 /** Room kept for the line that says what was cut. */
-const NOTE_ROOM = 400;
+export const NOTE_ROOM = 400;
 
 export interface TextPart {
 	type: "text";
@@ -26,6 +26,8 @@ export interface ImagePart {
 /** pi's details of a python call, for its UI and for /python. */
 export interface CallDetails {
 	session: string;
+	/** The dolsot namespace the session is in. */
+	namespace: string;
 	status: string;
 	exitCode: number;
 	executionCount: number | null;
@@ -97,13 +99,13 @@ function takeLines(lines: string[], from: number, step: 1 | -1, max: number, roo
 	return out;
 }
 
-function cutBytes(line: string, max: number, fromEnd: boolean): string {
+export function cutBytes(line: string, max: number, fromEnd: boolean): string {
 	const b = Buffer.from(line, "utf8");
 	const part = fromEnd ? b.subarray(b.length - max) : b.subarray(0, max);
 	return part.toString("utf8").replace(/^\uFFFD|\uFFFD$/g, "");
 }
 
-function size(n: number): string {
+export function size(n: number): string {
 	return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
@@ -152,7 +154,7 @@ function afterStdout(r: Json, figures: number): string[] {
 }
 
 /** The tool result of a --json object: content for the model, details for pi. */
-export function toolResult(r: Json, session: string): { content: (TextPart | ImagePart)[]; details: CallDetails } {
+export function toolResult(r: Json, session: string, namespace: string): { content: (TextPart | ImagePart)[]; details: CallDetails } {
 	const images: ImagePart[] = [];
 	for (const d of r.displays ?? [])
 		if (d.data?.["image/png"]) images.push({ type: "image", data: d.data["image/png"], mimeType: "image/png" });
@@ -174,6 +176,7 @@ export function toolResult(r: Json, session: string): { content: (TextPart | Ima
 	text = final.text || "(no output)";
 	const details: CallDetails = {
 		session,
+		namespace,
 		status: r.status,
 		exitCode: r.exit_code,
 		executionCount: r.execution_count ?? null,

@@ -28,10 +28,17 @@ export interface DolsotSettings {
 	/** Characters dolsot keeps of stdout, stderr, the value and the error
 	 *  (DOLSOT_MAX_OUTPUT) before the tool bounds what the model sees. */
 	maxOutput: number;
+	/** The dolsot namespace of every call, --describe and /python: the
+	 *  setting, else DOLSOT_NAMESPACE, else DEFAULT_NAMESPACE. */
+	namespace: string;
 	/** Further dolsot flags for every call and --describe, as they are
-	 *  (a flag the keys above do not cover, a namespace's once dolsot has one). */
+	 *  (a flag the keys above do not cover). */
 	args: string[];
 }
+
+/** pi's own namespace, as `dolsot mcp` has `mcp`: a `/python reset all`
+ *  (or a model's session id) never reaches the command line's sessions. */
+export const DEFAULT_NAMESPACE = "pi";
 
 export const LIMIT_KEYS = ["memory", "max-procs", "max-file-size", "cpu-seconds", "recursion-limit"];
 
@@ -44,6 +51,7 @@ const DEFAULTS: DolsotSettings = {
 	limits: {},
 	sessionPrefix: "pi",
 	maxOutput: 20_000_000,
+	namespace: DEFAULT_NAMESPACE,
 	args: [],
 };
 
@@ -60,6 +68,8 @@ export function readSettings(cwd: string): DolsotSettings {
 	const pick = (s: unknown) => ((s as Record<string, unknown>)?.dolsot ?? {}) as Record<string, unknown>;
 	const raw = { ...pick(manager.getGlobalSettings()), ...pick(manager.getProjectSettings()) };
 	const out: DolsotSettings = { ...DEFAULTS, limits: {} };
+	// An empty DOLSOT_NAMESPACE counts as unset, as dolsot counts it.
+	if (process.env.DOLSOT_NAMESPACE) out.namespace = process.env.DOLSOT_NAMESPACE;
 
 	if (raw.binary !== undefined) {
 		if (typeof raw.binary !== "string" || !raw.binary) throw new Error("settings: dolsot.binary must be a path");
@@ -87,7 +97,7 @@ export function readSettings(cwd: string): DolsotSettings {
 		if (typeof v !== "number" || !(v >= 0)) throw new Error(`settings: dolsot.${key} must be a number`);
 		out[key] = v;
 	}
-	for (const key of ["cacheDir", "sessionPrefix"] as const) {
+	for (const key of ["cacheDir", "sessionPrefix", "namespace"] as const) {
 		const v = raw[key];
 		if (v === undefined) continue;
 		if (typeof v !== "string" || !v) throw new Error(`settings: dolsot.${key} must be a string`);
@@ -96,10 +106,16 @@ export function readSettings(cwd: string): DolsotSettings {
 	return out;
 }
 
-/** The flags every call of these settings takes (toolboxes, sandbox,
- *  mounts, environment, limits), for a cell and for --describe alike. */
+/** The flags of every dolsot command these settings run: the namespace
+ *  (dolsot says what is wrong with a bad one). */
+export function namespaceArgs(s: DolsotSettings): string[] {
+	return ["--namespace", s.namespace];
+}
+
+/** The flags every call of these settings takes (the namespace, toolboxes,
+ *  sandbox, mounts, environment, limits), for a cell and for --describe alike. */
 export function environmentArgs(s: DolsotSettings): string[] {
-	const args: string[] = [];
+	const args: string[] = namespaceArgs(s);
 	for (const t of s.toolboxes) args.push("--toolbox", t);
 	if (s.sandbox) args.push("--sandbox");
 	for (const m of s.mounts) args.push("--mount", m);

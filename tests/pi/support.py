@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 from pi_rpc import PiRpc
@@ -23,8 +22,6 @@ BIN = os.path.abspath(os.environ.get("DOLSOT_BIN", os.path.join(ROOT, "dolsot"))
 PACKAGE = os.path.join(ROOT, "integrations", "pi")
 # A pi run is a node start, two model round trips and a dolsot call.
 PI_SECONDS = 120
-# How often a wait looks again for what it waits for.
-POLL = 0.02
 
 
 # pi's package.json: "engines": {"node": ">=20.6.0"} (Debian 12's nodejs is 18).
@@ -47,16 +44,6 @@ def missing():
     if not os.access(BIN, os.X_OK):
         return f"no dolsot binary at {BIN}"
     return None
-
-
-def wait_for(what, seconds=60):
-    """Poll what() until it is true; fail after seconds."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if what():
-            return
-        time.sleep(POLL)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class PiCase(unittest.TestCase):
@@ -101,13 +88,28 @@ class PiCase(unittest.TestCase):
             self.write_json(os.path.join(self.project, ".pi", "settings.json"),
                             {"dolsot": project})
 
+    # Variables a test adds to pi's environment (and to its own dolsot calls').
+    extra_env = {}
+
     def env(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DOLSOT_", "PI_"))}
         env.update(HOME=self.dir, TMPDIR=self.tmp, PI_CODING_AGENT_DIR=self.agent,
                    PI_OFFLINE="1", PI_SKIP_VERSION_CHECK="1", PI_TELEMETRY="0",
                    DOLSOT_CACHE_DIR=self.store,
-                   DOLSOT_SERVER=os.environ.get("DOLSOT_SERVER", "auto"))
+                   DOLSOT_SERVER=os.environ.get("DOLSOT_SERVER", "auto"), **self.extra_env)
         return env
+
+    def dolsot(self, *args, code=None):
+        """dolsot run in this world, as a user's shell would; its stdout."""
+        r = subprocess.run([BIN, *args], env=self.env(), capture_output=True,
+                           input=(code or "").encode(), timeout=PI_SECONDS)
+        self.assertIn(r.returncode, (0, 1), r.stderr.decode(errors="replace")[-2000:])
+        return r.stdout.decode()
+
+    def listed(self, namespace):
+        """The ids --list-sessions gives in namespace."""
+        out = self.dolsot("--json", "--namespace", namespace, "--list-sessions")
+        return {s["id"] for s in json.loads(out)["sessions"]}
 
     # What pi loads: integrations/pi, or a test's other way in.
     package = PACKAGE

@@ -1,17 +1,29 @@
 """The python tool of integrations/pi, through the real pi (tools/node's,
 pinned) driven by the scripted model (issue 42, "What must hold")."""
 import base64
+import errno
 import json
 import os
 import re
 import subprocess
 
 import support
-from support import BIN, ROOT, PiCase, Rpc, wait_for
+from support import BIN, ROOT, PiCase, Rpc
 
 
 def session_of(end):
     return end["result"]["details"]["session"]
+
+
+def update_text(event):
+    return "\n".join(c["text"] for c in event["partialResult"]["content"] if c["type"] == "text")
+
+
+def is_update(event, having=""):
+    return event.get("type") == "tool_execution_update" and having in update_text(event)
+
+
+STATUS = r"running in session pi-[0-9a-f-]+: \d+\.\d s"
 
 
 class State(PiCase):
@@ -65,36 +77,26 @@ class Errors(PiCase):
 
 class Abort(PiCase):
     def test_abort_stops_the_cell_and_the_session_is_unchanged(self):
-        mark = self.path("started")
         session = "abort-me"
         self.python("w = 1", session=session)
         rpc = Rpc(self)
         self.model.replay({"tool": "python", "arguments": {
             "session": session,
-            "code": f"w = 2\nopen({mark!r}, 'w').close()\nimport time\ntime.sleep(120)"}})
+            "code": "w = 2\nprint('before the abort')\nimport time\ntime.sleep(120)"}})
         rpc.send({"type": "prompt", "message": "go"})
-        rpc.wait(lambda e: e.get("type") == "tool_execution_start")
-        wait_for(lambda: os.path.exists(mark))
+        rpc.wait(lambda e: is_update(e, "before the abort"))
         rpc.send({"type": "abort"})
         end = rpc.wait(lambda e: e.get("type") == "tool_execution_end")
         self.assertTrue(end["isError"])
         text = self.text(end)
-        self.assertIn("Aborted", text)
+        # The output so far, then what became of the cell.
+        self.assertTrue(text.startswith("before the abort\nAborted: "), text)
         self.assertIn("rolled back", text)
         self.assertIn("session unchanged", text)
         rpc.wait(lambda e: e.get("type") == "agent_end")
         rpc.close()
         (after,) = self.python("w", session=session)
         self.assertIn("Out[2]: 1", self.text(after))
-
-    def test_updates_say_the_elapsed_time(self):
-        self.model.replay({"tool": "python", "arguments": {"code": "import time; time.sleep(1.5)"}})
-        events = self.pi("go")
-        updates = [e for e in events if e.get("type") == "tool_execution_update"]
-        self.assertTrue(updates, "no update while the cell ran")
-        text = updates[0]["partialResult"]["content"][0]["text"]
-        self.assertRegex(text, r"^running in session pi-[0-9a-f-]+: \d+\.\d s$")
-        self.assertFalse(self.tool_ends(events)[0]["isError"])
 
     def test_python_command_lists_and_resets(self):
         (end,) = self.python("v = 1")
@@ -103,6 +105,7 @@ class Abort(PiCase):
         rpc = Rpc(self, "--session", pi_session)
         rpc.send({"type": "prompt", "message": "/python"})
         listed = rpc.wait(lambda e: e.get("method") == "notify")
+        self.assertIn("(namespace pi)", listed["message"])
         self.assertIn(f"{session}: ", listed["message"])
         self.assertIn("bytes, last used", listed["message"])
         n = len(rpc.events)
@@ -110,8 +113,125 @@ class Abort(PiCase):
         reset = rpc.wait(lambda e: e.get("method") == "notify", start=n)
         self.assertEqual(reset["message"], f"reset {session}: 1 removed")
         rpc.close()
-        r = subprocess.run([BIN, "--list-sessions"], env=self.env(), capture_output=True)
-        self.assertNotIn(session, r.stdout.decode())
+        self.assertNotIn(session, self.listed("pi"))
+
+
+class Live(PiCase):
+    """Updates while a cell runs, from dolsot's --json-stream: the cell
+    waits on FIFOs that the test opens only once pi has shown what it
+    waits for."""
+
+    def gate(self, name):
+        """A FIFO a cell's open() waits on until release(path)."""
+        path = self.path(name)
+        os.mkfifo(path)
+        return path
+
+    @staticmethod
+    def release(path):
+        """Let a cell waiting on path go on; nothing when none waits."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                return
+            raise
+        os.close(fd)
+
+    def start(self, code):
+        rpc = Rpc(self)
+        self.model.replay({"tool": "python", "arguments": {"code": code, "timeout": 120}})
+        rpc.send({"type": "prompt", "message": "go"})
+        return rpc
+
+    def test_updates_show_the_elapsed_time_then_the_output_so_far(self):
+        quiet, printed = self.gate("quiet"), self.gate("printed")
+        rpc = self.start(f"open({quiet!r}).read()\nprint('first line', flush=True)\n"
+                         f"open({printed!r}).read()\nprint('second line')")
+        # Run before rpc.close: a cell still waiting would outlive pi.
+        self.addCleanup(self.release, quiet)
+        self.addCleanup(self.release, printed)
+        update = rpc.wait(is_update)
+        self.assertRegex(update_text(update), f"^{STATUS}$")
+        self.release(quiet)
+        update = rpc.wait(lambda e: is_update(e, "first line"))
+        self.assertRegex(update_text(update), f"^first line\n{STATUS}$")
+        self.assertEqual(update["partialResult"]["details"]["namespace"], "pi")
+        self.release(printed)
+        end = rpc.wait(lambda e: e.get("type") == "tool_execution_end")
+        self.assertFalse(end["isError"])
+        self.assertEqual(self.text(end).splitlines()[:2], ["first line", "second line"])
+        rpc.wait(lambda e: e.get("type") == "agent_end")
+
+    def test_a_long_output_so_far_keeps_its_head_and_tail_within_pi_limits(self):
+        printed = self.gate("printed")
+        rpc = self.start("for i in range(300000):\n    print(f'line {i}')\n"
+                         f"print('printed', flush=True)\nopen({printed!r}).read()")
+        self.addCleanup(self.release, printed)
+        update = rpc.wait(lambda e: is_update(e, "\nprinted\n"))
+        lines = update_text(update).splitlines()
+        self.assertRegex(lines[-1], f"^{STATUS}$")
+        self.assertEqual(lines[-3:-1], ["line 299999", "printed"])
+        self.assertTrue(any(re.fullmatch(r"\[\.\.\. \d+ (or more )?lines, .* cut here so far; .*\]", w)
+                            for w in lines), "no line says what was cut")
+        for e in rpc.events:
+            if is_update(e):
+                self.assertLessEqual(len(update_text(e).encode()), 50 * 1024)
+                self.assertLessEqual(len(update_text(e).splitlines()), 2000)
+        self.release(printed)
+        end = rpc.wait(lambda e: e.get("type") == "tool_execution_end")
+        self.assertFalse(end["isError"])
+        self.assertEqual(self.text(end).splitlines()[0], "line 0")
+        rpc.wait(lambda e: e.get("type") == "agent_end")
+
+
+class Namespaces(PiCase):
+    """pi's sessions are in a namespace of their own, `pi` unless the
+    settings (or DOLSOT_NAMESPACE) name another."""
+
+    def two_cells(self, *calls):
+        """One pi run calling python with each of calls' arguments; its ends."""
+        for args in calls:
+            self.model.replay({"tool": "python", "arguments": args})
+        ends = self.tool_ends(self.pi("go"))
+        self.assertEqual(len(ends), len(calls))
+        return ends
+
+    def test_pi_and_the_command_line_do_not_see_each_others_sessions(self):
+        self.dolsot("--session", "shared", code="x = 1")
+        mine, shared = self.two_cells({"code": "y = 2"}, {"code": "x", "session": "shared"})
+        self.assertEqual(mine["result"]["details"]["namespace"], "pi")
+        # The command line's `shared` is not the one pi's model named.
+        self.assertTrue(shared["isError"])
+        self.assertIn("NameError", self.text(shared))
+        self.assertEqual(self.listed("pi"), {session_of(mine), "shared"})
+        self.assertEqual(self.listed("default"), {"shared"})
+        # /python reset all empties pi's namespace and nothing else.
+        rpc = Rpc(self, "--session", session_of(mine)[len("pi-"):])
+        rpc.send({"type": "prompt", "message": "/python reset all"})
+        reset = rpc.wait(lambda e: e.get("method") == "notify")
+        self.assertEqual(reset["message"], "reset all of namespace pi: 2 removed")
+        rpc.close()
+        self.assertEqual(self.listed("pi"), set())
+        self.assertEqual(self.dolsot("--session", "shared", code="x"), "1\n")
+
+    def test_the_namespace_from_settings_or_the_environment(self):
+        self.settings({"binary": BIN, "namespace": "team"})
+        (end,) = self.python("t = 1")
+        self.assertEqual(end["result"]["details"]["namespace"], "team")
+        self.assertEqual(self.listed("team"), {session_of(end)})
+        self.assertEqual(self.listed("pi"), set())
+        # `default` shares the command line's sessions.
+        self.dolsot("--session", "shared", code="x = 5")
+        self.settings({"binary": BIN, "namespace": "default"})
+        (end,) = self.python("x", session="shared")
+        self.assertIn("Out[2]: 5", self.text(end))
+        # No setting: DOLSOT_NAMESPACE in pi's environment, as dolsot reads it.
+        self.settings({"binary": BIN})
+        self.extra_env = {"DOLSOT_NAMESPACE": "fromenv"}
+        (end,) = self.python("u = 1")
+        self.assertEqual(self.listed("fromenv"), {session_of(end)})
+        self.assertEqual(self.listed("pi"), set())
 
 
 class Output(PiCase):
@@ -234,6 +354,13 @@ class MoreSettings(PiCase):
         self.assertTrue(end["isError"])
         self.assertIn("dolsot exited with 1 without a result", self.text(end))
         self.assertIn("refusing session directory", self.text(end))
+
+    def test_a_namespace_dolsot_refuses_is_an_error_result_in_its_words(self):
+        self.settings({"binary": BIN, "namespace": "a+b"})
+        (end,) = self.python("1")
+        self.assertTrue(end["isError"])
+        self.assertIn("dolsot exited with 2 without a result", self.text(end))
+        self.assertIn("invalid namespace 'a+b'", self.text(end))
 
     def test_args_from_settings_reach_every_call(self):
         self.settings({"binary": BIN, "args": ["--env", "ARGS_SEEN=yes", "--memory", "1G"]})
