@@ -8,8 +8,9 @@ with integrations/pi loaded, against tests/pi's scripted model on
 127.0.0.1; each round sends one prompt, the model calls python once with
 the cell, then says done.  Timed per round, interleaved with a bare call:
 
-  bare     `dolsot --json --session bare` with the cell on stdin, as a
-           subprocess (what the extension spawns), wall time
+  bare     `dolsot --json-stream --namespace pi --session bare` with the
+           cell on stdin, as a subprocess (what the extension spawns),
+           wall time
   tool     pi's tool_execution_start to tool_execution_end of the python
            call (the extension's spawn, dolsot, parsing and bounding)
   round    the prompt sent to pi's agent_end: the tool plus pi's two model
@@ -47,8 +48,8 @@ EVENT_SECONDS = 120
 
 def bare(env):
     t = time.perf_counter()
-    r = subprocess.run([BIN, "--json", "--session", "bare"], input=CELL.encode(), env=env,
-                       capture_output=True)
+    r = subprocess.run([BIN, "--json-stream", "--namespace", "pi", "--session", "bare"],
+                       input=CELL.encode(), env=env, capture_output=True)
     took = time.perf_counter() - t
     if r.returncode != 0:
         sys.exit(f"bench/pi.py: dolsot failed: {r.stderr.decode()[-500:]}")
