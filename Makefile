@@ -156,15 +156,15 @@ SPLIT_SLOW := tests/slow/check_typegate tests/slow/check_contain tests/slow/chec
 TYPEGATE_TCASES := warm-pyright corpus-cold-pyright corpus-warm-mypy corpus-warm-pyright \
 	warm-checker corpus-cold-mypy gate hints fail-open runner parse
 # check_crash's stores, one job each (the longest first).
-CRASH_TCASES := redis file memory memory-server cmd cmd-client
+CRASH_TCASES := cmd cmd-client redis memory-server file memory
 # Started in this order, the longest first.
-CHECK_JOBS = $(TYPEGATE_TCASES:%=tests/slow/check_typegate@%) \
-	$(CRASH_TCASES:%=tests/slow/check_crash@%) \
+CHECK_JOBS = $(CRASH_TCASES:%=tests/slow/check_crash@%) warm:tests/pi \
+	$(TYPEGATE_TCASES:%=tests/slow/check_typegate@%) \
 	$(USER_TCASES:%=tests/slow/check_sandbox@%!user) \
 	$(ROOT_TCASES:%=tests/slow/check_sandbox@%!sandbox-root) \
 	tests/slow/check_trust!user $(USER_TCASES:%=tests/slow/check_contain@%!user) \
 	$(ROOT_TCASES:%=tests/slow/check_contain@%) \
-	cold:tests/python warm:tests/python warm:tests/pi \
+	cold:tests/python warm:tests/python \
 	$(CLI_TESTS:%=warm:%) $(CLI_TESTS:%=cold:%) \
 	$(SERVER_TESTS) $(filter-out $(SPLIT_SLOW),$(SLOW_TESTS)) \
 	$(filter-out tests/unit/check_sandbox_enter,$(UNIT_TESTS)) \
