@@ -507,7 +507,8 @@ static void read_chunks(struct server *s, struct job *j)
 			fd_close(&j->chunks);
 		j->clen += (size_t)(r > 0 ? r : 0);
 	}
-	for (at = 0; (nl = memchr(j->cbuf + at, '\n', j->clen - at)); at = (size_t)(nl - j->cbuf) + 1)
+	for (at = 0; at < j->clen && (nl = memchr(j->cbuf + at, '\n', j->clen - at));
+	     at = (size_t)(nl - j->cbuf) + 1)
 		send_chunk(s, j, j->cbuf + at, (size_t)(nl - j->cbuf) - at);
 	if (at) {
 		memmove(j->cbuf, j->cbuf + at, j->clen - at);
