@@ -41,6 +41,7 @@
 #include "user_dir.h"
 #include "warm_proto.h"
 #include "zygote.h"
+#include "utc.h"
 
 #define MAX_CODE_BYTES ((size_t)256 << 20)
 /* Seconds between --json-stream's rounds of chunks (the first goes at once). */
@@ -492,7 +493,7 @@ static void check_session_id(const char *id)
 
 static int cmd_list(const struct settings *s, bool json)
 {
-	char err[REPL_ERR_MAX], when[64];
+	char err[REPL_ERR_MAX], when[UTC_TEXT_LEN];
 	struct session_info *info = NULL;
 	size_t n = 0;
 
@@ -504,11 +505,7 @@ static int cmd_list(const struct settings *s, bool json)
 		n = SIZE_MAX;
 	}
 	for (size_t i = 0; n != SIZE_MAX && i < n; i++) {
-		struct tm tm;
-		time_t t = info[i].mtime.tv_sec;
-
-		gmtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+		utc_text(info[i].mtime.tv_sec, when, sizeof(when));
 		printf("%s\t%llu\t%s\n", info[i].id, (unsigned long long)info[i].size, when);
 	}
 	if (n == 0)

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "frame.h"
+#include "utc.h"
 
 /* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
 static size_t utf8_seq(const unsigned char *p, size_t n)
@@ -707,16 +708,13 @@ int output_json_sessions(const struct session_info *info, size_t n, FILE *out)
 
 	for (size_t i = 0; !bad && i < n; i++) {
 		json_t *s = json_object();
-		char when[64];
-		struct tm tm;
-		time_t t = info[i].mtime.tv_sec;
+		char when[UTC_TEXT_LEN];
 
 		if (!s) {
 			bad = true;
 			break;
 		}
-		gmtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+		utc_text(info[i].mtime.tv_sec, when, sizeof(when));
 		put(s, "id", jstr0(info[i].id), &bad);
 		put(s, "size", json_integer((json_int_t)info[i].size), &bad);
 		put(s, "last_used", json_string(when), &bad);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "output_json.h"
+#include "utc.h"
 
 /* What --history says of one state beside its record. */
 struct view {
@@ -127,11 +128,7 @@ static void put_first_line(FILE *out, const struct timeline_state *st)
 
 void timeline_out_time(int64_t ns, char *buf, size_t len)
 {
-	time_t t = (time_t)(ns / 1000000000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+	utc_text((time_t)(ns / 1000000000), buf, len);
 }
 
 /* The rolled-back cells run on st, as lines "N.K ..." after its own. */

@@ -24,6 +24,7 @@
 #include "result_schema.h"
 #include "timeline_cmd.h"
 #include "timeline_out.h"
+#include "utc.h"
 
 struct mcp_tool {
 	const char *name;
@@ -281,12 +282,9 @@ static json_t *list_run(const struct mcp_setup *m, bool structured,
 	text = NULL;
 	f = open_memstream(&text, &tn);
 	for (size_t i = 0; f && i < n; i++) {
-		struct tm tm;
-		char when[64];
-		time_t t = info[i].mtime.tv_sec;
+		char when[UTC_TEXT_LEN];
 
-		gmtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+		utc_text(info[i].mtime.tv_sec, when, sizeof(when));
 		fprintf(f, "%s\t%llu\t%s\n", info[i].id, (unsigned long long)info[i].size, when);
 	}
 	if (f && n == 0)

@@ -44,6 +44,7 @@
 #include "store.h"
 #include "unitstore.h"
 #include "units.h"
+#include "utc.h"
 
 #define IDS_TEMP ".memory-sessions.new"
 #define IDS_MAX_BYTES (8u << 20)   /* an ids file longer than this is ignored */
@@ -72,14 +73,6 @@ struct mem_server {
 	size_t n_lost;
 	uint64_t units_stored;  /* units put that were new */
 };
-
-static void when_text(time_t t, char *buf, size_t len)
-{
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
-}
 
 /* The sessions held, with the sizes of their stored bytes (a client's
  * store.c adds their units'); store.h's store_list would read every head
@@ -323,12 +316,12 @@ static const struct lock_slot *holder(const struct mem_server *sm, const char *i
 /* The gone message for a lost id into why; false when id is not lost. */
 static bool gone(const struct mem_server *sm, const char *id, char *why, size_t len)
 {
-	char when[64];
+	char when[UTC_TEXT_LEN];
 	ssize_t i = lost_find(sm, id);
 
 	if (i < 0)
 		return false;
-	when_text(sm->lost[i].mtime.tv_sec, when, sizeof(when));
+	utc_text(sm->lost[i].mtime.tv_sec, when, sizeof(when));
 	snprintf(why, len, "session '%s' is gone: the memory store was restarted at %s and "
 	         "its sessions lived only in the old server's memory; 'dolsot --reset %s' "
 	         "starts it anew", id, when, id);
@@ -348,7 +341,7 @@ static bool fenced_ok(const struct mem_server *sm, const struct wire_msg *m, con
 	const struct lock_slot *h = holder(sm, id);
 	bool save = m->type == WIRE_MEM_SAVE;
 	unsigned long long inc, token;
-	char when[64], tail;
+	char when[UTC_TEXT_LEN], tail;
 
 	if (!lock) {
 		if (!save)
@@ -366,7 +359,7 @@ static bool fenced_ok(const struct mem_server *sm, const struct wire_msg *m, con
 		snprintf(why, len, "session '%s' is not locked by this call", id);
 		return false;
 	}
-	when_text(sm->started, when, sizeof(when));
+	utc_text(sm->started, when, sizeof(when));
 	if (save && lost_find(sm, id) >= 0)
 		snprintf(why, len, "the memory store was restarted at %s while this call held "
 		         "session '%s', so the cell's result is not saved, and the session "
