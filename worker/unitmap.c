@@ -108,15 +108,16 @@ struct part {
 	size_t size;
 };
 
-/* Map parts[0..n) back to back into a fresh reservation of span bytes;
- * NULL with f. */
-static uint8_t *map_parts(const char *dir, const struct part *parts, size_t n, size_t span,
-                          bool writable, struct map_fail *f)
+/* Map parts[0..n) back to back from head bytes into a fresh reservation
+ * of span bytes, whose other pages are PROT_NONE, or zeroed and writable
+ * when rest_rw; NULL with f. */
+static uint8_t *map_parts(const char *dir, const struct part *parts, size_t n, size_t head,
+                          size_t span, bool writable, bool rest_rw, struct map_fail *f)
 {
 	int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
-	uint8_t *base = mmap(NULL, span, PROT_NONE,
+	uint8_t *base = mmap(NULL, span, rest_rw ? PROT_READ | PROT_WRITE : PROT_NONE,
 	                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	size_t off = 0;
+	size_t off = head;
 
 	if (base == MAP_FAILED) {
 		f->err = errno;
@@ -214,7 +215,7 @@ static PyObject *m_map_units(PyObject *self, PyObject *args)
 		return NULL;
 	span = (total + page - 1) / page * page;
 	Py_BEGIN_ALLOW_THREADS
-	base = map_parts(dir, parts, n, span, writable, &f);
+	base = map_parts(dir, parts, n, 0, span, writable, false, &f);
 	Py_END_ALLOW_THREADS
 	if (!base) {
 		PyMem_Free(parts);
@@ -344,6 +345,103 @@ static PyObject *m_region_of(PyObject *self, PyObject *arg)
 	Py_RETURN_NONE;
 }
 
+/* The bytes objects map_bytes made: their memory is no allocator's, so
+ * that the last reference to one must never reach PyObject_Free.  Each
+ * holds one reference of this list's own; release_bytes() unmaps those
+ * no one else holds any more, without deallocating them. */
+struct mapped_bytes {
+	PyObject *obj;
+	PyObject *tag;          /* whatever the caller keeps with it */
+	uint8_t *base;
+	size_t span;
+	struct mapped_bytes *next;
+};
+
+static struct mapped_bytes *mapped;
+
+static PyObject *m_map_bytes(PyObject *self, PyObject *args)
+{
+	const char *dir;
+	PyObject *refs, *tag;
+	struct part *parts;
+	struct map_fail f = { 0, "" };
+	struct mapped_bytes *m;
+	size_t n = 0, total = 0, span, page = page_size(), head = offsetof(PyBytesObject, ob_sval);
+	PyBytesObject *op;
+	uint8_t *base;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "sOO", &dir, &refs, &tag))
+		return NULL;
+	parts = parse_parts(refs, &n, &total);
+	if (!parts)
+		return NULL;
+	if (total > (size_t)PY_SSIZE_T_MAX - page * 2) {
+		PyMem_Free(parts);
+		return PyErr_NoMemory();
+	}
+	/* The header on the first page, ending where the pages of the parts
+	 * begin; the body's NUL after them, in the part's last page past its
+	 * end (zeroes) or in the zeroed page after it. */
+	span = page + (total + 1 + page - 1) / page * page;
+	m = PyMem_Calloc(1, sizeof(*m));
+	if (!m) {
+		PyMem_Free(parts);
+		return PyErr_NoMemory();
+	}
+	Py_BEGIN_ALLOW_THREADS
+	base = map_parts(dir, parts, n, page, span, true, true, &f);
+	Py_END_ALLOW_THREADS
+	PyMem_Free(parts);
+	if (!base) {
+		PyMem_Free(m);
+		return raise_map_fail(&f);
+	}
+	op = (PyBytesObject *)(void *)(base + page - head);
+	PyObject_InitVar((PyVarObject *)op, &PyBytes_Type, (Py_ssize_t)total);
+	/* "not hashed yet", as PyBytes_FromStringAndSize leaves it: the field
+	 * is deprecated to read, but bytes' hash still caches in it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	op->ob_shash = -1;
+#pragma GCC diagnostic pop
+	*m = (struct mapped_bytes){ (PyObject *)op, Py_NewRef(tag), base, span, mapped };
+	mapped = m;
+	return Py_NewRef((PyObject *)op);
+}
+
+static PyObject *m_release_bytes(PyObject *self, PyObject *noargs)
+{
+	struct mapped_bytes **p = &mapped;
+	long released = 0;
+
+	(void)self;
+	(void)noargs;
+	while (*p) {
+		struct mapped_bytes *m = *p;
+
+		if (Py_REFCNT(m->obj) > 1) {
+			p = &m->next;
+			continue;
+		}
+		*p = m->next;
+		munmap(m->base, m->span);
+		Py_DECREF(m->tag);
+		PyMem_Free(m);
+		released++;
+	}
+	return PyLong_FromLong(released);
+}
+
+static PyObject *m_bytes_tag(PyObject *self, PyObject *obj)
+{
+	(void)self;
+	for (const struct mapped_bytes *m = mapped; m; m = m->next)
+		if (m->obj == obj)
+			return Py_NewRef(m->tag);
+	Py_RETURN_NONE;
+}
+
 static PyBufferProcs region_as_buffer = { region_getbuffer, NULL };
 
 static PyMemberDef region_members[] = {
@@ -377,6 +475,12 @@ static PyMethodDef unitmap_methods[] = {
 	  "Map unit files back to back, checked; see unitmap.h." },
 	{ "region_of", m_region_of, METH_O,
 	  "The Region a buffer lies in and its offset there, or None." },
+	{ "map_bytes", m_map_bytes, METH_VARARGS,
+	  "A bytes object whose body is unit files mapped back to back." },
+	{ "release_bytes", m_release_bytes, METH_NOARGS,
+	  "Unmap the mapped bytes objects no one holds; how many." },
+	{ "bytes_tag", m_bytes_tag, METH_O,
+	  "The tag map_bytes kept with a bytes object it made, or None." },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -18,6 +18,14 @@
  *       ValueError(hex) when one is not what its hash says;
  *   region_of(buffer) -> (Region, offset) or None, the Region a buffer
  *       lies in;
+ *   map_bytes(directory, [(hash, size), ...], tag) -> bytes, whose body
+ *       is the files mapped back to back (copy on write) and whose header
+ *       lies on the page before them: the value is ready without a byte
+ *       copied, and a cell pays for the pages it reads.  Such an object
+ *       must never be freed by the allocator, so this module keeps a
+ *       reference to each, with tag; bytes_tag(obj) -> that tag, or None
+ *       for any other object; release_bytes() unmaps those that no one
+ *       else holds (each call does, after its save) and returns how many;
  *   Region: the buffer protocol (read-only unless writable), .nbytes,
  *       .tag (any object the caller keeps with it), .dirty() -> a tuple
  *       of bools, one per file, or None when pagemap cannot be read.

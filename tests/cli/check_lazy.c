@@ -38,10 +38,11 @@ static char store_env[300];
  * import *` (one of them rebound), the __main__ module held by a name, a
  * function reaching the namespace dynamically, and eval held in a
  * partial. */
-/* B (2 MiB) makes the session big enough to be loaded lazily
- * (session.py's _LAZY_MIN): a smaller one loads whole. */
+/* B (2 MiB) is a unit stored as an object of its own (a unit under 4 KiB
+ * stays in the head): the lazy cases leave both kinds unloaded.  A str,
+ * so that it is one unit (a large bytes value would be cut in parts). */
 static const char seed_code[] =
-	"B = bytes(2 << 20)\n"
+	"B = ' ' * (2 << 20)\n"
 	"a = 1\n"
 	"b = [1, 2]\n"
 	"g = 10\n"
@@ -401,7 +402,7 @@ START_TEST(describe_lists_every_held_name)
 	             (const char *const[]){ "dolsot", "--session", "s", "--describe", NULL });
 	ck_code(&r, 0);
 	ck_out(&r, "no toolboxes\nsession s holds:\n"
-	       "  B: bytes len 2097152\n  C: type\n  a: int\n  b: list len 2\n  c: __main__.C\n  d: dict len 1\n"
+	       "  B: str len 2097152\n  C: type\n  a: int\n  b: list len 2\n  c: __main__.C\n  d: dict len 1\n"
 	       "  dyn: function\n  f: function\n  functools: module\n  g: int\n  h: int\n"
 	       "  iskeyword: builtin_function_or_method\n"
 	       "  issoftkeyword: builtin_function_or_method\n  kwlist: str len 4\n"

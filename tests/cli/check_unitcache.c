@@ -470,9 +470,10 @@ START_TEST(helper_is_asked_only_for_units_the_cache_lacks)
 	char hex[UNITS_HEX_LEN + 1], loaded[100];
 
 	use_helper();
+	/* big's 20,480,000 bytes are parts: three of 4 MiB, the last the rest. */
 	cell_ok("s", "big = bytes(range(256)) * 80000\ns = bytes(range(256)) * 64\nn = 1",
 	        NULL);
-	copy_sized(1 << 20, 64 << 20, hex);
+	copy_sized(7 << 20, 8 << 20, hex);
 	cli_write_file(helper_log, "");
 	cell_ok("s", "n += 1\nprint(len(big), len(s), n)", "20480000 16384 2\n");
 	ck_assert_int_eq(logged("unit-load"), 0);

@@ -417,6 +417,24 @@ static void ck_stamped(const struct unit_files *u)
 	}
 }
 
+/* Damage the part part_hex of session's value held by name (hb, another
+ * unit's file, for SWAPPED and REPLACED): a cell reaching every name,
+ * "sorted(names), " expr, drops name alone, saying why, and prints out;
+ * held is the names left. */
+static void ck_part_damage_drops(enum damage d, const char *session, const char *part_hex,
+                                 const char *hb, const char *name, const char *expr,
+                                 const char *out, const char *held)
+{
+	char why[300], want[800], code[300];
+
+	damage_unit(d, part_hex, hb);
+	why_dropped(why, sizeof(why), name, part_hex, d == DELETED);
+	snprintf(want, sizeof(want), DROPPED "%s\nsession now holds: %s\n", why, held);
+	snprintf(code, sizeof(code), "sorted(k for k in globals() if not k.startswith('_')), %s",
+	         expr);
+	exact(session, code, 0, out, want);
+}
+
 START_TEST(an_arrays_buffer_is_in_parts_and_a_write_rewrites_one)
 {
 	struct unit_files before, after;
@@ -451,7 +469,7 @@ END_TEST
 START_TEST(a_damaged_part_drops_only_its_array)
 {
 	struct unit_files parts;
-	char hb[65], stamp[4700], why[300], want[800];
+	char hb[65], stamp[4700];
 	enum damage d = (enum damage)_i;
 
 	ok_call("arr", ARRAY_SEED);
@@ -463,11 +481,8 @@ START_TEST(a_damaged_part_drops_only_its_array)
 	ck_assert_int_eq(unlink(stamp), 0);
 	ck_assert_int_eq(chmod(unit_path(parts.f[1].hex), 0600), 0);
 	ck_state("arr", "float(a.sum()), float(b.sum())", "(4499998500000.0, 200000.0)\n");
-	damage_unit(d, parts.f[2].hex, hb);
-	why_dropped(why, sizeof(why), "a", parts.f[2].hex, d == DELETED);
-	snprintf(want, sizeof(want), DROPPED "%s\nsession now holds: b, np\n", why);
-	exact("arr", "sorted(k for k in globals() if not k.startswith('_')), float(b.sum())", 0,
-	      "(['b', 'np'], 200000.0)\n", want);
+	ck_part_damage_drops(d, "arr", parts.f[2].hex, hb, "a", "float(b.sum())",
+	                     "(['b', 'np'], 200000.0)\n", "b, np");
 }
 END_TEST
 
@@ -484,6 +499,78 @@ START_TEST(views_of_a_shared_array_keep_sharing_it)
 	ck_state("v", "x[0, 0], x[3, 3], big[10], np.shares_memory(x, y), "
 	         "np.shares_memory(big, bv), rov.flags.writeable, alone",
 	         "(100.0, -1.0, 5.0, True, True, False, array([0., 2., 4., 6., 8.]))\n");
+}
+END_TEST
+
+/* ---- large bytes values: parts, mapped back ---- */
+
+/* 10,240,000 bytes: a part of 4 MiB and the rest (under 8 MiB). */
+#define BYTES_SEED "import hashlib\nblob = bytes(range(256)) * 40_000"
+#define BYTES_PARTS 2
+#define BYTES_STATE "hashlib.sha256(blob).hexdigest()[:16], len(blob), blob[:3], blob[-1], " \
+	"hash(blob) == hash(bytes(bytearray(blob))), type(blob) is bytes"
+#define BYTES_WANT "('19d6d9faf9ce166a', 10240000, b'\\x00\\x01\\x02', 255, True, True)\n"
+
+/* Whether the cell's process maps a unit file (/proc/self/maps names it). */
+#define MAPS_UNITS "any('/objects/' in l for l in open('/proc/self/maps'))"
+
+START_TEST(a_large_bytes_value_is_in_parts_and_maps_back)
+{
+	struct unit_files before, after;
+
+	ok_call("by", BYTES_SEED);
+	list_units(&before);
+	ck_assert_int_eq(before.n, BYTES_PARTS);  /* its own pickle stays with the head */
+	ck_stamped(&before);
+	ck_state("by", BYTES_STATE ", " MAPS_UNITS, "('19d6d9faf9ce166a', 10240000, "
+	         "b'\\x00\\x01\\x02', 255, True, True, True)\n");
+	/* Read: no part written again. */
+	ok_call("by", "n = blob.count(b'\\xff')");
+	list_units(&after);
+	ck_assert_int_eq(units_added(&before, &after, NULL), 0);
+	/* Held by a second name and a tuple: still one object in the next
+	 * call (the three are one unit then, the value inline). */
+	ok_call("by", "b2 = blob\nt = (blob, 1)");
+	ck_state("by", "b2 is blob, t[0] is blob, n", "(True, True, 40000)\n");
+	ok_call("by", "del b2, t\nblob = blob[:5] + blob[5:]");
+	ck_state("by", BYTES_STATE, BYTES_WANT);
+}
+END_TEST
+
+/* A part damaged or gone drops the value that holds it and nothing else. */
+START_TEST(a_damaged_part_drops_only_its_bytes)
+{
+	struct unit_files parts;
+	char hb[65];
+	enum damage d = (enum damage)_i;
+
+	ok_call("by", BYTES_SEED);
+	list_units(&parts);
+	ck_assert_int_eq(parts.n, BYTES_PARTS);
+	cell_new_unit("by", "b = b'k' * 5000", hb);
+	ck_part_damage_drops(d, "by", parts.f[0].hex, hb, "blob", "len(b)",
+	                     "(['b', 'hashlib'], 5000)\n", "b, hashlib");
+}
+END_TEST
+
+/* A live process maps the value once; deleted, its mapping goes. */
+START_TEST(a_live_process_unmaps_the_bytes_a_cell_deleted)
+{
+	struct cli_run r;
+
+	cli_test_add_env(&fx, "DOLSOT_SERVER=auto");
+	ok_call("lb", BYTES_SEED);
+	CLI(&r, "--live", "--session", "lb", BYTES_STATE ", " MAPS_UNITS);
+	ck_code(&r, 0);
+	ck_out(&r, "('19d6d9faf9ce166a', 10240000, b'\\x00\\x01\\x02', 255, True, True, True)\n");
+	cli_run_release(&r);
+	CLI(&r, "--live", "--session", "lb", "del blob");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	CLI(&r, "--live", "--session", "lb", MAPS_UNITS);
+	ck_code(&r, 0);
+	ck_out(&r, "False\n");
+	cli_run_release(&r);
 }
 END_TEST
 
@@ -824,7 +911,8 @@ static const struct store_case stores[] = {
 static const char *const store_cells[] = {
 	"a = [1] * 5\nb = 'text'\nc = {'k': a}\nbig = bytes(range(256)) * 4000",
 	"a.append(2)\nlen(c['k']), b",
-	"b = b.upper()\nlen(big), big[:3]",
+	"b = b.upper()\nlen(big), big[:3]\nhuge = bytes(range(256)) * 5000",
+	"len(huge), huge[-3:], huge.count(b'a')",
 	"del c\nd = a[:2]\nd",
 	"undefined_name + 1",
 	"raise ValueError('no')",
@@ -862,7 +950,7 @@ START_TEST(every_store_gives_the_same_answers)
 			              r.err, want[i].code, want[i].out, want[i].err);
 			cli_run_release(&r);
 		}
-	ck_assert_str_eq(want[NCELLS - 1].out, "(['a', 'b', 'big', 'd', 'm', 'm2', 'mv', 'np'], "
+	ck_assert_str_eq(want[NCELLS - 1].out, "(['a', 'b', 'big', 'd', 'huge', 'm', 'm2', 'mv', 'np'], "
 	                 "[1, 1, 1, 1, 1, 2], 'TEXT', [1, 1], 0.0)\n");
 	for (size_t i = 0; i < NCELLS; i++)
 		cli_run_release(&want[i]);
@@ -905,6 +993,10 @@ static Suite *units_cli_suite(void)
 	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_array, FLIPPED, SWAPPED);
 	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_array, DELETED, DAMAGES);
 	tcase_add_test(arrays, views_of_a_shared_array_keep_sharing_it);
+	tcase_add_test(arrays, a_large_bytes_value_is_in_parts_and_maps_back);
+	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_bytes, FLIPPED, SWAPPED);
+	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_bytes, DELETED, DAMAGES);
+	tcase_add_test(arrays, a_live_process_unmaps_the_bytes_a_cell_deleted);
 	suite_add_tcase(s, arrays);
 	suite_add_tcase(s, units);
 	suite_add_tcase(s, saves);

@@ -70,6 +70,14 @@ their refs, so that a unit saved by ref without being loaded keeps its
 parts named.  A FileStore's call maps the parts (_buffer); a save hashes
 again only the parts of a mapped region the cell wrote (_Dumper._cut).
 
+A name's bytes value of _PART_MIN bytes or more is stored the same way,
+as a call of _bytes_of naming its parts; a FileStore's call maps them into
+a bytes object of their own (_dolsot.map_bytes), so that a 1 GiB value is
+ready at once and a cell reads only the pages it touches.  Saved again
+unchanged, it names the parts it was mapped from without hashing them.  A
+large bytes value that a second name's value also holds is pickled inline
+with it, as before, so that the two still share it.
+
 A unit that fails to load in one call for a reason of that call (_THIS_CALL:
 its module is not importable there, a toolbox's object in a call without
 that --toolbox or in a sandbox that hides the toolbox's directory) is not
@@ -373,6 +381,16 @@ class _Dumper:
         _, rv, readonly, parts = hit
         self.unit.parts.extend(parts)
         return _array, (rv[0], tuple((p.hash, p.size) for p in parts), readonly, rv[1][1:])
+
+    def bytes_parts(self, value):
+        """A name's large bytes value as _BigBytes: the parts it was mapped
+        from, unhashed, when this call mapped it (_bytes_of); else cut and
+        hashed as an array's buffer is."""
+        parts = _bytes_tag(value)
+        if type(parts) is not tuple:
+            parts = self._cut(memoryview(value))
+        self.unit.parts.extend(parts)
+        return _BigBytes(parts)
 
     def share(self, values):
         """Note the arrays whose memory arrays of two of values share."""
@@ -705,7 +723,16 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
             kept[name] = (hit[1], {id(hit[0]): (0, hit[0])})
             continue
         try:
-            kept[name] = _dump_one(d, state[name])
+            value = state[name]
+            if type(value) is bytes and len(value) >= _PART_MIN:
+                # Its id in the memo, as if pickled inline: a name whose
+                # value holds it too is grouped with it (then pickled
+                # inline, sharing it).
+                chunks, memo = _dump_one(d, d.bytes_parts(value))
+                memo[id(value)] = (len(memo), value)
+                kept[name] = (chunks, memo)
+            else:
+                kept[name] = _dump_one(d, value)
         except Fatal:
             raise
         except _Refused as e:
@@ -750,7 +777,7 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
 def _our_reducers():
     """The callables this module's reductions name (a module by name, a
     held file, dill's pickle): they run nothing of the session's."""
-    return (importlib.import_module, _held_file, _dill_loads, _array, _view)
+    return (importlib.import_module, _held_file, _dill_loads, _array, _view, _bytes_of)
 
 
 def _about(notes, names):
@@ -1050,10 +1077,14 @@ _MAP_MIN = 1 << 20
 
 try:
     from _dolsot import map_units as _map_units, region_of as _region_of
+    from _dolsot import map_bytes as _map_bytes, bytes_tag as _bytes_tag
 except ImportError:   # session.py imported by a test, outside the worker
-    _map_units = None
+    _map_units = _map_bytes = None
 
     def _region_of(view):
+        return None
+
+    def _bytes_tag(value):
         return None
 
 from _pickle import PickleBuffer as _PickleBuffer
@@ -1086,6 +1117,38 @@ def _array(make, refs, readonly, args):
     """A numpy array whose buffer is the parts refs (_Dumper.array_parts):
     make is numpy's own rebuilder, args the rest of its arguments."""
     return make(_buffer(refs, readonly), *args)
+
+
+def _bytes_of(refs):
+    """A bytes value stored as parts (_Dumper.bytes_parts): mapped, its
+    pages read only when the cell touches them, when they are files of a
+    FileStore's this call reads; else read, checked and joined."""
+    source = _loading
+    bodies = tuple(Body(bytes(h), int(n), source=source) for h, n in refs)
+    if source is None:
+        raise Missing("its stored bytes have no store to come from")
+    if _map_bytes is None or not source.mappable(bodies):
+        return _buffer(refs, True)
+    try:
+        return _map_bytes(source.directory, [(b.hash, b.size) for b in bodies], bodies)
+    except ValueError as e:
+        raise _damaged(str(e)) from None
+    except OSError as e:
+        path = (e.filename or "").split("/")
+        raise _missing(e, "".join(path[-2:])) from None
+
+
+class _BigBytes:
+    """A name's bytes value of _PART_MIN bytes or more, as pickled: a call
+    of _bytes_of naming its parts."""
+
+    __slots__ = ("refs",)
+
+    def __init__(self, parts):
+        self.refs = tuple((p.hash, p.size) for p in parts)
+
+    def __reduce__(self):
+        return _bytes_of, (self.refs,)
 
 
 def _view(root, offset, shape, strides, dtype, writeable):

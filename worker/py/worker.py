@@ -867,6 +867,8 @@ def _load_step(c, blob, toolboxes, tools=None):
     """Import the toolboxes and bring the session back into the namespace:
     None, or the answer when the call ends here."""
     live, ns = c.live, c.ns
+    if live is not None:
+        _dolsot.release_bytes()   # the mapped bytes the cells let go of
     try:
         stored = (_session.load(c.session, blob, c.units)
                   if blob is not None and live is None else None)
