@@ -53,6 +53,10 @@ try:
         from dspy.primitives.code_interpreter import CodeExecutionError
     except ImportError:   # a DSPy from before the split: every error correctable
         CodeExecutionError = CodeInterpreterError
+    try:
+        from dspy.utils.callback_context import ACTIVE_CALL_ID
+    except ImportError:
+        ACTIVE_CALL_ID = None
     HAVE_DSPY = True
 except ImportError:
     HAVE_DSPY = False
@@ -291,12 +295,16 @@ def _limits(resource_limits, timeout):
 
 class _FlagRepl(Repl):
     """A Repl whose calls carry flags of the binary Repl has no argument
-    for (--sandbox, --mount, --memory, --recursion-limit)."""
+    for (--sandbox, --mount, --memory, --recursion-limit) and
+    DOLSOT_TOOL_TIMEOUT."""
 
     flags = ()
+    tool_timeout = None
 
     def _run_argv(self, *args, **kwargs):
         argv, env = super()._run_argv(*args, **kwargs)
+        if self.tool_timeout is not None:
+            env["DOLSOT_TOOL_TIMEOUT"] = repr(float(self.tool_timeout))
         return argv + list(self.flags), env
 
 
@@ -374,14 +382,17 @@ class DolsotInterpreter:
     imply it). max_sessions: how many cells run at once (default: the
     CPU count). callbacks: DSPy callbacks of this instance.
     mount_listing_limit: names listed per mount in execution_instructions
-    (0: only the path and mode). The other arguments are Repl's.
+    (0: only the path and mode). tool_timeout: seconds one tool call (an
+    llm_query) may take before the cell gets TimeoutError
+    (DOLSOT_TOOL_TIMEOUT, default 30). The other arguments are Repl's.
     """
 
     execution_instructions = instructions()
 
     def __init__(self, tools=None, *, mounts=(), resource_limits=None, sandbox=True,
                  max_sessions=None, callbacks=None, output_fields=None,
-                 mount_listing_limit=LISTING_LIMIT, inject=None, timeout=None,
+                 mount_listing_limit=LISTING_LIMIT, tool_timeout=None, inject=None,
+                 timeout=None,
                  max_output=None, store=None, typecheck=None, ty_bin=None, binary=None,
                  namespace=None):
         self.tools = dict(tools or {})
@@ -401,6 +412,12 @@ class DolsotInterpreter:
         except DolsotError as e:
             raise CodeInterpreterError(str(e)) from e
         self._repl.flags = self._flags()
+        if tool_timeout is not None:
+            if isinstance(tool_timeout, bool) or not isinstance(tool_timeout, (int, float)) \
+                    or not 0 < tool_timeout < float("inf"):
+                raise ValueError(f"tool_timeout must be a positive number of seconds, "
+                                 f"not {tool_timeout!r}")
+            self._repl.tool_timeout = tool_timeout
         self.execution_instructions = instructions(
             self.mounts, self.sandbox, self._repl.timeout, self.memory,
             self.recursion_limit, mount_listing_limit)
@@ -495,7 +512,7 @@ class DolsotInterpreter:
 
         def call(*args, **kwargs):
             kwargs = {**dict(zip(positional, args)), **kwargs}
-            return ctx.copy().run(self.invoke_tool, name, kwargs)
+            return _sendable(ctx.copy().run(self.invoke_tool, name, kwargs))
 
         call.__signature__ = sig
         call.__doc__ = inspect.getdoc(fn) or ""
@@ -567,6 +584,19 @@ class DolsotInterpreter:
 
 async def _awaited(aw):
     return await aw
+
+
+def _sendable(value):
+    """A tool's result as the cell gets it: JSON as it is, a pydantic model
+    dumped, anything else its str() (DSPy's own interpreter does alike)."""
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        pass
+    if hasattr(value, "model_dump"):
+        return _sendable(value.model_dump(mode="json"))
+    return str(value)
 
 
 def _copy_repl(base, tools):

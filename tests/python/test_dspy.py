@@ -165,6 +165,23 @@ class Semantics(support.StoreCase):
             self.assertIsNone(interp.execute("y = 2"))
             self.assertEqual(interp("y"), "2")
 
+    def test_a_tool_call_past_tool_timeout_is_a_timeout_error_in_the_cell(self):
+        never = threading.Event()
+
+        def slow() -> None:
+            never.wait(1)   # outlives tool_timeout; its late answer is dropped
+
+        with DolsotInterpreter(tools={"slow": slow}, tool_timeout=0.2) as interp:
+            self.assertEqual(interp.execute(
+                "try:\n    slow()\nexcept TimeoutError:\n    print('timed out')"),
+                "timed out")
+        with self.assertRaises(ValueError):
+            DolsotInterpreter(tool_timeout=0)
+
+    def test_a_tool_result_that_is_not_json_reaches_the_cell_as_its_str(self):
+        with DolsotInterpreter(tools={"obj": lambda: {1, 2}}) as interp:
+            self.assertEqual(interp.execute("obj()"), "'{1, 2}'")
+
     def test_submit_without_output_fields_takes_one_value(self):
         with DolsotInterpreter() as interp:
             self.assertEqual(interp.execute("SUBMIT([1, 'two'])"), FinalOutput([1, "two"]))
