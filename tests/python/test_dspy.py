@@ -182,6 +182,19 @@ class Semantics(support.StoreCase):
         with DolsotInterpreter(tools={"obj": lambda: {1, 2}}) as interp:
             self.assertEqual(interp.execute("obj()"), "'{1, 2}'")
 
+    def test_submit_ends_the_step_even_when_the_cell_catches_it(self):
+        with DolsotInterpreter() as interp:
+            self.assertEqual(interp.execute(
+                "try:\n    SUBMIT(1)\nexcept Exception:\n    print('went on')"),
+                FinalOutput(1))
+
+    def test_a_coroutine_tool_is_run_to_its_end(self):
+        async def double(x: int) -> int:
+            return 2 * x
+
+        with DolsotInterpreter(tools={"double": double}) as interp:
+            self.assertEqual(interp.execute("double(21)"), "42")
+
     def test_submit_without_output_fields_takes_one_value(self):
         with DolsotInterpreter() as interp:
             self.assertEqual(interp.execute("SUBMIT([1, 'two'])"), FinalOutput([1, "two"]))
@@ -287,6 +300,14 @@ class Instructions(unittest.TestCase):
                          "32 files and 1 directory (.csv ×30, .md ×2; e.g. 0000.csv, "
                          "0001.csv, 0002.csv)")
         self.assertEqual(dd.listing(self.dir, 40).count(","), 32)
+
+    def test_the_scan_stops_at_its_bound(self):
+        self.touch(*[f"{i}.txt" for i in range(6)])
+        old, dd.SCAN_MAX = dd.SCAN_MAX, 4
+        try:
+            self.assertTrue(dd.listing(self.dir, 2).startswith("over 4 files and 0 directories"))
+        finally:
+            dd.SCAN_MAX = old
 
     def test_an_empty_mount_a_zero_limit_and_no_mounts(self):
         text = dd.instructions([Mount("/s", self.dir, "overlay")])
