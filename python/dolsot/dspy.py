@@ -498,7 +498,7 @@ class DolsotInterpreter:
         """The callables a cell gets: each tool through invoke_tool, under
         the execute()'s callback context; SUBMIT recording into box."""
         out = {}
-        for name, fn in self.tools.items():
+        for name, fn in list(self.tools.items()):   # other threads' RLMs update it
             if name == "SUBMIT":
                 continue
             out[name] = self._routed(name, fn, ctx)
