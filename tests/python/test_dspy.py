@@ -171,10 +171,16 @@ class Semantics(support.StoreCase):
         def slow() -> None:
             never.wait(1)   # outlives tool_timeout; its late answer is dropped
 
-        with DolsotInterpreter(tools={"slow": slow}, tool_timeout=0.2) as interp:
-            self.assertEqual(interp.execute(
-                "try:\n    slow()\nexcept TimeoutError:\n    print('timed out')"),
-                "timed out")
+        raised, hook = [], threading.excepthook
+        threading.excepthook = raised.append   # the late answer must not break a thread
+        try:
+            with DolsotInterpreter(tools={"slow": slow}, tool_timeout=0.2) as interp:
+                self.assertEqual(interp.execute(
+                    "try:\n    slow()\nexcept TimeoutError:\n    print('timed out')"),
+                    "timed out")
+        finally:
+            threading.excepthook = hook
+        self.assertEqual([r.exc_type for r in raised], [])
         with self.assertRaises(ValueError):
             DolsotInterpreter(tool_timeout=0)
 
