@@ -37,7 +37,7 @@ def llm_query(prompt: str) -> str:
     return "sub-LM: " + prompt
 
 
-def rlm_loop(interp, inputs, turns):
+def rlm_loop(interp, inputs, turns, search=search):
     """RLM.forward's shape: inject the tools and output fields, then for
     each model turn execute it with the inputs as variables; a
     CodeExecutionError or SyntaxError goes back to the model as an
@@ -81,12 +81,27 @@ class RLMLoop(support.StoreCase):
     def test_eight_threads_share_one_interpreter_each_with_its_own_session(self):
         interp = DolsotInterpreter(max_sessions=3)
         results, sessions, errors = {}, {}, []
-        turns = [t for t in FIXTURE["turns"]]
+        turns = FIXTURE["turns"]
+        cells = {"inside": 0, "most": 0}
+        gauge = threading.Condition()
+
+        def counted_search(query: str, limit: int = 3) -> list:
+            """search, counting the cells inside at once (a tool runs while
+            its cell does): the first ones wait until the pool is full."""
+            with gauge:
+                cells["inside"] += 1
+                cells["most"] = max(cells["most"], cells["inside"])
+                if cells["inside"] == 3:   # how many hold a slot now: no more than these
+                    cells["held"] = interp.max_sessions - interp._pool._value
+                gauge.notify_all()
+                gauge.wait_for(lambda: cells["most"] >= 3, timeout=60)
+                cells["inside"] -= 1
+            return search(query, limit)
 
         def run(k):
             try:
                 inputs = {"context": " ".join([str(k)] * 5), "question": "sum?"}
-                results[k], _ = rlm_loop(interp, inputs, turns)
+                results[k], _ = rlm_loop(interp, inputs, turns, counted_search)
                 sessions[k] = interp.session
             except BaseException as e:   # reported below, on the main thread
                 errors.append(e)
@@ -100,6 +115,7 @@ class RLMLoop(support.StoreCase):
         finally:
             interp.shutdown()
         self.assertEqual(errors, [])
+        self.assertEqual((cells["most"], cells["held"]), (3, 3))   # max_sessions at once
         self.assertEqual(len(set(sessions.values())), 8)
         for k in range(1, 9):
             self.assertEqual(results[k], {"answer": f"sub-LM: the sum is {5 * k}",
