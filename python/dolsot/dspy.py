@@ -615,7 +615,7 @@ def _outcome(r):
     if not r.ok:
         ename = (r.raw.get("error") or {}).get("ename", "")
         text = _output(r)
-        message = r.error if not text else f"{text}\n{r.error}"
+        message = "\n".join([text] * bool(text) + [r.error] + r.hints)
         if ename in ("SyntaxError", "IndentationError", "TabError"):
             raise SyntaxError(message)
         raise CodeExecutionError(message)
