@@ -180,6 +180,10 @@ class Semantics(support.StoreCase):
             self.assertEqual(interp.execute("print('a')\n1 + 1"), "a\n2")
             self.assertIsNone(interp.execute("y = 2"))
             self.assertEqual(interp("y"), "2")
+            with self.assertRaises(CodeExecutionError) as cm:
+                interp.execute("print('so far')\n[][1]")
+            self.assertEqual(str(cm.exception),
+                             "so far\nIndexError: list index out of range (line 2)")
 
     def test_a_tool_call_past_tool_timeout_is_a_timeout_error_in_the_cell(self):
         never = threading.Event()
