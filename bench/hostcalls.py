@@ -108,7 +108,11 @@ const [rounds, calls] = process.argv.slice(2).map(Number)
 const fns = { f: (i) => i + 1 }
 const loop = (n) => `t = 0\nfor i in range(${n}):\n    t = t + f(i)\nt`
 const now = () => Number(process.hrtime.bigint()) / 1e6
-const time = (code) => { const t0 = now(); const v = new Monty(code).run({ externalFunctions: fns }); return [now() - t0, v] }
+const time = (code) => {
+  const t0 = now()
+  const v = new Monty(code).run({ externalFunctions: fns })
+  return [now() - t0, v]
+}
 const out = { one: [], none: [], diff: [], cell: [] }
 for (let r = 0; r < rounds + 2; r++) {
   const [cell, v] = time(loop(calls))
