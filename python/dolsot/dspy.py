@@ -190,7 +190,10 @@ def _mount(m):
     if m.mode not in MODES:
         raise ValueError(f"mount {m.virtual_path!r}: mode {m.mode!r} is not one of "
                          f"{', '.join(MODES)}")
-    return Mount(m.virtual_path, os.path.abspath(os.fspath(m.host_path)), MODES[m.mode])
+    host = os.path.abspath(os.fspath(m.host_path))
+    if not os.path.exists(host):
+        raise ValueError(f"mount {m.virtual_path!r}: {host} does not exist")
+    return Mount(m.virtual_path, host, MODES[m.mode])
 
 
 def _cut(name):

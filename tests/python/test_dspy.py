@@ -260,6 +260,12 @@ class Semantics(support.StoreCase):
         with open(os.path.join(self.dir, "ov", "a.txt")) as f:
             self.assertEqual(f.read(), "ov")
 
+    def test_a_bad_mount_is_refused_by_the_constructor(self):
+        with self.assertRaises(ValueError):
+            DolsotInterpreter(mounts=[Mount("/d", os.path.join(self.dir, "nope"))])
+        with self.assertRaises(ValueError):
+            DolsotInterpreter(mounts=[Mount("/d", self.dir, "rwx")])
+
     def test_without_mounts_the_sandbox_shows_no_host_files(self):
         with DolsotInterpreter() as interp:
             self.assertEqual(interp.execute(f"import os; os.path.exists({self.dir!r})"),
