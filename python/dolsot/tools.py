@@ -153,6 +153,12 @@ class Host:
 
     def serve(self):
         """Answer until the binary closes its end (a thread's loop)."""
+        try:
+            self._serve()
+        except (BrokenPipeError, ConnectionResetError):
+            pass   # the binary went first: an answer to a call it gave up on
+
+    def _serve(self):
         with self.sock.makefile("rwb") as f:
             for line in f:
                 msg, todo = self._todo(line)
