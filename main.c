@@ -65,7 +65,7 @@ static const char usage_text[] =
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--live] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]... [limits]\n"
-	"              [--namespace NAME]\n"
+	"              [--namespace NAME] [--tool NAME=COMMAND]... [--proxy COMMAND]...\n"
 	"       dolsot mcp [the same flags] --print-config claude|codex|generic\n"
 	"       dolsot --help | --version\n";
 
@@ -146,6 +146,8 @@ struct cli {
 	const char *print_config;
 	struct host_tools *tools;  /* --tool, --tool-schema; NULL: none */
 	const char *tools_fd;      /* --tools-fd N */
+	const char **proxies;      /* --proxy COMMAND */
+	size_t n_proxies;
 };
 
 static void add_toolbox(struct cli *c, const char *spec)
@@ -207,6 +209,16 @@ static struct host_tools *cli_tools(struct cli *c)
 		host_tools_init(c->tools);
 	}
 	return c->tools;
+}
+
+static void add_proxy(struct cli *c, const char *command)
+{
+	const char **grown = realloc(c->proxies, (c->n_proxies + 1) * sizeof(*grown));
+
+	if (!grown)
+		die(DOLSOT_EXIT_FAIL, "out of memory");
+	c->proxies = grown;
+	c->proxies[c->n_proxies++] = command;
 }
 
 static void add_tool(struct cli *c, const char *spec, bool schema)
@@ -285,6 +297,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPTION_TOOLS_FD:
 			c->tools_fd = optarg;
+			break;
+		case OPTION_PROXY:
+			add_proxy(c, optarg);
 			break;
 		case OPTION_SESSION:
 			c->session = optarg;
@@ -944,6 +959,10 @@ static int cmd_mcp(struct cli *c, const struct settings *s, int argc, char **arg
 	m.describe_mounts = mounts;
 	build_plan(c, s, &plan);
 	m.plan = &plan;
+	m.proxies = c->proxies;
+	m.n_proxies = c->n_proxies;
+	/* Proxied tools and llm_query are declared once the server starts. */
+	cli_tools(c);
 	m.tools = open_tools(c, s);
 	/* A long-lived server: each log line goes out when it is written. */
 	setvbuf(stderr, NULL, _IOLBF, 0);
@@ -1000,6 +1019,8 @@ int main(int argc, char **argv)
 	/* The server's calls run side by side, and one host speaks to one. */
 	if (c.tools_fd && c.mcp)
 		usage_error("--tools-fd does not go with dolsot mcp (--tool does)");
+	if (c.proxies && !c.mcp)
+		usage_error("--proxy belongs to dolsot mcp");
 	if (c.format && !c.export_id)
 		usage_error("--format goes with --export ID");
 	if (c.export_id && c.json)
@@ -1049,6 +1070,7 @@ int main(int argc, char **argv)
 		mount_arg_release(&c.mounts[i]);
 	free(c.mounts);
 	free(c.env);
+	free(c.proxies);
 	if (c.tools)
 		host_tools_release(c.tools);
 	free(c.tools);
