@@ -263,6 +263,7 @@ static json_t *ask(struct proxy *p, size_t i, long long id, const char *method,
 	                        method, "params", params);
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	struct wait_for w = { .id = id };
+	char why[512] = "out of memory";
 	int sent = -1;
 
 	json_decref(req);
@@ -270,13 +271,15 @@ static json_t *ask(struct proxy *p, size_t i, long long id, const char *method,
 		char *line = NULL;
 
 		if (asprintf(&line, "%s\n", text) >= 0) {
-			sent = proxy_send(p, i, line, strlen(line), err, errlen);
+			sent = proxy_send(p, i, line, strlen(line), why, sizeof(why));
 			free(line);
 		}
 	}
 	free(text);
-	if (sent < 0)
+	if (sent < 0) {
+		snprintf(err, errlen, "%s: %s", method, why);
 		return NULL;
+	}
 	while (!w.got && !p->srv[i].gone) {
 		struct pollfd pf = { p->srv[i].from, POLLIN, 0 };
 		int got = poll(&pf, 1, deadline_poll_ms(deadline_left(until)));
