@@ -401,7 +401,7 @@ static int handshake(struct proxy *p, size_t i, const struct timespec *until,
 	}
 	free(note);
 	do {
-		json_t *list, *e;
+		json_t *list;
 		size_t k;
 		int rc = 0;
 
@@ -415,9 +415,8 @@ static int handshake(struct proxy *p, size_t i, const struct timespec *until,
 			snprintf(err, errlen, "tools/list answered no \"tools\" list");
 			rc = -1;
 		}
-		json_array_foreach(list, k, e)
-			if (rc == 0)
-				rc = declare(p, i, e, ht, err, errlen);
+		for (k = 0; rc == 0 && k < json_array_size(list); k++)
+			rc = declare(p, i, json_array_get(list, k), ht, err, errlen);
 		if (json_is_string(json_object_get(r, "nextCursor")))
 			cursor = json_incref(json_object_get(r, "nextCursor"));
 		json_decref(r);
@@ -459,47 +458,55 @@ int proxy_start(struct proxy *p, const char *command, double seconds, struct hos
 
 /* ---- results ---- */
 
-json_t *proxy_value(const json_t *result, char *msg, size_t msglen)
+json_t *proxy_texts(const json_t *content)
 {
-	json_t *content = json_object_get(result, "content"), *block;
-	json_t *structured = json_object_get(result, "structuredContent");
-	bool all_text = json_is_array(content);
-	size_t i, used = 0;
-	char *joined;
+	size_t n = json_array_size(content), used = 0;
+	char *joined = calloc(1, 1);
+	json_t *out = NULL;
 
-	json_array_foreach(content, i, block)
-		all_text = all_text && json_is_string(json_object_get(block, "text")) &&
-		           json_is_string(json_object_get(block, "type")) &&
-		           strcmp(json_string_value(json_object_get(block, "type")), "text") == 0;
-	if (!json_is_true(json_object_get(result, "isError"))) {
-		if (structured)
-			return json_incref(structured);
-		if (!all_text)
-			return content ? json_incref(content) : json_null();
-	}
-	joined = calloc(1, 1);
-	json_array_foreach(content, i, block) {
-		const char *t = json_string_value(json_object_get(block, "text"));
+	if (!joined || !json_is_array(content))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		json_t *block = json_array_get(content, i);
+		const char *type = json_string_value(json_object_get(block, "type"));
+		json_t *text = json_object_get(block, "text");
+		size_t len = json_string_length(text);
 		char *more;
 
-		if (!t || !joined)
-			continue;
-		more = realloc(joined, used + strlen(t) + 2);
+		if (!type || strcmp(type, "text") != 0 || !json_is_string(text))
+			goto out;
+		more = realloc(joined, used + len + 2);
 		if (!more)
-			break;
+			goto out;
 		joined = more;
-		if (used)
+		if (i)
 			joined[used++] = '\n';
-		strcpy(joined + used, t);
-		used += strlen(t);
+		memcpy(joined + used, json_string_value(text), len);
+		used += len;
 	}
-	if (!json_is_true(json_object_get(result, "isError"))) {
-		json_t *v = joined ? json_stringn(joined, used) : NULL;
-
-		free(joined);
-		return v;
-	}
-	snprintf(msg, msglen, "%s", joined && used ? joined : "the proxied tool failed");
+	out = json_stringn(joined, used);
+out:
 	free(joined);
-	return NULL;
+	return out;
+}
+
+json_t *proxy_value(const json_t *result, char *msg, size_t msglen)
+{
+	json_t *content = json_object_get(result, "content");
+	json_t *structured = json_object_get(result, "structuredContent");
+	json_t *texts = proxy_texts(content);
+
+	if (json_is_true(json_object_get(result, "isError"))) {
+		snprintf(msg, msglen, "%s", json_string_length(texts) ? json_string_value(texts)
+		         : "the proxied tool failed");
+		json_decref(texts);
+		return NULL;
+	}
+	if (structured) {
+		json_decref(texts);
+		return json_incref(structured);
+	}
+	if (texts)
+		return texts;
+	return content ? json_incref(content) : json_null();
 }

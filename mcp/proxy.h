@@ -84,6 +84,11 @@ int proxy_read(struct proxy *p, size_t i,
                void (*on_response)(void *ctx, size_t server, const struct jsonrpc_msg *m),
                void *ctx);
 
+/* The texts of content (an array of MCP content blocks), joined by
+ * newlines, as a string; NULL when a block is not text, or content no
+ * array.  A new reference. */
+json_t *proxy_texts(const json_t *content);
+
 /*
  * A CallToolResult as the cell's value: its structuredContent if any;
  * else its content, when every block is text, the texts joined as one

@@ -4,8 +4,9 @@
  */
 #include "sampling.h"
 
+#include "proxy.h"
+
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 bool sampling_offered(const json_t *capabilities)
@@ -64,37 +65,14 @@ json_t *sampling_params(const json_t *arguments, char *msg, size_t msglen)
 	return p;
 }
 
-/* Append block's text to *out (a new string) when it is a text block. */
-static void add_text(json_t **out, const json_t *block)
-{
-	const char *type = json_string_value(json_object_get(block, "type"));
-	json_t *text = json_object_get(block, "text");
-	char *joined = NULL;
-
-	if (!type || strcmp(type, "text") != 0 || !json_is_string(text))
-		return;
-	if (!*out) {
-		*out = json_incref(text);
-		return;
-	}
-	if (asprintf(&joined, "%s\n%s", json_string_value(*out), json_string_value(text)) < 0)
-		return;
-	json_decref(*out);
-	*out = json_string(joined);
-	free(joined);
-}
-
 json_t *sampling_value(const json_t *result, char *msg, size_t msglen)
 {
-	json_t *content = json_object_get(result, "content"), *block, *out = NULL;
-	size_t i;
+	json_t *content = json_object_get(result, "content");
+	json_t *list = json_is_array(content) ? json_incref(content) : json_pack("[O]", content);
+	json_t *out = content ? proxy_texts(list) : NULL;
 
-	if (json_is_array(content))
-		json_array_foreach(content, i, block)
-			add_text(&out, block);
-	else
-		add_text(&out, content);
+	json_decref(list);
 	if (!out)
-		snprintf(msg, msglen, "llm_query: the client's answer has no text");
+		snprintf(msg, msglen, "llm_query: the client's answer is not text");
 	return out;
 }
