@@ -630,6 +630,8 @@ static json_t *tools_for_version(struct server *s)
 	if (!s->tools) {
 		char *described = text_in_child(s, mcp_tools_describe), *full = NULL;
 
+		relay_describe(&s->relay, &described);
+
 		if (s->toolbox_problems && *s->toolbox_problems &&
 		    asprintf(&full, "Toolboxes that do not import here, so every call fails until "
 		             "they do (fix the server's PYTHONPATH, VIRTUAL_ENV or directory):\n%s\n%s",

@@ -82,6 +82,21 @@ int relay_client(struct relay *r, const json_t *capabilities, char *err, size_t 
 	return rc;
 }
 
+void relay_describe(const struct relay *r, char **text)
+{
+	char *more = NULL;
+
+	/* Only beside proxied tools: a plain server's description keeps to
+	 * MCP_DESCRIBE_MAX's bound. */
+	if (r->sampling || r->proxy.n_srv == 0 || !*text)
+		return;
+	if (asprintf(&more, "%s" SAMPLING_TOOL "(): not defined (the MCP client did not declare "
+	             "the sampling capability)\n", *text) < 0)
+		return;
+	free(*text);
+	*text = more;
+}
+
 bool relay_active(const struct relay *r)
 {
 	return r->proxy.n_srv > 0 || r->sampling;

@@ -61,6 +61,10 @@ int relay_start(struct relay *r, const char *const *commands, size_t n, char *er
 /* At initialize: llm_query is declared when capabilities offer sampling. */
 int relay_client(struct relay *r, const json_t *capabilities, char *err, size_t errlen);
 
+/* Append to *text (malloc'd, or NULL) what a cell lacks: llm_query when
+ * servers are proxied and the client did not offer sampling. */
+void relay_describe(const struct relay *r, char **text);
+
 /* Whether calls need a socket: any server proxied, or sampling. */
 bool relay_active(const struct relay *r);
 

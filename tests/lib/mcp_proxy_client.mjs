@@ -117,6 +117,7 @@ for (const line of [
 ])
 	check(desc.includes(line), `the description lists ${line}`, desc);
 check(/  shout\(\*\*kwargs: Any\) -> Any/.test(desc), 'the --tool keeps its name', desc);
+check(!desc.includes('not defined'), 'llm_query is defined', desc);
 console.log('ok tools listed under their names');
 
 // One cell calls proxied tools of both servers, the helper and the model.
@@ -196,8 +197,10 @@ console.log('ok close');
 
 const plain = await connect(false, ['--proxy', `${server} alpha`]);
 const listed = await plain.client.listTools();
-check(!listed.tools[0].description.includes('llm_query') &&
-      listed.tools[0].description.includes('add(a: int'), 'no llm_query listed',
+check(!listed.tools[0].description.includes('llm_query(prompt') &&
+      listed.tools[0].description.includes('llm_query(): not defined (the MCP client did ' +
+                                           'not declare the sampling capability)') &&
+      listed.tools[0].description.includes('add(a: int'), 'no llm_query, and why',
       listed.tools[0].description);
 r = await plain.client.callTool({ name: 'python', arguments: { code: "llm_query('x')" } });
 check(r.isError && r.structuredContent.error.ename === 'NameError', 'llm_query undefined', r);
