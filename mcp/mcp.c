@@ -252,7 +252,7 @@ static void __attribute__((noreturn)) job_child(struct server *s, struct job *j,
 		keep[1] = host;
 	if (child_setup(s, keep, (chunks >= 0) + (host >= 0) + 1) < 0)
 		_exit(1);
-	if (host >= 0)
+	if (host >= 0 && s->m->tools)
 		host_tools_use_fd(s->m->tools, host);
 	j->call.chunk_fd = chunks;
 	r = mcp_tools_run(s->m, structured(s), &j->call, &cancelled);
@@ -296,8 +296,6 @@ static int job_start(struct server *s, struct job *j)
 	int p[2], c[2] = { -1, -1 }, host = -1;
 	long pidfd;
 
-	if (relay_active(&s->relay) && (j->relay_slot = relay_open(&s->relay, &host)) < 0)
-		return -1;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
 	/* Only a call with a progress token has its output sent as it comes. */
@@ -310,8 +308,10 @@ static int job_start(struct server *s, struct job *j)
 		errno = e;
 		return -1;
 	}
+	if (relay_active(&s->relay))
+		j->relay_slot = relay_open(&s->relay, &host);
 	fflush(stderr);
-	j->pid = fork();
+	j->pid = relay_active(&s->relay) && j->relay_slot < 0 ? -1 : fork();
 	if (j->pid < 0) {
 		int e = errno;
 
@@ -319,6 +319,7 @@ static int job_start(struct server *s, struct job *j)
 		close(p[1]);
 		fd_close(&c[0]);
 		fd_close(&c[1]);
+		fd_close(&host);
 		errno = e;
 		return -1;
 	}

@@ -35,23 +35,32 @@ void proxy_init(struct proxy *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static void stop_server(struct proxy_server *s)
+/* End s's process group (SIGTERM, then SIGKILL past the grace) and reap
+ * it; its exit status into *status. */
+static void end_server(struct proxy_server *s, int *status)
 {
 	struct timespec grace;
-	int status;
 
 	fd_close(&s->to);
 	fd_close(&s->from);
-	if (s->pid > 0) {
-		kill(s->pid, SIGTERM);
-		deadline_in(&grace, PROXY_STOP_GRACE);
-		if (!proc_wait_until(s->pid, &grace, &status)) {
-			kill(s->pid, SIGKILL);
-			while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
-				;
-		}
-		s->pid = 0;
+	*status = 0;
+	if (s->pid <= 0)
+		return;
+	kill(-s->pid, SIGTERM);
+	deadline_in(&grace, PROXY_STOP_GRACE);
+	if (!proc_wait_until(s->pid, &grace, status)) {
+		kill(-s->pid, SIGKILL);
+		while (waitpid(s->pid, status, 0) < 0 && errno == EINTR)
+			;
 	}
+	s->pid = 0;
+}
+
+static void stop_server(struct proxy_server *s)
+{
+	int status;
+
+	end_server(s, &status);
 	jsonrpc_reader_release(&s->rd);
 	s->gone = true;
 }
@@ -96,8 +105,9 @@ static int spawn(struct proxy_server *s, char *err, size_t errlen)
 
 		sigemptyset(&none);
 		proc_child_reset_signals(&none);
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent ||
-		    dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0)
+		/* A group of its own: ending it ends what it started. */
+		if (setpgid(0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 ||
+		    getppid() != parent || dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0)
 			_exit(127);
 		execl("/bin/sh", "sh", "-c", s->command, (char *)NULL);
 		_exit(127);
@@ -174,15 +184,9 @@ static void take_lines(struct proxy *p, size_t i,
 
 static void mark_gone(struct proxy_server *s)
 {
-	int status = 0;
-	pid_t pid = s->pid;
+	int status;
 
-	fd_close(&s->from);
-	fd_close(&s->to);
-	kill(pid, SIGTERM);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	s->pid = 0;
+	end_server(s, &status);
 	s->gone = true;
 	if (WIFSIGNALED(status))
 		snprintf(s->why, sizeof(s->why), "ended (signal %d)", WTERMSIG(status));

@@ -56,6 +56,10 @@ void relay_release(struct relay *r)
 int relay_start(struct relay *r, const char *const *commands, size_t n, char *err,
                 size_t errlen)
 {
+	if (n > 0 && !r->ht) {
+		snprintf(err, errlen, "--proxy: no host tools to declare its tools in");
+		return -1;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (proxy_start(&r->proxy, commands[i], PROXY_START_SECONDS, r->ht, err, errlen) < 0)
 			return -1;

@@ -153,8 +153,10 @@ await raised("import sys\nsys.modules['_dolsot_hostcall']._channel.call('nope', 
              'HostToolError', "no host tool named 'nope'", 'an undeclared tool');
 await raised("globals()['add']()", 'TypeError', "add(a: int, b: int = 1) -> dict: missing a required " +
              "argument: 'a'", 'arguments that do not fit the signature');
-r = await run('x = 5');
-check(!r.isError, 'the session goes on after the errors', r);
+r = await run('x = 5\nimport json\nprint(json.dumps({"jsonrpc": "2.0", "id": 1000, ' +
+              '"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}}))');
+check(!r.isError && r.structuredContent.stdout.startsWith('{"jsonrpc"') && asked.length === 3,
+      'a frame printed on stdout reaches nobody: it is output', [r, asked.length]);
 console.log('ok errors are exceptions carrying the server\'s message');
 
 // A tool or a model that does not answer: TimeoutError, then all goes on.
