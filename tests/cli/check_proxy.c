@@ -88,6 +88,11 @@ START_TEST(proxy_belongs_to_dolsot_mcp)
 {
 	struct cli_run r;
 
+	CLI(&r, "mcp", "--proxy", "node server.mjs a", "--print-config", "generic");
+	ck_code(&r, 0);
+	ck_out_has(&r, "    \"mcp\",\n    \"--proxy\",\n    \"node server.mjs a\"\n  ]");
+	cli_run_release(&r);
+
 	CLI(&r, "--session", "s", "--proxy", "true", "1");
 	ck_code(&r, 2);
 	ck_err_has(&r, "--proxy belongs to dolsot mcp");
