@@ -93,6 +93,10 @@ START_TEST(proxy_belongs_to_dolsot_mcp)
 	ck_out_has(&r, "    \"mcp\",\n    \"--proxy\",\n    \"node server.mjs a\"\n  ]");
 	cli_run_release(&r);
 
+	CLI(&r, "mcp", "--timeout", "9", "--proxy", "--");
+	ck_code(&r, 2);
+	ck_err_has(&r, "--proxy --: expected a command after '--'");
+	cli_run_release(&r);
 	CLI(&r, "--session", "s", "--proxy", "true", "1");
 	ck_code(&r, 2);
 	ck_err_has(&r, "--proxy belongs to dolsot mcp");

@@ -1,7 +1,8 @@
 // mcp_proxy_client.mjs - `dolsot mcp --proxy` between two real SDK peers
 // (@modelcontextprotocol/sdk): this client, which answers sampling with a
 // scripted reply, attaches dolsot, which proxies two copies of
-// tests/lib/mcp_proxy_server.mjs (alpha, beta) beside a --tool named shout.
+// tests/lib/mcp_proxy_server.mjs (alpha, given as --proxy -- CMD ARGS, and
+// beta, as --proxy COMMAND) beside a --tool named shout.
 // tests/cli/check_hosttools.c runs it, cold and warm, in a private store.
 //
 // usage: node tests/lib/mcp_proxy_client.mjs DOLSOT_BINARY [typegate]
@@ -85,7 +86,8 @@ async function connect(sampling, args) {
 const asked = [];
 const { client, transport, stderr } = await connect(true, [
 	'--tool', 'shout=cat >/dev/null; echo \'"helper"\'',
-	'--proxy', `${server} alpha`, '--proxy', `${server} beta`,
+	'--proxy', '--', 'node', 'tests/lib/mcp_proxy_server.mjs', 'alpha',
+	'--proxy', `${server} beta`,
 ]);
 client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
 	const p = req.params;
