@@ -5,8 +5,9 @@
  * SDK's McpServer) beside a --tool: proxied tools, the helper and
  * llm_query in one cell, names prefixed on a clash, errors, a hanging
  * tool and model (TimeoutError), a dying server, an undeclared tool, the
- * type gate, a client without sampling; and the server's start refused
- * when a proxied server does not start or its names are all taken.
+ * type gate, a client without sampling; a sandboxed cell; and the
+ * server's start refused when a proxied server does not start or its
+ * names are all taken.
  */
 #include <check.h>
 #include <stdio.h>
@@ -84,6 +85,29 @@ START_TEST(a_server_that_does_not_start_stops_dolsot_mcp)
 }
 END_TEST
 
+/* A sandboxed cell reaches the proxied server through its channel. */
+START_TEST(a_sandboxed_cell_calls_proxied_tools)
+{
+	struct cli_run r;
+	static const char input[] =
+		"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+		"{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":"
+		"{\"name\":\"raw\",\"version\":\"1\"}}}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+		"{\"name\":\"python\",\"arguments\":{\"code\":\"add(1, b=2)['sum'] + 1\","
+		"\"session\":\"sb\"}}}\n";
+
+	if (!sdk_present())
+		return;
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .stdin_data = input },
+	        (const char *const[]){ "dolsot", "mcp", "--sandbox", "--proxy", "--", "node",
+	                               "tests/lib/mcp_proxy_server.mjs", NULL });
+	ck_code(&r, 0);
+	ck_out_has(&r, "\"value\":\"4\"");
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(proxy_belongs_to_dolsot_mcp)
 {
 	struct cli_run r;
@@ -118,6 +142,7 @@ static Suite *proxy_suite(void)
 	tcase_add_test(sdk, sdk_peers_on_both_sides);
 	tcase_add_test(start, a_server_that_does_not_start_stops_dolsot_mcp);
 	tcase_add_test(start, proxy_belongs_to_dolsot_mcp);
+	tcase_add_test(start, a_sandboxed_cell_calls_proxied_tools);
 	return s;
 }
 
