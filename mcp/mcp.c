@@ -9,7 +9,9 @@
  * as on a timeout.  Calls on one session run one after another, in the
  * order they came; calls on different sessions run at once, up to
  * MCP_MAX_RUNNING.  Nothing but protocol messages reaches stdout: the
- * children's stdout is our stderr, and their stdin is /dev/null.
+ * children's stdout is our stderr, and their stdin is /dev/null.  With
+ * --proxy or a client that samples, each child's host-tool calls come to
+ * the relay (relay.h), whose sockets and servers the loop polls too.
  */
 #include "mcp.h"
 
@@ -632,7 +634,6 @@ static json_t *tools_for_version(struct server *s)
 		char *described = text_in_child(s, mcp_tools_describe), *full = NULL;
 
 		relay_describe(&s->relay, &described);
-
 		if (s->toolbox_problems && *s->toolbox_problems &&
 		    asprintf(&full, "Toolboxes that do not import here, so every call fails until "
 		             "they do (fix the server's PYTHONPATH, VIRTUAL_ENV or directory):\n%s\n%s",
@@ -944,7 +945,7 @@ static void stop_all(struct server *s)
 
 static int serve(struct server *s, char *err, size_t errlen)
 {
-	/* stdin, stdout, the signals, and three per call running */
+	/* stdin, stdout, the signals, three per call running, the relay's */
 	struct pollfd pf[3 + 3 * MCP_MAX_RUNNING + RELAY_MAX_FDS];
 
 	while (!s->stop && !s->gone && (!s->eof || s->running || s->waiting)) {
