@@ -66,7 +66,8 @@ static const char usage_text[] =
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--live] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]... [limits]\n"
-	"              [--namespace NAME]\n"
+	"              [--namespace NAME] [--tool NAME=COMMAND]...\n"
+	"              [--proxy COMMAND]... [--proxy -- CMD ARGS...]...\n"
 	"       dolsot mcp [the same flags] --print-config claude|codex|generic\n"
 	"       dolsot --help | --version\n";
 
@@ -147,6 +148,11 @@ struct cli {
 	const char *print_config;
 	struct host_tools *tools;  /* --tool, --tool-schema; NULL: none */
 	const char *tools_fd;      /* --tools-fd N */
+	const char **proxies;      /* --proxy COMMAND */
+	size_t n_proxies;
+	char **mcp_argv;           /* argv with --proxy -- CMD ARGS... joined */
+	char **joined;             /* those joined commands */
+	size_t n_joined;
 };
 
 static void add_toolbox(struct cli *c, const char *spec)
@@ -208,6 +214,85 @@ static struct host_tools *cli_tools(struct cli *c)
 		host_tools_init(c->tools);
 	}
 	return c->tools;
+}
+
+static void add_proxy(struct cli *c, const char *command)
+{
+	const char **grown = realloc(c->proxies, (c->n_proxies + 1) * sizeof(*grown));
+
+	if (!grown)
+		die(DOLSOT_EXIT_FAIL, "out of memory");
+	c->proxies = grown;
+	c->proxies[c->n_proxies++] = command;
+}
+
+/* argv[0..n), n >= 1, as one sh -c command line, each word single-quoted. */
+static char *shell_words(char **argv, int n)
+{
+	size_t len = 1;
+	char *out, *o;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(argv[i]) * 4 + 3;
+	out = o = calloc(1, len);
+	if (!out)
+		die(DOLSOT_EXIT_FAIL, "out of memory");
+	for (int i = 0; i < n; i++) {
+		*o++ = '\'';
+		for (const char *p = argv[i]; *p; p++) {
+			if (*p == '\'') {
+				memcpy(o, "'\\''", 4);
+				o += 4;
+				continue;
+			}
+			*o++ = *p;
+		}
+		*o++ = '\'';
+		*o++ = i + 1 < n ? ' ' : '\0';
+	}
+	return out;
+}
+
+/*
+ * `dolsot mcp ... --proxy -- CMD ARGS... [--proxy -- CMD ARGS...]`: each
+ * CMD ARGS, up to the next --proxy or the end, becomes one --proxy
+ * COMMAND (the words quoted for sh -c).  A new argv (c->mcp_argv, its
+ * new strings in c->joined) when there is any; else argv itself.
+ */
+static char **proxy_words(struct cli *c, int *argc, char **argv)
+{
+	char **out = NULL;
+	int n = 0;
+
+	for (int i = 0; i < *argc; i++) {
+		int end = i + 2;
+
+		if (strcmp(argv[i], "--proxy") != 0 || i + 1 >= *argc ||
+		    strcmp(argv[i + 1], "--") != 0) {
+			if (out)
+				out[n++] = argv[i];
+			continue;
+		}
+		if (!out) {
+			out = c->mcp_argv = calloc((size_t)*argc + 1, sizeof(*out));
+			c->joined = calloc((size_t)*argc, sizeof(*c->joined));
+			if (!out || !c->joined)
+				die(DOLSOT_EXIT_FAIL, "out of memory");
+			memcpy(out, argv, (size_t)i * sizeof(*out));
+			n = i;
+		}
+		while (end < *argc && strcmp(argv[end], "--proxy") != 0)
+			end++;
+		if (end == i + 2)
+			usage_error("--proxy --: expected a command after '--'");
+		out[n++] = argv[i];
+		out[n++] = c->joined[c->n_joined++] = shell_words(argv + i + 2, end - i - 2);
+		i = end - 1;
+	}
+	if (!out)
+		return argv;
+	*argc = n;
+	return out;
 }
 
 static void add_tool(struct cli *c, const char *spec, bool schema)
@@ -286,6 +371,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPTION_TOOLS_FD:
 			c->tools_fd = optarg;
+			break;
+		case OPTION_PROXY:
+			add_proxy(c, optarg);
 			break;
 		case OPTION_SESSION:
 			c->session = optarg;
@@ -941,6 +1029,10 @@ static int cmd_mcp(struct cli *c, const struct settings *s, int argc, char **arg
 	m.describe_mounts = mounts;
 	build_plan(c, s, &plan);
 	m.plan = &plan;
+	m.proxies = c->proxies;
+	m.n_proxies = c->n_proxies;
+	/* Proxied tools and llm_query are declared once the server starts. */
+	cli_tools(c);
 	m.tools = open_tools(c, s);
 	/* A long-lived server: each log line goes out when it is written. */
 	setvbuf(stderr, NULL, _IOLBF, 0);
@@ -972,8 +1064,10 @@ int main(int argc, char **argv)
 	setvbuf(stderr, NULL, _IOFBF, BUFSIZ);
 	signal(SIGPIPE, SIG_IGN);
 	if (argc > 1 && strcmp(argv[1], "mcp") == 0) {
+		int n = argc - 1;
+
 		c.mcp = true;
-		parse_args(argc - 1, argv + 1, &c);
+		parse_args(n, proxy_words(&c, &n, argv + 1), &c);
 	} else {
 		parse_args(argc, argv, &c);
 	}
@@ -997,6 +1091,8 @@ int main(int argc, char **argv)
 	/* The server's calls run side by side, and one host speaks to one. */
 	if (c.tools_fd && c.mcp)
 		usage_error("--tools-fd does not go with dolsot mcp (--tool does)");
+	if (c.proxies && !c.mcp)
+		usage_error("--proxy belongs to dolsot mcp");
 	if (c.format && !c.export_id)
 		usage_error("--format goes with --export ID");
 	if (c.export_id && c.json)
@@ -1046,6 +1142,11 @@ int main(int argc, char **argv)
 		mount_arg_release(&c.mounts[i]);
 	free(c.mounts);
 	free(c.env);
+	free(c.proxies);
+	for (size_t i = 0; i < c.n_joined; i++)
+		free(c.joined[i]);
+	free(c.joined);
+	free(c.mcp_argv);
 	if (c.tools)
 		host_tools_release(c.tools);
 	free(c.tools);

@@ -209,6 +209,39 @@ int host_tools_add_schema(struct host_tools *ht, const char *spec, char *err, si
 	return ret;
 }
 
+int host_tools_add_hosted(struct host_tools *ht, const json_t *decl, char *err, size_t errlen)
+{
+	json_t *name = json_object_get(decl, "name");
+	struct host_tool *t;
+
+	if (!json_is_string(name)) {
+		snprintf(err, errlen, "a hosted tool's declaration has no name");
+		return -1;
+	}
+	if (find(ht, json_string_value(name))) {
+		snprintf(err, errlen, "tool '%s' is declared twice", json_string_value(name));
+		return -1;
+	}
+	t = add(ht, json_string_value(name), json_string_length(name), err, errlen);
+	if (!t)
+		return -1;
+	return take_decl(t, (json_t *)decl, json_string_value(name), err, errlen);
+}
+
+bool host_tools_has(const struct host_tools *ht, const char *name)
+{
+	return ht && find(ht, name) != NULL;
+}
+
+void host_tools_use_fd(struct host_tools *ht, int fd)
+{
+	fd_close(&ht->fd);
+	ht->fd = fd;
+	ht->held_len = ht->held_off = 0;
+	jsonrpc_reader_release(&ht->from_host);
+	jsonrpc_reader_init(&ht->from_host, TOOLCHAN_MSG_MAX);
+}
+
 int host_tools_check(const struct host_tools *ht, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < ht->n; i++)
@@ -220,8 +253,7 @@ int host_tools_check(const struct host_tools *ht, char *err, size_t errlen)
 	return 0;
 }
 
-/* Write all of p within until on fd (non-blocking).  0, or -1. */
-static int write_within(int fd, const char *p, size_t n, const struct timespec *until)
+int host_tools_write(int fd, const char *p, size_t n, const struct timespec *until)
 {
 	while (n) {
 		struct pollfd pf = { fd, POLLOUT, 0 };
@@ -302,7 +334,7 @@ static int host_request(struct host_tools *ht, const char *method, json_t *param
 		size_t n = strlen(text);
 
 		text[n] = '\n';   /* json_dumps left room for its NUL: reuse it */
-		ret = write_within(ht->fd, text, n + 1, until);
+		ret = host_tools_write(ht->fd, text, n + 1, until);
 		text[n] = '\0';
 	}
 	free(text);
@@ -567,7 +599,7 @@ static int ask_host(struct host_tools *ht, const struct toolchan_call *call,
 
 		deadline_in(&now_only, 0.1);
 		if (note)
-			(void)write_within(ht->fd, note, n, &now_only);
+			(void)host_tools_write(ht->fd, note, n, &now_only);
 		free(note);
 		json_decref(p);
 		snprintf(msg, msglen, "tool '%s' did not answer in time", call->name);
@@ -629,7 +661,7 @@ static int write_answer(const struct host_tools *ht, int chan, const char *answe
 	deadline_in(&until, HOST_ANSWER_SECONDS);
 	if (deadline_left(&cell) < deadline_left(&until))
 		until = cell;
-	return write_within(chan, answer, len, &until);
+	return host_tools_write(chan, answer, len, &until);
 }
 
 static bool declared(const char *name, void *ctx)

@@ -68,6 +68,24 @@ int host_tools_check(const struct host_tools *ht, char *err, size_t errlen);
 int host_tools_open_fd(struct host_tools *ht, int fd, double seconds, char *err,
                        size_t errlen);
 
+/*
+ * A tool answered by the fd host, declared by whoever serves that fd
+ * (dolsot mcp's proxied servers and llm_query, mcp/relay.h): decl is
+ * {"name", "description"?, "inputSchema"?, "outputSchema"?}, its name a
+ * Python identifier not declared yet.  0, or -1 with the reason in err.
+ */
+int host_tools_add_hosted(struct host_tools *ht, const json_t *decl, char *err, size_t errlen);
+
+/* Whether a tool of that name is declared. */
+bool host_tools_has(const struct host_tools *ht, const char *name);
+
+/* The fd host is fd from now on (a non-blocking, CLOEXEC socket this
+ * process owns from now on): dolsot mcp's call child gets one each. */
+void host_tools_use_fd(struct host_tools *ht, int fd);
+
+/* Write all of p to the non-blocking fd by until.  0, or -1 (errno). */
+int host_tools_write(int fd, const char *p, size_t n, const struct timespec *until);
+
 /* Whether any tool is declared. */
 bool host_tools_any(const struct host_tools *ht);
 

@@ -27,6 +27,10 @@ const struct option_row options_table[] = {
 	{ .id = OPTION_TOOLS_FD, .flag = "tools-fd", .arg = "N", NO_FIELD,
 	  .help = "host tools from the process that started dolsot,\n"
 	          "JSON-RPC 2.0 lines on inherited fd N" },
+	{ .id = OPTION_PROXY, .flag = "proxy", .arg = "COMMAND", NO_FIELD,
+	  .help = "dolsot mcp: run COMMAND (sh -c), an MCP server on stdio,\n"
+	          "and offer its tools to cells as functions (repeatable;\n"
+	          "last, --proxy -- CMD ARGS... up to the next --proxy)" },
 	{ .id = OPTION_TOOL_TIMEOUT, .env = "DOLSOT_TOOL_TIMEOUT", .type = OPTION_T_ELSEWHERE,
 	  NO_FIELD },
 	{ .id = OPTION_TOOL_MAX_CALLS, .env = "DOLSOT_TOOL_MAX_CALLS",

@@ -9,7 +9,9 @@
  * as on a timeout.  Calls on one session run one after another, in the
  * order they came; calls on different sessions run at once, up to
  * MCP_MAX_RUNNING.  Nothing but protocol messages reaches stdout: the
- * children's stdout is our stderr, and their stdin is /dev/null.
+ * children's stdout is our stderr, and their stdin is /dev/null.  With
+ * --proxy or a client that samples, each child's host-tool calls come to
+ * the relay (relay.h), whose sockets and servers the loop polls too.
  */
 #include "mcp.h"
 
@@ -33,6 +35,7 @@
 #include "jsonrpc.h"
 #include "mcp_tools.h"
 #include "proc_child.h"
+#include "relay.h"
 
 /* The revisions this server speaks, newest first. */
 static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26",
@@ -72,6 +75,7 @@ struct job {
 	double progress_sent;       /* the last progress value sent */
 	bool cancelled;
 	struct batch *batch;        /* the batch it came in, or NULL */
+	int relay_slot;             /* its tools socket's (relay.h), or -1 */
 };
 
 struct server {
@@ -88,6 +92,7 @@ struct server {
 	struct job *running;
 	unsigned n_running, n_waiting;
 	struct batch *collect;      /* where answers go now; NULL: stdout */
+	struct relay relay;         /* proxied servers and llm_query */
 };
 
 static double now(void)
@@ -127,6 +132,12 @@ static void send_line(struct server *s, char *line, size_t len)
 
 static void send_error(struct server *s, const json_t *id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* The relay's requests to the client (sampling) and its cancels. */
+static void send_to_client(void *ctx, char *line, size_t len)
+{
+	send_line(ctx, line, len);
+}
 
 /* ---- batches ---- */
 
@@ -232,15 +243,19 @@ static int child_setup(const struct server *s, int *keep, size_t n_keep)
 
 /* The child: answer one call into fd, then end. */
 static void __attribute__((noreturn)) job_child(struct server *s, struct job *j, int fd,
-                                                int chunks)
+                                                int chunks, int host)
 {
-	int keep[2] = { fd, chunks };
+	int keep[3] = { fd, chunks, host };
 	bool cancelled = false;
 	json_t *r;
 	char *text;
 
-	if (child_setup(s, keep, chunks >= 0 ? 2 : 1) < 0)
+	if (chunks < 0)
+		keep[1] = host;
+	if (child_setup(s, keep, (chunks >= 0) + (host >= 0) + 1) < 0)
 		_exit(1);
+	if (host >= 0 && s->m->tools)
+		host_tools_use_fd(s->m->tools, host);
 	j->call.chunk_fd = chunks;
 	r = mcp_tools_run(s->m, structured(s), &j->call, &cancelled);
 	if (cancelled)
@@ -280,7 +295,7 @@ static bool conflicts(const struct job *a, const struct job *b)
 
 static int job_start(struct server *s, struct job *j)
 {
-	int p[2], c[2] = { -1, -1 };
+	int p[2], c[2] = { -1, -1 }, host = -1;
 	long pidfd;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -295,8 +310,10 @@ static int job_start(struct server *s, struct job *j)
 		errno = e;
 		return -1;
 	}
+	if (relay_active(&s->relay))
+		j->relay_slot = relay_open(&s->relay, &host);
 	fflush(stderr);
-	j->pid = fork();
+	j->pid = relay_active(&s->relay) && j->relay_slot < 0 ? -1 : fork();
 	if (j->pid < 0) {
 		int e = errno;
 
@@ -304,16 +321,18 @@ static int job_start(struct server *s, struct job *j)
 		close(p[1]);
 		fd_close(&c[0]);
 		fd_close(&c[1]);
+		fd_close(&host);
 		errno = e;
 		return -1;
 	}
 	if (j->pid == 0) {
 		close(p[0]);
 		fd_close(&c[0]);
-		job_child(s, j, p[1], c[1]);
+		job_child(s, j, p[1], c[1], host);
 	}
 	close(p[1]);
 	fd_close(&c[1]);
+	fd_close(&host);
 	j->out = p[0];
 	j->chunks = c[0];
 	pidfd = syscall(SYS_pidfd_open, j->pid, 0);
@@ -353,6 +372,7 @@ static void dispatch(struct server *s)
 		*pp = j->next;
 		s->n_waiting--;
 		if (job_start(s, j) < 0) {
+			relay_close(&s->relay, j->relay_slot);
 			s->collect = j->batch;
 			send_error(s, j->id, JSONRPC_INTERNAL_ERROR, "cannot start the call: %s",
 			           strerror(errno));
@@ -396,6 +416,7 @@ static void read_chunks(struct server *s, struct job *j);
 static void job_finish(struct server *s, struct job *j)
 {
 	read_chunks(s, j);   /* its output's notifications before its answer */
+	relay_close(&s->relay, j->relay_slot);
 	s->collect = j->batch;
 	job_answer(s, j);
 	s->collect = NULL;
@@ -612,6 +633,7 @@ static json_t *tools_for_version(struct server *s)
 	if (!s->tools) {
 		char *described = text_in_child(s, mcp_tools_describe), *full = NULL;
 
+		relay_describe(&s->relay, &described);
 		if (s->toolbox_problems && *s->toolbox_problems &&
 		    asprintf(&full, "Toolboxes that do not import here, so every call fails until "
 		             "they do (fix the server's PYTHONPATH, VIRTUAL_ENV or directory):\n%s\n%s",
@@ -658,7 +680,7 @@ static void tools_call(struct server *s, const struct jsonrpc_msg *m)
 		send_error(s, m->id, JSONRPC_INTERNAL_ERROR, "out of memory");
 		return;
 	}
-	j->pidfd = j->out = j->chunks = -1;
+	j->pidfd = j->out = j->chunks = j->relay_slot = -1;
 	j->id = json_incref(m->id);
 	j->progress = token ? json_incref(token) : NULL;
 	if (mcp_tools_read(s->m, json_string_value(name), args, &j->call, &no) < 0) {
@@ -678,6 +700,7 @@ static void initialize(struct server *s, const struct jsonrpc_msg *m)
 {
 	json_t *want = json_object_get(m->params, "protocolVersion");
 	const char *v = versions[0];
+	char why[512];
 	json_t *r;
 
 	if (s->version) {
@@ -694,6 +717,9 @@ static void initialize(struct server *s, const struct jsonrpc_msg *m)
 		if (strcmp(json_string_value(want), versions[i]) == 0)
 			v = versions[i];
 	s->version = v;
+	if (relay_client(&s->relay, json_object_get(m->params, "capabilities"), why,
+	                 sizeof(why)) < 0)
+		fprintf(stderr, "dolsot mcp: %s\n", why);
 	r = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v,
 	              "capabilities", "tools", "listChanged", 0,
 	              "serverInfo", "name", "dolsot", "title", "dolsot Python REPL",
@@ -752,7 +778,8 @@ static void on_message(struct server *s, const struct jsonrpc_msg *m)
 		on_request(s, m);
 	else if (m->kind == JSONRPC_NOTIFICATION)
 		on_notification(s, m);
-	/* We send no requests, so a response answers nothing: ignored. */
+	else if (m->kind == JSONRPC_RESPONSE)
+		relay_on_response(&s->relay, m);   /* else it answers nothing: ignored */
 }
 
 /* Only revision 2025-03-26 has batches, and there initialize may not be
@@ -918,11 +945,11 @@ static void stop_all(struct server *s)
 
 static int serve(struct server *s, char *err, size_t errlen)
 {
-	/* stdin, stdout, the signals, and three per call running */
-	struct pollfd pf[3 + 3 * MCP_MAX_RUNNING];
+	/* stdin, stdout, the signals, three per call running, the relay's */
+	struct pollfd pf[3 + 3 * MCP_MAX_RUNNING + RELAY_MAX_FDS];
 
 	while (!s->stop && !s->gone && (!s->eof || s->running || s->waiting)) {
-		nfds_t n = 0;
+		nfds_t n = 0, relayed;
 		double t;
 		int rc;
 
@@ -934,6 +961,8 @@ static int serve(struct server *s, char *err, size_t errlen)
 			pf[n++] = (struct pollfd){ .fd = j->pidfd, .events = POLLIN };
 			pf[n++] = (struct pollfd){ .fd = j->chunks, .events = POLLIN };
 		}
+		relayed = n;
+		n += relay_pollfds(&s->relay, pf + n);
 		rc = poll(pf, n, poll_ms(s, now()));
 		if (rc < 0 && errno != EINTR) {
 			snprintf(err, errlen, "poll: %s", strerror(errno));
@@ -953,6 +982,7 @@ static int serve(struct server *s, char *err, size_t errlen)
 			s->gone = true;
 			break;
 		}
+		relay_handle(&s->relay, pf + relayed, n - relayed);
 		reap_ended(s, pf, 3);
 		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
 			read_stdin(s);
@@ -982,8 +1012,12 @@ int mcp_serve(const struct mcp_setup *m, char *err, size_t errlen)
 	}
 	jsonrpc_reader_init(&s.rd, MCP_MAX_MESSAGE);
 	check_toolboxes(&s);
-	rc = serve(&s, err, errlen);
+	relay_init(&s.relay, m->tools, send_to_client, &s);
+	rc = relay_start(&s.relay, m->proxies, m->n_proxies, err, errlen);
+	if (rc == 0)
+		rc = serve(&s, err, errlen);
 	stop_all(&s);
+	relay_release(&s.relay);
 	jsonrpc_reader_release(&s.rd);
 	json_decref(s.tools);
 	free(s.toolbox_problems);

@@ -35,6 +35,8 @@ struct mcp_setup {
 	const char *version;                 /* dolsot's, for serverInfo */
 	struct host_tools *tools;            /* --tool's host tools (each call
 	                                      * a process of its own); NULL: none */
+	const char *const *proxies;          /* --proxy's commands (relay.h) */
+	size_t n_proxies;
 };
 
 struct mcp_tool;
