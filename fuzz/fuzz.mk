@@ -66,7 +66,7 @@ $(eval $(call fuzz_harness,store,store/store_name.c store/user_dir.c store_file.
 $(eval $(call fuzz_harness,warm_key,base/warm_proto.c base/wire.c))
 $(eval $(call fuzz_harness,mem_list,store/mem_list.c store/store_name.c))
 $(eval $(call fuzz_harness,output,output.c))
-$(eval $(call fuzz_harness,json,call/output_json.c output.c call/display_files.c store/store_name.c store/user_dir.c base/frame.c base/fdio.c base/rlimits.c,-ljansson))
+$(eval $(call fuzz_harness,json,call/output_json.c output.c call/display_files.c store/store_name.c store/user_dir.c base/frame.c base/fdio.c base/rlimits.c base/utc.c,-ljansson))
 $(eval $(call fuzz_harness,jsonrpc,mcp/jsonrpc.c,-ljansson))
 $(eval $(call fuzz_harness,store_spec,store/store_spec.c base/rlimits.c))
 $(eval $(call fuzz_harness,store_cmd,store/store_cmd_parse.c store/store_name.c store/units.c))
