@@ -502,6 +502,24 @@ START_TEST(views_of_a_shared_array_keep_sharing_it)
 }
 END_TEST
 
+/* Two DataFrames are two units: what their pickles share is their
+ * class's (pandas' _metadata list), which does not tie them; a frame and
+ * a Series sharing its index are one. */
+START_TEST(two_dataframes_are_two_units_and_shared_index_one)
+{
+	struct unit_files u;
+
+	ok_call("pd", "import pandas as pd\na = pd.DataFrame({'x': range(3000)})\n"
+	        "b = pd.DataFrame({'y': range(3000)})");
+	list_units(&u);
+	ck_assert_int_eq(u.n, 2);
+	ok_call("pd", "c = a.x * 2");
+	list_units(&u);
+	ck_assert_int_eq(u.n, 2);   /* a and c one unit now, b as it was */
+	ck_state("pd", "c.index is a.index, int(b.y.sum())", "(True, 4498500)\n");
+}
+END_TEST
+
 /* ---- large bytes values: parts, mapped back ---- */
 
 /* 10,240,000 bytes: a part of 4 MiB and the rest (under 8 MiB). */
@@ -994,6 +1012,7 @@ static Suite *units_cli_suite(void)
 	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_array, DELETED, DAMAGES);
 	tcase_add_test(arrays, views_of_a_shared_array_keep_sharing_it);
 	tcase_add_test(arrays, a_large_bytes_value_is_in_parts_and_maps_back);
+	tcase_add_test(arrays, two_dataframes_are_two_units_and_shared_index_one);
 	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_bytes, FLIPPED, SWAPPED);
 	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_bytes, DELETED, DAMAGES);
 	tcase_add_test(arrays, a_live_process_unmaps_the_bytes_a_cell_deleted);

@@ -318,6 +318,7 @@ class _Dumper:
         self.arrays = {}        # id(array) -> (array, reduce args, its parts)
         self.dirty = {}         # id(region) -> (region, Region.dirty())
         self.shared = set()     # ids of arrays whose memory two names' arrays share
+        self.classes = {}       # id(class) -> class, of every instance pickled
 
     def note(self, obj):
         """Remember the module a pickle of obj names: a module held by
@@ -340,8 +341,21 @@ class _Dumper:
         """An instance of a class of the cells may run that class's code
         when it loads (reach.runs_on_load)."""
         cls = type(obj)
+        self.classes[id(cls)] = cls
         if getattr(cls, "__module__", None) == "__main__":
             self.unit.runs = self.unit.runs or self._runs(cls, obj)
+
+    def class_constants(self):
+        """The ids of the lists, dicts and sets that the classes of the
+        instances pickled hold as class attributes (pandas' _metadata, a
+        [] every DataFrame's state names): the same object in two names'
+        pickles only because it is their class's, which does not make the
+        names one unit (loaded, each instance has its own copy anyway)."""
+        ids = set()
+        for cls in self.classes.values():
+            for k in getattr(cls, "__mro__", ()):
+                ids.update(id(v) for v in vars(k).values() if type(v) in (list, dict, set))
+        return ids
 
     def _runs(self, cls, obj):
         """runs_on_load(obj), once per class and per kind: the class itself
@@ -597,8 +611,9 @@ def _dump_one(d, value):
     return d.dumps(value)
 
 
-def _groups(names, memos):
-    """Partition names (by index) into groups whose values share objects."""
+def _groups(names, memos, constants=frozenset()):
+    """Partition names (by index) into groups whose values share objects;
+    constants, the ids of objects whose sharing does not count."""
     parent = list(range(len(names)))
 
     def root(i):
@@ -610,7 +625,7 @@ def _groups(names, memos):
     owner = {}
     for i, memo in enumerate(memos):
         for oid in owner.keys() & memo.keys():
-            if _identity_matters(memo[oid][1]):
+            if oid not in constants and _identity_matters(memo[oid][1]):
                 a, b = root(i), root(owner[oid])
                 if a != b:
                     parent[max(a, b)] = min(a, b)
@@ -626,7 +641,7 @@ def _units(d, state, kept, notes):
     objects; parts the Bodies of its arrays' buffers (_Dumper.array_parts)."""
     names = sorted(kept)
     units = []
-    for group in _groups(names, [kept[n][1] for n in names]):
+    for group in _groups(names, [kept[n][1] for n in names], d.class_constants()):
         members = tuple(names[i] for i in group)
         if len(members) == 1:
             units.append((members, kept[members[0]][0], notes[members[0]].parts))
