@@ -809,7 +809,7 @@ int detach_print_running(const struct settings *s, bool json, FILE *out, char *e
 			list_one(&r, arr, out);
 	}
 	closedir(d);
-	if (json && emit(arr, out) < 0) {
+	if (json && emit(json_pack("{s:o}", "running", arr), out) < 0) {
 		fail(err, errlen, "cannot write the output: %s", strerror(errno));
 		return -1;
 	}

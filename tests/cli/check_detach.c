@@ -82,6 +82,20 @@ static void go(void)
 	close(fd);
 }
 
+/* One JSON line the shipped schema accepts. */
+static void ck_schema(const char *line)
+{
+	char schema[4200], *cwd = getcwd(NULL, 0);
+	struct cli_run v;
+
+	snprintf(schema, sizeof(schema), "%s/schema/result.schema.json", cwd);
+	cli_run(&v, &(struct cli_opts){ .prog = "/usr/bin/python3.11", .stdin_data = line },
+	        (const char *const[]){ "python3.11", "tests/lib/validate_json.py", schema, NULL });
+	ck_assert_msg(v.code == 0, "schema rejects the line:\n%s\nline: %s", v.err, line);
+	cli_run_release(&v);
+	free(cwd);
+}
+
 /* The handle a detached call's status line names, into h. */
 static void handle_of(const char *err, char *h)
 {
@@ -188,6 +202,17 @@ START_TEST(a_running_cell_is_listed_peeked_and_waited_for)
 	ck_assert_str_eq(json_string_value(json_object_get(o, "state")), "running");
 	ck_assert_int_eq(json_integer_value(json_object_get(o, "exit_code")), 75);
 	json_decref(o);
+	ck_schema(r.out);
+	cli_run_release(&r);
+	CLI(&r, "--peek", h, "--json");
+	ck_code(&r, 0);
+	ck_schema(r.out);
+	ck_out_has(&r, "\"stdout\":\"first\\n\"");
+	cli_run_release(&r);
+	CLI(&r, "--list-running", "--json");
+	ck_code(&r, 0);
+	ck_schema(r.out);
+	ck_out_has(&r, h);
 	cli_run_release(&r);
 	go();
 	ck_waited(h);
@@ -254,6 +279,11 @@ START_TEST(a_cancelled_cell_leaves_its_session_unchanged)
 	CLI(&r, "--cancel", h);
 	ck_code(&r, 1);
 	ck_err_has(&r, "already ended");
+	cli_run_release(&r);
+	CLI(&r, "--cancel", h, "--json");
+	ck_code(&r, 1);
+	ck_schema(r.out);
+	ck_out_has(&r, "\"status\":\"ended\"");
 	cli_run_release(&r);
 	ck_state("s", "('n' in globals(), before)", "(False, 1)\n");
 	ck_no_strays();
@@ -410,7 +440,7 @@ START_TEST(handles_are_checked)
 	cli_run_release(&r);
 	CLI(&r, "--list-running", "--json");
 	ck_code(&r, 0);
-	ck_out(&r, "[]\n");
+	ck_out(&r, "{\"running\":[]}\n");
 	cli_run_release(&r);
 }
 END_TEST
