@@ -26,6 +26,7 @@
 #include "deadline.h"
 #include "fdio.h"
 #include "output_json.h"
+#include "proc_child.h"
 #include "user_dir.h"
 
 #define RECORDS_DIR ".detached"
@@ -416,6 +417,8 @@ static void become_keeper(struct detach_rec *r, struct detach_keeper *k, int fds
 	close(null);
 	close(fds[0]);
 	close(fds[1]);
+	/* nothing of the caller's (an MCP server's answer pipe) stays open here */
+	proc_child_close_fds(fds + 2, 3);
 	memset(k, 0, sizeof(*k));
 	k->json = fdopen(fds[2], "w");
 	k->peek[0] = fds[3];
