@@ -815,14 +815,14 @@ static void check_live(const struct settings *s)
 }
 
 /* A --call-id's result as recorded (recall.h): its bytes as they are. */
-static int say_recorded(const struct result *r, bool json, FILE *to)
+static int say_recorded(const struct result *r, bool json)
 {
 	const struct owned *out = json ? &r->said_json : &r->said_out;
 
-	if ((out->len && fwrite(out->p, 1, out->len, to) != out->len) ||
+	if ((out->len && fwrite(out->p, 1, out->len, stdout) != out->len) ||
 	    (!json && r->said_err.len &&
 	     fwrite(r->said_err.p, 1, r->said_err.len, stderr) != r->said_err.len) ||
-	    fflush(to) == EOF || fflush(stderr) == EOF)
+	    fflush(stdout) == EOF || fflush(stderr) == EOF)
 		return -1;
 	return 0;
 }
@@ -831,7 +831,7 @@ static int say_recorded(const struct result *r, bool json, FILE *to)
 static int say_result(const struct result *res, bool json, FILE *out)
 {
 	if (res->said)
-		return say_recorded(res, json, out);
+		return say_recorded(res, json);
 	return json ? output_json_run(res, out) : output_render(res, out, stderr);
 }
 
@@ -977,9 +977,9 @@ static int cmd_run(struct cli *c, const struct settings *s)
 	if (c->json_stream)
 		stream_flush(&chunks);
 	if (sig) {
-		stopsig_say_unsaved(sig);
 		if (kept)
-			detach_keeper_cancelled(&keeper);
+			detach_keeper_cancelled(&keeper, sig);
+		stopsig_say_unsaved(sig);
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}
@@ -990,9 +990,9 @@ static int cmd_run(struct cli *c, const struct settings *s)
 		free(stdin_code);
 		return 0;
 	}
-	/* A keeper keeps both renderings: --wait may ask for either. */
-	if ((say_result(&res, kept ? false : c->json, stdout) < 0 ||
-	     (kept && say_result(&res, true, keeper.json) < 0)) && errno != EPIPE)
+	if (kept)
+		detach_keeper_finish(&keeper, &res);
+	if (say_result(&res, c->json, stdout) < 0 && errno != EPIPE)
 		die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
 	code = res.exit_code;
 	result_release(&res);

@@ -27,6 +27,7 @@
 #include "fdio.h"
 #include "output_json.h"
 #include "proc_child.h"
+#include "stopsig.h"
 #include "user_dir.h"
 
 #define RECORDS_DIR ".detached"
@@ -380,9 +381,30 @@ void detach_keeper_tap(struct detach_keeper *k, struct capture *out, struct capt
 	stream_attach(&k->chunks, out, err, PEEK_EVERY, peek_sink, k);
 }
 
-void detach_keeper_cancelled(struct detach_keeper *k)
+static int put_owned(const struct owned *o, FILE *to)
+{
+	return o->len && fwrite(o->p, 1, o->len, to) != o->len ? -1 : 0;
+}
+
+void detach_keeper_finish(struct detach_keeper *k, const struct result *res)
+{
+	int rc;
+
+	stream_flush(&k->chunks);
+	if (res->said)   /* a --call-id's recorded result, as it was said */
+		rc = put_owned(&res->said_out, stdout) | put_owned(&res->said_err, stderr) |
+		     put_owned(&res->said_json, k->json);
+	else
+		rc = output_render(res, stdout, stderr) | output_json_run(res, k->json);
+	if (rc < 0)
+		fprintf(stderr, "dolsot: cannot write the handle's result: %s\n", strerror(errno));
+	exit(rc < 0 ? DOLSOT_EXIT_FAIL : res->exit_code);
+}
+
+void detach_keeper_cancelled(struct detach_keeper *k, int sig)
 {
 	stream_flush(&k->chunks);
+	stopsig_say_unsaved(sig);
 	keeper.cancelled = true;
 	exit(DOLSOT_EXIT_FAIL);
 }
@@ -734,8 +756,13 @@ int detach_cancel(struct detach_rec *r, char *err, size_t errlen)
 	if (detach_wait(r, -1, err, errlen) < 0)
 		return -1;
 	if (r->state == DETACH_LOST) {
-		/* stopped before its call took the stop signals in hand */
-		if (put_file(r, "result", "cancelled 1\n") < 0) {
+		/* stopped by the signal itself: before its call took the stop
+		 * signals in hand (nothing ran), or after its commit (stopsig.h) */
+		char *said = get_file(r, "err.txt", DETACH_PEEK_MAX, NULL);
+		bool saved = said && strstr(said, "after the session was saved");
+
+		free(said);
+		if (put_file(r, "result", saved ? "done 143\n" : "cancelled 1\n") < 0) {
 			fail(err, errlen, "cannot record the cancel of %s: %s", r->handle,
 			     strerror(errno));
 			return -1;

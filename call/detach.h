@@ -66,9 +66,15 @@ enum detach_role detach_start(const struct settings *s, const char *session,
 /* Keeper: its output so far into the record as the captures are fed. */
 void detach_keeper_tap(struct detach_keeper *k, struct capture *out, struct capture *err);
 
-/* Keeper: the call was stopped by a signal (--cancel): record so, and
- * end the process (the session is unchanged). */
-void detach_keeper_cancelled(struct detach_keeper *k) __attribute__((noreturn));
+/* Keeper: the call's result into the record, as text (stdout, stderr:
+ * out.txt, err.txt) and as --json's object (result.json), then the
+ * process ends with its exit code. */
+void detach_keeper_finish(struct detach_keeper *k, const struct result *res)
+	__attribute__((noreturn));
+
+/* Keeper: the call was stopped by signal sig (--cancel): say so, record
+ * it, and end the process (the session is unchanged). */
+void detach_keeper_cancelled(struct detach_keeper *k, int sig) __attribute__((noreturn));
 
 /* The record of handle (checked: 32 lowercase hex digits, in this user's
  * directory).  0, or -1 with err. */

@@ -1,7 +1,7 @@
 /*
  * mcp_tools.h - the tools `dolsot mcp` serves (python, list_sessions,
  * reset_session, history, undo, checkout,
- * export_notebook): one row each in a table that
+ * export_notebook, wait, peek, cancel): one row each in a table that
  * tools/list and tools/call both read.  A row gives the tool's name,
  * title, description, the arguments it takes (its input schema), its
  * output schema (a $defs entry of schema/result.schema.json), how its
@@ -56,6 +56,9 @@ struct mcp_call {
 	                             * --timeout, which capped it; 0: none */
 	int chunk_fd;               /* python: where its output goes while it
 	                             * runs, a --json-stream line a chunk; -1 */
+	bool detach;                /* python: detach_after was given */
+	double detach_after;        /* its seconds */
+	char *handle;               /* wait, peek, cancel: the handle */
 };
 
 /* Why a call is refused before it runs: a JSON-RPC error. */
