@@ -75,12 +75,12 @@ check(client.getServerCapabilities().tools, 'initialize: the tools capability');
 check(/python tool/.test(client.getInstructions() ?? ''), 'initialize: instructions');
 console.log('ok initialize');
 
-// tools/list: seven tools, schemas, the describe text in python's description.
+// tools/list: ten tools, schemas, the describe text in python's description.
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 check(JSON.stringify(names) ===
       '["python","list_sessions","reset_session","history","undo","checkout",' +
-      '"export_notebook"]', 'tools/list', names);
+      '"export_notebook","wait","peek","cancel"]', 'tools/list', names);
 const py = tools[0];
 check(py.inputSchema.required[0] === 'code' && py.inputSchema.properties.session &&
       py.inputSchema.properties.timeout.maximum === 60, 'python inputSchema', py.inputSchema);
@@ -286,6 +286,38 @@ r = await client.callTool({ name: 'list_sessions', arguments: {} });
 check(r.structuredContent.sessions.length === 0 && /\(no sessions\)/.test(text(r)),
       'nothing left', r);
 console.log('ok list and reset sessions');
+
+// A detached cell: python with detach_after hands back a handle while the
+// cell waits on a FIFO; wait, peek and cancel take it (the SDK validates
+// each structuredContent against the tool's outputSchema).
+const gate = path.join(scratch, 'detach.fifo');
+execFileSync('mkfifo', [gate]);
+const gated = `print('a')\nopen(${JSON.stringify(gate)}).read()\nd = 1`;
+r = await client.callTool({ name: 'python',
+                            arguments: { code: gated, session: 'det', detach_after: 0 } });
+check(!r.isError && r.structuredContent.status === 'detached' &&
+      /^[0-9a-f]{32}$/.test(r.structuredContent.handle), 'python detaches', r);
+const handle = r.structuredContent.handle;
+r = await client.callTool({ name: 'wait', arguments: { handle, timeout: 0.2 } });
+check(!r.isError && r.structuredContent.status === 'detached' &&
+      r.structuredContent.state === 'running', 'wait past its timeout: the handle again', r);
+r = await client.callTool({ name: 'peek', arguments: { handle } });
+check(!r.isError && r.structuredContent.status === 'peek', 'peek', r);
+writeFileSync(gate, 'go');
+r = await client.callTool({ name: 'wait', arguments: { handle } });
+check(!r.isError && r.structuredContent.status === 'ok' && r.structuredContent.stdout === 'a\n',
+      'wait: the cell\'s result', r);
+r = await client.callTool({ name: 'python', arguments: { code: 'd', session: 'det' } });
+check(r.structuredContent.value === '1', 'the detached cell committed', r);
+r = await client.callTool({ name: 'python', arguments: {
+	code: `open(${JSON.stringify(gate)}).read()\ne = 1`, session: 'det', detach_after: 0 } });
+check(r.structuredContent.status === 'detached', 'a second detached cell', r);
+r = await client.callTool({ name: 'cancel', arguments: { handle: r.structuredContent.handle } });
+check(!r.isError && r.structuredContent.status === 'cancelled', 'cancel', r);
+r = await client.callTool({ name: 'python', arguments: { code: "'e' in globals()",
+                                                        session: 'det' } });
+check(r.structuredContent.value === 'False', 'the cancelled cell left its session', r);
+console.log('ok detached cells');
 
 // A wrong argument is a protocol error the SDK raises.
 err = await refused('python', { session: 'x' });
