@@ -32,17 +32,30 @@
 static struct cli_test fx;
 static char ready_fifo[4300], go_fifo[4300];
 
-static void setup(void)
+static void setup_fifos(void)
 {
 	char share[4200];
 
-	cli_test_begin_usual(&fx);
 	snprintf(share, sizeof(share), "%s/share", fx.tmp);
 	ck_assert_int_eq(mkdir(share, 0700), 0);
 	snprintf(ready_fifo, sizeof(ready_fifo), "%s/ready", share);
 	snprintf(go_fifo, sizeof(go_fifo), "%s/go", share);
 	ck_assert_int_eq(mkfifo(ready_fifo, 0600), 0);
 	ck_assert_int_eq(mkfifo(go_fifo, 0600), 0);
+}
+
+static void setup(void)
+{
+	cli_test_begin_usual(&fx);
+	setup_fifos();
+}
+
+/* --live and the server's restart need the server, whichever way the
+ * suite runs. */
+static void setup_server(void)
+{
+	cli_test_begin_server(&fx);
+	setup_fifos();
 }
 
 static void teardown(void)
@@ -416,6 +429,80 @@ START_TEST(a_sandboxed_cell_detaches)
 }
 END_TEST
 
+START_TEST(a_live_cell_detaches_and_commits)
+{
+	char h[HANDLE_LEN + 1], *code = gated_cell("import threading\nlock = threading.Lock()\n");
+	struct cli_run r;
+
+	CLI(&r, "--session", "s", "--live", "--detach-after", "0", code);
+	free(code);
+	ck_code(&r, 75);
+	handle_of(r.err, h);
+	cli_run_release(&r);
+	wait_ready();
+	go();
+	CLI(&r, "--wait", h);
+	ck_code(&r, 0);
+	ck_out(&r, "first\nsecond\n");
+	cli_run_release(&r);
+	CLI(&r, "--session", "s", "--live", "print(n, type(lock).__name__)");
+	ck_code(&r, 0);
+	ck_out(&r, "1 lock\n");
+	cli_run_release(&r);
+}
+END_TEST
+
+/* A handle does not survive the warm server's restart: its cell fails as
+ * an attached call would, and --wait says so. */
+START_TEST(the_warm_servers_restart_ends_a_detached_cell)
+{
+	char h[HANDLE_LEN + 1];
+	struct cli_run r;
+
+	start(NULL, NULL, "", h);
+	CLI(&r, "--server-stop");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	CLI(&r, "--wait", h);
+	/* the server's stop kills the cell (1), or its stop waits out the
+	 * call's deadline (124): either way nothing is committed */
+	ck_assert_msg(r.code == 1 || r.code == 124, "exit %d: %s", r.code, r.err);
+	ck_err_has(&r, "session unchanged");
+	cli_run_release(&r);
+	ck_state("s", "'n' in globals()", "False\n");
+	ck_no_strays();
+}
+END_TEST
+
+/* Another user cannot wait on, peek at or cancel a handle of ours. */
+START_TEST(a_handle_is_its_users)
+{
+	char h[HANDLE_LEN + 1], *shared;
+	const char *const verbs[] = { "--wait", "--peek", "--cancel" };
+	struct cli_run r;
+	uid_t uid;
+	gid_t gid;
+
+	if (geteuid() != 0 || !cli_local_user(CLI_TEST_USER, &uid, &gid)) {
+		printf("SKIP a_handle_is_its_users: needs root and a second user\n");
+		return;
+	}
+	shared = cli_bin_shared_copy();
+	start(NULL, NULL, "", h);
+	for (size_t i = 0; i < 3; i++) {
+		cli_run(&r, &(struct cli_opts){ .env = fx.env, .drop = true, .uid = uid, .gid = gid },
+		        (const char *const[]){ "dolsot", verbs[i], h, NULL });
+		ck_code(&r, 1);
+		ck_assert_str_eq(r.out, "");
+		cli_run_release(&r);
+	}
+	go();
+	ck_waited(h);
+	cli_rmtree(shared);
+	free(shared);
+}
+END_TEST
+
 START_TEST(handles_are_checked)
 {
 	struct cli_run r;
@@ -448,7 +535,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("detach");
-	TCase *tc = tcase_create("detach");
+	TCase *tc = tcase_create("detach"), *server = tcase_create("server");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
@@ -461,6 +548,12 @@ int main(void)
 	tcase_add_test(tc, a_handle_outlives_its_sessions_reset);
 	tcase_add_test(tc, a_sandboxed_cell_detaches);
 	tcase_add_test(tc, handles_are_checked);
+	tcase_add_test(tc, a_handle_is_its_users);
+	tcase_add_checked_fixture(server, setup_server, teardown);
+	tcase_set_timeout(server, 120);
+	tcase_add_test(server, a_live_cell_detaches_and_commits);
+	tcase_add_test(server, the_warm_servers_restart_ends_a_detached_cell);
 	suite_add_tcase(s, tc);
+	suite_add_tcase(s, server);
 	return ck_run(s);
 }
