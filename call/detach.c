@@ -31,12 +31,15 @@
 #include "user_dir.h"
 
 #define RECORDS_DIR ".detached"
-/* Seconds between the keeper's rounds of output into peek.out/peek.err. */
-#define PEEK_EVERY 0.1
+/* A stream's head (peek.out) and its tail (peek.out.tail: a ring after an
+ * 8-byte count of the bytes it was given) keep this much each. */
+#define PEEK_HALF (DETACH_PEEK_MAX / 2)
+#define RING_AT 8
+#define N_OUTPUTS 7
 
 static const char *const record_files[] = {
 	"meta", "keeper", "out.txt", "err.txt", "result.json", "peek.out", "peek.err",
-	"result", "result.tmp", "keeper.tmp",
+	"peek.out.tail", "peek.err.tail", "result", "result.tmp", "keeper.tmp",
 };
 
 static void fail(char *err, size_t errlen, const char *fmt, ...)
@@ -366,19 +369,62 @@ static void keeper_on_exit(int status, void *unused)
 	put_file(keeper.rec, "result", line);
 }
 
-static void peek_sink(void *ctx, const struct stream_chunk *c)
+/* Past the head, bytes go round the tail's ring; its count goes first. */
+static void ring_put(struct detach_keeper *k, int i, const char *p, size_t n)
 {
-	struct detach_keeper *k = ctx;
-	int i = strcmp(c->name, "stdout") == 0 ? 0 : 1;
-	size_t room = DETACH_PEEK_MAX - k->kept[i], n = c->len < room ? c->len : room;
+	uint8_t count[RING_AT];
 
-	if (n && fd_write_all(k->peek[i], c->text, n) == 0)
+	if (n > PEEK_HALF) {
+		k->ring[i] += n - PEEK_HALF;
+		p += n - PEEK_HALF;
+		n = PEEK_HALF;
+	}
+	while (n) {
+		size_t at = (size_t)(k->ring[i] % PEEK_HALF), run = PEEK_HALF - at;
+
+		run = run < n ? run : n;
+		if (fd_pwrite_all(k->tail[i], p, run, RING_AT + at) < 0)
+			return;
+		k->ring[i] += run;
+		p += run;
+		n -= run;
+	}
+	for (int b = 0; b < RING_AT; b++)
+		count[b] = (uint8_t)(k->ring[i] >> (8 * b));
+	fd_pwrite_all(k->tail[i], count, RING_AT, 0);
+}
+
+/* Each read of the cell's output as it comes, before any cap: the head
+ * first, then the tail's ring. */
+static void peek_feed(struct capture_tap *tap, const struct capture *c, const char *buf,
+                      size_t len)
+{
+	struct detach_keeper *k = (struct detach_keeper *)(void *)tap;   /* its first member */
+	int i = c == k->out ? 0 : 1;
+	size_t room = PEEK_HALF - k->kept[i], n = len < room ? len : room;
+
+	if (n && fd_write_all(k->peek[i], buf, n) == 0)
 		k->kept[i] += n;
+	if (len > n)
+		ring_put(k, i, buf + n, len - n);
+}
+
+static int peek_wait_ms(struct capture_tap *tap, int ms)
+{
+	(void)tap;
+	return ms;
+}
+
+static void peek_tick(struct capture_tap *tap)
+{
+	(void)tap;
 }
 
 void detach_keeper_tap(struct detach_keeper *k, struct capture *out, struct capture *err)
 {
-	stream_attach(&k->chunks, out, err, PEEK_EVERY, peek_sink, k);
+	k->tap = (struct capture_tap){ peek_feed, peek_wait_ms, peek_tick };
+	k->out = out;
+	out->tap = err->tap = &k->tap;
 }
 
 static int put_owned(const struct owned *o, FILE *to)
@@ -390,7 +436,6 @@ void detach_keeper_finish(struct detach_keeper *k, const struct result *res)
 {
 	int rc;
 
-	stream_flush(&k->chunks);
 	if (res->said)   /* a --call-id's recorded result, as it was said */
 		rc = put_owned(&res->said_out, stdout) | put_owned(&res->said_err, stderr) |
 		     put_owned(&res->said_json, k->json);
@@ -403,33 +448,36 @@ void detach_keeper_finish(struct detach_keeper *k, const struct result *res)
 
 void detach_keeper_cancelled(struct detach_keeper *k, int sig)
 {
-	stream_flush(&k->chunks);
+	(void)k;
 	stopsig_say_unsaved(sig);
 	keeper.cancelled = true;
 	exit(DOLSOT_EXIT_FAIL);
 }
 
 /* The record's files the keeper writes, open: out.txt, err.txt,
- * result.json, peek.out, peek.err. */
-static int open_outputs(const struct detach_rec *r, int fds[5])
+ * result.json, peek.out, peek.err, and the two tails (written at
+ * offsets: no O_APPEND). */
+static int open_outputs(const struct detach_rec *r, int fds[N_OUTPUTS])
 {
-	static const char *const names[5] = { "out.txt", "err.txt", "result.json", "peek.out",
-	                                      "peek.err" };
+	static const char *const names[N_OUTPUTS] = { "out.txt", "err.txt", "result.json",
+	                                              "peek.out", "peek.err", "peek.out.tail",
+	                                              "peek.err.tail" };
 
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < N_OUTPUTS; i++)
 		fds[i] = -1;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < N_OUTPUTS; i++) {
 		char path[PATH_MAX + 340];
 
 		rec_path(r, names[i], path, sizeof(path));
-		fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0600);
+		fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+		              (i < 5 ? O_APPEND : 0), 0600);
 		if (fds[i] < 0)
 			return -1;
 	}
 	return 0;
 }
 
-static void become_keeper(struct detach_rec *r, struct detach_keeper *k, int fds[5])
+static void become_keeper(struct detach_rec *r, struct detach_keeper *k, int fds[N_OUTPUTS])
 {
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
@@ -440,18 +488,20 @@ static void become_keeper(struct detach_rec *r, struct detach_keeper *k, int fds
 	close(fds[0]);
 	close(fds[1]);
 	/* nothing of the caller's (an MCP server's answer pipe) stays open here */
-	proc_child_close_fds(fds + 2, 3);
+	proc_child_close_fds(fds + 2, N_OUTPUTS - 2);
 	memset(k, 0, sizeof(*k));
 	k->json = fdopen(fds[2], "w");
 	k->peek[0] = fds[3];
 	k->peek[1] = fds[4];
+	k->tail[0] = fds[5];
+	k->tail[1] = fds[6];
 	keeper.rec = r;
 	keeper.k = k;
 	on_exit(keeper_on_exit, NULL);
 }
 
 /* The middle process: fork the keeper, record who it is, end. */
-static void spawn_keeper(struct detach_rec *r, struct detach_keeper *k, int fds[5],
+static void spawn_keeper(struct detach_rec *r, struct detach_keeper *k, int fds[N_OUTPUTS],
                          bool *is_keeper)
 {
 	char line[64];
@@ -473,7 +523,7 @@ enum detach_role detach_start(const struct settings *s, const char *session,
                               char *err, size_t errlen)
 {
 	char root[PATH_MAX], meta[1024];
-	int fds[5], status;
+	int fds[N_OUTPUTS], status;
 	bool is_keeper = false;
 	pid_t mid;
 
@@ -496,7 +546,7 @@ enum detach_role detach_start(const struct settings *s, const char *session,
 	if (put_file(r, "meta", meta) < 0 || open_outputs(r, fds) < 0) {
 		fail(err, errlen, "cannot write the handle's record '%s': %s", r->dir,
 		     strerror(errno));
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < N_OUTPUTS; i++)
 			fd_close(&fds[i]);
 		remove_record(r->dir);
 		return DETACH_FAILED;
@@ -509,7 +559,7 @@ enum detach_role detach_start(const struct settings *s, const char *session,
 		if (is_keeper)
 			return DETACH_KEEPER;
 	}
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < N_OUTPUTS; i++)
 		fd_close(&fds[i]);
 	if (mid < 0) {
 		fail(err, errlen, "cannot fork the detached cell's keeper: %s", strerror(errno));
@@ -685,15 +735,48 @@ int detach_print_status(const struct detach_rec *r, bool json, FILE *out, FILE *
 	return fflush(errs) == EOF ? -1 : 0;
 }
 
-/* A record's peek file, cut to cap characters as the output contract cuts. */
+/* The tail ring of a stream (name: its head's file) fed to c, after a
+ * line saying what was left out between head and tail. */
+static int feed_tail(const struct detach_rec *r, const char *name, struct capture *c)
+{
+	char tail_name[32], mark[128];
+	size_t len = 0;
+	uint64_t given = 0, at;
+	char *ring;
+	int rc = 0;
+
+	snprintf(tail_name, sizeof(tail_name), "%s.tail", name);
+	ring = get_file(r, tail_name, RING_AT + PEEK_HALF, &len);
+	if (!ring || len < RING_AT) {
+		free(ring);
+		return 0;
+	}
+	for (int b = RING_AT - 1; b >= 0; b--)
+		given = given << 8 | (uint8_t)ring[b];
+	len -= RING_AT;
+	if (given > len) {   /* it went round: the oldest bytes start at its end */
+		at = given % PEEK_HALF;
+		snprintf(mark, sizeof(mark), "\n[--peek: %" PRIu64 " bytes not kept here]\n",
+		         given - len);
+		rc = capture_feed(c, mark, strlen(mark)) |
+		     capture_feed(c, ring + RING_AT + at, len - at) |
+		     capture_feed(c, ring + RING_AT, at);
+	} else {
+		rc = capture_feed(c, ring + RING_AT, len);
+	}
+	free(ring);
+	return rc;
+}
+
+/* A record's peek files, cut to cap characters as the output contract cuts. */
 static int peek_capture(const struct detach_rec *r, const char *name, uint64_t cap,
                         struct capture *c)
 {
 	size_t len = 0;
-	char *text = get_file(r, name, DETACH_PEEK_MAX, &len);
+	char *text = get_file(r, name, PEEK_HALF, &len);
 
 	capture_init(c, cap);
-	if (text && capture_feed(c, text, len) < 0) {
+	if ((text && capture_feed(c, text, len) < 0) || feed_tail(r, name, c) < 0) {
 		free(text);
 		return -1;
 	}

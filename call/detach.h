@@ -10,7 +10,7 @@
  * a per-user directory (0700, ours) beside the store's: meta (session,
  * namespace, start), keeper (pid, start time), out.txt and err.txt (the
  * text rendering), result.json (--json's), peek.out and peek.err (output
- * so far, bounded) and at the end result ("STATE CODE").  Waiting is on
+ * so far: a head and a tail ring each, bounded) and at the end result ("STATE CODE").  Waiting is on
  * inotify and the keeper's pidfd, never a sleep.  Records are removed a
  * session TTL after their cell ended.
  */
@@ -24,12 +24,12 @@
 
 #include "options.h"
 #include "output.h"
-#include "stream.h"
 
 /* The exit code of a call that hands back a handle (EX_TEMPFAIL). */
 #define DETACH_EXIT 75
 #define DETACH_HANDLE_LEN 32
-/* Bytes of each stream a record keeps for --peek. */
+/* Bytes of each stream a record keeps for --peek: half its head, half
+ * its tail. */
 #define DETACH_PEEK_MAX ((size_t)1 << 20)
 
 enum detach_state { DETACH_RUNNING, DETACH_DONE, DETACH_CANCELLED, DETACH_LOST };
@@ -46,9 +46,12 @@ struct detach_rec {
 
 /* The keeper's side: where its output so far goes. */
 struct detach_keeper {
-	struct stream chunks;
-	int peek[2];                          /* peek.out, peek.err */
+	struct capture_tap tap;               /* first: the captures call it */
+	const struct capture *out;            /* the call's stdout capture */
+	int peek[2];                          /* peek.out, peek.err: the heads */
 	size_t kept[2];
+	int tail[2];                          /* their tails' rings */
+	uint64_t ring[2];                     /* bytes given to each ring */
 	FILE *json;                           /* result.json */
 };
 

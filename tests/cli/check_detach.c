@@ -154,6 +154,16 @@ static void ck_waited(const char *h)
 	cli_run_release(&r);
 }
 
+/* --wait HANDLE must exit 0, whatever it printed. */
+static void ck_waited_code(const char *h)
+{
+	struct cli_run r;
+
+	CLI(&r, "--wait", h);
+	ck_code(&r, 0);
+	cli_run_release(&r);
+}
+
 /* Wait (inotify) until the record's peek.out holds want. */
 static void wait_peek_file(const char *h, const char *want)
 {
@@ -429,6 +439,33 @@ START_TEST(a_sandboxed_cell_detaches)
 }
 END_TEST
 
+/* A flood: --peek keeps its head and its tail, bounded. */
+START_TEST(a_peek_keeps_head_and_tail)
+{
+	char h[HANDLE_LEN + 1];
+	struct cli_run r;
+
+	start(NULL, NULL, "print('HEAD')\nprint('x' * 3000000)\nprint('TAIL')\n", h);
+	go();
+	ck_waited_code(h);
+	CLI(&r, "--peek", h);   /* cut to DOLSOT_MAX_OUTPUT as a result is */
+	ck_code(&r, 0);
+	ck_out_has(&r, "HEAD\n");
+	ck_out_has(&r, "TAIL\n");
+	ck_err_has(&r, "finished");
+	ck_assert_uint_lt(r.out_len, 200000);
+	cli_run_release(&r);
+	/* uncut: what the record keeps, a MiB at most */
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_MAX_OUTPUT=0", NULL }), "--peek", h);
+	ck_code(&r, 0);
+	ck_out_has(&r, "HEAD\n");
+	ck_out_has(&r, "TAIL\n");
+	ck_out_has(&r, "bytes not kept here]");
+	ck_assert_uint_lt(r.out_len, 1100000);
+	cli_run_release(&r);
+}
+END_TEST
+
 START_TEST(a_live_cell_detaches_and_commits)
 {
 	char h[HANDLE_LEN + 1], *code = gated_cell("import threading\nlock = threading.Lock()\n");
@@ -549,6 +586,7 @@ int main(void)
 	tcase_add_test(tc, a_sandboxed_cell_detaches);
 	tcase_add_test(tc, handles_are_checked);
 	tcase_add_test(tc, a_handle_is_its_users);
+	tcase_add_test(tc, a_peek_keeps_head_and_tail);
 	tcase_add_checked_fixture(server, setup_server, teardown);
 	tcase_set_timeout(server, 120);
 	tcase_add_test(server, a_live_cell_detaches_and_commits);
