@@ -19,6 +19,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ck_run.h"
@@ -439,6 +440,38 @@ START_TEST(a_sandboxed_cell_detaches)
 }
 END_TEST
 
+/* A record goes a session TTL after its cell ended (its result file's
+ * time, set back here), at the next --list-running or --detach-after. */
+START_TEST(a_record_expires_after_the_ttl)
+{
+	char h[HANDLE_LEN + 1], path[4400];
+	struct timespec old[2];
+	struct cli_run r;
+
+	start(NULL, NULL, "", h);
+	go();
+	ck_waited_code(h);
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_SESSION_TTL_DAYS=1", NULL }),
+	       "--list-running");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	ck_waited_code(h);   /* not a day old yet */
+	snprintf(path, sizeof(path), "%s/.detached/%s/result", fx.store, h);
+	clock_gettime(CLOCK_REALTIME, &old[0]);
+	old[0].tv_sec -= 2 * 86400;
+	old[1] = old[0];
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	RUN_IN(&r, NULL, ((const char *[]){ "DOLSOT_SESSION_TTL_DAYS=1", NULL }),
+	       "--list-running");
+	ck_code(&r, 0);
+	cli_run_release(&r);
+	CLI(&r, "--wait", h);
+	ck_code(&r, 1);
+	ck_err_has(&r, "no detached cell has the handle");
+	cli_run_release(&r);
+}
+END_TEST
+
 /* A flood: --peek keeps its head and its tail, bounded. */
 START_TEST(a_peek_keeps_head_and_tail)
 {
@@ -587,6 +620,7 @@ int main(void)
 	tcase_add_test(tc, handles_are_checked);
 	tcase_add_test(tc, a_handle_is_its_users);
 	tcase_add_test(tc, a_peek_keeps_head_and_tail);
+	tcase_add_test(tc, a_record_expires_after_the_ttl);
 	tcase_add_checked_fixture(server, setup_server, teardown);
 	tcase_set_timeout(server, 120);
 	tcase_add_test(server, a_live_cell_detaches_and_commits);
