@@ -891,25 +891,25 @@ static int list_one(const struct detach_rec *r, json_t *arr, FILE *out)
 	return 0;
 }
 
-int detach_print_running(const struct settings *s, bool json, FILE *out, char *err,
-                         size_t errlen)
+int detach_running(const struct settings *s, struct detach_rec **out, size_t *n, char *err,
+                   size_t errlen)
 {
 	char root[PATH_MAX];
-	json_t *arr = json ? json_array() : NULL;
 	struct dirent *e;
 	DIR *d;
 
+	*out = NULL;
+	*n = 0;
 	if (records_root(s, root, sizeof(root), err, errlen) < 0)
 		return -1;
 	sweep(root, s->ttl_days);
 	d = opendir(root);
 	if (!d) {
 		fail(err, errlen, "cannot read '%s': %s", root, strerror(errno));
-		json_decref(arr);
 		return -1;
 	}
 	while ((e = readdir(d))) {
-		struct detach_rec r = { 0 };
+		struct detach_rec r = { 0 }, *grown;
 
 		if (!handle_valid(e->d_name))
 			continue;
@@ -918,10 +918,37 @@ int detach_print_running(const struct settings *s, bool json, FILE *out, char *e
 		if (read_meta(&r) < 0)
 			continue;
 		probe(&r);
-		if (r.state == DETACH_RUNNING)
-			list_one(&r, arr, out);
+		if (r.state != DETACH_RUNNING)
+			continue;
+		grown = realloc(*out, (*n + 1) * sizeof(**out));
+		if (!grown) {
+			fail(err, errlen, "out of memory listing the handles");
+			closedir(d);
+			free(*out);
+			*out = NULL;
+			return -1;
+		}
+		*out = grown;
+		(*out)[(*n)++] = r;
 	}
 	closedir(d);
+	return 0;
+}
+
+int detach_print_running(const struct settings *s, bool json, FILE *out, char *err,
+                         size_t errlen)
+{
+	json_t *arr = json ? json_array() : NULL;
+	struct detach_rec *v;
+	size_t n;
+
+	if (detach_running(s, &v, &n, err, errlen) < 0) {
+		json_decref(arr);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		list_one(&v[i], arr, out);
+	free(v);
 	if (json && emit(json_pack("{s:o}", "running", arr), out) < 0) {
 		fail(err, errlen, "cannot write the output: %s", strerror(errno));
 		return -1;

@@ -110,6 +110,11 @@ int detach_cancel(struct detach_rec *r, char *err, size_t errlen);
 int detach_print_cancel(const struct detach_rec *r, bool cancelled, bool json, FILE *out,
                         FILE *errs);
 
+/* This user's handles whose cell still runs, into *out (malloc'd, *n of
+ * them; the caller frees it).  0, or -1 with err. */
+int detach_running(const struct settings *s, struct detach_rec **out, size_t *n, char *err,
+                   size_t errlen);
+
 /* --list-running: this user's handles whose cell still runs.  0, or -1
  * with err. */
 int detach_print_running(const struct settings *s, bool json, FILE *out, char *err,

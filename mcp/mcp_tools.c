@@ -19,6 +19,7 @@
 #include "export.h"
 #include "jsonrpc.h"
 #include "mcp_detach.h"
+#include "mcp_tasks.h"
 #include "options.h"
 #include "output_json.h"
 #include "repl.h"
@@ -221,6 +222,10 @@ static bool detach_begin(const struct settings *set, bool structured,
 	case DETACH_KEEPER:
 		return false;
 	case DETACH_CLIENT:
+		if (c->task == MCP_TASK_CREATE) {
+			*answer = json_pack("{s:o}", "task", mcp_tasks_task(&rec, set));
+			return true;
+		}
 		rc = mcp_detach_answer(&rec, c->detach_after, &p, err, sizeof(err));
 		*answer = detach_result(structured, rc, &p, err);
 		return true;
@@ -236,9 +241,15 @@ static json_t *handle_run(const struct mcp_setup *m, bool structured,
 {
 	struct mcp_detach_parts p;
 	char err[REPL_ERR_MAX];
-	int rc = mcp_detach_verb(m->settings, verb, c->handle, c->timeout, &p, err, sizeof(err));
+	bool result = c->task == MCP_TASK_RESULT;   /* waits for the end */
+	int rc = mcp_detach_verb(m->settings, verb, c->handle, result ? -1 : c->timeout, &p, err,
+	                         sizeof(err));
+	json_t *r = detach_result(structured, rc, &p, err);
 
-	return detach_result(structured, rc, &p, err);
+	if (r && result)
+		json_object_set_new(r, "_meta", json_pack("{s:{s:s}}",
+		                    "io.modelcontextprotocol/related-task", "taskId", c->handle));
+	return r;
 }
 
 static json_t *wait_run(const struct mcp_setup *m, bool structured, const struct mcp_call *c,
@@ -971,6 +982,19 @@ int mcp_tools_read(const struct mcp_setup *m, const char *name, const json_t *ar
 	return 0;
 }
 
+int mcp_tools_task(struct mcp_call *c, int mode, struct mcp_refusal *r)
+{
+	if (mode == MCP_TASK_CREATE && c->tool->run != python_run)
+		return refuse(r, JSONRPC_INVALID_PARAMS, "%s does not run as a task (python does)",
+		              c->tool->name);
+	c->task = mode;
+	if (mode == MCP_TASK_CREATE) {
+		c->detach = true;
+		c->detach_after = 0;
+	}
+	return 0;
+}
+
 void mcp_call_release(struct mcp_call *c)
 {
 	free(c->session);
@@ -1167,6 +1191,8 @@ static json_t *tool_entry(const struct mcp_tool *t, const struct settings *set,
 	free(made);
 	if (e)
 		json_object_set_new(e, "outputSchema", schema_def(schema, t->output));
+	if (e && t->run == python_run)   /* the tasks utility (mcp_tasks.h) */
+		json_object_set_new(e, "execution", json_pack("{s:s}", "taskSupport", "optional"));
 	return e;
 }
 
