@@ -894,7 +894,7 @@ static bool detach_client(const struct cli *c, const struct settings *s,
 	if (opts_parse_nonneg(c->detach_after, &after) < 0)
 		usage_error("--detach-after '%s': expected a number of seconds from 0",
 		            c->detach_after);
-	switch (detach_start(s, c->session, &rec, keeper, err, sizeof(err))) {
+	switch (detach_start(s, c->session, &rec, keeper, -1, err, sizeof(err))) {
 	case DETACH_KEEPER:
 		return false;
 	case DETACH_CLIENT:

@@ -407,23 +407,30 @@ static void peek_feed(struct capture_tap *tap, const struct capture *c, const ch
 		k->kept[i] += n;
 	if (len > n)
 		ring_put(k, i, buf + n, len - n);
+	if (k->next)
+		k->next->feed(k->next, c, buf, len);
 }
 
 static int peek_wait_ms(struct capture_tap *tap, int ms)
 {
-	(void)tap;
-	return ms;
+	struct detach_keeper *k = (struct detach_keeper *)(void *)tap;
+
+	return k->next ? k->next->wait_ms(k->next, ms) : ms;
 }
 
 static void peek_tick(struct capture_tap *tap)
 {
-	(void)tap;
+	struct detach_keeper *k = (struct detach_keeper *)(void *)tap;
+
+	if (k->next)
+		k->next->tick(k->next);
 }
 
 void detach_keeper_tap(struct detach_keeper *k, struct capture *out, struct capture *err)
 {
 	k->tap = (struct capture_tap){ peek_feed, peek_wait_ms, peek_tick };
 	k->out = out;
+	k->next = out->tap;
 	out->tap = err->tap = &k->tap;
 }
 
@@ -477,7 +484,8 @@ static int open_outputs(const struct detach_rec *r, int fds[N_OUTPUTS])
 	return 0;
 }
 
-static void become_keeper(struct detach_rec *r, struct detach_keeper *k, int fds[N_OUTPUTS])
+static void become_keeper(struct detach_rec *r, struct detach_keeper *k, int fds[N_OUTPUTS],
+                          int keep_fd)
 {
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
@@ -488,27 +496,31 @@ static void become_keeper(struct detach_rec *r, struct detach_keeper *k, int fds
 	close(fds[0]);
 	close(fds[1]);
 	/* nothing of the caller's (an MCP server's answer pipe) stays open here */
-	proc_child_close_fds(fds + 2, N_OUTPUTS - 2);
+	fds[1] = keep_fd;   /* fds[0] and fds[1] are closed: the list's room */
+	proc_child_close_fds(fds + 1, N_OUTPUTS - 1);
 	memset(k, 0, sizeof(*k));
 	k->json = fdopen(fds[2], "w");
 	k->peek[0] = fds[3];
 	k->peek[1] = fds[4];
 	k->tail[0] = fds[5];
 	k->tail[1] = fds[6];
-	keeper.rec = r;
+	keeper.rec = malloc(sizeof(*r));   /* r is the caller's: it goes, the keeper stays */
+	if (!keeper.rec)
+		_exit(DOLSOT_EXIT_FAIL);
+	*keeper.rec = *r;
 	keeper.k = k;
 	on_exit(keeper_on_exit, NULL);
 }
 
 /* The middle process: fork the keeper, record who it is, end. */
 static void spawn_keeper(struct detach_rec *r, struct detach_keeper *k, int fds[N_OUTPUTS],
-                         bool *is_keeper)
+                         int keep_fd, bool *is_keeper)
 {
 	char line[64];
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		become_keeper(r, k, fds);
+		become_keeper(r, k, fds, keep_fd);
 		*is_keeper = true;
 		return;
 	}
@@ -519,7 +531,7 @@ static void spawn_keeper(struct detach_rec *r, struct detach_keeper *k, int fds[
 }
 
 enum detach_role detach_start(const struct settings *s, const char *session,
-                              struct detach_rec *r, struct detach_keeper *k,
+                              struct detach_rec *r, struct detach_keeper *k, int keep_fd,
                               char *err, size_t errlen)
 {
 	char root[PATH_MAX], meta[1024];
@@ -555,7 +567,7 @@ enum detach_role detach_start(const struct settings *s, const char *session,
 	fflush(stderr);
 	mid = fork();
 	if (mid == 0) {
-		spawn_keeper(r, k, fds, &is_keeper);
+		spawn_keeper(r, k, fds, keep_fd, &is_keeper);
 		if (is_keeper)
 			return DETACH_KEEPER;
 	}

@@ -48,6 +48,7 @@ struct detach_rec {
 struct detach_keeper {
 	struct capture_tap tap;               /* first: the captures call it */
 	const struct capture *out;            /* the call's stdout capture */
+	struct capture_tap *next;             /* the tap they had, or NULL */
 	int peek[2];                          /* peek.out, peek.err: the heads */
 	size_t kept[2];
 	int tail[2];                          /* their tails' rings */
@@ -58,15 +59,16 @@ struct detach_keeper {
 enum detach_role { DETACH_FAILED = -1, DETACH_CLIENT = 0, DETACH_KEEPER = 1 };
 
 /* A new handle's record for a cell of session (namespace s->ns), then the
- * keeper forked.  DETACH_KEEPER in the keeper (setsid, stdin /dev/null,
+ * keeper forked, keep_fd (>= 0) the one fd of the caller's it keeps.  DETACH_KEEPER in the keeper (setsid, stdin /dev/null,
  * stdout and stderr on the record, k ready: tap the call's captures with
  * detach_keeper_tap), DETACH_CLIENT in the caller, or DETACH_FAILED with
  * err. */
 enum detach_role detach_start(const struct settings *s, const char *session,
-                              struct detach_rec *r, struct detach_keeper *k,
+                              struct detach_rec *r, struct detach_keeper *k, int keep_fd,
                               char *err, size_t errlen);
 
-/* Keeper: its output so far into the record as the captures are fed. */
+/* Keeper: its output so far into the record as the captures are fed,
+ * and on to the tap they had (the MCP progress's stream), if any. */
 void detach_keeper_tap(struct detach_keeper *k, struct capture *out, struct capture *err);
 
 /* Keeper: the call's result into the record, as text (stdout, stderr:

@@ -218,7 +218,9 @@ static bool detach_begin(const struct settings *set, bool structured,
 	char err[REPL_ERR_MAX];
 	int rc;
 
-	switch (detach_start(set, c->session, &rec, keeper, err, sizeof(err))) {
+	/* the keeper keeps the progress's pipe: the cell's output goes on as
+	 * notifications while the call waits, and nowhere once it answered */
+	switch (detach_start(set, c->session, &rec, keeper, c->chunk_fd, err, sizeof(err))) {
 	case DETACH_KEEPER:
 		return false;
 	case DETACH_CLIENT:
@@ -296,7 +298,7 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 	set.timeout = c->timeout;
 	if (c->detach && detach_begin(&set, structured, c, &keeper, &content))
 		return content;   /* the client's answer; the keeper goes on */
-	progress = c->chunk_fd >= 0 && !c->detach ? fdopen(c->chunk_fd, "w") : NULL;
+	progress = c->chunk_fd >= 0 ? fdopen(c->chunk_fd, "w") : NULL;
 	result_init(&res, set.max_output);
 	if (progress)
 		stream_attach(&chunks, &res.out, &res.err, MCP_STREAM_EVERY, send_chunk, progress);

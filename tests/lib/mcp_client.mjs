@@ -317,6 +317,21 @@ check(!r.isError && r.structuredContent.status === 'cancelled', 'cancel', r);
 r = await client.callTool({ name: 'python', arguments: { code: "'e' in globals()",
                                                         session: 'det' } });
 check(r.structuredContent.value === 'False', 'the cancelled cell left its session', r);
+// Progress notifications carry a detached call's output while it waits:
+// the gate opens only once 'early' has come as one.
+let opened = false;
+r = await client.callTool({ name: 'python', arguments: {
+	code: `print('early')\nopen(${JSON.stringify(gate)}).read()\nprint('late')`,
+	session: 'det', detach_after: 60 } }, undefined, {
+	onprogress: (p) => {
+		if (!opened && /early/.test(p.message ?? '')) {
+			opened = true;
+			writeFileSync(gate, 'go');
+		}
+	},
+});
+check(opened && r.structuredContent.status === 'ok' &&
+      r.structuredContent.stdout === 'early\nlate\n', 'progress while detachable', r);
 console.log('ok detached cells');
 
 // The tasks utility (2025-11-25, the SDK's experimental client): python
