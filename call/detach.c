@@ -631,7 +631,9 @@ static int wait_events(struct detach_rec *r, const struct timespec *deadline, ch
 	for (;;) {
 		struct pollfd p[2] = { { in, POLLIN, 0 }, { pidfd, POLLIN, 0 } };
 		char drain[4096];
-		int ms = deadline ? deadline_poll_ms(deadline_left(deadline)) : -1, got;
+		double left = deadline ? deadline_left(deadline) : -1;
+		/* a deadline passed is 0 ms, never poll's -1 (no limit) */
+		int ms = !deadline ? -1 : left > 0 ? deadline_poll_ms(left) : 0, got;
 
 		if (read_result(r) || pidfd < 0)
 			break;
