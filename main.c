@@ -23,6 +23,7 @@
 
 #include "callrec.h"
 #include "checkd.h"
+#include "detach.h"
 #include "display_files.h"
 #include "hosttools.h"
 #include "export.h"
@@ -54,7 +55,7 @@ static const char usage_text[] =
 	"              [--call-id ID] [--timeout SECONDS] [--sandbox] [--mount HOST:VIRTUAL[:MODE]]...\n"
 	"              [--env NAME[=VALUE]]... [--memory SIZE] [--max-procs N]\n"
 	"              [--max-file-size SIZE] [--cpu-seconds N] [--recursion-limit N]\n"
-	"              [--live] [--json | --json-stream] [CODE]\n"
+	"              [--live] [--json | --json-stream] [--detach-after SECONDS] [CODE]\n"
 	"       dolsot [--toolbox MODULE:ALIAS]... [--session ID] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--json] --describe\n"
 	"       dolsot --list-sessions [--store STORE] [--namespace NAME] [--json]\n"
@@ -63,6 +64,8 @@ static const char usage_text[] =
 	"       dolsot --undo ID | --checkout ID@N [--store STORE] [--json]\n"
 	"       dolsot --export ID [--format ipynb|py|md] [--store STORE]\n"
 	"       dolsot --server-start [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--sandbox]\n"
+	"       dolsot --wait HANDLE [--timeout SECONDS] [--json]\n"
+	"       dolsot --peek HANDLE | --cancel HANDLE | --list-running [--json]\n"
 	"       dolsot --server-status | --server-stop\n"
 	"       dolsot mcp [--toolbox MODULE:ALIAS]... [--timeout SECONDS] [--live] [--sandbox]\n"
 	"              [--mount HOST:VIRTUAL[:MODE]]... [--env NAME[=VALUE]]... [limits]\n"
@@ -81,8 +84,9 @@ static const char help_intro[] =
 
 static const char help_outro[] =
 	"\n"
-	"Exit status: 0 ok, 1 failure, 2 usage error, 124 timeout, or the\n"
-	".exit_code of a toolbox exception. See dolsot(1).\n";
+	"Exit status: 0 ok, 1 failure, 2 usage error, 75 detached (the cell runs\n"
+	"on; the handle is on stderr), 124 timeout, or the .exit_code of a toolbox\n"
+	"exception. See dolsot(1).\n";
 
 static void die(int code, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 2, 3)));
@@ -153,6 +157,10 @@ struct cli {
 	char **mcp_argv;           /* argv with --proxy -- CMD ARGS... joined */
 	char **joined;             /* those joined commands */
 	size_t n_joined;
+	const char *detach_after;  /* --detach-after SECONDS */
+	const char *handle;        /* --wait, --peek or --cancel HANDLE */
+	int handle_cmd;            /* which of them: its option id, 0 when none */
+	bool list_running;         /* --list-running */
 };
 
 static void add_toolbox(struct cli *c, const char *spec)
@@ -464,6 +472,20 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPTION_NAMESPACE:
 			c->ns = optarg;
+			break;
+		case OPTION_DETACH_AFTER:
+			c->detach_after = optarg;
+			break;
+		case OPTION_WAIT:
+		case OPTION_PEEK:
+		case OPTION_CANCEL:
+			if (c->handle_cmd)
+				usage_error("give only one of --wait, --peek and --cancel");
+			c->handle_cmd = ch;
+			c->handle = optarg;
+			break;
+		case OPTION_LIST_RUNNING:
+			c->list_running = true;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -890,6 +912,85 @@ static int say_recorded(const struct result *r, bool json)
 	return 0;
 }
 
+/* The call's result, as text or --json's object. */
+static int say_result(const struct result *res, bool json, FILE *out)
+{
+	if (res->said)
+		return say_recorded(res, json);
+	return json ? output_json_run(res, out) : output_render(res, out, stderr);
+}
+
+/* A detached call's client, or --wait: the cell's result once it ended
+ * (within seconds; < 0: no limit), else the handle's status (exit 75). */
+static int say_handle(struct detach_rec *rec, double seconds, bool json)
+{
+	char err[REPL_ERR_MAX];
+
+	if (detach_wait(rec, seconds, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if ((rec->state == DETACH_RUNNING ? detach_print_status(rec, json, stdout, stderr)
+	                                  : detach_print_result(rec, json, stdout, stderr)) < 0)
+		write_failed();
+	return rec->code;
+}
+
+/* --wait, --peek, --cancel HANDLE. */
+static int cmd_handle(const struct cli *c, const struct settings *s)
+{
+	char err[REPL_ERR_MAX];
+	struct detach_rec rec;
+	int got;
+
+	if (detach_open(s, c->handle, &rec, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (c->handle_cmd == OPTION_WAIT)
+		return say_handle(&rec, c->timeout ? s->timeout : -1, c->json);
+	if (c->handle_cmd == OPTION_PEEK) {
+		if (detach_print_peek(&rec, s->max_output, c->json, stdout, stderr) < 0)
+			write_failed();
+		return 0;
+	}
+	got = detach_cancel(&rec, err, sizeof(err));
+	if (got < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	if (detach_print_cancel(&rec, got == 1, c->json, stdout, stderr) < 0)
+		write_failed();
+	return got == 1 ? 0 : DOLSOT_EXIT_FAIL;
+}
+
+static int cmd_list_running(const struct settings *s, bool json)
+{
+	char err[REPL_ERR_MAX];
+
+	if (detach_print_running(s, json, stdout, err, sizeof(err)) < 0)
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	return 0;
+}
+
+/* --detach-after: fork the keeper.  The client's answer in *code (and
+ * true), or false in the keeper, which runs the call on. */
+static bool detach_client(const struct cli *c, const struct settings *s,
+                          struct detach_keeper *keeper, int *code)
+{
+	char err[REPL_ERR_MAX];
+	struct detach_rec rec;
+	double after;
+
+	if (opts_parse_nonneg(c->detach_after, &after) < 0)
+		usage_error("--detach-after '%s': expected a number of seconds from 0",
+		            c->detach_after);
+	switch (detach_start(s, c->session, &rec, keeper, -1, err, sizeof(err))) {
+	case DETACH_KEEPER:
+		return false;
+	case DETACH_CLIENT:
+		*code = say_handle(&rec, after, c->json);
+		return true;
+	case DETACH_FAILED:
+	default:
+		die(DOLSOT_EXIT_FAIL, "%s", err);
+	}
+}
+
 /* --json-stream's sink: a line per chunk, as it comes. */
 static void print_chunk(void *out, const struct stream_chunk *chunk)
 {
@@ -898,6 +999,8 @@ static void print_chunk(void *out, const struct stream_chunk *chunk)
 
 static int cmd_run(struct cli *c, const struct settings *s)
 {
+	struct detach_keeper keeper;
+	bool kept = false;
 	struct stream chunks;
 	struct run_args a = { .session = c->session, .toolboxes = c->toolboxes,
 	                      .n_toolboxes = c->n_toolboxes, .settings = s };
@@ -941,14 +1044,26 @@ static int cmd_run(struct cli *c, const struct settings *s)
 	a.plan = &plan;
 	a.json = c->json;
 	a.tools = open_tools(c, s);
+	if (c->detach_after) {
+		if (detach_client(c, s, &keeper, &code)) {
+			sandbox_plan_release(&plan);
+			free(stdin_code);
+			return code;
+		}
+		kept = true;
+	}
 	result_init(&res, s->max_output);
 	if (c->json_stream)
 		stream_attach(&chunks, &res.out, &res.err, STREAM_EVERY, print_chunk, stdout);
+	if (kept)
+		detach_keeper_tap(&keeper, &res.out, &res.err);
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0)
 		die(DOLSOT_EXIT_FAIL, "%s", err);
 	if (c->json_stream)
 		stream_flush(&chunks);
 	if (sig) {
+		if (kept)
+			detach_keeper_cancelled(&keeper, sig);
 		stopsig_say_unsaved(sig);
 		signal(sig, SIG_DFL);
 		raise(sig);
@@ -960,9 +1075,9 @@ static int cmd_run(struct cli *c, const struct settings *s)
 		free(stdin_code);
 		return 0;
 	}
-	if ((res.said ? say_recorded(&res, c->json)
-	     : c->json ? output_json_run(&res, stdout) : output_render(&res, stdout, stderr)) < 0 &&
-	    errno != EPIPE)
+	if (kept)
+		detach_keeper_finish(&keeper, &res);
+	if (say_result(&res, c->json, stdout) < 0 && errno != EPIPE)
 		die(DOLSOT_EXIT_FAIL, "cannot write the output: %s", strerror(errno));
 	code = res.exit_code;
 	result_release(&res);
@@ -1108,6 +1223,17 @@ int main(int argc, char **argv)
 		usage_error("--call-id '%s': %s", c.call_id, why);
 	if (c.json_stream && (c.mcp || c.list || c.reset || c.server || c.describe || timeline))
 		usage_error("--json-stream belongs to running code in a session");
+	if ((c.handle_cmd || c.list_running) &&
+	    (c.mcp || c.code || c.session || c.list || c.reset || c.server || c.describe ||
+	     timeline || (c.handle_cmd && c.list_running)))
+		usage_error("--wait, --peek, --cancel and --list-running go alone (with --json, "
+		            "and --timeout for --wait): a handle names its session");
+	if (c.detach_after && (c.mcp || c.list || c.reset || c.server || c.describe || timeline ||
+	                       c.handle_cmd || c.list_running))
+		usage_error("--detach-after belongs to running code in a session");
+	if (c.detach_after && (c.json_stream || c.tools_fd))
+		usage_error("--detach-after does not go with --json-stream or --tools-fd: a "
+		            "detached cell outlives the caller that would read them (see --peek)");
 	if (c.json && c.server)
 		usage_error("--json applies to running code, --describe, --list-sessions, "
 		            "--reset, --history, --undo and --checkout, not to --server-*");
@@ -1133,6 +1259,10 @@ int main(int argc, char **argv)
 		code = cmd_export(&s, c.export_id, c.format);
 	else if (c.describe)
 		code = cmd_describe(&c, &s);
+	else if (c.handle_cmd)
+		code = cmd_handle(&c, &s);
+	else if (c.list_running)
+		code = cmd_list_running(&s, c.json);
 	else
 		code = cmd_run(&c, &s);
 	for (size_t i = 0; i < c.n_toolboxes; i++)

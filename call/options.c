@@ -115,6 +115,15 @@ const struct option_row options_table[] = {
 	{ .id = OPTION_JSON_STREAM, .flag = "json-stream", NO_FIELD,
 	  .help = "as --json, after one JSON line per chunk of output\n"
 	          "while the cell runs: stream, seq, text, dropped" },
+	{ .id = OPTION_DETACH_AFTER, .flag = "detach-after", .arg = "SECONDS",
+	  .mcp = "detach_after", .type = OPTION_T_DAYS, NO_FIELD,
+	  .help = "if the cell still runs after SECONDS, return a handle\n"
+	          "(exit 75) and let it run on under its --timeout",
+	  .mcp_help = "seconds to wait for the cell: if it still runs then, the call returns "
+	              "a handle at once and the cell runs on under its timeout (its session "
+	              "locked, committed when it completes); pass the handle to wait, peek "
+	              "or cancel",
+	  .mcp_want = "a number of seconds from 0" },
 	{ .id = OPTION_DESCRIBE, .flag = "describe", NO_FIELD,
 	  .help = "describe the toolboxes, held names, mounts and limits\n"
 	          "a cell gets; runs no cell, changes nothing" },
@@ -155,6 +164,25 @@ const struct option_row options_table[] = {
 	  .mcp_help = "ipynb (a Jupyter notebook, the default), py (a script of # %% cells) "
 	              "or md (a markdown report)",
 	  .mcp_want = "\"ipynb\", \"py\" or \"md\"" },
+	{ .id = OPTION_WAIT, .flag = "wait", .arg = "HANDLE", .mcp = "handle",
+	  .type = OPTION_T_TEXT, NO_FIELD,
+	  .mcp_help = "the handle a python call with detach_after returned",
+	  .mcp_want = "a handle: 32 hexadecimal digits",
+	  .help = "wait for a detached cell (up to --timeout, if given)\n"
+	          "and print its result as the call would have" },
+	{ .id = OPTION_PEEK, .flag = "peek", .arg = "HANDLE", .mcp = "handle",
+	  .type = OPTION_T_TEXT, NO_FIELD,
+	  .mcp_help = "the handle a python call with detach_after returned",
+	  .mcp_want = "a handle: 32 hexadecimal digits",
+	  .help = "a detached cell's output so far" },
+	{ .id = OPTION_CANCEL, .flag = "cancel", .arg = "HANDLE", .mcp = "handle",
+	  .type = OPTION_T_TEXT, NO_FIELD,
+	  .mcp_help = "the handle a python call with detach_after returned",
+	  .mcp_want = "a handle: 32 hexadecimal digits",
+	  .help = "stop a detached cell; its session is left unchanged" },
+	{ .id = OPTION_LIST_RUNNING, .flag = "list-running", NO_FIELD,
+	  .help = "list detached cells still running: handle, session,\n"
+	          "started (UTC)" },
 	{ .id = OPTION_SERVER_START, .flag = "server-start", NO_FIELD,
 	  .help = "start the warm server now and wait until it is ready" },
 	{ .id = OPTION_SERVER_STATUS, .flag = "server-status", NO_FIELD,

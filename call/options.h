@@ -76,6 +76,7 @@ enum option_id {
 	OPTION_CHECKOUT, OPTION_HISTORY, OPTION_STATE, OPTION_EXPORT, OPTION_FORMAT,
 	OPTION_TOOL, OPTION_TOOL_SCHEMA, OPTION_TOOLS_FD, OPTION_TOOL_TIMEOUT,
 	OPTION_TOOL_MAX_CALLS, OPTION_TOOL_WAIT, OPTION_NAMESPACE, OPTION_PROXY,
+	OPTION_DETACH_AFTER, OPTION_WAIT, OPTION_PEEK, OPTION_CANCEL, OPTION_LIST_RUNNING,
 };
 
 /* How a row's variable (and MCP argument) reads, into its settings field. */
@@ -118,7 +119,7 @@ struct option_row {
 };
 
 /* Rows the table may hold (a flag's getopt array is sized by it). */
-#define OPTIONS_MAX 64
+#define OPTIONS_MAX 80
 
 /* The table, in --help's order (the man page's), then the variables that
  * have no flag, in the man page's ENVIRONMENT order. */

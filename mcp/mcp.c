@@ -34,6 +34,7 @@
 #include "fdio.h"
 #include "jsonrpc.h"
 #include "mcp_tools.h"
+#include "mcp_tasks.h"
 #include "proc_child.h"
 #include "relay.h"
 
@@ -648,7 +649,8 @@ static json_t *tools_for_version(struct server *s)
 
 /* ---- requests ---- */
 
-static void tools_call(struct server *s, const struct jsonrpc_msg *m)
+/* A tools/call, or (task) one of the tasks utility's (mcp_tasks.h). */
+static void tools_call_as(struct server *s, const struct jsonrpc_msg *m, int task)
 {
 	json_t *name = json_object_get(m->params, "name");
 	json_t *args = json_object_get(m->params, "arguments");
@@ -683,7 +685,8 @@ static void tools_call(struct server *s, const struct jsonrpc_msg *m)
 	j->pidfd = j->out = j->chunks = j->relay_slot = -1;
 	j->id = json_incref(m->id);
 	j->progress = token ? json_incref(token) : NULL;
-	if (mcp_tools_read(s->m, json_string_value(name), args, &j->call, &no) < 0) {
+	if (mcp_tools_read(s->m, json_string_value(name), args, &j->call, &no) < 0 ||
+	    (task && mcp_tools_task(&j->call, task, &no) < 0)) {
 		send_error(s, m->id, no.code, "%s", no.msg);
 		job_free(j);
 		return;
@@ -694,6 +697,40 @@ static void tools_call(struct server *s, const struct jsonrpc_msg *m)
 	s->n_waiting++;
 	if ((j->batch = s->collect))
 		j->batch->holds++;
+}
+
+static void tools_call(struct server *s, const struct jsonrpc_msg *m)
+{
+	bool task = json_is_object(json_object_get(m->params, "task")) &&
+	            strcmp(s->version, MCP_TASKS_SINCE) == 0;
+
+	tools_call_as(s, m, task ? MCP_TASK_CREATE : MCP_TASK_NONE);
+}
+
+/* tasks/result is the wait tool on the task's handle, without a limit;
+ * tasks/get, tasks/cancel and tasks/list are answered at once. */
+static void tasks_request(struct server *s, const struct jsonrpc_msg *m)
+{
+	json_t *id = json_object_get(m->params, "taskId"), *r;
+	struct jsonrpc_msg as = *m;
+	char err[1024];
+	int code;
+
+	if (strcmp(m->method, "tasks/result") != 0) {
+		r = mcp_tasks_answer(s->m->settings, m->method, m->params, &code, err, sizeof(err));
+		if (r)
+			send_result(s, m->id, r);
+		else
+			send_error(s, m->id, code, "%s", err);
+		return;
+	}
+	as.params = json_pack("{s:s, s:{s:O}}", "name", "wait", "arguments", "handle",
+	                      id ? id : json_null());
+	if (!json_is_string(id) || !as.params)
+		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "tasks/result needs \"taskId\", a string");
+	else
+		tools_call_as(s, &as, MCP_TASK_RESULT);
+	json_decref(as.params);
 }
 
 static void initialize(struct server *s, const struct jsonrpc_msg *m)
@@ -731,6 +768,8 @@ static void initialize(struct server *s, const struct jsonrpc_msg *m)
 	              "export_notebook gives its history as a notebook.");
 	if (r && !structured(s))
 		json_object_del(json_object_get(r, "serverInfo"), "title");
+	if (r && strcmp(v, MCP_TASKS_SINCE) == 0)
+		json_object_set_new(json_object_get(r, "capabilities"), "tasks", mcp_tasks_caps());
 	send_result(s, m->id, r);
 }
 
@@ -759,6 +798,8 @@ static void on_request(struct server *s, const struct jsonrpc_msg *m)
 			send_error(s, m->id, JSONRPC_INVALID_PARAMS, "tools/call needs params");
 		else
 			tools_call(s, m);
+	} else if (strncmp(m->method, "tasks/", 6) == 0) {
+		tasks_request(s, m);
 	} else {
 		send_error(s, m->id, JSONRPC_METHOD_NOT_FOUND, "method not found: '%.100s'",
 		           m->method);

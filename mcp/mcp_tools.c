@@ -18,6 +18,8 @@
 #include "callrec.h"
 #include "export.h"
 #include "jsonrpc.h"
+#include "mcp_detach.h"
+#include "mcp_tasks.h"
 #include "options.h"
 #include "output_json.h"
 #include "repl.h"
@@ -192,6 +194,88 @@ static void send_chunk(void *f, const struct stream_chunk *chunk)
 	output_json_chunk(chunk, f);
 }
 
+/* A detached call's parts as a tool result, or an error result. */
+static json_t *detach_result(bool structured, int rc, struct mcp_detach_parts *p,
+                             const char *err)
+{
+	json_t *r;
+
+	if (rc < 0)
+		return mcp_tools_error(structured, "dolsot: %s", err);
+	r = tool_result(structured, json_pack("[o]", text_block(p->text, p->len)),
+	                json_incref(p->obj), p->error);
+	mcp_detach_parts_release(p);
+	return r;
+}
+
+/* python with detach_after: fork the keeper.  true in the caller, with
+ * *answer its tool result; false in the keeper, which runs the call. */
+static bool detach_begin(const struct settings *set, bool structured,
+                         const struct mcp_call *c, struct detach_keeper *keeper,
+                         json_t **answer)
+{
+	struct mcp_detach_parts p;
+	struct detach_rec rec;
+	char err[REPL_ERR_MAX];
+	int rc;
+
+	/* the keeper keeps the progress's pipe: the cell's output goes on as
+	 * notifications while the call waits, and nowhere once it answered */
+	switch (detach_start(set, c->session, &rec, keeper, c->chunk_fd, err, sizeof(err))) {
+	case DETACH_KEEPER:
+		return false;
+	case DETACH_CLIENT:
+		if (c->task == MCP_TASK_CREATE) {
+			*answer = json_pack("{s:o}", "task", mcp_tasks_task(&rec, set));
+			return true;
+		}
+		rc = mcp_detach_answer(&rec, c->detach_after, &p, err, sizeof(err));
+		*answer = detach_result(structured, rc, &p, err);
+		return true;
+	case DETACH_FAILED:
+	default:
+		*answer = mcp_tools_error(structured, "dolsot: %s", err);
+		return true;
+	}
+}
+
+static json_t *handle_run(const struct mcp_setup *m, bool structured,
+                          const struct mcp_call *c, enum mcp_detach_verb verb)
+{
+	struct mcp_detach_parts p;
+	char err[REPL_ERR_MAX];
+	bool result = c->task == MCP_TASK_RESULT;   /* waits for the end */
+	int rc = mcp_detach_verb(m->settings, verb, c->handle, result ? -1 : c->timeout, &p, err,
+	                         sizeof(err));
+	json_t *r = detach_result(structured, rc, &p, err);
+
+	if (r && result)
+		json_object_set_new(r, "_meta", json_pack("{s:{s:s}}",
+		                    "io.modelcontextprotocol/related-task", "taskId", c->handle));
+	return r;
+}
+
+static json_t *wait_run(const struct mcp_setup *m, bool structured, const struct mcp_call *c,
+                        bool *cancelled)
+{
+	(void)cancelled;
+	return handle_run(m, structured, c, MCP_DETACH_WAIT);
+}
+
+static json_t *peek_run(const struct mcp_setup *m, bool structured, const struct mcp_call *c,
+                        bool *cancelled)
+{
+	(void)cancelled;
+	return handle_run(m, structured, c, MCP_DETACH_PEEK);
+}
+
+static json_t *cancel_run(const struct mcp_setup *m, bool structured,
+                          const struct mcp_call *c, bool *cancelled)
+{
+	(void)cancelled;
+	return handle_run(m, structured, c, MCP_DETACH_CANCEL);
+}
+
 static json_t *python_run(const struct mcp_setup *m, bool structured,
                           const struct mcp_call *c, bool *cancelled)
 {
@@ -209,13 +293,23 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 	FILE *f;
 
 	struct stream chunks;
-	FILE *progress = c->chunk_fd >= 0 ? fdopen(c->chunk_fd, "w") : NULL;
+	struct detach_keeper keeper;
+	FILE *progress;
 
 	set.timeout = c->timeout;
+	if (c->detach && detach_begin(&set, structured, c, &keeper, &content))
+		return content;   /* the client's answer; the keeper goes on */
+	progress = c->chunk_fd >= 0 ? fdopen(c->chunk_fd, "w") : NULL;
 	result_init(&res, set.max_output);
 	if (progress)
 		stream_attach(&chunks, &res.out, &res.err, MCP_STREAM_EVERY, send_chunk, progress);
+	if (c->detach)
+		detach_keeper_tap(&keeper, &res.out, &res.err);
 	if (repl_run(&a, &res, &sig, err, sizeof(err)) < 0) {
+		if (c->detach) {
+			fprintf(stderr, "dolsot: %s\n", err);
+			exit(DOLSOT_EXIT_FAIL);
+		}
 		result_release(&res);
 		return mcp_tools_error(structured, "dolsot: %s", err);
 	}
@@ -223,6 +317,8 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 		stream_flush(&chunks);
 		fclose(progress);
 	}
+	if (sig && c->detach)
+		detach_keeper_cancelled(&keeper, sig);
 	if (sig) {
 		*cancelled = true;  /* no answer: the session rolled back */
 		result_release(&res);
@@ -236,6 +332,8 @@ static json_t *python_run(const struct mcp_setup *m, bool structured,
 		         c->timeout_asked, c->timeout);
 		result_warn(&res, line);
 	}
+	if (c->detach)
+		detach_keeper_finish(&keeper, &res);
 	content = json_array();
 	f = open_memstream(&text, &n);
 	if (!content || !f || result_parts(&res, f, &obj) < 0) {
@@ -575,6 +673,9 @@ static bool arg_typed(const struct option_row *o, const json_t *v)
 	case OPTION_T_SECONDS:
 		return json_is_number(v) && json_number_value(v) > 0 &&
 		       isfinite(json_number_value(v));
+	case OPTION_T_DAYS:
+		return json_is_number(v) && json_number_value(v) >= 0 &&
+		       isfinite(json_number_value(v));
 	case OPTION_T_POSITIVE:
 		return json_is_number(v) && json_number_value(v) >= 1 &&
 		       json_number_value(v) <= 9007199254740992.0 &&
@@ -639,7 +740,27 @@ static int python_read(const struct mcp_setup *m, const json_t *args, struct mcp
 		return refuse(r, JSONRPC_INTERNAL_ERROR, "out of memory");
 	if (call_id_arg(args, c, r) < 0)
 		return -1;
+	if (json_object_get(args, "detach_after")) {
+		c->detach = true;
+		c->detach_after = json_number_value(json_object_get(args, "detach_after"));
+	}
 	return fork_args(args, c, r);
+}
+
+/* wait, peek, cancel: a handle (wait: and a timeout). */
+static int handle_read(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
+                       struct mcp_refusal *r)
+{
+	json_t *h = json_object_get(args, "handle");
+
+	if (!json_is_string(h))
+		return refuse(r, JSONRPC_INVALID_PARAMS, "%s needs \"handle\": %s", c->tool->name,
+		              options_row(OPTION_WAIT)->mcp_want);
+	if (check_types(c->tool, args, r) < 0)
+		return -1;
+	timeout_arg(m, json_object_get(args, "timeout"), c);
+	c->handle = strdup(json_string_value(h));
+	return c->handle ? 0 : refuse(r, JSONRPC_INTERNAL_ERROR, "out of memory");
 }
 
 static int list_read(const struct mcp_setup *m, const json_t *args, struct mcp_call *c,
@@ -712,7 +833,11 @@ static int export_read(const struct mcp_setup *m, const json_t *args, struct mcp
  * descriptions and bounds are options.h's rows. */
 static const enum option_id python_args[] = { OPTION_CODE, OPTION_SESSION, OPTION_TIMEOUT,
                                               OPTION_FORK, OPTION_REPLACE, OPTION_CALL_ID,
-                                              0 };
+                                              OPTION_DETACH_AFTER, 0 };
+static const enum option_id wait_args[] = { OPTION_WAIT, OPTION_TIMEOUT, 0 };
+static const enum option_id wait_needs[] = { OPTION_WAIT, 0 };
+static const enum option_id peek_args[] = { OPTION_PEEK, 0 };
+static const enum option_id cancel_args[] = { OPTION_CANCEL, 0 };
 static const enum option_id python_needs[] = { OPTION_CODE, 0 };
 static const enum option_id no_args[] = { 0 };
 static const enum option_id reset_args[] = { OPTION_RESET, 0 };
@@ -723,8 +848,8 @@ static const enum option_id export_args[] = { OPTION_EXPORT, OPTION_FORMAT, 0 };
 static const enum option_id export_needs[] = { OPTION_EXPORT, 0 };
 
 static const struct mcp_tool tools[] = {
-	{ "python", "Python (dolsot)", NULL, "result", python_args, python_needs, python_read,
-	  python_run },
+	{ "python", "Python (dolsot)", NULL, "detachable", python_args, python_needs,
+	  python_read, python_run },
 	{ "list_sessions", "List dolsot sessions",
 	  "List this server's sessions (those of its namespace: no other host's or the "
 	  "command line's): id, size in bytes, and when each was last saved (UTC).",
@@ -757,6 +882,20 @@ static const struct mcp_tool tools[] = {
 	  "(streams, value, error, figures), the cells rolled back (timeouts, kills) marked, "
 	  "and the undos and checkouts. Returned as an embedded resource.", "export",
 	  export_args, export_needs, export_read, export_run },
+	{ "wait", "Wait for a detached dolsot cell",
+	  "Wait for a cell that a python call with detach_after handed back as a handle: its "
+	  "result, as python would have returned it, once it ends; or, when timeout seconds "
+	  "pass first, its handle again (the cell runs on).",
+	  "detachable", wait_args, wait_needs, handle_read, wait_run },
+	{ "peek", "Peek at a detached dolsot cell",
+	  "The output so far of a cell that a python call with detach_after handed back as a "
+	  "handle, and whether it still runs.", "handle", peek_args, peek_args, handle_read,
+	  peek_run },
+	{ "cancel", "Cancel a detached dolsot cell",
+	  "Stop a cell that a python call with detach_after handed back as a handle; its "
+	  "session is left as it was before the cell. An error when the cell had already "
+	  "ended (wait gives its result).", "handle", cancel_args, cancel_args, handle_read,
+	  cancel_run },
 };
 
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
@@ -843,12 +982,26 @@ int mcp_tools_read(const struct mcp_setup *m, const char *name, const json_t *ar
 	return 0;
 }
 
+int mcp_tools_task(struct mcp_call *c, int mode, struct mcp_refusal *r)
+{
+	if (mode == MCP_TASK_CREATE && c->tool->run != python_run)
+		return refuse(r, JSONRPC_INVALID_PARAMS, "%s does not run as a task (python does)",
+		              c->tool->name);
+	c->task = mode;
+	if (mode == MCP_TASK_CREATE) {
+		c->detach = true;
+		c->detach_after = 0;
+	}
+	return 0;
+}
+
 void mcp_call_release(struct mcp_call *c)
 {
 	free(c->session);
 	free(c->code);
 	free(c->fork);
 	free(c->call_id);
+	free(c->handle);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -982,6 +1135,9 @@ static json_t *arg_schema(const struct option_row *o, const struct settings *set
 	if (o->type == OPTION_T_POSITIVE)
 		return json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 1,
 		                 "description", o->mcp_help);
+	if (o->type == OPTION_T_DAYS)
+		return json_pack("{s:s, s:f, s:s}", "type", "number", "minimum", 0.0,
+		                 "description", o->mcp_help);
 	return json_pack("{s:s, s:s}", "type", o->type == OPTION_T_NONE ? "boolean" : "string",
 	                 "description", o->mcp_help);
 }
@@ -1035,6 +1191,8 @@ static json_t *tool_entry(const struct mcp_tool *t, const struct settings *set,
 	free(made);
 	if (e)
 		json_object_set_new(e, "outputSchema", schema_def(schema, t->output));
+	if (e && t->run == python_run)   /* the tasks utility (mcp_tasks.h) */
+		json_object_set_new(e, "execution", json_pack("{s:s}", "taskSupport", "optional"));
 	return e;
 }
 

@@ -1,7 +1,7 @@
 /*
  * mcp_tools.h - the tools `dolsot mcp` serves (python, list_sessions,
  * reset_session, history, undo, checkout,
- * export_notebook): one row each in a table that
+ * export_notebook, wait, peek, cancel): one row each in a table that
  * tools/list and tools/call both read.  A row gives the tool's name,
  * title, description, the arguments it takes (its input schema), its
  * output schema (a $defs entry of schema/result.schema.json), how its
@@ -58,7 +58,15 @@ struct mcp_call {
 	                             * --timeout, which capped it; 0: none */
 	int chunk_fd;               /* python: where its output goes while it
 	                             * runs, a --json-stream line a chunk; -1 */
+	bool detach;                /* python: detach_after was given */
+	double detach_after;        /* its seconds */
+	char *handle;               /* wait, peek, cancel: the handle */
+	int task;                   /* enum mcp_task_mode */
 };
+
+/* A call of the tasks utility (mcp_tasks.h): python made a task (its
+ * answer the task), or tasks/result (the wait tool, without a limit). */
+enum mcp_task_mode { MCP_TASK_NONE, MCP_TASK_CREATE, MCP_TASK_RESULT };
 
 /* Why a call is refused before it runs: a JSON-RPC error. */
 struct mcp_refusal {
@@ -74,6 +82,10 @@ struct mcp_refusal {
 int mcp_tools_read(const struct mcp_setup *m, const char *name, const json_t *args,
                    struct mcp_call *c, struct mcp_refusal *r);
 void mcp_call_release(struct mcp_call *c);
+
+/* Make the call c (read) one of the tasks utility's: mode an enum
+ * mcp_task_mode.  0, or -1 with r (a tool that takes no task). */
+int mcp_tools_task(struct mcp_call *c, int mode, struct mcp_refusal *r);
 
 /*
  * Run the call c (in the child made for it) and return its MCP tool

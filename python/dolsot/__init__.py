@@ -11,11 +11,13 @@ process against a live namespace. Both return a Result.
 
 from .errors import (BinaryNotFound, DolsotError, HostToolError, InvalidSession,
                      InvalidToolbox)
+from .handle import Handle, Peek
 from .inprocess import InProcessSession
 from .repl import Repl
 from .result import Move, Result, SessionInfo
 
 __version__ = "0.3.0"
 
-__all__ = ["Repl", "Result", "SessionInfo", "Move", "InProcessSession", "InvalidSession",
-           "InvalidToolbox", "DolsotError", "BinaryNotFound", "HostToolError"]
+__all__ = ["Repl", "Result", "SessionInfo", "Move", "Handle", "Peek", "InProcessSession",
+           "InvalidSession", "InvalidToolbox", "DolsotError", "BinaryNotFound",
+           "HostToolError"]

@@ -18,7 +18,7 @@ import subprocess
 import sysconfig
 import time
 
-from . import _binary, _checks, store as _store, tools as _tools
+from . import _binary, _checks, handle as _handle, store as _store, tools as _tools
 from .errors import DolsotError
 from .result import Move, SessionInfo, failure, from_json
 
@@ -144,9 +144,12 @@ class Repl:
                 env["PYTHONPATH"] = os.pathsep.join(add + have)
         return env
 
-    def _run_argv(self, session, fork=None, replace=False, call_id=None, stream=False):
+    def _run_argv(self, session, fork=None, replace=False, call_id=None, stream=False,
+                  detach_after=None):
         toolboxes = self._resolved_inject()
         argv = [self.binary, "--json-stream" if stream else "--json", "--session", session]
+        if detach_after is not None:
+            argv += ["--detach-after", repr(float(detach_after))]
         if call_id is not None:
             argv += ["--call-id", call_id]
         if fork is not None:
@@ -157,12 +160,19 @@ class Repl:
             argv += ["--timeout", repr(float(self.timeout))]
         return argv, self._env(toolboxes)
 
-    def _prepare(self, session, code, fork, replace, call_id, stream=False):
+    def _prepare(self, session, code, fork, replace, call_id, stream=False,
+                 detach_after=None):
         _checks.session_id(session)
         _checks.code_text(code)
         _checks.fork(session, fork, replace)
         _checks.call_id(call_id)
-        argv, env = self._run_argv(session, fork, replace, call_id, stream)
+        if detach_after is not None:
+            _number("detach_after", detach_after, 0)
+            if stream or self.tools:
+                raise ValueError("detach_after does not go with on_stdout, on_stderr or "
+                                 "tools: a detached cell outlives this call (use "
+                                 "Handle.peek)")
+        argv, env = self._run_argv(session, fork, replace, call_id, stream, detach_after)
         return argv, env, code.encode("utf-8", "surrogatepass")
 
     # -- results ----------------------------------------------------------
@@ -187,7 +197,7 @@ class Repl:
     # -- the API ------------------------------------------------------------
 
     def run(self, session, code, *, fork=None, replace=False, call_id=None,
-            on_stdout=None, on_stderr=None):
+            on_stdout=None, on_stderr=None, detach_after=None):
         """Run code in session and return its Result.
 
         fork: start session as a copy of that session's stored state first
@@ -201,9 +211,13 @@ class Repl:
         (a str) while it runs (the binary's --json-stream: coalesced, at
         most 8192 bytes a chunk, a flood thinned); the Result is the same
         as without them. An exception a callback raises ends the call (its
-        session unchanged) and is raised here."""
+        session unchanged) and is raised here.
+        detach_after: seconds; a cell still running then is returned as a
+        dolsot.Handle (wait, peek, cancel) and runs on under its timeout,
+        committing when it completes; one that ends sooner is its Result."""
         stream = on_stdout is not None or on_stderr is not None
-        argv, env, data = self._prepare(session, code, fork, replace, call_id, stream)
+        argv, env, data = self._prepare(session, code, fork, replace, call_id, stream,
+                                        detach_after)
         host = _tools.Host(self.tools) if self.tools else None
         try:
             proc = subprocess.Popen(argv + (host.argv() if host else []),
@@ -227,16 +241,18 @@ class Repl:
         finally:
             if host:
                 host.close()
-        return self._answer(proc.returncode, out, err)
+        return _handle.answer(self, proc.returncode, out, err)
 
     async def arun(self, session, code, *, fork=None, replace=False, call_id=None,
-                   on_stdout=None, on_stderr=None):
+                   on_stdout=None, on_stderr=None, detach_after=None):
         """run() for event loops: an asyncio subprocess. Cancelling the task
         ends the call (its worker and every process it started); the session
         stays as it was before the cell. on_stdout and on_stderr as run()'s
-        (plain functions, called from the event loop)."""
+        (plain functions, called from the event loop); detach_after as
+        run()'s (cancelling then ends the call only until it detaches)."""
         stream = on_stdout is not None or on_stderr is not None
-        argv, env, data = self._prepare(session, code, fork, replace, call_id, stream)
+        argv, env, data = self._prepare(session, code, fork, replace, call_id, stream,
+                                        detach_after)
         host = _tools.Host(self.tools) if self.tools else None
         serving = None
         try:
@@ -264,7 +280,12 @@ class Repl:
                 serving.cancel()
             if host:
                 host.close()
-        return self._answer(proc.returncode, out, err)
+        return _handle.answer(self, proc.returncode, out, err)
+
+    def list_running(self):
+        """This user's detached cells that still run (of this store
+        directory), as dolsot.Handles."""
+        return _handle.running(self)
 
     def sessions(self):
         """The sessions of the configured store in this Repl's namespace,

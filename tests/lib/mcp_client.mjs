@@ -75,12 +75,12 @@ check(client.getServerCapabilities().tools, 'initialize: the tools capability');
 check(/python tool/.test(client.getInstructions() ?? ''), 'initialize: instructions');
 console.log('ok initialize');
 
-// tools/list: seven tools, schemas, the describe text in python's description.
+// tools/list: ten tools, schemas, the describe text in python's description.
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 check(JSON.stringify(names) ===
       '["python","list_sessions","reset_session","history","undo","checkout",' +
-      '"export_notebook"]', 'tools/list', names);
+      '"export_notebook","wait","peek","cancel"]', 'tools/list', names);
 const py = tools[0];
 check(py.inputSchema.required[0] === 'code' && py.inputSchema.properties.session &&
       py.inputSchema.properties.timeout.maximum === 60, 'python inputSchema', py.inputSchema);
@@ -286,6 +286,84 @@ r = await client.callTool({ name: 'list_sessions', arguments: {} });
 check(r.structuredContent.sessions.length === 0 && /\(no sessions\)/.test(text(r)),
       'nothing left', r);
 console.log('ok list and reset sessions');
+
+// A detached cell: python with detach_after hands back a handle while the
+// cell waits on a FIFO; wait, peek and cancel take it (the SDK validates
+// each structuredContent against the tool's outputSchema).
+const gate = path.join(scratch, 'detach.fifo');
+execFileSync('mkfifo', [gate]);
+const gated = `print('a')\nopen(${JSON.stringify(gate)}).read()\nd = 1`;
+r = await client.callTool({ name: 'python',
+                            arguments: { code: gated, session: 'det', detach_after: 0 } });
+check(!r.isError && r.structuredContent.status === 'detached' &&
+      /^[0-9a-f]{32}$/.test(r.structuredContent.handle), 'python detaches', r);
+const handle = r.structuredContent.handle;
+r = await client.callTool({ name: 'wait', arguments: { handle, timeout: 0.2 } });
+check(!r.isError && r.structuredContent.status === 'detached' &&
+      r.structuredContent.state === 'running', 'wait past its timeout: the handle again', r);
+r = await client.callTool({ name: 'peek', arguments: { handle } });
+check(!r.isError && r.structuredContent.status === 'peek', 'peek', r);
+writeFileSync(gate, 'go');
+r = await client.callTool({ name: 'wait', arguments: { handle } });
+check(!r.isError && r.structuredContent.status === 'ok' && r.structuredContent.stdout === 'a\n',
+      'wait: the cell\'s result', r);
+r = await client.callTool({ name: 'python', arguments: { code: 'd', session: 'det' } });
+check(r.structuredContent.value === '1', 'the detached cell committed', r);
+r = await client.callTool({ name: 'python', arguments: {
+	code: `open(${JSON.stringify(gate)}).read()\ne = 1`, session: 'det', detach_after: 0 } });
+check(r.structuredContent.status === 'detached', 'a second detached cell', r);
+r = await client.callTool({ name: 'cancel', arguments: { handle: r.structuredContent.handle } });
+check(!r.isError && r.structuredContent.status === 'cancelled', 'cancel', r);
+r = await client.callTool({ name: 'python', arguments: { code: "'e' in globals()",
+                                                        session: 'det' } });
+check(r.structuredContent.value === 'False', 'the cancelled cell left its session', r);
+// Progress notifications carry a detached call's output while it waits:
+// the gate opens only once 'early' has come as one.
+let opened = false;
+r = await client.callTool({ name: 'python', arguments: {
+	code: `print('early')\nopen(${JSON.stringify(gate)}).read()\nprint('late')`,
+	session: 'det', detach_after: 60 } }, undefined, {
+	onprogress: (p) => {
+		if (!opened && /early/.test(p.message ?? '')) {
+			opened = true;
+			writeFileSync(gate, 'go');
+		}
+	},
+});
+check(opened && r.structuredContent.status === 'ok' &&
+      r.structuredContent.stdout === 'early\nlate\n', 'progress while detachable', r);
+console.log('ok detached cells');
+
+// The tasks utility (2025-11-25, the SDK's experimental client): python
+// (execution.taskSupport "optional") runs as a task, polled with tasks/get
+// to its end, its result from tasks/result; a handle is a task's id for
+// tasks/get, tasks/list and tasks/cancel.
+check(py.execution && py.execution.taskSupport === 'optional', 'python takes a task', py);
+check(client.getServerCapabilities().tasks?.requests?.tools?.call, 'the tasks capability');
+let created = null, final = null;
+for await (const msg of client.experimental.tasks.callToolStream(
+	{ name: 'python', arguments: { code: 't = 6 * 7\nt', session: 'tsk' } })) {
+	if (msg.type === 'taskCreated')
+		created = msg.task;
+	else if (msg.type === 'result')
+		final = msg.result;
+	else if (msg.type === 'error')
+		check(false, 'the task stream', String(msg.error));
+}
+check(created && /^[0-9a-f]{32}$/.test(created.taskId), 'a task is made', created);
+check(final && final.structuredContent.value === '42', 'the task\'s result', final);
+r = await client.callTool({ name: 'python', arguments: {
+	code: `open(${JSON.stringify(gate)}).read()`, session: 'tsk', detach_after: 0 } });
+const tid = r.structuredContent.handle;
+let task = await client.experimental.tasks.getTask(tid);
+check(task.status === 'working', 'tasks/get: working', task);
+const listed = await client.experimental.tasks.listTasks();
+check(listed.tasks.some((t) => t.taskId === tid), 'tasks/list', listed);
+task = await client.experimental.tasks.cancelTask(tid);
+check(task.status === 'cancelled', 'tasks/cancel', task);
+err = await client.experimental.tasks.cancelTask(tid).then(() => null, (e) => e);
+check(err && err.code === -32602, 'an ended task cannot be cancelled', String(err));
+console.log('ok tasks');
 
 // A wrong argument is a protocol error the SDK raises.
 err = await refused('python', { session: 'x' });
