@@ -156,7 +156,7 @@ SPLIT_SLOW := tests/slow/check_typegate tests/slow/check_contain tests/slow/chec
 TYPEGATE_TCASES := warm-pyright corpus-cold-pyright corpus-warm-mypy corpus-warm-pyright \
 	warm-checker corpus-cold-mypy gate hints fail-open runner parse
 # check_crash's stores, one job each (the longest first).
-CRASH_TCASES := cmd cmd-client redis memory-server file memory
+CRASH_TCASES := cmd cmd-2 cmd-client cmd-client-2 redis memory-server file memory
 # Started in this order, the longest first.
 CHECK_JOBS = $(CRASH_TCASES:%=tests/slow/check_crash@%) warm:tests/pi \
 	$(TYPEGATE_TCASES:%=tests/slow/check_typegate@%) \

@@ -18,7 +18,8 @@
  *
  * Seeded random: DOLSOT_CRASH_SEED repeats a run (the seed is printed
  * first and in every failure); DOLSOT_CRASH_ROUNDS changes the rounds.
- * Each store is a TCase of its own (`make check` runs them at once).
+ * Each store is a TCase of its own, the cmd: helper's two of half the
+ * rounds each (`make check` runs them at once).
  */
 #include <check.h>
 #include <errno.h>
@@ -467,10 +468,16 @@ static void start_state(struct crash_run *cr)
 	cr->worker_usual = lived[TIMING_CALLS / 2];
 }
 
-static void crash_rounds(const struct crash_store *sc, unsigned index)
+/* A cmd: helper's rounds are slow (a shell script per store operation):
+ * they run as SHARDS TCases ("cmd", "cmd-2"; "cmd-client", "cmd-client-2")
+ * of a share of the rounds each, which make check runs at once; their
+ * rounds add up to rounds(). */
+#define SHARDS 2
+
+static void crash_rounds(const struct crash_store *sc, unsigned index, int shards)
 {
 	struct crash_run cr = { .sc = sc };
-	int total = rounds();
+	int total = (rounds() + shards - 1) / shards;
 	double t0 = cli_now();
 	char code[256];
 
@@ -519,9 +526,12 @@ static void crash_rounds(const struct crash_store *sc, unsigned index)
 	ck_no_strays();
 }
 
+/* _i: the store's index times SHARDS, plus the shard. */
 START_TEST(sigkill_anywhere_in_a_save_leaves_a_whole_state)
 {
-	crash_rounds(&stores[_i], (unsigned)_i);
+	const struct crash_store *sc = &stores[_i / SHARDS];
+
+	crash_rounds(sc, (unsigned)_i, sc->cmd ? SHARDS : 1);
 }
 END_TEST
 
@@ -534,7 +544,7 @@ END_TEST
  */
 START_TEST(a_helper_save_cut_by_a_killed_client_is_never_committed)
 {
-	crash_rounds(&cmd_client_killed, 99);
+	crash_rounds(&cmd_client_killed, 99 + (unsigned)_i, SHARDS);
 }
 END_TEST
 
@@ -550,28 +560,46 @@ END_TEST
  */
 START_TEST(a_call_after_the_memory_server_was_killed_runs)
 {
-	crash_rounds(&memory_server_killed, 98);
+	crash_rounds(&memory_server_killed, 98, 1);
 }
 END_TEST
+
+/* A shard's TCase name: the store's, then "-2" and on; kept for good
+ * (check names TCases by pointer). */
+static const char *shard_name(const char *name, int k)
+{
+	char *full;
+
+	if (k == 0)
+		return name;
+	if (asprintf(&full, "%s-%d", name, k + 1) < 0)
+		abort();
+	return full;
+}
 
 static Suite *crash_suite(void)
 {
 	Suite *s = suite_create("crash");
 
-	for (int i = 0; i < (int)(sizeof(stores) / sizeof(*stores)); i++) {
-		TCase *tc = tcase_create(stores[i].name);
+	for (int i = 0; i < (int)(sizeof(stores) / sizeof(*stores)); i++)
+		for (int k = 0; k < (stores[i].cmd ? SHARDS : 1); k++) {
+			TCase *tc = tcase_create(shard_name(stores[i].name, k));
 
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, 900);
-		tcase_add_loop_test(tc, sigkill_anywhere_in_a_save_leaves_a_whole_state, i, i + 1);
-		suite_add_tcase(s, tc);
+			tcase_add_checked_fixture(tc, setup, teardown);
+			tcase_set_timeout(tc, 900);
+			tcase_add_loop_test(tc, sigkill_anywhere_in_a_save_leaves_a_whole_state,
+			                    i * SHARDS + k, i * SHARDS + k + 1);
+			suite_add_tcase(s, tc);
+		}
+	for (int k = 0; k < SHARDS; k++) {
+		TCase *cut = tcase_create(shard_name("cmd-client", k));
+
+		tcase_add_checked_fixture(cut, setup, teardown);
+		tcase_set_timeout(cut, 900);
+		tcase_add_loop_test(cut, a_helper_save_cut_by_a_killed_client_is_never_committed,
+		                    k, k + 1);
+		suite_add_tcase(s, cut);
 	}
-	TCase *cut = tcase_create("cmd-client");
-
-	tcase_add_checked_fixture(cut, setup, teardown);
-	tcase_set_timeout(cut, 900);
-	tcase_add_test(cut, a_helper_save_cut_by_a_killed_client_is_never_committed);
-	suite_add_tcase(s, cut);
 	TCase *killed = tcase_create("memory-server");
 
 	tcase_add_checked_fixture(killed, setup, teardown);
