@@ -927,8 +927,8 @@ int detach_running(const struct settings *s, struct detach_rec **out, size_t *n,
 
 		if (!handle_valid(e->d_name))
 			continue;
-		snprintf(r.handle, sizeof(r.handle), "%s", e->d_name);
-		snprintf(r.dir, sizeof(r.dir), "%s/%s", root, e->d_name);
+		memcpy(r.handle, e->d_name, DETACH_HANDLE_LEN);   /* handle_valid: that long */
+		snprintf(r.dir, sizeof(r.dir), "%s/%s", root, r.handle);
 		if (read_meta(&r) < 0)
 			continue;
 		probe(&r);

@@ -348,7 +348,7 @@ static int declare(struct proxy *p, size_t i, const json_t *entry, struct host_t
 			         remote, name, TOOLCHAN_NAME_MAX, full);
 			return -1;
 		}
-		snprintf(name, sizeof(name), "%s", full);
+		memcpy(name, full, strlen(full) + 1);   /* checked: TOOLCHAN_NAME_MAX at most */
 	}
 	grown = realloc(p->tools, (p->n_tools + 1) * sizeof(*grown));
 	if (!grown) {
