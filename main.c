@@ -26,6 +26,7 @@
 #include "display_files.h"
 #include "hosttools.h"
 #include "export.h"
+#include "http.h"
 #include "mcp.h"
 #include "mcp_config.h"
 #include "opts.h"
@@ -144,6 +145,7 @@ struct cli {
 	bool describe;
 	bool mcp;                  /* dolsot mcp */
 	const char *print_config;
+	const char *http;          /* dolsot mcp --http ADDR */
 	struct host_tools *tools;  /* --tool, --tool-schema; NULL: none */
 	const char *tools_fd;      /* --tools-fd N */
 };
@@ -369,6 +371,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPTION_PRINT_CONFIG:
 			c->print_config = optarg;
+			break;
+		case OPTION_HTTP:
+			c->http = optarg;
 			break;
 		case OPTION_STORE:
 			c->store = optarg;
@@ -947,7 +952,8 @@ static int cmd_mcp(struct cli *c, const struct settings *s, int argc, char **arg
 	m.tools = open_tools(c, s);
 	/* A long-lived server: each log line goes out when it is written. */
 	setvbuf(stderr, NULL, _IOLBF, 0);
-	if (mcp_serve(&m, err, sizeof(err)) < 0)
+	if ((c->http ? mcp_http_serve(&m, c->http, err, sizeof(err))
+	             : mcp_serve(&m, err, sizeof(err))) < 0)
 		die(DOLSOT_EXIT_FAIL, "mcp: %s", err);
 	sandbox_plan_release(&plan);
 	free(mounts);
@@ -982,6 +988,8 @@ int main(int argc, char **argv)
 	}
 	if (c.print_config && !c.mcp)
 		usage_error("--print-config belongs to 'dolsot mcp'");
+	if (c.http && !c.mcp)
+		usage_error("--http belongs to 'dolsot mcp'");
 	timeline = c.history || c.undo || c.checkout || c.export_id;
 	if ((c.list || c.reset || c.server || c.describe || timeline) && c.code)
 		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --export, "

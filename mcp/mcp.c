@@ -90,6 +90,14 @@ struct server {
 	struct batch *collect;      /* where answers go now; NULL: stdout */
 };
 
+bool mcp_version_known(const char *v)
+{
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+		if (strcmp(v, versions[i]) == 0)
+			return true;
+	return false;
+}
+
 static double now(void)
 {
 	return deadline_now();

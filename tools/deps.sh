@@ -4,7 +4,7 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
 
-build="gcc make libc6-dev python3.11 libpython3.11-dev python3-dill libseccomp-dev libjansson-dev libhiredis-dev libssl-dev"
+build="gcc make libc6-dev python3.11 libpython3.11-dev python3-dill libseccomp-dev libjansson-dev libhiredis-dev libssl-dev libmicrohttpd-dev"
 case "${1:-build}" in
 build|demo) pkgs="$build" ;;
 check) pkgs="$build check libsubunit-dev pkg-config mandoc python3-venv

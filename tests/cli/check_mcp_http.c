@@ -1,0 +1,242 @@
+/*
+ * check_mcp_http.c - `dolsot mcp --http` end to end: the official
+ * TypeScript SDK's Streamable HTTP client runs the stdio suite's steps
+ * (tests/lib/mcp_client.mjs) under each revision it can, hostile clients
+ * (tests/lib/mcp_http_hostile.py) each get their error while others are
+ * served, a unix socket, and where the server refuses to listen.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ck_run.h"
+#include "cli_check.h"
+#include "cli_helpers.h"
+
+/* How long the server may take to say it listens, and how often to look. */
+#define LISTEN_WAIT 60.0
+#define LISTEN_POLL_US 20000
+
+static struct cli_test fx;
+
+static void setup(void)
+{
+	cli_test_begin_usual(&fx);
+}
+
+static void teardown(void)
+{
+	cli_test_end(&fx);
+}
+
+struct http_server {
+	pid_t pid;
+	char url[256];
+	char log[4400];
+};
+
+/* Start `dolsot mcp --http where [flags]`, its stderr into a file, and
+ * wait for the line that names its URL. */
+static void server_start(struct http_server *h, const char *where, const char *flags)
+{
+	char cmd[1024];
+	double until = cli_now() + LISTEN_WAIT;
+
+	snprintf(h->log, sizeof(h->log), "%s", cli_path(fx.tmp, "http.log"));
+	snprintf(cmd, sizeof(cmd), "exec \"$0\" mcp --http %s --timeout 60 %s 2>%s", where,
+	         flags ? flags : "", h->log);
+	h->pid = cli_spawn(&(struct cli_opts){ .env = fx.env, .prog = "/bin/sh" },
+	                   (const char *const[]){ "sh", "-c", cmd, cli_bin(), NULL });
+	for (;;) {
+		char *text = cli_read_file(h->log, NULL);
+		const char *at = text ? strstr(text, "listening on ") : NULL;
+
+		if (at && strchr(at, '\n')) {
+			at += strlen("listening on ");
+			snprintf(h->url, sizeof(h->url), "%.*s", (int)strcspn(at, "\n"), at);
+			free(text);
+			return;
+		}
+		free(text);
+		ck_assert_msg(cli_now() < until && cli_pid_alive(h->pid),
+		              "the server never said it listens");
+		usleep(LISTEN_POLL_US);
+	}
+}
+
+/* SIGTERM, and every process it started is gone with it. */
+static void server_stop(struct http_server *h)
+{
+	int status;
+
+	kill(h->pid, SIGTERM);
+	ck_assert_int_eq(waitpid(h->pid, &status, 0), h->pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+}
+
+static bool sdk_present(void)
+{
+	struct stat st;
+
+	return access("/usr/bin/node", X_OK) == 0 &&
+	       stat("tools/node/node_modules/@modelcontextprotocol/sdk/package.json", &st) == 0;
+}
+
+static void sdk_steps(const char *revision)
+{
+	struct http_server h;
+	struct cli_run r;
+	char *scratch = cli_tempdir();
+
+	if (!sdk_present()) {
+		printf("SKIP: node or tools/node's @modelcontextprotocol/sdk is missing "
+		       "(tools/npm-deps.sh installs it)\n");
+		cli_rmtree(scratch);
+		return;
+	}
+	server_start(&h, "127.0.0.1:0", NULL);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/node", .timeout = 400 },
+	        (const char *const[]){ "node", "tests/lib/mcp_client.mjs", cli_bin(), scratch,
+	                               h.url, revision, NULL });
+	ck_assert_msg(r.code == 0 && cli_has(r.out, "ok close\n"),
+	              "revision %s: exit %d\nstdout:\n%s\nstderr:\n%s", revision, r.code, r.out,
+	              r.err);
+	cli_run_release(&r);
+	server_stop(&h);
+	cli_rmtree(scratch);
+}
+
+START_TEST(sdk_client_2025_11_25)
+{
+	sdk_steps("2025-11-25");
+}
+END_TEST
+
+START_TEST(sdk_client_2025_06_18)
+{
+	sdk_steps("2025-06-18");
+}
+END_TEST
+
+static void hostile(const char *const *cases)
+{
+	struct http_server h;
+	struct cli_run r;
+	const char *argv[16] = { "python3.11", "tests/lib/mcp_http_hostile.py" };
+	size_t n = 2;
+	char *scratch = cli_tempdir();
+
+	server_start(&h, "127.0.0.1:0", NULL);
+	argv[n++] = h.url;
+	argv[n++] = scratch;
+	for (size_t i = 0; cases[i] && n < 15; i++)
+		argv[n++] = cases[i];
+	argv[n] = NULL;
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/python3.11",
+	                                .timeout = 400 }, argv);
+	for (size_t i = 0; cases[i]; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "ok %s\n", cases[i]);
+		ck_assert_msg(cli_has(r.out, want), "%s: exit %d\nstdout:\n%s\nstderr:\n%s",
+		              cases[i], r.code, r.out, r.err);
+	}
+	ck_assert_int_eq(r.code, 0);
+	cli_run_release(&r);
+	server_stop(&h);
+	cli_rmtree(scratch);
+}
+
+START_TEST(hostile_requests_get_errors)
+{
+	hostile((const char *const[]){ "malformed", "oversized", "sessions", "headers", NULL });
+}
+END_TEST
+
+START_TEST(client_gone_mid_cell_the_cell_commits)
+{
+	hostile((const char *const[]){ "disconnect", NULL });
+}
+END_TEST
+
+START_TEST(slow_and_idle_connections_are_dropped)
+{
+	hostile((const char *const[]){ "slowloris", "idle", NULL });
+}
+END_TEST
+
+START_TEST(unix_socket)
+{
+	struct http_server h;
+	struct cli_run r;
+	char *sock = cli_path(fx.tmp, "mcp.sock");
+
+	server_start(&h, sock, NULL);
+	ck_assert_msg(cli_has(h.url, "unix:"), "%s", h.url);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/curl" },
+	        (const char *const[]){ "curl", "-s", "-i", "--unix-socket", sock,
+	                               "-H", "content-type: application/json",
+	                               "-H", "accept: application/json, text/event-stream",
+	                               "-d", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	                               "\"initialize\",\"params\":{\"protocolVersion\":"
+	                               "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":"
+	                               "{\"name\":\"c\",\"version\":\"1\"}}}",
+	                               "http://localhost/mcp", NULL });
+	ck_assert_msg(r.code == 0 && cli_has(r.out, "Mcp-Session-Id: ") &&
+	              cli_has(r.out, "\"protocolVersion\":\"2025-06-18\""), "%s", r.out);
+	cli_run_release(&r);
+	server_stop(&h);
+}
+END_TEST
+
+START_TEST(listens_only_on_loopback)
+{
+	struct cli_run r;
+
+	cli_run(&r, &(struct cli_opts){ .env = fx.env },
+	        (const char *const[]){ "dolsot", "mcp", "--http", "0.0.0.0:0", NULL });
+	ck_assert_msg(r.code != 0 && cli_has(r.err, "not a loopback address"), "%d %s", r.code,
+	              r.err);
+	cli_run_release(&r);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env },
+	        (const char *const[]){ "dolsot", "mcp", "--http", "nohost", NULL });
+	ck_assert_msg(r.code != 0 && cli_has(r.err, "expected HOST:PORT"), "%s", r.err);
+	cli_run_release(&r);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env },
+	        (const char *const[]){ "dolsot", "--http", "127.0.0.1:0", "1", NULL });
+	ck_assert_msg(r.code != 0 && cli_has(r.err, "--http belongs to 'dolsot mcp'"), "%s",
+	              r.err);
+	cli_run_release(&r);
+}
+END_TEST
+
+static Suite *mcp_http_suite(void)
+{
+	Suite *s = suite_create("mcp_http");
+	TCase *sdk = tcase_create("sdk"), *raw = tcase_create("raw");
+	TCase *all[] = { sdk, raw };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
+		tcase_add_checked_fixture(all[i], setup, teardown);
+		tcase_set_timeout(all[i], 420);
+		suite_add_tcase(s, all[i]);
+	}
+	tcase_add_test(sdk, sdk_client_2025_11_25);
+	tcase_add_test(sdk, sdk_client_2025_06_18);
+	tcase_add_test(raw, hostile_requests_get_errors);
+	tcase_add_test(raw, client_gone_mid_cell_the_cell_commits);
+	tcase_add_test(raw, slow_and_idle_connections_are_dropped);
+	tcase_add_test(raw, unix_socket);
+	tcase_add_test(raw, listens_only_on_loopback);
+	return s;
+}
+
+int main(void)
+{
+	return ck_run(mcp_http_suite());
+}

@@ -1,0 +1,255 @@
+"""mcp_http_hostile.py - hostile clients against `dolsot mcp --http`.
+
+tests/cli/check_mcp_http.c runs it against a server it started:
+
+    python3.11 tests/lib/mcp_http_hostile.py URL SCRATCH CASE...
+
+Each case prints "ok CASE" or raises (a traceback, exit 1).  After each
+one a well-behaved client is still served.
+"""
+import http.client
+import json
+import os
+import resource
+import select
+import socket
+import sys
+import time
+import urllib.parse
+
+URL, SCRATCH = sys.argv[1], sys.argv[2]
+_u = urllib.parse.urlsplit(URL)
+HOST, PORT, PATH = _u.hostname, _u.port, _u.path
+ACCEPT = "application/json, text/event-stream"
+# Bounds on waiting for an event (never asserted as timings).
+WAIT = 60.0
+POLL = 0.1
+
+
+def conn():
+    return http.client.HTTPConnection(HOST, PORT, timeout=WAIT)
+
+
+def post(body, sid=None, headers=None, raw=False):
+    h = {"Content-Type": "application/json", "Accept": ACCEPT}
+    if sid:
+        h["Mcp-Session-Id"] = sid
+    h.update(headers or {})
+    c = conn()
+    c.request("POST", PATH, body if raw else json.dumps(body), h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r, data
+
+
+def messages(r, data):
+    """The JSON-RPC messages of a response, SSE or JSON."""
+    if r.getheader("Content-Type", "").startswith("text/event-stream"):
+        return [json.loads(line[6:]) for line in data.decode().splitlines()
+                if line.startswith("data: ")]
+    return [json.loads(data)] if data else []
+
+
+def initialize():
+    r, data = post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": {"name": "hostile", "version": "1"}}})
+    assert r.status == 200, (r.status, data)
+    sid = r.getheader("Mcp-Session-Id")
+    assert sid, r.getheaders()
+    r, data = post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+    assert r.status == 202, (r.status, data)
+    return sid
+
+
+def call(sid, code, session, rid=1):
+    r, data = post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                    "params": {"name": "python",
+                               "arguments": {"code": code, "session": session}}}, sid)
+    assert r.status == 200, (r.status, data)
+    return [m for m in messages(r, data) if m.get("id") == rid][0]
+
+
+def served():
+    """A well-behaved client still gets its answer."""
+    sid = initialize()
+    r, data = post({"jsonrpc": "2.0", "id": 5, "method": "ping"}, sid)
+    assert r.status == 200 and messages(r, data)[0]["result"] == {}, (r.status, data)
+
+
+def error_of(r, data, status, code=None):
+    assert r.status == status, (r.status, data)
+    m = json.loads(data)
+    assert m["jsonrpc"] == "2.0" and "error" in m, m
+    if code is not None:
+        assert m["error"]["code"] == code, m
+    return m["error"]["message"]
+
+
+def case_malformed():
+    sid = initialize()
+    error_of(*post("{not json", sid, raw=True), 400, -32700)
+    error_of(*post({"jsonrpc": "1.0", "id": 1, "method": "ping"}, sid), 400, -32600)
+    error_of(*post("[]", sid, raw=True), 400, -32600)
+    msg = error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
+                         {"Content-Type": "text/plain"}), 415)
+    assert "application/json" in msg, msg
+    # A message the session's server refuses is its JSON-RPC error.
+    r, data = post({"jsonrpc": "2.0", "id": 3, "method": "no/such"}, sid)
+    assert messages(r, data)[0]["error"]["code"] == -32601, data
+
+
+def case_oversized():
+    sid = initialize()
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + \
+        b"a" * (17 << 20) + b'"}}'
+    c = conn()
+    try:
+        c.request("POST", PATH, body, {"Content-Type": "application/json",
+                                       "Accept": ACCEPT, "Mcp-Session-Id": sid})
+        r = c.getresponse()
+        error_of(r, r.read(), 413, -32600)
+    except (BrokenPipeError, ConnectionResetError):
+        pass    # refused before the body was all sent
+    c.close()
+
+
+def case_sessions():
+    msg = error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}), 400)
+    assert "Mcp-Session-Id" in msg, msg
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, "0" * 32), 404)
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, "../../etc"), 404)
+    sid = initialize()
+    c = conn()
+    c.request("DELETE", PATH, headers={"Mcp-Session-Id": sid})
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid), 404)
+
+
+def case_headers():
+    sid = initialize()
+    msg = error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
+                         {"Origin": "http://evil.example"}), 403)
+    assert "Origin" in msg, msg
+    r, data = post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
+                   {"Origin": "http://localhost:3000"})
+    assert r.status == 200, (r.status, data)
+    msg = error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
+                         {"MCP-Protocol-Version": "1999-01-01"}), 400)
+    assert "MCP-Protocol-Version" in msg, msg
+    c = conn()
+    c.request("GET", "/other")
+    r = c.getresponse()
+    error_of(r, r.read(), 404)
+    c.request("PUT", PATH, "{}")
+    r = c.getresponse()
+    error_of(r, r.read(), 405)
+    c.close()
+
+
+def closed_by_server(s):
+    """Whether the server closed s (reads until EOF, a reset, or WAIT)."""
+    s.settimeout(WAIT)
+    try:
+        while s.recv(4096):
+            pass
+        return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True     # reset, or never let in
+
+
+def case_slowloris():
+    s = socket.create_connection((HOST, PORT))
+    request = (f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "X-Slow: " + "a" * 200 + "\r\n").encode()
+    deadline = time.monotonic() + WAIT
+    dropped = False
+    for i, byte in enumerate(request):
+        try:
+            s.send(bytes([byte]))
+        except (BrokenPipeError, ConnectionResetError):
+            dropped = True
+            break
+        if i == 3:
+            served()    # another client meanwhile
+        # A byte a second, as a slow-loris client sends; stop at the bound.
+        time.sleep(1)
+        if time.monotonic() > deadline:
+            break
+    assert dropped or closed_by_server(s), "the slow connection was never dropped"
+    s.close()
+
+
+def case_idle():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    idle = []
+    for _ in range(1000):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex((HOST, PORT))
+        idle.append(s)
+    # They are dropped (refused past the bound, or at the header timeout),
+    # and a client is served again.
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            served()
+            break
+        except (ConnectionError, socket.timeout, http.client.HTTPException):
+            assert time.monotonic() < deadline, "never served again"
+            time.sleep(POLL)
+    # The server takes at most its bound (512) at once and drops each at
+    # its header timeout (EOF or a reset); the kernel may hold the rest, or
+    # lose them (a full backlog), never the server.
+    left = {s for s in idle if connected(s)}
+    got_in = len(left)
+    while got_in - len(left) < 512 and time.monotonic() < deadline + WAIT:
+        readable, _, _ = select.select(list(left)[:500], [], [], POLL)
+        for s in readable:
+            try:
+                if s.recv(4096):
+                    continue
+            except OSError:
+                pass
+            left.discard(s)
+    assert got_in - len(left) >= 512, (got_in, len(left))
+    for s in idle:
+        s.close()
+
+
+def connected(s):
+    return s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0 and \
+        select.select([], [s], [], 0)[1] != []
+
+
+def case_disconnect():
+    """A client gone mid-cell: the cell finishes and commits (the
+    specification: a disconnect is no cancellation)."""
+    sid = initialize()
+    started = os.path.join(SCRATCH, "started")
+    s = socket.create_connection((HOST, PORT))
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "python", "arguments": {"session": "gone", "code":
+            f"import time\nopen({started!r}, 'w').close()\ntime.sleep(2)\nn = 41"}}})
+    s.sendall((f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Accept: {ACCEPT}\r\nMcp-Session-Id: {sid}\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    deadline = time.monotonic() + WAIT
+    while not os.path.exists(started):
+        assert time.monotonic() < deadline, "the cell never started"
+        time.sleep(POLL)
+    s.close()
+    m = call(sid, "n + 1", "gone", 8)
+    assert m["result"]["structuredContent"]["value"] == "42", m
+
+
+for name in sys.argv[3:]:
+    globals()["case_" + name]()
+    served()
+    print("ok", name, flush=True)
