@@ -146,6 +146,7 @@ struct cli {
 	bool mcp;                  /* dolsot mcp */
 	const char *print_config;
 	const char *http;          /* dolsot mcp --http ADDR */
+	const char *auth_tokens;   /* and --auth-tokens FILE */
 	struct host_tools *tools;  /* --tool, --tool-schema; NULL: none */
 	const char *tools_fd;      /* --tools-fd N */
 };
@@ -374,6 +375,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPTION_HTTP:
 			c->http = optarg;
+			break;
+		case OPTION_AUTH_TOKENS:
+			c->auth_tokens = optarg;
 			break;
 		case OPTION_STORE:
 			c->store = optarg;
@@ -952,7 +956,7 @@ static int cmd_mcp(struct cli *c, const struct settings *s, int argc, char **arg
 	m.tools = open_tools(c, s);
 	/* A long-lived server: each log line goes out when it is written. */
 	setvbuf(stderr, NULL, _IOLBF, 0);
-	if ((c->http ? mcp_http_serve(&m, c->http, err, sizeof(err))
+	if ((c->http ? mcp_http_serve(&m, c->http, c->auth_tokens, err, sizeof(err))
 	             : mcp_serve(&m, err, sizeof(err))) < 0)
 		die(DOLSOT_EXIT_FAIL, "mcp: %s", err);
 	sandbox_plan_release(&plan);
@@ -990,6 +994,8 @@ int main(int argc, char **argv)
 		usage_error("--print-config belongs to 'dolsot mcp'");
 	if (c.http && !c.mcp)
 		usage_error("--http belongs to 'dolsot mcp'");
+	if (c.auth_tokens && !c.http)
+		usage_error("--auth-tokens belongs to 'dolsot mcp --http'");
 	timeline = c.history || c.undo || c.checkout || c.export_id;
 	if ((c.list || c.reset || c.server || c.describe || timeline) && c.code)
 		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --export, "

@@ -76,7 +76,7 @@ enum option_id {
 	OPTION_CHECKOUT, OPTION_HISTORY, OPTION_STATE, OPTION_EXPORT, OPTION_FORMAT,
 	OPTION_TOOL, OPTION_TOOL_SCHEMA, OPTION_TOOLS_FD, OPTION_TOOL_TIMEOUT,
 	OPTION_TOOL_MAX_CALLS, OPTION_TOOL_WAIT, OPTION_NAMESPACE,
-	OPTION_HTTP,
+	OPTION_HTTP, OPTION_AUTH_TOKENS,
 };
 
 /* How a row's variable (and MCP argument) reads, into its settings field. */
@@ -119,7 +119,7 @@ struct option_row {
 };
 
 /* Rows the table may hold (a flag's getopt array is sized by it). */
-#define OPTIONS_MAX 64
+#define OPTIONS_MAX 72
 
 /* The table, in --help's order (the man page's), then the variables that
  * have no flag, in the man page's ENVIRONMENT order. */

@@ -37,12 +37,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "deadline.h"
 #include "fdio.h"
 #include "http_route.h"
 #include "jsonrpc.h"
 #include "mcp.h"
 #include "proc_child.h"
+#include "store_name.h"
 
 #define ENDPOINT "/mcp"
 #define READ_CHUNK ((size_t)65536)
@@ -70,6 +72,8 @@ struct session {
 	char *wbuf;                 /* lines to the server, not yet written */
 	size_t wlen, wcap;
 	struct stream *streams, *get;
+	const struct auth_tenant *tenant;   /* NULL: no --auth-tokens */
+	json_t *calls;              /* ids of its tools/call requests not yet answered */
 };
 
 /* One HTTP request: its body as it comes. */
@@ -78,6 +82,7 @@ struct req {
 	size_t len, cap;
 	bool too_big;
 	struct stream *st;
+	const struct auth_tenant *tenant;
 };
 
 /* A connection until its request is in: dropped when that takes longer
@@ -92,6 +97,8 @@ struct front {
 	const struct mcp_setup *m;
 	struct MHD_Daemon *d;
 	struct pending *pending;
+	struct auth auth;           /* no tenants: no --auth-tokens */
+	unsigned *running;          /* each tenant's tool calls in flight */
 	struct session *sessions;
 	unsigned n_sessions;
 	int sigfd;
@@ -99,6 +106,9 @@ struct front {
 	char url[NI_MAXHOST + NI_MAXSERV + 128];
 	bool stop;
 };
+
+struct front;
+static void call_done(struct front *f, struct session *se, const json_t *id);
 
 /* ---- bytes out ---- */
 
@@ -219,11 +229,20 @@ static struct stream *route(struct session *se, json_t *msg)
 	return se->get;
 }
 
-static void from_server(struct session *se, const char *line, size_t n)
+static void from_server(struct front *f, struct session *se, const char *line, size_t n)
 {
 	json_t *msg = json_loadb(line, n, 0, NULL);
 	struct stream *st = msg ? route(se, msg) : NULL;
+	size_t i;
+	json_t *v;
 
+	if (json_is_array(msg)) {
+		json_array_foreach(msg, i, v) {
+			call_done(f, se, json_object_get(v, "id"));
+		}
+	} else if (msg && !json_object_get(msg, "method")) {
+		call_done(f, se, json_object_get(msg, "id"));
+	}
 	json_decref(msg);
 	if (!st)
 		return;
@@ -231,6 +250,22 @@ static void from_server(struct session *se, const char *line, size_t n)
 		stream_put(st, line, n);
 	if (!st->is_get && json_array_size(st->ids) == 0)
 		stream_end(st);
+}
+
+/* ---- tenants ---- */
+
+static unsigned *tenant_calls(struct front *f, const struct auth_tenant *t)
+{
+	return t ? &f->running[t - f->auth.tenants] : NULL;
+}
+
+/* A tools/call request's answer came, or it was cancelled: one less. */
+static void call_done(struct front *f, struct session *se, const json_t *id)
+{
+	unsigned *n = tenant_calls(f, se->tenant);
+
+	if (take_id(se->calls, id) && n && *n)
+		(*n)--;
 }
 
 /* ---- the sessions' servers ---- */
@@ -248,6 +283,9 @@ static void session_free(struct front *f, struct session *se)
 		st->sess = NULL;
 		stream_end(st);
 	}
+	if (se->tenant)
+		*tenant_calls(f, se->tenant) -= (unsigned)json_array_size(se->calls);
+	json_decref(se->calls);
 	if (se->pid > 0) {
 		kill(se->pid, SIGTERM);
 		while (waitpid(se->pid, NULL, 0) < 0 && errno == EINTR)
@@ -259,10 +297,23 @@ static void session_free(struct front *f, struct session *se)
 	free(se);
 }
 
-static void __attribute__((noreturn)) session_child(struct front *f, int fd)
+/* A tenant's sessions' namespace: NS.TENANT (the server's namespace), or
+ * TENANT when the server's is the default one. */
+static int tenant_ns(const char *base, const char *tenant, char *out, size_t size)
 {
-	char err[256];
+	int n = store_ns_is_default(base) ? snprintf(out, size, "%s", tenant)
+	        : snprintf(out, size, "%s.%s", base, tenant);
+
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+static void __attribute__((noreturn)) session_child(struct front *f, struct session *se,
+                                                    int fd)
+{
+	char err[256], ns[STORE_NS_MAX + 1];
 	pid_t parent = getppid();
+	struct settings tenant_settings = *f->m->settings;
+	struct mcp_setup tenant_setup = *f->m;
 
 	proc_child_reset_signals(&f->oldmask);
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
@@ -270,14 +321,20 @@ static void __attribute__((noreturn)) session_child(struct front *f, int fd)
 	if (dup2(fd, 0) < 0 || dup2(fd, 1) < 0)
 		_exit(1);
 	proc_child_close_fds(NULL, 0);
-	if (mcp_serve(f->m, err, sizeof(err)) < 0) {
+	if (se->tenant) {
+		tenant_ns(f->m->settings->ns, se->tenant->name, ns, sizeof(ns));
+		tenant_settings.ns = ns;
+		tenant_setup.settings = &tenant_settings;
+	}
+	if (mcp_serve(&tenant_setup, err, sizeof(err)) < 0) {
 		fprintf(stderr, "dolsot mcp: a session's server: %s\n", err);
 		_exit(1);
 	}
 	_exit(0);
 }
 
-static struct session *session_new(struct front *f, char *err, size_t errlen)
+static struct session *session_new(struct front *f, const struct auth_tenant *tenant,
+                                   char *err, size_t errlen)
 {
 	struct session *se;
 	int sv[2];
@@ -288,9 +345,13 @@ static struct session *session_new(struct front *f, char *err, size_t errlen)
 		return NULL;
 	}
 	se = calloc(1, sizeof(*se));
-	if (!se || http_session_id(se->id, sizeof(se->id)) < 0 ||
+	if (se)
+		se->tenant = tenant;
+	if (!se || !(se->calls = json_array()) || http_session_id(se->id, sizeof(se->id)) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		snprintf(err, errlen, "cannot make a session: %s", strerror(errno));
+		if (se)
+			json_decref(se->calls);
 		free(se);
 		return NULL;
 	}
@@ -298,7 +359,7 @@ static struct session *session_new(struct front *f, char *err, size_t errlen)
 	se->pid = fork();
 	if (se->pid == 0) {
 		close(sv[0]);
-		session_child(f, sv[1]);
+		session_child(f, se, sv[1]);
 	}
 	close(sv[1]);
 	se->fd = sv[0];
@@ -307,6 +368,7 @@ static struct session *session_new(struct front *f, char *err, size_t errlen)
 		fd_close(&se->fd);
 		if (se->pid > 0)
 			kill(se->pid, SIGKILL), waitpid(se->pid, NULL, 0);
+		json_decref(se->calls);
 		free(se);
 		return NULL;
 	}
@@ -317,10 +379,13 @@ static struct session *session_new(struct front *f, char *err, size_t errlen)
 	return se;
 }
 
-static struct session *session_find(struct front *f, const char *id)
+/* The session id names, if it is the tenant's: another tenant's is as
+ * unknown as one never made. */
+static struct session *session_find(struct front *f, const char *id,
+                                    const struct auth_tenant *tenant)
 {
 	for (struct session *se = f->sessions; se; se = se->next)
-		if (strcmp(se->id, id) == 0)
+		if (se->tenant == tenant && strcmp(se->id, id) == 0)
 			return se;
 	return NULL;
 }
@@ -350,7 +415,7 @@ static void session_flush(struct session *se)
 }
 
 /* Read what the session's server wrote; false when it ended. */
-static bool session_read(struct session *se)
+static bool session_read(struct front *f, struct session *se)
 {
 	char buf[READ_CHUNK];
 	ssize_t n = read(se->fd, buf, sizeof(buf));
@@ -371,7 +436,7 @@ static bool session_read(struct session *se)
 		off += (size_t)took;
 		while ((got = jsonrpc_next(&se->rd, &line, &len)) != JSONRPC_LINE_NONE)
 			if (got == JSONRPC_LINE)
-				from_server(se, line, len);
+				from_server(f, se, line, len);
 	}
 	return true;
 }
@@ -506,10 +571,16 @@ static const char *header(struct MHD_Connection *c, const char *name)
 	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
-/* The ids of v's requests into ids, their progress tokens into tokens;
- * whether it holds an initialize request. */
-static bool gather(json_t *v, json_t *ids, json_t *tokens)
+/* What a POST's messages hold: the ids of its requests, their progress
+ * tokens, the ids of its tools/call requests, the requests it cancels. */
+struct held {
+	json_t *ids, *tokens, *calls, *cancels;
+};
+
+/* Gather v's into h; whether it holds an initialize request. */
+static bool gather(json_t *v, struct held *h)
 {
+	const char *method = json_string_value(json_object_get(v, "method"));
 	bool init = false;
 
 	if (json_is_array(v)) {
@@ -517,102 +588,155 @@ static bool gather(json_t *v, json_t *ids, json_t *tokens)
 		json_t *e;
 
 		json_array_foreach(v, i, e) {
-			init |= gather(e, ids, tokens);
+			init |= gather(e, h);
 		}
 		return init;
 	}
-	if (json_object_get(v, "method") && json_object_get(v, "id")) {
+	if (method && !json_object_get(v, "id") &&
+	    strcmp(method, "notifications/cancelled") == 0)
+		json_array_append(h->cancels, json_object_get(json_object_get(v, "params"),
+		                                              "requestId"));
+	if (method && json_object_get(v, "id") && strcmp(method, "tools/call") == 0)
+		json_array_append(h->calls, json_object_get(v, "id"));
+	if (method && json_object_get(v, "id")) {
 		json_t *token = json_object_get(json_object_get(json_object_get(v, "params"),
 		                                                "_meta"), "progressToken");
 
-		json_array_append(ids, json_object_get(v, "id"));
+		json_array_append(h->ids, json_object_get(v, "id"));
 		if (token)
-			json_array_append(tokens, token);
-		init = strcmp(json_string_value(json_object_get(v, "method")) ?: "",
-		              "initialize") == 0;
+			json_array_append(h->tokens, token);
+		init = strcmp(method, "initialize") == 0;
 	}
 	return init;
 }
 
-static enum MHD_Result on_post(struct front *f, struct MHD_Connection *c, struct req *rq)
+static void held_release(struct held *h)
 {
-	struct jsonrpc_msg msg;
-	struct jsonrpc_fault fault;
+	json_decref(h->ids);
+	json_decref(h->tokens);
+	json_decref(h->calls);
+	json_decref(h->cancels);
+}
+
+/* The session a POST goes to: a new one for initialize, else its
+ * header's; NULL with the refusal queued in *ok. */
+static struct session *post_session(struct front *f, struct MHD_Connection *c,
+                                    const struct req *rq, bool init, enum MHD_Result *ok)
+{
 	const char *sid = header(c, HTTP_SESSION_HEADER);
 	struct session *se;
-	struct stream *st;
-	json_t *ids, *tokens;
-	char *line, err[256];
-	bool init, sse = http_accepts(header(c, MHD_HTTP_HEADER_ACCEPT), "text/event-stream");
+	char err[256];
 
-	if (rq->too_big)
-		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST,
-		              "message larger than %zu bytes: refused", MCP_MAX_MESSAGE);
-	if (!http_is_json(header(c, MHD_HTTP_HEADER_CONTENT_TYPE)))
-		return refuse(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, JSONRPC_INVALID_REQUEST,
-		              "a POST's Content-Type must be application/json");
-	if (jsonrpc_parse(rq->body ? rq->body : "", rq->len, &msg, &fault) < 0) {
-		enum MHD_Result ok = refuse(c, MHD_HTTP_BAD_REQUEST, fault.code, "%s",
-		                            fault.message);
-
-		json_decref(fault.id);
-		return ok;
-	}
-	ids = json_array();
-	tokens = json_array();
-	init = gather(msg.root, ids, tokens);
-	line = json_dumps(msg.root, JSON_COMPACT);
-	jsonrpc_msg_release(&msg);
 	if (init && sid) {
-		json_decref(ids), json_decref(tokens), free(line);
-		return refuse(c, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
-		              "initialize starts a session: send it without " HTTP_SESSION_HEADER);
+		*ok = refuse(c, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+		             "initialize starts a session: send it without " HTTP_SESSION_HEADER);
+		return NULL;
 	}
 	if (init) {
-		se = session_new(f, err, sizeof(err));
-		if (!se) {
-			json_decref(ids), json_decref(tokens), free(line);
-			return refuse(c, MHD_HTTP_SERVICE_UNAVAILABLE, -32000, "%s", err);
-		}
-	} else {
-		se = sid ? session_find(f, sid) : NULL;
-		if (!se) {
-			json_decref(ids), json_decref(tokens), free(line);
-			if (!sid)
-				return refuse(c, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
-				              "no " HTTP_SESSION_HEADER " header: send initialize "
-				              "first, then its session id with every request");
-			return refuse(c, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
-			              "no such session (it ended, or was never made here): "
-			              "initialize a new one");
-		}
+		se = session_new(f, rq->tenant, err, sizeof(err));
+		if (!se)
+			*ok = refuse(c, MHD_HTTP_SERVICE_UNAVAILABLE, -32000, "%s", err);
+		return se;
 	}
-	if (!line || session_send(se, line, strlen(line)) < 0) {
-		json_decref(ids), json_decref(tokens), free(line);
-		return refuse(c, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_INTERNAL_ERROR,
-		              "out of memory");
+	se = sid ? session_find(f, sid, rq->tenant) : NULL;
+	if (!se && !sid)
+		*ok = refuse(c, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+		             "no " HTTP_SESSION_HEADER " header: send initialize first, then "
+		             "its session id with every request");
+	else if (!se)
+		*ok = refuse(c, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
+		             "no such session (it ended, or was never made here): initialize "
+		             "a new one");
+	return se;
+}
+
+/* Count the POST's tool calls against its tenant's cap: false (and the
+ * refusal queued in *ok) when they would pass it. */
+static bool within_cells(struct front *f, struct MHD_Connection *c, struct session *se,
+                         const struct held *h, enum MHD_Result *ok)
+{
+	unsigned *n = tenant_calls(f, se->tenant);
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(h->cancels, i, v) {
+		call_done(f, se, v);
 	}
-	free(line);
-	session_flush(se);
-	if (json_array_size(ids) == 0) {
-		json_decref(ids), json_decref(tokens);
+	if (!n)
+		return true;
+	if (*n + json_array_size(h->calls) > se->tenant->max_cells) {
+		*ok = refuse(c, MHD_HTTP_TOO_MANY_REQUESTS, -32000, "too many tool calls at once "
+		             "for tenant %s (at most %u): try again when some have ended",
+		             se->tenant->name, se->tenant->max_cells);
+		return false;
+	}
+	*n += (unsigned)json_array_size(h->calls);
+	json_array_extend(se->calls, h->calls);
+	return true;
+}
+
+/* Answer a POST whose messages went to se: 202, an SSE stream, or (the
+ * client takes no stream) a JSON body once its responses are in. */
+static enum MHD_Result post_answer(struct MHD_Connection *c, struct req *rq,
+                                   struct session *se, const struct held *h)
+{
+	bool sse = http_accepts(header(c, MHD_HTTP_HEADER_ACCEPT), "text/event-stream");
+	struct stream *st;
+
+	if (json_array_size(h->ids) == 0)
 		return reply(c, MHD_HTTP_ACCEPTED, "", "", se->id);
-	}
 	st = stream_new(se, c, sse);
-	if (!st) {
-		json_decref(ids), json_decref(tokens);
+	if (!st)
 		return refuse(c, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_INTERNAL_ERROR,
 		              "out of memory");
-	}
-	json_array_extend(st->ids, ids);
-	json_array_extend(st->tokens, tokens);
-	json_decref(ids), json_decref(tokens);
+	json_array_extend(st->ids, h->ids);
+	json_array_extend(st->tokens, h->tokens);
 	if (sse)
 		return queue_sse(c, st);
 	rq->st = st;
 	st->suspended = true;
 	MHD_suspend_connection(c);
 	return MHD_YES;
+}
+
+static enum MHD_Result on_post(struct front *f, struct MHD_Connection *c, struct req *rq)
+{
+	struct jsonrpc_msg msg;
+	struct jsonrpc_fault fault;
+	struct held h = { json_array(), json_array(), json_array(), json_array() };
+	struct session *se;
+	enum MHD_Result ok = MHD_NO;
+	char *line;
+	bool init;
+
+	if (rq->too_big)
+		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST,
+		              "message larger than %zu bytes: refused",
+		              rq->tenant ? rq->tenant->max_bytes : MCP_MAX_MESSAGE);
+	if (!http_is_json(header(c, MHD_HTTP_HEADER_CONTENT_TYPE)))
+		return refuse(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, JSONRPC_INVALID_REQUEST,
+		              "a POST's Content-Type must be application/json");
+	if (jsonrpc_parse(rq->body ? rq->body : "", rq->len, &msg, &fault) < 0) {
+		ok = refuse(c, MHD_HTTP_BAD_REQUEST, fault.code, "%s", fault.message);
+		json_decref(fault.id);
+		return ok;
+	}
+	init = gather(msg.root, &h);
+	line = json_dumps(msg.root, JSON_COMPACT);
+	jsonrpc_msg_release(&msg);
+	se = post_session(f, c, rq, init, &ok);
+	if (se && within_cells(f, c, se, &h, &ok)) {
+		if (!line || session_send(se, line, strlen(line)) < 0) {
+			ok = refuse(c, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_INTERNAL_ERROR,
+			            "out of memory");
+		} else {
+			session_flush(se);
+			ok = post_answer(c, rq, se, &h);
+		}
+	}
+	free(line);
+	held_release(&h);
+	return ok;
 }
 
 /* A JSON answer that waited (its connection was suspended): now in. */
@@ -634,10 +758,10 @@ static enum MHD_Result answer_json(struct MHD_Connection *c, struct req *rq)
 	return ok;
 }
 
-static enum MHD_Result on_get(struct front *f, struct MHD_Connection *c)
+static enum MHD_Result on_get(struct front *f, struct MHD_Connection *c, struct req *rq)
 {
 	const char *sid = header(c, HTTP_SESSION_HEADER);
-	struct session *se = sid ? session_find(f, sid) : NULL;
+	struct session *se = sid ? session_find(f, sid, rq->tenant) : NULL;
 	struct stream *st;
 
 	if (!http_accepts(header(c, MHD_HTTP_HEADER_ACCEPT), "text/event-stream"))
@@ -658,10 +782,10 @@ static enum MHD_Result on_get(struct front *f, struct MHD_Connection *c)
 	return queue_sse(c, st);
 }
 
-static enum MHD_Result on_delete(struct front *f, struct MHD_Connection *c)
+static enum MHD_Result on_delete(struct front *f, struct MHD_Connection *c, struct req *rq)
 {
 	const char *sid = header(c, HTTP_SESSION_HEADER);
-	struct session *se = sid ? session_find(f, sid) : NULL;
+	struct session *se = sid ? session_find(f, sid, rq->tenant) : NULL;
 
 	if (!se)
 		return refuse(c, sid ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST,
@@ -669,6 +793,25 @@ static enum MHD_Result on_delete(struct front *f, struct MHD_Connection *c)
 		              : "no " HTTP_SESSION_HEADER " header");
 	session_free(f, se);
 	return reply(c, MHD_HTTP_OK, "", "", NULL);
+}
+
+/* 401, with no word of what was wrong with the token. */
+static enum MHD_Result unauthorized(struct MHD_Connection *c)
+{
+	static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":"
+		"-32001,\"message\":\"unauthorized: send Authorization: Bearer TOKEN with a "
+		"token of --auth-tokens\"}}";
+	struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
+	                                                          MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ok;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+	ok = MHD_queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
+	MHD_destroy_response(r);
+	return ok;
 }
 
 /* Checks every request passes before its method is looked at. */
@@ -778,10 +921,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (!rq)
 			return MHD_NO;
 		*con_cls = rq;
+		if (f->auth.n && !(rq->tenant = auth_check(&f->auth, header(c, "Authorization"))))
+			return unauthorized(c);
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!rq->too_big && rq->len + *upload_size <= MCP_MAX_MESSAGE &&
+		size_t max = rq->tenant ? rq->tenant->max_bytes : MCP_MAX_MESSAGE;
+
+		if (!rq->too_big && rq->len + *upload_size <= max &&
 		    grow(&rq->body, &rq->cap, rq->len + *upload_size + 1) == 0) {
 			memcpy(rq->body + rq->len, upload, *upload_size);
 			rq->len += *upload_size;
@@ -797,9 +944,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (strcmp(method, MHD_HTTP_METHOD_POST) == 0)
 		return on_post(f, c, rq);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
-		return on_get(f, c);
+		return on_get(f, c, rq);
 	if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
-		return on_delete(f, c);
+		return on_delete(f, c, rq);
 	return refuse(c, MHD_HTTP_METHOD_NOT_ALLOWED, JSONRPC_INVALID_REQUEST,
 	              "method not allowed: POST, GET or DELETE");
 }
@@ -828,10 +975,9 @@ static int listen_on(const char *where, struct front *f, char *err, size_t errle
 
 	if (http_parse_listen(where, &a, err, errlen) < 0)
 		return -1;
-	if (!a.loopback) {
-		snprintf(err, errlen, "--http %s: not a loopback address; this server has no "
-		         "authentication, so it binds only to 127.0.0.1, [::1] or a unix socket",
-		         where);
+	if (!a.loopback && !f->auth.n) {
+		snprintf(err, errlen, "--http %s: not a loopback address; without --auth-tokens "
+		         "the server binds only to 127.0.0.1, [::1] or a unix socket", where);
 		return -1;
 	}
 	fd = socket(a.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -923,7 +1069,7 @@ static int serve(struct front *f, char *err, size_t errlen)
 
 			if (pf[i].revents & POLLOUT)
 				session_flush(se);
-			if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && !session_read(se))
+			if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && !session_read(f, se))
 				session_free(f, se);
 		}
 		MHD_run(f->d);
@@ -931,12 +1077,42 @@ static int serve(struct front *f, char *err, size_t errlen)
 	return 0;
 }
 
-int mcp_http_serve(const struct mcp_setup *m, const char *where, char *err, size_t errlen)
+/* The tenants, if any, and their counters; each tenant's namespace must
+ * be a valid one. */
+static int load_tenants(struct front *f, const char *tokens, char *err, size_t errlen)
+{
+	char ns[STORE_NS_MAX + 1];
+
+	if (!tokens)
+		return 0;
+	if (auth_load(tokens, MCP_MAX_MESSAGE, &f->auth, err, errlen) < 0 || f->auth.n == 0)
+		return -1;
+	for (size_t i = 0; i < f->auth.n; i++)
+		if (tenant_ns(f->m->settings->ns, f->auth.tenants[i].name, ns, sizeof(ns)) < 0) {
+			snprintf(err, errlen, "--auth-tokens: tenant %s: its namespace (the "
+			         "server's, a dot, its name) is longer than %d bytes",
+			         f->auth.tenants[i].name, STORE_NS_MAX);
+			return -1;
+		}
+	f->running = calloc(f->auth.n, sizeof(*f->running));
+	if (!f->running) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int mcp_http_serve(const struct mcp_setup *m, const char *where, const char *tokens,
+                   char *err, size_t errlen)
 {
 	struct front f = { .m = m, .sigfd = -1 };
 	sigset_t mask;
 	int fd, rc;
 
+	if (load_tenants(&f, tokens, err, errlen) < 0) {
+		auth_release(&f.auth);
+		return -1;
+	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
@@ -949,6 +1125,8 @@ int mcp_http_serve(const struct mcp_setup *m, const char *where, char *err, size
 	fd = listen_on(where, &f, err, errlen);
 	if (fd < 0) {
 		fd_close(&f.sigfd);
+		auth_release(&f.auth);
+		free(f.running);
 		return -1;
 	}
 	f.d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
@@ -964,6 +1142,8 @@ int mcp_http_serve(const struct mcp_setup *m, const char *where, char *err, size
 		snprintf(err, errlen, "cannot start the HTTP server on %s", where);
 		close(fd);
 		fd_close(&f.sigfd);
+		auth_release(&f.auth);
+		free(f.running);
 		return -1;
 	}
 	fprintf(stderr, "dolsot mcp: listening on %s\n", f.url);
@@ -973,6 +1153,8 @@ int mcp_http_serve(const struct mcp_setup *m, const char *where, char *err, size
 	MHD_stop_daemon(f.d);
 	close(fd);
 	fd_close(&f.sigfd);
+	auth_release(&f.auth);
+	free(f.running);
 	sigprocmask(SIG_SETMASK, &f.oldmask, NULL);
 	return rc;
 }

@@ -20,11 +20,16 @@
 #define MCP_HTTP_HEADER_TIMEOUT 10
 
 /*
- * Serve on listen (HOST:PORT, a numeric IPv4 or [IPv6] loopback address,
- * port 0 for any free one; or a unix socket's path, starting with '/')
- * until SIGTERM, SIGINT or SIGHUP.  Says "dolsot mcp: listening on URL"
- * on stderr once bound.  Returns 0, or -1 with a reason in err.
+ * Serve on listen (HOST:PORT, a numeric IPv4 or [IPv6] address, port 0 for
+ * any free one; or a unix socket's path, starting with '/') until SIGTERM,
+ * SIGINT or SIGHUP.  Without tokens (the --auth-tokens file, auth.h; NULL:
+ * none) only a loopback address or a unix socket is taken; with it every
+ * request needs a tenant's bearer token, and a tenant's sessions live in
+ * namespace NS.TENANT (NS the server's; TENANT alone when NS is the
+ * default).  Says "dolsot mcp: listening on URL" on stderr once bound.
+ * Returns 0, or -1 with a reason in err.
  */
-int mcp_http_serve(const struct mcp_setup *m, const char *listen, char *err, size_t errlen);
+int mcp_http_serve(const struct mcp_setup *m, const char *listen, const char *tokens,
+                   char *err, size_t errlen);
 
 #endif

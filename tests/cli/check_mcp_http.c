@@ -123,7 +123,7 @@ START_TEST(sdk_client_2025_06_18)
 }
 END_TEST
 
-static void hostile(const char *const *cases)
+static void hostile_on(const char *where, const char *flags, const char *const *cases)
 {
 	struct http_server h;
 	struct cli_run r;
@@ -131,7 +131,7 @@ static void hostile(const char *const *cases)
 	size_t n = 2;
 	char *scratch = cli_tempdir();
 
-	server_start(&h, "127.0.0.1:0", NULL);
+	server_start(&h, where, flags);
 	argv[n++] = h.url;
 	argv[n++] = scratch;
 	for (size_t i = 0; cases[i] && n < 15; i++)
@@ -152,6 +152,11 @@ static void hostile(const char *const *cases)
 	cli_rmtree(scratch);
 }
 
+static void hostile(const char *const *cases)
+{
+	hostile_on("127.0.0.1:0", NULL, cases);
+}
+
 START_TEST(hostile_requests_get_errors)
 {
 	hostile((const char *const[]){ "malformed", "oversized", "sessions", "headers", NULL });
@@ -167,6 +172,57 @@ END_TEST
 START_TEST(slow_and_idle_connections_are_dropped)
 {
 	hostile((const char *const[]){ "slowloris", "idle", NULL });
+}
+END_TEST
+
+#define TOKEN_A "alice-0123456789abcdef"
+#define TOKEN_B "bob-fedcba9876543210"
+
+/* Two tenants: each is refused without its token, sees only its own
+ * sessions, and bob has his caps; the tokens are never logged.  With
+ * tokens the server may bind any address. */
+START_TEST(tenants_keep_apart)
+{
+	char flags[4400], *log;
+	char *tokens = cli_path(fx.tmp, "tokens");
+
+	cli_write_file(tokens, "# tenants\nalice " TOKEN_A "\n\nbob " TOKEN_B " cells=1 bytes=4096\n");
+	ck_assert_int_eq(chmod(tokens, 0600), 0);
+	snprintf(flags, sizeof(flags), "--auth-tokens %s", tokens);
+	cli_test_add_env(&fx, "MCP_HTTP_TOKEN=" TOKEN_A);
+	cli_test_add_env(&fx, "MCP_HTTP_TOKEN_B=" TOKEN_B);
+	hostile_on("0.0.0.0:0", flags, (const char *const[]){ "tenants", NULL });
+	log = cli_read_file(cli_path(fx.tmp, "http.log"), NULL);
+	ck_assert_msg(log && !cli_has(log, "0123456789abcdef") && !cli_has(log, "fedcba98"),
+	              "a token in the log: %s", log);
+	free(log);
+}
+END_TEST
+
+START_TEST(token_file_is_checked)
+{
+	struct cli_run r;
+	char *tokens = cli_path(fx.tmp, "tokens");
+
+	cli_write_file(tokens, "alice " TOKEN_A "\n");
+	ck_assert_int_eq(chmod(tokens, 0644), 0);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env },
+	        (const char *const[]){ "dolsot", "mcp", "--http", "127.0.0.1:0", "--auth-tokens",
+	                               tokens, NULL });
+	ck_assert_msg(r.code != 0 && cli_has(r.err, "chmod 600"), "%s", r.err);
+	cli_run_release(&r);
+	cli_write_file(tokens, "alice short\n");
+	ck_assert_int_eq(chmod(tokens, 0600), 0);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env },
+	        (const char *const[]){ "dolsot", "mcp", "--http", "127.0.0.1:0", "--auth-tokens",
+	                               tokens, NULL });
+	ck_assert_msg(r.code != 0 && cli_has(r.err, "line 1 (tenant alice): the token must be") &&
+	              !cli_has(r.err, "short"), "%s", r.err);
+	cli_run_release(&r);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env },
+	        (const char *const[]){ "dolsot", "mcp", "--auth-tokens", tokens, NULL });
+	ck_assert_msg(r.code != 0 && cli_has(r.err, "--auth-tokens belongs to"), "%s", r.err);
+	cli_run_release(&r);
 }
 END_TEST
 
@@ -200,7 +256,8 @@ START_TEST(listens_only_on_loopback)
 
 	cli_run(&r, &(struct cli_opts){ .env = fx.env },
 	        (const char *const[]){ "dolsot", "mcp", "--http", "0.0.0.0:0", NULL });
-	ck_assert_msg(r.code != 0 && cli_has(r.err, "not a loopback address"), "%d %s", r.code,
+	ck_assert_msg(r.code != 0 && cli_has(r.err, "not a loopback address; without "
+	                                     "--auth-tokens"), "%d %s", r.code,
 	              r.err);
 	cli_run_release(&r);
 	cli_run(&r, &(struct cli_opts){ .env = fx.env },
@@ -232,6 +289,8 @@ static Suite *mcp_http_suite(void)
 	tcase_add_test(raw, client_gone_mid_cell_the_cell_commits);
 	tcase_add_test(raw, slow_and_idle_connections_are_dropped);
 	tcase_add_test(raw, unix_socket);
+	tcase_add_test(raw, tenants_keep_apart);
+	tcase_add_test(raw, token_file_is_checked);
 	tcase_add_test(raw, listens_only_on_loopback);
 	return s;
 }

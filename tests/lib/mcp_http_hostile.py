@@ -30,8 +30,21 @@ def conn():
     return http.client.HTTPConnection(HOST, PORT, timeout=WAIT)
 
 
+# The bearer token every request carries (MCP_HTTP_TOKEN), or none.
+AUTH = {}
+
+
+def as_tenant(token):
+    AUTH.clear()
+    if token:
+        AUTH["Authorization"] = "Bearer " + token
+
+
+as_tenant(os.environ.get("MCP_HTTP_TOKEN"))
+
+
 def post(body, sid=None, headers=None, raw=False):
-    h = {"Content-Type": "application/json", "Accept": ACCEPT}
+    h = {"Content-Type": "application/json", "Accept": ACCEPT, **AUTH}
     if sid:
         h["Mcp-Session-Id"] = sid
     h.update(headers or {})
@@ -122,7 +135,7 @@ def case_sessions():
     error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, "../../etc"), 404)
     sid = initialize()
     c = conn()
-    c.request("DELETE", PATH, headers={"Mcp-Session-Id": sid})
+    c.request("DELETE", PATH, headers={"Mcp-Session-Id": sid, **AUTH})
     r = c.getresponse()
     r.read()
     assert r.status == 200, r.status
@@ -247,6 +260,70 @@ def case_disconnect():
     s.close()
     m = call(sid, "n + 1", "gone", 8)
     assert m["result"]["structuredContent"]["value"] == "42", m
+
+
+def tool(sid, name, args, rid=1):
+    r, data = post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                    "params": {"name": name, "arguments": args}}, sid)
+    return r, data
+
+
+def case_tenants():
+    """Tenants A and B (MCP_HTTP_TOKEN is A's, MCP_HTTP_TOKEN_B is B's,
+    whose file line has cells=1 bytes=4096)."""
+    a, b = os.environ["MCP_HTTP_TOKEN"], os.environ["MCP_HTTP_TOKEN_B"]
+    for token in (None, "wrong-" + a, a + "x", a[:-1]):
+        as_tenant(token)
+        r, data = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+        assert r.status == 401 and r.getheader("WWW-Authenticate") == "Bearer", \
+            (r.status, data)
+        assert json.loads(data)["error"]["code"] == -32001, data
+    as_tenant(a)
+    sid_a = initialize()
+    assert call(sid_a, "mine = 1", "shared")["result"]["isError"] is False
+    as_tenant(b)
+    # A's session id is unknown to B; B's namespace is its own.
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid_a), 404)
+    sid_b = initialize()
+    m = call(sid_b, "'mine' in globals()", "shared")
+    assert m["result"]["structuredContent"]["value"] == "False", m
+    r, data = tool(sid_b, "reset_session", {"session": "all"})
+    r, data = tool(sid_b, "list_sessions", {})
+    ids = [s["id"] for s in messages(r, data)[0]["result"]["structuredContent"]["sessions"]]
+    assert ids == [], ids
+    # B's caps: one call at a time, 4096 bytes a body.
+    started = os.path.join(SCRATCH, "b-started")
+    s = socket.create_connection((HOST, PORT))
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "python", "arguments": {"session": "slow", "code":
+            f"import time\nopen({started!r}, 'w').close()\ntime.sleep(3)"}}})
+    s.sendall((f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Accept: {ACCEPT}\r\nMcp-Session-Id: {sid_b}\r\n"
+               f"Authorization: Bearer {b}\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    deadline = time.monotonic() + WAIT
+    while not os.path.exists(started):
+        assert time.monotonic() < deadline, "the cell never started"
+        time.sleep(POLL)
+    r, data = tool(sid_b, "python", {"session": "other", "code": "1"}, 8)
+    msg = error_of(r, data, 429, -32000)
+    assert "tenant" in msg, msg
+    as_tenant(a)
+    assert call(sid_a, "mine", "shared", 9)["result"]["structuredContent"]["value"] == "1"
+    as_tenant(b)
+    s.settimeout(WAIT)
+    got = b""
+    while b'"id":7' not in got:
+        chunk = s.recv(65536)
+        assert chunk, got
+        got += chunk
+    s.close()
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "a" * 5000}},
+                   sid_b), 413, -32600)
+    as_tenant(a)
+    r, data = tool(sid_a, "list_sessions", {})
+    ids = [s["id"] for s in messages(r, data)[0]["result"]["structuredContent"]["sessions"]]
+    assert ids == ["shared"], ids
 
 
 for name in sys.argv[3:]:
