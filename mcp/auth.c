@@ -146,6 +146,7 @@ int auth_parse(const char *text, size_t len, size_t max_bytes, struct auth *a, c
 		snprintf(err, errlen, "no tenant in it");
 		goto fail;
 	}
+	sha256_bytes(text, len, a->file_digest);
 	return 0;
 fail:
 	auth_release(a);

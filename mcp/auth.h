@@ -35,6 +35,8 @@ struct auth_tenant {
 struct auth {
 	struct auth_tenant *tenants;
 	size_t n;
+	uint8_t file_digest[32];    /* SHA-256 of the file: a key all servers
+	                             * given the same file share */
 };
 
 /* Read the file at path (its mode checked).  0, or -1 with why in err

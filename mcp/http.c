@@ -44,10 +44,13 @@
 #include "jsonrpc.h"
 #include "mcp.h"
 #include "proc_child.h"
+#include "sha256.h"
 #include "store_name.h"
 
 #define ENDPOINT "/mcp"
 #define READ_CHUNK ((size_t)65536)
+/* Ids of sessions a DELETE ended that this server refuses to take again. */
+#define ENDED_KEPT 1024
 
 struct session;
 
@@ -98,6 +101,9 @@ struct front {
 	struct MHD_Daemon *d;
 	struct pending *pending;
 	struct auth auth;           /* no tenants: no --auth-tokens */
+	unsigned char key[HTTP_KEY_LEN];    /* the session ids' */
+	char ended[ENDED_KEPT][HTTP_SESSION_ID_LEN + 1];    /* DELETEd here, newest */
+	unsigned n_ended;                   /* and where the next goes */
 	unsigned *running;          /* each tenant's tool calls in flight */
 	struct session *sessions;
 	unsigned n_sessions;
@@ -333,8 +339,14 @@ static void __attribute__((noreturn)) session_child(struct front *f, struct sess
 	_exit(0);
 }
 
+static const char *tenant_name(const struct auth_tenant *t)
+{
+	return t ? t->name : NULL;
+}
+
+/* A session's server; id NULL: a new id. */
 static struct session *session_new(struct front *f, const struct auth_tenant *tenant,
-                                   char *err, size_t errlen)
+                                   const char *id, char *err, size_t errlen)
 {
 	struct session *se;
 	int sv[2];
@@ -347,7 +359,10 @@ static struct session *session_new(struct front *f, const struct auth_tenant *te
 	se = calloc(1, sizeof(*se));
 	if (se)
 		se->tenant = tenant;
-	if (!se || !(se->calls = json_array()) || http_session_id(se->id, sizeof(se->id)) < 0 ||
+	if (se && id)
+		snprintf(se->id, sizeof(se->id), "%s", id);
+	if (!se || !(se->calls = json_array()) ||
+	    (!id && http_session_id(se->id, sizeof(se->id), f->key, tenant_name(tenant)) < 0) ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		snprintf(err, errlen, "cannot make a session: %s", strerror(errno));
 		if (se)
@@ -388,6 +403,47 @@ static struct session *session_find(struct front *f, const char *id,
 		if (se->tenant == tenant && strcmp(se->id, id) == 0)
 			return se;
 	return NULL;
+}
+
+static int session_send(struct session *se, const char *text, size_t n);
+
+/*
+ * The session sid names for the tenant: this server's, or one another
+ * server with the same key made (several behind one balancer, on one
+ * store): its server is started here, initialized with the revision the
+ * request's header names (2025-03-26 without one, as the specification
+ * says), and its answer dropped.  NULL when the id is not the tenant's.
+ */
+static struct session *session_get(struct front *f, struct MHD_Connection *c,
+                                   const char *sid, const struct auth_tenant *tenant)
+{
+	struct session *se = session_find(f, sid, tenant);
+	const char *version = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	                                                  HTTP_VERSION_HEADER);
+	char err[256], *init = NULL;
+
+	if (se || !http_session_id_valid(sid, f->key, tenant_name(tenant)))
+		return se;
+	for (unsigned i = 0; i < ENDED_KEPT; i++)
+		if (strcmp(f->ended[i], sid) == 0)
+			return NULL;
+	se = session_new(f, tenant, sid, err, sizeof(err));
+	if (!se) {
+		fprintf(stderr, "dolsot mcp: cannot take session %s here: %s\n", sid, err);
+		return NULL;
+	}
+	if (asprintf(&init, "{\"jsonrpc\":\"2.0\",\"id\":\"dolsot-adopt\",\"method\":"
+	             "\"initialize\",\"params\":{\"protocolVersion\":\"%s\",\"capabilities\""
+	             ":{},\"clientInfo\":{\"name\":\"dolsot\",\"version\":\"0\"}}}\n"
+	             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+	             version ? version : "2025-03-26") < 0 ||
+	    session_send(se, init, strlen(init)) < 0) {
+		free(init);
+		session_free(f, se);
+		return NULL;
+	}
+	free(init);
+	return se;
 }
 
 static int session_send(struct session *se, const char *text, size_t n)
@@ -633,12 +689,12 @@ static struct session *post_session(struct front *f, struct MHD_Connection *c,
 		return NULL;
 	}
 	if (init) {
-		se = session_new(f, rq->tenant, err, sizeof(err));
+		se = session_new(f, rq->tenant, NULL, err, sizeof(err));
 		if (!se)
 			*ok = refuse(c, MHD_HTTP_SERVICE_UNAVAILABLE, -32000, "%s", err);
 		return se;
 	}
-	se = sid ? session_find(f, sid, rq->tenant) : NULL;
+	se = sid ? session_get(f, c, sid, rq->tenant) : NULL;
 	if (!se && !sid)
 		*ok = refuse(c, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
 		             "no " HTTP_SESSION_HEADER " header: send initialize first, then "
@@ -761,7 +817,7 @@ static enum MHD_Result answer_json(struct MHD_Connection *c, struct req *rq)
 static enum MHD_Result on_get(struct front *f, struct MHD_Connection *c, struct req *rq)
 {
 	const char *sid = header(c, HTTP_SESSION_HEADER);
-	struct session *se = sid ? session_find(f, sid, rq->tenant) : NULL;
+	struct session *se = sid ? session_get(f, c, sid, rq->tenant) : NULL;
 	struct stream *st;
 
 	if (!http_accepts(header(c, MHD_HTTP_HEADER_ACCEPT), "text/event-stream"))
@@ -787,10 +843,17 @@ static enum MHD_Result on_delete(struct front *f, struct MHD_Connection *c, stru
 	const char *sid = header(c, HTTP_SESSION_HEADER);
 	struct session *se = sid ? session_find(f, sid, rq->tenant) : NULL;
 
+	if (!se && sid && http_session_id_valid(sid, f->key, tenant_name(rq->tenant))) {
+		/* Another server's: none here, and none to be taken again. */
+		snprintf(f->ended[f->n_ended++ % ENDED_KEPT], HTTP_SESSION_ID_LEN + 1, "%s", sid);
+		return reply(c, MHD_HTTP_OK, "", "", NULL);
+	}
+
 	if (!se)
 		return refuse(c, sid ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST,
 		              JSONRPC_INVALID_REQUEST, "%s", sid ? "no such session"
 		              : "no " HTTP_SESSION_HEADER " header");
+	snprintf(f->ended[f->n_ended++ % ENDED_KEPT], HTTP_SESSION_ID_LEN + 1, "%s", se->id);
 	session_free(f, se);
 	return reply(c, MHD_HTTP_OK, "", "", NULL);
 }
@@ -1113,6 +1176,8 @@ int mcp_http_serve(const struct mcp_setup *m, const char *where, const char *tok
 		auth_release(&f.auth);
 		return -1;
 	}
+	/* With tokens, the key is the token file's: unknown to clients. */
+	sha256_bytes(f.auth.file_digest, sizeof(f.auth.file_digest), f.key);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

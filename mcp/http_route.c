@@ -8,12 +8,16 @@
 #include <ctype.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/uio.h>
 #include <sys/un.h>
+
+#include "sha256.h"
 
 static int parse_port(const char *s, in_port_t *port)
 {
@@ -162,15 +166,40 @@ bool http_origin_allowed(const char *origin)
 	return false;
 }
 
-bool http_session_id_valid(const char *s)
+/* The hex of the id's second half: SHA-256 of key, its first half and
+ * the tenant. */
+static void id_tag(const char *head, const unsigned char *key, const char *tenant,
+                   char tag[HTTP_SESSION_ID_LEN / 2 + 1])
 {
-	return strlen(s) == HTTP_SESSION_ID_LEN &&
-	       strspn(s, "0123456789abcdef") == HTTP_SESSION_ID_LEN;
+	uint8_t digest[SHA256_LEN];
+	struct iovec v[3] = {
+		{ (void *)key, HTTP_KEY_LEN },
+		{ (void *)head, HTTP_SESSION_ID_LEN / 2 },
+		{ (void *)(tenant ? tenant : ""), tenant ? strlen(tenant) + 1 : 0 },
+	};
+
+	sha256_parts(v, 3, digest);
+	for (size_t i = 0; i < HTTP_SESSION_ID_LEN / 4; i++)
+		snprintf(tag + 2 * i, 3, "%02x", digest[i]);
 }
 
-int http_session_id(char *buf, size_t size)
+bool http_session_id_valid(const char *s, const unsigned char *key, const char *tenant)
 {
-	unsigned char raw[HTTP_SESSION_ID_LEN / 2];
+	char tag[HTTP_SESSION_ID_LEN / 2 + 1];
+	unsigned char diff = 0;
+
+	if (strlen(s) != HTTP_SESSION_ID_LEN ||
+	    strspn(s, "0123456789abcdef") != HTTP_SESSION_ID_LEN)
+		return false;
+	id_tag(s, key, tenant, tag);
+	for (size_t i = 0; i < HTTP_SESSION_ID_LEN / 2; i++)
+		diff |= (unsigned char)(tag[i] ^ s[HTTP_SESSION_ID_LEN / 2 + i]);
+	return diff == 0;
+}
+
+int http_session_id(char *buf, size_t size, const unsigned char *key, const char *tenant)
+{
+	unsigned char raw[HTTP_SESSION_ID_LEN / 4];
 
 	if (size < HTTP_SESSION_ID_LEN + 1) {
 		errno = EINVAL;
@@ -180,5 +209,6 @@ int http_session_id(char *buf, size_t size)
 		return -1;
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+	id_tag(buf, key, tenant, buf + HTTP_SESSION_ID_LEN / 2);
 	return 0;
 }

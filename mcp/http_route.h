@@ -14,8 +14,12 @@
 
 #define HTTP_SESSION_HEADER "Mcp-Session-Id"
 #define HTTP_VERSION_HEADER "MCP-Protocol-Version"
-/* A session id: this many hex digits (128 random bits). */
+/* A session id: 64 random bits and 64 of a keyed SHA-256 of them and the
+ * tenant, in hex, so that every server with the same key (all of one
+ * deployment: the same token file) knows an id for the tenant's as its
+ * own, and no other tenant's. */
 #define HTTP_SESSION_ID_LEN 32
+#define HTTP_KEY_LEN 32
 
 struct http_addr {
 	struct sockaddr_storage sa;
@@ -33,10 +37,10 @@ bool http_is_json(const char *content_type);
 /* Whether an Origin value is a loopback one (http or https, any port):
  * a page elsewhere must not reach a local server (DNS rebinding). */
 bool http_origin_allowed(const char *origin);
-/* Whether s has a session id's shape. */
-bool http_session_id_valid(const char *s);
-/* A new random session id into buf (at least HTTP_SESSION_ID_LEN + 1
+/* Whether s is a session id made with key for tenant (NULL: none). */
+bool http_session_id_valid(const char *s, const unsigned char *key, const char *tenant);
+/* A new session id for tenant into buf (at least HTTP_SESSION_ID_LEN + 1
  * bytes).  0, or -1 with errno set. */
-int http_session_id(char *buf, size_t size);
+int http_session_id(char *buf, size_t size, const unsigned char *key, const char *tenant);
 
 #endif

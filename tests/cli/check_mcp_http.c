@@ -17,6 +17,7 @@
 #include "ck_run.h"
 #include "cli_check.h"
 #include "cli_helpers.h"
+#include "redis_helper.h"
 
 /* How long the server may take to say it listens, and how often to look. */
 #define LISTEN_WAIT 60.0
@@ -44,10 +45,15 @@ struct http_server {
  * wait for the line that names its URL. */
 static void server_start(struct http_server *h, const char *where, const char *flags)
 {
-	char cmd[1024];
+	char cmd[9000];
 	double until = cli_now() + LISTEN_WAIT;
 
-	snprintf(h->log, sizeof(h->log), "%s", cli_path(fx.tmp, "http.log"));
+	static unsigned started;
+	char name[32];
+
+	snprintf(name, sizeof(name), started ? "http-%u.log" : "http.log", started);
+	started++;
+	snprintf(h->log, sizeof(h->log), "%s", cli_path(fx.tmp, name));
 	snprintf(cmd, sizeof(cmd), "exec \"$0\" mcp --http %s --timeout 60 %s 2>%s", where,
 	         flags ? flags : "", h->log);
 	h->pid = cli_spawn(&(struct cli_opts){ .env = fx.env, .prog = "/bin/sh" },
@@ -226,6 +232,44 @@ START_TEST(token_file_is_checked)
 }
 END_TEST
 
+/* Three servers, one Redis: one MCP session's calls on any of them. */
+START_TEST(servers_share_sessions_through_redis)
+{
+	struct http_server h[3];
+	struct redis_test rd = { .pid = -1 };
+	struct cli_run r;
+	char store[300], args[3][300];
+	char *scratch = cli_tempdir();
+	int status;
+
+	if (access("/usr/bin/redis-server", X_OK) != 0) {
+		printf("SKIP %s: no redis-server\n", __func__);
+		cli_rmtree(scratch);
+		return;
+	}
+	redis_test_start_in(&rd, fx.tmp, NULL, NULL);
+	snprintf(store, sizeof(store), "DOLSOT_STORE=%s", rd.url);
+	cli_test_add_env(&fx, store);
+	for (int i = 0; i < 3; i++) {
+		server_start(&h[i], "127.0.0.1:0", NULL);
+		snprintf(args[i], sizeof(args[i]), "%s=%d", h[i].url, (int)h[i].pid);
+	}
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/python3.11",
+	                                .timeout = 400 },
+	        (const char *const[]){ "python3.11", "tests/lib/mcp_http_scale.py", scratch,
+	                               args[0], args[1], args[2], NULL });
+	ck_assert_msg(r.code == 0 && cli_has(r.out, "ok a killed server loses only its cell\n"),
+	              "exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err);
+	cli_run_release(&r);
+	server_stop(&h[0]);
+	server_stop(&h[1]);
+	ck_assert_int_eq(waitpid(h[2].pid, &status, 0), h[2].pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	redis_test_stop(&rd);
+	cli_rmtree(scratch);
+}
+END_TEST
+
 START_TEST(unix_socket)
 {
 	struct http_server h;
@@ -289,6 +333,7 @@ static Suite *mcp_http_suite(void)
 	tcase_add_test(raw, client_gone_mid_cell_the_cell_commits);
 	tcase_add_test(raw, slow_and_idle_connections_are_dropped);
 	tcase_add_test(raw, unix_socket);
+	tcase_add_test(raw, servers_share_sessions_through_redis);
 	tcase_add_test(raw, tenants_keep_apart);
 	tcase_add_test(raw, token_file_is_checked);
 	tcase_add_test(raw, listens_only_on_loopback);
