@@ -22,6 +22,7 @@
 /* How long the server may take to say it listens, and how often to look. */
 #define LISTEN_WAIT 60.0
 #define LISTEN_POLL_US 20000
+#define HTTP_SID_MAX 64
 
 static struct cli_test fx;
 
@@ -270,6 +271,100 @@ START_TEST(servers_share_sessions_through_redis)
 }
 END_TEST
 
+/* curl through the README's Caddyfile (examples/mcp-http/Caddyfile), TLS
+ * with a certificate made here: 401 without a token; with one, a session
+ * and a call whose progress and answer come as a stream. */
+static void curl_mcp(struct cli_run *r, const char *url, const char *cacert,
+                     const char *auth, const char *sid, const char *body)
+{
+	char sid_header[128];
+
+	snprintf(sid_header, sizeof(sid_header), "Mcp-Session-Id: %s", sid ? sid : "");
+	cli_run(r, &(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/curl", .timeout = 120 },
+	        (const char *const[]){ "curl", "-s", "-i", "--cacert", cacert, "-H", auth,
+	                               "-H", "Content-Type: application/json",
+	                               "-H", "Accept: application/json, text/event-stream",
+	                               "-H", sid ? sid_header : "X-None: 1", "-d", body, url,
+	                               NULL });
+}
+
+#define INIT_BODY "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":" \
+	"{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":" \
+	"{\"name\":\"c\",\"version\":\"1\"}}}"
+
+START_TEST(tls_proxy_in_front)
+{
+	struct http_server h;
+	struct cli_run r;
+	char *dir = cli_tempdir(), cert[4400], key[4400], tokens[4400], flags[4500], url[64];
+	char env[5][4500], backend[300], *sid_at;
+	char sid[HTTP_SID_MAX];
+	int port = redis_test_free_port(), status;
+	double until = cli_now() + LISTEN_WAIT;
+	pid_t caddy;
+
+	if (access("/usr/bin/caddy", X_OK) != 0 || access("/usr/bin/openssl", X_OK) != 0) {
+		printf("SKIP %s: no caddy or openssl (tools/deps.sh check installs them)\n",
+		       __func__);
+		cli_rmtree(dir);
+		return;
+	}
+	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+	snprintf(key, sizeof(key), "%s/key.pem", dir);
+	snprintf(tokens, sizeof(tokens), "%s/tokens", dir);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/openssl" },
+	        (const char *const[]){ "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+	                               "-keyout", key, "-out", cert, "-days", "2", "-subj",
+	                               "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+	                               NULL });
+	ck_assert_msg(r.code == 0, "openssl: %s", r.err);
+	cli_run_release(&r);
+	cli_write_file(tokens, "alice " TOKEN_A "\n");
+	ck_assert_int_eq(chmod(tokens, 0600), 0);
+	snprintf(flags, sizeof(flags), "--auth-tokens %s", tokens);
+	server_start(&h, "127.0.0.1:0", flags);
+	snprintf(backend, sizeof(backend), "%.*s", (int)strcspn(h.url + 7, "/"), h.url + 7);
+	snprintf(env[0], sizeof(env[0]), "MCP_LISTEN=127.0.0.1:%d", port);
+	snprintf(env[1], sizeof(env[1]), "MCP_BACKENDS=%s", backend);
+	snprintf(env[2], sizeof(env[2]), "MCP_CERT=%s", cert);
+	snprintf(env[3], sizeof(env[3]), "MCP_KEY=%s", key);
+	snprintf(env[4], sizeof(env[4]), "XDG_DATA_HOME=%s", dir);
+	for (int i = 0; i < 5; i++)
+		cli_test_add_env(&fx, env[i]);
+	cli_test_add_env(&fx, "XDG_CONFIG_HOME=/nonexistent");
+	caddy = cli_spawn(&(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/caddy" },
+	                  (const char *const[]){ "caddy", "run", "--config",
+	                                         "examples/mcp-http/Caddyfile", NULL });
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/mcp", port);
+	for (;;) {
+		curl_mcp(&r, url, cert, "X-Token: none", NULL, INIT_BODY);
+		if (cli_has(r.out, "HTTP/2 401"))
+			break;
+		cli_run_release(&r);
+		ck_assert_msg(cli_now() < until && cli_pid_alive(caddy), "caddy never answered");
+		usleep(LISTEN_POLL_US * 5);
+	}
+	cli_run_release(&r);
+	curl_mcp(&r, url, cert, "Authorization: Bearer " TOKEN_A, NULL, INIT_BODY);
+	sid_at = strstr(r.out, "mcp-session-id: ");
+	ck_assert_msg(sid_at && cli_has(r.out, "\"protocolVersion\":\"2025-06-18\""), "%s", r.out);
+	snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(sid_at + 16, "\r\n"), sid_at + 16);
+	cli_run_release(&r);
+	curl_mcp(&r, url, cert, "Authorization: Bearer " TOKEN_A, sid,
+	         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+	         "\"python\",\"arguments\":{\"session\":\"p\",\"code\":\"print('hi', flush=True)"
+	         "\\n6 * 7\"},\"_meta\":{\"progressToken\":\"t\"}}}");
+	ck_assert_msg(r.code == 0 && cli_has(r.out, "content-type: text/event-stream") &&
+	              cli_has(r.out, "\"method\":\"notifications/progress\"") &&
+	              cli_has(r.out, "\"value\":\"42\""), "%s", r.out);
+	cli_run_release(&r);
+	kill(caddy, SIGTERM);
+	ck_assert_int_eq(waitpid(caddy, &status, 0), caddy);
+	server_stop(&h);
+	cli_rmtree(dir);
+}
+END_TEST
+
 START_TEST(unix_socket)
 {
 	struct http_server h;
@@ -333,6 +428,7 @@ static Suite *mcp_http_suite(void)
 	tcase_add_test(raw, client_gone_mid_cell_the_cell_commits);
 	tcase_add_test(raw, slow_and_idle_connections_are_dropped);
 	tcase_add_test(raw, unix_socket);
+	tcase_add_test(raw, tls_proxy_in_front);
 	tcase_add_test(raw, servers_share_sessions_through_redis);
 	tcase_add_test(raw, tenants_keep_apart);
 	tcase_add_test(raw, token_file_is_checked);
