@@ -120,7 +120,9 @@ int auth_parse(const char *text, size_t len, size_t max_bytes, struct auth *a, c
 		lineno++;
 		if (n && line[n - 1] == '\r')
 			n--;
-		if (strspn(line, " \t") >= n || line[strspn(line, " \t")] == '#')
+		while (n && (line[0] == ' ' || line[0] == '\t'))
+			line++, n--;
+		if (n == 0 || line[0] == '#')
 			continue;
 		if (a->n == AUTH_MAX_TENANTS) {
 			snprintf(err, errlen, "more than %d tenants", AUTH_MAX_TENANTS);
