@@ -76,6 +76,7 @@ struct session {
 	size_t wlen, wcap;
 	struct stream *streams, *get;
 	const struct auth_tenant *tenant;   /* NULL: no --auth-tokens */
+	double used;                /* when a request last named it */
 	json_t *calls;              /* ids of its tools/call requests not yet answered */
 };
 
@@ -388,6 +389,7 @@ static struct session *session_new(struct front *f, const struct auth_tenant *te
 		return NULL;
 	}
 	jsonrpc_reader_init(&se->rd, MCP_MAX_MESSAGE);
+	se->used = deadline_now();
 	se->next = f->sessions;
 	f->sessions = se;
 	f->n_sessions++;
@@ -400,8 +402,10 @@ static struct session *session_find(struct front *f, const char *id,
                                     const struct auth_tenant *tenant)
 {
 	for (struct session *se = f->sessions; se; se = se->next)
-		if (se->tenant == tenant && strcmp(se->id, id) == 0)
+		if (se->tenant == tenant && strcmp(se->id, id) == 0) {
+			se->used = deadline_now();
 			return se;
+		}
 	return NULL;
 }
 
@@ -1080,6 +1084,30 @@ static int listen_on(const char *where, struct front *f, char *err, size_t errle
 
 /* ---- the loop ---- */
 
+/* End the sessions no request named for MCP_HTTP_SESSION_IDLE seconds
+ * that have no stream open and no call in flight (a client that never
+ * sent DELETE, or one another server serves now): any server takes the
+ * id again.  The ms until the next may be due, or -1. */
+static int end_idle(struct front *f)
+{
+	double t = deadline_now(), next = -1;
+	struct session *se = f->sessions;
+
+	while (se) {
+		struct session *later = se->next;
+		double due = se->used + MCP_HTTP_SESSION_IDLE - t;
+
+		if (se->streams || json_array_size(se->calls))
+			due = MCP_HTTP_SESSION_IDLE;
+		else if (due <= 0)
+			session_free(f, se);
+		if (due > 0 && (next < 0 || due < next))
+			next = due;
+		se = later;
+	}
+	return next < 0 ? -1 : (int)(next * 1000) + 1;
+}
+
 static void stop_sessions(struct front *f)
 {
 	while (f->sessions)
@@ -1111,6 +1139,9 @@ static int serve(struct front *f, char *err, size_t errlen)
 		if (MHD_get_timeout(f->d, &wait_ms) == MHD_YES)
 			timeout = wait_ms > 60000 ? 60000 : (int)wait_ms;
 		late = drop_late(f);
+		if (late >= 0 && (timeout < 0 || late < timeout))
+			timeout = late;
+		late = end_idle(f);
 		if (late >= 0 && (timeout < 0 || late < timeout))
 			timeout = late;
 		rc = poll(pf, n, timeout);

@@ -18,6 +18,9 @@
 #define MCP_HTTP_MAX_SESSIONS 256
 #define MCP_HTTP_MAX_CONNECTIONS 512
 #define MCP_HTTP_HEADER_TIMEOUT 10
+/* Seconds a session no request names, with nothing open or running, is
+ * kept before it is ended (any server takes its id again). */
+#define MCP_HTTP_SESSION_IDLE 1800
 
 /*
  * Serve on listen (HOST:PORT, a numeric IPv4 or [IPv6] address, port 0 for
