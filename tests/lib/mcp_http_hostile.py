@@ -155,6 +155,12 @@ def case_headers():
     r, data = post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
                    {"Origin": "http://localhost:3000"})
     assert r.status == 200, (r.status, data)
+    # A client that takes no event stream gets one JSON body.
+    r, data = post({"jsonrpc": "2.0", "id": 4, "method": "ping"}, sid,
+                   {"Accept": "application/json"})
+    assert r.status == 200 and r.getheader("Content-Type") == "application/json", \
+        (r.status, r.getheaders())
+    assert json.loads(data) == {"jsonrpc": "2.0", "id": 4, "result": {}}, data
     msg = error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
                          {"MCP-Protocol-Version": "1999-01-01"}), 400)
     assert "MCP-Protocol-Version" in msg, msg
