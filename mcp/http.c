@@ -721,6 +721,10 @@ static bool within_cells(struct front *f, struct MHD_Connection *c, struct sessi
 
 	json_array_foreach(h->cancels, i, v) {
 		call_done(f, se, v);
+		/* A cancelled request gets no answer: its stream waits no more. */
+		for (struct stream *st = se->streams; st; st = st->next)
+			if (!st->is_get && take_id(st->ids, v) && json_array_size(st->ids) == 0)
+				stream_end(st);
 	}
 	if (!n)
 		return true;

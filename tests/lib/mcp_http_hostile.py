@@ -283,6 +283,19 @@ def case_disconnect():
     wait_for(started)
     s.close()
     m = call(sid, "n + 1", "gone", 8)
+    # A cancelled call's stream ends, with no answer.
+    s = raw_call(sid, 9, "gone", "import time\ntime.sleep(30)")
+    r, data = post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 9}}, sid)
+    assert r.status == 202, (r.status, data)
+    s.settimeout(WAIT)
+    got = b""
+    while not got.endswith(b"0\r\n\r\n"):
+        chunk = s.recv(65536)
+        assert chunk, got
+        got += chunk
+    assert b'"id":9' not in got, got
+    s.close()
     assert m["result"]["structuredContent"]["value"] == "42", m
 
 
