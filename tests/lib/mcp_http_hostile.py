@@ -239,6 +239,7 @@ def case_idle():
     deadline = time.monotonic() + WAIT
     for s in idle:
         s.close()
+    deadline = time.monotonic() + 2 * WAIT
     TIMEOUT[0] = 5.0
     while True:
         try:
