@@ -27,6 +27,7 @@
 #include "display_files.h"
 #include "hosttools.h"
 #include "export.h"
+#include "http.h"
 #include "mcp.h"
 #include "mcp_config.h"
 #include "opts.h"
@@ -150,6 +151,8 @@ struct cli {
 	bool describe;
 	bool mcp;                  /* dolsot mcp */
 	const char *print_config;
+	const char *http;          /* dolsot mcp --http ADDR */
+	const char *auth_tokens;   /* and --auth-tokens FILE */
 	struct host_tools *tools;  /* --tool, --tool-schema; NULL: none */
 	const char *tools_fd;      /* --tools-fd N */
 	const char **proxies;      /* --proxy COMMAND */
@@ -466,6 +469,12 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPTION_PRINT_CONFIG:
 			c->print_config = optarg;
+			break;
+		case OPTION_HTTP:
+			c->http = optarg;
+			break;
+		case OPTION_AUTH_TOKENS:
+			c->auth_tokens = optarg;
 			break;
 		case OPTION_STORE:
 			c->store = optarg;
@@ -1151,7 +1160,8 @@ static int cmd_mcp(struct cli *c, const struct settings *s, int argc, char **arg
 	m.tools = open_tools(c, s);
 	/* A long-lived server: each log line goes out when it is written. */
 	setvbuf(stderr, NULL, _IOLBF, 0);
-	if (mcp_serve(&m, err, sizeof(err)) < 0)
+	if ((c->http ? mcp_http_serve(&m, c->http, c->auth_tokens, err, sizeof(err))
+	             : mcp_serve(&m, err, sizeof(err))) < 0)
 		die(DOLSOT_EXIT_FAIL, "mcp: %s", err);
 	sandbox_plan_release(&plan);
 	free(mounts);
@@ -1188,6 +1198,10 @@ int main(int argc, char **argv)
 	}
 	if (c.print_config && !c.mcp)
 		usage_error("--print-config belongs to 'dolsot mcp'");
+	if (c.http && !c.mcp)
+		usage_error("--http belongs to 'dolsot mcp'");
+	if (c.auth_tokens && !c.http)
+		usage_error("--auth-tokens belongs to 'dolsot mcp --http'");
 	timeline = c.history || c.undo || c.checkout || c.export_id;
 	if ((c.list || c.reset || c.server || c.describe || timeline) && c.code)
 		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --export, "

@@ -195,6 +195,13 @@ const struct option_row options_table[] = {
 	{ .id = OPTION_PRINT_CONFIG, .flag = "print-config", .arg = "HOST", NO_FIELD,
 	  .help = "with mcp: print the configuration snippet HOST (claude,\n"
 	          "codex or generic) needs to start this server" },
+	{ .id = OPTION_HTTP, .flag = "http", .arg = "ADDR", NO_FIELD,
+	  .help = "with mcp: serve MCP's Streamable HTTP at ADDR's /mcp\n"
+	          "(HOST:PORT on loopback, port 0 for any free one, or a unix\n"
+	          "socket's path) instead of stdin and stdout" },
+	{ .id = OPTION_AUTH_TOKENS, .flag = "auth-tokens", .arg = "FILE", NO_FIELD,
+	  .help = "with mcp --http: the tenants' bearer tokens, a line\n"
+	          "'NAME TOKEN' each (mode 0600); any address may then be bound" },
 	{ .id = OPTION_HELP, .flag = "help", .short_flag = 'h', NO_FIELD,
 	  .help = "show this help" },
 	{ .id = OPTION_VERSION, .flag = "version", .short_flag = 'V', NO_FIELD,

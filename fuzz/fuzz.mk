@@ -77,3 +77,4 @@ $(eval $(call fuzz_harness,sign,store/sign.c store/store_name.c base/fdio.c,-lcr
 $(eval $(call fuzz_harness,redis_health,store/redis_health.c base/fdio.c,-lhiredis))
 $(eval $(call fuzz_harness,units,store/units.c,))
 $(eval $(call fuzz_harness,toolchan,call/toolchan.c mcp/jsonrpc.c,-ljansson))
+$(eval $(call fuzz_harness,http,mcp/http_route.c mcp/auth.c base/sha256.c base/fdio.c,-lcrypto))

@@ -96,6 +96,14 @@ struct server {
 	struct relay relay;         /* proxied servers and llm_query */
 };
 
+bool mcp_version_known(const char *v)
+{
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+		if (strcmp(v, versions[i]) == 0)
+			return true;
+	return false;
+}
+
 static double now(void)
 {
 	return deadline_now();

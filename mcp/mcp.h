@@ -8,6 +8,7 @@
 #ifndef DOLSOT_MCP_H
 #define DOLSOT_MCP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "mcp_tools.h"
@@ -24,5 +25,7 @@
  * when it returns.  Returns 0, or -1 with a reason in err.
  */
 int mcp_serve(const struct mcp_setup *m, char *err, size_t errlen);
+/* Whether v is one of the protocol revisions the server speaks. */
+bool mcp_version_known(const char *v);
 
 #endif

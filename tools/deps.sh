@@ -4,12 +4,12 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
 
-build="gcc make libc6-dev python3.11 libpython3.11-dev python3-dill libseccomp-dev libjansson-dev libhiredis-dev libssl-dev"
+build="gcc make libc6-dev python3.11 libpython3.11-dev python3-dill libseccomp-dev libjansson-dev libhiredis-dev libssl-dev libmicrohttpd-dev"
 case "${1:-build}" in
 build|demo) pkgs="$build" ;;
 check) pkgs="$build check libsubunit-dev pkg-config mandoc python3-venv
 	python3-numpy python3-pandas python3-matplotlib python3-openpyxl procps util-linux mypy nodejs passwd
-	python3-jsonschema redis-server python3-nbformat jupyter-nbconvert" ;;
+	python3-jsonschema redis-server python3-nbformat jupyter-nbconvert caddy openssl curl" ;;
 lint) pkgs="$build cppcheck clang-tidy mandoc" ;;
 fuzz) pkgs="$build clang libclang-rt-14-dev" ;;
 valgrind) pkgs="$build check libsubunit-dev pkg-config valgrind" ;;

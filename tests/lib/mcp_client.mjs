@@ -1,9 +1,11 @@
 // mcp_client.mjs - `dolsot mcp` driven by the official MCP TypeScript SDK
 // (@modelcontextprotocol/sdk, installed into tools/node by tools/npm-deps.sh)
 // over stdio, as an agent host drives it.  tests/check_mcp.c runs it, cold
-// and warm, in a private store.
+// and warm, in a private store; tests/check_mcp_http.c runs the same steps
+// over Streamable HTTP against a `dolsot mcp --http` it started (URL), with
+// the initialize's revision set to REVISION when given.
 //
-// usage: node tests/lib/mcp_client.mjs DOLSOT_BINARY SCRATCH_DIR
+// usage: node tests/lib/mcp_client.mjs DOLSOT_BINARY SCRATCH_DIR [URL [REVISION]]
 // Prints "ok NAME" per step; exits 1 at the first failed step, with why.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -16,7 +18,9 @@ const { Client } = await import(pathToFileURL(path.join(sdk, 'client/index.js'))
 const { StdioClientTransport } =
 	await import(pathToFileURL(path.join(sdk, 'client/stdio.js')).href);
 
-const [bin, scratch] = process.argv.slice(2);
+const [bin, scratch, url, revision] = process.argv.slice(2);
+const { StreamableHTTPClientTransport } = url ?
+	await import(pathToFileURL(path.join(sdk, 'client/streamableHttp.js')).href) : {};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function check(cond, what, detail) {
@@ -61,15 +65,24 @@ async function refused(name, args) {
 	return null;
 }
 
-const transport = new StdioClientTransport({
-	command: bin, args: ['mcp', '--timeout', '60'], env: process.env, stderr: 'inherit',
-});
+const transport = url ? new StreamableHTTPClientTransport(new URL(url)) :
+	new StdioClientTransport({
+		command: bin, args: ['mcp', '--timeout', '60'], env: process.env, stderr: 'inherit',
+	});
+if (revision) {
+	// The SDK asks for its newest revision; ask for an older one instead.
+	const send = transport.send.bind(transport);
+	transport.send = (msg, opts) => send(msg.method === 'initialize' ?
+		{ ...msg, params: { ...msg.params, protocolVersion: revision } } : msg, opts);
+}
 const client = new Client({ name: 'dolsot-test', version: '1.0.0' });
 await client.connect(transport);
 const serverPid = transport.pid;
 
 // initialize: the SDK's newest revision is answered in kind.
 const info = client.getServerVersion();
+check(!revision || transport.protocolVersion === revision, 'initialize: the revision asked',
+      transport.protocolVersion);
 check(info && info.name === 'dolsot', 'initialize: serverInfo', info);
 check(client.getServerCapabilities().tools, 'initialize: the tools capability');
 check(/python tool/.test(client.getInstructions() ?? ''), 'initialize: instructions');
@@ -370,6 +383,18 @@ err = await refused('python', { session: 'x' });
 check(err && err.code === -32602, 'missing code is invalid params', String(err));
 console.log('ok invalid params');
 
+if (url) {
+	// DELETE ends the session: its id is refused afterwards.
+	const sid = transport.sessionId;
+	await transport.terminateSession();
+	const after = await fetch(url, { method: 'POST', body: '{"jsonrpc":"2.0","id":9,"method":"ping"}',
+		headers: { 'content-type': 'application/json', 'mcp-session-id': sid,
+		           accept: 'application/json, text/event-stream' } });
+	check(after.status === 404, 'a deleted session is gone', after.status);
+	await client.close();
+	console.log('ok close');
+	process.exit(0);
+}
 await client.close();
 check(await gone(serverPid, 20), 'the server exits when the client closes', serverPid);
 console.log('ok close');

@@ -1,0 +1,46 @@
+/*
+ * http_route.h - what `dolsot mcp --http` reads of a request itself,
+ * beside libmicrohttpd's parsing: the listen address, the Accept and
+ * Content-Type values it decides on, the Origin it allows, and the
+ * session ids it issues and takes.  Reads untrusted bytes;
+ * fuzz/fuzz_http.c is its harness.
+ */
+#ifndef DOLSOT_HTTP_ROUTE_H
+#define DOLSOT_HTTP_ROUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#define HTTP_SESSION_HEADER "Mcp-Session-Id"
+#define HTTP_VERSION_HEADER "MCP-Protocol-Version"
+/* A session id: 64 random bits and 64 of a keyed SHA-256 of them and the
+ * tenant, in hex, so that every server with the same key (all of one
+ * deployment: the same token file) knows an id for the tenant's as its
+ * own, and no other tenant's. */
+#define HTTP_SESSION_ID_LEN 32
+#define HTTP_KEY_LEN 32
+
+struct http_addr {
+	struct sockaddr_storage sa;
+	socklen_t len;
+	bool loopback;              /* 127.0.0.0/8, ::1, or a unix socket */
+};
+
+/* HOST:PORT (numeric IPv4), [IPv6]:PORT, or a unix socket's path (starts
+ * with '/'); "localhost" is 127.0.0.1.  0, or -1 with why in err. */
+int http_parse_listen(const char *s, struct http_addr *a, char *err, size_t errlen);
+/* Whether an Accept value (NULL: none) names type, or a wildcard for it. */
+bool http_accepts(const char *accept, const char *type);
+/* Whether a Content-Type value is application/json (parameters aside). */
+bool http_is_json(const char *content_type);
+/* Whether an Origin value is a loopback one (http or https, any port):
+ * a page elsewhere must not reach a local server (DNS rebinding). */
+bool http_origin_allowed(const char *origin);
+/* Whether s is a session id made with key for tenant (NULL: none). */
+bool http_session_id_valid(const char *s, const unsigned char *key, const char *tenant);
+/* A new session id for tenant into buf (at least HTTP_SESSION_ID_LEN + 1
+ * bytes).  0, or -1 with errno set. */
+int http_session_id(char *buf, size_t size, const unsigned char *key, const char *tenant);
+
+#endif

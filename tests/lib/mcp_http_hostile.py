@@ -1,0 +1,361 @@
+"""mcp_http_hostile.py - hostile clients against `dolsot mcp --http`.
+
+tests/cli/check_mcp_http.c runs it against a server it started:
+
+    python3.11 tests/lib/mcp_http_hostile.py URL SCRATCH CASE...
+
+Each case prints "ok CASE" or raises (a traceback, exit 1).  After each
+one a well-behaved client is still served.
+"""
+import http.client
+import json
+import os
+import resource
+import select
+import socket
+import sys
+import time
+import urllib.parse
+
+URL, SCRATCH = sys.argv[1], sys.argv[2]
+_u = urllib.parse.urlsplit(URL)
+HOST, PORT, PATH = _u.hostname, _u.port, _u.path
+ACCEPT = "application/json, text/event-stream"
+# Bounds on waiting for an event (never asserted as timings).
+WAIT = 60.0
+HEADER_TIMEOUT = 10     # http.h's MCP_HTTP_HEADER_TIMEOUT
+POLL = 0.1
+
+
+def conn():
+    return http.client.HTTPConnection(HOST, PORT, timeout=TIMEOUT[0])
+
+
+# A request's own bound: WAIT, or shorter while retrying.
+TIMEOUT = [WAIT]
+
+
+# The bearer token every request carries (MCP_HTTP_TOKEN), or none.
+AUTH = {}
+
+
+def as_tenant(token):
+    AUTH.clear()
+    if token:
+        AUTH["Authorization"] = "Bearer " + token
+
+
+as_tenant(os.environ.get("MCP_HTTP_TOKEN"))
+
+
+def post(body, sid=None, headers=None, raw=False):
+    h = {"Content-Type": "application/json", "Accept": ACCEPT, **AUTH}
+    if sid:
+        h["Mcp-Session-Id"] = sid
+    h.update(headers or {})
+    c = conn()
+    c.request("POST", PATH, body if raw else json.dumps(body), h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r, data
+
+
+def messages(r, data):
+    """The JSON-RPC messages of a response, SSE or JSON."""
+    if r.getheader("Content-Type", "").startswith("text/event-stream"):
+        return [json.loads(line[6:]) for line in data.decode().splitlines()
+                if line.startswith("data: ")]
+    return [json.loads(data)] if data else []
+
+
+def initialize():
+    r, data = post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": {"name": "hostile", "version": "1"}}})
+    assert r.status == 200, (r.status, data)
+    sid = r.getheader("Mcp-Session-Id")
+    assert sid, r.getheaders()
+    r, data = post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+    assert r.status == 202, (r.status, data)
+    return sid
+
+
+def call(sid, code, session, rid=1):
+    r, data = post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                    "params": {"name": "python",
+                               "arguments": {"code": code, "session": session}}}, sid)
+    assert r.status == 200, (r.status, data)
+    return [m for m in messages(r, data) if m.get("id") == rid][0]
+
+
+def served():
+    """A well-behaved client still gets its answer."""
+    sid = initialize()
+    r, data = post({"jsonrpc": "2.0", "id": 5, "method": "ping"}, sid)
+    assert r.status == 200 and messages(r, data)[0]["result"] == {}, (r.status, data)
+
+
+def error_of(r, data, status, code=None):
+    assert r.status == status, (r.status, data)
+    m = json.loads(data)
+    assert m["jsonrpc"] == "2.0" and "error" in m, m
+    if code is not None:
+        assert m["error"]["code"] == code, m
+    return m["error"]["message"]
+
+
+def case_malformed():
+    sid = initialize()
+    error_of(*post("{not json", sid, raw=True), 400, -32700)
+    error_of(*post({"jsonrpc": "1.0", "id": 1, "method": "ping"}, sid), 400, -32600)
+    error_of(*post("[]", sid, raw=True), 400, -32600)
+    msg = error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
+                         {"Content-Type": "text/plain"}), 415)
+    assert "application/json" in msg, msg
+    # A message the session's server refuses is its JSON-RPC error.
+    r, data = post({"jsonrpc": "2.0", "id": 3, "method": "no/such"}, sid)
+    assert messages(r, data)[0]["error"]["code"] == -32601, data
+
+
+def case_oversized():
+    sid = initialize()
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + \
+        b"a" * (17 << 20) + b'"}}'
+    c = conn()
+    try:
+        c.request("POST", PATH, body, {"Content-Type": "application/json",
+                                       "Accept": ACCEPT, "Mcp-Session-Id": sid})
+        r = c.getresponse()
+        error_of(r, r.read(), 413, -32600)
+    except (BrokenPipeError, ConnectionResetError):
+        pass    # refused before the body was all sent
+    c.close()
+
+
+def case_sessions():
+    msg = error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}), 400)
+    assert "Mcp-Session-Id" in msg, msg
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, "0" * 32), 404)
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, "../../etc"), 404)
+    sid = initialize()
+    c = conn()
+    c.request("DELETE", PATH, headers={"Mcp-Session-Id": sid, **AUTH})
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid), 404)
+
+
+def case_headers():
+    sid = initialize()
+    msg = error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
+                         {"Origin": "http://evil.example"}), 403)
+    assert "Origin" in msg, msg
+    r, data = post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
+                   {"Origin": "http://localhost:3000"})
+    assert r.status == 200, (r.status, data)
+    # A client that takes no event stream gets one JSON body.
+    r, data = post({"jsonrpc": "2.0", "id": 4, "method": "ping"}, sid,
+                   {"Accept": "application/json"})
+    assert r.status == 200 and r.getheader("Content-Type") == "application/json", \
+        (r.status, r.getheaders())
+    assert json.loads(data) == {"jsonrpc": "2.0", "id": 4, "result": {}}, data
+    msg = error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid,
+                         {"MCP-Protocol-Version": "1999-01-01"}), 400)
+    assert "MCP-Protocol-Version" in msg, msg
+    c = conn()
+    c.request("GET", "/other")
+    r = c.getresponse()
+    error_of(r, r.read(), 404)
+    c.request("PUT", PATH, "{}")
+    r = c.getresponse()
+    error_of(r, r.read(), 405)
+    c.close()
+
+
+def closed_by_server(s):
+    """Whether the server closed s (reads until EOF, a reset, or WAIT)."""
+    s.settimeout(WAIT)
+    try:
+        while s.recv(4096):
+            pass
+        return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True     # reset, or never let in
+
+
+def case_slowloris():
+    s = socket.create_connection((HOST, PORT))
+    request = (f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "X-Slow: " + "a" * 200 + "\r\n").encode()
+    deadline = time.monotonic() + WAIT
+    dropped = False
+    for i, byte in enumerate(request):
+        try:
+            s.send(bytes([byte]))
+        except (BrokenPipeError, ConnectionResetError):
+            dropped = True
+            break
+        if i == 3:
+            served()    # another client meanwhile
+        # A byte a second, as a slow-loris client sends; stop at the bound.
+        time.sleep(1)
+        if time.monotonic() > deadline:
+            break
+    assert dropped or closed_by_server(s), "the slow connection was never dropped"
+    s.close()
+
+
+def case_idle():
+    """1,000 connections that send nothing: the server holds at most 512
+    (the rest wait in the kernel's queue), drops each at its header
+    timeout, and serves others once they are gone."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    idle = []
+    for _ in range(1000):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex((HOST, PORT))
+        idle.append(s)
+    # Those the server took are dropped at their header timeout (10 s); the
+    # kernel may hold or lose the rest (a full queue), never the server.
+    left = {s for s in idle if connected(s)}
+    got_in = len(left)
+    deadline = time.monotonic() + 3 * HEADER_TIMEOUT
+    while left and time.monotonic() < deadline:
+        readable, _, _ = select.select(list(left)[:500], [], [], POLL)
+        for s in readable:
+            try:
+                if s.recv(4096):
+                    continue
+            except OSError:
+                pass
+            left.discard(s)
+    assert got_in > len(left), (got_in, len(left))
+    deadline = time.monotonic() + WAIT
+    for s in idle:
+        s.close()
+    deadline = time.monotonic() + 2 * WAIT
+    TIMEOUT[0] = 5.0
+    while True:
+        try:
+            served()
+            TIMEOUT[0] = WAIT
+            return
+        except (ConnectionError, socket.timeout, http.client.HTTPException):
+            assert time.monotonic() < deadline, "never served again"
+            time.sleep(POLL)
+
+
+def connected(s):
+    return s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0 and \
+        select.select([], [s], [], 0)[1] != []
+
+
+def raw_call(sid, rid, session, code, headers=""):
+    """A tools/call sent on a socket of its own, left open: the socket."""
+    s = socket.create_connection((HOST, PORT))
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+        "name": "python", "arguments": {"session": session, "code": code}}})
+    s.sendall((f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Accept: {ACCEPT}\r\nMcp-Session-Id: {sid}\r\n{headers}"
+               f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    return s
+
+
+def wait_for(path):
+    deadline = time.monotonic() + WAIT
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, "the cell never started"
+        time.sleep(POLL)
+
+
+def case_disconnect():
+    """A client gone mid-cell: the cell finishes and commits (the
+    specification: a disconnect is no cancellation)."""
+    sid = initialize()
+    started = os.path.join(SCRATCH, "started")
+    s = raw_call(sid, 7, "gone",
+                 f"import time\nopen({started!r}, 'w').close()\ntime.sleep(2)\nn = 41")
+    wait_for(started)
+    s.close()
+    m = call(sid, "n + 1", "gone", 8)
+    # A cancelled call's stream ends, with no answer.
+    s = raw_call(sid, 9, "gone", "import time\ntime.sleep(30)")
+    r, data = post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 9}}, sid)
+    assert r.status == 202, (r.status, data)
+    s.settimeout(WAIT)
+    got = b""
+    while not got.endswith(b"0\r\n\r\n"):
+        chunk = s.recv(65536)
+        assert chunk, got
+        got += chunk
+    assert b'"id":9' not in got, got
+    s.close()
+    assert m["result"]["structuredContent"]["value"] == "42", m
+
+
+def tool(sid, name, args, rid=1):
+    r, data = post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                    "params": {"name": name, "arguments": args}}, sid)
+    return r, data
+
+
+def case_tenants():
+    """Tenants A and B (MCP_HTTP_TOKEN is A's, MCP_HTTP_TOKEN_B is B's,
+    whose file line has cells=1 bytes=4096)."""
+    a, b = os.environ["MCP_HTTP_TOKEN"], os.environ["MCP_HTTP_TOKEN_B"]
+    for token in (None, "wrong-" + a, a + "x", a[:-1]):
+        as_tenant(token)
+        r, data = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+        assert r.status == 401 and r.getheader("WWW-Authenticate") == "Bearer", \
+            (r.status, data)
+        assert json.loads(data)["error"]["code"] == -32001, data
+    as_tenant(a)
+    sid_a = initialize()
+    assert call(sid_a, "mine = 1", "shared")["result"]["isError"] is False
+    as_tenant(b)
+    # A's session id is unknown to B; B's namespace is its own.
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, sid_a), 404)
+    sid_b = initialize()
+    m = call(sid_b, "'mine' in globals()", "shared")
+    assert m["result"]["structuredContent"]["value"] == "False", m
+    r, data = tool(sid_b, "reset_session", {"session": "all"})
+    r, data = tool(sid_b, "list_sessions", {})
+    ids = [s["id"] for s in messages(r, data)[0]["result"]["structuredContent"]["sessions"]]
+    assert ids == [], ids
+    # B's caps: one call at a time, 4096 bytes a body.
+    started = os.path.join(SCRATCH, "b-started")
+    s = raw_call(sid_b, 7, "slow", f"import time\nopen({started!r}, 'w').close()\n"
+                 "time.sleep(3)", f"Authorization: Bearer {b}\r\n")
+    wait_for(started)
+    r, data = tool(sid_b, "python", {"session": "other", "code": "1"}, 8)
+    msg = error_of(r, data, 429, -32000)
+    assert "tenant" in msg, msg
+    as_tenant(a)
+    assert call(sid_a, "mine", "shared", 9)["result"]["structuredContent"]["value"] == "1"
+    as_tenant(b)
+    s.settimeout(WAIT)
+    got = b""
+    while b'"id":7' not in got:
+        chunk = s.recv(65536)
+        assert chunk, got
+        got += chunk
+    s.close()
+    error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "a" * 5000}},
+                   sid_b), 413, -32600)
+    as_tenant(a)
+    r, data = tool(sid_a, "list_sessions", {})
+    ids = [s["id"] for s in messages(r, data)[0]["result"]["structuredContent"]["sessions"]]
+    assert ids == ["shared"], ids
+
+
+for name in sys.argv[3:]:
+    globals()["case_" + name]()
+    served()
+    print("ok", name, flush=True)
