@@ -24,8 +24,8 @@ HIREDIS_LIBS := $(if $(wildcard /usr/lib/*/libhiredis.a /usr/lib/libhiredis.a),\
 	$(HIREDIS_STATIC),-lhiredis)
 # libcrypto (SHA-256 for the sessions' signatures, sign.c) is linked in too.
 CRYPTO_LIBS := -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -ldl -lpthread
-# libmicrohttpd (dolsot mcp --http), Debian's shared library.
-MHD_LIBS := -lmicrohttpd
+# libmicrohttpd (dolsot mcp --http) is not linked: mcp/mhd.c loads it
+# when that command starts (mhd.h says why).
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -70,14 +70,14 @@ TEST_LIB_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard tests/lib/*.c))
 # libpython as an ordinary archive here: a suite that calls nothing of
 # Python's links none of it.
 TEST_LIBS := $(PY_STATIC) -ldl -lm -lz -lexpat -lpthread -lutil $(SECCOMP_LIBS) \
-	$(JANSSON_LIBS) $(HIREDIS_LIBS) $(CHECK_LIBS) $(MHD_LIBS)
+	$(JANSSON_LIBS) $(HIREDIS_LIBS) $(CHECK_LIBS)
 
 all: dolsot
 
 # Not a PIE: libpython's tables of pointers would need ~39,000 relocations
 # at every start, about 0.9 ms of each call (bench/RESULTS.md).
 dolsot: $(OBJS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -Wl,--build-id=sha1 -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS) $(CRYPTO_LIBS) $(MHD_LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -Wl,--build-id=sha1 -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS) $(CRYPTO_LIBS)
 
 $(B)/worker.o $(B)/worker/dolsotmod.o $(B)/worker/unitmap.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'

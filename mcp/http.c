@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -43,6 +42,7 @@
 #include "http_route.h"
 #include "jsonrpc.h"
 #include "mcp.h"
+#include "mhd.h"
 #include "proc_child.h"
 #include "sha256.h"
 #include "store_name.h"
@@ -139,7 +139,7 @@ static void stream_wake(struct stream *st)
 {
 	if (st->suspended && st->conn) {
 		st->suspended = false;
-		MHD_resume_connection(st->conn);
+		mhd.resume_connection(st->conn);
 	}
 }
 
@@ -422,7 +422,7 @@ static struct session *session_get(struct front *f, struct MHD_Connection *c,
                                    const char *sid, const struct auth_tenant *tenant)
 {
 	struct session *se = session_find(f, sid, tenant);
-	const char *version = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	const char *version = mhd.lookup_connection_value(c, MHD_HEADER_KIND,
 	                                                  HTTP_VERSION_HEADER);
 	char err[256], *init = NULL;
 
@@ -506,18 +506,18 @@ static bool session_read(struct front *f, struct session *se)
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
                              const char *body, const char *session)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
+	struct MHD_Response *r = mhd.create_response_from_buffer(strlen(body), (void *)body,
 	                                                          MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ok;
 
 	if (!r)
 		return MHD_NO;
 	if (*body)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+		mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (session)
-		MHD_add_response_header(r, HTTP_SESSION_HEADER, session);
-	ok = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
+		mhd.add_response_header(r, HTTP_SESSION_HEADER, session);
+	ok = mhd.queue_response(c, status, r);
+	mhd.destroy_response(r);
 	return ok;
 }
 
@@ -563,7 +563,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	if (st->ended || !st->sess)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	st->suspended = true;
-	MHD_suspend_connection(st->conn);
+	mhd.suspend_connection(st->conn);
 	return 0;
 }
 
@@ -609,7 +609,7 @@ static struct stream *stream_new(struct session *se, struct MHD_Connection *c, b
 
 static enum MHD_Result queue_sse(struct MHD_Connection *c, struct stream *st)
 {
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
+	struct MHD_Response *r = mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
 	                                                            sse_read, st, stream_free);
 	enum MHD_Result ok;
 
@@ -617,18 +617,18 @@ static enum MHD_Result queue_sse(struct MHD_Connection *c, struct stream *st)
 		stream_free(st);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	MHD_add_response_header(r, HTTP_SESSION_HEADER, st->sess->id);
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	mhd.add_response_header(r, HTTP_SESSION_HEADER, st->sess->id);
 	st->queued = true;
-	ok = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
+	ok = mhd.queue_response(c, MHD_HTTP_OK, r);
+	mhd.destroy_response(r);
 	return ok;
 }
 
 static const char *header(struct MHD_Connection *c, const char *name)
 {
-	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+	return mhd.lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
 /* What a POST's messages hold: the ids of its requests, their progress
@@ -759,7 +759,7 @@ static enum MHD_Result post_answer(struct MHD_Connection *c, struct req *rq,
 		return queue_sse(c, st);
 	rq->st = st;
 	st->suspended = true;
-	MHD_suspend_connection(c);
+	mhd.suspend_connection(c);
 	return MHD_YES;
 }
 
@@ -872,16 +872,16 @@ static enum MHD_Result unauthorized(struct MHD_Connection *c)
 	static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":"
 		"-32001,\"message\":\"unauthorized: send Authorization: Bearer TOKEN with a "
 		"token of --auth-tokens\"}}";
-	struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
+	struct MHD_Response *r = mhd.create_response_from_buffer(sizeof(body) - 1, (void *)body,
 	                                                          MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ok;
 
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-	ok = MHD_queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
-	MHD_destroy_response(r);
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	mhd.add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+	ok = mhd.queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
+	mhd.destroy_response(r);
 	return ok;
 }
 
@@ -912,7 +912,7 @@ static enum MHD_Result screen(struct front *f, struct MHD_Connection *c, const c
 static void request_in(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct pending *p = ci ? ci->socket_context : NULL;
 
 	if (p && p->prev) {
@@ -961,7 +961,7 @@ static int drop_late(struct front *f)
 
 		if (due <= 0) {
 			const union MHD_ConnectionInfo *ci =
-				MHD_get_connection_info(p->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+				mhd.get_connection_info(p->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 
 			if (ci)
 				shutdown(ci->connect_fd, SHUT_RDWR);
@@ -1120,7 +1120,7 @@ static void stop_sessions(struct front *f)
 
 static int serve(struct front *f, char *err, size_t errlen)
 {
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_EPOLL_FD);
+	const union MHD_DaemonInfo *info = mhd.get_daemon_info(f->d, MHD_DAEMON_INFO_EPOLL_FD);
 	struct pollfd pf[2 + MCP_HTTP_MAX_SESSIONS];
 	struct session *at[MCP_HTTP_MAX_SESSIONS];
 
@@ -1140,7 +1140,7 @@ static int serve(struct front *f, char *err, size_t errlen)
 			pf[n++] = (struct pollfd){ .fd = se->fd,
 			                           .events = POLLIN | (se->wlen ? POLLOUT : 0) };
 		}
-		if (MHD_get_timeout(f->d, &wait_ms) == MHD_YES)
+		if (mhd.get_timeout(f->d, &wait_ms) == MHD_YES)
 			timeout = wait_ms > 60000 ? 60000 : (int)wait_ms;
 		late = drop_late(f);
 		if (late >= 0 && (timeout < 0 || late < timeout))
@@ -1170,7 +1170,7 @@ static int serve(struct front *f, char *err, size_t errlen)
 			if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && !session_read(f, se))
 				session_free(f, se);
 		}
-		MHD_run(f->d);
+		mhd.run(f->d);
 	}
 	return 0;
 }
@@ -1207,6 +1207,8 @@ int mcp_http_serve(const struct mcp_setup *m, const char *where, const char *tok
 	sigset_t mask;
 	int fd, rc;
 
+	if (mhd_load(err, errlen) < 0)
+		return -1;
 	if (load_tenants(&f, tokens, err, errlen) < 0) {
 		auth_release(&f.auth);
 		return -1;
@@ -1229,7 +1231,7 @@ int mcp_http_serve(const struct mcp_setup *m, const char *where, const char *tok
 		free(f.running);
 		return -1;
 	}
-	f.d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+	f.d = mhd.start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
 	                       0, NULL, NULL, on_request, &f,
 	                       MHD_OPTION_LISTEN_SOCKET, fd,
 	                       MHD_OPTION_NOTIFY_COMPLETED, on_completed, &f,
@@ -1249,8 +1251,8 @@ int mcp_http_serve(const struct mcp_setup *m, const char *where, const char *tok
 	fprintf(stderr, "dolsot mcp: listening on %s\n", f.url);
 	rc = serve(&f, err, errlen);
 	stop_sessions(&f);
-	MHD_run(f.d);    /* the resumed connections end before the daemon */
-	MHD_stop_daemon(f.d);
+	mhd.run(f.d);    /* the resumed connections end before the daemon */
+	mhd.stop_daemon(f.d);
 	close(fd);
 	fd_close(&f.sigfd);
 	auth_release(&f.auth);

@@ -351,32 +351,38 @@ console.log('ok detached cells');
 // (execution.taskSupport "optional") runs as a task, polled with tasks/get
 // to its end, its result from tasks/result; a handle is a task's id for
 // tasks/get, tasks/list and tasks/cancel.
-check(py.execution && py.execution.taskSupport === 'optional', 'python takes a task', py);
-check(client.getServerCapabilities().tasks?.requests?.tools?.call, 'the tasks capability');
-let created = null, final = null;
-for await (const msg of client.experimental.tasks.callToolStream(
-	{ name: 'python', arguments: { code: 't = 6 * 7\nt', session: 'tsk' } })) {
-	if (msg.type === 'taskCreated')
-		created = msg.task;
-	else if (msg.type === 'result')
-		final = msg.result;
-	else if (msg.type === 'error')
-		check(false, 'the task stream', String(msg.error));
+// Only 2025-11-25 has the utility: an older revision is offered none.
+if (!revision || revision >= '2025-11-25') {
+	check(py.execution && py.execution.taskSupport === 'optional', 'python takes a task', py);
+	check(client.getServerCapabilities().tasks?.requests?.tools?.call, 'the tasks capability');
+	let created = null, final = null;
+	for await (const msg of client.experimental.tasks.callToolStream(
+		{ name: 'python', arguments: { code: 't = 6 * 7\nt', session: 'tsk' } })) {
+		if (msg.type === 'taskCreated')
+			created = msg.task;
+		else if (msg.type === 'result')
+			final = msg.result;
+		else if (msg.type === 'error')
+			check(false, 'the task stream', String(msg.error));
+	}
+	check(created && /^[0-9a-f]{32}$/.test(created.taskId), 'a task is made', created);
+	check(final && final.structuredContent.value === '42', 'the task\'s result', final);
+	r = await client.callTool({ name: 'python', arguments: {
+		code: `open(${JSON.stringify(gate)}).read()`, session: 'tsk', detach_after: 0 } });
+	const tid = r.structuredContent.handle;
+	let task = await client.experimental.tasks.getTask(tid);
+	check(task.status === 'working', 'tasks/get: working', task);
+	const listed = await client.experimental.tasks.listTasks();
+	check(listed.tasks.some((t) => t.taskId === tid), 'tasks/list', listed);
+	task = await client.experimental.tasks.cancelTask(tid);
+	check(task.status === 'cancelled', 'tasks/cancel', task);
+	err = await client.experimental.tasks.cancelTask(tid).then(() => null, (e) => e);
+	check(err && err.code === -32602, 'an ended task cannot be cancelled', String(err));
+	console.log('ok tasks');
+} else {
+	check(!client.getServerCapabilities().tasks, 'no tasks capability before 2025-11-25');
+	console.log('ok no tasks');
 }
-check(created && /^[0-9a-f]{32}$/.test(created.taskId), 'a task is made', created);
-check(final && final.structuredContent.value === '42', 'the task\'s result', final);
-r = await client.callTool({ name: 'python', arguments: {
-	code: `open(${JSON.stringify(gate)}).read()`, session: 'tsk', detach_after: 0 } });
-const tid = r.structuredContent.handle;
-let task = await client.experimental.tasks.getTask(tid);
-check(task.status === 'working', 'tasks/get: working', task);
-const listed = await client.experimental.tasks.listTasks();
-check(listed.tasks.some((t) => t.taskId === tid), 'tasks/list', listed);
-task = await client.experimental.tasks.cancelTask(tid);
-check(task.status === 'cancelled', 'tasks/cancel', task);
-err = await client.experimental.tasks.cancelTask(tid).then(() => null, (e) => e);
-check(err && err.code === -32602, 'an ended task cannot be cancelled', String(err));
-console.log('ok tasks');
 
 // A wrong argument is a protocol error the SDK raises.
 err = await refused('python', { session: 'x' });
