@@ -189,14 +189,17 @@ quick: layers
 # The signal stream of tests/cli/check_callid at the issue's length: 300 calls,
 # each stopped by SIGTERM, SIGINT or SIGHUP at random moments and retried
 # with its --call-id until it ends cleanly; the counter must come out exact.
-# Cold and warm, on a 16 MiB session; about 10 minutes in all.  Not part of
+# Cold and warm, on a 16 MiB session; about 10 minutes in all.  Then dolsot
+# mcp --http's 1,000 idle connections (tests/cli/check_mcp_http).  Not part of
 # `make check`.
 SOAK_CALLS ?= 300
-soak: dolsot $(B)/tests/cli/check_callid
+soak: dolsot $(B)/tests/cli/check_callid $(B)/tests/cli/check_mcp_http
 	DOLSOT_SERVER=off DOLSOT_TEST_STREAM=$(SOAK_CALLS) CK_RUN_CASE=stream \
 		sh tests/run.sh tests/cli/check_callid
 	DOLSOT_SERVER=auto DOLSOT_TEST_WARM=1 DOLSOT_TEST_STREAM=$(SOAK_CALLS) \
 		CK_RUN_CASE=stream sh tests/run.sh tests/cli/check_callid
+	DOLSOT_TEST_HTTP_IDLE=1 DOLSOT_TEST_ONLY=slow_and_idle_connections_are_dropped \
+		sh tests/run.sh tests/cli/check_mcp_http
 
 # The Python package (python/dolsot) against the built binary, cold and
 # warm, with Debian's interpreter; see tests/python/.
