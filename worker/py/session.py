@@ -319,6 +319,7 @@ class _Dumper:
         self.dirty = {}         # id(region) -> (region, Region.dirty())
         self.shared = set()     # ids of arrays whose memory two names' arrays share
         self.classes = {}       # id(class) -> class, of every instance pickled
+        self.constants = None   # class_constants(), once asked for
 
     def note(self, obj):
         """Remember the module a pickle of obj names: a module held by
@@ -350,12 +351,15 @@ class _Dumper:
         instances pickled hold as class attributes (pandas' _metadata, a
         [] every DataFrame's state names): the same object in two names'
         pickles only because it is their class's, which does not make the
-        names one unit (loaded, each instance has its own copy anyway)."""
-        ids = set()
-        for cls in self.classes.values():
-            for k in getattr(cls, "__mro__", ()):
-                ids.update(id(v) for v in vars(k).values() if type(v) in (list, dict, set))
-        return ids
+        names one unit (loaded, each instance has its own copy anyway).
+        Found once per save, when first asked."""
+        if self.constants is None:
+            self.constants = set()
+            for cls in self.classes.values():
+                for k in getattr(cls, "__mro__", ()):
+                    self.constants.update(id(v) for v in vars(k).values()
+                                          if type(v) in (list, dict, set))
+        return self.constants
 
     def _runs(self, cls, obj):
         """runs_on_load(obj), once per class and per kind: the class itself
@@ -611,9 +615,10 @@ def _dump_one(d, value):
     return d.dumps(value)
 
 
-def _groups(names, memos, constants=frozenset()):
+def _groups(names, memos, constants=frozenset):
     """Partition names (by index) into groups whose values share objects;
-    constants, the ids of objects whose sharing does not count."""
+    constants() gives the ids of objects whose sharing does not count,
+    asked for only when two names' pickles share one."""
     parent = list(range(len(names)))
 
     def root(i):
@@ -625,7 +630,7 @@ def _groups(names, memos, constants=frozenset()):
     owner = {}
     for i, memo in enumerate(memos):
         for oid in owner.keys() & memo.keys():
-            if oid not in constants and _identity_matters(memo[oid][1]):
+            if _identity_matters(memo[oid][1]) and oid not in constants():
                 a, b = root(i), root(owner[oid])
                 if a != b:
                     parent[max(a, b)] = min(a, b)
@@ -641,7 +646,7 @@ def _units(d, state, kept, notes):
     objects; parts the Bodies of its arrays' buffers (_Dumper.array_parts)."""
     names = sorted(kept)
     units = []
-    for group in _groups(names, [kept[n][1] for n in names], d.class_constants()):
+    for group in _groups(names, [kept[n][1] for n in names], d.class_constants):
         members = tuple(names[i] for i in group)
         if len(members) == 1:
             units.append((members, kept[members[0]][0], notes[members[0]].parts))
