@@ -1053,7 +1053,7 @@ class _Source:
         if self.directory is None:
             raise Missing(f"its stored bytes are missing (unit {body.hash.hex()[:12]})")
         if body.size >= _MAP_MIN and _map_units is not None:
-            return memoryview(_mapped(self.directory, (body,), False))
+            return memoryview(_mapped(_map_units, self.directory, (body,), False))
         name = body.hash.hex()
         try:
             with io.FileIO(f"{self.directory}/{name[:2]}/{name[2:]}", "r") as f:
@@ -1110,10 +1110,12 @@ except ImportError:   # session.py imported by a test, outside the worker
 from _pickle import PickleBuffer as _PickleBuffer
 
 
-def _mapped(directory, bodies, writable):
-    """The Region of bodies' files mapped back to back, each checked."""
+def _mapped(mapper, directory, bodies, arg):
+    """mapper(directory, refs, arg) of bodies' files mapped back to back,
+    each checked (_map_units: a Region, arg whether writable; _map_bytes: a
+    bytes object, arg its tag): a file damaged or gone raised as its unit's."""
     try:
-        return _map_units(directory, [(b.hash, b.size) for b in bodies], writable)
+        return mapper(directory, [(b.hash, b.size) for b in bodies], arg)
     except ValueError as e:
         raise _damaged(str(e)) from None
     except OSError as e:
@@ -1143,19 +1145,10 @@ def _bytes_of(refs):
     """A bytes value stored as parts (_Dumper.bytes_parts): mapped, its
     pages read only when the cell touches them, when they are files of a
     FileStore's this call reads; else read, checked and joined."""
-    source = _loading
-    bodies = tuple(Body(bytes(h), int(n), source=source) for h, n in refs)
-    if source is None:
-        raise Missing("its stored bytes have no store to come from")
+    source, bodies = _parts(refs, "its stored bytes have no store to come from")
     if _map_bytes is None or not source.mappable(bodies):
-        return _buffer(refs, True)
-    try:
-        return _map_bytes(source.directory, [(b.hash, b.size) for b in bodies], bodies)
-    except ValueError as e:
-        raise _damaged(str(e)) from None
-    except OSError as e:
-        path = (e.filename or "").split("/")
-        raise _missing(e, "".join(path[-2:])) from None
+        return _joined(bodies, True)
+    return _mapped(_map_bytes, source.directory, bodies, bodies)
 
 
 class _BigBytes:
@@ -1183,14 +1176,26 @@ def _buffer(refs, readonly):
     """The bytes of the parts refs, [(hash, size)], back to back: mapped,
     copy on write, when they are files of a FileStore's this call reads;
     else read, checked and joined into one (writable unless readonly)."""
-    source = _loading
-    bodies = tuple(Body(bytes(h), int(n), source=source) for h, n in refs)
-    if source is None:
-        raise Missing("its stored buffer has no store to come from")
+    source, bodies = _parts(refs, "its stored buffer has no store to come from")
     if _map_units is not None and source.mappable(bodies):
-        region = _mapped(source.directory, bodies, not readonly)
+        region = _mapped(_map_units, source.directory, bodies, not readonly)
         region.tag = bodies
         return region
+    return _joined(bodies, readonly)
+
+
+def _parts(refs, homeless):
+    """(the _Source of the unit being unpickled, the Bodies of refs); with
+    no source, Missing(homeless)."""
+    source = _loading
+    if source is None:
+        raise Missing(homeless)
+    return source, tuple(Body(bytes(h), int(n), source=source) for h, n in refs)
+
+
+def _joined(bodies, readonly):
+    """bodies' bytes read, checked and joined into one (writable unless
+    readonly)."""
     out = bytearray(sum(b.size for b in bodies))
     at = 0
     for b in bodies:
