@@ -79,7 +79,7 @@ all: dolsot
 dolsot: $(OBJS)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -no-pie -Wl,-E -Wl,--build-id=sha1 -o $@ $(OBJS) $(PY_LDLIBS) $(SECCOMP_LIBS) $(JANSSON_LIBS) $(HIREDIS_LIBS) $(CRYPTO_LIBS)
 
-$(B)/worker.o $(B)/worker/dolsotmod.o $(B)/worker/unitmap.o: ALL_CFLAGS += $(PY_INCLUDES)
+$(B)/worker.o $(B)/worker/dolsotmod.o $(B)/worker/unitmap.o $(B)/worker/flat.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 
 # The worker's Python half (worker/py/worker.py and the modules it imports
@@ -228,7 +228,7 @@ $(B)/%.asan.o: %.c
 $(B)/%_py.asan.o: $(B)/%_py.c
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c -o $@ $<
 
-$(B)/worker.asan.o $(B)/worker/dolsotmod.asan.o $(B)/worker/unitmap.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
+$(B)/worker.asan.o $(B)/worker/dolsotmod.asan.o $(B)/worker/unitmap.asan.o $(B)/worker/flat.asan.o: ALL_CFLAGS += $(PY_INCLUDES)
 $(B)/main.asan.o: ALL_CFLAGS += -DDOLSOT_VERSION='"$(VERSION)"'
 $(B)/%_py.asan.o: ALL_CFLAGS += -Wno-missing-prototypes -Wno-missing-variable-declarations
 

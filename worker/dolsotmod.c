@@ -20,6 +20,7 @@
 #include "sha256.h"
 #include "checkd.h"
 #include "typegate.h"
+#include "flat.h"
 #include "unitmap.h"
 
 /* Made by tools/embed.py: the source, its bytecode and the bytecode magic. */
@@ -569,7 +570,7 @@ PyObject *dolsotmod_init(void)
 {
 	PyObject *m = PyModule_Create(&module);
 
-	if (m && (add_contract(m) < 0 || unitmap_add(m) < 0))
+	if (m && (add_contract(m) < 0 || unitmap_add(m) < 0 || flat_add(m) < 0))
 		Py_CLEAR(m);
 	return m;
 }

@@ -2,8 +2,9 @@
 numbers, small tuples of these) without pickling it again while the name
 still holds the very object it loaded: the saved blob is byte for byte the
 one a fresh pickle gives, and a value the cell changed, rebound or shares
-is pickled again.  A save that knows which units the store has already
-writes only the others."""
+is pickled again.  So is a list, dict or set of such values (in the
+worker, worker/flat.c): only while it holds the very same items.  A save
+that knows which units the store has already writes only the others."""
 
 import importlib.util
 import os
@@ -101,8 +102,8 @@ class Reuse(unittest.TestCase):
 
 
 class ReuseThroughTheCli(support.StoreCase):
-    def call(self, code):
-        r = subprocess.run([support.BIN, "--session", "big", code], capture_output=True,
+    def call(self, code, session="big", flags=()):
+        r = subprocess.run([support.BIN, *flags, "--session", session, code], capture_output=True,
                            text=True, timeout=120, check=False)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout.strip()
@@ -115,6 +116,49 @@ class ReuseThroughTheCli(support.StoreCase):
         self.call("u = t; t = t[:-1] + 'z'")
         self.assertEqual(self.call("(t[-2:], u[-1], len(b), u is t)"), "('éz', 'é', 199936, False)")
         self.assertEqual(self.call("hashlib.sha256(u.encode() + b).hexdigest()"), first)
+
+    def test_a_flat_container_keeps_every_change(self):
+        """A list, dict or set of plain values is saved by its old ref only
+        while it holds the very same items: each kind of change in place is
+        kept, by a call that loads it whole and by a --live process."""
+        for flags, session in (((), "flat"), (("--live",), "flat-live")):
+            def call(code):
+                return self.call(code, session, flags)
+            call("l = list(range(1000)); d = {str(i): i for i in range(100)}\n"
+                 "s = set(range(100)); f = frozenset(range(5000)); keep = list(l)")
+            show = "(l[:3], l[-2:], len(l), list(d.items())[:2], len(d), sorted(s)[:3], len(s), len(f))"
+            start = call(show)
+            self.assertEqual(call(show), start)                      # untouched
+            for change in ("l.append(-1)", "l[0] = 10 ** 20", "l.sort()", "l.reverse()",
+                           "del l[0]", "l[1] = 'x'", "d['new'] = 1.5", "d['0'] = d.pop('0')",
+                           "s.discard(0)", "s.add('y')"):
+                call(change)                                         # one call each
+            self.assertEqual(call("(l[:3], len(l), list(d)[-2:], d['new'], len(s), 'y' in s, 0 in s)"),
+                             "([999, 'x', 997], 1000, ['new', '0'], 1.5, 100, True, False)")
+            self.assertEqual(call("keep == list(range(1000)), len(f)"), "(True, 5000)")
+            call("m = l; m.append('via m')")                          # a new name, one object
+            self.assertEqual(call("(l[-1], m is l)"), "('via m', True)")
+
+    def test_flat_snapshots_in_the_worker(self):
+        """What worker/flat.c counts as flat, and what it sees as changed."""
+        code = """import _dolsot as D
+out = []
+for v in ([[1]], {1: []}, {(1,)}, [bytearray(b'x')], type('L', (list,), {})([1])):
+    out.append(D.flat_snapshot(v) is None)
+l = [1, 'a', b'b', 2.5, None, True, 3j, 10 ** 30]
+snap = D.flat_snapshot(l)
+out.append(D.flat_same(l, snap))
+l[-1] = int(str(10 ** 30))               # an equal value, another object
+out.append(D.flat_same(l, snap))
+d = {'a': 1, 'b': 2}
+snap = D.flat_snapshot(d)
+d['a'] = d.pop('a')
+out.append(D.flat_same(d, snap))
+out.append(D.flat_same(list(l), D.flat_snapshot(l)))      # same items
+out.append(D.flat_same(tuple(l), D.flat_snapshot(l)))     # another type
+out"""
+        self.assertEqual(self.call(code, "snap"),
+                         "[True, True, True, True, True, True, False, False, True, False]")
 
 
 if __name__ == "__main__":

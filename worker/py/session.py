@@ -60,7 +60,9 @@ a new section goes at the end of the index.
 A value that cannot change without being rebound (_frozen: str, bytes,
 numbers, None, and small tuples and frozensets of these) and that a name
 still holds as it was loaded is not pickled again: its unit is named by
-the same ref (Stored.reuse).  Any other value is pickled, and a pickle that
+the same ref (Stored.reuse).  Nor is a list, dict or set of such plain
+values that the name still holds with the very same items in the same
+order (_reusable, worker/flat.h).  Any other value is pickled, and a pickle that
 hashes as a ref the loaded head named is not written again.
 
 A numpy array of _PART_MIN bytes or more is pickled as a call of
@@ -731,16 +733,17 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
             if previous and piece in previous:
                 carry.append((piece, previous[piece]))
     carry.extend((p, b) for p, b in sorted(raw_pieces.items()) if p not in pieces)
-    kept, dropped, notes = {}, [], {}
+    kept, dropped, notes, reused = {}, [], {}, {}
     reuse = reuse or {}
     d.parting = True
     d.share(state.values())
     for name in sorted(state):
         hit = reuse.get(name)
         d.unit = notes[name] = _Notes()
-        if hit is not None and hit[0] is state[name]:
+        if hit is not None and _unchanged(hit, state[name]):
             # The memo a pickle of it has, for the grouping of shared values.
             kept[name] = (hit[1], {id(hit[0]): (0, hit[0])})
+            reused[name] = hit
             continue
         try:
             value = state[name]
@@ -786,8 +789,10 @@ def dump(state, pieces, raw_pieces, previous=None, unloaded=(), ended=(),
     if memory:
         index["memory"] = memory
     if live is not None:
-        live["reuse"] = {n[0]: (state[n[0]], table.body(h)) for n, h in index["units"]
-                         if len(n) == 1 and _frozen(state[n[0]])}
+        # A value saved by its old ref keeps its entry (and snapshot).
+        live["reuse"] = {n[0]: hit for n, hit in (
+            (n, reused.get(n[0]) or _reusable(state[n[0]], table.body(h)))
+            for n, h in index["units"] if len(n) == 1) if hit is not None}
         live["have"] = table.hashes()
     held = sorted(list(kept) + [name for n, _, _ in passed for name in n])
     return (table.assemble(index, record, have if units is not None else None),
@@ -955,6 +960,31 @@ class _PlainUnpickler(_pickle.Unpickler):
 
 
 _ATOMS = frozenset((bytes, str, int, float, complex, bool, type(None)))
+
+
+try:
+    from _dolsot import flat_snapshot as _flat_snapshot, flat_same as _flat_same
+except ImportError:   # session.py imported by a test, outside the worker
+    def _flat_snapshot(value):
+        return None
+
+    _flat_same = None
+
+
+def _reusable(value, body):
+    """The reuse entry of a value loaded from (or saved as) body: (value,
+    body) when it is _frozen, (value, body, snapshot) for a list, dict or
+    set of plain values (worker/flat.h), else None."""
+    if _frozen(value):
+        return (value, body)
+    snapshot = _flat_snapshot(value)
+    return None if snapshot is None else (value, body, snapshot)
+
+
+def _unchanged(hit, value):
+    """Whether value is still what its reuse entry hit says its unit holds:
+    the very object, and for a container the very same items."""
+    return hit[0] is value and (len(hit) == 2 or _flat_same(value, hit[2]))
 
 
 def _frozen(value, depth=0):
@@ -1223,7 +1253,7 @@ class Stored:
                                 # closed as it could not be reopened
         self.memory = {}        # the index's memory, see remember()
         self.live_only = []     # [(name, type)] a live process held unsaved
-        self.reuse = {}         # {name: (value, body)}: _frozen values as loaded
+        self.reuse = {}         # {name: _reusable(value, body)} as loaded
         self.have = frozenset()  # the hashes of the head's refs (version 4)
         self.about = []         # per unit, what _about() said of it, or None
         self.skipped = []       # [(names, members, body, about)] not loaded
@@ -1297,8 +1327,9 @@ class Stored:
                 value = _unpickle(body)
                 if len(members) == 1:
                     ns[names[0]] = value
-                    if _frozen(value):
-                        self.reuse[names[0]] = (value, body)
+                    hit = _reusable(value, body)
+                    if hit is not None:
+                        self.reuse[names[0]] = hit
                 else:
                     ns.update((n, value[n]) for n in names)
             except Fatal:
