@@ -470,6 +470,51 @@ static PyTypeObject region_type = {
 	.tp_methods = region_methods,
 };
 
+/* Whether the unit file of (hash, size) is in dirfd with that size. */
+static bool unit_file_present(int dirfd, const char *hash, unsigned long long size)
+{
+	char hex[UNITS_HEX_LEN + 1], name[UNITS_HEX_LEN + 2];
+	struct stat st;
+
+	units_hex((const uint8_t *)hash, hex);
+	snprintf(name, sizeof(name), "%.2s/%s", hex, hex + 2);
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       (unsigned long long)st.st_size == size;
+}
+
+/* units_present(dir, refs): whether every (hash, size) of refs is a file
+ * of that size in dir, as one stat each (none read). */
+static PyObject *m_units_present(PyObject *self, PyObject *args)
+{
+	const char *dir;
+	PyObject *refs, *seq;
+	bool all = true;
+	int dirfd;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "sO", &dir, &refs) ||
+	    !(seq = PySequence_Fast(refs, "refs must be a sequence")))
+		return NULL;
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		all = false;
+	for (Py_ssize_t i = 0; all && i < PySequence_Fast_GET_SIZE(seq); i++) {
+		const char *hash;
+		Py_ssize_t hlen;
+		unsigned long long size;
+
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#K", &hash, &hlen, &size)) {
+			fd_close(&dirfd);
+			Py_DECREF(seq);
+			return NULL;
+		}
+		all = hlen == UNITS_HASH_LEN && unit_file_present(dirfd, hash, size);
+	}
+	fd_close(&dirfd);
+	Py_DECREF(seq);
+	return PyBool_FromLong(all);
+}
+
 static PyMethodDef unitmap_methods[] = {
 	{ "map_units", m_map_units, METH_VARARGS,
 	  "Map unit files back to back, checked; see unitmap.h." },
@@ -479,6 +524,8 @@ static PyMethodDef unitmap_methods[] = {
 	  "A bytes object whose body is unit files mapped back to back." },
 	{ "release_bytes", m_release_bytes, METH_NOARGS,
 	  "Unmap the mapped bytes objects no one holds; how many." },
+	{ "units_present", m_units_present, METH_VARARGS,
+	  "Whether every (hash, size) ref is a unit file of that size in a directory." },
 	{ "bytes_tag", m_bytes_tag, METH_O,
 	  "The tag map_bytes kept with a bytes object it made, or None." },
 	{ NULL, NULL, 0, NULL },

@@ -486,6 +486,26 @@ START_TEST(a_damaged_part_drops_only_its_array)
 }
 END_TEST
 
+/* A part deleted or cut short under an array no cell reaches is found by
+ * the next call all the same (its parts are looked at, not read), which
+ * drops the array with the reason and saves the rest. */
+START_TEST(a_damaged_part_of_an_array_not_reached_is_found)
+{
+	struct unit_files parts;
+	char hb[65], why[300], want[800];
+	enum damage d = (enum damage)_i;
+
+	ok_call("arr", ARRAY_SEED);
+	list_units(&parts);
+	cell_new_unit("arr", "b = np.ones(200_000)", hb);
+	damage_unit(d, parts.f[parts.n - 1].hex, hb);
+	why_dropped(why, sizeof(why), "a", parts.f[parts.n - 1].hex, d == DELETED);
+	snprintf(want, sizeof(want), DROPPED "%s\nsession now holds: b, np\n", why);
+	exact("arr", "float(b.sum())", 0, "200000.0\n", want);
+	exact("arr", "float(b.sum())", 0, "200000.0\n", "session now holds: b, np\n");
+}
+END_TEST
+
 /* Views of an array that two names share stay views of it: a write
  * through one is seen through the others in later calls, as within one. */
 START_TEST(views_of_a_shared_array_keep_sharing_it)
@@ -1010,6 +1030,10 @@ static Suite *units_cli_suite(void)
 	tcase_add_test(arrays, an_arrays_buffer_is_in_parts_and_a_write_rewrites_one);
 	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_array, FLIPPED, SWAPPED);
 	tcase_add_loop_test(arrays, a_damaged_part_drops_only_its_array, DELETED, DAMAGES);
+	tcase_add_loop_test(arrays, a_damaged_part_of_an_array_not_reached_is_found, TRUNCATED,
+	                    TRUNCATED + 1);
+	tcase_add_loop_test(arrays, a_damaged_part_of_an_array_not_reached_is_found, DELETED,
+	                    DELETED + 1);
 	tcase_add_test(arrays, views_of_a_shared_array_keep_sharing_it);
 	tcase_add_test(arrays, a_large_bytes_value_is_in_parts_and_maps_back);
 	tcase_add_test(arrays, two_dataframes_are_two_units_and_shared_index_one);
