@@ -34,6 +34,7 @@ static int hold(void *unused)
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "dolsot-holder");
 	syscall(SYS_close_range, 0U, ~0U, 0U);
 	/* Out of the worker's group, whose kill would wake it too early; and
 	 * freeing the memory waits for an idle CPU rather than take a busy one. */
