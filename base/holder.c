@@ -18,7 +18,7 @@
 #include "fdio.h"
 
 /* The holder runs a few system calls on this stack, in the shared memory. */
-#define HOLDER_STACK (64 * 1024)
+#define HOLDER_STACK ((size_t)64 * 1024)
 /* How long holder_end waits for the holder to be gone (ms). */
 #define HOLDER_END_MS 5000
 

@@ -8,8 +8,10 @@
  * A holder is a process made with CLONE_VM | CLONE_PARENT: it shares the
  * caller's memory and is its parent's child, so while it lives the
  * caller's exit only drops a reference to that memory.  The parent kills
- * the holder once it has reaped the caller, without waiting for it; the
- * holder then frees the memory on its own time.
+ * the holder a little after it has reaped the caller (the zygote waits
+ * 50 ms, so that freeing the memory does not take a CPU from the call's
+ * commit), without waiting for it; the holder frees the memory as it dies,
+ * at the lowest priority (SCHED_IDLE).
  *
  * The holder sleeps with every signal blocked and never returns to user
  * code: only SIGKILL ends it (from the parent, or when the parent dies).

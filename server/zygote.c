@@ -75,9 +75,18 @@ static size_t n_grown;
 /* Orphans the last sweep killed that had not died yet (in uninterruptible
  * sleep, say): every SIGCHLD sweeps again until none is left. */
 static size_t lingering;
-/* Holders (holder.h) killed once their worker was reaped, not yet reaped:
- * the orphan sweeps do not wait for them to free the memory. */
-static pid_t ending[MAX_CALLS + 1];
+/* Holders (holder.h) whose worker was reaped, not yet reaped themselves:
+ * the orphan sweeps neither kill nor wait for them.  Each is killed
+ * HOLDER_GRACE_MS after its call's verdict: freeing a pandas worker's
+ * memory takes a CPU for 2.5 ms, and done at once it slowed the client's
+ * own save (its commit) by as much as the exit had cost. */
+#define HOLDER_GRACE_MS 50
+#define HOLDERS_ENDING 16
+static struct ending {
+	pid_t pid;
+	bool killed;
+	struct timespec kill_at;
+} ending[HOLDERS_ENDING];
 static size_t n_ending;
 
 /* refused: 1 + the index of the key's preload module to blame, or 0. */
@@ -217,27 +226,59 @@ static void spare_main(pid_t zygote, int sock, const sigset_t *mask)
 	worker_run(m.fds, m.nfds);
 }
 
-/* A holder whose worker is gone (or never ran) is to be killed: from now
- * on the orphan sweeps neither kill nor wait for it, and reap() reaps it. */
-static void holder_ending(pid_t holder)
+static void kill_ending(struct ending *e)
 {
-	if (holder > 0 && n_ending < sizeof(ending) / sizeof(ending[0]))
-		ending[n_ending++] = holder;
+	if (!e->killed)
+		kill(e->pid, SIGKILL);
+	e->killed = true;
 }
 
-/* Kill it, without waiting: its exit frees the worker's memory. */
-static void end_holder(pid_t holder)
+/* A holder whose worker is gone (or never ran) is to be killed in grace_ms:
+ * from now on the orphan sweeps neither kill nor wait for it, and reap()
+ * reaps it.  With too many waiting, the oldest goes now. */
+static void holder_ending(pid_t holder, int grace_ms)
 {
-	holder_ending(holder);
-	if (holder > 0)
-		kill(holder, SIGKILL);
+	struct ending *e;
+
+	if (holder <= 0)
+		return;
+	if (n_ending == HOLDERS_ENDING) {
+		kill_ending(&ending[0]);   /* reaped later, or by PDEATHSIG */
+		memmove(ending, ending + 1, --n_ending * sizeof(*ending));
+	}
+	e = &ending[n_ending++];
+	e->pid = holder;
+	e->killed = false;
+	deadline_in_ns(&e->kill_at, (uint64_t)grace_ms * 1000000);
+	if (grace_ms == 0)
+		kill_ending(e);
+}
+
+/* Kill the holders whose grace is over; the poll timeout in ms until the
+ * next one's (-1: none waits). */
+static int end_holders_due(void)
+{
+	int next = -1;
+
+	for (size_t i = 0; i < n_ending; i++) {
+		double left;
+
+		if (ending[i].killed)
+			continue;
+		left = deadline_left(&ending[i].kill_at);
+		if (left <= 0)
+			kill_ending(&ending[i]);
+		else
+			next = deadline_poll_min(next, deadline_poll_ms(left));
+	}
+	return next;
 }
 
 /* Whether pid is a holder; if so it is forgotten, as it has been reaped. */
 static bool holder_reaped(pid_t pid)
 {
 	for (size_t i = 0; i < n_ending; i++)
-		if (ending[i] == pid) {
+		if (ending[i].pid == pid) {
 			ending[i] = ending[--n_ending];
 			return true;
 		}
@@ -259,7 +300,7 @@ static void drop_spare(void)
 		kill(spare.pid, SIGKILL);   /* reaped by reap() */
 	if (spare.sock >= 0)
 		close(spare.sock);
-	end_holder(spare.holder);
+	holder_ending(spare.holder, 0);
 	spare.pid = -1;
 	spare.sock = -1;
 	spare.holder = -1;
@@ -415,7 +456,7 @@ static bool is_ours(pid_t pid, void *ctx)
 		if (calls[i].run.pid == pid || calls[i].holder == pid)
 			return true;
 	for (size_t i = 0; i < n_ending; i++)
-		if (ending[i] == pid)
+		if (ending[i].pid == pid)
 			return true;
 	for (size_t i = 0; i < n_grown; i++)
 		if (grown[i] == pid)
@@ -442,7 +483,7 @@ static void finish_call(size_t i, int status)
 
 	calls[i] = calls[--n_calls];
 	items_len = status_items(&c, live_ended(c.run.pid), items);
-	holder_ending(c.holder);
+	holder_ending(c.holder, HOLDER_GRACE_MS);
 	proc_kill_rest_of_group(c.run.pid);
 	lingering = proc_kill_orphans(is_ours, NULL);
 	if (c.client >= 0) {
@@ -453,10 +494,6 @@ static void finish_call(size_t i, int status)
 		          NULL, 0);
 		close(c.client);
 	}
-	/* Only now: woken, the holder takes a CPU for as long as freeing the
-	 * memory lasts, maybe this one. */
-	if (c.holder > 0)
-		kill(c.holder, SIGKILL);
 }
 
 static void reap(void)
@@ -622,7 +659,8 @@ static void serve(int ctl, const sigset_t *old)
 	make_spare(old);
 	while (ctl >= 0 || n_calls) {
 		nfds_t n = 0;
-		int timeout = deadline_poll_min(check_deadlines(), live_expire());
+		int timeout = deadline_poll_min(deadline_poll_min(check_deadlines(), live_expire()),
+		                                end_holders_due());
 		size_t live_at;
 
 		p[n++] = (struct pollfd){ .fd = sig, .events = POLLIN };
