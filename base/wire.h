@@ -101,6 +101,9 @@ enum wire_type {
 	 * incarnation, b = the grant's token), held until the connection
 	 * closes */
 	WIRE_MEM_UNITS_LOCK,
+	/* spare -> zygote, its first word: a = the pid of its memory's holder
+	 * (holder.h), 0 when it has none */
+	WIRE_HOLDER,
 	WIRE_TYPE_MAX,
 };
 

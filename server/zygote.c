@@ -36,6 +36,7 @@
 
 #include "deadline.h"
 #include "fdio.h"
+#include "holder.h"
 #include "live.h"
 #include "proc.h"
 #include "proc_child.h"
@@ -54,10 +55,13 @@ _Static_assert((int)LIVE_FD_SAVE == (int)FD_SAVE && (int)LIVE_FD_LOAD == (int)FD
 /* With calls running, look for finished workers at least this often (ms):
  * a wait status is never lost, whatever happens to a signal. */
 #define ZYGOTE_REAP_POLL_MS 100
+/* How long a new spare has to name its holder (ms). */
+#define SPARE_HOLDER_MS 2000
 
 struct call {
 	struct proc_deadline run;   /* the worker, a group leader, and its deadline */
 	int client;                 /* -1 once the client is gone */
+	pid_t holder;               /* the worker's memory's holder, or -1 */
 	char live_note[LIVE_NOTE_MAX];   /* why a bound ended its session's live
 	                                  * process before it (live_take); "" */
 };
@@ -71,6 +75,19 @@ static size_t n_grown;
 /* Orphans the last sweep killed that had not died yet (in uninterruptible
  * sleep, say): every SIGCHLD sweeps again until none is left. */
 static size_t lingering;
+/* Holders (holder.h) whose worker was reaped, not yet reaped themselves:
+ * the orphan sweeps neither kill nor wait for them.  Each is killed
+ * HOLDER_GRACE_MS after its call's verdict: freeing a pandas worker's
+ * memory takes a CPU for 2.5 ms, and done at once it slowed the client's
+ * own save (its commit) by as much as the exit had cost. */
+#define HOLDER_GRACE_MS 50
+#define HOLDERS_ENDING 16
+static struct ending {
+	pid_t pid;
+	bool killed;
+	struct timespec kill_at;
+} ending[HOLDERS_ENDING];
+static size_t n_ending;
 
 /* refused: 1 + the index of the key's preload module to blame, or 0. */
 static __attribute__((noreturn)) void zygote_refuse(int ctl, const char *why, size_t refused)
@@ -182,15 +199,22 @@ static void worker_run(const int *fds, size_t nfds)
 static struct {
 	pid_t pid;              /* -1: none */
 	int sock;               /* the zygote's end */
-} spare = { -1, -1 };
+	pid_t holder;           /* the spare's memory's holder, or -1 */
+} spare = { -1, -1, -1 };
 
 static void spare_main(pid_t zygote, int sock, const sigset_t *mask)
 {
 	struct wire_msg m;
+	pid_t holder;
 	int got;
 
 	prctl(PR_SET_NAME, "dolsot-spare");
-	if (proc_child_detach(zygote, &sock, 1, mask) < 0 || worker_zygote_spare() < 0)
+	if (proc_child_detach(zygote, &sock, 1, mask) < 0)
+		_exit(127);
+	/* Made before any cell's code can run, so the zygote trusts its word. */
+	holder = holder_start();
+	if (wire_send(sock, WIRE_HOLDER, holder > 0 ? (uint64_t)holder : 0, 0, NULL, 0, NULL, 0) < 0 ||
+	    worker_zygote_spare() < 0)
 		_exit(127);
 	do
 		got = wire_recv(sock, &m);
@@ -202,14 +226,84 @@ static void spare_main(pid_t zygote, int sock, const sigset_t *mask)
 	worker_run(m.fds, m.nfds);
 }
 
+static void kill_ending(struct ending *e)
+{
+	if (!e->killed)
+		kill(e->pid, SIGKILL);
+	e->killed = true;
+}
+
+/* A holder whose worker is gone (or never ran) is to be killed in grace_ms:
+ * from now on the orphan sweeps neither kill nor wait for it, and reap()
+ * reaps it.  With too many waiting, the oldest goes now. */
+static void holder_ending(pid_t holder, int grace_ms)
+{
+	struct ending *e;
+
+	if (holder <= 0)
+		return;
+	if (n_ending == HOLDERS_ENDING) {
+		kill_ending(&ending[0]);   /* reaped later, or by PDEATHSIG */
+		memmove(ending, ending + 1, --n_ending * sizeof(*ending));
+	}
+	e = &ending[n_ending++];
+	e->pid = holder;
+	e->killed = false;
+	deadline_in_ns(&e->kill_at, (uint64_t)grace_ms * 1000000);
+	if (grace_ms == 0)
+		kill_ending(e);
+}
+
+/* Kill the holders whose grace is over; the poll timeout in ms until the
+ * next one's (-1: none waits). */
+static int end_holders_due(void)
+{
+	int next = -1;
+
+	for (size_t i = 0; i < n_ending; i++) {
+		double left;
+
+		if (ending[i].killed)
+			continue;
+		left = deadline_left(&ending[i].kill_at);
+		if (left <= 0)
+			kill_ending(&ending[i]);
+		else
+			next = deadline_poll_min(next, deadline_poll_ms(left));
+	}
+	return next;
+}
+
+/* Whether pid is a holder; if so it is forgotten, as it has been reaped. */
+static bool holder_reaped(pid_t pid)
+{
+	for (size_t i = 0; i < n_ending; i++)
+		if (ending[i].pid == pid) {
+			ending[i] = ending[--n_ending];
+			return true;
+		}
+	for (size_t i = 0; i < n_calls; i++)
+		if (calls[i].holder == pid) {
+			calls[i].holder = -1;   /* its worker ended it (holder_end) */
+			return true;
+		}
+	if (pid == spare.holder) {
+		spare.holder = -1;
+		return true;
+	}
+	return false;
+}
+
 static void drop_spare(void)
 {
 	if (spare.pid > 0)
 		kill(spare.pid, SIGKILL);   /* reaped by reap() */
 	if (spare.sock >= 0)
 		close(spare.sock);
+	holder_ending(spare.holder, 0);
 	spare.pid = -1;
 	spare.sock = -1;
+	spare.holder = -1;
 }
 
 /* fork() between Python's fork hooks. */
@@ -235,6 +329,27 @@ static pid_t fork_worker(void)
 	return pid;
 }
 
+/* The holder the spare says it made (its first word, sent at once), or -1.
+ * Waited for here, as a spare whose holder the zygote did not know would
+ * leave it behind. */
+static pid_t spare_holder(int sock)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+	struct wire_msg m;
+	pid_t holder = -1;
+	int got;
+
+	do
+		got = poll(&p, 1, SPARE_HOLDER_MS);
+	while (got < 0 && errno == EINTR);
+	if (got == 1 && wire_recv(sock, &m) == 1) {
+		if (m.type == WIRE_HOLDER && m.a > 0 && m.a <= INT32_MAX)
+			holder = (pid_t)m.a;
+		wire_msg_release(&m);
+	}
+	return holder;
+}
+
 /* Fork a spare unless one waits already (failing quietly: calls then fork
  * as they come). */
 static void make_spare(const sigset_t *mask)
@@ -254,17 +369,22 @@ static void make_spare(const sigset_t *mask)
 	}
 	spare.pid = pid;
 	spare.sock = sv[0];
+	spare.holder = spare_holder(sv[0]);
 }
 
-/* The process that runs the call: the spare, or a worker forked now. */
-static pid_t worker_for(struct wire_msg *m, const sigset_t *mask)
+/* The process that runs the call: the spare (with its holder in *holder),
+ * or a worker forked now. */
+static pid_t worker_for(struct wire_msg *m, const sigset_t *mask, pid_t *holder)
 {
 	pid_t pid, self = getpid();
 
+	*holder = -1;
 	if (spare.pid > 0 &&
 	    wire_send(spare.sock, WIRE_RUN, m->a, 0, NULL, 0, m->fds, m->nfds) == 0) {
 		pid = spare.pid;
-		spare.pid = -1;   /* it is the call's now: not to be killed */
+		*holder = spare.holder;
+		spare.pid = -1;   /* they are the call's now: not to be killed */
+		spare.holder = -1;
 		drop_spare();
 		return pid;
 	}
@@ -283,7 +403,7 @@ static void reap(void);
 static void start_call(struct wire_msg *m, const sigset_t *mask)
 {
 	struct call *c;
-	pid_t pid;
+	pid_t pid, holder = -1;
 	enum live_take taken;
 	char note[LIVE_NOTE_MAX] = "";
 	int tries = 0;
@@ -296,7 +416,7 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	       tries++ < 2)
 		reap();   /* the session's live process died: its snapshot takes over */
 	if (taken == LIVE_NOT_TAKEN)
-		pid = worker_for(m, mask);
+		pid = worker_for(m, mask, &holder);
 	for (size_t i = FD_REQUEST; i < m->nfds; i++)
 		close(m->fds[i]);
 	m->nfds = 0;   /* every fd is closed or the call's now */
@@ -306,6 +426,7 @@ static void start_call(struct wire_msg *m, const sigset_t *mask)
 	}
 	c = &calls[n_calls++];
 	c->run.pid = pid;
+	c->holder = holder;
 	c->run.timed_out = false;
 	deadline_in_ns(&c->run.deadline, m->a);
 	c->client = m->fds[FD_CLIENT];
@@ -327,17 +448,20 @@ static size_t status_items(const struct call *c, bool rolled, uint8_t *buf)
 	return len;
 }
 
-/* proc_kill_orphans' keep: a running worker, or the spare. */
+/* proc_kill_orphans' keep: a running worker, the spare, their holders. */
 static bool is_ours(pid_t pid, void *ctx)
 {
 	(void)ctx;
 	for (size_t i = 0; i < n_calls; i++)
-		if (calls[i].run.pid == pid)
+		if (calls[i].run.pid == pid || calls[i].holder == pid)
+			return true;
+	for (size_t i = 0; i < n_ending; i++)
+		if (ending[i].pid == pid)
 			return true;
 	for (size_t i = 0; i < n_grown; i++)
 		if (grown[i] == pid)
 			return true;
-	return pid == spare.pid || live_is_ours(pid);
+	return pid == spare.pid || pid == spare.holder || live_is_ours(pid);
 }
 
 /* A grown zygote ended: true when pid was one. */
@@ -359,6 +483,7 @@ static void finish_call(size_t i, int status)
 
 	calls[i] = calls[--n_calls];
 	items_len = status_items(&c, live_ended(c.run.pid), items);
+	holder_ending(c.holder, HOLDER_GRACE_MS);
 	proc_kill_rest_of_group(c.run.pid);
 	lingering = proc_kill_orphans(is_ours, NULL);
 	if (c.client >= 0) {
@@ -377,6 +502,8 @@ static void reap(void)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (holder_reaped(pid))
+			continue;
 		if (pid == spare.pid) {
 			spare.pid = -1;   /* it died waiting: the next call forks */
 			drop_spare();
@@ -485,6 +612,8 @@ static void grown_main(int ctl, const uint8_t *payload, size_t len, const sigset
 	lingering = 0;
 	spare.pid = -1;
 	spare.sock = -1;
+	spare.holder = -1;
+	n_ending = 0;
 	live_forget();
 	if (!key || !env)
 		zygote_fail(ctl, "cannot grow a zygote: out of memory");
@@ -530,7 +659,8 @@ static void serve(int ctl, const sigset_t *old)
 	make_spare(old);
 	while (ctl >= 0 || n_calls) {
 		nfds_t n = 0;
-		int timeout = deadline_poll_min(check_deadlines(), live_expire());
+		int timeout = deadline_poll_min(deadline_poll_min(check_deadlines(), live_expire()),
+		                                end_holders_due());
 		size_t live_at;
 
 		p[n++] = (struct pollfd){ .fd = sig, .events = POLLIN };

@@ -20,6 +20,7 @@
 
 #include "fdio.h"
 #include "guard.h"
+#include "holder.h"
 #include "rlimits.h"
 #include "pidcg.h"
 #include "sandbox.h"
@@ -126,7 +127,9 @@ static int enter_sandbox(const struct request *r, const struct worker_fds *fds,
 	cfg.binds = bind_list(r->binds, &cfg.n_binds);
 	cfg.env = env_list(r->env);
 	cfg.cwd = getcwd(cwd, sizeof(cwd));
-	if (!cfg.binds || !cfg.env)
+	if (holder_end(why, sizeof(why)) < 0)   /* a shared memory cannot unshare */
+		snprintf(err, errlen, "dolsot: cannot create the sandbox: %s", why);
+	else if (!cfg.binds || !cfg.env)
 		snprintf(err, errlen, "dolsot: cannot create the sandbox: out of memory");
 	else if (sandbox_enter(&cfg, why, sizeof(why)) < 0)
 		snprintf(err, errlen, "dolsot: %s", why);
