@@ -523,10 +523,12 @@ int cli_strays(const char *env_entry, char *desc, size_t desclen)
 		if (pid <= 0 || pid == getpid() || !proc_stat(pid, &state, &ppid, comm, sizeof(comm)))
 			continue;
 		/* The warm server's processes are not the call's: the server, its
-		 * zygotes and their spares (workers forked ahead of a call), and
+		 * zygotes, their spares (workers forked ahead of a call) and the
+		 * spares' holders (base/holder.h, tested in check_server), and
 		 * the warm type checkers beside it with their checkers. */
 		if (state == 'Z' || state == 'X' || strcmp(comm, "dolsot-server") == 0 ||
 		    strcmp(comm, "dolsot-zygote") == 0 || strcmp(comm, "dolsot-spare") == 0 ||
+		    strcmp(comm, "dolsot-holder") == 0 ||
 		    strcmp(comm, "dolsot-checkd") == 0 || is_checker(ppid))
 			continue;
 		if (ppid != getpid() && !env_has(pid, env_entry))
