@@ -29,7 +29,9 @@ Parts (BENCH_ONLY, comma-separated; default S1,S3,S6,notebook):
             cell by cell; per system the median and mean over all cells of
             all replays
 
-Knobs: BENCH_ROUNDS (S1/S6 recorded rounds, default 20), BENCH_WARMUP
+Knobs: BENCH_GAP_MS (idle time before every timed call, as an agent's
+turn leaves between its calls; default 0: back to back), BENCH_ROUNDS
+(S1/S6 recorded rounds, default 20), BENCH_WARMUP
 (unrecorded rounds first, default 2), BENCH_NB_ROUNDS (recorded notebook
 replays, default 3: 108 calls a system), BENCH_MONTY=0 (no Monty),
 MONTY_BIN (a monty binary; else `npm pack` into bench/out/monty once).
@@ -366,6 +368,13 @@ def check_outputs(run, part, outs):
     run.say(f"parts check {part}: {len(ref)} cell(s), outputs equal on {', '.join(names)}")
 
 
+def think():
+    """BENCH_GAP_MS of idle time, off the clock, before a timed call."""
+    gap = env_int("BENCH_GAP_MS", 0, 0)
+    if gap:
+        time.sleep(gap / 1000)
+
+
 def part_single(run, part, systems, setup, cell, rounds, warmup, sess=None):
     """S1/S6: one session per system made by setup, cell timed interleaved."""
     sess = sess or part.lower()
@@ -377,6 +386,7 @@ def part_single(run, part, systems, setup, cell, rounds, warmup, sess=None):
     run.say(f"{part}: timing {rounds} rounds (+{warmup} warm-up), load {bt.loadavg()}")
     for r in range(-warmup, rounds):
         for s in systems:
+            think()
             wall, out = s.call(sess, cell)
             if out.strip() != want:
                 sys.exit(f"{s.name}: {part} printed {out!r}, expected {want!r}")
@@ -395,6 +405,8 @@ def part_notebook(run, systems, work, rounds):
         outs = {s.name: [] for s in systems}
         for i in range(count):
             for s in systems:
+                if record is not None:
+                    think()
                 wall, out = s.call(f"nb{tag}", cells[s.name][i])
                 outs[s.name].append(out)
                 if record is not None:

@@ -505,6 +505,17 @@ pid_t cli_first_child(pid_t pid)
 	return child;
 }
 
+bool cli_is_server_process(const char *comm)
+{
+	static const char *const names[] = { "dolsot-server", "dolsot-zygote", "dolsot-spare",
+	                                     "dolsot-holder", "dolsot-checkd" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(comm, names[i]) == 0)
+			return true;
+	return false;
+}
+
 int cli_strays(const char *env_entry, char *desc, size_t desclen)
 {
 	DIR *d = opendir("/proc");
@@ -526,10 +537,7 @@ int cli_strays(const char *env_entry, char *desc, size_t desclen)
 		 * zygotes, their spares (workers forked ahead of a call) and the
 		 * spares' holders (base/holder.h, tested in check_server), and
 		 * the warm type checkers beside it with their checkers. */
-		if (state == 'Z' || state == 'X' || strcmp(comm, "dolsot-server") == 0 ||
-		    strcmp(comm, "dolsot-zygote") == 0 || strcmp(comm, "dolsot-spare") == 0 ||
-		    strcmp(comm, "dolsot-holder") == 0 ||
-		    strcmp(comm, "dolsot-checkd") == 0 || is_checker(ppid))
+		if (state == 'Z' || state == 'X' || cli_is_server_process(comm) || is_checker(ppid))
 			continue;
 		if (ppid != getpid() && !env_has(pid, env_entry))
 			continue;

@@ -177,6 +177,11 @@ int cli_store_units(const char *store, char names[][CLI_UNIT_NAME], int max);
 /* True when pid names a live (not zombie) process. */
 bool cli_pid_alive(pid_t pid);
 
+/* Whether a process named comm is the warm server's, not a call's: the
+ * server, its zygotes, their spares (workers forked ahead of a call) and
+ * the spares' holders (base/holder.h), the warm type checker. */
+bool cli_is_server_process(const char *comm);
+
 /*
  * Processes a call may have left behind: live (not zombie) processes that
  * are children of this test or carry env_entry ("NAME=VALUE", e.g. the

@@ -242,8 +242,8 @@ static bool is_server(const char *pid)
 	if (!fgets(comm, sizeof(comm), f))
 		comm[0] = '\0';
 	fclose(f);
-	return strcmp(comm, "dolsot-server\n") == 0 || strcmp(comm, "dolsot-zygote\n") == 0 ||
-	       strcmp(comm, "dolsot-spare\n") == 0 || strcmp(comm, "dolsot-checkd\n") == 0;
+	comm[strcspn(comm, "\n")] = '\0';
+	return cli_is_server_process(comm);
 }
 
 /* Live processes of the calls (not the server) whose environment holds our
