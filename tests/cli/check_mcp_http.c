@@ -1,7 +1,8 @@
 /*
  * check_mcp_http.c - `dolsot mcp --http` end to end: the official
  * TypeScript SDK's Streamable HTTP client runs the stdio suite's steps
- * (tests/lib/mcp_client.mjs) under each revision it can, hostile clients
+ * (tests/lib/mcp_client.mjs) under each revision it can,
+ * a lost stream resumed (Last-Event-ID), hostile clients
  * (tests/lib/mcp_http_hostile.py) each get their error while others are
  * served, a unix socket, and where the server refuses to listen.
  */
@@ -173,6 +174,14 @@ END_TEST
 START_TEST(client_gone_mid_cell_the_cell_commits)
 {
 	hostile((const char *const[]){ "disconnect", NULL });
+}
+END_TEST
+
+/* Resumability: a POST's stream and the GET stream lost mid-cell are
+ * resumed with Last-Event-ID, each event once; the ids refused. */
+START_TEST(lost_streams_resume_after_their_last_event)
+{
+	hostile((const char *const[]){ "resume", "resume_get", "resume_refused", NULL });
 }
 END_TEST
 
@@ -435,6 +444,7 @@ static Suite *mcp_http_suite(void)
 	tcase_add_test(sdk, sdk_client_2025_06_18);
 	tcase_add_test(raw, hostile_requests_get_errors);
 	tcase_add_test(raw, client_gone_mid_cell_the_cell_commits);
+	tcase_add_test(raw, lost_streams_resume_after_their_last_event);
 	tcase_add_test(raw, slow_and_idle_connections_are_dropped);
 	tcase_add_test(raw, unix_socket);
 	tcase_add_test(raw, tls_proxy_in_front);
