@@ -140,6 +140,30 @@ START_TEST(sdk_client_2025_03_26)
 }
 END_TEST
 
+/* A lost stream resumed by the SDK's own resumption support
+ * (tests/lib/mcp_resume.mjs). */
+START_TEST(sdk_client_resumes_a_lost_stream)
+{
+	struct http_server h;
+	struct cli_run r;
+	char *scratch = cli_tempdir();
+
+	if (!sdk_present()) {
+		printf("SKIP %s: node or the SDK is missing\n", __func__);
+		cli_rmtree(scratch);
+		return;
+	}
+	server_start(&h, "127.0.0.1:0", NULL);
+	cli_run(&r, &(struct cli_opts){ .env = fx.env, .prog = "/usr/bin/node", .timeout = 120 },
+	        (const char *const[]){ "node", "tests/lib/mcp_resume.mjs", h.url, scratch, NULL });
+	ck_assert_msg(r.code == 0 && cli_has(r.out, "ok sdk resumes\n"),
+	              "exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err);
+	cli_run_release(&r);
+	server_stop(&h);
+	cli_rmtree(scratch);
+}
+END_TEST
+
 static void hostile_on(const char *where, const char *flags, const char *const *cases)
 {
 	struct http_server h;
@@ -452,6 +476,7 @@ static Suite *mcp_http_suite(void)
 	tcase_add_test(sdk, sdk_client_2025_11_25);
 	tcase_add_test(sdk, sdk_client_2025_06_18);
 	tcase_add_test(sdk, sdk_client_2025_03_26);
+	tcase_add_test(sdk, sdk_client_resumes_a_lost_stream);
 	tcase_add_test(raw, hostile_requests_get_errors);
 	tcase_add_test(raw, client_gone_mid_cell_the_cell_commits);
 	tcase_add_test(raw, lost_streams_resume_after_their_last_event);
