@@ -1279,6 +1279,33 @@ static void stop_sessions(struct front *f)
 		session_free(f, f->sessions);
 }
 
+static unsigned connections(struct front *f)
+{
+	const union MHD_DaemonInfo *i = mhd.get_daemon_info(f->d,
+	                                                    MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return i ? i->num_connections : 0;
+}
+
+/*
+ * libmicrohttpd's turn.  At its connection limit it takes the listening
+ * socket out of its epoll set, and puts it back only at the start of a
+ * later turn once it is below: when a turn closed connections, another
+ * turn follows at once, else a client that closed every connection at
+ * once leaves the loop asleep with nothing of MHD's to wake it and the
+ * new connections never accepted.
+ */
+static void mhd_turn(struct front *f)
+{
+	unsigned before, after = connections(f);
+
+	do {
+		before = after;
+		mhd.run(f->d);
+		after = connections(f);
+	} while (after < before);
+}
+
 static int serve(struct front *f, char *err, size_t errlen)
 {
 	const union MHD_DaemonInfo *info = mhd.get_daemon_info(f->d, MHD_DAEMON_INFO_EPOLL_FD);
@@ -1331,7 +1358,7 @@ static int serve(struct front *f, char *err, size_t errlen)
 			if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && !session_read(f, se))
 				session_free(f, se);
 		}
-		mhd.run(f->d);
+		mhd_turn(f);
 	}
 	return 0;
 }
