@@ -22,14 +22,14 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.abspath(os.environ.get("DOLSOT_BIN", os.path.join(ROOT, "dolsot")))
 SESSIONS, CELLS, HOSTS = ([int(a) for a in sys.argv[1:4]] + [200, 20, 3][len(sys.argv[1:4]):])
 CELL = "n = globals().get('n', 0) + 1\nn"
-ACCEPT = "application/json, text/event-stream"
 WAIT = 300.0
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from mcp_http_post import post as post_for  # noqa: E402  (tests/lib, just put on the path)
 
 
 def free_port():
@@ -68,15 +68,7 @@ def start_host(env):
 
 
 def post(url, body, sid=None):
-    h = {"Content-Type": "application/json", "Accept": ACCEPT,
-         "MCP-Protocol-Version": "2025-11-25"}
-    if sid:
-        h["Mcp-Session-Id"] = sid
-    req = urllib.request.Request(url, json.dumps(body).encode(), h, method="POST")
-    with urllib.request.urlopen(req, timeout=WAIT) as r:
-        data = r.read().decode()
-        return r.headers.get("Mcp-Session-Id"), [
-            json.loads(x[6:]) for x in data.splitlines() if x.startswith("data: ")]
+    return post_for(url, body, sid, WAIT)
 
 
 def client(k, urls, times, errors):

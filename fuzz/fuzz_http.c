@@ -1,8 +1,8 @@
 /*
  * fuzz_http.c - libFuzzer harness for what `dolsot mcp --http` reads
  * itself beside libmicrohttpd: the token file and the bearer check
- * (auth.c), and the listen address, Accept, Content-Type, Origin and
- * session id values (http_route.c).
+ * (auth.c), and the listen address, Accept, Content-Type, Origin,
+ * Last-Event-ID and session id values (http_route.c).
  *
  * Byte 0 picks the reader; the rest is its input.  Properties: a parsed
  * token file has tenants with valid names and caps in range, and the
@@ -83,6 +83,7 @@ static void values(const uint8_t *data, size_t size)
 {
 	char *s = text_of(data, size), err[256];
 	struct http_addr addr;
+	struct http_event_id ev;
 
 	if (http_parse_listen(s, &addr, err, sizeof(err)) == 0)
 		CHECK(addr.len > 0 && (addr.sa.ss_family == AF_INET || addr.sa.ss_family == AF_INET6 ||
@@ -92,6 +93,8 @@ static void values(const uint8_t *data, size_t size)
 	(void)http_accepts(s, "text/event-stream");
 	(void)http_accepts(s, "application/json");
 	(void)http_is_json(s);
+	if (http_event_id_parse(s, &ev))
+		CHECK(strlen(ev.tag) == HTTP_EVENT_TAG_LEN && ev.stream >= 1 && ev.seq >= 1);
 	if (http_origin_allowed(s))
 		CHECK(strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0);
 	free(s);

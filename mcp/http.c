@@ -45,6 +45,7 @@
 #include "mhd.h"
 #include "proc_child.h"
 #include "sha256.h"
+#include "sse_log.h"
 #include "store_name.h"
 
 #define ENDPOINT "/mcp"
@@ -55,15 +56,28 @@
 struct session;
 
 /* What an HTTP request waits for: the responses to its requests' ids, and
- * the notifications of its progress tokens. */
+ * the notifications of its progress tokens.  An SSE stream logs its events
+ * and outlives its connection (detached, conn NULL) for a client that
+ * resumes it with a GET naming its last event (Last-Event-ID); the
+ * session keeps the MCP_HTTP_STREAMS_KEPT latest of those with nothing
+ * more to come. */
 struct stream {
 	struct stream *next;
 	struct session *sess;       /* NULL once the session is gone */
-	struct MHD_Connection *conn;
+	struct MHD_Connection *conn;    /* NULL: detached */
+	struct link *link;          /* an SSE stream's response on conn */
 	json_t *ids, *tokens;       /* arrays */
 	char *out;                  /* SSE bytes not yet sent, or the JSON body */
 	size_t len, cap, off;
-	bool sse, is_get, suspended, ended, queued;
+	struct sse_log log;         /* an SSE stream's events */
+	unsigned no;                /* its number in the session, from 1 */
+	bool sse, is_get, suspended, ended;
+};
+
+/* An SSE response's hold on its stream: st NULL once a resumption took
+ * the stream to another connection (this one then ends). */
+struct link {
+	struct stream *st;
 };
 
 struct session {
@@ -75,6 +89,8 @@ struct session {
 	char *wbuf;                 /* lines to the server, not yet written */
 	size_t wlen, wcap;
 	struct stream *streams, *get;
+	char tag[HTTP_EVENT_TAG_LEN + 1];   /* its event ids' */
+	unsigned n_streams;
 	const struct auth_tenant *tenant;   /* NULL: no --auth-tokens */
 	double used;                /* when a request last named it */
 	json_t *calls;              /* ids of its tools/call requests not yet answered */
@@ -143,10 +159,34 @@ static void stream_wake(struct stream *st)
 	}
 }
 
-/* One message for st: an SSE event, or (a JSON answer) the body itself. */
-static void stream_put(struct stream *st, const char *line, size_t n)
+/* Event seq of st as SSE bytes to send: its id, then the message. */
+static void sse_append(struct stream *st, uint64_t seq, const char *line, size_t n)
 {
 	static const char head[] = "event: message\ndata: ", tail[] = "\n\n";
+	char id[HTTP_EVENT_ID_MAX + 8];
+	int idn = seq ? snprintf(id, sizeof(id), "id: %s-%u-%llu\n", st->sess->tag, st->no,
+	                         (unsigned long long)seq) : 0;
+
+	if (idn < 0 || (size_t)idn >= sizeof(id) ||
+	    grow(&st->out, &st->cap, st->len + (size_t)idn + n + sizeof(head) + sizeof(tail)) < 0) {
+		fprintf(stderr, "dolsot mcp: out of memory: a message to a client is lost\n");
+		return;
+	}
+	memcpy(st->out + st->len, id, (size_t)idn);
+	st->len += (size_t)idn;
+	memcpy(st->out + st->len, head, sizeof(head) - 1);
+	st->len += sizeof(head) - 1;
+	memcpy(st->out + st->len, line, n);
+	st->len += n;
+	memcpy(st->out + st->len, tail, sizeof(tail) - 1);
+	st->len += sizeof(tail) - 1;
+}
+
+/* One message for st: an SSE event (logged; sent when st has its
+ * connection), or (a JSON answer) the body itself. */
+static void stream_put(struct stream *st, const char *line, size_t n)
+{
+	uint64_t seq;
 
 	if (!st->sse) {
 		if (grow(&st->out, &st->cap, n + 1) == 0) {
@@ -155,16 +195,12 @@ static void stream_put(struct stream *st, const char *line, size_t n)
 		}
 		return;
 	}
-	if (grow(&st->out, &st->cap, st->len + n + sizeof(head) + sizeof(tail)) < 0) {
-		fprintf(stderr, "dolsot mcp: out of memory: a message to a client is lost\n");
+	seq = sse_log_add(&st->log, line, n);
+	if (!seq)
+		fprintf(stderr, "dolsot mcp: out of memory: an event is not kept for a resumption\n");
+	if (!st->conn)
 		return;
-	}
-	memcpy(st->out + st->len, head, sizeof(head) - 1);
-	st->len += sizeof(head) - 1;
-	memcpy(st->out + st->len, line, n);
-	st->len += n;
-	memcpy(st->out + st->len, tail, sizeof(tail) - 1);
-	st->len += sizeof(tail) - 1;
+	sse_append(st, seq, line, n);
 	stream_wake(st);
 }
 
@@ -277,18 +313,27 @@ static void call_done(struct front *f, struct session *se, const json_t *id)
 
 /* ---- the sessions' servers ---- */
 
+static void stream_free(struct stream *st);
+
 static void session_free(struct front *f, struct session *se)
 {
 	struct session **pp;
+	struct stream *st = se->streams;
 
 	for (pp = &f->sessions; *pp && *pp != se; pp = &(*pp)->next)
 		;
 	if (*pp)
 		*pp = se->next;
 	f->n_sessions--;
-	for (struct stream *st = se->streams; st; st = st->next) {
+	while (st) {
+		struct stream *later = st->next;
+
 		st->sess = NULL;
-		stream_end(st);
+		if (st->conn)
+			stream_end(st);     /* its response ends, and frees it */
+		else
+			stream_free(st);
+		st = later;
 	}
 	if (se->tenant)
 		*tenant_calls(f, se->tenant) -= (unsigned)json_array_size(se->calls);
@@ -362,7 +407,7 @@ static struct session *session_new(struct front *f, const struct auth_tenant *te
 		se->tenant = tenant;
 	if (se && id)
 		snprintf(se->id, sizeof(se->id), "%s", id);
-	if (!se || !(se->calls = json_array()) ||
+	if (!se || !(se->calls = json_array()) || http_event_tag(se->tag) < 0 ||
 	    (!id && http_session_id(se->id, sizeof(se->id), f->key, tenant_name(tenant)) < 0) ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		snprintf(err, errlen, "cannot make a session: %s", strerror(errno));
@@ -547,10 +592,13 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, int cod
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	struct stream *st = cls;
-	size_t n = st->len - st->off;
+	struct stream *st = ((struct link *)cls)->st;
+	size_t n;
 
 	(void)pos;
+	if (!st)
+		return MHD_CONTENT_READER_END_OF_STREAM;    /* resumed elsewhere */
+	n = st->len - st->off;
 	if (n) {
 		if (n > max)
 			n = max;
@@ -567,10 +615,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	return 0;
 }
 
-static void stream_free(void *cls)
+static void stream_free(struct stream *st)
 {
-	struct stream *st = cls;
-
 	if (st->sess) {
 		struct stream **pp;
 
@@ -583,8 +629,51 @@ static void stream_free(void *cls)
 	}
 	json_decref(st->ids);
 	json_decref(st->tokens);
+	sse_log_release(&st->log);
 	free(st->out);
 	free(st);
+}
+
+/* Keep the MCP_HTTP_STREAMS_KEPT latest detached streams that wait for
+ * nothing more (not the session's GET stream): older ones are freed. */
+static void streams_trim(struct session *se)
+{
+	unsigned kept = 0;
+	struct stream *st = se->streams;
+
+	while (st) {
+		struct stream *later = st->next;
+
+		if (st->sse && !st->conn && !json_array_size(st->ids) && st != se->get &&
+		    ++kept > MCP_HTTP_STREAMS_KEPT)
+			stream_free(st);
+		st = later;
+	}
+}
+
+/* st without a connection: its events are logged, for a resumption. */
+static void stream_detach(struct stream *st)
+{
+	st->link = NULL;
+	st->conn = NULL;
+	st->suspended = false;
+	st->len = st->off = 0;
+}
+
+/* An SSE response is done (sent, or its connection gone). */
+static void link_free(void *cls)
+{
+	struct link *k = cls;
+	struct stream *st = k->st;
+
+	free(k);
+	if (!st)
+		return;
+	stream_detach(st);
+	if (st->sess)
+		streams_trim(st->sess);
+	else
+		stream_free(st);
 }
 
 static struct stream *stream_new(struct session *se, struct MHD_Connection *c, bool sse)
@@ -599,28 +688,37 @@ static struct stream *stream_new(struct session *se, struct MHD_Connection *c, b
 		stream_free(st);
 		return NULL;
 	}
+	sse_log_init(&st->log);
 	st->sess = se;
 	st->conn = c;
 	st->sse = sse;
+	st->no = ++se->n_streams;
 	st->next = se->streams;
 	se->streams = st;
 	return st;
 }
 
+/* st's SSE response on its connection c: what st->out holds, then its
+ * events as they come.  When that fails st is left detached. */
 static enum MHD_Result queue_sse(struct MHD_Connection *c, struct stream *st)
 {
-	struct MHD_Response *r = mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
-	                                                            sse_read, st, stream_free);
+	struct link *k = malloc(sizeof(*k));
+	struct MHD_Response *r = k ? mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
+	                                                                sse_read, k, link_free)
+	                         : NULL;
 	enum MHD_Result ok;
 
 	if (!r) {
-		stream_free(st);
+		free(k);
+		stream_detach(st);
 		return MHD_NO;
 	}
+	k->st = st;
+	st->link = k;
+	st->conn = c;
 	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 	mhd.add_response_header(r, HTTP_SESSION_HEADER, st->sess->id);
-	st->queued = true;
 	ok = mhd.queue_response(c, MHD_HTTP_OK, r);
 	mhd.destroy_response(r);
 	return ok;
@@ -822,11 +920,62 @@ static enum MHD_Result answer_json(struct MHD_Connection *c, struct req *rq)
 	return ok;
 }
 
+static void replay_one(void *ctx, const struct sse_event *e)
+{
+	sse_append(ctx, e->seq, e->data, e->len);
+}
+
+/* The stream of se whose events follow Last-Event-ID `last`, on c: those
+ * the log holds, then the rest as they come (or the end, when its
+ * requests are all answered).  An id that is not one of se's streams'
+ * (malformed, another session's, never given) is a 400, as a request the
+ * server cannot take; one whose following events are no longer kept is
+ * a 410, its stream gone; neither is a 404, which would tell the client
+ * its session ended.  After a finished stream's last event: 204, nothing
+ * more (an empty 200 would have the SDK's client, which takes an error
+ * answer for no answer, resume again and again). */
+static enum MHD_Result resume(struct MHD_Connection *c, struct session *se, const char *last)
+{
+	struct http_event_id e;
+	struct stream *st = NULL;
+	enum sse_log_from from = SSE_LOG_UNKNOWN;
+	bool ours = http_event_id_parse(last, &e) && strcmp(e.tag, se->tag) == 0;
+
+	for (st = ours ? se->streams : NULL; st && st->no != e.stream; st = st->next)
+		;
+	if (st && st->sse)
+		from = sse_log_after(&st->log, e.seq, NULL, NULL);
+	if (from == SSE_LOG_GONE || (ours && !st && e.stream <= se->n_streams))
+		return refuse(c, MHD_HTTP_GONE, JSONRPC_INVALID_REQUEST, "Last-Event-ID: the "
+		              "events after it are no longer kept (a stream keeps its last %d "
+		              "events and %zu KiB; a session its last %d finished streams)",
+		              SSE_LOG_EVENTS, SSE_LOG_BYTES >> 10, MCP_HTTP_STREAMS_KEPT);
+	if (from != SSE_LOG_OK)
+		return refuse(c, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+		              "Last-Event-ID: not an event id of this session's streams");
+	if (st->ended && e.seq + 1 == st->log.next)
+		return reply(c, MHD_HTTP_NO_CONTENT, "", "", se->id);   /* nothing more */
+	if (st->is_get && se->get && se->get != st && se->get->conn)
+		return refuse(c, MHD_HTTP_CONFLICT, JSONRPC_INVALID_REQUEST,
+		              "this session already has another GET stream open");
+	if (st->conn) {     /* its old connection, not yet seen gone, ends */
+		st->link->st = NULL;
+		stream_wake(st);
+	}
+	stream_detach(st);
+	st->conn = c;
+	sse_log_after(&st->log, e.seq, replay_one, st);
+	if (st->is_get)
+		se->get = st;
+	return queue_sse(c, st);
+}
+
 static enum MHD_Result on_get(struct front *f, struct MHD_Connection *c, struct req *rq)
 {
 	const char *sid = header(c, HTTP_SESSION_HEADER);
 	struct session *se = sid ? session_get(f, c, sid, rq->tenant) : NULL;
 	struct stream *st;
+	const char *last;
 
 	if (!http_accepts(header(c, MHD_HTTP_HEADER_ACCEPT), "text/event-stream"))
 		return refuse(c, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_INVALID_REQUEST,
@@ -835,7 +984,10 @@ static enum MHD_Result on_get(struct front *f, struct MHD_Connection *c, struct 
 		return refuse(c, sid ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST,
 		              JSONRPC_INVALID_REQUEST, "%s", sid ? "no such session"
 		              : "no " HTTP_SESSION_HEADER " header");
-	if (se->get)
+	last = header(c, "Last-Event-ID");
+	if (last)
+		return resume(c, se, last);
+	if (se->get && se->get->conn)
 		return refuse(c, MHD_HTTP_CONFLICT, JSONRPC_INVALID_REQUEST,
 		              "this session already has its GET stream open");
 	st = stream_new(se, c, true);
@@ -843,6 +995,7 @@ static enum MHD_Result on_get(struct front *f, struct MHD_Connection *c, struct 
 		return MHD_NO;
 	st->is_get = true;
 	se->get = st;
+	streams_trim(se);
 	return queue_sse(c, st);
 }
 
@@ -1088,6 +1241,14 @@ static int listen_on(const char *where, struct front *f, char *err, size_t errle
 
 /* ---- the loop ---- */
 
+static bool session_connected(const struct session *se)
+{
+	for (const struct stream *st = se->streams; st; st = st->next)
+		if (st->conn)
+			return true;
+	return false;
+}
+
 /* End the sessions no request named for MCP_HTTP_SESSION_IDLE seconds
  * that have no stream open and no call in flight (a client that never
  * sent DELETE, or one another server serves now): any server takes the
@@ -1101,7 +1262,7 @@ static int end_idle(struct front *f)
 		struct session *later = se->next;
 		double due = se->used + MCP_HTTP_SESSION_IDLE - t;
 
-		if (se->streams || json_array_size(se->calls))
+		if (session_connected(se) || json_array_size(se->calls))
 			due = MCP_HTTP_SESSION_IDLE;
 		else if (due <= 0)
 			session_free(f, se);
@@ -1116,6 +1277,33 @@ static void stop_sessions(struct front *f)
 {
 	while (f->sessions)
 		session_free(f, f->sessions);
+}
+
+static unsigned connections(struct front *f)
+{
+	const union MHD_DaemonInfo *i = mhd.get_daemon_info(f->d,
+	                                                    MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return i ? i->num_connections : 0;
+}
+
+/*
+ * libmicrohttpd's turn.  At its connection limit it takes the listening
+ * socket out of its epoll set, and puts it back only at the start of a
+ * later turn once it is below: when a turn closed connections, another
+ * turn follows at once, else a client that closed every connection at
+ * once leaves the loop asleep with nothing of MHD's to wake it and the
+ * new connections never accepted.
+ */
+static void mhd_turn(struct front *f)
+{
+	unsigned before, after = connections(f);
+
+	do {
+		before = after;
+		mhd.run(f->d);
+		after = connections(f);
+	} while (after < before);
 }
 
 static int serve(struct front *f, char *err, size_t errlen)
@@ -1170,7 +1358,7 @@ static int serve(struct front *f, char *err, size_t errlen)
 			if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && !session_read(f, se))
 				session_free(f, se);
 		}
-		mhd.run(f->d);
+		mhd_turn(f);
 	}
 	return 0;
 }

@@ -18,6 +18,9 @@
 #define MCP_HTTP_MAX_SESSIONS 256
 #define MCP_HTTP_MAX_CONNECTIONS 512
 #define MCP_HTTP_HEADER_TIMEOUT 10
+/* SSE streams a session keeps, once their connection is gone and nothing
+ * more is to come on them, for a client to resume (Last-Event-ID). */
+#define MCP_HTTP_STREAMS_KEPT 8
 /* Seconds a session no request names, with nothing open or running, is
  * kept before it is ended (any server takes its id again). */
 #define MCP_HTTP_SESSION_IDLE 1800

@@ -212,3 +212,56 @@ int http_session_id(char *buf, size_t size, const unsigned char *key, const char
 	id_tag(buf, key, tenant, buf + HTTP_SESSION_ID_LEN / 2);
 	return 0;
 }
+
+int http_event_tag(char tag[HTTP_EVENT_TAG_LEN + 1])
+{
+	unsigned char raw[HTTP_EVENT_TAG_LEN / 2];
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return -1;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(tag + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+/* A decimal number from 1 with no leading zero, of at most max; the
+ * bytes it took, or 0. */
+static size_t number_at(const char *s, uint64_t max, uint64_t *out)
+{
+	size_t n = strspn(s, "0123456789");
+	uint64_t v = 0;
+
+	if (n == 0 || n > 20 || s[0] == '0')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+
+		if (v > (max - d) / 10)
+			return 0;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return n;
+}
+
+bool http_event_id_parse(const char *s, struct http_event_id *e)
+{
+	uint64_t stream, seq;
+	size_t n;
+
+	if (strspn(s, "0123456789abcdef") != HTTP_EVENT_TAG_LEN || s[HTTP_EVENT_TAG_LEN] != '-')
+		return false;
+	memcpy(e->tag, s, HTTP_EVENT_TAG_LEN);
+	e->tag[HTTP_EVENT_TAG_LEN] = '\0';
+	s += HTTP_EVENT_TAG_LEN + 1;
+	n = number_at(s, UINT32_MAX, &stream);
+	if (!n || s[n] != '-')
+		return false;
+	s += n + 1;
+	n = number_at(s, UINT64_MAX, &seq);
+	if (!n || s[n] != '\0')
+		return false;
+	e->stream = (unsigned)stream;
+	e->seq = seq;
+	return true;
+}

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #define HTTP_SESSION_HEADER "Mcp-Session-Id"
@@ -39,6 +40,23 @@ bool http_is_json(const char *content_type);
 bool http_origin_allowed(const char *origin);
 /* Whether s is a session id made with key for tenant (NULL: none). */
 bool http_session_id_valid(const char *s, const unsigned char *key, const char *tenant);
+/* An SSE event's id: TAG-STREAM-SEQ, TAG the HTTP_EVENT_TAG_LEN hex
+ * digits a session's streams share (random: another session's ids are
+ * not its), STREAM the stream's number in the session, SEQ the event's
+ * in the stream (both from 1, decimal). */
+#define HTTP_EVENT_TAG_LEN 16
+#define HTTP_EVENT_ID_MAX (HTTP_EVENT_TAG_LEN + 2 + 10 + 20 + 1)
+
+struct http_event_id {
+	char tag[HTTP_EVENT_TAG_LEN + 1];
+	unsigned stream;
+	uint64_t seq;
+};
+
+/* A new random tag into tag.  0, or -1 with errno set. */
+int http_event_tag(char tag[HTTP_EVENT_TAG_LEN + 1]);
+/* A Last-Event-ID value read into *e: false when it is not such an id. */
+bool http_event_id_parse(const char *s, struct http_event_id *e);
 /* A new session id for tenant into buf (at least HTTP_SESSION_ID_LEN + 1
  * bytes).  0, or -1 with errno set. */
 int http_session_id(char *buf, size_t size, const unsigned char *key, const char *tenant);

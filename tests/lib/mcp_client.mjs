@@ -53,6 +53,8 @@ async function gone(pid, seconds) {
 	return false;
 }
 
+// structuredContent and outputSchema exist from 2025-06-18 on.
+const structured = !revision || revision >= '2025-06-18';
 const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
 
 // The error the SDK raises for a call the server refuses, or null.
@@ -97,7 +99,8 @@ check(JSON.stringify(names) ===
 const py = tools[0];
 check(py.inputSchema.required[0] === 'code' && py.inputSchema.properties.session &&
       py.inputSchema.properties.timeout.maximum === 60, 'python inputSchema', py.inputSchema);
-check(py.outputSchema && py.outputSchema.type === 'object', 'python outputSchema');
+check(structured ? py.outputSchema && py.outputSchema.type === 'object' : !py.outputSchema,
+      'python outputSchema (none before 2025-06-18)', py.outputSchema);
 check(/What a cell gets:\n[\s\S]*limits: --timeout 60s/.test(py.description),
       'python description carries --describe', py.description);
 check(/until unused for \d+ days|until reset_session/.test(py.description),
@@ -107,6 +110,27 @@ check(/keep their first 10000 and last 10000/.test(py.description) &&
       /progress notifications carry the cell's output/.test(py.description),
       'python description says how output is cut, carried once and streamed');
 console.log('ok tools/list');
+
+// 2025-03-26 has no structured results: a short run of the steps the text
+// and the notifications show, then the end every run has.
+if (!structured) {
+	let u = await client.callTool({ name: 'python', arguments: { code: 'x = 20', session: 'u' } });
+	check(!u.isError && !('structuredContent' in u), 'no structuredContent', u);
+	u = await client.callTool({ name: 'python', arguments: { code: 'x * 2 + 2', session: 'u' } },
+		undefined, { onprogress: () => {} });
+	check(text(u).startsWith('42\n') && /session now holds: x/.test(text(u)),
+	      'state across calls, in the text', u);
+	const notes = [];
+	u = await client.callTool({ name: 'python', arguments: { session: 'u', code:
+		"print('out', flush=True)\nimport time\ntime.sleep(1.2)\n'v'" } }, undefined,
+		{ onprogress: (p) => notes.push(p) });
+	check(text(u).includes("'v'") && notes.some((p) => /out/.test(p.message ?? '')),
+	      'progress carries the output', [u, notes]);
+	u = await client.callTool({ name: 'python', arguments: { code: '1/0', session: 'u' } });
+	check(u.isError === true && /ZeroDivisionError/.test(text(u)), 'raising cell', u);
+	console.log('ok unstructured results');
+	await finish();
+}
 
 // State across calls (the SDK validates structuredContent against outputSchema).
 let r = await client.callTool({ name: 'python', arguments: { code: 'x = 20', session: 's1' } });
@@ -384,23 +408,30 @@ if (!revision || revision >= '2025-11-25') {
 	console.log('ok no tasks');
 }
 
-// A wrong argument is a protocol error the SDK raises.
-err = await refused('python', { session: 'x' });
-check(err && err.code === -32602, 'missing code is invalid params', String(err));
-console.log('ok invalid params');
+await finish();
 
-if (url) {
-	// DELETE ends the session: its id is refused afterwards.
-	const sid = transport.sessionId;
-	await transport.terminateSession();
-	const after = await fetch(url, { method: 'POST', body: '{"jsonrpc":"2.0","id":9,"method":"ping"}',
-		headers: { 'content-type': 'application/json', 'mcp-session-id': sid,
-		           accept: 'application/json, text/event-stream' } });
-	check(after.status === 404, 'a deleted session is gone', after.status);
+// The end of every run: a refused call, then DELETE (HTTP) or the server's
+// exit (stdio).
+async function finish() {
+	// A wrong argument is a protocol error the SDK raises.
+	const wrong = await refused('python', { session: 'x' });
+	check(wrong && wrong.code === -32602, 'missing code is invalid params', String(wrong));
+	console.log('ok invalid params');
+
+	if (url) {
+		// DELETE ends the session: its id is refused afterwards.
+		const sid = transport.sessionId;
+		await transport.terminateSession();
+		const after = await fetch(url, { method: 'POST', body: '{"jsonrpc":"2.0","id":9,"method":"ping"}',
+			headers: { 'content-type': 'application/json', 'mcp-session-id': sid,
+			           accept: 'application/json, text/event-stream' } });
+		check(after.status === 404, 'a deleted session is gone', after.status);
+		await client.close();
+		console.log('ok close');
+		process.exit(0);
+	}
 	await client.close();
+	check(await gone(serverPid, 20), 'the server exits when the client closes', serverPid);
 	console.log('ok close');
 	process.exit(0);
 }
-await client.close();
-check(await gone(serverPid, 20), 'the server exits when the client closes', serverPid);
-console.log('ok close');

@@ -258,15 +258,28 @@ def connected(s):
         select.select([], [s], [], 0)[1] != []
 
 
-def raw_call(sid, rid, session, code, headers=""):
+def raw_call(sid, rid, session, code, headers="", accept=ACCEPT, meta=None):
     """A tools/call sent on a socket of its own, left open: the socket."""
     s = socket.create_connection((HOST, PORT))
-    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
-        "name": "python", "arguments": {"session": session, "code": code}}})
+    params = {"name": "python", "arguments": {"session": session, "code": code}}
+    if meta:
+        params["_meta"] = meta
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
     s.sendall((f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-               f"Accept: {ACCEPT}\r\nMcp-Session-Id: {sid}\r\n{headers}"
+               f"Accept: {accept}\r\nMcp-Session-Id: {sid}\r\n{headers}"
                f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
     return s
+
+
+def recv_until(s, marker):
+    """What s gets until marker is in it (or the server closes: an error)."""
+    s.settimeout(WAIT)
+    got = b""
+    while marker not in got:
+        chunk = s.recv(65536)
+        assert chunk, got
+        got += chunk
+    return got
 
 
 def wait_for(path):
@@ -342,12 +355,7 @@ def case_tenants():
     as_tenant(a)
     assert call(sid_a, "mine", "shared", 9)["result"]["structuredContent"]["value"] == "1"
     as_tenant(b)
-    s.settimeout(WAIT)
-    got = b""
-    while b'"id":7' not in got:
-        chunk = s.recv(65536)
-        assert chunk, got
-        got += chunk
+    recv_until(s, b'"id":7')
     s.close()
     error_of(*post({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "a" * 5000}},
                    sid_b), 413, -32600)
@@ -355,6 +363,217 @@ def case_tenants():
     r, data = tool(sid_a, "list_sessions", {})
     ids = [s["id"] for s in messages(r, data)[0]["result"]["structuredContent"]["sessions"]]
     assert ids == ["shared"], ids
+
+
+# ---- resumability: SSE event ids and Last-Event-ID ----
+
+def sse_events(r):
+    """(id, message) of each SSE event of response r as it comes; ends with
+    the stream."""
+    ev = {}
+    while True:
+        line = r.readline()
+        if not line:
+            return
+        line = line.decode().rstrip("\r\n")
+        if line == "":
+            if "data" in ev:
+                yield ev.get("id"), json.loads(ev["data"])
+            ev = {}
+        elif line.startswith("id: "):
+            ev["id"] = line[4:]
+        elif line.startswith("data: "):
+            ev["data"] = line[6:]
+
+
+def get_stream(sid, last=None):
+    """A GET of the session's stream (resuming after `last`): conn, response."""
+    h = {"Accept": "text/event-stream", "Mcp-Session-Id": sid, **AUTH}
+    if last is not None:
+        h["Last-Event-ID"] = last
+    c = conn()
+    c.request("GET", PATH, headers=h)
+    return c, c.getresponse()
+
+
+def id_parts(event_id):
+    tag, stream, seq = event_id.split("-")
+    return tag, int(stream), int(seq)
+
+
+def staged_cell(name):
+    """A cell that prints part A, waits for SCRATCH/NAME-1, prints B, waits
+    for NAME-2, prints C, and is 42: its code, its go files and its whole
+    output."""
+    go = [os.path.join(SCRATCH, f"{name}-{i}") for i in (1, 2)]
+    lines = {part: "".join(f"{part}{i}\n" for i in range(5)) for part in "ABC"}
+    code = ("import os, sys, time\n"
+            "def wait(p):\n"
+            "    while not os.path.exists(p): time.sleep(0.02)\n"
+            f"sys.stdout.write({lines['A']!r}); sys.stdout.flush()\n"
+            f"wait({go[0]!r})\n"
+            f"sys.stdout.write({lines['B']!r}); sys.stdout.flush()\n"
+            f"wait({go[1]!r})\n"
+            f"sys.stdout.write({lines['C']!r}); sys.stdout.flush()\n"
+            "42")
+    return code, go, lines["A"] + lines["B"] + lines["C"]
+
+
+def output_of(events):
+    """The stdout the progress notifications carried, checking their
+    chunks' seq runs on with none dropped."""
+    text, seqs = "", []
+    for _, m in events:
+        meta = m.get("params", {}).get("_meta", {}).get("dolsot/output")
+        if m.get("method") == "notifications/progress" and meta:
+            assert meta["stream"] == "stdout" and meta["dropped"] == 0, m
+            seqs.append(meta["seq"])
+            text += m["params"]["message"]
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+    return text
+
+
+def touch(path):
+    open(path, "w").close()
+
+
+def lost_then_resumed(first, resume_from):
+    """The events read before the stream was lost (`first`, up to and
+    with the one of id resume_from) and those after resuming must be
+    exactly one run of the stream's ids: each once, none missing."""
+    tag, stream, seq = id_parts(resume_from)
+    ids = [id_parts(i) for i, _ in first]
+    assert all(t == tag and s == stream for t, s, _ in ids), ids
+    assert [q for _, _, q in ids] == list(range(1, seq + 1)), ids
+    return tag, stream, seq
+
+
+def read_until(events, want):
+    got = []
+    for ev in events:
+        got.append(ev)
+        if want(got):
+            return got
+    raise AssertionError(f"the stream ended early: {got}")
+
+
+def case_resume():
+    """A POST's stream lost mid-cell: a GET with Last-Event-ID gets the
+    events after it, each once, then the rest live and the answer; the
+    cell was never orphaned."""
+    sid = initialize()
+    code, go, whole = staged_cell("post")
+    body = json.dumps({"jsonrpc": "2.0", "id": 21, "method": "tools/call", "params": {
+        "name": "python", "arguments": {"session": "resumed", "code": code},
+        "_meta": {"progressToken": "p21"}}})
+    c = conn()
+    c.request("POST", PATH, body, {"Content-Type": "application/json", "Accept": ACCEPT,
+                                   "Mcp-Session-Id": sid, **AUTH})
+    r = c.getresponse()
+    assert r.status == 200 and r.getheader("Content-Type") == "text/event-stream", r.status
+    first = read_until(sse_events(r), lambda got: "A4\n" in output_of(got))
+    c.close()   # lost, mid-cell
+    last = first[-1][0]
+    tag, stream, seq = lost_then_resumed(first, last)
+    touch(go[0])    # B comes while no connection holds the stream
+    c, r = get_stream(sid, last)
+    assert r.status == 200 and r.getheader("Content-Type") == "text/event-stream", \
+        (r.status, r.read())
+    events = sse_events(r)
+    rest = read_until(events, lambda got: "B4\n" in output_of(first + got))
+    touch(go[1])    # C comes live on the resumed stream
+    rest += list(events)    # to the answer, and the stream's end
+    c.close()
+    ids = [id_parts(i) for i, _ in rest]
+    assert ids == [(tag, stream, q) for q in range(seq + 1, seq + 1 + len(ids))], ids
+    assert output_of(first + rest) == whole, output_of(first + rest)
+    answer = rest[-1][1]
+    assert answer.get("id") == 21 and answer["result"]["structuredContent"]["value"] == "42", \
+        answer
+    # Resumed again from its last event: nothing more (204).
+    finished(sid, rest[-1][0])
+
+
+def finished(sid, last):
+    c, r = get_stream(sid, last)
+    assert r.status == 204 and r.read() == b"", r.status
+    c.close()
+
+
+def case_resume_get():
+    """The GET stream lost: its events after Last-Event-ID, then live."""
+    sid = initialize()
+    code, go, whole = staged_cell("get")
+    g, gr = get_stream(sid)
+    assert gr.status == 200, gr.status
+    # A POST that takes no stream: its progress goes to the GET stream.
+    s = raw_call(sid, 22, "resumed-get", code, accept="application/json",
+                 meta={"progressToken": "p22"})
+    first = read_until(sse_events(gr), lambda got: "A4\n" in output_of(got))
+    g.close()
+    last = first[-1][0]
+    tag, stream, seq = lost_then_resumed(first, last)
+    touch(go[0])
+    g, gr = get_stream(sid, last)
+    assert gr.status == 200, (gr.status, gr.read())
+    events = sse_events(gr)
+    rest = read_until(events, lambda got: "B4\n" in output_of(first + got))
+    # The resumed stream is the session's GET stream: a second is refused.
+    c, r = get_stream(sid)
+    error_of(r, r.read(), 409)
+    c.close()
+    touch(go[1])
+    rest += read_until(events, lambda got: "C4\n" in output_of(first + rest + got))
+    g.close()
+    ids = [id_parts(i) for i, _ in rest]
+    assert ids == [(tag, stream, q) for q in range(seq + 1, seq + 1 + len(ids))], ids
+    assert output_of(first + rest) == whole, output_of(first + rest)
+    got = recv_until(s, b'"id":22')
+    s.close()
+    assert b'"value":"42"' in got, got
+
+
+def event_id_of_ping(sid, rid):
+    c = conn()
+    c.request("POST", PATH, json.dumps({"jsonrpc": "2.0", "id": rid, "method": "ping"}),
+              {"Content-Type": "application/json", "Accept": ACCEPT,
+               "Mcp-Session-Id": sid, **AUTH})
+    r = c.getresponse()
+    (event_id, m), = list(sse_events(r))
+    c.close()
+    assert m == {"jsonrpc": "2.0", "id": rid, "result": {}}, m
+    return event_id
+
+
+def resume_refused(sid, last, status):
+    c, r = get_stream(sid, last)
+    msg = error_of(r, r.read(), status, -32600)
+    c.close()
+    assert "Last-Event-ID" in msg, msg
+    return msg
+
+
+def case_resume_refused():
+    """An id that is not one of the session's streams' is a 400; one whose
+    events are no longer kept a 410; never a 404 (the session lives)."""
+    sid, other = initialize(), initialize()
+    mine = event_id_of_ping(sid, 31)
+    tag, stream, seq = id_parts(mine)
+    for bad in ("junk", "", f"{tag}-{stream}-{seq + 5}", f"{tag}-{stream + 50}-1",
+                f"{tag}-{stream}-0", f"{tag}-0{stream}-{seq}",
+                ("0" if tag[0] != "0" else "1") + tag[1:] + f"-{stream}-{seq}",
+                event_id_of_ping(other, 32)):
+        resume_refused(sid, bad, 400)
+    # Kept: resuming after its last event is a 204, nothing more.
+    finished(sid, mine)
+    # A session keeps its last 8 finished streams (http.h's
+    # MCP_HTTP_STREAMS_KEPT): after 8 more, the first is gone.
+    for rid in range(40, 48):
+        event_id_of_ping(sid, rid)
+    msg = resume_refused(sid, mine, 410)
+    assert "no longer kept" in msg, msg
+    r, data = post({"jsonrpc": "2.0", "id": 50, "method": "ping"}, sid)
+    assert r.status == 200, (r.status, data)
 
 
 for name in sys.argv[3:]:
