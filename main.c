@@ -153,6 +153,7 @@ struct cli {
 	const char *print_config;
 	const char *http;          /* dolsot mcp --http ADDR */
 	const char *auth_tokens;   /* and --auth-tokens FILE */
+	unsigned http_timeout;     /* and --http-timeout S; 0: the default */
 	struct host_tools *tools;  /* --tool, --tool-schema; NULL: none */
 	const char *tools_fd;      /* --tools-fd N */
 	const char **proxies;      /* --proxy COMMAND */
@@ -363,6 +364,20 @@ static void set_limit(struct cli *c, enum limit_kind k, const char *value)
 		usage_error("%s", err);
 }
 
+/* --http-timeout's seconds: a whole number, 1 to MCP_HTTP_TIMEOUT_MAX. */
+static unsigned http_timeout_arg(const char *arg)
+{
+	char *end;
+	unsigned long s;
+
+	errno = 0;
+	s = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || *arg == '-' || s < 1 || s > MCP_HTTP_TIMEOUT_MAX)
+		usage_error("--http-timeout takes whole seconds from 1 to %d, not '%s'",
+		            MCP_HTTP_TIMEOUT_MAX, arg);
+	return (unsigned)s;
+}
+
 static void parse_args(int argc, char **argv, struct cli *c)
 {
 	struct option long_options[OPTIONS_MAX + 1];
@@ -475,6 +490,9 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case OPTION_AUTH_TOKENS:
 			c->auth_tokens = optarg;
+			break;
+		case OPTION_HTTP_TIMEOUT:
+			c->http_timeout = http_timeout_arg(optarg);
 			break;
 		case OPTION_STORE:
 			c->store = optarg;
@@ -1160,7 +1178,8 @@ static int cmd_mcp(struct cli *c, const struct settings *s, int argc, char **arg
 	m.tools = open_tools(c, s);
 	/* A long-lived server: each log line goes out when it is written. */
 	setvbuf(stderr, NULL, _IOLBF, 0);
-	if ((c->http ? mcp_http_serve(&m, c->http, c->auth_tokens, err, sizeof(err))
+	if ((c->http ? mcp_http_serve(&m, c->http, c->auth_tokens, c->http_timeout, err,
+	                             sizeof(err))
 	             : mcp_serve(&m, err, sizeof(err))) < 0)
 		die(DOLSOT_EXIT_FAIL, "mcp: %s", err);
 	sandbox_plan_release(&plan);
@@ -1202,6 +1221,8 @@ int main(int argc, char **argv)
 		usage_error("--http belongs to 'dolsot mcp'");
 	if (c.auth_tokens && !c.http)
 		usage_error("--auth-tokens belongs to 'dolsot mcp --http'");
+	if (c.http_timeout && !c.http)
+		usage_error("--http-timeout belongs to 'dolsot mcp --http'");
 	timeline = c.history || c.undo || c.checkout || c.export_id;
 	if ((c.list || c.reset || c.server || c.describe || timeline) && c.code)
 		usage_error("--list-sessions, --reset, --history, --undo, --checkout, --export, "

@@ -202,6 +202,9 @@ const struct option_row options_table[] = {
 	{ .id = OPTION_AUTH_TOKENS, .flag = "auth-tokens", .arg = "FILE", NO_FIELD,
 	  .help = "with mcp --http: the tenants' bearer tokens, a line\n"
 	          "'NAME TOKEN' each (mode 0600); any address may then be bound" },
+	{ .id = OPTION_HTTP_TIMEOUT, .flag = "http-timeout", .arg = "S", NO_FIELD,
+	  .help = "with mcp --http: seconds a connection may take to send\n"
+	          "its request, or stay idle (1 to 3600; default 10)" },
 	{ .id = OPTION_HELP, .flag = "help", .short_flag = 'h', NO_FIELD,
 	  .help = "show this help" },
 	{ .id = OPTION_VERSION, .flag = "version", .short_flag = 'V', NO_FIELD,

@@ -106,7 +106,7 @@ struct req {
 };
 
 /* A connection until its request is in: dropped when that takes longer
- * than MCP_HTTP_HEADER_TIMEOUT (a client sending a byte a second). */
+ * than the header timeout (a client sending a byte a second). */
 struct pending {
 	struct pending *next, **prev;
 	struct MHD_Connection *conn;
@@ -117,6 +117,7 @@ struct front {
 	const struct mcp_setup *m;
 	struct MHD_Daemon *d;
 	struct pending *pending;
+	unsigned timeout;           /* seconds: --http-timeout */
 	struct auth auth;           /* no tenants: no --auth-tokens */
 	unsigned char key[HTTP_KEY_LEN];    /* the session ids' */
 	char ended[ENDED_KEPT][HTTP_SESSION_ID_LEN + 1];    /* DELETEd here, newest */
@@ -1110,7 +1111,7 @@ static int drop_late(struct front *f)
 	double t = deadline_now(), next = -1;
 
 	for (struct pending *p = f->pending; p; p = p->next) {
-		double due = p->since + MCP_HTTP_HEADER_TIMEOUT - t;
+		double due = p->since + f->timeout - t;
 
 		if (due <= 0) {
 			const union MHD_ConnectionInfo *ci =
@@ -1389,9 +1390,10 @@ static int load_tenants(struct front *f, const char *tokens, char *err, size_t e
 }
 
 int mcp_http_serve(const struct mcp_setup *m, const char *where, const char *tokens,
-                   char *err, size_t errlen)
+                   unsigned timeout, char *err, size_t errlen)
 {
-	struct front f = { .m = m, .sigfd = -1 };
+	struct front f = { .m = m, .sigfd = -1,
+	                   .timeout = timeout ? timeout : MCP_HTTP_HEADER_TIMEOUT };
 	sigset_t mask;
 	int fd, rc;
 
@@ -1425,7 +1427,7 @@ int mcp_http_serve(const struct mcp_setup *m, const char *where, const char *tok
 	                       MHD_OPTION_NOTIFY_COMPLETED, on_completed, &f,
 	                       MHD_OPTION_NOTIFY_CONNECTION, on_connection, &f,
 	                       MHD_OPTION_CONNECTION_LIMIT, (unsigned)MCP_HTTP_MAX_CONNECTIONS,
-	                       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MCP_HTTP_HEADER_TIMEOUT,
+	                       MHD_OPTION_CONNECTION_TIMEOUT, f.timeout,
 	                       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
 	                       MHD_OPTION_END);
 	if (!f.d) {

@@ -14,10 +14,12 @@
 #include "mcp_tools.h"
 
 /* Sessions one server keeps, connections it accepts, and the seconds a
- * connection may take to send its request's headers and body. */
+ * connection may take to send its request's headers and body, or stay
+ * idle, unless --http-timeout says otherwise (at most the _MAX). */
 #define MCP_HTTP_MAX_SESSIONS 256
 #define MCP_HTTP_MAX_CONNECTIONS 512
 #define MCP_HTTP_HEADER_TIMEOUT 10
+#define MCP_HTTP_TIMEOUT_MAX 3600
 /* SSE streams a session keeps, once their connection is gone and nothing
  * more is to come on them, for a client to resume (Last-Event-ID). */
 #define MCP_HTTP_STREAMS_KEPT 8
@@ -32,10 +34,11 @@
  * none) only a loopback address or a unix socket is taken; with it every
  * request needs a tenant's bearer token, and a tenant's sessions live in
  * namespace NS.TENANT (NS the server's; TENANT alone when NS is the
- * default).  Says "dolsot mcp: listening on URL" on stderr once bound.
- * Returns 0, or -1 with a reason in err.
+ * default).  timeout: the header timeout in seconds (0: the default).
+ * Says "dolsot mcp: listening on URL" on stderr once bound.  Returns 0, or
+ * -1 with a reason in err.
  */
 int mcp_http_serve(const struct mcp_setup *m, const char *listen, const char *tokens,
-                   char *err, size_t errlen);
+                   unsigned timeout, char *err, size_t errlen);
 
 #endif
