@@ -5,6 +5,7 @@
 #include "holder.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,6 +20,10 @@
 
 /* The holder runs a few system calls on this stack, in the shared memory. */
 #define HOLDER_STACK ((size_t)64 * 1024)
+/* A process holding less than this exits in well under a millisecond,
+ * less than a holder costs its call (measured: +0.27 ms to a call on a
+ * zygote of 20 MiB, -2.5 ms on one of 66 MiB that imported pandas). */
+#define HOLDER_MIN_RESIDENT ((size_t)32 << 20)
 /* How long holder_end waits for the holder to be gone (ms). */
 #define HOLDER_END_MS 5000
 
@@ -47,12 +52,33 @@ static int hold(void *unused)
 	return 0;
 }
 
+/* This process's resident memory in bytes (/proc/self/statm), 0 when
+ * it cannot be read. */
+static size_t resident_bytes(void)
+{
+	char text[128];
+	unsigned long pages = 0, resident = 0;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+
+	fd_close(&fd);
+	if (got <= 0)
+		return 0;
+	text[got] = '\0';
+	if (sscanf(text, "%lu %lu", &pages, &resident) != 2)
+		return 0;
+	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
 pid_t holder_start(void)
 {
-	char *stack = mmap(NULL, HOLDER_STACK, PROT_READ | PROT_WRITE,
-	                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	char *stack;
 	pid_t pid;
 
+	if (resident_bytes() < HOLDER_MIN_RESIDENT)
+		return 0;
+	stack = mmap(NULL, HOLDER_STACK, PROT_READ | PROT_WRITE,
+	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
 		return -1;
 	pid = clone(hold, stack + HOLDER_STACK, CLONE_VM | CLONE_PARENT | SIGCHLD, NULL);

@@ -24,7 +24,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Start this process's holder; its pid, or -1 with errno set. */
+/* Start this process's holder: its pid; 0 when the process holds too
+ * little memory for one to be worth it (32 MiB); -1 with errno set. */
 pid_t holder_start(void);
 
 /* End this process's holder, if it has one, and return once it no longer
