@@ -2,8 +2,8 @@
 numbers, small tuples of these) without pickling it again while the name
 still holds the very object it loaded: the saved blob is byte for byte the
 one a fresh pickle gives, and a value the cell changed, rebound or shares
-is pickled again.  So is a list, dict or set of such values (in the
-worker, worker/flat.c): only while it holds the very same items.  A save
+is pickled again.  So is a list, dict or set of such values in a live
+process (worker/flat.c): only while it holds the very same items.  A save
 that knows which units the store has already writes only the others."""
 
 import importlib.util
@@ -118,9 +118,9 @@ class ReuseThroughTheCli(support.StoreCase):
         self.assertEqual(self.call("hashlib.sha256(u.encode() + b).hexdigest()"), first)
 
     def test_a_flat_container_keeps_every_change(self):
-        """A list, dict or set of plain values is saved by its old ref only
-        while it holds the very same items: each kind of change in place is
-        kept, by a call that loads it whole and by a --live process."""
+        """A live process saves a list, dict or set of plain values by its
+        old ref only while it holds the very same items: each kind of change
+        in place is kept, by a --live process and by calls that load it."""
         modes = [((), "flat")]
         if os.environ.get("DOLSOT_SERVER") != "off":    # --live needs the server
             modes.append((("--live",), "flat-live"))
