@@ -367,12 +367,9 @@ static void set_limit(struct cli *c, enum limit_kind k, const char *value)
 /* --http-timeout's seconds: a whole number, 1 to MCP_HTTP_TIMEOUT_MAX. */
 static unsigned http_timeout_arg(const char *arg)
 {
-	char *end;
-	unsigned long s;
+	uint64_t s;
 
-	errno = 0;
-	s = strtoul(arg, &end, 10);
-	if (errno || end == arg || *end || *arg == '-' || s < 1 || s > MCP_HTTP_TIMEOUT_MAX)
+	if (opts_parse_count(arg, &s) < 0 || s < 1 || s > MCP_HTTP_TIMEOUT_MAX)
 		usage_error("--http-timeout takes whole seconds from 1 to %d, not '%s'",
 		            MCP_HTTP_TIMEOUT_MAX, arg);
 	return (unsigned)s;

@@ -103,6 +103,17 @@ static int map_one(const char *path, const uint8_t *hash, size_t size, uint8_t *
 	return f->err ? -1 : 0;
 }
 
+/* A unit's file below the objects directory: "HH/REST" of its hex. */
+#define UNIT_NAME_LEN (UNITS_HEX_LEN + 2)
+static const char *unit_name(const uint8_t *hash, char name[UNIT_NAME_LEN])
+{
+	char hex[UNITS_HEX_LEN + 1];
+
+	units_hex(hash, hex);
+	snprintf(name, UNIT_NAME_LEN, "%.2s/%s", hex, hex + 2);
+	return name;
+}
+
 struct part {
 	uint8_t hash[UNITS_HASH_LEN];
 	size_t size;
@@ -125,10 +136,9 @@ static uint8_t *map_parts(const char *dir, const struct part *parts, size_t n, s
 		return NULL;
 	}
 	for (size_t i = 0; i < n; off += parts[i++].size) {
-		char hex[UNITS_HEX_LEN + 1], path[PATH_MAX];
+		char name[UNIT_NAME_LEN], path[PATH_MAX];
 
-		units_hex(parts[i].hash, hex);
-		snprintf(path, sizeof(path), "%s/%.2s/%s", dir, hex, hex + 2);
+		snprintf(path, sizeof(path), "%s/%s", dir, unit_name(parts[i].hash, name));
 		if (map_one(path, parts[i].hash, parts[i].size, base + off, prot, f) < 0) {
 			munmap(base, span);
 			return NULL;
@@ -473,13 +483,12 @@ static PyTypeObject region_type = {
 /* Whether the unit file of (hash, size) is in dirfd with that size. */
 static bool unit_file_present(int dirfd, const char *hash, unsigned long long size)
 {
-	char hex[UNITS_HEX_LEN + 1], name[UNITS_HEX_LEN + 2];
+	char name[UNIT_NAME_LEN];
 	struct stat st;
 
-	units_hex((const uint8_t *)hash, hex);
-	snprintf(name, sizeof(name), "%.2s/%s", hex, hex + 2);
-	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	       (unsigned long long)st.st_size == size;
+	return fstatat(dirfd, unit_name((const uint8_t *)hash, name), &st,
+	               AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && (unsigned long long)st.st_size == size;
 }
 
 /* units_present(dir, refs): whether every (hash, size) of refs is a file

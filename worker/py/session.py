@@ -62,8 +62,9 @@ numbers, None, and small tuples and frozensets of these) and that a name
 still holds as it was loaded is not pickled again: its unit is named by
 the same ref (Stored.reuse).  In a live process, nor is a list, dict or
 set of such plain values that the name still holds with the very same
-items in the same order as its last save (_reusable, worker/flat.h).  Any other value is pickled, and a pickle that
-hashes as a ref the loaded head named is not written again.
+items in the same order as its last save (_reusable, worker/flat.h).
+Any other value is pickled, and a pickle that hashes as a ref the loaded
+head named is not written again.
 
 A numpy array of _PART_MIN bytes or more is pickled as a call of
 _array naming its buffer's parts, units of their own cut by _chunk_sizes,
@@ -972,7 +973,7 @@ except ImportError:   # session.py imported by a test, outside the worker
 
 
 def _reusable(value, body):
-    """The reuse entry of a value loaded from (or saved as) body: (value,
+    """The reuse entry of a live process's value saved as body: (value,
     body) when it is _frozen, (value, body, snapshot) for a list, dict or
     set of plain values (worker/flat.h), else None."""
     if _frozen(value):
@@ -1087,9 +1088,14 @@ class _Source:
     def has_all(self, bodies):
         """has() of each of bodies (an array's parts), the directory's files
         among them looked at in one call (a 1 GiB array has 257)."""
-        files = [b for b in bodies if b._chunks is None and b.hash not in self.pack]
-        if not all(self.has(b) for b in bodies if b._chunks is None and b.hash in self.pack):
-            return False
+        files = []
+        for body in bodies:
+            if body._chunks is not None:
+                continue
+            if body.hash not in self.pack:
+                files.append(body)
+            elif not self.has(body):
+                return False
         if not files or _units_present is None:
             return all(self.has(b) for b in files)
         return self.directory is not None and _units_present(
