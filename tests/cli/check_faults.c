@@ -371,19 +371,6 @@ static size_t server_pids(pid_t *pids, size_t max)
 	return n;
 }
 
-static long rss_kb(pid_t pid)
-{
-	char path[64], *text, *p;
-	long kb = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	text = cli_read_file(path, NULL);
-	if (text && (p = strstr(text, "VmRSS:")))
-		kb = atol(p + 6);
-	free(text);
-	return kb;
-}
-
 /* pid's fd count once it is at most want, or after 5 s: a server closes a
  * connection a moment after its client saw the answer. */
 static int fds_settled(pid_t pid, int want)
@@ -447,7 +434,7 @@ START_TEST(two_hundred_concurrent_calls)
 	for (size_t i = 0; i < n_srv; i++) {
 		int fds = fds_settled(srv[i], srv_fds_before[i]);
 
-		srv_rss[i] = rss_kb(srv[i]);
+		srv_rss[i] = cli_rss_kb(srv[i]);
 		ck_assert_msg(fds <= srv_fds_before[i], "process %d had %d fds, now %d",
 		              (int)srv[i], srv_fds_before[i], fds);
 		ck_assert_msg(srv_rss[i] < 100 * 1024, "process %d holds %ld kB", (int)srv[i],

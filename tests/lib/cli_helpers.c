@@ -516,6 +516,19 @@ bool cli_is_server_process(const char *comm)
 	return false;
 }
 
+long cli_rss_kb(pid_t pid)
+{
+	char path[64], *text, *p;
+	long kb = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	text = cli_read_file(path, NULL);
+	if (text && (p = strstr(text, "VmRSS:")))
+		kb = atol(p + 6);
+	free(text);
+	return kb;
+}
+
 int cli_strays(const char *env_entry, char *desc, size_t desclen)
 {
 	DIR *d = opendir("/proc");

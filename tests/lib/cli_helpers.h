@@ -201,6 +201,9 @@ pid_t cli_first_child(pid_t pid);
 /* cli_strays() until it is 0 or seconds pass; returns the last count. */
 int cli_wait_no_strays(const char *env_entry, double seconds, char *desc, size_t desclen);
 
+/* pid's resident memory (VmRSS) in kB, or -1. */
+long cli_rss_kb(pid_t pid);
+
 /* Open fds of pid (0 for this process), or -1. */
 int cli_count_fds(pid_t pid);
 

@@ -590,6 +590,17 @@ static size_t children_named(pid_t pid, const char *name, pid_t *out, size_t max
 	return n;
 }
 
+/* children_named(), once there are want of them or 2 s have passed. */
+static size_t children_settled(pid_t pid, const char *name, pid_t *out, size_t max,
+                               size_t want)
+{
+	size_t n;
+
+	for (int i = 0; i < 200 && (n = children_named(pid, name, out, max)) != want; i++)
+		usleep(10000);
+	return n;
+}
+
 /* Between calls the zygote keeps one worker forked ahead (the spare); each
  * call runs in a process of its own all the same. */
 START_TEST(a_spare_waits_between_calls)
@@ -604,9 +615,7 @@ START_TEST(a_spare_waits_between_calls)
 	b = call_out("t", "os.getpid()");
 	ck_assert_str_ne(a, b);
 	/* The zygote forks the next spare right after handing one a call. */
-	for (int i = 0; i < 200 && children_named(zygote, "dolsot-spare", spare, 4) != 1; i++)
-		usleep(10000);
-	ck_assert_uint_eq(children_named(zygote, "dolsot-spare", spare, 4), 1);
+	ck_assert_uint_eq(children_settled(zygote, "dolsot-spare", spare, 4, 1), 1);
 	ck_assert_int_ne(spare[0], atoi(a));
 	ck_assert_int_ne(spare[0], atoi(b));
 	/* --server-status shows it, under its zygote. */
@@ -643,32 +652,6 @@ static pid_t zygote_preloading(const char *module)
 	return pid;
 }
 
-/* pid's resident memory in MiB (/proc/PID/statm), 0 when unknown. */
-static size_t resident_mib(pid_t pid)
-{
-	char path[64], *text;
-	unsigned long pages = 0, resident = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
-	text = cli_read_file(path, NULL);
-	if (!text || sscanf(text, "%lu %lu", &pages, &resident) != 2)
-		resident = 0;
-	free(text);
-	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE) >> 20;
-}
-
-/* The holders among zygote's children, at most max into out; how many
- * there are, once that many have been there (or 2 s have passed). */
-static size_t holders_of(pid_t zygote, pid_t *out, size_t max, size_t want)
-{
-	size_t n = 0;
-
-	for (int i = 0; i < 200 && (n = children_named(zygote, "dolsot-holder", out, max)) != want;
-	     i++)
-		usleep(10000);
-	return n;
-}
-
 /* A spare of a zygote holding 32 MiB or more (here one that imported
  * pandas) has a holder of its memory (base/holder.h), which the zygote
  * kills once the call that spare ran has ended: between calls there is
@@ -684,21 +667,22 @@ START_TEST(a_holder_per_large_spare_and_none_left_behind)
 	server_start();
 	free(call_out("p", "0"));
 	zygote = zygote_pid();
-	if (holders_of(zygote, holder, 4, 1) == 1 && children_named(zygote, "dolsot-spare", &first, 1))
-		ck_assert_msg(resident_mib(first) >= 32, "a holder for a spare of %zu MiB",
-		              resident_mib(first));
+	if (children_settled(zygote, "dolsot-holder", holder, 4, 1) == 1 &&
+	    children_named(zygote, "dolsot-spare", &first, 1))
+		ck_assert_msg(cli_rss_kb(first) >= 32 * 1024, "a holder for a spare of %ld kB",
+		              cli_rss_kb(first));
 	free(call_out("h", "import numpy, pandas"));
 	/* Its calls prepare a zygote that imports them: wait until it is up. */
 	for (int i = 0; i < 500 && (zygote = zygote_preloading("pandas")) <= 0; i++)
 		free(call_out("h", "0"));
 	ck_assert_int_gt(zygote, 0);
 	free(call_out("h", "0"));   /* on that zygote */
-	ck_assert_uint_eq(holders_of(zygote, holder, 4, 1), 1);
+	ck_assert_uint_eq(children_settled(zygote, "dolsot-holder", holder, 4, 1), 1);
 	first = holder[0];
 	for (int i = 0; i < 5; i++)
 		free(call_out("h", "0"));
 	ck_assert(wait_gone(first, 5));   /* its call ended */
-	ck_assert_uint_eq(holders_of(zygote, holder, 4, 1), 1);
+	ck_assert_uint_eq(children_settled(zygote, "dolsot-holder", holder, 4, 1), 1);
 	CLI(&r, "--server-stop");
 	ck_code(&r, 0);
 	cli_run_release(&r);
@@ -710,18 +694,12 @@ START_TEST(stop_leaves_no_process)
 {
 	struct cli_run r;
 	pid_t server, zygote = 0, spare = 0;
-	const char *p;
 
 	server_start();
 	server = server_pid();
-	CLI(&r, "--server-status");
-	p = strstr(r.out, "zygote ");
-	ck_assert_ptr_nonnull(p);
-	zygote = (pid_t)atoi(p + 7);
-	cli_run_release(&r);
+	zygote = zygote_pid();
 	ck_assert_int_gt(zygote, 0);
-	for (int i = 0; i < 200 && children_named(zygote, "dolsot-spare", &spare, 1) != 1; i++)
-		usleep(10000);
+	children_settled(zygote, "dolsot-spare", &spare, 1, 1);
 	ck_assert_int_gt(spare, 0);
 	CLI(&r, "--server-stop");
 	ck_code(&r, 0);
