@@ -110,29 +110,68 @@ struct task_entry {
 	char name[];
 };
 
-size_t proc_list_children(pid_t pid, pid_t *pids, size_t max)
+/* Call visit with each thread id of process pid (0: this one) until it
+ * returns false.  Async-signal-safe. */
+static void each_task(pid_t pid, bool (*visit)(const char *tid, void *ctx), void *ctx)
 {
 	char path[128], ents[2048];
-	size_t n = 0;
 	long got;
 	int dir;
 
 	task_path(path, pid, NULL, "");
 	dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
-		return 0;
-	/* Threads a library started may have forked too: read every task. */
-	while (n < max && (got = syscall(SYS_getdents64, dir, ents, sizeof(ents))) > 0)
-		for (long at = 0; at < got && n < max;) {
+		return;
+	while ((got = syscall(SYS_getdents64, dir, ents, sizeof(ents))) > 0)
+		for (long at = 0; at < got;) {
 			const struct task_entry *e = (const struct task_entry *)(ents + at);
 
 			at += e->reclen;
-			if (e->name[0] == '.')
-				continue;
-			task_path(path, pid, e->name, "/children");
-			n = read_children(path, pids, n, max);
+			if (e->name[0] != '.' && !visit(e->name, ctx)) {
+				close(dir);
+				return;
+			}
 		}
 	close(dir);
+}
+
+struct children_of {
+	pid_t pid, *pids;
+	size_t n, max;
+};
+
+static bool add_children(const char *tid, void *ctx)
+{
+	struct children_of *c = ctx;
+	char path[128];
+
+	task_path(path, c->pid, tid, "/children");
+	c->n = read_children(path, c->pids, c->n, c->max);
+	return c->n < c->max;
+}
+
+size_t proc_list_children(pid_t pid, pid_t *pids, size_t max)
+{
+	struct children_of c = { pid, pids, 0, max };
+
+	/* Threads a library started may have forked too: read every task. */
+	if (max)
+		each_task(pid, add_children, &c);
+	return c.n;
+}
+
+static bool count_task(const char *tid, void *ctx)
+{
+	(void)tid;
+	++*(size_t *)ctx;
+	return true;
+}
+
+size_t proc_thread_count(void)
+{
+	size_t n = 0;
+
+	each_task(0, count_task, &n);
 	return n;
 }
 

@@ -20,6 +20,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,10 @@
  * that process to die, so that its snapshot can take over. */
 #define LIVE_BUSY_WAIT_MS 2000
 #define LIVE_BUSY_POLL_NS 5000000
+/* A live process reads how much it will share with the snapshot it forks
+ * ahead (smaps_rollup, about a millisecond for a large session) again only
+ * when its resident size moved by more than this since it last did. */
+#define LIVE_REMEASURE_KB 1024
 /* The server reads its live processes' memory (smaps_rollup, for the
  * memory bound) at most this often, not on every report of every call. */
 #define LIVE_MEMORY_CHECK_SECONDS 1.0
@@ -67,6 +73,9 @@ struct holder {
 	int save;                 /* during a call: the call's save file, for the fingerprint */
 	bool busy;                /* a call runs */
 	bool saved;               /* len and hash are set */
+	long shared_kb;           /* what it shares with the snapshot it forked
+	                           * ahead of its next call, which is its own
+	                           * (its WIRE_INFO); 0: none */
 	uint64_t len, hash;       /* the fingerprint of what it last saved */
 	struct limits limits;     /* the limits it runs under (from its first call) */
 	uint64_t sandbox;         /* the sandbox it runs in (sandbox_key); 0: none */
@@ -327,6 +336,16 @@ static struct holder *lru_idle(void)
 	return lru;
 }
 
+/* What a live process holds, in kB: its private memory, and what it
+ * shares only with the snapshot it forked ahead (shared_kb); -1 when
+ * unknown. */
+static long holds_kb(pid_t pid, long shared_kb)
+{
+	long kb = server_diag_private_kb(pid);
+
+	return kb < 0 ? -1 : kb + shared_kb;
+}
+
 /* The private memory of the live processes together, in kB; the idle one
  * holding most into *big (NULL: none is idle). */
 static long held_kb(struct holder **big)
@@ -335,7 +354,7 @@ static long held_kb(struct holder **big)
 
 	*big = NULL;
 	for (size_t i = 0; i < n_held; i++) {
-		long kb = server_diag_private_kb(held[i].pid);
+		long kb = holds_kb(held[i].pid, held[i].shared_kb);
 
 		total += kb > 0 ? kb : 0;
 		if (!held[i].busy && kb > most) {
@@ -701,6 +720,10 @@ void live_events(const struct pollfd *p, size_t n, void (*done)(pid_t pid))
 			continue;
 		}
 		if (got == 1) {
+			if (m.type == WIRE_INFO && m.a < (uint64_t)LONG_MAX) {
+				h->shared_kb = (long)m.a;
+				dirty = true;
+			}
 			wire_msg_release(&m);
 			continue;
 		}
@@ -736,6 +759,7 @@ static bool wake_snapshot(struct holder *h)
 	h->pid = h->snap_pid;
 	h->ns_pid = h->snap_ns;
 	h->snap_pid = 0;
+	h->shared_kb = 0;
 	close_fd(&h->save);
 	h->busy = false;
 	h->last_used = now();
@@ -810,8 +834,8 @@ void live_report(int ctl)
 	for (size_t i = 0; i < n_held; i++) {
 		char entry[STORE_ID_MAX + 64];
 
-		snprintf(entry, sizeof(entry), "%.128s\t%d\t%d\t%.3f", held[i].session,
-		         (int)held[i].pid, held[i].busy, held[i].last_used);
+		snprintf(entry, sizeof(entry), "%.128s\t%d\t%d\t%.3f\t%ld", held[i].session,
+		         (int)held[i].pid, held[i].busy, held[i].last_used, held[i].shared_kb);
 		if (wire_put(payload, &len, LIVE_ENTRY, entry) < 0)
 			break;
 	}
@@ -840,6 +864,7 @@ struct entry {
 	pid_t pid;
 	bool busy;
 	double last_used;
+	long shared_kb;   /* holder's shared_kb */
 };
 
 static bool parse_entry(const char *text, struct entry *e)
@@ -851,7 +876,8 @@ static bool parse_entry(const char *text, struct entry *e)
 		return false;
 	memcpy(e->session, text, (size_t)(tab - text));
 	e->session[tab - text] = '\0';
-	if (sscanf(tab + 1, "%d\t%d\t%lf", &e->pid, &busy, &e->last_used) != 3)
+	if (sscanf(tab + 1, "%d\t%d\t%lf\t%ld", &e->pid, &busy, &e->last_used,
+	           &e->shared_kb) != 4 || e->shared_kb < 0)
 		return false;
 	e->busy = busy != 0;
 	return true;
@@ -882,7 +908,7 @@ static bool pick(const struct live_reports *r, size_t n, bool measure, struct en
 			if (!parse_entry(text, &e))
 				continue;
 			count++;
-			kb = measure ? server_diag_private_kb(e.pid) : 0;
+			kb = measure ? holds_kb(e.pid, e.shared_kb) : 0;
 			total_kb += kb > 0 ? kb : 0;
 			if (e.busy)
 				continue;
@@ -938,7 +964,7 @@ void live_status(char *text, size_t *n, size_t cap, const uint8_t *report, size_
 		if (!parse_entry(entry, &e))
 			continue;
 		w = snprintf(text + *n, cap - *n, "  live %s pid %d: %ld kB private, %s %.0f s\n",
-		             e.session, (int)e.pid, server_diag_private_kb(e.pid),
+		             e.session, (int)e.pid, holds_kb(e.pid, e.shared_kb),
 		             e.busy ? "running a call for" : "idle", now() - e.last_used);
 		if (w < 0 || (size_t)w >= cap - *n)
 			break;
@@ -1062,34 +1088,161 @@ static int snapshot_wait(int snap, bool boxed, int dumpable)
 	return snap;
 }
 
+/*
+ * After a completed call, its answer sent: fork the next call's snapshot
+ * now, off that call's path, when nothing can change this process before
+ * that call comes: no thread but this one (a thread a cell started runs
+ * between calls, and the state before the next call would not be this
+ * one).  The snapshot waits on a socket of ours for the zygote's socket,
+ * which the next call brings (hand_over).  Returns what fork() does, -1
+ * also when no snapshot was forked; *ahead our end of that socket (-1:
+ * none, the next call forks its own).
+ */
+static pid_t fork_ahead(int *ahead, int *dumpable)
+{
+	int sv[2];
+	pid_t self = getpid(), pid;
+
+	*ahead = -1;
+	if (proc_thread_count() != 1 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	pid = fork_snapshot(dumpable);
+	if (pid == 0) {
+		prctl(PR_SET_NAME, "dolsot-snapshot");
+		close(sv[0]);
+		*ahead = sv[1];
+		/* Until the next call takes it, it ends with us (and, in our
+		 * process group, with what ends us). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != self)
+			_exit(0);
+		return 0;
+	}
+	close(sv[1]);
+	if (pid < 0)
+		close(sv[0]);
+	else
+		*ahead = sv[0];
+	return pid;
+}
+
+/* In a snapshot forked ahead: the zygote's socket the next call brought,
+ * or exit when none comes.  It outlives us from now on. */
+static int take_over(int ahead)
+{
+	struct wire_msg m;
+	int got, snap;
+
+	do
+		got = wire_recv(ahead, &m);
+	while (got < 0 && errno == EINTR);
+	if (got != 1 || m.type != WIRE_RUN || m.nfds != 1 || prctl(PR_SET_PDEATHSIG, 0) < 0)
+		_exit(0);
+	snap = m.fds[0];
+	m.fds[0] = -1;
+	wire_msg_release(&m);
+	close(ahead);   /* we have it: the call may go on */
+	return snap;
+}
+
+/* Give the snapshot forked ahead the zygote's socket snap, and wait until
+ * it took it (it closes its end): from then on it no longer ends with us,
+ * before the cell can end us.  False when it is gone. */
+static bool hand_over(int ahead, int snap)
+{
+	char byte;
+	bool ok = wire_send(ahead, WIRE_RUN, 0, 0, NULL, 0, &snap, 1) == 0;
+
+	while (ok && read(ahead, &byte, 1) < 0 && errno == EINTR)
+		;
+	close(ahead);
+	return ok;
+}
+
+/* What this process's snapshot forked now would share with it, in kB
+ * (what it wrote: see LIVE_REMEASURE_KB), 0 when unknown. */
+static long shared_with_snapshot(void)
+{
+	static long measured_at = -1, dirty_kb;
+	long rss = server_diag_self_rss_kb();
+
+	if (rss < 0)
+		return 0;
+	if (measured_at < 0 || labs(rss - measured_at) > LIVE_REMEASURE_KB) {
+		dirty_kb = server_diag_dirty_kb(0);
+		measured_at = rss;
+	}
+	return dirty_kb > 0 ? dirty_kb : 0;
+}
+
+/* What the cell left running ends before its answer; its snapshot, whose
+ * end takes long for a large session (its memory given back), once the
+ * answer is sent (end_snapshot). */
+static void end_what_cell_left(pid_t snap)
+{
+	proc_spare(snap);
+	proc_kill_descendants();
+	proc_spare(0);
+}
+
+/* After the answer: the call's snapshot, killed, is reaped. */
+static void end_snapshot(pid_t snap)
+{
+	struct timespec until;
+
+	if (snap <= 0)
+		return;
+	deadline_in(&until, PROC_KILL_WAIT);
+	proc_wait_until(snap, &until, NULL);
+}
+
 /* box: the end of the sandbox's init's reports (-1: no sandbox), which
  * the first call's sandbox keeps. */
 static void live_main(int ctl, int box, int *fds, size_t nfds)
 {
 	bool held_state = false;
 	struct wire_msg m = { 0 };
-	pid_t self = getpid();
+	pid_t self = getpid(), snap = 0;
+	int ahead = -1, dumpable = 0;
 
 	prctl(PR_SET_NAME, "dolsot-live");
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	for (;;) {
-		int got, dumpable;
-		pid_t snap;
+		int got;
 
 		if (fds) {
 			struct isolate_hold hold = { &ctl, 1, box };
+			pid_t done;
+			long kb;
 
 			if (!run_call(fds, nfds, held_state, self, &hold))
 				_exit(0);   /* the zygote wakes the snapshot */
 			held_state = true;
 			box = -1;   /* the sandbox's init holds it now */
-			/* What the cell left running ends with it, the snapshot too. */
-			proc_kill_descendants();
+			end_what_cell_left(snap);
 			m.nfds = 0;   /* run_call closed them */
 			wire_msg_release(&m);
 			/* a: our number (inside a sandbox), for its init's reports. */
 			if (wire_send(ctl, WIRE_STATUS, (uint64_t)getpid(), 0, NULL, 0, NULL, 0) < 0)
 				_exit(0);
+			done = snap;
+			if (done > 0)
+				kill(done, SIGKILL);   /* it ends while we fork the next */
+			kb = shared_with_snapshot();
+			snap = fork_ahead(&ahead, &dumpable);
+			if (snap == 0) {
+				close(ctl);
+				ctl = snapshot_wait(take_over(ahead), box >= 0, dumpable);
+				ahead = -1;
+				fds = NULL;   /* woken: the call it was made for is over */
+				continue;
+			}
+			/* What this process holds is shared with the snapshot from
+			 * now on: the zygote counts it as ours (live_events). */
+			if (wire_send(ctl, WIRE_INFO, snap > 0 ? (uint64_t)kb : 0, 0,
+			              NULL, 0, NULL, 0) < 0)
+				_exit(0);
+			end_snapshot(done);
 		}
 		worker_live_idle();
 		do
@@ -1099,19 +1252,25 @@ static void live_main(int ctl, int box, int *fds, size_t nfds)
 		if (got != 1 || m.type != WIRE_RUN || m.nfds < LIVE_RUN_FDS ||
 		    m.nfds > LIVE_RUN_FDS + 1)
 			_exit(0);   /* the zygote is done with us */
-		snap = fork_snapshot(&dumpable);
-		if (snap < 0)
-			_exit(0);   /* no snapshot, no rollback: give way to a new process */
-		if (snap == 0) {
-			/* The state before the call, kept for its rollback. */
-			for (size_t i = 1; i < m.nfds; i++)
-				close(m.fds[i]);
-			close(ctl);
-			ctl = snapshot_wait(m.fds[0], box >= 0, dumpable);
-			m.nfds = 0;
-			wire_msg_release(&m);
-			fds = NULL;   /* woken: the call it was made for is over */
-			continue;
+		if (ahead >= 0) {
+			if (!hand_over(ahead, m.fds[0]))
+				_exit(0);   /* no snapshot, no rollback: give way to a new process */
+			ahead = -1;
+		} else {
+			snap = fork_snapshot(&dumpable);
+			if (snap < 0)
+				_exit(0);
+			if (snap == 0) {
+				/* The state before the call, kept for its rollback. */
+				for (size_t i = 1; i < m.nfds; i++)
+					close(m.fds[i]);
+				close(ctl);
+				ctl = snapshot_wait(m.fds[0], box >= 0, dumpable);
+				m.nfds = 0;
+				wire_msg_release(&m);
+				fds = NULL;
+				continue;
+			}
 		}
 		close(m.fds[0]);
 		fds = m.fds + 1;

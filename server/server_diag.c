@@ -20,17 +20,21 @@
 /* At most this many differing variables are named, then a count. */
 #define DIFF_NAMES_MAX 16
 
-struct mem { long rss, pss, priv; };   /* kB; -1 when unknown */
+struct mem { long rss, pss, priv, dirty; };   /* kB; -1 when unknown; dirty: private dirty */
 
-/* "Rss: N kB" style fields of /proc/PID/smaps_rollup, in kB. */
+/* "Rss: N kB" style fields of /proc/PID/smaps_rollup (pid 0: this
+ * process's), in kB. */
 static struct mem memory_of(pid_t pid)
 {
 	char path[64], line[256];
 	FILE *f;
 	long v, clean = 0, dirty = 0;
-	struct mem m = { -1, -1, -1 };
+	struct mem m = { -1, -1, -1, -1 };
 
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/smaps_rollup");
 	f = fopen(path, "re");
 	if (!f)
 		return m;
@@ -46,6 +50,7 @@ static struct mem memory_of(pid_t pid)
 	}
 	fclose(f);
 	m.priv = clean + dirty;
+	m.dirty = dirty;
 	return m;
 }
 
@@ -199,6 +204,24 @@ void server_diag_skipped(char *text, size_t *n, size_t cap, const char *module,
 long server_diag_private_kb(pid_t pid)
 {
 	return memory_of(pid).priv;
+}
+
+long server_diag_dirty_kb(pid_t pid)
+{
+	return memory_of(pid).dirty;
+}
+
+long server_diag_self_rss_kb(void)
+{
+	long pages = -1, resident = -1;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+		resident = -1;
+	fclose(f);
+	return resident < 0 ? -1 : resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,

@@ -62,8 +62,16 @@ bool server_diag_env_diff(char *text, size_t *n, size_t cap, const uint8_t *key,
 /* Append the line of zygote's spare worker, if it has one. */
 void server_diag_spare(char *text, size_t *n, size_t cap, pid_t zygote);
 
-/* The private memory of process pid in kB (from smaps_rollup), -1 when
- * unknown. */
+/* The private memory of process pid (0: this one) in kB (from
+ * smaps_rollup), -1 when unknown. */
 long server_diag_private_kb(pid_t pid);
+
+/* Of that, what it wrote (Private_Dirty: its anonymous memory, which a
+ * fork shares), -1 when unknown. */
+long server_diag_dirty_kb(pid_t pid);
+
+/* This process's resident size in kB, from the kernel's counters (statm:
+ * cheap at any size, unlike the two above), -1 when unknown. */
+long server_diag_self_rss_kb(void);
 
 #endif

@@ -50,6 +50,18 @@ static void live_ok(const char *session, const char *code, const char *want)
 	cli_run_release(&r);
 }
 
+/* A live call on session that the --timeout of seconds ends, and that
+ * rolls back. */
+static void times_out(const char *session, const char *seconds, const char *code)
+{
+	struct cli_run r;
+
+	CLI(&r, "--live", "--timeout", seconds, "--session", session, code);
+	ck_code(&r, 124);
+	ck_err_has(&r, "session rolled back to its state before this call");
+	cli_run_release(&r);
+}
+
 /* How long an idle live session may take to be evicted, and how often the
  * test looks. */
 #define EVICT_SECONDS 60
@@ -166,15 +178,9 @@ END_TEST
 
 START_TEST(a_timeout_mid_mutation_rolls_back)
 {
-	struct cli_run r;
-
 	live_ok("s", BIG, "10000000\n");
-	CLI(&r, "--live", "--timeout", "3", "--session", "s",
-	    "for i in range(len(L)):\n    L[i] = -1\n    if i == 5_000_000:\n"
-	    "        while True: pass");
-	ck_code(&r, 124);
-	ck_err_has(&r, "session rolled back to its state before this call");
-	cli_run_release(&r);
+	times_out("s", "3", "for i in range(len(L)):\n    L[i] = -1\n    if i == 5_000_000:\n"
+	          "        while True: pass");
 	live_ok("s", CHECK_BIG, "(True, 1)\n");
 }
 END_TEST
@@ -606,6 +612,113 @@ START_TEST(a_live_value_with_lone_surrogates_is_not_kept_per_call)
 }
 END_TEST
 
+/* The one child of pid once the children settle to one (5 s at most):
+ * the snapshot a live process forks after a call's answer; 0 when none
+ * or more than one stay. */
+static pid_t only_child(pid_t pid)
+{
+	char path[64], *text = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	for (int i = 0; i < 5000000 / POLL_US; i++) {
+		int n = 0;
+
+		free(text);
+		text = cli_read_file(path, NULL);
+		for (const char *c = text; c && *c; c++)
+			n += *c == ' ';
+		if (n == 1)
+			break;
+		usleep(POLL_US);
+	}
+	pid = text && strchr(text, ' ') == strrchr(text, ' ') ? (pid_t)atoi(text) : 0;
+	free(text);
+	return pid;
+}
+
+/* Whether pid's name is comm. */
+static bool named(pid_t pid, const char *comm)
+{
+	char path[64], *text;
+	bool same;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	text = cli_read_file(path, NULL);
+	same = text && strncmp(text, comm, strlen(comm)) == 0 && text[strlen(comm)] == '\n';
+	free(text);
+	return same;
+}
+
+/* Between calls a live process holds the next call's snapshot, forked
+ * after the answer went: in its process group, so that whatever ends it
+ * ends the snapshot; a rollback from it leaves a process that forks the
+ * next one, and so on. */
+START_TEST(the_next_calls_snapshot_waits_between_calls)
+{
+	struct cli_run r;
+	pid_t pid, snap;
+
+	live_ok("s", "L = [0] * 1000\nn = 0", "");
+	pid = live_pid("s");
+	snap = only_child(pid);
+	ck_assert_msg(snap > 0 && named(snap, "dolsot-snapshot"),
+	              "the idle live process %d has no snapshot ahead", (int)pid);
+	ck_assert_int_eq(getpgid(snap), getpgid(pid));
+	for (int round = 0; round < 2; round++)
+		times_out("s", "2", "L[0] = 1\nwhile True: pass");
+	live_ok("s", "n += 1\nL[0], n", "(0, 1)\n");
+	pid = live_pid("s");
+	snap = only_child(pid);
+	ck_assert_msg(snap > 0 && named(snap, "dolsot-snapshot"),
+	              "the live process %d woken from a snapshot forks none ahead", (int)pid);
+	CLI(&r, "--server-stop");
+	cli_run_release(&r);
+	ck_assert_msg(ends(pid) && ends(snap), "the live process or its snapshot outlived "
+	              "the server");
+}
+END_TEST
+
+/* A thread a cell left runs between calls: the state a rollback restores
+ * is the one the next call found, not the one the call before left, so
+ * no snapshot is forked ahead while one runs. */
+START_TEST(a_thread_between_calls_is_in_the_rollback_state)
+{
+	char code[4096];
+	const char *done = cli_path(fx.tmp, "done");
+
+	snprintf(code, sizeof(code), "import threading, time\nv = 1\n"
+	         "def later():\n    global v\n    time.sleep(0.3)\n    v = 2\n"
+	         "    open(%s%s%s, 'w').close()\n"
+	         "threading.Thread(target=later).start()", "'", done, "'");
+	live_ok("s", code, "");
+	for (int i = 0; i < 5000000 / POLL_US && !cli_exists(done); i++)
+		usleep(POLL_US);
+	ck_assert_msg(cli_exists(done), "the cell's thread did not run");
+	times_out("s", "2", "v = 3\nwhile True: pass");
+	live_ok("s", "v", "2\n");
+}
+END_TEST
+
+/* What a live process shares with the snapshot it forked ahead is its
+ * own (the snapshot is a copy of it): DOLSOT_LIVE_MEMORY_MB counts it, as
+ * it did when the process alone held it. */
+START_TEST(the_memory_cap_counts_what_the_snapshot_ahead_shares)
+{
+	struct cli_run r;
+	pid_t pid;
+
+	cli_test_add_env(&fx, "DOLSOT_LIVE_MEMORY_MB=64");
+	live_ok("a", "x = b'b' * (100 << 20)", "");
+	pid = live_pid("a");
+	ck_assert_msg(ends(pid), "the live process %d holding 100 MB still runs past the cap",
+	              (int)pid);
+	live(&r, "a", "len(x)", 0);
+	ck_out(&r, "104857600\n");
+	ck_err_has(&r, "past DOLSOT_LIVE_MEMORY_MB=64; the call started from the store\n");
+	cli_run_release(&r);
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
 	Suite *s = suite_create("live");
@@ -635,6 +748,9 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, a_large_live_session_holds_one_copy_across_calls);
 	tcase_add_test(tc, a_live_value_with_lone_surrogates_is_not_kept_per_call);
 	tcase_add_test(tc, a_live_process_past_the_memory_cap_ends_while_idle_and_the_next_call_says_so);
+	tcase_add_test(tc, the_next_calls_snapshot_waits_between_calls);
+	tcase_add_test(tc, a_thread_between_calls_is_in_the_rollback_state);
+	tcase_add_test(tc, the_memory_cap_counts_what_the_snapshot_ahead_shares);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -133,6 +134,49 @@ START_TEST(orphans_but_the_kept_are_swept)
 }
 END_TEST
 
+static void *wait_on_pipe(void *arg)
+{
+	char byte;
+
+	(void)!read(*(int *)arg, &byte, 1);
+	return NULL;
+}
+
+/* A thread counts while it runs, and no longer once joined. */
+START_TEST(threads_are_counted)
+{
+	pthread_t t;
+	int p[2];
+
+	ck_assert_int_eq(proc_thread_count(), 1);
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_on_pipe, &p[0]), 0);
+	ck_assert_int_eq(proc_thread_count(), 2);
+	ck_assert_int_eq(write(p[1], "x", 1), 1);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(proc_thread_count(), 1);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+/* Every child is listed, up to the room given. */
+START_TEST(children_are_listed_up_to_max)
+{
+	pid_t a = sleeper(), b = sleeper(), got[4];
+	size_t n = proc_list_children(0, got, 4);
+
+	ck_assert_uint_eq(n, 2);
+	ck_assert((got[0] == a && got[1] == b) || (got[0] == b && got[1] == a));
+	ck_assert_uint_eq(proc_list_children(0, got, 1), 1);
+	ck_assert_uint_eq(proc_list_children(0, got, 0), 0);
+	proc_kill_group(a);
+	proc_kill_group(b);
+	assert_killed(a);
+	assert_killed(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("proc");
@@ -142,6 +186,8 @@ int main(void)
 	tcase_add_test(tc, deadline_check_kills_once_when_due);
 	tcase_add_test(tc, rest_of_group_is_killed);
 	tcase_add_test(tc, orphans_but_the_kept_are_swept);
+	tcase_add_test(tc, threads_are_counted);
+	tcase_add_test(tc, children_are_listed_up_to_max);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
