@@ -20,6 +20,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -2046,13 +2047,15 @@ END_TEST
 /* ---- the lock's three outcomes, over every backend (issue 41) ---- */
 
 /* The warm server's memory store for mem_client.c: mem_server's table
- * behind a socket in the store's directory, served by a thread until
- * stop is written. */
+ * behind a socket in the store's directory, served by a process of its own
+ * until stop is written.  A process, not a thread: a test forks racers,
+ * and under AddressSanitizer (gcc 12's has no fork handlers for its
+ * allocator) a child forked while another thread allocates finds the
+ * allocator's lock held forever, and its first malloc hangs. */
 #define HOST_FDS 512   /* lock connections stay: a hundred racers hold some */
 struct mem_host {
-	struct mem_server *sm;
 	int listen_fd, stop[2];
-	pthread_t th;
+	pid_t pid;
 	bool running;
 };
 
@@ -2060,29 +2063,31 @@ static struct mem_host host;
 static struct redis_test lock_rd = { .pid = -1 };
 
 /* One connection's turn: false when it is done (closed, or its lock gone). */
-static bool host_serve(struct mem_host *h, int fd)
+static bool host_serve(struct mem_server *sm, int fd)
 {
 	struct wire_msg m;
 
 	if (wire_recv(fd, &m) != 1) {
-		mem_server_closed(h->sm, fd);
+		mem_server_closed(sm, fd);
 		close(fd);
 		return false;
 	}
-	(void)mem_server_handle(h->sm, fd, &m);
+	(void)mem_server_handle(sm, fd, &m);
 	wire_msg_release(&m);
 	return true;
 }
 
-static void *host_loop(void *arg)
+static __attribute__((noreturn)) void host_loop(const struct mem_host *h)
 {
-	struct mem_host *h = arg;
+	struct mem_server *sm = mem_server_new(-1);
 	struct pollfd p[HOST_FDS] = { { h->stop[0], POLLIN, 0 }, { h->listen_fd, POLLIN, 0 } };
 	size_t n = 2;
 
+	if (!sm)
+		_exit(1);
 	while (poll(p, n, -1) >= 0 && !p[0].revents) {
 		for (size_t i = n; i-- > 2;)
-			if (p[i].revents && !host_serve(h, p[i].fd))
+			if (p[i].revents && !host_serve(sm, p[i].fd))
 				p[i] = p[--n];
 		if ((p[1].revents & POLLIN) && n < HOST_FDS) {
 			int fd = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -2091,21 +2096,20 @@ static void *host_loop(void *arg)
 				p[n++] = (struct pollfd){ fd, POLLIN, 0 };
 		}
 	}
-	for (size_t i = 2; i < n; i++)
-		close(p[i].fd);
-	return NULL;
+	_exit(0);
 }
 
 static void host_stop(void)
 {
+	int status;
+
 	if (!host.running)
 		return;
 	ck_assert_int_eq(write(host.stop[1], "x", 1), 1);
-	ck_assert_int_eq(pthread_join(host.th, NULL), 0);
+	ck_assert_int_eq(waitpid(host.pid, &status, 0), host.pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(host.stop[0]);
 	close(host.stop[1]);
-	close(host.listen_fd);
-	mem_server_free(host.sm);
 	host.running = false;
 }
 
@@ -2113,16 +2117,24 @@ static struct store *open_mem_client(void)
 {
 	struct store *dir = open_file(), *s;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	pid_t test_pid;
 
 	warm_proto_socket_path(store_home(dir), addr.sun_path, sizeof(addr.sun_path));
-	host.sm = mem_server_new(-1);
-	ck_assert_ptr_nonnull(host.sm);
 	host.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(host.listen_fd, 0);
 	ck_assert_int_eq(bind(host.listen_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
 	ck_assert_int_eq(listen(host.listen_fd, 128), 0);
 	ck_assert_int_eq(pipe2(host.stop, O_CLOEXEC), 0);
-	ck_assert_int_eq(pthread_create(&host.th, NULL, host_loop, &host), 0);
+	test_pid = getpid();
+	host.pid = fork();
+	ck_assert_int_ge(host.pid, 0);
+	if (host.pid == 0) {
+		/* It ends with the test, whatever ends the test. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != test_pid)
+			_exit(1);
+		host_loop(&host);
+	}
+	close(host.listen_fd);
 	host.running = true;
 	s = mem_client_open(dir, ERR);
 	ck_assert_msg(s != NULL, "mem_client_open: %s", err);
