@@ -665,7 +665,7 @@ START_TEST(the_next_calls_snapshot_waits_between_calls)
 	              "the idle live process %d has no snapshot ahead", (int)pid);
 	ck_assert_int_eq(getpgid(snap), getpgid(pid));
 	for (int round = 0; round < 2; round++)
-		times_out("s", "2", "L[0] = 1\nwhile True: pass");
+		times_out("s", "1", "L[0] = 1\nwhile True: pass");
 	live_ok("s", "n += 1\nL[0], n", "(0, 1)\n");
 	pid = live_pid("s");
 	snap = only_child(pid);
@@ -694,7 +694,7 @@ START_TEST(a_thread_between_calls_is_in_the_rollback_state)
 	for (int i = 0; i < 5000000 / POLL_US && !cli_exists(done); i++)
 		usleep(POLL_US);
 	ck_assert_msg(cli_exists(done), "the cell's thread did not run");
-	times_out("s", "2", "v = 3\nwhile True: pass");
+	times_out("s", "1", "v = 3\nwhile True: pass");
 	live_ok("s", "v", "2\n");
 }
 END_TEST
