@@ -5,7 +5,6 @@
 #include "holder.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "proc.h"
 
 /* The holder runs a few system calls on this stack, in the shared memory. */
 #define HOLDER_STACK ((size_t)64 * 1024)
@@ -52,30 +52,12 @@ static int hold(void *unused)
 	return 0;
 }
 
-/* This process's resident memory in bytes (/proc/self/statm), 0 when
- * it cannot be read. */
-static size_t resident_bytes(void)
-{
-	char text[128];
-	unsigned long pages = 0, resident = 0;
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t got = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
-
-	fd_close(&fd);
-	if (got <= 0)
-		return 0;
-	text[got] = '\0';
-	if (sscanf(text, "%lu %lu", &pages, &resident) != 2)
-		return 0;
-	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
-}
-
 pid_t holder_start(void)
 {
 	char *stack;
 	pid_t pid;
 
-	if (resident_bytes() < HOLDER_MIN_RESIDENT)
+	if (proc_resident_bytes() < HOLDER_MIN_RESIDENT)
 		return 0;
 	stack = mmap(NULL, HOLDER_STACK, PROT_READ | PROT_WRITE,
 	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

@@ -175,6 +175,22 @@ size_t proc_thread_count(void)
 	return n;
 }
 
+size_t proc_resident_bytes(void)
+{
+	char text[128];
+	unsigned long pages = 0, resident = 0;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+
+	fd_close(&fd);
+	if (got <= 0)
+		return 0;
+	text[got] = '\0';
+	if (sscanf(text, "%lu %lu", &pages, &resident) != 2)
+		return 0;
+	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
 int proc_stat(pid_t pid, char *state, pid_t *ppid)
 {
 	char digits[24], path[128], buf[512];

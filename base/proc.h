@@ -135,6 +135,11 @@ size_t proc_list_children(pid_t pid, pid_t *pids, size_t max);
 /* How many threads this process runs (0 when /proc cannot say). */
 size_t proc_thread_count(void);
 
+/* This process's resident memory in bytes, from the kernel's counters
+ * (/proc/self/statm: cheap at any size, unlike smaps_rollup); 0 when it
+ * cannot be read. */
+size_t proc_resident_bytes(void);
+
 /* From /proc/PID/stat (pid > 0), the fields after comm: its state
  * letter into *state and its parent into *ppid (0 when the parent is
  * outside this PID namespace); either may be NULL.  Returns 0, or -1 when

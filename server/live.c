@@ -1088,6 +1088,22 @@ static int snapshot_wait(int snap, bool boxed, int dumpable)
 	return snap;
 }
 
+/* What this process's snapshot forked now would share with it, in kB
+ * (what it wrote: see LIVE_REMEASURE_KB), 0 when unknown. */
+static long shared_with_snapshot(void)
+{
+	static long measured_at = -1, dirty_kb;
+	long rss = (long)(proc_resident_bytes() / 1024);
+
+	if (rss == 0)
+		return 0;
+	if (measured_at < 0 || labs(rss - measured_at) > LIVE_REMEASURE_KB) {
+		dirty_kb = server_diag_dirty_kb(0);
+		measured_at = rss;
+	}
+	return dirty_kb > 0 ? dirty_kb : 0;
+}
+
 /*
  * After a completed call, its answer sent: fork the next call's snapshot
  * now, off that call's path, when nothing can change this process before
@@ -1096,17 +1112,20 @@ static int snapshot_wait(int snap, bool boxed, int dumpable)
  * one).  The snapshot waits on a socket of ours for the zygote's socket,
  * which the next call brings (hand_over).  Returns what fork() does, -1
  * also when no snapshot was forked; *ahead our end of that socket (-1:
- * none, the next call forks its own).
+ * none, the next call forks its own), *shared_kb what we share with the
+ * snapshot (0: none).
  */
-static pid_t fork_ahead(int *ahead, int *dumpable)
+static pid_t fork_ahead(int *ahead, int *dumpable, long *shared_kb)
 {
 	int sv[2];
 	pid_t self = getpid(), pid;
 
 	*ahead = -1;
+	*shared_kb = 0;
 	if (proc_thread_count() != 1 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
+	*shared_kb = shared_with_snapshot();   /* before the fork shares it */
 	pid = fork_snapshot(dumpable);
 	if (pid == 0) {
 		prctl(PR_SET_NAME, "dolsot-snapshot");
@@ -1119,10 +1138,12 @@ static pid_t fork_ahead(int *ahead, int *dumpable)
 		return 0;
 	}
 	close(sv[1]);
-	if (pid < 0)
+	if (pid < 0) {
 		close(sv[0]);
-	else
+		*shared_kb = 0;
+	} else {
 		*ahead = sv[0];
+	}
 	return pid;
 }
 
@@ -1157,22 +1178,6 @@ static bool hand_over(int ahead, int snap)
 		;
 	close(ahead);
 	return ok;
-}
-
-/* What this process's snapshot forked now would share with it, in kB
- * (what it wrote: see LIVE_REMEASURE_KB), 0 when unknown. */
-static long shared_with_snapshot(void)
-{
-	static long measured_at = -1, dirty_kb;
-	long rss = server_diag_self_rss_kb();
-
-	if (rss < 0)
-		return 0;
-	if (measured_at < 0 || labs(rss - measured_at) > LIVE_REMEASURE_KB) {
-		dirty_kb = server_diag_dirty_kb(0);
-		measured_at = rss;
-	}
-	return dirty_kb > 0 ? dirty_kb : 0;
 }
 
 /* What the cell left running ends before its answer; its snapshot, whose
@@ -1228,8 +1233,7 @@ static void live_main(int ctl, int box, int *fds, size_t nfds)
 			done = snap;
 			if (done > 0)
 				kill(done, SIGKILL);   /* it ends while we fork the next */
-			kb = shared_with_snapshot();
-			snap = fork_ahead(&ahead, &dumpable);
+			snap = fork_ahead(&ahead, &dumpable, &kb);
 			if (snap == 0) {
 				close(ctl);
 				ctl = snapshot_wait(take_over(ahead), box >= 0, dumpable);
@@ -1239,8 +1243,7 @@ static void live_main(int ctl, int box, int *fds, size_t nfds)
 			}
 			/* What this process holds is shared with the snapshot from
 			 * now on: the zygote counts it as ours (live_events). */
-			if (wire_send(ctl, WIRE_INFO, snap > 0 ? (uint64_t)kb : 0, 0,
-			              NULL, 0, NULL, 0) < 0)
+			if (wire_send(ctl, WIRE_INFO, (uint64_t)kb, 0, NULL, 0, NULL, 0) < 0)
 				_exit(0);
 			end_snapshot(done);
 		}

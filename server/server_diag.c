@@ -211,19 +211,6 @@ long server_diag_dirty_kb(pid_t pid)
 	return memory_of(pid).dirty;
 }
 
-long server_diag_self_rss_kb(void)
-{
-	long pages = -1, resident = -1;
-	FILE *f = fopen("/proc/self/statm", "re");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-		resident = -1;
-	fclose(f);
-	return resident < 0 ? -1 : resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 void server_diag_zygote(char *text, size_t *n, size_t cap, pid_t pid,
                         const char *state, double idle, const uint8_t *key,
                         size_t key_len, pid_t grown_from, const char *note)

@@ -70,8 +70,4 @@ long server_diag_private_kb(pid_t pid);
  * fork shares), -1 when unknown. */
 long server_diag_dirty_kb(pid_t pid);
 
-/* This process's resident size in kB, from the kernel's counters (statm:
- * cheap at any size, unlike the two above), -1 when unknown. */
-long server_diag_self_rss_kb(void);
-
 #endif
