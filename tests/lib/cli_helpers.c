@@ -505,6 +505,42 @@ pid_t cli_first_child(pid_t pid)
 	return child;
 }
 
+size_t cli_children_named(pid_t pid, const char *name, pid_t *out, size_t max)
+{
+	char path[64], *list, *end;
+	size_t len, n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	list = cli_read_file(path, &len);
+	if (!list)
+		return 0;
+	for (char *p = list; n < max; p = end) {
+		long kid = strtol(p, &end, 10);
+		char comm[64], *text;
+
+		if (end == p)
+			break;
+		snprintf(comm, sizeof(comm), "/proc/%ld/comm", kid);
+		text = cli_read_file(comm, &len);
+		if (text && strncmp(text, name, strlen(name)) == 0)
+			out[n++] = (pid_t)kid;
+		free(text);
+	}
+	free(list);
+	return n;
+}
+
+size_t cli_children_settled(pid_t pid, const char *name, pid_t *out, size_t max,
+                            size_t want, int seconds)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < seconds * 100 && (n = cli_children_named(pid, name, out, max)) != want;
+	     i++)
+		usleep(10000);
+	return n;
+}
+
 bool cli_is_server_process(const char *comm)
 {
 	static const char *const names[] = { "dolsot-server", "dolsot-zygote", "dolsot-spare",

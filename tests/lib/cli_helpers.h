@@ -201,6 +201,15 @@ pid_t cli_first_child(pid_t pid);
 /* cli_strays() until it is 0 or seconds pass; returns the last count. */
 int cli_wait_no_strays(const char *env_entry, double seconds, char *desc, size_t desclen);
 
+/* The children of pid whose name starts with name ("": all), from /proc,
+ * at most max into out; their count. */
+size_t cli_children_named(pid_t pid, const char *name, pid_t *out, size_t max);
+
+/* cli_children_named(), once there are want of them or seconds have
+ * passed. */
+size_t cli_children_settled(pid_t pid, const char *name, pid_t *out, size_t max,
+                            size_t want, int seconds);
+
 /* pid's resident memory (VmRSS) in kB, or -1. */
 long cli_rss_kb(pid_t pid);
 

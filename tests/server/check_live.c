@@ -612,41 +612,15 @@ START_TEST(a_live_value_with_lone_surrogates_is_not_kept_per_call)
 }
 END_TEST
 
-/* The one child of pid once the children settle to one (5 s at most):
- * the snapshot a live process forks after a call's answer; 0 when none
- * or more than one stay. */
+/* The one child of pid, the snapshot a live process forks after a call's
+ * answer, once it is there (5 s at most); 0 when there is none, or any
+ * other child. */
 static pid_t only_child(pid_t pid)
 {
-	char path[64], *text = NULL;
+	pid_t kids[4];
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	for (int i = 0; i < 5000000 / POLL_US; i++) {
-		int n = 0;
-
-		free(text);
-		text = cli_read_file(path, NULL);
-		for (const char *c = text; c && *c; c++)
-			n += *c == ' ';
-		if (n == 1)
-			break;
-		usleep(POLL_US);
-	}
-	pid = text && strchr(text, ' ') == strrchr(text, ' ') ? (pid_t)atoi(text) : 0;
-	free(text);
-	return pid;
-}
-
-/* Whether pid's name is comm. */
-static bool named(pid_t pid, const char *comm)
-{
-	char path[64], *text;
-	bool same;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	text = cli_read_file(path, NULL);
-	same = text && strncmp(text, comm, strlen(comm)) == 0 && text[strlen(comm)] == '\n';
-	free(text);
-	return same;
+	return cli_children_settled(pid, "dolsot-snapshot", kids, 4, 1, 5) == 1 &&
+	       cli_children_named(pid, "", kids + 1, 3) == 1 ? kids[0] : 0;
 }
 
 /* Between calls a live process holds the next call's snapshot, forked
@@ -661,16 +635,15 @@ START_TEST(the_next_calls_snapshot_waits_between_calls)
 	live_ok("s", "L = [0] * 1000\nn = 0", "");
 	pid = live_pid("s");
 	snap = only_child(pid);
-	ck_assert_msg(snap > 0 && named(snap, "dolsot-snapshot"),
-	              "the idle live process %d has no snapshot ahead", (int)pid);
+	ck_assert_msg(snap > 0, "the idle live process %d has no snapshot ahead", (int)pid);
 	ck_assert_int_eq(getpgid(snap), getpgid(pid));
 	for (int round = 0; round < 2; round++)
 		times_out("s", "1", "L[0] = 1\nwhile True: pass");
 	live_ok("s", "n += 1\nL[0], n", "(0, 1)\n");
 	pid = live_pid("s");
 	snap = only_child(pid);
-	ck_assert_msg(snap > 0 && named(snap, "dolsot-snapshot"),
-	              "the live process %d woken from a snapshot forks none ahead", (int)pid);
+	ck_assert_msg(snap > 0, "the live process %d woken from a snapshot forks none ahead",
+	              (int)pid);
 	CLI(&r, "--server-stop");
 	cli_run_release(&r);
 	ck_assert_msg(ends(pid) && ends(snap), "the live process or its snapshot outlived "

@@ -564,43 +564,6 @@ static pid_t zygote_pid(void)
 	return pid;
 }
 
-/* The children of pid named name (from /proc), at most max; their count. */
-static size_t children_named(pid_t pid, const char *name, pid_t *out, size_t max)
-{
-	char path[64], *list, *end;
-	size_t len, n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	list = cli_read_file(path, &len);
-	if (!list)
-		return 0;
-	for (char *p = list; n < max; p = end) {
-		long kid = strtol(p, &end, 10);
-		char comm[64], *text;
-
-		if (end == p)
-			break;
-		snprintf(comm, sizeof(comm), "/proc/%ld/comm", kid);
-		text = cli_read_file(comm, &len);
-		if (text && strncmp(text, name, strlen(name)) == 0)
-			out[n++] = (pid_t)kid;
-		free(text);
-	}
-	free(list);
-	return n;
-}
-
-/* children_named(), once there are want of them or 2 s have passed. */
-static size_t children_settled(pid_t pid, const char *name, pid_t *out, size_t max,
-                               size_t want)
-{
-	size_t n;
-
-	for (int i = 0; i < 200 && (n = children_named(pid, name, out, max)) != want; i++)
-		usleep(10000);
-	return n;
-}
-
 /* Between calls the zygote keeps one worker forked ahead (the spare); each
  * call runs in a process of its own all the same. */
 START_TEST(a_spare_waits_between_calls)
@@ -615,7 +578,7 @@ START_TEST(a_spare_waits_between_calls)
 	b = call_out("t", "os.getpid()");
 	ck_assert_str_ne(a, b);
 	/* The zygote forks the next spare right after handing one a call. */
-	ck_assert_uint_eq(children_settled(zygote, "dolsot-spare", spare, 4, 1), 1);
+	ck_assert_uint_eq(cli_children_settled(zygote, "dolsot-spare", spare, 4, 1, 2), 1);
 	ck_assert_int_ne(spare[0], atoi(a));
 	ck_assert_int_ne(spare[0], atoi(b));
 	/* --server-status shows it, under its zygote. */
@@ -667,8 +630,8 @@ START_TEST(a_holder_per_large_spare_and_none_left_behind)
 	server_start();
 	free(call_out("p", "0"));
 	zygote = zygote_pid();
-	if (children_settled(zygote, "dolsot-holder", holder, 4, 1) == 1 &&
-	    children_named(zygote, "dolsot-spare", &first, 1))
+	if (cli_children_settled(zygote, "dolsot-holder", holder, 4, 1, 2) == 1 &&
+	    cli_children_named(zygote, "dolsot-spare", &first, 1))
 		ck_assert_msg(cli_rss_kb(first) >= 32 * 1024, "a holder for a spare of %ld kB",
 		              cli_rss_kb(first));
 	free(call_out("h", "import numpy, pandas"));
@@ -677,12 +640,12 @@ START_TEST(a_holder_per_large_spare_and_none_left_behind)
 		free(call_out("h", "0"));
 	ck_assert_int_gt(zygote, 0);
 	free(call_out("h", "0"));   /* on that zygote */
-	ck_assert_uint_eq(children_settled(zygote, "dolsot-holder", holder, 4, 1), 1);
+	ck_assert_uint_eq(cli_children_settled(zygote, "dolsot-holder", holder, 4, 1, 2), 1);
 	first = holder[0];
 	for (int i = 0; i < 5; i++)
 		free(call_out("h", "0"));
 	ck_assert(wait_gone(first, 5));   /* its call ended */
-	ck_assert_uint_eq(children_settled(zygote, "dolsot-holder", holder, 4, 1), 1);
+	ck_assert_uint_eq(cli_children_settled(zygote, "dolsot-holder", holder, 4, 1, 2), 1);
 	CLI(&r, "--server-stop");
 	ck_code(&r, 0);
 	cli_run_release(&r);
@@ -699,7 +662,7 @@ START_TEST(stop_leaves_no_process)
 	server = server_pid();
 	zygote = zygote_pid();
 	ck_assert_int_gt(zygote, 0);
-	children_settled(zygote, "dolsot-spare", &spare, 1, 1);
+	cli_children_settled(zygote, "dolsot-spare", &spare, 1, 1, 2);
 	ck_assert_int_gt(spare, 0);
 	CLI(&r, "--server-stop");
 	ck_code(&r, 0);
